@@ -1,0 +1,45 @@
+# kvs — build, test and benchmark. Every target works on a fresh machine with Go.
+GO          ?= go
+BENCH_COUNT ?= 6
+BENCH_TIME  ?= 60
+BENCH_MODE  ?= memory
+
+.PHONY: build test test-short race vet fmt bench fuzz compare clean
+
+build:
+	@mkdir -p dist
+	$(GO) build -o dist/kvs ./cmd/kvs
+
+# The whole suite: unit tests (with the race detector for the packages whose
+# concurrency matters most) and the end-to-end tests in test/, which build and
+# run the real binary. Differential tests run where redis-server is installed.
+test: vet
+	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cmd/...
+	$(GO) test -count=1 -timeout 15m ./test/
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Go benchmarks, medians over BENCH_COUNT runs are what PERFORMANCE.md quotes.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ | tee dist/bench.txt
+
+# Run each fuzz target for FUZZ_TIME (the seed corpora also run in `make test`).
+FUZZ_TIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZ_TIME) ./fsm/
+	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZ_TIME) ./fsm/
+	@for t in $$($(GO) test -list '^Fuzz' ./wal/ | grep ^Fuzz); do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) ./wal/ || exit 1; done
+
+# Side-by-side with redis-server: redis-benchmark against kvs and redis in each
+# mode, client pinned to one core and servers to the other.
+compare: build
+	bash test/compare-redis.sh
+
+clean:
+	rm -rf dist

@@ -1,0 +1,153 @@
+package fsm
+
+// Op names one data command. Writes go through a proposer and reach the store
+// through Apply (in log order, on every replica and at every replay); reads are
+// answered by Read under the shared lock.
+//
+// The numeric values are part of the log and snapshot format: never renumber,
+// only append.
+type Op uint8
+
+// Write operations. The comment on each says how its Command fields are used.
+// "Deadline" is an absolute Unix time in milliseconds decided by the proposer
+// (relative times such as EX 10 are turned into deadlines before proposing).
+const (
+	OpInvalid Op = iota
+
+	// OpSet: Args[0]=key, Args[1]=value, Int=deadline (0: none).
+	// Flags: FlagNX, FlagXX, FlagGet, FlagKeepTTL.
+	// Reply: +OK, or nil when NX/XX stopped it; with FlagGet the old value
+	// (bulk or nil) instead, and WRONGTYPE if the old value is not a string.
+	OpSet
+	// OpSetNX (SETNX): Args[0]=key, Args[1]=value. Reply :1 set, :0 not set.
+	OpSetNX
+	// OpGetSet (GETSET): Args[0]=key, Args[1]=value. Reply old value or nil.
+	// Removes any TTL, as SET does.
+	OpGetSet
+	// OpGetDel: Args[0]=key. Reply value or nil.
+	OpGetDel
+	// OpGetEx: Args[0]=key. Int=deadline when FlagExpire is set; FlagPersist
+	// removes the TTL; neither: plain GET. A deadline not after now deletes
+	// the key (as Redis does). Reply value or nil.
+	OpGetEx
+	// OpMSet: Args = k1, v1, k2, v2, ... Reply +OK. Removes TTLs.
+	OpMSet
+	// OpMSetNX: Args = k1, v1, ... Reply :1 when all were set, :0 when none.
+	OpMSetNX
+	// OpAppend: Args[0]=key, Args[1]=suffix. Reply :new length.
+	OpAppend
+	// OpSetRange: Args[0]=key, Int=offset (>= 0, checked by the server),
+	// Args[1]=value. Reply :new length.
+	OpSetRange
+	// OpIncrBy (INCR, DECR, INCRBY, DECRBY): Args[0]=key, Int=delta.
+	// Reply :new value.
+	OpIncrBy
+	// OpIncrByFloat: Args[0]=key, Float=increment. Reply bulk new value,
+	// formatted as Redis formats it.
+	OpIncrByFloat
+	// OpDel (DEL, UNLINK): Args = keys. Reply :number deleted.
+	OpDel
+	// OpRename: Args[0]=key, Args[1]=newkey. Reply +OK. Keeps the TTL.
+	OpRename
+	// OpRenameNX: Args[0]=key, Args[1]=newkey. Reply :1 or :0.
+	OpRenameNX
+	// OpExpireAt (EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT): Args[0]=key,
+	// Int=deadline. Flags: FlagNX, FlagXX, FlagGT, FlagLT. A deadline not
+	// after now deletes the key. Reply :1 set, :0 not.
+	OpExpireAt
+	// OpPersist: Args[0]=key. Reply :1 removed a TTL, :0 not.
+	OpPersist
+	// OpFlushAll (FLUSHDB, FLUSHALL): Reply +OK.
+	OpFlushAll
+	// OpDelExpired: Args = keys. Deletes each key that is expired at the
+	// entry's now (and leaves alone one that was rewritten since). Proposed
+	// by the active-expiry loop (only by the leader in a cluster).
+	// Reply :number deleted.
+	OpDelExpired
+)
+
+// Read operations, answered by Store.Read.
+const (
+	// OpGet: Args[0]=key. Reply bulk or nil.
+	OpGet Op = 64 + iota
+	// OpMGet: Args = keys. Reply array of bulk-or-nil (nil for non-strings).
+	OpMGet
+	// OpStrLen: Args[0]=key. Reply :length.
+	OpStrLen
+	// OpGetRange: Args[0]=key, Int=start, Int2=end (Redis's negative rules).
+	OpGetRange
+	// OpExists: Args = keys (repeats count again). Reply :count.
+	OpExists
+	// OpType: Args[0]=key. Reply +string / +none.
+	OpType
+	// OpKeys: Args[0]=glob pattern. Reply array of keys.
+	OpKeys
+	// OpScan: Int=cursor, Int2=count (default 10 set by the server),
+	// Args[0]=match pattern ("" or absent: all), Args[1]=type ("" or absent:
+	// any). Reply array [bulk next-cursor, array keys].
+	OpScan
+	// OpRandomKey: Reply bulk key or nil. Random choice is a read, so it
+	// need not be deterministic.
+	OpRandomKey
+	// OpTTL, OpPTTL, OpExpireTime, OpPExpireTime: Args[0]=key.
+	// Reply :-2 no key, :-1 no TTL, else the value.
+	OpTTL
+	OpPTTL
+	OpExpireTime
+	OpPExpireTime
+	// OpDBSize: Reply :number of keys not expired.
+	OpDBSize
+	// OpMemoryUsage: Args[0]=key. Reply :bytes or nil.
+	OpMemoryUsage
+)
+
+// IsWrite reports whether op must go through a proposer.
+func (op Op) IsWrite() bool { return op > OpInvalid && op < 64 }
+
+// Flags modify a command; which ones apply is listed per Op.
+type Flags uint16
+
+const (
+	FlagNX Flags = 1 << iota
+	FlagXX
+	FlagGT
+	FlagLT
+	FlagGet
+	FlagKeepTTL
+	FlagPersist
+	FlagExpire
+)
+
+// Command is one data command, already parsed and validated by the server:
+// syntax errors never reach the store. Errors that depend on the data
+// (WRONGTYPE, not an integer, overflow, no such key) are decided by Apply and
+// Read and returned as error replies.
+type Command struct {
+	Op    Op
+	Flags Flags
+	Args  [][]byte
+	Int   int64
+	Int2  int64
+	Float float64
+}
+
+// ReplyKind says how a Reply is written on the wire.
+type ReplyKind uint8
+
+const (
+	ReplyNil    ReplyKind = iota // RESP2 $-1 (or *-1 inside nothing), RESP3 _
+	ReplyStatus                  // +Str
+	ReplyError                   // -Str (Str holds the full text, e.g. "WRONGTYPE Operation ...")
+	ReplyInt                     // :Int
+	ReplyBulk                    // $len Bulk
+	ReplyArray                   // *n Array...
+)
+
+// Reply is the result of one command, independent of the protocol version.
+type Reply struct {
+	Kind  ReplyKind
+	Int   int64
+	Str   string
+	Bulk  []byte
+	Array []Reply
+}

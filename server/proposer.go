@@ -1,0 +1,30 @@
+package server
+
+import (
+	"time"
+
+	"kvs/fsm"
+)
+
+// A Proposer makes a batch of write commands happen, in order, and returns
+// one reply per command. It returns only once the writes are visible to
+// readers and as durable as the mode promises: applied in memory (memory
+// mode), fsynced in the append log (durable mode), committed by a majority
+// (cluster mode). An error means no reply could be produced for the batch;
+// the server sends it to every command of the batch.
+//
+// The proposer stamps the batch with its clock reading; the store uses that
+// reading as "now" when it applies the batch, on every replica and replay.
+type Proposer interface {
+	Propose(cmds []fsm.Command) ([]fsm.Reply, error)
+}
+
+// MemoryProposer applies batches straight to the store: memory mode.
+type MemoryProposer struct {
+	Store *fsm.Store
+}
+
+// Propose applies cmds to the store under one lock acquisition.
+func (p MemoryProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	return p.Store.Apply(0, time.Now().UnixMilli(), cmds), nil
+}
