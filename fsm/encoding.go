@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Entry encoding, version 1. A log entry (one wal record, one raft log
+// entry) is a batch of write commands and the proposer's clock:
+//
+//	entry   = version:byte(1) now:varint count:uvarint command*count
+//	command = op:byte flags:uvarint fields:byte
+//	          [int:varint] [int2:varint] [float:8 bytes little-endian]
+//	          nargs:uvarint (len:uvarint bytes)*nargs
+//
+// fields has bit 0 set when Int is present, bit 1 for Int2, bit 2 for Float;
+// absent fields are zero, which keeps the common commands (SET, DEL) to a few
+// bytes of overhead. varint is zig-zag (encoding/binary's Varint).
+const entryVersion = 1
+
+const (
+	fieldInt   = 1 << 0
+	fieldInt2  = 1 << 1
+	fieldFloat = 1 << 2
+)
+
+// ErrCorrupt is wrapped by every error DecodeEntry and Restore return for
+// bytes that are not a valid entry or snapshot.
+var ErrCorrupt = errors.New("fsm: corrupt data")
+
+// EncodeEntry appends the encoding of a log entry holding cmds, proposed at
+// now (Unix ms), to dst and returns the extended slice. It allocates only if
+// dst lacks capacity. cmds must be write commands that pass Validate;
+// DecodeEntry rejects anything else.
+func EncodeEntry(dst []byte, now int64, cmds []Command) []byte {
+	dst = append(dst, entryVersion)
+	dst = binary.AppendVarint(dst, now)
+	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
+	for i := range cmds {
+		c := &cmds[i]
+		var fields byte
+		if c.Int != 0 {
+			fields |= fieldInt
+		}
+		if c.Int2 != 0 {
+			fields |= fieldInt2
+		}
+		if math.Float64bits(c.Float) != 0 {
+			fields |= fieldFloat
+		}
+		dst = append(dst, byte(c.Op))
+		dst = binary.AppendUvarint(dst, uint64(c.Flags))
+		dst = append(dst, fields)
+		if fields&fieldInt != 0 {
+			dst = binary.AppendVarint(dst, c.Int)
+		}
+		if fields&fieldInt2 != 0 {
+			dst = binary.AppendVarint(dst, c.Int2)
+		}
+		if fields&fieldFloat != 0 {
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float))
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(c.Args)))
+		for _, a := range c.Args {
+			dst = binary.AppendUvarint(dst, uint64(len(a)))
+			dst = append(dst, a...)
+		}
+	}
+	return dst
+}
+
+// EntrySize returns len(EncodeEntry(nil, now, cmds)) without encoding, so a
+// caller can size its buffer once.
+func EntrySize(now int64, cmds []Command) int {
+	n := 1 + varintLen(now) + uvarintLen(uint64(len(cmds)))
+	for i := range cmds {
+		c := &cmds[i]
+		n += 1 + uvarintLen(uint64(c.Flags)) + 1
+		if c.Int != 0 {
+			n += varintLen(c.Int)
+		}
+		if c.Int2 != 0 {
+			n += varintLen(c.Int2)
+		}
+		if math.Float64bits(c.Float) != 0 {
+			n += 8
+		}
+		n += uvarintLen(uint64(len(c.Args)))
+		for _, a := range c.Args {
+			n += uvarintLen(uint64(len(a))) + len(a)
+		}
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+func varintLen(x int64) int {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	return uvarintLen(ux)
+}
+
+// DecodeEntry decodes a log entry written by EncodeEntry. It validates
+// everything (version, lengths, ops, flags, argument counts) and returns an
+// error wrapping ErrCorrupt, never panicking, for any other input; commands
+// it returns are safe to Apply. The returned Args alias b: b must not be
+// modified while they are in use (Apply copies what it keeps).
+func DecodeEntry(b []byte) (now int64, cmds []Command, err error) {
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != entryVersion {
+		return 0, nil, fmt.Errorf("%w: entry version %d, want %d", ErrCorrupt, v, entryVersion)
+	}
+	now = d.varint()
+	n := d.count(4) // a command takes at least 4 bytes
+	if d.err != nil {
+		return 0, nil, d.err
+	}
+	cmds = make([]Command, n)
+	var pool [][]byte // one backing array for the Args of many commands
+	for i := range cmds {
+		c := &cmds[i]
+		c.Op = Op(d.byte())
+		flags := d.uvarint()
+		if flags > math.MaxUint16 {
+			d.fail("flags out of range")
+		}
+		c.Flags = Flags(flags)
+		fields := d.byte()
+		if fields&^(fieldInt|fieldInt2|fieldFloat) != 0 {
+			d.fail("unknown fields")
+		}
+		if fields&fieldInt != 0 {
+			c.Int = d.varint()
+		}
+		if fields&fieldInt2 != 0 {
+			c.Int2 = d.varint()
+		}
+		if fields&fieldFloat != 0 {
+			c.Float = math.Float64frombits(d.uint64())
+		}
+		nargs := d.count(1)
+		if d.err != nil {
+			return 0, nil, d.err
+		}
+		if nargs > 0 {
+			if cap(pool)-len(pool) < nargs {
+				pool = make([][]byte, 0, max(nargs, 2*(len(cmds)-i)))
+			}
+			c.Args = pool[len(pool) : len(pool)+nargs : len(pool)+nargs]
+			pool = pool[:len(pool)+nargs]
+			for j := range c.Args {
+				c.Args[j] = d.bytes()
+			}
+		}
+		if d.err != nil {
+			return 0, nil, d.err
+		}
+		if !c.Op.IsWrite() {
+			return 0, nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint8(c.Op))
+		}
+		if err := c.Validate(); err != nil {
+			return 0, nil, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	if len(d.b) != 0 {
+		return 0, nil, fmt.Errorf("%w: %d trailing bytes after entry", ErrCorrupt, len(d.b))
+	}
+	return now, cmds, nil
+}
+
+// decoder reads from b; after the first failure every read returns zero and
+// err keeps the first error, so callers check once after a group of reads.
+type decoder struct {
+	b   []byte
+	off int // bytes consumed, for error messages
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s at offset %d", ErrCorrupt, what, d.off)
+	}
+	d.b = nil
+}
+
+func (d *decoder) advance(n int) {
+	d.b = d.b[n:]
+	d.off += n
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("unexpected end")
+		return 0
+	}
+	v := d.b[0]
+	d.advance(1)
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.fail("unexpected end")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.advance(8)
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.advance(n)
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.advance(n)
+	return v
+}
+
+// count reads an element count and rejects one that the remaining bytes
+// cannot hold at minSize bytes each, so corrupt input cannot make the
+// decoder allocate without bound.
+func (d *decoder) count(minSize int) int {
+	v := d.uvarint()
+	if d.err == nil && v > uint64(len(d.b)/minSize) {
+		d.fail(fmt.Sprintf("count %d exceeds remaining %d bytes", v, len(d.b)))
+		return 0
+	}
+	return int(v)
+}
+
+// bytes reads a length-prefixed byte string, aliasing d.b.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("length exceeds remaining bytes")
+		return nil
+	}
+	v := d.b[:n:n]
+	d.advance(int(n))
+	return v
+}

@@ -1,0 +1,276 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/tidwall/btree"
+)
+
+// Snapshot format, version 1, shared by the wal's compaction and raft's
+// snapshots:
+//
+//	snapshot = version:byte(1) index:uvarint count:uvarint record*count crc:uint32
+//	record   = kind:byte keylen:uvarint key deadline:varint vallen:uvarint value
+//
+// Records are in keyspace order, (hash(key), key) ascending, strictly;
+// Restore checks the order, which also rejects duplicate keys. deadline is
+// absolute Unix ms, 0 for none; keys already expired are kept, because a
+// snapshot is the store's state, not a read of it. crc is CRC-32C
+// (Castagnoli), little-endian, over every byte before it.
+const snapshotVersion = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Snapshot is a frozen point-in-time view of a Store. Taking one costs O(1)
+// under the lock: the B-tree is copied on write, so later writes to the store
+// copy the nodes they touch instead of changing the snapshot's.
+//
+// A Snapshot is meant for one goroutine (the one writing it out); Release it
+// when done so the nodes only it still holds can be freed.
+type Snapshot struct {
+	index uint64
+	keys  *btree.BTreeG[item] // nil after Release
+}
+
+// Snapshot returns a point-in-time view of the store, including its
+// AppliedIndex.
+func (s *Store) Snapshot() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Copy writes a new isolation id into the source tree, hence the
+	// exclusive lock; it is constant time.
+	return &Snapshot{index: s.applied, keys: s.keys.Copy()}
+}
+
+// Index returns the AppliedIndex the snapshot was taken at.
+func (sn *Snapshot) Index() uint64 { return sn.index }
+
+// Len returns the number of keys in the snapshot, expired or not.
+func (sn *Snapshot) Len() int {
+	if sn.keys == nil {
+		return 0
+	}
+	return sn.keys.Len()
+}
+
+// Release drops the snapshot's view. WriteTo fails after it.
+func (sn *Snapshot) Release() { sn.keys = nil }
+
+var errReleased = errors.New("fsm: snapshot already released")
+
+// WriteTo streams the snapshot to w in the format above. It needs no lock
+// and can run while the store takes writes.
+func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	if sn.keys == nil {
+		return 0, errReleased
+	}
+	cw := &crcWriter{w: bufio.NewWriterSize(w, 256<<10)}
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, snapshotVersion)
+	buf = binary.AppendUvarint(buf, sn.index)
+	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
+	sn.keys.Scan(func(it item) bool {
+		buf = append(buf, byte(it.kind))
+		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
+		buf = append(buf, it.key...)
+		buf = binary.AppendVarint(buf, it.exp)
+		buf = binary.AppendUvarint(buf, uint64(len(it.val)))
+		if len(buf)+len(it.val) > cap(buf) && len(it.val) > 4096 {
+			// Large values go straight through, not via buf.
+			cw.write(buf)
+			cw.write(it.val)
+			buf = buf[:0]
+		} else {
+			buf = append(buf, it.val...)
+		}
+		if len(buf) >= 4096 {
+			cw.write(buf)
+			buf = buf[:0]
+		}
+		return cw.err == nil
+	})
+	cw.write(buf)
+	cw.w.Write(binary.LittleEndian.AppendUint32(nil, cw.crc))
+	if cw.err == nil {
+		cw.n += 4
+		cw.err = cw.w.Flush()
+	}
+	return cw.n, cw.err
+}
+
+// crcWriter checksums what it writes and keeps the first error.
+type crcWriter struct {
+	w   *bufio.Writer
+	crc uint32
+	n   int64
+	err error
+}
+
+func (c *crcWriter) write(b []byte) {
+	if c.err != nil || len(b) == 0 {
+		return
+	}
+	c.crc = crc32.Update(c.crc, castagnoli, b)
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+}
+
+// Restore replaces the whole store with the snapshot read from r and returns
+// its index, which becomes AppliedIndex. The new keyspace is built aside and
+// swapped in under the lock at the end, so a corrupt or truncated snapshot
+// returns an error (wrapping ErrCorrupt, or the reader's error) and leaves the
+// store as it was. r is read through a buffer and may be read past the
+// snapshot's end.
+func (s *Store) Restore(r io.Reader) (uint64, error) {
+	next, index, err := readSnapshot(r)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys, s.expires, s.bytes, s.applied = next.keys, next.expires, next.bytes, index
+	return index, nil
+}
+
+func readSnapshot(r io.Reader) (*Store, uint64, error) {
+	sr := &snapReader{r: bufio.NewReaderSize(r, 256<<10)}
+	if v := sr.byte(); sr.err == nil && v != snapshotVersion {
+		return nil, 0, fmt.Errorf("%w: snapshot version %d, want %d", ErrCorrupt, v, snapshotVersion)
+	}
+	index := sr.uvarint()
+	count := sr.uvarint()
+	st := NewStore()
+	var prev item
+	for i := uint64(0); i < count && sr.err == nil; i++ {
+		k := kind(sr.byte())
+		key := sr.bytes()
+		exp := sr.varint()
+		val := sr.bytes()
+		if sr.err != nil {
+			break
+		}
+		if k != kindString {
+			return nil, 0, fmt.Errorf("%w: snapshot record %d: unknown type %d", ErrCorrupt, i, k)
+		}
+		if exp < 0 {
+			return nil, 0, fmt.Errorf("%w: snapshot record %d: negative deadline", ErrCorrupt, i)
+		}
+		it := newItem(key, val, exp)
+		if i > 0 && !itemLess(prev, it) {
+			return nil, 0, fmt.Errorf("%w: snapshot record %d: key %q out of order", ErrCorrupt, i, key)
+		}
+		st.keys.Load(it) // in order: appends without searching
+		if exp != 0 {
+			st.expires.Set(expiry{exp, it.key})
+		}
+		st.bytes += it.size()
+		prev = it
+	}
+	if sr.err != nil {
+		return nil, 0, sr.err
+	}
+	want := sr.crc
+	var tail [4]byte
+	if _, err := io.ReadFull(sr.r, tail[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: snapshot checksum: %v", ErrCorrupt, err)
+	}
+	if got := binary.LittleEndian.Uint32(tail[:]); got != want {
+		return nil, 0, fmt.Errorf("%w: snapshot checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+	}
+	st.applied = index
+	return st, index, nil
+}
+
+// snapReader reads and checksums a snapshot; the first error sticks.
+type snapReader struct {
+	r   *bufio.Reader
+	crc uint32
+	err error
+	scr [binary.MaxVarintLen64]byte
+}
+
+func (s *snapReader) fail(err error) {
+	if s.err == nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: snapshot truncated", ErrCorrupt)
+		} else if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("fsm: reading snapshot: %w", err)
+		}
+		s.err = err
+	}
+}
+
+func (s *snapReader) byte() byte {
+	if s.err != nil {
+		return 0
+	}
+	b, err := s.r.ReadByte()
+	if err != nil {
+		s.fail(err)
+		return 0
+	}
+	s.scr[0] = b
+	s.crc = crc32.Update(s.crc, castagnoli, s.scr[:1])
+	return b
+}
+
+func (s *snapReader) uvarint() uint64 {
+	v, err := binary.ReadUvarint(byteReader{s})
+	if err != nil {
+		s.fail(fmt.Errorf("%w: bad uvarint: %v", ErrCorrupt, err))
+	}
+	return v
+}
+
+func (s *snapReader) varint() int64 {
+	v, err := binary.ReadVarint(byteReader{s})
+	if err != nil {
+		s.fail(fmt.Errorf("%w: bad varint: %v", ErrCorrupt, err))
+	}
+	return v
+}
+
+// bytes reads a length-prefixed string. The buffer grows as data arrives, so
+// a corrupt length cannot make Restore allocate more than the input holds
+// (beyond one chunk).
+func (s *snapReader) bytes() []byte {
+	n := s.uvarint()
+	if s.err != nil {
+		return nil
+	}
+	if n > MaxStringLen {
+		s.fail(fmt.Errorf("%w: length %d exceeds %d", ErrCorrupt, n, MaxStringLen))
+		return nil
+	}
+	const chunk = 1 << 20
+	out := make([]byte, 0, min(n, chunk))
+	for uint64(len(out)) < n && s.err == nil {
+		m := min(n-uint64(len(out)), chunk)
+		start := len(out)
+		out = append(out, make([]byte, m)...)
+		if _, err := io.ReadFull(s.r, out[start:]); err != nil {
+			s.fail(err)
+			return nil
+		}
+		s.crc = crc32.Update(s.crc, castagnoli, out[start:])
+	}
+	return out
+}
+
+// byteReader adapts snapReader for binary.ReadUvarint, checksumming as it
+// goes; errors go to ReadUvarint's caller.
+type byteReader struct{ s *snapReader }
+
+func (b byteReader) ReadByte() (byte, error) {
+	v := b.s.byte()
+	if b.s.err != nil {
+		return 0, b.s.err
+	}
+	return v, nil
+}
