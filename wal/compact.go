@@ -1,0 +1,136 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Compact takes a snapshot now, writes it, and deletes the segments and
+// older snapshots it covers. It waits for a compaction already running.
+func (l *Log) Compact() error {
+	if l.opts.Snapshot == nil {
+		return ErrNoSnapshot
+	}
+	l.mu.Lock()
+	closed := l.mu.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	l.compactSem <- struct{}{}
+	defer func() { <-l.compactSem }()
+	return l.compact()
+}
+
+// maybeCompact starts a background compaction when enough log was written
+// since the last snapshot and none is running. Called by the flush
+// goroutine after each turn.
+func (l *Log) maybeCompact() {
+	if l.opts.Snapshot == nil || l.stats.bytes.Load()-l.snapBytes.Load() < uint64(l.opts.CompactBytes) {
+		return
+	}
+	select {
+	case l.compactSem <- struct{}{}:
+	default:
+		return // one is running
+	}
+	l.bg.Lock()
+	defer l.bg.Unlock()
+	if l.bg.closed {
+		<-l.compactSem
+		return
+	}
+	l.bg.wg.Add(1)
+	go func() {
+		defer l.bg.wg.Done()
+		defer func() { <-l.compactSem }()
+		if err := l.compact(); err != nil {
+			l.logger.Error("wal: background compaction failed", "err", err)
+		}
+	}()
+}
+
+// compact runs one compaction; the caller holds compactSem. Only the
+// Snapshot call itself is on the caller's lock; the write runs while
+// appends continue.
+func (l *Log) compact() error {
+	start := time.Now()
+	bytesAtSnap := l.stats.bytes.Load()
+	index, write, err := l.opts.Snapshot()
+	if err != nil {
+		l.stats.compactionErrors.Add(1)
+		return fmt.Errorf("wal: snapshot: %w", err)
+	}
+	if index <= l.stats.snapshotIndex.Load() {
+		return nil // nothing applied since the last snapshot
+	}
+	// The snapshot must never cover a record the log could lose: make
+	// everything appended so far durable first (a no-op for FsyncAlways,
+	// where applied implies fsynced). Closing the active segment puts the
+	// covered records into segments compaction may delete.
+	if err := l.sync(true); err != nil {
+		l.stats.compactionErrors.Add(1)
+		return err
+	}
+	if d := l.stats.durableIndex.Load(); index > d {
+		l.stats.compactionErrors.Add(1)
+		return fmt.Errorf("wal: snapshot covers index %d but the log holds only up to %d", index, d)
+	}
+	size, err := l.writeSnapshot(index, write)
+	if err != nil {
+		l.stats.compactionErrors.Add(1)
+		return err
+	}
+	l.stats.snapshotIndex.Store(index)
+	l.stats.snapshotBytes.Store(uint64(size))
+	l.snapBytes.Store(bytesAtSnap)
+	err = l.deleteCovered(index)
+	l.stats.compactions.Add(1)
+	l.stats.lastCompactionNanos.Store(uint64(time.Since(start)))
+	l.logger.Info("wal: compacted", "index", index, "snapshot_bytes", size, "took", time.Since(start))
+	return err
+}
+
+// deleteCovered deletes the segments whose records all have index <= index
+// (never the active one) and the snapshots older than index's. Segments go
+// oldest first, so a crash midway leaves a log that still starts at or
+// before the snapshot.
+func (l *Log) deleteCovered(index uint64) error {
+	l.segs.Lock()
+	var covered []uint64
+	for i := 0; i+1 < len(l.segs.firsts) && l.segs.firsts[i+1]-1 <= index; i++ {
+		covered = append(covered, l.segs.firsts[i])
+	}
+	l.segs.Unlock()
+
+	var firstErr error
+	deleted := 0
+	for _, first := range covered {
+		if err := l.fs.Remove(l.path(segmentName(first))); err != nil {
+			firstErr = fmt.Errorf("wal: delete covered segment: %w", err)
+			break
+		}
+		deleted++
+	}
+	l.segs.Lock()
+	l.segs.firsts = l.segs.firsts[deleted:]
+	l.stats.segments.Store(uint64(len(l.segs.firsts)))
+	l.segs.Unlock()
+	l.stats.segmentsDeleted.Add(uint64(deleted))
+
+	c, err := listDir(l.fs, l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range c.snapshots {
+		if s < index {
+			if err := l.fs.Remove(l.path(snapshotName(s))); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("wal: delete old snapshot: %w", err)
+			}
+		}
+	}
+	if err := l.fs.SyncDir(l.opts.Dir); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("wal: sync dir after compaction: %w", err)
+	}
+	return firstErr
+}

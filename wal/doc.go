@@ -1,0 +1,117 @@
+// Package wal is kvs's group-committed append log: a directory of segment
+// files holding framed, checksummed records, snapshots that let old segments
+// be deleted, and recovery that replays what is durable.
+//
+// # Contract
+//
+// Records are opaque bytes. Each Append writes exactly one record and gives it
+// the next index; indexes start at 1 and are consecutive for the life of the
+// log, across restarts and compactions. The log hands every durable record to
+// Options.Apply exactly once per process, in index order: on replay during
+// Open (records after the newest snapshot) and on the live path. Apply's
+// result is returned by the Append that wrote the record.
+//
+// When a record is applied depends on the fsync policy:
+//
+//   - FsyncAlways (the zero value): Append returns only after the record is
+//     fsynced, and the record is applied only then, by the flush goroutine.
+//     Nothing a reader can see is taken back by a crash.
+//   - FsyncEverySec: Append applies the record at once, under the log's
+//     append mutex (so apply order is log order), and returns. The flush
+//     goroutine writes promptly and fsyncs about once a second.
+//   - FsyncNo: as FsyncEverySec, but fsync happens only when a segment is
+//     closed, on Sync and on Close.
+//
+// Lock order: with FsyncEverySec and FsyncNo, Apply is called with the log's
+// append mutex held. Apply must not call back into the Log. Snapshot is
+// called without any lock of the log held.
+//
+// # Group commit
+//
+// Appenders frame their record into one pending buffer under a small mutex.
+// One flush goroutine loops: it takes everything that accumulated, writes it
+// with one write call, fsyncs once, then applies those records in order and
+// releases their waiters. Records arriving while an fsync runs go into the
+// next write. There are no timers on this path: the fsync itself is what
+// batches. After a failed write or fsync the error is sticky: every waiter of
+// that batch and every later Append gets it, so nothing is ever acknowledged
+// after a failed fsync.
+//
+// # Record format
+//
+// A segment is a sequence of records, all integers little-endian:
+//
+//	+---------+---------+-----------+------------------+
+//	| crc u32 | len u32 | index u64 | payload len bytes |
+//	+---------+---------+-----------+------------------+
+//	 0         4         8           16
+//
+// crc is CRC-32C (Castagnoli) over payload, then len and index as they appear
+// in the header (bytes 4..16). Putting the payload first lets an appender
+// checksum it before it takes the append mutex, where the index is assigned.
+// The index in every record lets recovery tell a stale or misplaced record
+// from the one it expects. A record's payload is at most MaxRecordSize bytes.
+//
+// Segment files are named by the index of their first record, in 20 decimal
+// digits: 00000000000000000001.wal. A segment is closed once it passes
+// Options.SegmentSize: it is fsynced, the next segment is created and the
+// directory fsynced.
+//
+// # Snapshot format
+//
+// A snapshot file, snapshot-<index, 20 digits>.snap, holds the state after
+// applying every record up to and including index:
+//
+//	+------------+-------------+--------------+-----------+
+//	| magic [8]  | version u32 | reserved u32 | index u64 |   header, 24 bytes
+//	+------------+-------------+--------------+-----------+
+//	| body: whatever Options.Snapshot's write func wrote   |
+//	+-------------+------------+-------------------------+
+//	| length u64  | crc u32    |                             trailer, 12 bytes
+//	+-------------+------------+
+//
+// magic is "kvs-snap", version is 1, length is the body's size and crc is
+// CRC-32C over header and body. The checksum sits in a trailer so the body
+// can be streamed. A snapshot is written to a .tmp file, fsynced, renamed into
+// place and the directory fsynced, so a snapshot file either is complete or
+// does not exist.
+//
+// # Compaction
+//
+// Once Options.CompactBytes of log were written since the last snapshot (or
+// on Compact), the log calls Options.Snapshot, which captures the applied
+// state cheaply and returns the index it covers and a function that writes
+// it. In the background, the log fsyncs everything appended so far, closes
+// the active segment so that the covered records sit in closed segments,
+// writes the snapshot file, then deletes every segment whose records are all
+// covered and every older snapshot. Appends continue meanwhile.
+//
+// # Recovery
+//
+// Open loads the newest valid snapshot (Options.Restore) and replays every
+// record after it. Judgement on bad records, as etcd's wal does it:
+//
+//   - A bad record in the newest segment is a torn write from a crash, and is
+//     truncated away (logged with the number of bytes cut), when no valid
+//     record follows it, or when an all-zero 512-byte sector lies between it
+//     and the next valid record (a page the crash never wrote).
+//   - Anything else is corruption: a bad record in an older segment, a bad
+//     record followed by valid ones, a record with an unexpected index, a gap
+//     between segments. Open fails with an error wrapping ErrCorrupt that
+//     names the file and byte offset.
+//   - With Options.Repair, Open instead cuts the log at the first corrupt
+//     record: the bytes from there to the end of that segment are copied to
+//     <segment>.broken, the segment is truncated, every later segment is
+//     renamed to <name>.broken, and the log continues from the last good
+//     record. Nothing is deleted.
+//
+// Empty segment files, an empty directory and a missing directory (created)
+// are all valid logs.
+//
+// # Files
+//
+// All file access goes through FS. OSFS is the real file system; MemFS is a
+// strict in-memory file system for tests that forgets everything not fsynced
+// (file data, and directory entries not followed by a directory sync) when
+// power is cut.
+package wal

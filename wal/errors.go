@@ -1,0 +1,16 @@
+package wal
+
+import "errors"
+
+var (
+	// ErrClosed is returned by operations on a closed Log.
+	ErrClosed = errors.New("wal: closed")
+	// ErrCorrupt is wrapped by every error about bad bytes on disk; the
+	// wrapping error names the file and offset.
+	ErrCorrupt = errors.New("wal: corrupt log")
+	// ErrRecordTooLarge is returned by Append for a record longer than
+	// MaxRecordSize.
+	ErrRecordTooLarge = errors.New("wal: record too large")
+	// ErrNoSnapshot is returned by Compact when Options.Snapshot is nil.
+	ErrNoSnapshot = errors.New("wal: no snapshot function configured")
+)

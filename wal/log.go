@@ -1,0 +1,220 @@
+package wal
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Log is an open append log. Its methods are safe for concurrent use.
+type Log struct {
+	opts   Options
+	fs     FS
+	logger *slog.Logger
+	stats  counters
+
+	// work wakes the flush goroutine; capacity 1, so a wake-up is never lost
+	// and never blocks an appender.
+	work chan struct{}
+	// flushDone is closed when the flush goroutine has exited.
+	flushDone chan struct{}
+
+	// mu guards the append side: the framed records the flush goroutine has
+	// not taken yet and who is waiting for them. It is held only to assign
+	// an index and copy a record in (and, with FsyncEverySec and FsyncNo, to
+	// call Apply, so that apply order is log order).
+	mu struct {
+		sync.Mutex
+		nextIndex uint64
+		buf       []byte
+		waiters   []*waiter    // FsyncAlways: one per record in buf, in order
+		syncers   []chan error // Sync calls waiting for buf to be durable
+		rotate    bool         // close the active segment after the next write
+		// err is sticky: the first write, fsync or rotation failure. Once
+		// set, nothing more is written or acknowledged.
+		err error
+		// closed rejects Appends; stop makes the flush goroutine do a last
+		// flush and exit. Close sets closed first and stop only after
+		// compactions (which need the flush goroutine) are done.
+		closed, stop bool
+	}
+
+	// w is owned by the flush goroutine; no lock.
+	w struct {
+		file        File
+		first       uint64 // first index of the active segment
+		size        int64  // bytes in the active segment
+		lastWritten uint64
+		unsynced    uint64 // records written but not fsynced
+	}
+
+	// segs guards the list of live segments, shared by the flush goroutine
+	// (which adds at rotation) and compaction (which deletes the oldest).
+	segs struct {
+		sync.Mutex
+		firsts []uint64 // first index of each segment, oldest first; last is active
+	}
+
+	// compactSem holds one token while a compaction runs.
+	compactSem chan struct{}
+	// bg tracks background compactions so Close can wait for them.
+	bg struct {
+		sync.Mutex
+		closed bool
+		wg     sync.WaitGroup
+	}
+	// snapBytes is stats.bytes when the last snapshot was taken.
+	snapBytes atomic.Uint64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type waiter struct {
+	index uint64
+	rec   []byte
+	res   any
+	err   error
+	done  chan struct{}
+}
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
+
+// Open opens or creates the log in opts.Dir, restores the newest snapshot,
+// replays the records after it through opts.Apply, truncates a torn tail,
+// and starts the flush goroutine.
+func Open(opts Options) (*Log, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	l := &Log{
+		opts:       opts,
+		fs:         opts.FS,
+		logger:     opts.Logger.With("component", "wal", "dir", opts.Dir),
+		work:       make(chan struct{}, 1),
+		flushDone:  make(chan struct{}),
+		compactSem: make(chan struct{}, 1),
+	}
+	if err := l.recover(); err != nil {
+		return nil, err
+	}
+	go l.flushLoop()
+	return l, nil
+}
+
+func (l *Log) path(name string) string { return filepath.Join(l.opts.Dir, name) }
+
+func (l *Log) wake() {
+	select {
+	case l.work <- struct{}{}:
+	default:
+	}
+}
+
+// Append writes rec as the next record and returns Apply's result for it.
+// With FsyncAlways it returns once the record is fsynced and applied; with
+// the other policies, once it is applied and handed to the flush goroutine.
+// rec must not be modified until Append returns.
+func (l *Log) Append(rec []byte) (any, error) {
+	if len(rec) > MaxRecordSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(rec))
+	}
+	pcrc := payloadCRC(rec) // outside the lock: it does not need the index
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if err := l.mu.err; err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	index := l.mu.nextIndex
+	l.mu.nextIndex++
+	l.mu.buf = appendRecord(l.mu.buf, index, rec, pcrc)
+	l.stats.appends.Add(1)
+	if l.opts.Fsync != FsyncAlways {
+		res := l.opts.Apply(index, rec)
+		l.mu.Unlock()
+		l.wake()
+		return res, nil
+	}
+	w := waiterPool.Get().(*waiter)
+	w.index, w.rec = index, rec
+	l.mu.waiters = append(l.mu.waiters, w)
+	l.mu.Unlock()
+	l.wake()
+	<-w.done
+	res, err := w.res, w.err
+	*w = waiter{done: w.done}
+	waiterPool.Put(w)
+	return res, err
+}
+
+// Sync writes and fsyncs everything appended so far.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	closed := l.mu.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return l.sync(false)
+}
+
+// sync waits until everything appended so far is durable, and, if rotate,
+// until the active segment has been closed. Unlike Sync it works while
+// Close waits for compactions.
+func (l *Log) sync(rotate bool) error {
+	ch := make(chan error, 1)
+	l.mu.Lock()
+	if err := l.mu.err; err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if l.mu.stop {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.mu.syncers = append(l.mu.syncers, ch)
+	l.mu.rotate = l.mu.rotate || rotate
+	l.mu.Unlock()
+	l.wake()
+	return <-ch
+}
+
+// Close stops accepting appends, waits for a running compaction, writes and
+// fsyncs what is pending, stops the flush goroutine and closes the active
+// segment. It returns the log's sticky error, if any. Close is idempotent.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.mu.closed = true
+		l.mu.Unlock()
+
+		l.bg.Lock()
+		l.bg.closed = true
+		l.bg.Unlock()
+		l.bg.wg.Wait()
+
+		l.mu.Lock()
+		l.mu.stop = true
+		l.mu.Unlock()
+		l.wake()
+		<-l.flushDone
+
+		l.mu.Lock()
+		err := l.mu.err
+		l.mu.Unlock()
+		if l.w.file != nil {
+			if cerr := l.w.file.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("wal: close segment: %w", cerr)
+			}
+		}
+		l.closeErr = err
+	})
+	return l.closeErr
+}

@@ -1,0 +1,133 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// Policy says when appended records are fsynced, and so when they are applied.
+type Policy int
+
+const (
+	// FsyncAlways fsyncs before Append returns; a record is applied only
+	// once it is durable. The zero value.
+	FsyncAlways Policy = iota
+	// FsyncEverySec applies a record at once in Append; the flush goroutine
+	// writes promptly and fsyncs about once a second.
+	FsyncEverySec
+	// FsyncNo applies at once and writes to the OS promptly, but fsyncs only
+	// when a segment is closed, on Sync and on Close.
+	FsyncNo
+)
+
+// ParsePolicy parses "always", "everysec" or "no", the names Redis uses for
+// appendfsync.
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "always":
+		return FsyncAlways, nil
+	case "everysec":
+		return FsyncEverySec, nil
+	case "no":
+		return FsyncNo, nil
+	}
+	return 0, fmt.Errorf("wal: unknown fsync policy %q (want always, everysec or no)", s)
+}
+
+// String returns the name ParsePolicy accepts.
+func (p Policy) String() string {
+	switch p {
+	case FsyncAlways:
+		return "always"
+	case FsyncEverySec:
+		return "everysec"
+	case FsyncNo:
+		return "no"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+const (
+	defaultSegmentSize  = 64 << 20
+	defaultCompactBytes = 64 << 20
+)
+
+// Options configure a Log. Open calls Validate and fills in defaults.
+type Options struct {
+	// Dir holds the segments and snapshots. Required; created if missing.
+	Dir string
+	// FS is the file system. nil: the OS file system.
+	FS FS
+	// Fsync is the fsync policy. Zero value: FsyncAlways.
+	Fsync Policy
+	// SegmentSize: a segment is closed (fsynced) and a new one started once
+	// it passes this many bytes. 0: 64 MiB.
+	SegmentSize int64
+	// Repair makes Open cut the log at the first corrupt record instead of
+	// failing, keeping a copy of what it cuts (see the package doc).
+	Repair bool
+	// Apply is called with each durable record, in log order, exactly once
+	// per record per process: on replay during Open and on the live path.
+	// Its result is returned to the Append that wrote the record (results
+	// on replay are discarded). Required.
+	Apply func(index uint64, rec []byte) any
+	// Restore loads a snapshot written through Snapshot; called during Open,
+	// before replay, when a snapshot exists. Required if Snapshot is set.
+	Restore func(r io.Reader) error
+	// Snapshot captures the applied state cheaply (point in time, under the
+	// caller's own lock) and returns the index it covers and a function that
+	// writes it out; the log calls write in the background and it may be
+	// slow. nil: never compact.
+	Snapshot func() (index uint64, write func(io.Writer) error, err error)
+	// CompactBytes: compact once this many log bytes were written since the
+	// last snapshot. 0: 64 MiB. Ignored when Snapshot is nil.
+	CompactBytes int64
+	// Logger receives recovery and compaction events. nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports whether o can open a log.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("Dir is required"))
+	}
+	if o.Apply == nil {
+		errs = append(errs, errors.New("Apply is required"))
+	}
+	if o.Snapshot != nil && o.Restore == nil {
+		errs = append(errs, errors.New("Restore is required when Snapshot is set"))
+	}
+	if o.Fsync < FsyncAlways || o.Fsync > FsyncNo {
+		errs = append(errs, fmt.Errorf("unknown fsync policy %d", int(o.Fsync)))
+	}
+	if o.SegmentSize < 0 {
+		errs = append(errs, fmt.Errorf("SegmentSize %d is negative", o.SegmentSize))
+	}
+	if o.CompactBytes < 0 {
+		errs = append(errs, fmt.Errorf("CompactBytes %d is negative", o.CompactBytes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("wal: invalid options: %w", err)
+	}
+	return nil
+}
+
+// withDefaults returns o with zero values replaced by their defaults.
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = defaultSegmentSize
+	}
+	if o.CompactBytes == 0 {
+		o.CompactBytes = defaultCompactBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
