@@ -43,7 +43,10 @@ const (
 	// Reply :new value.
 	OpIncrBy
 	// OpIncrByFloat: Args[0]=key, Float=increment. Reply bulk new value,
-	// formatted as Redis formats it.
+	// formatted as Redis formats it. Optional Args[1]: the increment as the
+	// client wrote it; when present Apply parses it as Redis does (long
+	// double) and ignores Float, which makes results such as 0.1+0.2 = "0.3"
+	// match Redis exactly (float64 cannot).
 	OpIncrByFloat
 	// OpDel (DEL, UNLINK): Args = keys. Reply :number deleted.
 	OpDel
@@ -84,7 +87,9 @@ const (
 	OpKeys
 	// OpScan: Int=cursor, Int2=count (default 10 set by the server),
 	// Args[0]=match pattern ("" or absent: all), Args[1]=type ("" or absent:
-	// any). Reply array [bulk next-cursor, array keys].
+	// any). Reply array [bulk next-cursor, array keys]. Cursors kvs returns
+	// are below 2^63, so they fit Int; Int must not be negative (the
+	// server answers a client cursor >= 2^63 itself: no keys after it).
 	OpScan
 	// OpRandomKey: Reply bulk key or nil. Random choice is a read, so it
 	// need not be deterministic.
