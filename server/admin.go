@@ -1,0 +1,347 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"kvs/fsm"
+)
+
+// Connection and server commands, answered by the server itself.
+
+func runPing(c *client, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.out = appendStatus(c.out, "PONG")
+	case 2:
+		c.out = appendBulk(c.out, args[1])
+	default:
+		c.out = appendError(c.out, errWrongArgs("ping"))
+	}
+}
+
+func runEcho(c *client, args [][]byte) {
+	c.out = appendBulk(c.out, args[1])
+}
+
+func runQuit(c *client, args [][]byte) {
+	c.out = appendStatus(c.out, "OK")
+	c.quit = true
+}
+
+// runSelect accepts database 0 only: kvs has one keyspace ("databases 1").
+func runSelect(c *client, args [][]byte) {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.out = appendError(c.out, errNotInteger)
+	case n != 0:
+		c.out = appendError(c.out, errDBIndex)
+	default:
+		c.out = appendStatus(c.out, "OK")
+	}
+}
+
+// runAuth answers as Redis does with no password configured: the default
+// user accepts any password, AUTH with a password alone is an error.
+func runAuth(c *client, args [][]byte) {
+	switch len(args) {
+	case 2:
+		c.out = appendError(c.out, errAuthNoPassword)
+	case 3:
+		if string(args[1]) == "default" {
+			c.out = appendStatus(c.out, "OK")
+		} else {
+			c.out = appendError(c.out, errWrongPass)
+		}
+	default:
+		c.out = appendError(c.out, errSyntax)
+	}
+}
+
+// runHello answers HELLO [protover [AUTH user pass] [SETNAME name]] and
+// switches the connection's protocol.
+func runHello(c *client, args [][]byte) {
+	proto := c.proto
+	if len(args) >= 2 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.out = appendError(c.out, errProtoVersion)
+			return
+		}
+		if v < 2 || v > 3 {
+			c.out = appendError(c.out, errNoProto)
+			return
+		}
+		proto = int(v)
+	}
+	var name []byte
+	setName := false
+	authed := true
+	for j := 2; j < len(args); j++ {
+		more := len(args) - j - 1
+		switch {
+		case is(args[j], "auth") && more >= 2:
+			authed = string(args[j+1]) == "default"
+			j += 2
+		case is(args[j], "setname") && more >= 1:
+			name, setName = args[j+1], true
+			j++
+		default:
+			c.out = appendError(c.out, errHelloOption(args[j]))
+			return
+		}
+	}
+	if !authed {
+		c.out = appendError(c.out, errWrongPass)
+		return
+	}
+	if setName {
+		if !validClientAttr(name) {
+			c.out = appendError(c.out, errClientName)
+			return
+		}
+		c.info.Lock()
+		c.info.name = string(name)
+		c.info.Unlock()
+	}
+	c.proto = proto
+	c.protoSeen.Store(int32(proto))
+	b := appendMapLen(c.out, 7, proto)
+	b = appendBulkString(b, "server")
+	b = appendBulkString(b, "redis")
+	b = appendBulkString(b, "version")
+	b = appendBulkString(b, c.s.cfg.RedisVersion)
+	b = appendBulkString(b, "proto")
+	b = appendInt(b, int64(proto))
+	b = appendBulkString(b, "id")
+	b = appendInt(b, c.id)
+	b = appendBulkString(b, "mode")
+	b = appendBulkString(b, "standalone")
+	b = appendBulkString(b, "role")
+	b = appendBulkString(b, "master")
+	b = appendBulkString(b, "modules")
+	c.out = appendArrayLen(b, 0)
+}
+
+// validClientAttr is Redis's check on client names and library names and
+// versions: printable ASCII without spaces.
+func validClientAttr(v []byte) bool {
+	for _, ch := range v {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func runTime(c *client, args [][]byte) {
+	now := time.Now()
+	b := appendArrayLen(c.out, 2)
+	b = appendBulkInt(b, now.Unix())
+	c.out = appendBulkInt(b, int64(now.Nanosecond()/1000))
+}
+
+func runClient(c *client, args [][]byte) {
+	sub := args[1]
+	switch {
+	case is(sub, "id") && len(args) == 2:
+		c.out = appendInt(c.out, c.id)
+	case is(sub, "setname") && len(args) == 3:
+		if !validClientAttr(args[2]) {
+			c.out = appendError(c.out, errClientName)
+			return
+		}
+		c.info.Lock()
+		c.info.name = string(args[2])
+		c.info.Unlock()
+		c.out = appendStatus(c.out, "OK")
+	case is(sub, "getname") && len(args) == 2:
+		c.info.Lock()
+		name := c.info.name
+		c.info.Unlock()
+		if name == "" {
+			c.out = appendNull(c.out, c.proto)
+		} else {
+			c.out = appendBulkString(c.out, name)
+		}
+	case is(sub, "setinfo") && len(args) == 4:
+		c.clientSetInfo(args[2], args[3])
+	case is(sub, "info") && len(args) == 2:
+		c.out = appendVerbatim(c.out, c.describe(time.Now())+"\n", c.proto)
+	case is(sub, "list"):
+		c.clientList(args[2:])
+	case is(sub, "help") && len(args) == 2:
+		c.out = appendHelp(c.out, clientHelp)
+	case is(sub, "id"), is(sub, "setname"), is(sub, "getname"), is(sub, "setinfo"),
+		is(sub, "info"), is(sub, "help"):
+		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
+	default:
+		c.out = appendError(c.out, errUnknownSubcommand(sub, "client"))
+	}
+}
+
+var clientHelp = []string{
+	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GETNAME",
+	"    Return the name of the current connection.",
+	"ID",
+	"    Return the ID of the current connection.",
+	"INFO",
+	"    Return information about the current client connection.",
+	"LIST [TYPE <normal|master|replica|pubsub>] [ID <client-id> [<client-id> ...]]",
+	"    Return information about client connections.",
+	"SETINFO <option> <value>",
+	"    Set client meta attr. Options are:",
+	"    * LIB-NAME: the client lib name.",
+	"    * LIB-VER: the client lib version.",
+	"SETNAME <name>",
+	"    Assign the name <name> to the current connection.",
+	"HELP",
+	"    Print this help.",
+}
+
+func appendHelp(b []byte, lines []string) []byte {
+	b = appendArrayLen(b, len(lines))
+	for _, l := range lines {
+		b = appendStatus(b, l)
+	}
+	return b
+}
+
+func (c *client) clientSetInfo(attr, val []byte) {
+	var upper string
+	switch {
+	case is(attr, "lib-name"):
+		upper = "LIB-NAME"
+	case is(attr, "lib-ver"):
+		upper = "LIB-VER"
+	default:
+		c.out = appendError(c.out, errClientSetInfoOption(attr))
+		return
+	}
+	if !validClientAttr(val) {
+		c.out = appendError(c.out, errClientSetInfoValue(upper))
+		return
+	}
+	c.info.Lock()
+	if upper == "LIB-NAME" {
+		c.info.libName = string(val)
+	} else {
+		c.info.libVer = string(val)
+	}
+	c.info.Unlock()
+	c.out = appendStatus(c.out, "OK")
+}
+
+// clientList answers CLIENT LIST [TYPE normal] [ID id ...]. Every kvs client
+// is of type normal.
+func (c *client) clientList(opts [][]byte) {
+	var ids map[int64]bool
+	typeOK := true
+	for j := 0; j < len(opts); {
+		switch {
+		case is(opts[j], "type") && j+1 < len(opts):
+			t := opts[j+1]
+			switch {
+			case is(t, "normal"):
+			case is(t, "master"), is(t, "replica"), is(t, "slave"), is(t, "pubsub"):
+				typeOK = false
+			default:
+				c.out = appendError(c.out, "ERR Unknown client type '"+string(t)+"'")
+				return
+			}
+			j += 2
+		case is(opts[j], "id") && j+1 < len(opts):
+			ids = make(map[int64]bool)
+			for j++; j < len(opts); j++ {
+				id, ok := parseInt(opts[j])
+				if !ok || id <= 0 {
+					c.out = appendError(c.out, "ERR Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.out = appendError(c.out, errSyntax)
+			return
+		}
+	}
+	var sb strings.Builder
+	if typeOK {
+		now := time.Now()
+		for _, o := range c.s.clientsByID() {
+			if ids == nil || ids[o.id] {
+				sb.WriteString(o.describe(now))
+				sb.WriteByte('\n')
+			}
+		}
+	}
+	c.out = appendVerbatim(c.out, sb.String(), c.proto)
+}
+
+// describe is the client's CLIENT LIST line, with the fields whose values
+// kvs knows truthfully.
+func (c *client) describe(now time.Time) string {
+	c.info.Lock()
+	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
+	c.info.Unlock()
+	cmd := "NULL"
+	if lc := c.lastCmd.Load(); lc != nil {
+		cmd = lc.name
+	}
+	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	var b strings.Builder
+	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
+	b.WriteString(" addr=" + c.addr)
+	b.WriteString(" laddr=" + c.laddr)
+	b.WriteString(" name=" + name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
+	b.WriteString(" idle=" + strconv.FormatInt(int64(idle/time.Second), 10))
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
+	b.WriteString(" cmd=" + cmd)
+	b.WriteString(" user=default redir=-1")
+	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
+	b.WriteString(" lib-name=" + libName)
+	b.WriteString(" lib-ver=" + libVer)
+	return b.String()
+}
+
+// runMemory answers MEMORY USAGE key [SAMPLES n] from the store and MEMORY
+// HELP; kvs has no allocator statistics to report for the rest.
+func runMemory(c *client, args [][]byte) {
+	sub := args[1]
+	switch {
+	case is(sub, "usage"):
+		if len(args) < 3 {
+			c.out = appendError(c.out, errWrongArgs("memory|usage"))
+			return
+		}
+		for j := 3; j < len(args); j += 2 {
+			if !is(args[j], "samples") || j+1 >= len(args) {
+				c.out = appendError(c.out, errSyntax)
+				return
+			}
+			if _, ok := parseInt(args[j+1]); !ok {
+				c.out = appendError(c.out, errNotInteger)
+				return
+			}
+		}
+		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
+		c.out = appendReply(c.out, &r, c.proto)
+	case is(sub, "help") && len(args) == 2:
+		c.out = appendHelp(c.out, memoryHelp)
+	default:
+		c.out = appendError(c.out, errUnknownSubcommand(sub, "memory"))
+	}
+}
+
+var memoryHelp = []string{
+	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"USAGE <key> [SAMPLES <count>]",
+	"    Return memory in bytes used by <key> and its value. Nested values are",
+	"    sampled up to <count> times (default: 5, 0 means sample all).",
+	"HELP",
+	"    Prints this help.",
+}

@@ -1,0 +1,275 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"kvs/fsm"
+)
+
+// outFlushSize is the output size at which a long pipeline's replies are
+// written before the pipeline ends, so a pipeline of many large reads does
+// not buffer all its replies.
+const outFlushSize = 64 << 10
+
+// client is one connection. Its fields are used only by the connection's
+// goroutine, except those under info and the atomics, which CLIENT LIST and
+// INFO read from other connections.
+type client struct {
+	s       *Server
+	nc      net.Conn
+	id      int64
+	addr    string
+	laddr   string
+	created time.Time
+
+	lr  limitReader
+	rd  *redcon.Reader
+	out []byte
+
+	proto int // 2 or 3, set by HELLO
+	quit  bool
+
+	// The run of write commands not yet proposed, and the replies owed
+	// since the first of them, in order: a nil-error entry takes the next
+	// reply of the batch, any other is an error decided before proposing.
+	batch   []fsm.Command
+	pending []pendingReply
+
+	lower [maxCommandName]byte // scratch for the lowercase command name
+
+	lastActive atomic.Int64 // Unix ns of the last request, for CLIENT LIST idle=
+	lastCmd    atomic.Pointer[command]
+	protoSeen  atomic.Int32 // proto, for CLIENT LIST
+
+	info struct {
+		sync.Mutex // guards the fields below
+		name       string
+		libName    string
+		libVer     string
+	}
+}
+
+type pendingReply struct {
+	err string // "" takes the next batch reply
+}
+
+func (s *Server) newClient(nc net.Conn) *client {
+	c := &client{
+		s:       s,
+		nc:      nc,
+		id:      s.nextClientID.Add(1),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		created: time.Now(),
+		proto:   2,
+	}
+	c.protoSeen.Store(2)
+	c.lastActive.Store(c.created.UnixNano())
+	c.lr = limitReader{r: nc, maxBulk: s.maxBulk.Load}
+	c.rd = redcon.NewReader(&c.lr)
+	return c
+}
+
+// serve is the connection's goroutine: read every request that has arrived
+// (one pipeline), execute it, write all replies with one write, repeat.
+func (c *client) serve() {
+	defer c.s.unregister(c)
+	defer c.nc.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug, not bad input: bad input is rejected by parsing. Keep
+			// the process (and the other clients) alive, and say so loudly.
+			c.s.cfg.Logger.Error("server: panic serving client; connection closed",
+				"client", c.addr, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	for {
+		cmds, err := c.rd.ReadCommands()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.lastActive.Store(time.Now().UnixNano())
+		c.s.stats.commands.Add(int64(len(cmds)))
+		c.execute(cmds)
+		if err := c.flush(); err != nil {
+			return
+		}
+		if c.quit || c.s.shutdown.Load() {
+			return
+		}
+	}
+}
+
+// readFailed answers a framing error before the connection is closed. I/O
+// errors (the peer left, Shutdown's read deadline) close it silently.
+func (c *client) readFailed(err error) {
+	var pe *protoError
+	switch {
+	case errors.As(err, &pe):
+		c.out = appendError(c.out, pe.text)
+	case err == c.lr.ioErr:
+		return
+	default:
+		// redcon's own parse errors ("Protocol error: ..."), which it
+		// answers the same way.
+		c.out = appendError(c.out, "ERR "+err.Error())
+	}
+	c.flush()
+}
+
+func (c *client) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.out)
+	if cap(c.out) > 1<<20 {
+		c.out = nil // do not keep a huge buffer for an idle connection
+	} else {
+		c.out = c.out[:0]
+	}
+	return err
+}
+
+// execute runs one pipeline. Consecutive writes are collected and proposed
+// as one batch; anything else first proposes the writes before it, so the
+// replies and the effects keep the pipeline's order.
+func (c *client) execute(cmds []redcon.Command) {
+	for i := range cmds {
+		c.executeOne(cmds[i].Args)
+		if c.quit {
+			break
+		}
+		if len(c.out) >= outFlushSize && len(c.pending) == 0 {
+			if c.flush() != nil {
+				c.quit = true
+				break
+			}
+		}
+	}
+	c.proposeBatch()
+}
+
+func (c *client) executeOne(args [][]byte) {
+	cmd := c.lookup(args[0])
+	if cmd == nil {
+		c.replyError(errUnknownCommand(args[0], args[1:]))
+		return
+	}
+	c.lastCmd.Store(cmd)
+	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+		c.replyError(errWrongArgs(cmd.name))
+		return
+	}
+	if cmd.parse == nil {
+		c.proposeBatch()
+		cmd.run(c, args)
+		return
+	}
+	fc, e := cmd.parse(c, args)
+	if e != "" {
+		c.replyError(e)
+		return
+	}
+	if fc.Op.IsWrite() {
+		c.batch = append(c.batch, fc)
+		c.pending = append(c.pending, pendingReply{})
+		return
+	}
+	c.proposeBatch()
+	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fc)
+	c.countHits(fc.Op, &r)
+	c.out = appendReply(c.out, &r, c.proto)
+}
+
+// replyError answers with an error decided by the server; it is queued
+// behind pending writes so it keeps its place in the pipeline.
+func (c *client) replyError(text string) {
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, pendingReply{err: text})
+		return
+	}
+	c.out = appendError(c.out, text)
+}
+
+// proposeBatch proposes the pending writes as one batch and writes the
+// replies owed so far.
+func (c *client) proposeBatch() {
+	if len(c.pending) == 0 {
+		return
+	}
+	var replies []fsm.Reply
+	var perr string
+	if len(c.batch) > 0 {
+		var err error
+		replies, err = c.s.cfg.Proposer.Propose(c.batch)
+		if err == nil && len(replies) != len(c.batch) {
+			err = errors.New("proposer returned " + itoa(len(replies)) + " replies for " + itoa(len(c.batch)) + " commands")
+			c.s.cfg.Logger.Error("server: " + err.Error())
+		}
+		if err != nil {
+			perr = errProposal(err)
+		}
+	}
+	j := 0
+	for _, p := range c.pending {
+		switch {
+		case p.err != "":
+			c.out = appendError(c.out, p.err)
+		case perr != "":
+			c.out = appendError(c.out, perr)
+		default:
+			c.out = appendReply(c.out, &replies[j], c.proto)
+			j++
+		}
+	}
+	// Drop references to the requests' memory before reusing the slices.
+	clear(c.batch)
+	c.batch = c.batch[:0]
+	c.pending = c.pending[:0]
+}
+
+// lookup finds the command named name, case-insensitively, without
+// allocating: the name is lowercased into scratch space and the map index
+// with a string conversion does not copy.
+func (c *client) lookup(name []byte) *command {
+	if len(name) > len(c.lower) {
+		return nil
+	}
+	for i, ch := range name {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		c.lower[i] = ch
+	}
+	return c.s.commands[string(c.lower[:len(name)])]
+}
+
+func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
+	switch op {
+	case fsm.OpGet:
+		if r.Kind == fsm.ReplyNil {
+			c.s.stats.misses.Add(1)
+		} else if r.Kind == fsm.ReplyBulk {
+			c.s.stats.hits.Add(1)
+		}
+	case fsm.OpMGet:
+		var hits, misses int64
+		for i := range r.Array {
+			if r.Array[i].Kind == fsm.ReplyBulk {
+				hits++
+			} else {
+				misses++
+			}
+		}
+		c.s.stats.hits.Add(hits)
+		c.s.stats.misses.Add(misses)
+	}
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"kvs/fsm"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultAddr            = "127.0.0.1:6379"
+	DefaultMaxClients      = 10000
+	DefaultProtoMaxBulkLen = 512 << 20
+	DefaultRedisVersion    = "7.2.4"
+)
+
+// Config configures a Server. The zero value of every field is usable except
+// Store, which is required; Proposer defaults to applying writes straight to
+// Store (memory mode).
+type Config struct {
+	// Addr is the TCP address to listen on. Empty: DefaultAddr.
+	Addr string
+
+	// Store answers reads and, through the Proposer, applies writes. Required.
+	Store *fsm.Store
+
+	// Proposer makes batches of writes happen. Nil: MemoryProposer{Store}.
+	Proposer Proposer
+
+	// MaxClients caps connected clients; a client beyond it is told
+	// "-ERR max number of clients reached" and closed. Zero: DefaultMaxClients.
+	// CONFIG SET maxclients changes it at run time.
+	MaxClients int
+
+	// ProtoMaxBulkLen caps the length of one bulk string in a request (and
+	// of a string built by SETRANGE). Zero: DefaultProtoMaxBulkLen (512 MB).
+	ProtoMaxBulkLen int64
+
+	// DisableActiveExpiry turns off the loop that proposes deletions of
+	// expired keys; reads still hide expired keys. A cluster follower sets
+	// it, because only the leader may propose deletions. Zero: active
+	// expiry on.
+	DisableActiveExpiry bool
+
+	// Logger receives connection panics and background errors.
+	// Nil: slog.Default().
+	Logger *slog.Logger
+
+	// RedisVersion is the Redis version reported by HELLO and INFO
+	// (redis_version); clients pick features by it. Empty:
+	// DefaultRedisVersion.
+	RedisVersion string
+
+	// Version is kvs's own version, reported as kvs_version in INFO server.
+	// Empty: not reported.
+	Version string
+
+	// Info, when set, is asked for extra fields of each INFO section
+	// (lowercase name: "server", "persistence", ...) and of every section
+	// named in InfoSections. It is called from client goroutines and must
+	// be safe for concurrent use.
+	Info func(section string) []InfoField
+
+	// InfoSections names extra INFO sections (lowercase, e.g. "raft") that
+	// Info fills and that "INFO", "INFO all" and "INFO <name>" show.
+	InfoSections []string
+
+	// ConfigParams are extra read-only parameters CONFIG GET reports, such
+	// as appendonly and appendfsync, which only the wiring knows. They
+	// override the server's own read-only values of the same name.
+	ConfigParams map[string]string
+}
+
+// InfoField is one "name:value" line of an INFO section.
+type InfoField struct {
+	Name  string
+	Value string
+}
+
+// Validate reports whether c can be used; New calls it after applying the
+// defaults.
+func (c *Config) Validate() error {
+	if c.Store == nil {
+		return errors.New("server: Config.Store is required")
+	}
+	if c.MaxClients < 0 {
+		return fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
+	}
+	if c.ProtoMaxBulkLen < 0 {
+		return fmt.Errorf("server: ProtoMaxBulkLen %d is negative", c.ProtoMaxBulkLen)
+	}
+	if c.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+			return fmt.Errorf("server: Addr %q: %w", c.Addr, err)
+		}
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field that has a default set.
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Proposer == nil && c.Store != nil {
+		c.Proposer = MemoryProposer{Store: c.Store}
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.ProtoMaxBulkLen == 0 {
+		c.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.RedisVersion == "" {
+		c.RedisVersion = DefaultRedisVersion
+	}
+	return c
+}

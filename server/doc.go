@@ -1,0 +1,44 @@
+// Package server is kvs's RESP front end: it accepts Redis clients, parses
+// their commands, and answers them with the bytes redis-server 7 would send.
+//
+// # Contract
+//
+//   - Every data command is parsed here into an fsm.Command. All syntax and
+//     range errors (arity, options, integers, expiry overflow) are decided
+//     here, in Redis's order of checks, so the store only ever sees valid
+//     commands; errors that depend on the data (WRONGTYPE, not an integer)
+//     come back from the store as error replies. Relative expiries (EX, PX,
+//     EXPIRE, SETEX, ...) become absolute Unix-millisecond deadlines here,
+//     because apply must not read the clock.
+//   - Writes reach the store only through the Proposer, which decides how
+//     durable they are (memory, append log, Raft). Reads go straight to
+//     Store.Read with the current time.
+//   - One pipeline (every request that has arrived on a connection when the
+//     server reads it) is executed in order: consecutive writes are proposed
+//     as one batch, one Propose call and one durability wait; any other
+//     command first proposes the writes before it, so effects and replies
+//     keep the client's order. If Propose fails, every command of the batch
+//     is answered "-ERR <error text>".
+//   - Replies are written in the connection's protocol, RESP2 until the
+//     client sends HELLO 3.
+//   - Client-facing error texts are built in errors.go only.
+//
+// # Connections
+//
+// Requests are parsed by tidwall/redcon's Reader. redcon's own Server is not
+// used: its Close drops connections without letting them finish, and it
+// enforces no request limits. Server runs its own accept loop and one
+// goroutine per connection instead, and puts a limitReader in front of
+// redcon's parser to enforce proto-max-bulk-len and Redis's framing limits
+// (answered with Redis's "Protocol error" texts, then the connection is
+// closed).
+//
+// # Lifecycle
+//
+// New validates the Config. Listen binds (so a taken port is reported before
+// serving), Serve accepts until Shutdown or Close. Shutdown stops accepting,
+// lets each connection finish the pipeline it is executing and write its
+// replies, then closes it; Close closes everything at once. Both wait for
+// every goroutine the Server started (accept loop, connections, the cron
+// loop that samples stats and runs active expiry) and are idempotent.
+package server

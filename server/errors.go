@@ -1,0 +1,149 @@
+package server
+
+import (
+	"errors"
+	"strings"
+)
+
+// Every error text a client can receive from the server package is built in
+// this file, in Redis 7's exact wording, so that a reply can be compared byte
+// for byte with redis-server's. The texts carry no leading '-' and no CRLF;
+// the writer adds them.
+
+const (
+	errSyntax          = "ERR syntax error"
+	errNotInteger      = "ERR value is not an integer or out of range"
+	errNotFloat        = "ERR value is not a valid float"
+	errDBIndex         = "ERR DB index is out of range"
+	errOffset          = "ERR offset is out of range"
+	errStringTooLong   = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	errInvalidCursor   = "ERR invalid cursor"
+	errDecrOverflow    = "ERR decrement would overflow"
+	errMaxClients      = "ERR max number of clients reached"
+	errExpireNXCompat  = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	errExpireGTLT      = "ERR GT and LT options at the same time are not compatible"
+	errNoProto         = "NOPROTO unsupported protocol version"
+	errProtoVersion    = "ERR Protocol version is not an integer or out of range"
+	errWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
+	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
+	errShuttingDown    = "ERR server is shutting down"
+	errInternal        = "ERR internal error"
+	errProtoBulk       = "ERR Protocol error: invalid bulk length"
+	errProtoMultiBulk  = "ERR Protocol error: invalid multibulk length"
+	errProtoInline     = "ERR Protocol error: too big inline request"
+	errProtoMbulkCount = "ERR Protocol error: too big mbulk count string"
+	errProtoBulkCount  = "ERR Protocol error: too big bulk count string"
+)
+
+// errUnknownCommand is Redis's reply to a command name it does not know: the
+// name and the first arguments, each quoted and followed by a space.
+func errUnknownCommand(name []byte, args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	writeCapped(&b, name)
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args {
+		if b.Len() >= 1024 {
+			break
+		}
+		b.WriteByte('\'')
+		writeCapped(&b, a)
+		b.WriteString("' ")
+	}
+	return b.String()
+}
+
+// writeCapped writes at most 128 bytes of s, as Redis does when it quotes
+// client input in an error, with characters that would break the error line
+// replaced by spaces.
+func writeCapped(b *strings.Builder, s []byte) {
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	for _, c := range s {
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		b.WriteByte(c)
+	}
+}
+
+// errWrongArgs is Redis's arity error; name is the lowercase command name,
+// or "command|subcommand".
+func errWrongArgs(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// errInvalidExpire is the error for an expiry that is not positive or
+// overflows once turned into an absolute deadline.
+func errInvalidExpire(name string) string {
+	return "ERR invalid expire time in '" + name + "' command"
+}
+
+func errUnsupportedOption(opt []byte) string {
+	var b strings.Builder
+	b.WriteString("ERR Unsupported option ")
+	writeCapped(&b, opt)
+	return b.String()
+}
+
+func errUnknownSubcommand(sub []byte, cmd string) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown subcommand '")
+	writeCapped(&b, sub)
+	b.WriteString("'. Try ")
+	b.WriteString(strings.ToUpper(cmd))
+	b.WriteString(" HELP.")
+	return b.String()
+}
+
+func errHelloOption(opt []byte) string {
+	var b strings.Builder
+	b.WriteString("ERR Syntax error in HELLO option '")
+	writeCapped(&b, opt)
+	b.WriteString("'")
+	return b.String()
+}
+
+func errConfigSetUnknown(param []byte) string {
+	var b strings.Builder
+	b.WriteString("ERR Unknown option or number of arguments for CONFIG SET - '")
+	writeCapped(&b, param)
+	b.WriteString("'")
+	return b.String()
+}
+
+func errConfigSetFailed(param string, reason string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + param + "') - " + reason
+}
+
+func errClientSetInfoOption(opt []byte) string {
+	var b strings.Builder
+	b.WriteString("ERR Unrecognized option '")
+	writeCapped(&b, opt)
+	b.WriteString("'")
+	return b.String()
+}
+
+func errClientSetInfoValue(attr string) string {
+	return "ERR " + attr + " cannot contain spaces, newlines or special characters."
+}
+
+// errProposal is what every command of a batch receives when the proposer
+// could not produce replies: Redis's generic "-ERR <text>" form.
+func errProposal(err error) string {
+	msg := err.Error()
+	// The reply is one line: a multi-line error would desynchronise the
+	// client's parser.
+	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+	return "ERR " + msg
+}
+
+// Sentinel errors returned by the Server's methods (not sent to clients).
+var (
+	// ErrServerClosed is returned by Serve after Shutdown or Close.
+	ErrServerClosed = errors.New("server: closed")
+	// ErrAlreadyServing is returned by Serve when called twice.
+	ErrAlreadyServing = errors.New("server: already serving")
+)

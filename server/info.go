@@ -1,0 +1,165 @@
+package server
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultInfoSections are the sections of a bare INFO, in Redis's order.
+var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
+
+// runInfo answers INFO [section ...]: "all", "everything" and "default"
+// select sets of sections, other names select themselves; unknown names
+// select nothing, as in Redis.
+func runInfo(c *client, args [][]byte) {
+	s := c.s
+	all := append(append([]string(nil), defaultInfoSections...), s.cfg.InfoSections...)
+	var want []string
+	if len(args) == 1 {
+		want = all
+	} else {
+		picked := map[string]bool{}
+		for _, a := range args[1:] {
+			name := strings.ToLower(string(a))
+			switch name {
+			case "all", "everything", "default":
+				for _, n := range all {
+					picked[n] = true
+				}
+			default:
+				picked[name] = true
+			}
+		}
+		for _, n := range all {
+			if picked[n] {
+				want = append(want, n)
+			}
+		}
+	}
+	var b strings.Builder
+	for i, name := range want {
+		if i > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# ")
+		b.WriteString(strings.ToUpper(name[:1]) + name[1:])
+		b.WriteString("\r\n")
+		for _, f := range s.infoSection(name) {
+			b.WriteString(f.Name)
+			b.WriteByte(':')
+			b.WriteString(f.Value)
+			b.WriteString("\r\n")
+		}
+	}
+	c.out = appendVerbatim(c.out, b.String(), c.proto)
+}
+
+func (s *Server) infoSection(name string) []InfoField {
+	var fs []InfoField
+	add := func(n string, v any) {
+		var sv string
+		switch v := v.(type) {
+		case string:
+			sv = v
+		case int:
+			sv = strconv.Itoa(v)
+		case int64:
+			sv = strconv.FormatInt(v, 10)
+		case uint64:
+			sv = strconv.FormatUint(v, 10)
+		}
+		fs = append(fs, InfoField{n, sv})
+	}
+	now := time.Now()
+	switch name {
+	case "server":
+		up := now.Sub(s.started)
+		add("redis_version", s.cfg.RedisVersion)
+		if s.cfg.Version != "" {
+			add("kvs_version", s.cfg.Version)
+		}
+		add("redis_mode", "standalone")
+		add("os", runtime.GOOS+" "+runtime.GOARCH)
+		add("arch_bits", strconv.Itoa(strconv.IntSize))
+		add("go_version", runtime.Version())
+		add("process_id", os.Getpid())
+		add("tcp_port", s.port())
+		add("server_time_usec", now.UnixMicro())
+		add("uptime_in_seconds", int64(up/time.Second))
+		add("uptime_in_days", int64(up/(24*time.Hour)))
+		add("hz", 10)
+		if exe, err := os.Executable(); err == nil {
+			add("executable", exe)
+		}
+	case "clients":
+		add("connected_clients", s.connectedClients())
+		add("maxclients", s.maxClients.Load())
+		add("blocked_clients", 0)
+	case "memory":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		st := s.cfg.Store.Stats(now.UnixMilli())
+		add("used_memory", ms.HeapAlloc)
+		add("used_memory_human", humanBytes(ms.HeapAlloc))
+		add("used_memory_rss", ms.Sys-ms.HeapReleased)
+		add("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
+		add("used_memory_dataset", st.Bytes)
+		add("total_system_memory", 0)
+		add("maxmemory", 0)
+		add("maxmemory_human", "0B")
+		add("maxmemory_policy", "noeviction")
+		add("mem_allocator", "go")
+	case "persistence":
+		add("loading", 0)
+		add("async_loading", 0)
+	case "stats":
+		add("total_connections_received", s.stats.connectionsReceived.Load())
+		add("total_commands_processed", s.stats.commands.Load())
+		add("instantaneous_ops_per_sec", s.stats.opsPerSec())
+		add("rejected_connections", s.stats.rejectedConnections.Load())
+		add("expired_keys", s.stats.expiredKeys.Load())
+		add("evicted_keys", 0)
+		add("keyspace_hits", s.stats.hits.Load())
+		add("keyspace_misses", s.stats.misses.Load())
+	case "replication":
+		add("role", "master")
+		add("connected_slaves", 0)
+	case "keyspace":
+		st := s.cfg.Store.Stats(now.UnixMilli())
+		if st.Keys > 0 {
+			add("db0", "keys="+strconv.Itoa(st.Keys)+",expires="+strconv.Itoa(st.Expires)+",avg_ttl=0")
+		}
+	}
+	if s.cfg.Info != nil {
+		fs = append(fs, s.cfg.Info(name)...)
+	}
+	return fs
+}
+
+func (s *Server) port() string {
+	if a := s.Addr(); a != nil {
+		if _, p, err := splitHostPort(a.String()); err == nil {
+			return p
+		}
+	}
+	_, p, _ := splitHostPort(s.cfg.Addr)
+	return p
+}
+
+// humanBytes formats n as Redis's bytesToHuman does.
+func humanBytes(n uint64) string {
+	f := float64(n)
+	switch {
+	case n < 1024:
+		return strconv.FormatUint(n, 10) + "B"
+	case n < 1024*1024:
+		return strconv.FormatFloat(f/1024, 'f', 2, 64) + "K"
+	case n < 1024*1024*1024:
+		return strconv.FormatFloat(f/(1024*1024), 'f', 2, 64) + "M"
+	default:
+		return strconv.FormatFloat(f/(1024*1024*1024), 'f', 2, 64) + "G"
+	}
+}

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"math"
+	"time"
+
+	"kvs/fsm"
+)
+
+// Parsers of the keyspace and server data commands.
+
+func parseDel(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpDel, Args: args[1:]}, ""
+}
+
+func parseExists(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpExists, Args: args[1:]}, ""
+}
+
+func parseType(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpType, Args: args[1:2]}, ""
+}
+
+// parseRename parses RENAME and RENAMENX.
+func parseRename(c *client, args [][]byte) (fsm.Command, string) {
+	op := fsm.OpRename
+	if is(args[0], "renamenx") {
+		op = fsm.OpRenameNX
+	}
+	return fsm.Command{Op: op, Args: args[1:3]}, ""
+}
+
+func parseKeys(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpKeys, Args: args[1:2]}, ""
+}
+
+// parseScan parses SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. The
+// cursor is an unsigned 64-bit number carried in Int's bits.
+func parseScan(c *client, args [][]byte) (fsm.Command, string) {
+	cursor, ok := parseUint(args[1])
+	if !ok {
+		return fsm.Command{}, errInvalidCursor
+	}
+	cmd := fsm.Command{Op: fsm.OpScan, Int: int64(cursor), Int2: 10}
+	var match, typ []byte
+	for j := 2; j < len(args); j += 2 {
+		if j+1 >= len(args) {
+			return fsm.Command{}, errSyntax
+		}
+		switch {
+		case is(args[j], "count"):
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				return fsm.Command{}, errNotInteger
+			}
+			if n < 1 {
+				return fsm.Command{}, errSyntax
+			}
+			cmd.Int2 = n
+		case is(args[j], "match"):
+			match = args[j+1]
+		case is(args[j], "type"):
+			typ = args[j+1]
+		default:
+			return fsm.Command{}, errSyntax
+		}
+	}
+	cmd.Args = [][]byte{match, typ}
+	return cmd, ""
+}
+
+func parseRandomKey(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpRandomKey}, ""
+}
+
+// parseExpire parses EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT as Redis's
+// expireGenericCommand does: the options first, then the time, which may be
+// negative (the key is deleted) but must not overflow as a deadline.
+func parseExpire(c *client, args [][]byte) (fsm.Command, string) {
+	name := lowerName(args[0])
+	var flags fsm.Flags
+	for _, opt := range args[3:] {
+		switch {
+		case is(opt, "nx"):
+			flags |= fsm.FlagNX
+		case is(opt, "xx"):
+			flags |= fsm.FlagXX
+		case is(opt, "gt"):
+			flags |= fsm.FlagGT
+		case is(opt, "lt"):
+			flags |= fsm.FlagLT
+		default:
+			return fsm.Command{}, errUnsupportedOption(opt)
+		}
+	}
+	if flags&fsm.FlagNX != 0 && flags&(fsm.FlagXX|fsm.FlagGT|fsm.FlagLT) != 0 {
+		return fsm.Command{}, errExpireNXCompat
+	}
+	if flags&fsm.FlagGT != 0 && flags&fsm.FlagLT != 0 {
+		return fsm.Command{}, errExpireGTLT
+	}
+	when, ok := parseInt(args[2])
+	if !ok {
+		return fsm.Command{}, errNotInteger
+	}
+	if name == "expire" || name == "expireat" {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			return fsm.Command{}, errInvalidExpire(name)
+		}
+		when *= 1000
+	}
+	if name == "expire" || name == "pexpire" {
+		now := time.Now().UnixMilli()
+		if when > math.MaxInt64-now {
+			return fsm.Command{}, errInvalidExpire(name)
+		}
+		when += now
+	}
+	return fsm.Command{Op: fsm.OpExpireAt, Flags: flags, Args: args[1:2], Int: when}, ""
+}
+
+// parseTTL parses TTL, PTTL, EXPIRETIME and PEXPIRETIME.
+func parseTTL(c *client, args [][]byte) (fsm.Command, string) {
+	op := fsm.OpTTL
+	switch {
+	case is(args[0], "pttl"):
+		op = fsm.OpPTTL
+	case is(args[0], "expiretime"):
+		op = fsm.OpExpireTime
+	case is(args[0], "pexpiretime"):
+		op = fsm.OpPExpireTime
+	}
+	return fsm.Command{Op: op, Args: args[1:2]}, ""
+}
+
+func parsePersist(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpPersist, Args: args[1:2]}, ""
+}
+
+func parseDBSize(c *client, args [][]byte) (fsm.Command, string) {
+	return fsm.Command{Op: fsm.OpDBSize}, ""
+}
+
+// parseFlush parses FLUSHDB and FLUSHALL [ASYNC|SYNC]; with one database
+// both empty the whole keyspace, and the mode changes nothing visible.
+func parseFlush(c *client, args [][]byte) (fsm.Command, string) {
+	if len(args) > 2 || (len(args) == 2 && !is(args[1], "async") && !is(args[1], "sync")) {
+		return fsm.Command{}, errSyntax
+	}
+	return fsm.Command{Op: fsm.OpFlushAll}, ""
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// is reports whether arg equals the lowercase word w, ignoring ASCII case.
+func is(arg []byte, w string) bool {
+	if len(arg) != len(w) {
+		return false
+	}
+	for i := 0; i < len(arg); i++ {
+		c := arg[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerName is a command name as Redis quotes it in errors.
+func lowerName(arg []byte) string { return strings.ToLower(string(arg)) }
+
+// parseInt parses a 64-bit integer exactly as Redis's string2ll does: an
+// optional '-', no '+', no spaces, no leading zeros, no "-0".
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if len(b) == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// parseUint parses a SCAN cursor as Redis's strtoul-based check does.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	return v, err == nil
+}
+
+// parseFloat parses a float as Redis's string2ld does: no surrounding
+// spaces, no NaN. Infinity parses; the store rejects an infinite result.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5*1024 {
+		return 0, false
+	}
+	if b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		// strtold saturates to +-Inf on overflow where Go reports ErrRange.
+		var ne *strconv.NumError
+		if asNumError(err, &ne) && ne.Err == strconv.ErrRange && !math.IsNaN(f) {
+			return f, true
+		}
+		return 0, false
+	}
+	if math.IsNaN(f) {
+		return 0, false
+	}
+	// Go accepts digit separators ("0x_1p0"), strtold does not.
+	for _, c := range b {
+		if c == '_' {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+func asNumError(err error, target **strconv.NumError) bool {
+	ne, ok := err.(*strconv.NumError)
+	if ok {
+		*target = ne
+	}
+	return ok
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

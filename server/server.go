@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server is a RESP server over one fsm.Store. Create it with New; start it
+// with ListenAndServe (or Listen then Serve); stop it with Shutdown or Close.
+type Server struct {
+	cfg      Config
+	commands map[string]*command
+	started  time.Time
+
+	// maxClients and maxBulk are read on every accept and every request
+	// read; CONFIG SET changes them.
+	maxClients atomic.Int64
+	maxBulk    atomic.Int64
+
+	stats stats
+
+	nextClientID atomic.Int64
+	shutdown     atomic.Bool // set once Shutdown or Close began
+
+	// wg counts every goroutine the server owns: the accept loop, one per
+	// connection, and the cron loop. Shutdown and Close wait for it.
+	wg sync.WaitGroup
+
+	mu       sync.Mutex // guards the fields below
+	ln       net.Listener
+	serving  bool
+	clients  map[*client]struct{}
+	cronStop chan struct{} // closed to stop the cron loop; nil until Serve
+	closed   bool          // Close or Shutdown ran (idempotence)
+}
+
+// New returns a Server for cfg, with defaults applied and cfg validated. It
+// does not listen yet.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		commands: commandTable(),
+		started:  time.Now(),
+		clients:  make(map[*client]struct{}),
+	}
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	return s, nil
+}
+
+// Listen binds the configured address, so that a taken port is reported
+// before anything is served. It returns the net.Listen error unchanged, e.g.
+// "listen tcp 127.0.0.1:6379: bind: address already in use".
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	}
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Serve accepts connections on the listener bound by Listen (binding it
+// first if needed) until Shutdown or Close, then returns ErrServerClosed.
+func (s *Server) Serve() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return ErrAlreadyServing
+	}
+	s.serving = true
+	ln := s.ln
+	s.cronStop = make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.cron(s.cronStop)
+	}()
+	// The accept loop runs on the caller's goroutine but is counted in wg so
+	// that Shutdown and Close return only after it has stopped.
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	return s.acceptLoop(ln)
+}
+
+// ListenAndServe is Listen followed by Serve.
+func (s *Server) ListenAndServe() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	return s.Serve()
+}
+
+// Addr returns the bound address, or nil before Listen.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+func (s *Server) acceptLoop(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.shutdown.Load() || errors.Is(err, net.ErrClosed) {
+				return ErrServerClosed
+			}
+			// Temporary failures such as EMFILE: back off as net/http does
+			// rather than spin or give up.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			s.cfg.Logger.Error("server: accept", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.cronStopChan():
+				t.Stop()
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.stats.connectionsReceived.Add(1)
+		c := s.newClient(nc)
+		if !s.register(c) {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+func (s *Server) cronStopChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cronStop
+}
+
+// register adds c to the client set, or rejects it (closing its connection)
+// when the server is stopping or full.
+func (s *Server) register(c *client) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.nc.Close()
+		return false
+	}
+	if int64(len(s.clients)) >= s.maxClients.Load() {
+		s.stats.rejectedConnections.Add(1)
+		// Best effort, as Redis: the client may not read it.
+		c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		c.nc.Write([]byte("-" + errMaxClients + "\r\n"))
+		c.nc.Close()
+		return false
+	}
+	s.clients[c] = struct{}{}
+	return true
+}
+
+func (s *Server) unregister(c *client) {
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+}
+
+// connectedClients is INFO's connected_clients.
+func (s *Server) connectedClients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
+// beginStop marks the server as stopping, closes the listener and stops the
+// cron loop. It reports false when a stop had already begun.
+func (s *Server) beginStop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.closed = true
+	s.shutdown.Store(true)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	if s.cronStop != nil {
+		close(s.cronStop)
+	}
+	return true
+}
+
+// Shutdown stops the server gracefully: it stops accepting, lets every
+// connection finish the pipeline it is executing and write its replies, then
+// closes the connections. Commands a client sends after that are not read.
+// If ctx ends first, Shutdown closes what remains as Close does and returns
+// ctx's error. Calling it again (or after Close) waits for the same stop.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginStop()
+	s.mu.Lock()
+	now := time.Now()
+	for c := range s.clients {
+		// Wake a connection blocked reading its next request; one that is
+		// executing a pipeline sees the shutdown flag once it has replied.
+		c.nc.SetReadDeadline(now)
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.closeClients()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close stops the server at once: it closes the listener and every
+// connection without waiting for replies, then waits for the server's
+// goroutines (a connection waiting for its proposer finishes that wait).
+// It is idempotent.
+func (s *Server) Close() error {
+	s.beginStop()
+	s.closeClients()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) closeClients() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.clients {
+		c.nc.Close()
+	}
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// stats are the counters INFO stats reports. They are atomics updated once
+// per pipeline (not per command) on the hot path.
+type stats struct {
+	connectionsReceived atomic.Int64
+	rejectedConnections atomic.Int64
+	commands            atomic.Int64
+	expiredKeys         atomic.Int64
+	hits                atomic.Int64
+	misses              atomic.Int64
+
+	// ops samples total commands every cron tick for
+	// instantaneous_ops_per_sec, as Redis samples it.
+	ops struct {
+		sync.Mutex // guards the fields below
+		samples    [16]float64
+		idx        int
+		lastCount  int64
+		lastNanos  int64
+	}
+}
+
+// reset is CONFIG RESETSTAT.
+func (st *stats) reset() {
+	st.connectionsReceived.Store(0)
+	st.rejectedConnections.Store(0)
+	st.commands.Store(0)
+	st.expiredKeys.Store(0)
+	st.hits.Store(0)
+	st.misses.Store(0)
+	st.ops.Lock()
+	st.ops.samples = [16]float64{}
+	st.ops.lastCount = 0
+	st.ops.Unlock()
+}
+
+// sampleOps records the command rate since the previous sample.
+func (st *stats) sampleOps(nowNanos int64) {
+	count := st.commands.Load()
+	st.ops.Lock()
+	defer st.ops.Unlock()
+	if st.ops.lastNanos != 0 && nowNanos > st.ops.lastNanos {
+		d := count - st.ops.lastCount
+		if d < 0 {
+			d = 0 // reset by CONFIG RESETSTAT
+		}
+		st.ops.samples[st.ops.idx] = float64(d) * 1e9 / float64(nowNanos-st.ops.lastNanos)
+		st.ops.idx = (st.ops.idx + 1) % len(st.ops.samples)
+	}
+	st.ops.lastCount = count
+	st.ops.lastNanos = nowNanos
+}
+
+func (st *stats) opsPerSec() int64 {
+	st.ops.Lock()
+	defer st.ops.Unlock()
+	var sum float64
+	for _, v := range st.ops.samples {
+		sum += v
+	}
+	return int64(sum / float64(len(st.ops.samples)))
+}
+
+// clientsByID lists the connected clients in connection order.
+func (s *Server) clientsByID() []*client {
+	s.mu.Lock()
+	list := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	return list
+}
