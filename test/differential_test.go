@@ -1,0 +1,299 @@
+package test
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var (
+	flagDiffOps = flag.Int("diff.ops", 2500, "commands per protocol in TestDifferential")
+	flagDiffMax = flag.Int("diff.max", 5, "divergences to report before TestDifferential stops")
+	// Comparing redis-server with itself shows that the generator and the
+	// normalisations produce no false divergences.
+	flagDiffSelf = flag.Bool("diff.self", false, "run TestDifferential against a second redis-server instead of kvs")
+)
+
+// TestDifferential sends the same random command sequence to kvs and to
+// redis-server and requires the same reply bytes, up to legitimate
+// differences (see sameReply). RESP2 runs against a memory node and RESP3
+// against a durable one, which is also restarted every 1000 commands and
+// must come back with the same data as Redis.
+//
+// After a divergence both servers are flushed and the run goes on, so one
+// bug does not hide the next; each divergence is printed with the commands
+// since the last flush.
+func TestDifferential(t *testing.T) {
+	requireRedis(t)
+	if !*flagDiffSelf {
+		requireKVS(t)
+	}
+	seed := testSeed(t)
+	modes := []struct {
+		name  string
+		proto int
+		opts  KVSOptions
+	}{
+		{"resp2-memory", 2, KVSOptions{}},
+		{"resp3-durable", 3, KVSOptions{Durable: true, Fsync: "no"}},
+	}
+	for i, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			d := &differ{
+				t:     t,
+				proto: m.proto,
+				gen:   newCmdGen(seed + int64(i)),
+				ref:   startRedis(t),
+			}
+			restarts := m.opts.Durable
+			if *flagDiffSelf {
+				d.kvs, restarts = startRedis(t), false
+			} else {
+				d.kvs = newKVS(t, "kvs", m.opts)
+				d.kvs.Start()
+			}
+			d.connect()
+			d.run(*flagDiffOps, restarts)
+		})
+	}
+}
+
+type diffStep struct {
+	cmd      []string
+	ref, got string
+}
+
+type differ struct {
+	t          *testing.T
+	proto      int
+	gen        *cmdGen
+	ref, kvs   *Node
+	rc, kc     *rawConn
+	history    []diffStep // since the last flush
+	divergence int
+}
+
+// connect (re)opens both connections in the run's protocol.
+func (d *differ) connect() {
+	d.rc, d.kc = dialRaw(d.t, d.ref.Addr), dialRaw(d.t, d.kvs.Addr)
+	if d.proto == 3 {
+		// The HELLO replies differ by nature (server, version, id); both
+		// must be maps.
+		for _, c := range []*rawConn{d.rc, d.kc} {
+			if v := c.Do("HELLO", "3"); v.Kind != '%' {
+				d.t.Fatalf("HELLO 3: %s", v)
+			}
+		}
+	}
+}
+
+func (d *differ) run(ops int, restarts bool) {
+	for i := 0; i < ops; i++ {
+		cmd := d.gen.next()
+		ref, got := d.exec(cmd)
+		if !sameReply(cmd, ref, got) {
+			d.diverged(i, cmd, ref, got)
+			if d.divergence >= *flagDiffMax {
+				d.t.Fatalf("stopping after %d divergences", d.divergence)
+			}
+			continue
+		}
+		d.history = append(d.history, diffStep{cmd, ref, got})
+		if restarts && i%1000 == 999 {
+			d.compareState(fmt.Sprintf("before restart at op %d", i))
+			d.kvs.Restart()
+			d.connect()
+			d.compareState(fmt.Sprintf("after restart at op %d", i))
+		}
+	}
+	d.compareState("at the end")
+	if restarts {
+		d.kvs.Restart()
+		d.connect()
+		d.compareState("after the final restart")
+	}
+}
+
+// exec runs cmd on both servers and returns the raw replies. A whole SCAN
+// iteration is summarised as the sorted set of keys it returned.
+func (d *differ) exec(cmd []string) (ref, got string) {
+	if strings.EqualFold(cmd[0], "SCAN") && len(cmd) >= 2 {
+		return d.scanAll(d.rc, cmd), d.scanAll(d.kc, cmd)
+	}
+	return d.do(d.rc, "redis", cmd), d.do(d.kc, "kvs", cmd)
+}
+
+func (d *differ) do(c *rawConn, who string, cmd []string) string {
+	v, err := c.do(cmd...)
+	if err != nil {
+		d.t.Fatalf("%s: %s: %v (partial reply %q)\n%s%s", who, showCommand(cmd), err, v.Raw, d.showHistory(), d.kvs.LogTail(20))
+	}
+	return string(v.Raw)
+}
+
+// scanAll follows the cursor to the end; an error reply on any page is
+// returned as is. Duplicates are allowed by SCAN's contract and removed.
+func (d *differ) scanAll(c *rawConn, cmd []string) string {
+	args := slices.Clone(cmd)
+	seen := map[string]bool{}
+	for pages := 0; ; pages++ {
+		raw := d.do(c, "scan", args)
+		v, _ := parseValue(raw)
+		if v.Kind != '*' || len(v.Elems) != 2 || v.Elems[1].Kind != '*' {
+			return raw
+		}
+		for _, e := range v.Elems[1].Elems {
+			seen[e.Str] = true
+		}
+		if v.Elems[0].Str == "0" {
+			break
+		}
+		if pages > 100000 {
+			d.t.Fatalf("%s: SCAN did not finish after %d pages", showCommand(cmd), pages)
+		}
+		args[1] = v.Elems[0].Str
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return "SCAN keys: " + strings.Join(keys, " ")
+}
+
+func (d *differ) diverged(i int, cmd []string, ref, got string) {
+	d.divergence++
+	d.t.Errorf("divergence %d at op %d (resp%d):\n%s  > %s\n    redis: %q\n    kvs:   %q",
+		d.divergence, i, d.proto, d.showHistory(), showCommand(cmd), ref, got)
+	// Start again from an empty keyspace so later divergences are
+	// independent of this one.
+	for _, c := range []*rawConn{d.rc, d.kc} {
+		c.Do("FLUSHALL")
+	}
+	d.history = nil
+}
+
+func (d *differ) showHistory() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  commands since the last flush (%d):\n", len(d.history))
+	for _, s := range d.history {
+		fmt.Fprintf(&b, "  > %s\n    %q\n", showCommand(s.cmd), s.ref)
+		if s.got != s.ref {
+			fmt.Fprintf(&b, "    kvs (accepted): %q\n", s.got)
+		}
+	}
+	return b.String()
+}
+
+// compareState checks that both servers hold the same keys, values and
+// (within timing tolerance) expiries.
+func (d *differ) compareState(when string) {
+	d.t.Helper()
+	ref, got := d.dump(d.rc), d.dump(d.kc)
+	if len(ref) != len(got) {
+		d.t.Errorf("keyspace %s: redis has %d keys %v, kvs %d keys %v\n%s", when, len(ref), keysOf(ref), len(got), keysOf(got), d.showHistory())
+		return
+	}
+	for i := range ref {
+		r, g := ref[i], got[i]
+		if r.key != g.key || r.value != g.value || !withinTolerance(r.pttl, g.pttl, pttlTolerance) {
+			d.t.Errorf("keyspace %s differs: redis %+v, kvs %+v\n%s", when, r, g, d.showHistory())
+			return
+		}
+	}
+}
+
+type keyState struct {
+	key, value string
+	pttl       int64
+}
+
+func keysOf(s []keyState) []string {
+	ks := make([]string, len(s))
+	for i, k := range s {
+		ks[i] = k.key
+	}
+	return ks
+}
+
+func (d *differ) dump(c *rawConn) []keyState {
+	keys := c.Do("KEYS", "*")
+	var out []keyState
+	for _, k := range keys.Elems {
+		out = append(out, keyState{
+			key:   k.Str,
+			value: c.Do("GET", k.Str).Str,
+			pttl:  atoi64(c.Do("PTTL", k.Str).Str),
+		})
+	}
+	slices.SortFunc(out, func(a, b keyState) int { return strings.Compare(a.key, b.key) })
+	return out
+}
+
+// Tolerances for replies that depend on each server's clock: both compute
+// a deadline from their own "now" a moment apart, and report time left
+// from their own "now" again.
+const (
+	ttlTolerance  = 2    // seconds
+	pttlTolerance = 2000 // milliseconds
+)
+
+// sameReply reports whether two replies to cmd are equivalent. Apart from
+// exact equality it allows only what differs legitimately between two
+// correct servers: KEYS order, which key RANDOMKEY picks, and time left or
+// deadlines computed from slightly different clocks.
+func sameReply(cmd []string, ref, got string) bool {
+	if ref == got {
+		return true
+	}
+	rv, err1 := parseValue(ref)
+	gv, err2 := parseValue(got)
+	if err1 != nil || err2 != nil || rv.Kind != gv.Kind {
+		return false
+	}
+	switch strings.ToUpper(cmd[0]) {
+	case "KEYS":
+		return slices.Equal(sortedStrs(rv.Elems), sortedStrs(gv.Elems))
+	case "RANDOMKEY":
+		return rv.Null == gv.Null
+	case "TTL", "EXPIRETIME":
+		return rv.Kind == ':' && withinTolerance(atoi64(rv.Str), atoi64(gv.Str), ttlTolerance)
+	case "PTTL", "PEXPIRETIME":
+		return rv.Kind == ':' && withinTolerance(atoi64(rv.Str), atoi64(gv.Str), pttlTolerance)
+	}
+	return false
+}
+
+// withinTolerance: negative values (-1 no expiry, -2 no key) must match
+// exactly; time left or deadlines may differ by tol.
+func withinTolerance(a, b, tol int64) bool {
+	if a < 0 || b < 0 {
+		return a == b
+	}
+	return a-b <= tol && b-a <= tol
+}
+
+func sortedStrs(vs []Value) []string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.Str
+	}
+	slices.Sort(s)
+	return s
+}
+
+// parseValue parses one complete raw reply.
+func parseValue(raw string) (Value, error) {
+	v, err := readValue(bufio.NewReader(strings.NewReader(raw)))
+	if err != nil {
+		return v, err
+	}
+	if len(v.Raw) != len(raw) {
+		return v, fmt.Errorf("trailing bytes after reply: %q", raw[len(v.Raw):])
+	}
+	return v, nil
+}
