@@ -35,11 +35,13 @@ func payloadCRC(payload []byte) uint32 {
 
 // appendRecord appends the framed record to dst; pcrc is payloadCRC(payload).
 func appendRecord(dst []byte, index uint64, payload []byte, pcrc uint32) []byte {
-	var h [headerSize]byte
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(payload)))
-	binary.LittleEndian.PutUint64(h[8:], index)
-	binary.LittleEndian.PutUint32(h[0:], crc32.Update(pcrc, crcTable, h[4:]))
-	dst = append(dst, h[:]...)
+	// The header is built in place in dst: a local array would escape
+	// through crc32.Update and cost an allocation per record.
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint64(dst, index)
+	binary.LittleEndian.PutUint32(dst[start:], crc32.Update(pcrc, crcTable, dst[start+4:]))
 	return append(dst, payload...)
 }
 

@@ -28,6 +28,29 @@ func snapHeader(index uint64) []byte {
 	return h
 }
 
+// writebackWriter starts writeback of what was written every
+// writebackBytes, where the file supports it (see osFile.startWriteback).
+type writebackWriter struct {
+	f       File
+	off     int64 // bytes written
+	flushed int64 // bytes handed to writeback
+}
+
+const writebackBytes = 1 << 20
+
+type writebacker interface{ startWriteback(off, n int64) error }
+
+func (w *writebackWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	if wb, ok := w.f.(writebacker); ok && w.off-w.flushed >= writebackBytes {
+		// Best effort: the final fsync is what makes the snapshot durable.
+		_ = wb.startWriteback(0, w.off)
+		w.flushed = w.off
+	}
+	return n, err
+}
+
 // countingWriter counts and checksums what passes through it.
 type countingWriter struct {
 	w   io.Writer
@@ -51,7 +74,7 @@ func (l *Log) writeSnapshot(index uint64, write func(io.Writer) error) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("%w: create %s: %w", errSnapshotWrite, tmp, err)
 	}
-	size, err := writeSnapshotBody(f, index, write)
+	size, err := writeSnapshotBody(&writebackWriter{f: f}, index, write)
 	if err == nil {
 		err = f.Sync()
 	}

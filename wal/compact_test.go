@@ -1,0 +1,248 @@
+package wal
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestCompactThenRecover(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	opts.SegmentSize = 256
+	l := mustOpen(t, opts)
+	appendN(t, l, 1, 100)
+	before, _ := listDir(fs, testDir)
+	if err := l.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := listDir(fs, testDir)
+	if !slices.Equal(after.snapshots, []uint64{100}) {
+		t.Fatalf("snapshots after compaction: %v", after.snapshots)
+	}
+	// The active segment was closed, so every segment with records is covered.
+	if len(after.segments) != 1 || after.segments[0] != 101 {
+		t.Fatalf("segments before %v, after %v; want only the new active one", before.segments, after.segments)
+	}
+	s := l.Stats()
+	if s.SnapshotIndex != 100 || s.Compactions != 1 || s.Segments != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+	appendN(t, l, 101, 50)
+	if err := l.Compact(); err != nil { // replaces the first snapshot
+		t.Fatal(err)
+	}
+	appendN(t, l, 151, 20)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.ResetToSyncedState()
+	final, _ := listDir(fs, testDir)
+	if !slices.Equal(final.snapshots, []uint64{150}) {
+		t.Fatalf("snapshots: %v", final.snapshots)
+	}
+
+	replayed := 0
+	m2 := &model{}
+	opts2 := memOptions(t, fs, m2)
+	opts2.Apply = func(index uint64, rec []byte) any {
+		replayed++
+		return m2.apply(index, rec)
+	}
+	l2 := mustOpen(t, opts2)
+	defer l2.Close()
+	wantRecords(t, m2, 170)
+	if replayed != 20 {
+		t.Fatalf("replayed %d records after the snapshot, want 20", replayed)
+	}
+	appendN(t, l2, 171, 1)
+}
+
+// TestSnapshotCoversPartOfSegment: a snapshot in the middle of a segment
+// (records appended after Snapshot captured its index but before the
+// rotation) leaves that segment; replay skips its covered records.
+func TestSnapshotCoversPartOfSegment(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	var l *Log
+	opts.Snapshot = func() (uint64, func(io.Writer) error, error) {
+		index, write, err := m.snapshot()
+		// Appended after the capture: lands in the segment compaction closes.
+		// With FsyncEverySec, Append applies without waiting for the flusher.
+		if _, err := l.Append(rec(int(index) + 1)); err != nil {
+			return 0, nil, err
+		}
+		return index, write, err
+	}
+	opts.Fsync = FsyncEverySec
+	l = mustOpen(t, opts)
+	appendN(t, l, 1, 10)
+	if err := l.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := listDir(fs, testDir)
+	if !slices.Equal(c.segments, []uint64{1, 12}) || !slices.Equal(c.snapshots, []uint64{10}) {
+		t.Fatalf("dir: %+v", c)
+	}
+	appendN(t, l, 12, 3)
+	l.Close()
+	l2, m2, err := reopen(t, fs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	wantRecords(t, m2, 14)
+}
+
+func TestAutoCompact(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	opts.SegmentSize = 1024
+	opts.CompactBytes = 4096
+	l := mustOpen(t, opts)
+	appendN(t, l, 1, 500)
+	waitFor(t, "a background compaction", func() bool { return l.Stats().Compactions > 0 })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Stats()
+	if s.SegmentsDeleted == 0 {
+		t.Fatalf("no segments deleted: %+v", s)
+	}
+	l2, m2, err := reopen(t, fs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	wantRecords(t, m2, 500)
+}
+
+func TestCompactWithoutSnapshot(t *testing.T) {
+	m := &model{}
+	l := mustOpen(t, Options{Dir: testDir, FS: NewMemFS(), Apply: m.apply, Logger: testLogger(t)})
+	defer l.Close()
+	if err := l.Compact(); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("Compact = %v", err)
+	}
+}
+
+func TestCorruptSnapshotFallsBack(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	l := mustOpen(t, opts)
+	appendN(t, l, 1, 10)
+	if err := l.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 11, 10)
+	l.Close()
+	// A newer snapshot that is damaged must not be used; the older one and
+	// the log still give the whole state.
+	data, _ := fs.ReadFile(filepath.Join(testDir, snapshotName(10)))
+	data[len(data)-20] ^= 1
+	fs.WriteFile(filepath.Join(testDir, snapshotName(15)), data)
+	l2, m2, err := reopen(t, fs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	wantRecords(t, m2, 20)
+}
+
+// TestCompactionStall measures the longest Append while a compaction writes
+// a snapshot of about a million entries (~64 MB) on the real file system. A
+// timing is never an assertion: the number is logged.
+func TestCompactionStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 64 MB snapshot")
+	}
+	const entries, entrySize = 1 << 20, 64
+	snapWritten := make(chan struct{})
+	var applied atomic.Uint64
+	opts := Options{
+		Dir:    t.TempDir(),
+		Apply:  func(index uint64, rec []byte) any { applied.Store(index); return nil },
+		Logger: testLogger(t),
+		Restore: func(r io.Reader) error {
+			_, err := io.Copy(io.Discard, r)
+			return err
+		},
+		Snapshot: func() (uint64, func(io.Writer) error, error) {
+			return applied.Load(), func(w io.Writer) error {
+				defer close(snapWritten)
+				entry := make([]byte, entrySize)
+				for i := range entries {
+					entry[0] = byte(i)
+					if _, err := w.Write(entry); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, nil
+		},
+	}
+	l := mustOpen(t, opts)
+	defer l.Close()
+	for range 100 {
+		l.Append([]byte("warm-up"))
+	}
+
+	// measure runs 8 appenders until during returns and reports the longest
+	// Append and how many completed.
+	measure := func(during func()) (longest time.Duration, count int) {
+		var (
+			mu   sync.Mutex
+			wg   sync.WaitGroup
+			done atomic.Bool
+		)
+		for range 8 {
+			wg.Go(func() {
+				rec := make([]byte, 100)
+				for !done.Load() {
+					start := time.Now()
+					if _, err := l.Append(rec); err != nil {
+						t.Error(err)
+						return
+					}
+					d := time.Since(start)
+					mu.Lock()
+					longest = max(longest, d)
+					count++
+					mu.Unlock()
+				}
+			})
+		}
+		during()
+		done.Store(true)
+		wg.Wait()
+		return longest, count
+	}
+
+	var took time.Duration
+	maxStall, count := measure(func() {
+		start := time.Now()
+		if err := l.Compact(); err != nil {
+			t.Error(err)
+		}
+		took = time.Since(start)
+	})
+	<-snapWritten
+	// The same load for as long without a compaction, for comparison.
+	baseline, baseCount := measure(func() {
+		<-time.After(took) // a measurement window, not synchronisation
+	})
+	s := l.Stats()
+	t.Logf("compaction of a %d MB snapshot took %v; meanwhile 8 writers did %d appends, longest Append %v "+
+		"(without compaction, same time: %d appends, longest %v); %.1f records per fsync",
+		s.SnapshotBytes>>20, took.Round(time.Millisecond), count, maxStall.Round(time.Microsecond),
+		baseCount, baseline.Round(time.Microsecond), s.RecordsPerFsync())
+}
