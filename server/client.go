@@ -184,6 +184,12 @@ func (c *client) executeOne(args [][]byte) {
 		return
 	}
 	c.proposeBatch()
+	if fc.Op == fsm.OpInvalid {
+		// Only SCAN with a cursor past any the store hands out parses to
+		// no command: the scan is over.
+		c.out = append(c.out, "*2\r\n$1\r\n0\r\n*0\r\n"...)
+		return
+	}
 	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fc)
 	c.countHits(fc.Op, &r)
 	c.out = appendReply(c.out, &r, c.proto)

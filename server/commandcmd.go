@@ -86,7 +86,7 @@ func (c *client) commandInfo(cmds []*command) {
 	b := appendArrayLen(c.out, len(cmds))
 	for _, cmd := range cmds {
 		if cmd == nil {
-			b = appendNullArray(b, c.proto)
+			b = appendNull(b, c.proto)
 			continue
 		}
 		b = appendArrayLen(b, 10)
@@ -98,7 +98,7 @@ func (c *client) commandInfo(cmds []*command) {
 				n++
 			}
 		}
-		b = appendArrayLen(b, n)
+		b = appendSetLen(b, n, c.proto)
 		for _, f := range flagNames {
 			if cmd.flags&f.f != 0 {
 				b = appendStatus(b, f.name)
@@ -107,10 +107,14 @@ func (c *client) commandInfo(cmds []*command) {
 		b = appendInt(b, int64(cmd.firstKey))
 		b = appendInt(b, int64(cmd.lastKey))
 		b = appendInt(b, int64(cmd.keyStep))
-		b = appendArrayLen(b, 0) // ACL categories
-		b = appendArrayLen(b, 0) // tips
-		b = appendArrayLen(b, 0) // key specs
-		b = appendArrayLen(b, 0) // subcommands
+		cats := aclCategories(cmd)
+		b = appendSetLen(b, len(cats), c.proto)
+		for _, cat := range cats {
+			b = appendStatus(b, cat)
+		}
+		b = appendSetLen(b, 0, c.proto) // tips
+		b = appendSetLen(b, 0, c.proto) // key specs
+		b = appendSetLen(b, 0, c.proto) // subcommands
 	}
 	c.out = b
 }
@@ -133,10 +137,31 @@ func (c *client) commandDocs(cmds []*command) {
 	c.out = b
 }
 
-// appendNullArray writes RESP2's null array or RESP3's null.
-func appendNullArray(b []byte, proto int) []byte {
-	if proto >= 3 {
-		return append(b, '_', '\r', '\n')
+// aclCategories derives Redis's ACL categories of a command from its flags
+// and group, for COMMAND INFO.
+func aclCategories(cmd *command) []string {
+	var cats []string
+	if cmd.flags&flagWrite != 0 {
+		cats = append(cats, "@write")
 	}
-	return append(b, '*', '-', '1', '\r', '\n')
+	if cmd.flags&flagReadonly != 0 {
+		cats = append(cats, "@read")
+	}
+	switch cmd.group {
+	case "string":
+		cats = append(cats, "@string")
+	case "generic":
+		cats = append(cats, "@keyspace")
+	case "connection":
+		cats = append(cats, "@connection")
+	}
+	if cmd.flags&flagAdmin != 0 {
+		cats = append(cats, "@admin", "@dangerous")
+	}
+	if cmd.flags&flagFast != 0 {
+		cats = append(cats, "@fast")
+	} else {
+		cats = append(cats, "@slow")
+	}
+	return cats
 }

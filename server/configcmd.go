@@ -1,11 +1,13 @@
 package server
 
 import (
+	"math"
 	"net"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/match"
 )
 
 func splitHostPort(a string) (string, string, error) { return net.SplitHostPort(a) }
@@ -95,7 +97,7 @@ func (c *client) configGet(patterns [][]byte) {
 			if picked[n] {
 				continue
 			}
-			if ok, _ := path.Match(pat, n); ok || pat == n {
+			if match.Match(n, pat) {
 				picked[n] = true
 				out = append(out, n)
 			}
@@ -132,8 +134,9 @@ func (c *client) configSet(pairs [][]byte) {
 				c.out = appendError(c.out, errConfigSetFailed(name, "argument couldn't be parsed into an integer"))
 				return
 			}
-			if v < 1 || (name == "proto-max-bulk-len" && v < 1024*1024) {
-				c.out = appendError(c.out, errConfigSetFailed(name, "argument must be between "+configMin(name)+" and "+strconv.FormatInt(1<<63-1, 10)+" inclusive"))
+			lo, hi := configRange(name)
+			if v < lo || v > hi {
+				c.out = appendError(c.out, errConfigSetFailed(name, "argument must be between "+strconv.FormatInt(lo, 10)+" and "+strconv.FormatInt(hi, 10)+" inclusive"))
 				return
 			}
 			changes = append(changes, change{name, v})
@@ -157,9 +160,10 @@ func (c *client) configSet(pairs [][]byte) {
 	c.out = appendStatus(c.out, "OK")
 }
 
-func configMin(name string) string {
+// configRange is the range Redis accepts for a settable parameter.
+func configRange(name string) (lo, hi int64) {
 	if name == "proto-max-bulk-len" {
-		return "1048576"
+		return 1 << 20, math.MaxInt64
 	}
-	return "1"
+	return 1, math.MaxUint32
 }

@@ -16,7 +16,6 @@ const (
 	errNotFloat        = "ERR value is not a valid float"
 	errDBIndex         = "ERR DB index is out of range"
 	errOffset          = "ERR offset is out of range"
-	errStringTooLong   = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 	errInvalidCursor   = "ERR invalid cursor"
 	errDecrOverflow    = "ERR decrement would overflow"
 	errMaxClients      = "ERR max number of clients reached"

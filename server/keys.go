@@ -37,11 +37,16 @@ func parseKeys(c *client, args [][]byte) (fsm.Command, string) {
 // parseScan parses SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. The
 // cursor is an unsigned 64-bit number carried in Int's bits.
 func parseScan(c *client, args [][]byte) (fsm.Command, string) {
-	cursor, ok := parseUint(args[1])
+	cursor, ok := parseCursor(args[1])
 	if !ok {
 		return fsm.Command{}, errInvalidCursor
 	}
 	cmd := fsm.Command{Op: fsm.OpScan, Int: int64(cursor), Int2: 10}
+	if cursor > math.MaxInt64 {
+		// The store never hands out such a cursor: nothing follows it.
+		// Options are still checked below, as Redis checks them.
+		cmd.Op = 0
+	}
 	var match, typ []byte
 	for j := 2; j < len(args); j += 2 {
 		if j+1 >= len(args) {
@@ -64,6 +69,9 @@ func parseScan(c *client, args [][]byte) (fsm.Command, string) {
 		default:
 			return fsm.Command{}, errSyntax
 		}
+	}
+	if cmd.Op == 0 {
+		return cmd, ""
 	}
 	cmd.Args = [][]byte{match, typ}
 	return cmd, ""

@@ -70,8 +70,14 @@ func parseInt(b []byte) (int64, bool) {
 	return int64(v), true
 }
 
-// parseUint parses a SCAN cursor as Redis's strtoul-based check does.
-func parseUint(b []byte) (uint64, bool) {
+// parseCursor parses a SCAN cursor as Redis's strtoul-based check does: an
+// optional sign, and a negative number wraps around as in C.
+func parseCursor(b []byte) (uint64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -81,7 +87,13 @@ func parseUint(b []byte) (uint64, bool) {
 		}
 	}
 	v, err := strconv.ParseUint(string(b), 10, 64)
-	return v, err == nil
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // parseFloat parses a float as Redis's string2ld does: no surrounding

@@ -110,3 +110,13 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 	}
 	return appendError(b, errInternal)
 }
+
+// appendSetLen starts a set of n elements: a RESP3 set, or an array in RESP2.
+func appendSetLen(b []byte, n int, proto int) []byte {
+	if proto >= 3 {
+		b = append(b, '~')
+		b = strconv.AppendInt(b, int64(n), 10)
+		return append(b, '\r', '\n')
+	}
+	return appendArrayLen(b, n)
+}

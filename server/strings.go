@@ -200,11 +200,8 @@ func parseSetRange(c *client, args [][]byte) (fsm.Command, string) {
 	if off < 0 {
 		return fsm.Command{}, errOffset
 	}
-	// Redis checks the resulting size only when there is something to
-	// write; an empty value just reports the current length.
-	if n := int64(len(args[3])); n > 0 && off+n > c.s.maxBulk.Load() {
-		return fsm.Command{}, errStringTooLong
-	}
+	// The resulting size is checked by the store, after the type check
+	// and only when there is something to write, in Redis's order.
 	return fsm.Command{Op: fsm.OpSetRange, Args: [][]byte{args[1], args[3]}, Int: off}, ""
 }
 
@@ -237,5 +234,7 @@ func parseIncrByFloat(c *client, args [][]byte) (fsm.Command, string) {
 	if !ok {
 		return fsm.Command{}, errNotFloat
 	}
-	return fsm.Command{Op: fsm.OpIncrByFloat, Args: args[1:2], Float: f}, ""
+	// The increment's text goes along so that the store can add it in long
+	// double precision as Redis does (0.1 + 0.2 is "0.3").
+	return fsm.Command{Op: fsm.OpIncrByFloat, Args: args[1:3], Float: f}, ""
 }
