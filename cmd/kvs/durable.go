@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"kvs/fsm"
+	"kvs/wal"
+)
+
+// durableProposer is the proposer of durable mode: a batch becomes one log
+// record; the wal applies it to the store once it is durable (fsync always)
+// and hands back the store's replies.
+type durableProposer struct {
+	log *wal.Log
+}
+
+var entryPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	bp := entryPool.Get().(*[]byte)
+	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
+	res, err := p.log.Append(rec)
+	// The wal copies the record into its own buffer before Append returns.
+	*bp = rec
+	entryPool.Put(bp)
+	if err != nil {
+		return nil, err
+	}
+	return res.([]fsm.Reply), nil
+}
+
+// openLog opens (and recovers) the append log in f.dataDir, restoring the
+// store from the newest snapshot and replaying the records after it.
+func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Logger) (*wal.Log, error) {
+	return wal.Open(wal.Options{
+		Dir:          f.dataDir,
+		Fsync:        policy,
+		SegmentSize:  f.segment,
+		CompactBytes: f.compact,
+		Repair:       f.repair,
+		Logger:       logger,
+		Apply: func(index uint64, rec []byte) any {
+			now, cmds, err := fsm.DecodeEntry(rec)
+			if err != nil {
+				// The record passed its CRC, so it is what was written:
+				// failing to decode it is a bug, not bad input.
+				panic(fmt.Sprintf("kvs: log record %d cannot be decoded: %v", index, err))
+			}
+			return store.Apply(index, now, cmds)
+		},
+		Restore: func(r io.Reader) error {
+			_, err := store.Restore(r)
+			return err
+		},
+		Snapshot: func() (uint64, func(io.Writer) error, error) {
+			snap := store.Snapshot()
+			return snap.Index(), func(w io.Writer) error {
+				defer snap.Release()
+				_, err := snap.WriteTo(w)
+				return err
+			}, nil
+		},
+	})
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"kvs/server"
+	"kvs/wal"
+)
+
+// persistenceInfo returns the INFO persistence fields that only the wiring
+// knows: whether there is a log, its fsync policy and what the log did.
+// Names follow Redis's (aof_*) where Redis has one, kvs's (wal_*) where not.
+func persistenceInfo(f serveFlags, log *wal.Log) func(section string) []server.InfoField {
+	return func(section string) []server.InfoField {
+		if section != "persistence" {
+			return nil
+		}
+		if log == nil {
+			return []server.InfoField{{Name: "aof_enabled", Value: "0"}}
+		}
+		st := log.Stats()
+		u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+		return []server.InfoField{
+			{Name: "aof_enabled", Value: "1"},
+			{Name: "aof_last_write_status", Value: "ok"},
+			{Name: "kvs_fsync_policy", Value: f.fsync},
+			{Name: "wal_dir", Value: f.dataDir},
+			{Name: "wal_appends", Value: u(st.Appends)},
+			{Name: "wal_fsyncs", Value: u(st.Fsyncs)},
+			{Name: "wal_records_per_fsync", Value: fmt.Sprintf("%.2f", st.RecordsPerFsync())},
+			{Name: "wal_last_fsync_usec", Value: u(st.LastFsyncNanos / 1000)},
+			{Name: "wal_bytes_written", Value: u(st.Bytes)},
+			{Name: "wal_segments", Value: u(st.Segments)},
+			{Name: "wal_last_index", Value: u(st.LastIndex)},
+			{Name: "wal_durable_index", Value: u(st.DurableIndex)},
+			{Name: "wal_snapshot_index", Value: u(st.SnapshotIndex)},
+			{Name: "wal_snapshot_bytes", Value: u(st.SnapshotBytes)},
+			{Name: "wal_compactions", Value: u(st.Compactions)},
+			{Name: "wal_compaction_errors", Value: u(st.CompactionErrors)},
+			{Name: "wal_last_compaction_usec", Value: u(st.LastCompactionNanos / 1000)},
+		}
+	}
+}
+
+// configParams are the read-only parameters CONFIG GET reports for the mode.
+func configParams(f serveFlags) map[string]string {
+	if f.dataDir == "" {
+		return map[string]string{"appendonly": "no", "dir": ""}
+	}
+	return map[string]string{"appendonly": "yes", "appendfsync": f.fsync, "dir": f.dataDir}
+}

@@ -1,0 +1,51 @@
+// Command kvs is a durable key-value server that speaks the Redis protocol.
+//
+//	kvs serve [flags]      run a node (memory mode without --data-dir)
+//	kvs version            print the version
+//
+// Flags map onto the Config structs of the packages they configure and
+// nothing else; semantics live in those packages.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is reported by `kvs version`, INFO server and HELLO.
+const version = "0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "kvs %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kvs: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  kvs serve [--addr HOST:PORT] [--data-dir DIR] [--fsync always|everysec|no] [--repair]
+  kvs version
+
+Run "kvs serve -h" for the flags of serve.
+`)
+}
