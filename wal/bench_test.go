@@ -21,7 +21,7 @@ func reportFsyncs(b *testing.B, l *Log) {
 	s := l.Stats()
 	b.ReportMetric(s.RecordsPerFsync(), "records/fsync")
 	if s.Fsyncs > 0 {
-		b.ReportMetric(float64(s.FsyncNanos)/float64(s.Fsyncs), "ns/fsync")
+		b.ReportMetric(float64(s.FsyncNanosTotal)/float64(s.Fsyncs), "ns/fsync")
 	}
 }
 

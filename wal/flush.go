@@ -41,7 +41,7 @@ func (l *Log) flushLoop() {
 		l.mu.Unlock()
 
 		// 2. Write it and, if the policy or a waiter asks, fsync it.
-		needSync := stop || len(syncers) > 0 || rotate ||
+		needSync := stop || len(syncers) > 0 ||
 			(l.opts.Fsync == FsyncAlways && len(waiters) > 0) ||
 			(l.opts.Fsync == FsyncEverySec && syncDue)
 		if err == nil {
@@ -104,7 +104,7 @@ func (l *Log) writeBatch(buf []byte, last uint64, sync bool) error {
 		l.w.unsynced += last - l.w.lastWritten
 		l.w.lastWritten = last
 	}
-	if sync {
+	if sync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
 		return l.fsync()
 	}
 	return nil
@@ -131,8 +131,10 @@ func (l *Log) fsync() error {
 // the new file is created, so the new segment's entry survives a crash
 // before any record in it is acknowledged.
 func (l *Log) rotate() error {
-	if err := l.fsync(); err != nil {
-		return err
+	if l.w.unsynced > 0 {
+		if err := l.fsync(); err != nil {
+			return err
+		}
 	}
 	first := l.w.lastWritten + 1
 	name := l.path(segmentName(first))

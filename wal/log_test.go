@@ -332,3 +332,48 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("%d records fsynced, %d appended", s.RecordsFsynced, s.Appends)
 	}
 }
+
+// TestCloseDuringAppends: Appends racing Close either succeed, and are then
+// durable, or fail with ErrClosed; Close leaves no goroutine behind.
+func TestCloseDuringAppends(t *testing.T) {
+	before := runtime.NumGoroutine()
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	opts.CompactBytes = 1024
+	l := mustOpen(t, opts)
+	var (
+		wg sync.WaitGroup
+		ok atomic.Int64
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				_, err := l.Append([]byte("x"))
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	waitFor(t, "some appends", func() bool { return ok.Load() > 200 })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	fs.ResetToSyncedState()
+	l2, m2, err := reopen(t, fs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.last(); got != uint64(ok.Load()) {
+		t.Fatalf("recovered %d records, %d acknowledged", got, ok.Load())
+	}
+	l2.Close()
+	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+}

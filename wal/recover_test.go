@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -312,7 +313,9 @@ func FuzzRecover(f *testing.F) {
 		fs.MkdirAll(testDir)
 		fs.WriteFile(segPath(1), data)
 		m := &model{}
-		opts := Options{Dir: testDir, FS: fs, Apply: m.apply, Repair: repair, Logger: testLogger(t)}
+		// Logging every repair would slow the fuzzer down tenfold.
+		quiet := slog.New(slog.DiscardHandler)
+		opts := Options{Dir: testDir, FS: fs, Apply: m.apply, Repair: repair, Logger: quiet}
 		l, err := Open(opts)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {

@@ -5,15 +5,15 @@ import "sync/atomic"
 // Stats is a point-in-time copy of the log's counters. Counters are
 // cumulative since Open unless noted.
 type Stats struct {
-	Appends        uint64 // records appended (Append calls that got an index)
-	Fsyncs         uint64 // fsyncs of segment files
-	RecordsFsynced uint64 // records made durable by those fsyncs; RecordsFsynced/Fsyncs is the group-commit batch size
-	FsyncNanos     uint64 // total time spent in fsync
-	LastFsyncNanos uint64 // duration of the most recent fsync
-	Bytes          uint64 // bytes written to segments, headers included
-	Segments       uint64 // live segment files (gauge)
-	LastIndex      uint64 // index of the last record appended or replayed (gauge)
-	DurableIndex   uint64 // index of the last record known fsynced (gauge)
+	Appends         uint64 // records appended (Append calls that got an index)
+	Fsyncs          uint64 // fsyncs of segment files
+	RecordsFsynced  uint64 // records made durable by those fsyncs; RecordsFsynced/Fsyncs is the group-commit batch size
+	FsyncNanosTotal uint64 // total time spent in fsync
+	LastFsyncNanos  uint64 // duration of the most recent fsync
+	Bytes           uint64 // bytes written to segments, headers included
+	Segments        uint64 // live segment files (gauge)
+	LastIndex       uint64 // index of the last record appended or replayed (gauge)
+	DurableIndex    uint64 // index of the last record known fsynced (gauge)
 
 	SnapshotIndex       uint64 // index the newest snapshot covers (gauge)
 	SnapshotBytes       uint64 // size of the newest snapshot file written (gauge)
@@ -49,7 +49,7 @@ func (l *Log) Stats() Stats {
 		Appends:             c.appends.Load(),
 		Fsyncs:              c.fsyncs.Load(),
 		RecordsFsynced:      c.recordsFsynced.Load(),
-		FsyncNanos:          c.fsyncNanos.Load(),
+		FsyncNanosTotal:     c.fsyncNanos.Load(),
 		LastFsyncNanos:      c.lastFsyncNanos.Load(),
 		Bytes:               c.bytes.Load(),
 		Segments:            c.segments.Load(),
