@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -62,6 +64,7 @@ func (l *Log) compact() error {
 		return fmt.Errorf("wal: snapshot: %w", err)
 	}
 	if index <= l.stats.snapshotIndex.Load() {
+		abandon(write)
 		return nil // nothing applied since the last snapshot
 	}
 	// The snapshot must never cover a record the log could lose: make
@@ -69,10 +72,12 @@ func (l *Log) compact() error {
 	// where applied implies fsynced). Closing the active segment puts the
 	// covered records into segments compaction may delete.
 	if err := l.sync(true); err != nil {
+		abandon(write)
 		l.stats.compactionErrors.Add(1)
 		return err
 	}
 	if d := l.stats.durableIndex.Load(); index > d {
+		abandon(write)
 		l.stats.compactionErrors.Add(1)
 		return fmt.Errorf("wal: snapshot covers index %d but the log holds only up to %d", index, d)
 	}
@@ -133,4 +138,20 @@ func (l *Log) deleteCovered(index uint64) error {
 		firstErr = fmt.Errorf("wal: sync dir after compaction: %w", err)
 	}
 	return firstErr
+}
+
+// errAbandoned is what an abandoned snapshot's writer returns.
+var errAbandoned = errors.New("wal: snapshot abandoned")
+
+type abandonedWriter struct{}
+
+func (abandonedWriter) Write([]byte) (int, error) { return 0, errAbandoned }
+
+// abandon calls a snapshot's write function with a writer that fails at
+// once, so that write still runs exactly once and can release what the
+// snapshot holds (a copy-on-write view, a reference count).
+func abandon(write func(io.Writer) error) {
+	if write != nil {
+		_ = write(abandonedWriter{})
+	}
 }

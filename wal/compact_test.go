@@ -246,3 +246,31 @@ func TestCompactionStall(t *testing.T) {
 		s.SnapshotBytes>>20, took.Round(time.Millisecond), count, maxStall.Round(time.Microsecond),
 		baseCount, baseline.Round(time.Microsecond), s.RecordsPerFsync())
 }
+
+// TestAbandonedSnapshotIsReleased: write runs exactly once even when the
+// log does not need the snapshot, so the caller can release it.
+func TestAbandonedSnapshotIsReleased(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	var taken, released atomic.Int64
+	opts.Snapshot = func() (uint64, func(io.Writer) error, error) {
+		index, write, err := m.snapshot()
+		taken.Add(1)
+		return index, func(w io.Writer) error {
+			defer released.Add(1)
+			return write(w)
+		}, err
+	}
+	l := mustOpen(t, opts)
+	defer l.Close()
+	appendN(t, l, 1, 5)
+	for range 3 { // the second and third find nothing new
+		if err := l.Compact(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if taken.Load() != 3 || released.Load() != 3 {
+		t.Fatalf("%d snapshots taken, %d released", taken.Load(), released.Load())
+	}
+}

@@ -79,7 +79,10 @@ type Options struct {
 	// Snapshot captures the applied state cheaply (point in time, under the
 	// caller's own lock) and returns the index it covers and a function that
 	// writes it out; the log calls write in the background and it may be
-	// slow. nil: never compact.
+	// slow. write is called exactly once; when the log abandons the snapshot
+	// (nothing new since the last one, or the log failed) every Write
+	// fails at once, so write can still release what it holds.
+	// nil: never compact.
 	Snapshot func() (index uint64, write func(io.Writer) error, err error)
 	// CompactBytes: compact once this many log bytes were written since the
 	// last snapshot. 0: 64 MiB. Ignored when Snapshot is nil.
