@@ -119,8 +119,8 @@ func (l *Log) wake() {
 // the other policies, once it is applied and handed to the flush goroutine.
 // rec must not be modified until Append returns.
 func (l *Log) Append(rec []byte) (any, error) {
-	if len(rec) > MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(rec))
+	if err := checkRecordSize(len(rec)); err != nil {
+		return nil, err
 	}
 	pcrc := payloadCRC(rec) // outside the lock: it does not need the index
 	l.mu.Lock()
@@ -152,6 +152,13 @@ func (l *Log) Append(rec []byte) (any, error) {
 	*w = waiter{done: w.done}
 	waiterPool.Put(w)
 	return res, err
+}
+
+func checkRecordSize(n int) error {
+	if n > MaxRecordSize {
+		return fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, n)
+	}
+	return nil
 }
 
 // Sync writes and fsyncs everything appended so far.
