@@ -22,6 +22,10 @@
 //   - FsyncNo: as FsyncEverySec, but fsync happens only when a segment is
 //     closed, on Sync and on Close.
 //
+// With FsyncEverySec and FsyncNo, an Append waits when 16 MiB of records
+// already wait for the flush goroutine, so a slow disk slows appenders
+// instead of growing memory.
+//
 // Lock order: with FsyncEverySec and FsyncNo, Apply is called with the log's
 // append mutex held. Apply must not call back into the Log. Snapshot is
 // called without any lock of the log held.

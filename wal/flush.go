@@ -38,6 +38,7 @@ func (l *Log) flushLoop() {
 		last := l.mu.nextIndex - 1
 		rotate, stop, err := l.mu.rotate, l.mu.stop, l.mu.err
 		l.mu.rotate = false
+		l.mu.taken.Broadcast()
 		l.mu.Unlock()
 
 		// 2. Write it and, if the policy or a waiter asks, fsync it.
@@ -84,6 +85,7 @@ func (l *Log) flushLoop() {
 
 func (l *Log) setErr(err error) {
 	l.mu.Lock()
+	l.mu.taken.Broadcast()
 	if l.mu.err == nil {
 		l.mu.err = err
 		l.logger.Error("wal: write failed; the log refuses further appends", "err", err)

@@ -27,6 +27,11 @@ type Log struct {
 	// call Apply, so that apply order is log order).
 	mu struct {
 		sync.Mutex
+		// taken is signalled when the flush goroutine takes the buffer or
+		// the log closes; appenders that apply at once wait on it while the
+		// buffer is over maxPending, so a disk slower than the appenders
+		// slows them down instead of growing memory without bound.
+		taken     *sync.Cond
 		nextIndex uint64
 		buf       []byte
 		waiters   []*waiter    // FsyncAlways: one per record in buf, in order
@@ -80,6 +85,11 @@ type waiter struct {
 	done  chan struct{}
 }
 
+// maxPending bounds the bytes appended but not yet taken by the flush
+// goroutine under FsyncEverySec and FsyncNo. (With FsyncAlways every
+// appender waits anyway.)
+const maxPending = 16 << 20
+
 var waiterPool = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
 
 // Open opens or creates the log in opts.Dir, restores the newest snapshot,
@@ -98,6 +108,7 @@ func Open(opts Options) (*Log, error) {
 		flushDone:  make(chan struct{}),
 		compactSem: make(chan struct{}, 1),
 	}
+	l.mu.taken = sync.NewCond(&l.mu.Mutex)
 	if err := l.recover(); err != nil {
 		return nil, err
 	}
@@ -124,6 +135,9 @@ func (l *Log) Append(rec []byte) (any, error) {
 	}
 	pcrc := payloadCRC(rec) // outside the lock: it does not need the index
 	l.mu.Lock()
+	for l.opts.Fsync != FsyncAlways && len(l.mu.buf) >= maxPending && !l.mu.closed && l.mu.err == nil {
+		l.mu.taken.Wait()
+	}
 	if l.mu.closed {
 		l.mu.Unlock()
 		return nil, ErrClosed
@@ -200,6 +214,7 @@ func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.mu.closed = true
+		l.mu.taken.Broadcast()
 		l.mu.Unlock()
 
 		l.bg.Lock()

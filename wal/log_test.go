@@ -384,3 +384,32 @@ func TestCloseDuringAppends(t *testing.T) {
 	l2.Close()
 	waitFor(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 }
+
+// TestPendingBound: with FsyncNo, appenders faster than the disk are held
+// back once maxPending bytes wait for the flush goroutine, and nothing is
+// lost.
+func TestPendingBound(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	opts.Fsync = FsyncNo
+	l := mustOpen(t, opts)
+	big := make([]byte, 1<<20)
+	const n = 3 * maxPending / (1 << 20)
+	for range n {
+		if _, err := l.Append(big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, m2, err := reopen(t, fs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if m2.last() != n {
+		t.Fatalf("recovered %d records, want %d", m2.last(), n)
+	}
+}
