@@ -39,6 +39,9 @@ var (
 	flagKVSBin = flag.String("kvs.bin", "", "use this kvs binary instead of building ./cmd/kvs")
 	flagKeep   = flag.Bool("keep", false, "keep node directories even when tests pass")
 	flagSeed   = flag.Int64("seed", 0, "seed for randomised tests (0: from KVS_TEST_SEED or the clock)")
+	// info by default: per-command debug logging would slow the crash and
+	// differential loads and bury the lines that explain a failure.
+	flagLogLevel = flag.String("kvs.log-level", "info", "--log-level for kvs nodes")
 )
 
 // Deadlines for process lifecycle steps. They are generous because a loaded
@@ -129,16 +132,25 @@ func testSeed(t testing.TB) int64 {
 	return seed
 }
 
-// testDir returns a directory for t's nodes that, unlike t.TempDir, survives
+// testDirs maps each running test to its directory, so that all of a
+// test's nodes share one.
+var testDirs sync.Map
+
+// testDir returns the directory for t's nodes that, unlike t.TempDir, survives
 // a failed test so its data and logs can be inspected.
 func testDir(t testing.TB) string {
 	t.Helper()
+	if d, ok := testDirs.Load(t); ok {
+		return d.(string)
+	}
 	name := strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(t.Name())
 	dir, err := os.MkdirTemp("", "kvs-test-"+name+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	testDirs.Store(t, dir)
 	t.Cleanup(func() {
+		testDirs.Delete(t)
 		if t.Failed() || *flagKeep {
 			t.Logf("kept node directory %s", dir)
 			return
@@ -201,7 +213,7 @@ func newKVS(t testing.TB, name string, opts KVSOptions) *Node {
 	n := &Node{t: t, Name: name, Bin: bin, Addr: freeAddr(t)}
 	n.Dir = filepath.Join(testDir(t), name)
 	n.Args = func(n *Node) []string {
-		args := []string{"serve", "--addr", n.Addr, "--log-level", "debug"}
+		args := []string{"serve", "--addr", n.Addr, "--log-level", *flagLogLevel}
 		if opts.Durable {
 			args = append(args, "--data-dir", n.DataDir())
 		}
