@@ -13,14 +13,18 @@ func (l *Log) Compact() error {
 	if l.opts.Snapshot == nil {
 		return ErrNoSnapshot
 	}
+	select {
+	case l.compactSem <- struct{}{}:
+	case <-l.closing:
+		return ErrClosed
+	}
+	defer func() { <-l.compactSem }()
 	l.mu.Lock()
 	closed := l.mu.closed
 	l.mu.Unlock()
 	if closed {
 		return ErrClosed
 	}
-	l.compactSem <- struct{}{}
-	defer func() { <-l.compactSem }()
 	return l.compact()
 }
 

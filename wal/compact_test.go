@@ -274,3 +274,29 @@ func TestAbandonedSnapshotIsReleased(t *testing.T) {
 		t.Fatalf("%d snapshots taken, %d released", taken.Load(), released.Load())
 	}
 }
+
+// TestCompactRacingClose: Compact and Close at once neither hang nor leave
+// the log inconsistent.
+func TestCompactRacingClose(t *testing.T) {
+	for range 20 {
+		fs := NewMemFS()
+		m := &model{}
+		l := mustOpen(t, memOptions(t, fs, m))
+		appendN(t, l, 1, 20)
+		done := make(chan error, 1)
+		go func() { done <- l.Compact() }()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("Compact = %v", err)
+		}
+		fs.ResetToSyncedState()
+		l2, m2, err := reopen(t, fs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRecords(t, m2, 20)
+		l2.Close()
+	}
+}

@@ -62,8 +62,12 @@ type Log struct {
 		firsts []uint64 // first index of each segment, oldest first; last is active
 	}
 
-	// compactSem holds one token while a compaction runs.
+	// compactSem holds one token while a compaction runs; Close takes it
+	// for good once compactions are done.
 	compactSem chan struct{}
+	// closing is closed when Close begins, so a Compact waiting for
+	// compactSem gives up.
+	closing chan struct{}
 	// bg tracks background compactions so Close can wait for them.
 	bg struct {
 		sync.Mutex
@@ -107,6 +111,7 @@ func Open(opts Options) (*Log, error) {
 		work:       make(chan struct{}, 1),
 		flushDone:  make(chan struct{}),
 		compactSem: make(chan struct{}, 1),
+		closing:    make(chan struct{}),
 	}
 	l.mu.taken = sync.NewCond(&l.mu.Mutex)
 	if err := l.recover(); err != nil {
@@ -212,22 +217,28 @@ func (l *Log) sync(rotate bool) error {
 // segment. It returns the log's sticky error, if any. Close is idempotent.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
+		// 1. Refuse new appends and compactions.
 		l.mu.Lock()
 		l.mu.closed = true
 		l.mu.taken.Broadcast()
 		l.mu.Unlock()
+		close(l.closing)
 
+		// 2. Let a running compaction finish: it needs the flush goroutine.
 		l.bg.Lock()
 		l.bg.closed = true
 		l.bg.Unlock()
 		l.bg.wg.Wait()
+		l.compactSem <- struct{}{} // an explicit Compact too
 
+		// 3. Last flush and fsync, then stop the flush goroutine.
 		l.mu.Lock()
 		l.mu.stop = true
 		l.mu.Unlock()
 		l.wake()
 		<-l.flushDone
 
+		// 4. Close the active segment.
 		l.mu.Lock()
 		err := l.mu.err
 		l.mu.Unlock()
