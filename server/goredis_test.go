@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"kvs/fsm"
+)
+
+// newGoRedis returns a go-redis client with its default options (RESP3
+// handshake with HELLO 3, CLIENT SETINFO, ...), plus any changes opt makes.
+func newGoRedis(tb testing.TB, s *Server, opt func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: s.Addr().String()}
+	if opt != nil {
+		opt(o)
+	}
+	c := redis.NewClient(o)
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestGoRedis(t *testing.T) {
+	for _, proto := range []int{3, 2} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			s := startServer(t, Config{})
+			ctx := context.Background()
+			c := newGoRedis(t, s, func(o *redis.Options) {
+				o.Protocol = proto
+				o.ClientName = "tester"
+			})
+			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+				t.Fatalf("GET: %q, %v", v, err)
+			}
+			if err := c.Get(ctx, "nokey").Err(); err != redis.Nil {
+				t.Fatalf("GET missing key: %v, want redis.Nil", err)
+			}
+			if err := c.Set(ctx, "t", "v", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := c.TTL(ctx, "t").Result(); err != nil || d != time.Minute {
+				t.Fatalf("TTL: %v, %v", d, err)
+			}
+			if f, err := c.IncrByFloat(ctx, "f", 0.5).Result(); err != nil || f != 0.5 {
+				t.Fatalf("INCRBYFLOAT: %v, %v", f, err)
+			}
+			if name, err := c.ClientGetName(ctx).Result(); err != nil || name != "tester" {
+				t.Fatalf("CLIENT GETNAME: %q, %v", name, err)
+			}
+
+			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i := 0; i < 100; i++ {
+					p.Set(ctx, fmt.Sprintf("p%03d", i), i, 0)
+				}
+				p.Get(ctx, "p042")
+				p.Incr(ctx, "p042")
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := cmds[100].(*redis.StringCmd).Val(); v != "42" {
+				t.Fatalf("pipelined GET: %q", v)
+			}
+			if v := cmds[101].(*redis.IntCmd).Val(); v != 43 {
+				t.Fatalf("pipelined INCR: %d", v)
+			}
+
+			var keys []string
+			iter := c.Scan(ctx, 0, "p*", 7).Iterator()
+			for iter.Next(ctx) {
+				keys = append(keys, iter.Val())
+			}
+			if err := iter.Err(); err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(keys)
+			if len(keys) != 100 || keys[0] != "p000" || keys[99] != "p099" {
+				t.Fatalf("SCAN found %d keys", len(keys))
+			}
+			if n, err := c.DBSize(ctx).Result(); err != nil || n != 103 {
+				t.Fatalf("DBSIZE: %d, %v", n, err)
+			}
+			if _, err := c.Info(ctx, "keyspace").Result(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Do(ctx, "COMMAND", "DOCS").Result(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestGoRedisSelectDB(t *testing.T) {
+	s := startServer(t, Config{})
+	ctx := context.Background()
+	if err := newGoRedis(t, s, func(o *redis.Options) { o.DB = 0 }).Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := newGoRedis(t, s, func(o *redis.Options) { o.DB = 1 }).Ping(ctx).Err()
+	if err == nil || err.Error() != "ERR DB index is out of range" {
+		t.Fatalf("DB 1: %v", err)
+	}
+}
+
+// The benchmarks measure a go-redis client over loopback against a
+// memory-mode server, one request at a time per connection.
+
+func benchServer(b *testing.B) (*Server, *redis.Client) {
+	s := startServer(b, Config{Store: fsm.NewStore(), DisableActiveExpiry: true})
+	c := newGoRedis(b, s, func(o *redis.Options) { o.PoolSize = 64 })
+	return s, c
+}
+
+func BenchmarkRESPSet(b *testing.B) {
+	_, c := benchServer(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := c.Set(ctx, "key", "value", 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRESPGet(b *testing.B) {
+	_, c := benchServer(b)
+	ctx := context.Background()
+	if err := c.Set(ctx, "key", "value", 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Get(ctx, "key").Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRESPSetParallel(b *testing.B) {
+	_, c := benchServer(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.Set(ctx, "key", "value", 0).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
