@@ -27,8 +27,10 @@
 // instead of growing memory.
 //
 // Lock order: with FsyncEverySec and FsyncNo, Apply is called with the log's
-// append mutex held. Apply must not call back into the Log. Snapshot is
-// called without any lock of the log held.
+// append mutex held, so the caller's lock comes after it; with FsyncAlways
+// Apply runs on the flush goroutine. Either way Apply must not call back
+// into the Log. Snapshot is called without any lock of the log held. The
+// log never holds two of its own mutexes at once.
 //
 // # Group commit
 //
