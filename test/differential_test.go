@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	flagDiffOps = flag.Int("diff.ops", 2500, "commands per protocol in TestDifferential")
+	flagDiffOps = flag.Int("diff.ops", 8000, "commands per protocol in TestDifferential")
 	flagDiffMax = flag.Int("diff.max", 5, "divergences to report before TestDifferential stops")
 	// Comparing redis-server with itself shows that the generator and the
 	// normalisations produce no false divergences.
@@ -25,8 +25,9 @@ var (
 // TestDifferential sends the same random command sequence to kvs and to
 // redis-server and requires the same reply bytes, up to legitimate
 // differences (see sameReply). RESP2 runs against a memory node and RESP3
-// against a durable one, which is also restarted every 1000 commands and
-// must come back with the same data as Redis.
+// against a durable one, and a third run pipelines batches of commands
+// against a durable one with fsync always. Durable nodes are restarted
+// every 1000 commands and must come back with the same data as Redis.
 //
 // After a divergence both servers are flushed and the run goes on, so one
 // bug does not hide the next; each divergence is printed with the commands
@@ -38,21 +39,26 @@ func TestDifferential(t *testing.T) {
 	}
 	seed := testSeed(t)
 	modes := []struct {
-		name  string
-		proto int
-		opts  KVSOptions
+		name     string
+		proto    int
+		pipeline int
+		opts     KVSOptions
 	}{
-		{"resp2-memory", 2, KVSOptions{}},
-		{"resp3-durable", 3, KVSOptions{Durable: true, Fsync: "no"}},
+		{"resp2-memory", 2, 1, KVSOptions{}},
+		{"resp3-durable", 3, 1, KVSOptions{Durable: true, Fsync: "no"}},
+		// Pipelined commands are proposed as one batch; replies, and reads
+		// after writes inside the batch, must be as if sent one by one.
+		{"resp2-durable-pipelined", 2, 40, KVSOptions{Durable: true, Fsync: "always"}},
 	}
 	for i, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			d := &differ{
-				t:     t,
-				proto: m.proto,
-				gen:   newCmdGen(seed + int64(i)),
-				ref:   startRedis(t),
+				t:        t,
+				proto:    m.proto,
+				pipeline: m.pipeline,
+				gen:      newCmdGen(seed + int64(i)),
+				ref:      startRedis(t),
 			}
 			restarts := m.opts.Durable
 			if *flagDiffSelf {
@@ -78,6 +84,7 @@ type differ struct {
 	gen        *cmdGen
 	ref, kvs   *Node
 	rc, kc     *rawConn
+	pipeline   int        // commands sent per write: 1, or up to this many
 	history    []diffStep // since the last flush
 	divergence int
 }
@@ -101,26 +108,47 @@ func (d *differ) run(ops int, restarts bool) {
 	if *flagDiffSkip != "" {
 		skip = regexp.MustCompile(*flagDiffSkip)
 	}
-	for i := 0; i < ops; i++ {
-		cmd := d.gen.next()
-		if skip != nil && skip.MatchString(strings.ToUpper(strings.Join(cmd, " "))) {
-			continue
-		}
-		ref, got := d.exec(cmd)
-		if !sameReply(cmd, ref, got) {
-			d.diverged(i, cmd, ref, got)
-			if d.divergence >= *flagDiffMax {
-				d.t.Fatalf("stopping after %d divergences", d.divergence)
+	next := func() []string {
+		for {
+			cmd := d.gen.next()
+			if skip == nil || !skip.MatchString(strings.ToUpper(strings.Join(cmd, " "))) {
+				return cmd
 			}
-			continue
 		}
-		d.history = append(d.history, diffStep{cmd, ref, got})
-		if restarts && i%1000 == 999 {
+	}
+	var pending []string // a SCAN held back to start the next batch
+	for i := 0; i < ops; {
+		if pending == nil {
+			pending = next()
+		}
+		batch := [][]string{pending}
+		pending = nil
+		for size := d.gen.r.Intn(d.pipeline) + 1; len(batch) < size && !isScan(batch[0]); {
+			if cmd := next(); isScan(cmd) {
+				pending = cmd
+				break
+			} else {
+				batch = append(batch, cmd)
+			}
+		}
+		refs, gots := d.exec(batch)
+		for j, cmd := range batch {
+			if !sameReply(cmd, refs[j], gots[j]) {
+				d.diverged(i+j, cmd, refs[j], gots[j])
+				if d.divergence >= *flagDiffMax {
+					d.t.Fatalf("stopping after %d divergences", d.divergence)
+				}
+				break // the rest of the batch ran on diverged state
+			}
+			d.history = append(d.history, diffStep{cmd, refs[j], gots[j]})
+		}
+		if restarts && (i+len(batch))/1000 > i/1000 {
 			d.compareState(fmt.Sprintf("before restart at op %d", i))
 			d.kvs.Restart()
 			d.connect()
 			d.compareState(fmt.Sprintf("after restart at op %d", i))
 		}
+		i += len(batch)
 	}
 	d.compareState("at the end")
 	if restarts {
@@ -130,21 +158,36 @@ func (d *differ) run(ops int, restarts bool) {
 	}
 }
 
-// exec runs cmd on both servers and returns the raw replies. A whole SCAN
-// iteration is summarised as the sorted set of keys it returned.
-func (d *differ) exec(cmd []string) (ref, got string) {
-	if strings.EqualFold(cmd[0], "SCAN") && len(cmd) >= 2 {
-		return d.scanAll(d.rc, cmd), d.scanAll(d.kc, cmd)
+func isScan(cmd []string) bool { return strings.EqualFold(cmd[0], "SCAN") && len(cmd) >= 2 }
+
+// exec runs a batch on both servers, pipelined (one write, then every
+// reply), and returns the raw replies. A batch holding a SCAN holds
+// nothing else: a whole SCAN iteration is summarised as the sorted set of
+// keys it returned.
+func (d *differ) exec(batch [][]string) (refs, gots []string) {
+	if isScan(batch[0]) {
+		return []string{d.scanAll(d.rc, batch[0])}, []string{d.scanAll(d.kc, batch[0])}
 	}
-	return d.do(d.rc, "redis", cmd), d.do(d.kc, "kvs", cmd)
+	return d.doBatch(d.rc, "redis", batch), d.doBatch(d.kc, "kvs", batch)
 }
 
-func (d *differ) do(c *rawConn, who string, cmd []string) string {
-	v, err := c.do(cmd...)
-	if err != nil {
-		d.t.Fatalf("%s: %s: %v (partial reply %q)\n%s%s", who, showCommand(cmd), err, v.Raw, d.showHistory(), d.kvs.LogTail(20))
+func (d *differ) doBatch(c *rawConn, who string, batch [][]string) []string {
+	var req []byte
+	for _, cmd := range batch {
+		req = append(req, encodeCommand(cmd...)...)
 	}
-	return string(v.Raw)
+	err := c.write(req)
+	replies := make([]string, 0, len(batch))
+	for err == nil && len(replies) < len(batch) {
+		var v Value
+		v, err = c.read()
+		replies = append(replies, string(v.Raw))
+	}
+	if err != nil {
+		d.t.Fatalf("%s: batch of %d, reply %d, to %s: %v (partial reply %q)\n%s%s", who, len(batch), len(replies),
+			showCommand(batch[len(replies)-1]), err, replies[len(replies)-1], d.showHistory(), d.kvs.LogTail(20))
+	}
+	return replies
 }
 
 // scanAll follows the cursor to the end; an error reply on any page is
@@ -153,7 +196,7 @@ func (d *differ) scanAll(c *rawConn, cmd []string) string {
 	args := slices.Clone(cmd)
 	seen := map[string]bool{}
 	for pages := 0; ; pages++ {
-		raw := d.do(c, "scan", args)
+		raw := d.doBatch(c, "scan", [][]string{args})[0]
 		v, _ := parseValue(raw)
 		if v.Kind != '*' || len(v.Elems) != 2 || v.Elems[1].Kind != '*' {
 			return raw
