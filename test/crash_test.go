@@ -11,25 +11,39 @@ const crashWriters = 16
 // TestCrashKill9: with --fsync always, no acknowledged write may be lost
 // when the process is killed at an arbitrary moment under concurrent load.
 // The rounds reuse one data dir, so later rounds recover a log that was
-// itself recovered (and possibly truncated) before.
+// itself recovered (and possibly truncated) before. The small-segments
+// variant makes the log roll segments and write snapshots (compaction)
+// many times during the load, so kills land in those too.
 func TestCrashKill9(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewSource(testSeed(t)))
-	n := newKVS(t, "kvs-durable", KVSOptions{Durable: true, Fsync: "always"})
-	n.Start()
-	ledger := newAckLedger(crashWriters)
-	for round := 0; round < 4; round++ {
-		loadThenKill(t, n, ledger, round, rng)
-		n.Start()
-		ledger.verify(t, n, true)
-		t.Logf("round %d: %d SETs acknowledged of %d sent so far", round, len(ledger.acked), ledger.attempted)
-		if t.Failed() {
-			t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
-		}
+	seed := testSeed(t)
+	variants := []struct {
+		name  string
+		extra []string
+	}{
+		{"default", nil},
+		{"small-segments", []string{"--wal-segment-bytes", "65536", "--wal-compact-bytes", "262144"}},
 	}
-	// A graceful restart after all that recovery still keeps everything.
-	n.Restart()
-	ledger.verify(t, n, true)
+	for i, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewSource(seed + int64(i)))
+			n := newKVS(t, "kvs-durable", KVSOptions{Durable: true, Fsync: "always", Extra: v.extra})
+			n.Start()
+			ledger := newAckLedger(crashWriters)
+			for round := 0; round < 5; round++ {
+				loadThenKill(t, n, ledger, round, rng)
+				n.Start()
+				ledger.verify(t, n, true)
+				t.Logf("round %d: %d SETs acknowledged of %d sent so far", round, len(ledger.acked), ledger.attempted)
+				if t.Failed() {
+					t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
+				}
+			}
+			// A graceful restart after all that recovery still keeps everything.
+			n.Restart()
+			ledger.verify(t, n, true)
+		})
+	}
 }
 
 // TestCrashKill9Everysec: with --fsync everysec a crash may lose the last

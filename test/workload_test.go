@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func counterKey(w int) string { return fmt.Sprintf("ctr:%02d", w) }
 // load runs one writer per ledger slot against addr until stop is closed or
 // its connection breaks (as it does when the server is killed or stopped).
 // Each writer alternates a SET of a key never used before with an INCR of
-// its own counter, one command at a time, and records each acknowledgement.
+// its own counter and records each acknowledgement.
 // load returns once every writer has returned.
 func (l *ackLedger) load(t testing.TB, addr string, round int, stop <-chan struct{}) {
 	t.Helper()
@@ -60,52 +59,75 @@ func (l *ackLedger) load(t testing.TB, addr string, round int, stop <-chan struc
 	wg.Wait()
 }
 
+// write is one writer's loop. Even writers send one command at a time;
+// odd writers pipeline eight SET+INCR pairs per write, which the server
+// proposes as one batch.
 func (l *ackLedger) write(c net.Conn, w, round int, stop <-chan struct{}) {
-	r := bufio.NewReader(c)
-	do := func(args ...string) (Value, bool) {
-		c.SetDeadline(time.Now().Add(ioTimeout))
-		if _, err := c.Write(encodeCommand(args...)); err != nil {
-			return Value{}, false
-		}
-		v, err := readValue(r)
-		return v, err == nil
+	depth := 1
+	if w%2 == 1 {
+		depth = 8
 	}
-	for i := 0; ; i++ {
+	r := bufio.NewReader(c)
+	for i := 0; ; {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		key := fmt.Sprintf("r%d:w%02d:%06d", round, w, i)
-		val := fmt.Sprintf("v%d.%d.%d", round, w, i)
+		var req []byte
+		keys := make([]string, depth)
+		vals := make([]string, depth)
+		for j := range keys {
+			keys[j] = fmt.Sprintf("r%d:w%02d:%06d", round, w, i)
+			vals[j] = fmt.Sprintf("v%d.%d.%d", round, w, i)
+			i++
+			req = append(req, encodeCommand("SET", keys[j], vals[j])...)
+			req = append(req, encodeCommand("INCR", counterKey(w))...)
+		}
+		// Counted before sending: any of these may apply even if its
+		// reply is lost.
 		l.mu.Lock()
-		l.attempted++
+		l.attempted += depth
+		l.ctrSent[w] += int64(depth)
 		l.mu.Unlock()
-		v, ok := do("SET", key, val)
-		if !ok {
+		c.SetDeadline(time.Now().Add(ioTimeout))
+		if _, err := c.Write(req); err != nil {
 			return
 		}
-		l.mu.Lock()
-		if string(v.Raw) == "+OK\r\n" {
-			l.acked[key] = val
-		} else {
-			l.surprises = append(l.surprises, fmt.Sprintf("SET %s: %q", key, v.Raw))
+		for j := range keys {
+			set, err := readValue(r)
+			if err != nil {
+				return
+			}
+			l.recordSet(keys[j], vals[j], set)
+			incr, err := readValue(r)
+			if err != nil {
+				return
+			}
+			l.recordIncr(w, incr)
 		}
-		l.ctrSent[w]++ // counted before sending: the INCR may apply even if its reply is lost
-		l.mu.Unlock()
-		v, ok = do("INCR", counterKey(w))
-		if !ok {
-			return
-		}
-		n, err := strconv.ParseInt(strings.TrimPrefix(string(v.Raw[:len(v.Raw)-2]), ":"), 10, 64)
-		l.mu.Lock()
-		if v.Kind == ':' && err == nil {
-			l.ctrAcked[w] = max(l.ctrAcked[w], n)
-		} else {
-			l.surprises = append(l.surprises, fmt.Sprintf("INCR %s: %q", counterKey(w), v.Raw))
-		}
-		l.mu.Unlock()
 	}
+}
+
+func (l *ackLedger) recordSet(key, val string, v Value) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if string(v.Raw) == "+OK\r\n" {
+		l.acked[key] = val
+		return
+	}
+	l.surprises = append(l.surprises, fmt.Sprintf("SET %s: %q", key, v.Raw))
+}
+
+func (l *ackLedger) recordIncr(w int, v Value) {
+	n, err := strconv.ParseInt(v.Str, 10, 64)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v.Kind == ':' && err == nil {
+		l.ctrAcked[w] = max(l.ctrAcked[w], n)
+		return
+	}
+	l.surprises = append(l.surprises, fmt.Sprintf("INCR %s: %q", counterKey(w), v.Raw))
 }
 
 // verify checks that n holds every acknowledged write. With strict false
