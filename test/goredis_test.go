@@ -206,6 +206,7 @@ func TestGoRedisContextTimeout(t *testing.T) {
 			}
 			return nil
 		})
+		t.Logf("50000-command pipeline under a 1ms deadline: err %v", err)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
 			t.Fatalf("pipeline under a short deadline: %v", err)
 		}
