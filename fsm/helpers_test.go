@@ -25,9 +25,9 @@ var (
 	nilr = replyNil
 )
 
-func in(n int64) Reply     { return IntReply(n) }
-func bulk(s string) Reply  { return BulkReply([]byte(s)) }
-func errr(s string) Reply  { return ErrorReply(s) }
+func in(n int64) Reply      { return IntReply(n) }
+func bulk(s string) Reply   { return BulkReply([]byte(s)) }
+func errr(s string) Reply   { return ErrorReply(s) }
 func status(s string) Reply { return Reply{Kind: ReplyStatus, Str: s} }
 func arr(rs ...Reply) Reply {
 	if rs == nil {

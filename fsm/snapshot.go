@@ -26,6 +26,8 @@ const snapshotVersion = 1
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
 // Snapshot is a frozen point-in-time view of a Store. Taking one costs O(1)
 // under the lock: the B-tree is copied on write, so later writes to the store
 // copy the nodes they touch instead of changing the snapshot's.
@@ -115,7 +117,7 @@ func (c *crcWriter) write(b []byte) {
 	if c.err != nil || len(b) == 0 {
 		return
 	}
-	c.crc = crc32.Update(c.crc, castagnoli, b)
+	c.crc = crcUpdate(c.crc, b)
 	n, err := c.w.Write(b)
 	c.n += int64(n)
 	c.err = err
