@@ -133,6 +133,18 @@ var exactReplies = []respCase{
 	c(":3\r\n", "DBSIZE"),
 	c("+OK\r\n", "FLUSHALL"),
 	c(":0\r\n", "DBSIZE"),
+
+	// GETEX looks the key up before it validates the expiry: a missing
+	// key answers null whatever the value.
+	c("$-1\r\n", "GETEX", "nokey", "EX", "-5"),
+	c("$-1\r\n", "GETEX", "nokey", "PX", "abc"),
+	c("$-1\r\n", "GETEX", "nokey", "EXAT", "0"),
+	c("-ERR syntax error\r\n", "GETEX", "nokey", "EX", "5", "PX", "5"),
+	c("+OK\r\n", "SET", "k", "v"),
+	c("-ERR invalid expire time in 'getex' command\r\n", "GETEX", "k", "EX", "-5"),
+	// SCAN's TYPE is case-insensitive. With one key, one page holds it all.
+	c("*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n", "SCAN", "0", "TYPE", "string"),
+	c("*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n", "SCAN", "0", "TYPE", "STRING"),
 }
 
 // TestExactReplies checks replies byte for byte, one command at a time.
