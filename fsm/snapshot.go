@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-
-	"github.com/tidwall/btree"
 )
 
 // Snapshot format, version 1, shared by the wal's compaction and raft's
@@ -36,7 +34,7 @@ func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnol
 // when done so the nodes only it still holds can be freed.
 type Snapshot struct {
 	index uint64
-	keys  *btree.BTreeG[item] // nil after Release
+	keys  *keyspace // nil after Release
 }
 
 // Snapshot returns a point-in-time view of the store, including its
@@ -44,8 +42,8 @@ type Snapshot struct {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Copy writes a new isolation id into the source tree, hence the
-	// exclusive lock; it is constant time.
+	// Copy writes new isolation ids into the source trees, hence the
+	// exclusive lock; its cost does not grow with the number of keys.
 	return &Snapshot{index: s.applied, keys: s.keys.Copy()}
 }
 
@@ -151,9 +149,12 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	var prev item
 	for i := uint64(0); i < count && sr.err == nil; i++ {
 		k := kind(sr.byte())
-		key := sr.bytes()
+		// Key and value are read into one buffer, which the item then
+		// owns: one allocation per key, as for a SET.
+		buf := sr.bytes(nil)
+		klen := len(buf)
 		exp := sr.varint()
-		val := sr.bytes()
+		buf = sr.bytes(buf)
 		if sr.err != nil {
 			break
 		}
@@ -163,9 +164,9 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		if exp < 0 {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d: negative deadline", ErrCorrupt, i)
 		}
-		it := newItem(key, val, exp)
+		it := ownItem(buf, klen, exp)
 		if i > 0 && !itemLess(prev, it) {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: key %q out of order", ErrCorrupt, i, key)
+			return nil, 0, fmt.Errorf("%w: snapshot record %d: key %q out of order", ErrCorrupt, i, it.key)
 		}
 		st.keys.Load(it) // in order: appends without searching
 		if exp != 0 {
@@ -238,10 +239,10 @@ func (s *snapReader) varint() int64 {
 	return v
 }
 
-// bytes reads a length-prefixed string. The buffer grows as data arrives, so
-// a corrupt length cannot make Restore allocate more than the input holds
-// (beyond one chunk).
-func (s *snapReader) bytes() []byte {
+// bytes reads a length-prefixed string and appends it to dst. The buffer
+// grows as data arrives, so a corrupt length cannot make Restore allocate
+// much more than the input holds.
+func (s *snapReader) bytes(dst []byte) []byte {
 	n := s.uvarint()
 	if s.err != nil {
 		return nil
@@ -251,18 +252,22 @@ func (s *snapReader) bytes() []byte {
 		return nil
 	}
 	const chunk = 1 << 20
-	out := make([]byte, 0, min(n, chunk))
-	for uint64(len(out)) < n && s.err == nil {
-		m := min(n-uint64(len(out)), chunk)
-		start := len(out)
-		out = append(out, make([]byte, m)...)
-		if _, err := io.ReadFull(s.r, out[start:]); err != nil {
+	want := len(dst) + int(n)
+	if dst == nil {
+		// The key: leave room for a small value so that one
+		// allocation usually holds both.
+		dst = make([]byte, 0, min(n, chunk)+64)
+	}
+	for len(dst) < want {
+		start := len(dst)
+		dst = append(dst, make([]byte, min(want-start, chunk))...)
+		if _, err := io.ReadFull(s.r, dst[start:]); err != nil {
 			s.fail(err)
 			return nil
 		}
-		s.crc = crc32.Update(s.crc, castagnoli, out[start:])
+		s.crc = crcUpdate(s.crc, dst[start:])
 	}
-	return out
+	return dst
 }
 
 // byteReader adapts snapReader for binary.ReadUvarint, checksumming as it

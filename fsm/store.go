@@ -25,8 +25,8 @@ func (k kind) typeName() string {
 	return "none"
 }
 
-// item is one key in the keyspace. Items are stored by value in a
-// copy-on-write B-tree ordered by (hash, key): the hash order gives SCAN a
+// item is one key in the keyspace. Items are stored by value in
+// copy-on-write B-trees ordered by (hash, key): the hash order gives SCAN a
 // cursor that is stable under inserts and deletes, and by-value storage lets a
 // snapshot share the tree's nodes (the tree copies a node before changing it).
 //
@@ -98,15 +98,13 @@ type Store struct {
 	// for a whole batch; Read and Stats hold it shared; Snapshot holds it
 	// exclusively only to copy the tree's root.
 	mu      sync.RWMutex
-	keys    *btree.BTreeG[item]
+	keys    *keyspace
 	expires *btree.BTreeG[expiry] // exactly the items with exp != 0
 	bytes   int64                 // sum of item.size() over keys
 	applied uint64                // index of the last applied entry
 }
 
-var treeOptions = btree.Options{NoLocks: true} // Store.mu does the locking
-
-func newKeys() *btree.BTreeG[item] { return btree.NewBTreeGOptions(itemLess, treeOptions) }
+func newKeys() *keyspace { return new(keyspace) }
 func newExpires() *btree.BTreeG[expiry] {
 	return btree.NewBTreeGOptions(expiryLess, treeOptions)
 }
@@ -202,6 +200,16 @@ func newItem(key, val []byte, exp int64) item {
 	copy(buf[len(key):], val)
 	k := unsafe.String(&buf[0], len(key))
 	return item{hash: keyHash(k), key: k, val: buf[len(key):], exp: exp, kind: kindString}
+}
+
+// ownItem builds a string item whose key is buf[:klen] and value the rest,
+// taking ownership of buf.
+func ownItem(buf []byte, klen int, exp int64) item {
+	var k string
+	if klen > 0 {
+		k = unsafe.String(&buf[0], klen)
+	}
+	return item{hash: keyHash(k), key: k, val: buf[klen:len(buf):len(buf)], exp: exp, kind: kindString}
 }
 
 // putLocked stores it, replacing any item with the same key, and keeps the

@@ -1,0 +1,115 @@
+package fsm
+
+import "github.com/tidwall/btree"
+
+// keyspace is the set of items in (hash, key) order, split by the top bits
+// of the hash into independent B-trees. Splitting keeps each tree shallow
+// (about a thousand keys per tree at a million keys), which halves the
+// cache misses of a lookup compared with one deep tree, while the order
+// across shards is still the hash order SCAN relies on. Copy copies every
+// shard's root: still constant in the number of keys.
+type keyspace struct {
+	shards [keyShards]*btree.BTreeG[item] // nil until a key lands there
+	n      int
+}
+
+const (
+	keyShardBits = 10
+	keyShards    = 1 << keyShardBits
+)
+
+var treeOptions = btree.Options{NoLocks: true} // Store.mu does the locking
+
+// shardOf maps a hash (below 2^63, see keyHash) to its shard, preserving
+// order: a lower shard holds only lower hashes.
+func shardOf(hash uint64) int { return int(hash >> (63 - keyShardBits)) }
+
+func (ks *keyspace) Len() int { return ks.n }
+
+func (ks *keyspace) Get(pivot item) (item, bool) {
+	if t := ks.shards[shardOf(pivot.hash)]; t != nil {
+		return t.Get(pivot)
+	}
+	return item{}, false
+}
+
+func (ks *keyspace) shardForWrite(hash uint64) *btree.BTreeG[item] {
+	i := shardOf(hash)
+	if ks.shards[i] == nil {
+		ks.shards[i] = btree.NewBTreeGOptions(itemLess, treeOptions)
+	}
+	return ks.shards[i]
+}
+
+// Set inserts or replaces it and returns the item it replaced.
+func (ks *keyspace) Set(it item) (item, bool) {
+	prev, replaced := ks.shardForWrite(it.hash).Set(it)
+	if !replaced {
+		ks.n++
+	}
+	return prev, replaced
+}
+
+// Load is Set for items arriving in ascending order (a restore), which the
+// trees append without searching.
+func (ks *keyspace) Load(it item) {
+	if _, replaced := ks.shardForWrite(it.hash).Load(it); !replaced {
+		ks.n++
+	}
+}
+
+func (ks *keyspace) Delete(pivot item) (item, bool) {
+	t := ks.shards[shardOf(pivot.hash)]
+	if t == nil {
+		return item{}, false
+	}
+	prev, ok := t.Delete(pivot)
+	if ok {
+		ks.n--
+	}
+	return prev, ok
+}
+
+// Ascend calls fn for each item not less than pivot, in order, until fn
+// returns false.
+func (ks *keyspace) Ascend(pivot item, fn func(item) bool) {
+	more := true
+	wrap := func(it item) bool { more = fn(it); return more }
+	for i := shardOf(pivot.hash); i < keyShards && more; i++ {
+		if t := ks.shards[i]; t != nil {
+			t.Ascend(pivot, wrap)
+		}
+	}
+}
+
+// Scan calls fn for every item, in order, until fn returns false.
+func (ks *keyspace) Scan(fn func(item) bool) {
+	ks.Ascend(item{}, fn)
+}
+
+// GetAt returns the item of rank i in the keyspace order.
+func (ks *keyspace) GetAt(i int) (item, bool) {
+	for _, t := range ks.shards {
+		if t == nil {
+			continue
+		}
+		if i < t.Len() {
+			return t.GetAt(i)
+		}
+		i -= t.Len()
+	}
+	return item{}, false
+}
+
+// Copy returns a copy-on-write clone: both keyspaces share nodes, and each
+// copies a node before changing it. The receiver's trees are written to
+// (their isolation ids change), so it needs the store's exclusive lock.
+func (ks *keyspace) Copy() *keyspace {
+	c := &keyspace{n: ks.n}
+	for i, t := range ks.shards {
+		if t != nil {
+			c.shards[i] = t.Copy()
+		}
+	}
+	return c
+}
