@@ -116,16 +116,16 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 	case it.exp == 0:
 		return IntReply(-1)
 	}
+	// As Redis's ttlGenericCommand: seconds are rounded to the nearest,
+	// for the absolute forms too.
 	ms := max(it.exp-now, 0)
-	switch op {
-	case OpTTL:
-		return IntReply((ms + 500) / 1000)
-	case OpPTTL:
-		return IntReply(ms)
-	case OpExpireTime:
-		return IntReply(it.exp / 1000)
+	if op == OpExpireTime || op == OpPExpireTime {
+		ms = it.exp
 	}
-	return IntReply(it.exp)
+	if op == OpTTL || op == OpExpireTime {
+		return IntReply((ms + 500) / 1000)
+	}
+	return IntReply(ms)
 }
 
 func (s *Store) keysLocked(now int64, pattern string) Reply {

@@ -25,7 +25,7 @@ func TestReads(t *testing.T) {
 		{t0, c(OpTTL, "t"), in(1)},
 		{t0 - 1, c(OpTTL, "t"), in(2)},
 		{t0, c(OpPTTL, "t"), in(1499)},
-		{t0, c(OpExpireTime, "t"), in((t0 + 1499) / 1000)},
+		{t0, c(OpExpireTime, "t"), in((t0 + 1499 + 500) / 1000)},
 		{t0, c(OpPExpireTime, "t"), in(t0 + 1499)},
 		{t0, c(OpTTL, "a"), in(-1)},
 		{t0, c(OpPTTL, "a"), in(-1)},

@@ -213,3 +213,45 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// checkInvariants verifies the bookkeeping beside the keyspace: the expiry
+// index holds exactly the items with a deadline, and bytes their sizes.
+func checkInvariants(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var bytes int64
+	ttls, n := 0, 0
+	s.keys.Scan(func(it item) bool {
+		n++
+		bytes += it.size()
+		if it.exp != 0 {
+			ttls++
+			if _, ok := s.expires.Get(expiry{it.exp, it.key}); !ok {
+				t.Errorf("key %q with deadline %d missing from the expiry index", it.key, it.exp)
+			}
+		}
+		return true
+	})
+	if n != s.keys.Len() || ttls != s.expires.Len() || bytes != s.bytes {
+		t.Errorf("keys %d (Len %d), ttls %d (index %d), bytes %d (counted %d)",
+			n, s.keys.Len(), ttls, s.expires.Len(), bytes, s.bytes)
+	}
+}
+
+func TestBookkeeping(t *testing.T) {
+	nows, entries := randomEntries(3, 3000)
+	s := NewStore()
+	for i, cmds := range entries {
+		s.Apply(uint64(i+1), nows[i], cmds)
+		if i%500 == 0 {
+			checkInvariants(t, s)
+		}
+	}
+	checkInvariants(t, s)
+	r := NewStore()
+	if _, err := r.Restore(bytes.NewReader(snapshotBytes(t, s))); err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, r)
+}

@@ -221,14 +221,10 @@ func (s *Store) putLocked(it item) {
 		if prev.exp != 0 && prev.exp != it.exp {
 			s.expires.Delete(expiry{prev.exp, prev.key})
 		}
-		if it.exp != 0 && prev.exp != it.exp {
-			s.expires.Set(expiry{it.exp, it.key})
-		} else if it.exp != 0 && prev.key != it.key {
-			// Same deadline but a new key string: point the index at
-			// the new one so the old allocation can be freed.
-			s.expires.Set(expiry{it.exp, it.key})
-		}
-	} else if it.exp != 0 {
+	}
+	if it.exp != 0 {
+		// Also when the deadline is unchanged: the entry must hold the
+		// new item's key string, or it would pin the old allocation.
 		s.expires.Set(expiry{it.exp, it.key})
 	}
 	s.bytes += it.size()
