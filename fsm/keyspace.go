@@ -4,13 +4,21 @@ import "github.com/tidwall/btree"
 
 // keyspace is the set of items in (hash, key) order, split by the top bits
 // of the hash into independent B-trees. Splitting keeps each tree shallow
-// (about a thousand keys per tree at a million keys), which halves the
-// cache misses of a lookup compared with one deep tree, while the order
-// across shards is still the hash order SCAN relies on. Copy copies every
-// shard's root: still constant in the number of keys.
+// (about a thousand keys per tree at a million keys), which saves a level
+// or two of cache misses per lookup compared with one deep tree, while the
+// order across shards is still the hash order SCAN relies on.
+//
+// Copy is lazy: it copies the array of tree pointers and starts a new
+// generation; a shard is cloned (tidwall/btree's O(1) Copy) only when it is
+// first written in the new generation, so a snapshot costs a few
+// microseconds under the lock whatever the number of keys.
 type keyspace struct {
 	shards [keyShards]*btree.BTreeG[item] // nil until a key lands there
-	n      int
+	// gen counts Copy calls; a shard whose shardGen is older may be shared
+	// with a snapshot and must be cloned before it is written.
+	gen      uint64
+	shardGen [keyShards]uint64
+	n        int
 }
 
 const (
@@ -33,11 +41,21 @@ func (ks *keyspace) Get(pivot item) (item, bool) {
 	return item{}, false
 }
 
+// shardForWrite returns the tree for hash, ready to be modified: created if
+// missing, cloned if a snapshot may still share it.
 func (ks *keyspace) shardForWrite(hash uint64) *btree.BTreeG[item] {
 	i := shardOf(hash)
-	if ks.shards[i] == nil {
+	switch {
+	case ks.shards[i] == nil:
 		ks.shards[i] = btree.NewBTreeGOptions(itemLess, treeOptions)
+	case ks.shardGen[i] != ks.gen:
+		// The snapshot keeps the old tree object; Copy gives both
+		// new isolation ids, so each copies shared nodes before
+		// changing them. Copy writes only the old tree's isoid,
+		// which the snapshot's read-only scans never read.
+		ks.shards[i] = ks.shards[i].Copy()
 	}
+	ks.shardGen[i] = ks.gen
 	return ks.shards[i]
 }
 
@@ -59,11 +77,10 @@ func (ks *keyspace) Load(it item) {
 }
 
 func (ks *keyspace) Delete(pivot item) (item, bool) {
-	t := ks.shards[shardOf(pivot.hash)]
-	if t == nil {
+	if ks.shards[shardOf(pivot.hash)] == nil {
 		return item{}, false
 	}
-	prev, ok := t.Delete(pivot)
+	prev, ok := ks.shardForWrite(pivot.hash).Delete(pivot)
 	if ok {
 		ks.n--
 	}
@@ -101,15 +118,10 @@ func (ks *keyspace) GetAt(i int) (item, bool) {
 	return item{}, false
 }
 
-// Copy returns a copy-on-write clone: both keyspaces share nodes, and each
-// copies a node before changing it. The receiver's trees are written to
-// (their isolation ids change), so it needs the store's exclusive lock.
+// Copy returns a read-only point-in-time view sharing everything with ks;
+// ks clones what it writes from now on (see shardForWrite). It needs the
+// store's exclusive lock. The view must never be written.
 func (ks *keyspace) Copy() *keyspace {
-	c := &keyspace{n: ks.n}
-	for i, t := range ks.shards {
-		if t != nil {
-			c.shards[i] = t.Copy()
-		}
-	}
-	return c
+	ks.gen++
+	return &keyspace{shards: ks.shards, n: ks.n}
 }

@@ -42,8 +42,8 @@ type Snapshot struct {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Copy writes new isolation ids into the source trees, hence the
-	// exclusive lock; its cost does not grow with the number of keys.
+	// Copy starts a new copy-on-write generation, hence the exclusive
+	// lock; it copies one array of tree pointers, whatever the key count.
 	return &Snapshot{index: s.applied, keys: s.keys.Copy()}
 }
 
