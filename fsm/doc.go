@@ -6,56 +6,82 @@
 //
 //	NewStore() *Store
 //	(*Store).Apply(index uint64, now int64, cmds []Command) []Reply
-//	    applies a batch under one write lock; index is the log position of
-//	    the batch (0 in memory mode) and becomes AppliedIndex; a non-zero
-//	    index must grow strictly (Apply panics otherwise); now is the
+//	    applies one log entry (a batch) under one write lock; index is the
+//	    entry's log position (0 in memory mode) and becomes AppliedIndex;
+//	    a non-zero index must be greater than the last one (Apply panics
+//	    otherwise: applying an entry twice corrupts the store); now is the
 //	    proposer's clock reading (Unix ms) and the only clock apply uses.
-//	(*Store).ApplyTo(dst []Reply, index, now, cmds) []Reply   Apply appending to dst
+//	(*Store).ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply
+//	    Apply appending to dst (one reply allocation for many entries)
 //	(*Store).Read(now int64, cmd Command) Reply      under the shared lock
 //	(*Store).AppliedIndex() uint64
-//	(*Store).ExpiredKeys(now int64, max int) [][]byte
+//	(*Store).ExpiredKeys(now int64, max int) [][]byte   earliest deadline first
 //	(*Store).Stats(now int64) Stats                  keys, keys with TTL, bytes
-//	(*Store).Snapshot() *Snapshot                    point-in-time, O(1)
-//	(*Snapshot).Index() uint64; (*Snapshot).WriteTo(w io.Writer) (int64, error); (*Snapshot).Release()
+//	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
+//	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
 //	EncodeEntry(dst []byte, now int64, cmds []Command) []byte
+//	EntrySize(now int64, cmds []Command) int
 //	DecodeEntry(b []byte) (now int64, cmds []Command, err error)   Args alias b
 //	(*Command).Validate() error
+//	ErrCorrupt; ErrWrongType, ErrNotInteger, ... (reply texts); MaxStringLen
 //
 // # Invariants
 //
 // Apply is deterministic: no clock reads, no randomness, no map-iteration
-// order. The same entries applied in the same order give the same store, the
-// same replies and byte-identical snapshots on every replica and at every
-// replay. Anything non-deterministic (deadlines from relative TTLs) is
-// decided by the proposer and carried in the Command.
+// order. The same entries applied in the same order give the same replies
+// and byte-identical snapshots on every replica and at every replay.
+// Anything non-deterministic (deadlines from relative TTLs) is decided by
+// the proposer and carried in the Command.
 //
 // A key whose deadline is not after now (deadline <= now) is absent: reads
 // hide it and every write treats it as missing (SET NX succeeds, INCR starts
 // from 0, EXPIRE answers 0, RENAME says no such key). It stays in memory
-// until an OpDelExpired entry, proposed by the active-expiry loop (the leader
-// in a cluster) from ExpiredKeys, or another write removes it.
+// until another write replaces it or an OpDelExpired entry, proposed by the
+// active-expiry loop (the leader in a cluster) from ExpiredKeys, removes it.
+// DBSIZE and Stats.Keys count only keys not expired at now.
 //
-// Reply texts match redis-server 7.x exactly; the error strings are the Err*
-// constants in reply.go. Data-dependent errors (WRONGTYPE, not an integer,
-// overflow) are replies; a command that fails Validate, or a write op that
-// Apply does not know, is a bug in whoever built it, and Apply panics: a
-// committed entry the store cannot apply must stop the node, not diverge it.
+// Reply texts match redis-server 7.x exactly; client-facing error strings
+// are the Err* constants in reply.go and nowhere else. Data-dependent errors
+// (WRONGTYPE, not an integer, overflow) are replies. A command that fails
+// Validate, or a write Apply does not know, is a bug in whoever built it,
+// and Apply and Read panic: a committed entry the store cannot apply must
+// stop the node, not let replicas diverge.
 //
-// Bulk replies alias the store's memory. That is safe because stored bytes
-// are never modified below their length; replies must be treated as
-// read-only.
+// Apply copies what it keeps, so Args may alias the caller's buffers. Bulk
+// replies alias the store's memory; that is safe because stored bytes are
+// never modified below their length (APPEND may write past it, which no
+// alias can see). Treat replies as read-only.
 //
 // # Keyspace
 //
-// Keys live in a copy-on-write B-tree (tidwall/btree) ordered by
-// (hash(key), key), with the hash fixed (xxhash64, shifted to 63 bits, never
-// 0). The order gives SCAN an integer cursor, the hash of the next key to
-// visit, that returns every key present for the whole scan; and the tree's
-// O(1) Copy gives Snapshot a point-in-time view without stopping writers. A
-// second tree orders the keys that have a TTL by deadline for ExpiredKeys.
+// Keys live in copy-on-write B-trees (tidwall/btree) ordered by
+// (hash(key), key), split into 1024 shards by the top bits of the hash. The
+// hash is fixed (xxhash64 shifted to 63 bits with the low bit set, so never
+// 0): it orders snapshots and SCAN cursors, which therefore survive restarts
+// and can move between replicas. The order gives SCAN an integer cursor,
+// the hash of the next key to visit, that returns every key present for the
+// whole scan (a batch never ends inside a run of equal hashes). Snapshot
+// copies the array of shard pointers; a shard is cloned in O(1) when first
+// written afterwards, and the tree copies shared nodes before changing them,
+// so WriteTo streams a frozen view without the lock while writers go on. A
+// second tree orders the keys with a TTL by deadline for ExpiredKeys.
 //
-// Encodings (entries in encoding.go, snapshots in snapshot.go) start with a
-// version byte and are validated when read: corrupt bytes give an error
-// wrapping ErrCorrupt, never a panic.
+// Values carry a type tag (only strings exist today) so WRONGTYPE is exact
+// and lists, hashes, sets and sorted sets can be added; the tag's values
+// appear in snapshots.
+//
+// # Formats
+//
+// Entries (encoding.go) and snapshots (snapshot.go) start with a version
+// byte; the layouts are drawn there. Both are validated when read: corrupt
+// bytes give an error wrapping ErrCorrupt, never a panic, and a failed
+// Restore leaves the store unchanged. A snapshot ends with a CRC-32C.
+//
+// # Raft
+//
+// The shapes match hashicorp/raft: raft.FSM.Apply is DecodeEntry then
+// Apply(log.Index, now, cmds); BatchingFSM.ApplyBatch can reuse one reply
+// slice through ApplyTo; FSMSnapshot.Persist is WriteTo on the sink and
+// Release is Release; FSM.Restore is Restore.
 package fsm
