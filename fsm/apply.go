@@ -19,11 +19,43 @@ func (s *Store) Apply(index uint64, now int64, cmds []Command) []Reply {
 	return s.ApplyTo(make([]Reply, 0, len(cmds)), index, now, cmds)
 }
 
-// ApplyTo is Apply appending the replies to dst, so that a caller applying
-// many entries (raft's BatchingFSM) can use one allocation for all replies.
+// ApplyTo is Apply appending the replies to dst, for a caller that reuses
+// its reply buffer.
 func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.applyEntryLocked(dst, index, now, cmds)
+}
+
+// Entry is one decoded log entry: its position, the proposer's clock and
+// its commands.
+type Entry struct {
+	Index uint64
+	Now   int64
+	Cmds  []Command
+}
+
+// ApplyBatch applies several entries in order under one write lock (the
+// wal's group commit, raft's BatchingFSM) and returns each entry's replies.
+// All replies share one allocation.
+func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
+	n := 0
+	for _, e := range entries {
+		n += len(e.Cmds)
+	}
+	all := make([]Reply, 0, n)
+	out := make([][]Reply, len(entries))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range entries {
+		start := len(all)
+		all = s.applyEntryLocked(all, e.Index, e.Now, e.Cmds)
+		out[i] = all[start:len(all):len(all)]
+	}
+	return out
+}
+
+func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
 	if index != 0 {
 		if index <= s.applied {
 			panic(fmt.Sprintf("fsm: entry %d applied after entry %d", index, s.applied))

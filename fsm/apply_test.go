@@ -332,3 +332,29 @@ func TestWrongType(t *testing.T) {
 		{t0, c(OpGet, "h"), bulk("v")},
 	})
 }
+
+func TestApplyBatch(t *testing.T) {
+	s := NewStore()
+	got := s.ApplyBatch([]Entry{
+		{Index: 1, Now: t0, Cmds: []Command{c(OpSet, "a", "1"), c(OpIncrBy, "a").i(1)}},
+		{Index: 2, Now: t0, Cmds: nil},
+		{Index: 3, Now: t0, Cmds: []Command{c(OpIncrBy, "a").i(1)}},
+	})
+	want := [][]Reply{{ok, in(2)}, {}, {in(3)}}
+	if len(got) != len(want) {
+		t.Fatalf("%d reply groups, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("entry %d: %v, want %v", i, got[i], want[i])
+		}
+		for j := range want[i] {
+			if got[i][j].String() != want[i][j].String() {
+				t.Errorf("entry %d reply %d: %v, want %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+	if s.AppliedIndex() != 3 {
+		t.Errorf("AppliedIndex = %d", s.AppliedIndex())
+	}
+}

@@ -12,7 +12,9 @@
 //	    otherwise: applying an entry twice corrupts the store); now is the
 //	    proposer's clock reading (Unix ms) and the only clock apply uses.
 //	(*Store).ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply
-//	    Apply appending to dst (one reply allocation for many entries)
+//	    Apply appending to dst
+//	(*Store).ApplyBatch(entries []Entry) [][]Reply
+//	    several entries (Entry{Index, Now, Cmds}) under one write lock
 //	(*Store).Read(now int64, cmd Command) Reply      under the shared lock
 //	(*Store).AppliedIndex() uint64
 //	(*Store).ExpiredKeys(now int64, max int) [][]byte   earliest deadline first
@@ -81,7 +83,7 @@
 // # Raft
 //
 // The shapes match hashicorp/raft: raft.FSM.Apply is DecodeEntry then
-// Apply(log.Index, now, cmds); BatchingFSM.ApplyBatch can reuse one reply
-// slice through ApplyTo; FSMSnapshot.Persist is WriteTo on the sink and
+// Apply(log.Index, now, cmds); BatchingFSM.ApplyBatch maps onto ApplyBatch
+// (one lock for the whole batch); FSMSnapshot.Persist is WriteTo on the sink and
 // Release is Release; FSM.Restore is Restore.
 package fsm
