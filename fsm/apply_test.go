@@ -358,3 +358,15 @@ func TestApplyBatch(t *testing.T) {
 		t.Errorf("AppliedIndex = %d", s.AppliedIndex())
 	}
 }
+
+func TestValidFloat(t *testing.T) {
+	for s, want := range map[string]bool{
+		"1": true, "-1.5e3": true, "0x10": true, "0x1p-3": true, "inf": true, "-Infinity": true,
+		"1e400": true, ".5": true, "5.": true,
+		"": false, " 1": false, "nan": false, "1e": false, "0x": false, "1_0": false, "1e5000": false, "--1": false,
+	} {
+		if got := ValidFloat([]byte(s)); got != want {
+			t.Errorf("ValidFloat(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

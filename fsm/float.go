@@ -179,3 +179,14 @@ func lower(b []byte) string {
 	}
 	return string(out)
 }
+
+// ValidFloat reports whether b is a float as Redis's string2ld accepts it
+// (INCRBYFLOAT's increment, the stored value it adds to): strtold syntax,
+// decimal or hex ("0x10", "0x1p-3"), "inf"/"infinity", no spaces, not NaN,
+// within long double range. Go's strconv.ParseFloat differs (it rejects
+// "0x10", accepts "1_0" with a prefix, and has float64's range), so a
+// server that validates arguments with it answers some inputs differently.
+func ValidFloat(b []byte) bool {
+	_, ok := parseLongDouble(b)
+	return ok
+}
