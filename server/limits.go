@@ -12,6 +12,8 @@ const (
 	maxInlineLen = 64 << 10
 	// maxMultiBulkLen caps the argument count of one request.
 	maxMultiBulkLen = math.MaxInt32
+	// readChunk is how much limitReader reads from the connection at once.
+	readChunk = 16 << 10
 )
 
 // protoError is a request framing error; text is the client-facing error
@@ -24,28 +26,35 @@ func (e *protoError) Error() string { return e.text }
 // limitReader sits between the connection and redcon's Reader, which parses
 // requests but enforces no limits: a request announcing a 100 GB bulk string
 // would make it grow its buffer until memory ran out. limitReader follows
-// the RESP framing of the bytes as they pass (headers only; bulk payloads
-// are skipped by count) and stops the stream where a header breaks a limit.
-// It hands over the bytes before that header, so the complete commands
-// before it still run, and returns the protoError on the next Read.
+// the RESP framing of the bytes as they pass and hands on only what is
+// within Redis's limits:
 //
-// Framing that redcon rejects on its own (for example "*0") is left to it.
+//   - A header line ("*<count>" or "$<len>") is held back until it is
+//     complete and checked; a bulk length above proto-max-bulk-len, a
+//     malformed count, a missing '$' or an overlong line stops the stream
+//     there. The bytes before it are handed on, so the complete commands
+//     before it still run; the protoError comes with the next Read.
+//   - An empty request ("*0" or "*-1"), which redcon would reject, is
+//     dropped, as Redis ignores it.
+//   - Bulk payloads pass through by count. While the reader is inside a
+//     payload and has nothing buffered, it reads straight into the
+//     caller's buffer, so large values are not copied twice.
 type limitReader struct {
 	r       io.Reader
 	maxBulk func() int64
 
-	err   error // sticky: returned by every Read once set
+	err   error // returned once out is drained; sticky
 	ioErr error // the last error of r, to tell it from redcon's parse errors
 
-	state   limitState
-	lineLen int   // bytes of the current header or inline line
-	num     int64 // the number being read in a header line
-	neg     bool
-	digits  bool  // num has at least one digit
-	bad     bool  // the header line is not a well-formed integer
-	args    int64 // arguments still to come in the current request
-	skip    int64 // payload bytes (with CRLF) still to come
-	bytesIn int64 // total bytes handed over, for INFO
+	in   []byte // read buffer
+	out  []byte // checked bytes not yet handed on
+	hold []byte // the header line being read
+
+	inlineLen int // bytes of the current inline line
+
+	state limitState
+	args  int64 // arguments still to come in the current request
+	skip  int64 // payload bytes (with CRLF) still to come
 }
 
 type limitState uint8
@@ -57,139 +66,161 @@ const (
 	lsBulkStart                   // expecting '$'
 	lsBulkLen                     // in a "$<len>" line
 	lsPayload                     // in a bulk payload
-	lsOff                         // framing lost: redcon reports the error
 )
 
 func (l *limitReader) Read(p []byte) (int, error) {
-	if l.err != nil {
-		return 0, l.err
-	}
-	n, err := l.r.Read(p)
-	if err != nil {
-		l.ioErr = err
-	}
-	if n > 0 {
-		if cut, perr := l.scan(p[:n]); perr != nil {
-			l.err = perr
-			n = cut
-			if n == 0 {
-				return 0, perr
-			}
-			// The error comes with the next Read, after the commands
-			// before the bad header have been parsed and run.
-			err = nil
+	for len(l.out) == 0 {
+		if l.err != nil {
+			return 0, l.err
 		}
-	}
-	l.bytesIn += int64(n)
-	return n, err
-}
-
-// scan advances the framing state over b. On a limit violation it returns
-// the offset of the violating line's end and the error.
-func (l *limitReader) scan(b []byte) (int, *protoError) {
-	for i := 0; i < len(b); i++ {
-		switch l.state {
-		case lsOff:
-			return len(b), nil
-		case lsStart:
-			if b[i] == '*' {
-				l.startLine(lsMultiBulk)
-			} else {
-				l.state = lsInline
-				l.lineLen = 1
-				if b[i] == '\n' {
-					l.state = lsStart
+		if l.state == lsPayload && l.skip > 2 {
+			// Straight into p: a payload needs no checking.
+			want := min(int64(len(p)), l.skip-2)
+			n, err := l.r.Read(p[:want])
+			l.skip -= int64(n)
+			if err != nil {
+				l.ioErr = err
+				if n == 0 {
+					return 0, err
 				}
 			}
+			return n, nil
+		}
+		if l.in == nil {
+			l.in = make([]byte, readChunk)
+		}
+		n, err := l.r.Read(l.in)
+		if n > 0 {
+			l.out = l.out[:0]
+			l.scan(l.in[:n])
+		}
+		if err != nil {
+			l.ioErr = err
+			if l.err == nil {
+				l.err = err
+			}
+		}
+	}
+	n := copy(p, l.out)
+	l.out = l.out[n:]
+	return n, nil
+}
+
+// scan checks b and appends what may be handed on to out. On a violation it
+// sets err and drops the rest of b.
+func (l *limitReader) scan(b []byte) {
+	for i := 0; i < len(b); i++ {
+		switch l.state {
+		case lsStart:
+			if b[i] == '*' {
+				l.state = lsMultiBulk
+				l.hold = append(l.hold[:0], '*')
+				continue
+			}
+			l.state = lsInline
+			l.inlineLen = 0
+			fallthrough
 		case lsInline:
-			// Skip to the newline in one step; inline requests are rare.
+			// Inline requests are rare; the line is handed on as it
+			// comes and only its length is checked.
 			j := i
 			for j < len(b) && b[j] != '\n' {
 				j++
 			}
-			l.lineLen += j - i
-			if l.lineLen > maxInlineLen {
-				return i, &protoError{errProtoInline}
-			}
-			i = j
 			if j < len(b) {
+				j++ // the newline
 				l.state = lsStart
 			}
+			l.inlineLen += j - i
+			if l.state == lsInline && l.inlineLen > maxInlineLen {
+				l.fail(errProtoInline)
+				return
+			}
+			l.out = append(l.out, b[i:j]...)
+			i = j - 1
 		case lsMultiBulk, lsBulkLen:
-			c := b[i]
-			if c != '\n' {
-				l.headerByte(c)
-				if l.lineLen > maxInlineLen {
+			j := i
+			for j < len(b) && b[j] != '\n' {
+				j++
+			}
+			l.hold = append(l.hold, b[i:min(j+1, len(b))]...)
+			i = j
+			if j == len(b) {
+				if len(l.hold) > maxInlineLen {
 					if l.state == lsMultiBulk {
-						return i, &protoError{errProtoMbulkCount}
+						l.fail(errProtoMbulkCount)
+					} else {
+						l.fail(errProtoBulkCount)
 					}
-					return i, &protoError{errProtoBulkCount}
+					return
 				}
 				continue
 			}
-			if l.state == lsMultiBulk {
-				if l.bad || !l.digits || l.num > maxMultiBulkLen {
-					return i, &protoError{errProtoMultiBulk}
-				}
-				if l.neg || l.num == 0 {
-					l.state = lsOff
-					continue
-				}
-				l.args = l.num
-				l.state = lsBulkStart
-				continue
+			if !l.headerDone() {
+				return
 			}
-			if l.bad || !l.digits || l.neg || l.num > l.maxBulk() {
-				return i, &protoError{errProtoBulk}
-			}
-			l.skip = l.num + 2
-			l.state = lsPayload
 		case lsBulkStart:
 			if b[i] != '$' {
-				return i, &protoError{"ERR Protocol error: expected '$', got '" + string(b[i:i+1]) + "'"}
+				l.fail("ERR Protocol error: expected '$', got '" + string(b[i:i+1]) + "'")
+				return
 			}
-			l.startLine(lsBulkLen)
+			l.state = lsBulkLen
+			l.hold = append(l.hold[:0], '$')
 		case lsPayload:
-			avail := int64(len(b) - i)
-			if avail < l.skip {
-				l.skip -= avail
-				return len(b), nil
-			}
-			i += int(l.skip) - 1
-			l.skip = 0
-			l.args--
-			if l.args == 0 {
-				l.state = lsStart
-			} else {
-				l.state = lsBulkStart
+			take := min(int64(len(b)-i), l.skip)
+			l.out = append(l.out, b[i:i+int(take)]...)
+			l.skip -= take
+			i += int(take) - 1
+			if l.skip == 0 {
+				l.args--
+				if l.args == 0 {
+					l.state = lsStart
+				} else {
+					l.state = lsBulkStart
+				}
 			}
 		}
 	}
-	return len(b), nil
 }
 
-func (l *limitReader) startLine(s limitState) {
-	l.state = s
-	l.lineLen = 1
-	l.num, l.neg, l.digits, l.bad = 0, false, false, false
-}
-
-// headerByte accumulates one byte of a "*<n>" or "$<n>" line (before '\n').
-func (l *limitReader) headerByte(c byte) {
-	l.lineLen++
-	switch {
-	case c >= '0' && c <= '9':
-		if l.num > (math.MaxInt64-9)/10 {
-			l.bad = true
-			return
+// headerDone checks the complete header line in hold and moves to the next
+// state; it reports false after a violation.
+func (l *limitReader) headerDone() bool {
+	line := l.hold
+	n, ok := headerInt(line[1:])
+	if l.state == lsMultiBulk {
+		if !ok || n > maxMultiBulkLen {
+			l.fail(errProtoMultiBulk)
+			return false
 		}
-		l.num = l.num*10 + int64(c-'0')
-		l.digits = true
-	case c == '-' && l.lineLen == 2:
-		l.neg = true
-	case c == '\r':
-		// The CR of CRLF; redcon checks that it is there.
-	default:
-		l.bad = true
+		if n <= 0 {
+			l.state = lsStart // an empty request: dropped
+			return true
+		}
+		l.args = n
+		l.state = lsBulkStart
+	} else {
+		if !ok || n < 0 || n > l.maxBulk() {
+			l.fail(errProtoBulk)
+			return false
+		}
+		l.skip = n + 2
+		l.state = lsPayload
 	}
+	l.out = append(l.out, line...)
+	return true
+}
+
+// headerInt parses the number of a header line "<digits>\r\n" (after the
+// type byte), as Redis's string2ll would.
+func headerInt(b []byte) (int64, bool) {
+	if len(b) < 2 || b[len(b)-2] != '\r' {
+		return 0, false
+	}
+	return parseInt(b[:len(b)-2])
+}
+
+func (l *limitReader) fail(text string) {
+	l.err = &protoError{text}
+	l.hold = l.hold[:0]
 }

@@ -85,6 +85,37 @@ func TestProtocolErrors(t *testing.T) {
 	}
 }
 
+func TestEmptyRequestsIgnored(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	rc.send([]byte("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n"))
+	if got := rc.reply(); got != "+PONG\r\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestRequestsSplitAcrossReads(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	big := strings.Repeat("v", 300000)
+	req := append(encodeCommand("SET", "k", big), encodeCommand("STRLEN", "k")...)
+	// Headers arrive a byte at a time, the payload in uneven pieces.
+	for len(req) > 0 {
+		n := 1
+		if len(req) > 1000 && req[0] == 'v' {
+			n = 777
+		}
+		rc.send(req[:n])
+		req = req[n:]
+	}
+	if got := rc.reply() + rc.reply(); got != "+OK\r\n:300000\r\n" {
+		t.Fatalf("got %q", got)
+	}
+	if got := rc.do("GET", "k"); got != "$300000\r\n"+big+"\r\n" {
+		t.Fatalf("GET returned %d bytes", len(got))
+	}
+}
+
 func TestInlineCommands(t *testing.T) {
 	s := startServer(t, Config{})
 	rc := dialRaw(t, s)
