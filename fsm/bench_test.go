@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"io"
 	"slices"
 	"strconv"
@@ -173,5 +174,23 @@ func BenchmarkSnapshotStall(b *testing.B) {
 		b.ReportMetric(float64(len(lat)), "puts-during")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "put-p99-ns")
 		b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "put-max-ns")
+	}
+}
+
+// BenchmarkRestore1M restores a snapshot of 1M keys with 32-byte values.
+func BenchmarkRestore1M(b *testing.B) {
+	s := loadedStore(b, 1_000_000)
+	var buf bytes.Buffer
+	sn := s.Snapshot()
+	if _, err := sn.WriteTo(&buf); err != nil {
+		b.Fatal(err)
+	}
+	sn.Release()
+	b.ReportMetric(float64(buf.Len()), "snapshot-bytes")
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := NewStore().Restore(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
