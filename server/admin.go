@@ -145,6 +145,7 @@ func runTime(c *client, args [][]byte) {
 
 func runClient(c *client, args [][]byte) {
 	sub := args[1]
+	c.noteSubcommand("client", sub)
 	switch {
 	case is(sub, "id") && len(args) == 2:
 		c.out = appendInt(c.out, c.id)
@@ -289,7 +290,7 @@ func (c *client) describe(now time.Time) string {
 	c.info.Unlock()
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
-		cmd = lc.name
+		cmd = *lc
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
 	var b strings.Builder
@@ -312,6 +313,7 @@ func (c *client) describe(now time.Time) string {
 // HELP; kvs has no allocator statistics to report for the rest.
 func runMemory(c *client, args [][]byte) {
 	sub := args[1]
+	c.noteSubcommand("memory", sub)
 	switch {
 	case is(sub, "usage"):
 		if len(args) < 3 {

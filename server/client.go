@@ -44,9 +44,9 @@ type client struct {
 
 	lower [maxCommandName]byte // scratch for the lowercase command name
 
-	lastActive atomic.Int64 // Unix ns of the last request, for CLIENT LIST idle=
-	lastCmd    atomic.Pointer[command]
-	protoSeen  atomic.Int32 // proto, for CLIENT LIST
+	lastActive atomic.Int64           // Unix ns of the last request, for CLIENT LIST idle=
+	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=
+	protoSeen  atomic.Int32           // proto, for CLIENT LIST
 
 	info struct {
 		sync.Mutex // guards the fields below
@@ -163,7 +163,7 @@ func (c *client) executeOne(args [][]byte) {
 		c.replyError(errUnknownCommand(args[0], args[1:]))
 		return
 	}
-	c.lastCmd.Store(cmd)
+	c.lastCmd.Store(&cmd.name)
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(errWrongArgs(cmd.name))
 		return
@@ -278,4 +278,11 @@ func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 		c.s.stats.hits.Add(hits)
 		c.s.stats.misses.Add(misses)
 	}
+}
+
+// noteSubcommand records "container|sub" as the last command, as CLIENT
+// LIST shows it, for the container commands (CLIENT, CONFIG, ...).
+func (c *client) noteSubcommand(container string, sub []byte) {
+	name := container + "|" + lowerName(sub)
+	c.lastCmd.Store(&name)
 }

@@ -15,6 +15,7 @@ func runCommand(c *client, args [][]byte) {
 		return
 	}
 	sub := args[1]
+	c.noteSubcommand("command", sub)
 	switch {
 	case is(sub, "count") && len(args) == 2:
 		c.out = appendInt(c.out, int64(len(c.s.commands)))

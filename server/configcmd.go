@@ -43,6 +43,7 @@ func (s *Server) configParams() map[string]string {
 // CONFIG RESETSTAT and CONFIG HELP.
 func runConfig(c *client, args [][]byte) {
 	sub := args[1]
+	c.noteSubcommand("config", sub)
 	switch {
 	case is(sub, "get"):
 		if len(args) < 3 {

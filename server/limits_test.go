@@ -49,7 +49,7 @@ func TestLimitReader(t *testing.T) {
 	big := strings.Repeat("x", 100000)
 	cases := []struct {
 		name, in, out string
-		err         string // "" means the stream ends with io.EOF
+		err           string // "" means the stream ends with io.EOF
 	}{
 		{"commands pass", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", ""},
 		{"big payload passes", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", ""},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -473,9 +474,30 @@ func TestInfoAndClientList(t *testing.T) {
 		t.Errorf("CONFIG GET append*: %q", got)
 	}
 	list := rc.do("CLIENT", "LIST")
-	if !strings.Contains(list, " name=me ") || !strings.Contains(list, " lib-name=go-redis ") || !strings.Contains(list, " cmd=client ") {
+	if !strings.Contains(list, " name=me ") || !strings.Contains(list, " lib-name=go-redis ") || !strings.Contains(list, " cmd=client|list ") {
 		t.Errorf("CLIENT LIST: %q", list)
 	}
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s, err := New(Config{Store: fsm.NewStore(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve() }()
+	for i := 0; i < 3; i++ {
+		dialRaw(t, s).do("SET", "k", "v")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestCommandTable(t *testing.T) {
