@@ -86,6 +86,7 @@ func commandTable() map[string]*command {
 		{name: "del", arity: -2, flags: wd, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
 		{name: "unlink", arity: -2, flags: wdf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
 		{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
+		{name: "touch", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
 		{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseType},
 		{name: "rename", arity: 3, flags: wd, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},
 		{name: "renamenx", arity: 3, flags: wdf, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},

@@ -59,9 +59,10 @@ type Config struct {
 	Version string
 
 	// Info, when set, is asked for extra fields of each INFO section
-	// (lowercase name: "server", "persistence", ...) and of every section
-	// named in InfoSections. It is called from client goroutines and must
-	// be safe for concurrent use.
+	// (lowercase name: "server", "persistence", "replication", ...) and of
+	// every section named in InfoSections. A field named like one the
+	// server reports replaces its value (role:slave on a follower). It is
+	// called from client goroutines and must be safe for concurrent use.
 	Info func(section string) []InfoField
 
 	// InfoSections names extra INFO sections (lowercase, e.g. "raft") that

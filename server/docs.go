@@ -27,6 +27,7 @@ var commandDocs = map[string][2]string{
 	"del":         {"Deletes one or more keys.", "1.0.0"},
 	"unlink":      {"Asynchronously deletes one or more keys.", "4.0.0"},
 	"exists":      {"Determines whether one or more keys exist.", "1.0.0"},
+	"touch":       {"Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1"},
 	"type":        {"Determines the type of value stored at a key.", "1.0.0"},
 	"rename":      {"Renames a key and overwrites the destination.", "1.0.0"},
 	"renamenx":    {"Renames a key only when the target key name doesn't exist.", "1.0.0"},

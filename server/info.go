@@ -9,7 +9,7 @@ import (
 )
 
 // defaultInfoSections are the sections of a bare INFO, in Redis's order.
-var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
+var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cluster", "keyspace"}
 
 // runInfo answers INFO [section ...]: "all", "everything" and "default"
 // select sets of sections, other names select themselves; unknown names
@@ -127,6 +127,8 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "replication":
 		add("role", "master")
 		add("connected_slaves", 0)
+	case "cluster":
+		add("cluster_enabled", 0)
 	case "keyspace":
 		st := s.cfg.Store.Stats(now.UnixMilli())
 		if st.Keys > 0 {
@@ -134,7 +136,7 @@ func (s *Server) infoSection(name string) []InfoField {
 		}
 	}
 	if s.cfg.Info != nil {
-		fs = append(fs, s.cfg.Info(name)...)
+		fs = mergeFields(fs, s.cfg.Info(name))
 	}
 	return fs
 }
@@ -162,4 +164,23 @@ func humanBytes(n uint64) string {
 	default:
 		return strconv.FormatFloat(f/(1024*1024*1024), 'f', 2, 64) + "G"
 	}
+}
+
+// mergeFields adds extra to fs; an extra field named like one of fs replaces
+// its value in place (the wiring knows better, e.g. role in a cluster).
+func mergeFields(fs, extra []InfoField) []InfoField {
+	for _, e := range extra {
+		replaced := false
+		for i := range fs {
+			if fs[i].Name == e.Name {
+				fs[i].Value = e.Value
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			fs = append(fs, e)
+		}
+	}
+	return fs
 }

@@ -13,6 +13,8 @@ func parseDel(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{Op: fsm.OpDel, Args: args[1:]}, ""
 }
 
+// parseExists parses EXISTS and TOUCH: kvs keeps no access times, so TOUCH
+// is EXISTS (both count a repeated key again).
 func parseExists(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{Op: fsm.OpExists, Args: args[1:]}, ""
 }

@@ -451,6 +451,8 @@ func TestInfoAndClientList(t *testing.T) {
 				return []InfoField{{"aof_enabled", "1"}}
 			case "raft":
 				return []InfoField{{"state", "leader"}}
+			case "replication":
+				return []InfoField{{"role", "slave"}}
 			}
 			return nil
 		},
@@ -462,7 +464,7 @@ func TestInfoAndClientList(t *testing.T) {
 	info := rc.do("INFO")
 	for _, want := range []string{"# Server\r\n", "redis_version:7.2.4\r\n", "kvs_version:0.1.0\r\n",
 		"# Clients\r\nconnected_clients:1\r\n", "# Memory\r\nused_memory:", "# Persistence\r\nloading:0\r\nasync_loading:0\r\naof_enabled:1\r\n",
-		"# Stats\r\ntotal_connections_received:1\r\ntotal_commands_processed:3\r\n", "# Keyspace\r\n", "# Raft\r\nstate:leader\r\n"} {
+		"# Stats\r\ntotal_connections_received:1\r\ntotal_commands_processed:3\r\n", "# Replication\r\nrole:slave\r\nconnected_slaves:0\r\n", "# Cluster\r\ncluster_enabled:0\r\n", "# Keyspace\r\n", "# Raft\r\nstate:leader\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q:\n%s", want, info)
 		}
@@ -472,6 +474,9 @@ func TestInfoAndClientList(t *testing.T) {
 	}
 	if got := rc.do("CONFIG", "GET", "append*"); got != "*4\r\n$11\r\nappendfsync\r\n$8\r\neverysec\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n" {
 		t.Errorf("CONFIG GET append*: %q", got)
+	}
+	if st := s.Stats(); st.ConnectedClients != 1 || st.CommandsProcessed != 5 {
+		t.Errorf("Stats: %+v", st)
 	}
 	list := rc.do("CLIENT", "LIST")
 	if !strings.Contains(list, " name=me ") || !strings.Contains(list, " lib-name=go-redis ") || !strings.Contains(list, " cmd=client|list ") {

@@ -68,6 +68,30 @@ func (st *stats) opsPerSec() int64 {
 	return int64(sum / float64(len(st.ops.samples)))
 }
 
+// Stats are the server's counters, for metrics exporters.
+type Stats struct {
+	ConnectedClients    int
+	ConnectionsReceived int64 // since start or CONFIG RESETSTAT, as all below
+	RejectedConnections int64 // refused by MaxClients
+	CommandsProcessed   int64
+	ExpiredKeys         int64 // deleted by active expiry
+	KeyspaceHits        int64 // GET and MGET keys found
+	KeyspaceMisses      int64
+}
+
+// Stats returns the current counters; INFO reports the same numbers.
+func (s *Server) Stats() Stats {
+	return Stats{
+		ConnectedClients:    s.connectedClients(),
+		ConnectionsReceived: s.stats.connectionsReceived.Load(),
+		RejectedConnections: s.stats.rejectedConnections.Load(),
+		CommandsProcessed:   s.stats.commands.Load(),
+		ExpiredKeys:         s.stats.expiredKeys.Load(),
+		KeyspaceHits:        s.stats.hits.Load(),
+		KeyspaceMisses:      s.stats.misses.Load(),
+	}
+}
+
 // clientsByID lists the connected clients in connection order.
 func (s *Server) clientsByID() []*client {
 	s.mu.Lock()
