@@ -39,10 +39,11 @@ type Config struct {
 	// of a string built by SETRANGE). Zero: DefaultProtoMaxBulkLen (512 MB).
 	ProtoMaxBulkLen int64
 
-	// DisableActiveExpiry turns off the loop that proposes deletions of
-	// expired keys; reads still hide expired keys. A cluster follower sets
-	// it, because only the leader may propose deletions. Zero: active
-	// expiry on.
+	// DisableActiveExpiry starts the server with the loop that proposes
+	// deletions of expired keys turned off; reads still hide expired keys.
+	// Only a cluster leader may propose deletions, so a cluster node starts
+	// with it set and calls SetActiveExpiry as leadership comes and goes.
+	// Zero: active expiry on.
 	DisableActiveExpiry bool
 
 	// Logger receives connection panics and background errors.

@@ -30,7 +30,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 			return
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
-			if !s.cfg.DisableActiveExpiry {
+			if s.activeExpiry.Load() {
 				s.expireCycle(stop)
 			}
 		}

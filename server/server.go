@@ -21,6 +21,8 @@ type Server struct {
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
 
+	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
+
 	stats stats
 
 	nextClientID atomic.Int64
@@ -51,6 +53,7 @@ func New(cfg Config) (*Server, error) {
 		started:  time.Now(),
 		clients:  make(map[*client]struct{}),
 	}
+	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil
@@ -114,6 +117,11 @@ func (s *Server) ListenAndServe() error {
 	}
 	return s.Serve()
 }
+
+// SetActiveExpiry turns the active expiry loop on or off at run time; a
+// cluster node turns it on when it becomes leader and off when it stops
+// being leader.
+func (s *Server) SetActiveExpiry(on bool) { s.activeExpiry.Store(on) }
 
 // Addr returns the bound address, or nil before Listen.
 func (s *Server) Addr() net.Addr {

@@ -409,7 +409,8 @@ func TestConfigValidate(t *testing.T) {
 func TestActiveExpiry(t *testing.T) {
 	st := fsm.NewStore()
 	p := &countingProposer{inner: MemoryProposer{Store: st}}
-	s := startServer(t, Config{Store: st, Proposer: p})
+	s := startServer(t, Config{Store: st, Proposer: p, DisableActiveExpiry: true})
+	s.SetActiveExpiry(true)
 	rc := dialRaw(t, s)
 	for i := 0; i < 50; i++ {
 		rc.do("SET", "k"+itoa(i), "v", "PX", "1")
