@@ -44,6 +44,10 @@ type client struct {
 
 	lower [maxCommandName]byte // scratch for the lowercase command name
 
+	// errIfFound, set by a parser that returns a read, replaces the read's
+	// reply when the key was found (GETEX with a bad time on a string).
+	errIfFound string
+
 	lastActive atomic.Int64           // Unix ns of the last request, for CLIENT LIST idle=
 	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=
 	protoSeen  atomic.Int32           // proto, for CLIENT LIST
@@ -191,7 +195,14 @@ func (c *client) executeOne(args [][]byte) {
 		return
 	}
 	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fc)
-	c.countHits(fc.Op, &r)
+	if c.errIfFound != "" {
+		if r.Kind == fsm.ReplyBulk {
+			r = fsm.Reply{Kind: fsm.ReplyError, Str: c.errIfFound}
+		}
+		c.errIfFound = ""
+	} else {
+		c.countHits(fc.Op, &r)
+	}
 	c.out = appendReply(c.out, &r, c.proto)
 }
 

@@ -31,6 +31,7 @@ const (
 	errProtoBulk       = "ERR Protocol error: invalid bulk length"
 	errProtoMultiBulk  = "ERR Protocol error: invalid multibulk length"
 	errProtoInline     = "ERR Protocol error: too big inline request"
+	errProtoQuotes     = "ERR Protocol error: unbalanced quotes in request"
 	errProtoMbulkCount = "ERR Protocol error: too big mbulk count string"
 	errProtoBulkCount  = "ERR Protocol error: too big bulk count string"
 )

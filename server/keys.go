@@ -67,7 +67,8 @@ func parseScan(c *client, args [][]byte) (fsm.Command, string) {
 		case is(args[j], "match"):
 			match = args[j+1]
 		case is(args[j], "type"):
-			typ = args[j+1]
+			// Redis compares type names ignoring case.
+			typ = []byte(lowerName(args[j+1]))
 		default:
 			return fsm.Command{}, errSyntax
 		}

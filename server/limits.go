@@ -36,6 +36,9 @@ func (e *protoError) Error() string { return e.text }
 //     before it still run; the protoError comes with the next Read.
 //   - An empty request ("*0" or "*-1"), which redcon would reject, is
 //     dropped, as Redis ignores it.
+//   - An inline (telnet-style) request is split into arguments as Redis's
+//     sdssplitargs splits it and handed on as a RESP request; redcon's
+//     inline parser treats quotes and escapes differently.
 //   - Bulk payloads pass through by count. While the reader is inside a
 //     payload and has nothing buffered, it reads straight into the
 //     caller's buffer, so large values are not copied twice.
@@ -49,8 +52,6 @@ type limitReader struct {
 	in   []byte // read buffer
 	out  []byte // checked bytes not yet handed on
 	hold []byte // the header line being read
-
-	inlineLen int // bytes of the current inline line
 
 	state limitState
 	args  int64 // arguments still to come in the current request
@@ -118,26 +119,32 @@ func (l *limitReader) scan(b []byte) {
 				continue
 			}
 			l.state = lsInline
-			l.inlineLen = 0
+			l.hold = l.hold[:0]
 			fallthrough
 		case lsInline:
-			// Inline requests are rare; the line is handed on as it
-			// comes and only its length is checked.
 			j := i
 			for j < len(b) && b[j] != '\n' {
 				j++
 			}
-			if j < len(b) {
-				j++ // the newline
-				l.state = lsStart
-			}
-			l.inlineLen += j - i
-			if l.state == lsInline && l.inlineLen > maxInlineLen {
+			l.hold = append(l.hold, b[i:j]...)
+			i = j
+			if len(l.hold) > maxInlineLen {
 				l.fail(errProtoInline)
 				return
 			}
-			l.out = append(l.out, b[i:j]...)
-			i = j - 1
+			if j == len(b) {
+				continue
+			}
+			l.state = lsStart
+			line := l.hold
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			var ok bool
+			if l.out, ok = appendInline(l.out, line); !ok {
+				l.fail(errProtoQuotes)
+				return
+			}
 		case lsMultiBulk, lsBulkLen:
 			j := i
 			for j < len(b) && b[j] != '\n' {
@@ -223,4 +230,130 @@ func headerInt(b []byte) (int64, bool) {
 func (l *limitReader) fail(text string) {
 	l.err = &protoError{text}
 	l.hold = l.hold[:0]
+}
+
+// appendInline appends the inline request line as a RESP request, split
+// into arguments exactly as Redis's sdssplitargs does: arguments separated
+// by spaces; "double quotes" with \n \r \t \b \a \xHH and \<any>
+// escapes; 'single quotes' with only \' escaped; a closing quote must be
+// followed by a space or the end. It reports false for unbalanced quotes.
+// A blank line appends nothing.
+func appendInline(out, line []byte) ([]byte, bool) {
+	// The line ends at a NUL byte, as the C string Redis splits does.
+	for i, c := range line {
+		if c == 0 {
+			line = line[:i]
+			break
+		}
+	}
+	var args [][]byte
+	p := 0
+	for {
+		for p < len(line) && isSpace(line[p]) {
+			p++
+		}
+		if p == len(line) {
+			break
+		}
+		var cur []byte
+		inq, insq := false, false
+		for done := false; !done; {
+			var c byte // 0 is the end of the line, as in C
+			if p < len(line) {
+				c = line[p]
+			}
+			next := func(k int) byte {
+				if p+k < len(line) {
+					return line[p+k]
+				}
+				return 0
+			}
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && next(1) == 'x' && isHex(next(2)) && isHex(next(3)):
+					cur = append(cur, unhex(next(2))<<4|unhex(next(3)))
+					p += 3
+				case c == '\\' && next(1) != 0:
+					p++
+					e := line[p]
+					switch e {
+					case 'n':
+						e = '\n'
+					case 'r':
+						e = '\r'
+					case 't':
+						e = '\t'
+					case 'b':
+						e = '\b'
+					case 'a':
+						e = '\a'
+					}
+					cur = append(cur, e)
+				case c == '"':
+					if n := next(1); n != 0 && !isSpace(n) {
+						return out, false
+					}
+					done = true
+				case c == 0:
+					return out, false
+				default:
+					cur = append(cur, c)
+				}
+			case insq:
+				switch {
+				case c == '\\' && next(1) == '\'':
+					p++
+					cur = append(cur, '\'')
+				case c == '\'':
+					if n := next(1); n != 0 && !isSpace(n) {
+						return out, false
+					}
+					done = true
+				case c == 0:
+					return out, false
+				default:
+					cur = append(cur, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					cur = append(cur, c)
+				}
+			}
+			if p < len(line) {
+				p++
+			}
+		}
+		args = append(args, cur)
+	}
+	if len(args) == 0 {
+		return out, true
+	}
+	out = appendArrayLen(out, len(args))
+	for _, a := range args {
+		out = appendBulk(out, a)
+	}
+	return out, true
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'f')
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c | 0x20 - 'a' + 10
 }

@@ -54,7 +54,8 @@ func TestLimitReader(t *testing.T) {
 		{"commands pass", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", ""},
 		{"big payload passes", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", ""},
 		{"empty requests dropped", "*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n", "*1\r\n$4\r\nPING\r\n", ""},
-		{"inline passes", "PING\r\nECHO a\n", "PING\r\nECHO a\n", ""},
+		{"inline becomes RESP", "PING\r\n \r\nECHO a\n", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1\r\na\r\n", ""},
+		{"inline unbalanced", "PING\r\nECHO \"a\r\n", "*1\r\n$4\r\nPING\r\n", errProtoQuotes},
 		{"bulk too long", "*1\r\n$4\r\nPING\r\n*1\r\n$1048577\r\n", "*1\r\n$4\r\nPING\r\n*1\r\n", errProtoBulk},
 		{"bad count", "*1\r\n$4\r\nPING\r\n*x\r\n", "*1\r\n$4\r\nPING\r\n", errProtoMultiBulk},
 		{"count with plus", "*+1\r\n", "", errProtoMultiBulk},
@@ -111,4 +112,44 @@ func FuzzLimitReader(f *testing.F) {
 			t.Fatalf("split %v changed the error: %v vs %v", sizes, gerr, werr)
 		}
 	})
+}
+
+// TestInlineSplitting checks inline requests against what redis-server 7
+// answers to ECHO with the same argument.
+func TestInlineSplitting(t *testing.T) {
+	cases := []struct {
+		line string
+		args []string // nil: unbalanced quotes
+	}{
+		{`ECHO 'x\ny'`, []string{"ECHO", `x\ny`}},
+		{`ECHO "x\ny"`, []string{"ECHO", "x\ny"}},
+		{`ECHO "\x41\x4g"`, []string{"ECHO", "Ax4g"}},
+		{`ECHO a"b c"`, []string{"ECHO", "ab c"}},
+		{`ECHO a"b c"d`, nil},
+		{`ECHO "a"b`, nil},
+		{`ECHO 'it\'s'`, []string{"ECHO", "it's"}},
+		{`ECHO "a\"b"`, []string{"ECHO", `a"b`}},
+		{`ECHO "abc`, nil},
+		{"ECHO  a\t", []string{"ECHO", "a"}},
+		{`ECHO "" ''`, []string{"ECHO", "", ""}},
+		{`ECHO "\q\t"`, []string{"ECHO", "q\t"}},
+		{`ECHO 'a\b'`, []string{"ECHO", `a\b`}},
+		{"   ", []string{}},
+	}
+	for _, tc := range cases {
+		got, ok := appendInline(nil, []byte(tc.line))
+		if tc.args == nil {
+			if ok {
+				t.Errorf("%q: accepted as %q, want unbalanced quotes", tc.line, got)
+			}
+			continue
+		}
+		var want []byte
+		if len(tc.args) > 0 {
+			want = encodeCommand(tc.args...)
+		}
+		if !ok || string(got) != string(want) {
+			t.Errorf("%q: got %q (%v), want %q", tc.line, got, ok, want)
+		}
+	}
 }

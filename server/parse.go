@@ -96,42 +96,4 @@ func parseCursor(b []byte) (uint64, bool) {
 	return v, true
 }
 
-// parseFloat parses a float as Redis's string2ld does: no surrounding
-// spaces, no NaN. Infinity parses; the store rejects an infinite result.
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5*1024 {
-		return 0, false
-	}
-	if b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		// strtold saturates to +-Inf on overflow where Go reports ErrRange.
-		var ne *strconv.NumError
-		if asNumError(err, &ne) && ne.Err == strconv.ErrRange && !math.IsNaN(f) {
-			return f, true
-		}
-		return 0, false
-	}
-	if math.IsNaN(f) {
-		return 0, false
-	}
-	// Go accepts digit separators ("0x_1p0"), strtold does not.
-	for _, c := range b {
-		if c == '_' {
-			return 0, false
-		}
-	}
-	return f, true
-}
-
-func asNumError(err error, target **strconv.NumError) bool {
-	ne, ok := err.(*strconv.NumError)
-	if ok {
-		*target = ne
-	}
-	return ok
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"kvs/fsm"
@@ -152,7 +153,12 @@ func parseGetEx(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpGetEx, Flags: flags, Args: args[1:2]}
 	if expire != nil {
 		if cmd.Int, e = deadline(expire, unit, "getex"); e != "" {
-			return fsm.Command{}, e
+			// Redis looks the key up before it checks the time: a
+			// missing key is nil and another type WRONGTYPE, whatever
+			// the time. So read the key, and answer e only if it holds
+			// a string.
+			c.errIfFound = e
+			return fsm.Command{Op: fsm.OpGet, Args: args[1:2]}, ""
 		}
 		cmd.Flags |= fsm.FlagExpire
 	}
@@ -230,10 +236,12 @@ func parseIncrBy(c *client, args [][]byte) (fsm.Command, string) {
 }
 
 func parseIncrByFloat(c *client, args [][]byte) (fsm.Command, string) {
-	f, ok := parseFloat(args[2])
-	if !ok {
+	// Redis accepts what strtold accepts (hex, "inf", long double range),
+	// which strconv.ParseFloat does not; fsm implements that check.
+	if !fsm.ValidFloat(args[2]) {
 		return fsm.Command{}, errNotFloat
 	}
+	f, _ := strconv.ParseFloat(string(args[2]), 64)
 	// The increment's text goes along so that the store can add it in long
 	// double precision as Redis does (0.1 + 0.2 is "0.3").
 	return fsm.Command{Op: fsm.OpIncrByFloat, Args: args[1:3], Float: f}, ""
