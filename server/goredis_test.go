@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"testing"
 	"time"
@@ -155,4 +156,38 @@ func BenchmarkRESPSetParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRESPPipelined measures the server alone: one raw connection
+// sending pipelines of 100 SETs or GETs, so client cost stays small.
+func BenchmarkRESPPipelined(b *testing.B) {
+	for _, cmd := range []string{"SET", "GET"} {
+		b.Run(cmd, func(b *testing.B) {
+			s := startServer(b, Config{Store: fsm.NewStore(), DisableActiveExpiry: true})
+			rc := dialRaw(b, s)
+			rc.do("SET", "key", "value")
+			args := []string{cmd, "key"}
+			if cmd == "SET" {
+				args = append(args, "value")
+			}
+			var req []byte
+			for i := 0; i < 100; i++ {
+				req = append(req, encodeCommand(args...)...)
+			}
+			reply := "+OK\r\n"
+			if cmd == "GET" {
+				reply = "$5\r\nvalue\r\n"
+			}
+			buf := make([]byte, 100*len(reply))
+			b.ReportAllocs()
+			b.SetBytes(int64(len(req)))
+			for b.Loop() {
+				rc.send(req)
+				if _, err := io.ReadFull(rc.br, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/cmd")
+		})
+	}
 }

@@ -51,7 +51,9 @@ type limitReader struct {
 
 	in   []byte // read buffer
 	out  []byte // checked bytes not yet handed on
-	hold []byte // the header line being read
+	hold []byte // the start of a header or inline line an earlier read cut
+
+	lineStart int // where the current header line starts in the scanned buffer
 
 	state limitState
 	args  int64 // arguments still to come in the current request
@@ -115,7 +117,7 @@ func (l *limitReader) scan(b []byte) {
 		case lsStart:
 			if b[i] == '*' {
 				l.state = lsMultiBulk
-				l.hold = append(l.hold[:0], '*')
+				l.lineStart = i
 				continue
 			}
 			l.state = lsInline
@@ -146,33 +148,33 @@ func (l *limitReader) scan(b []byte) {
 				return
 			}
 		case lsMultiBulk, lsBulkLen:
+			// The line started at lineStart in b, or, when hold is not
+			// empty, in an earlier read (and b continues it from 0).
 			j := i
 			for j < len(b) && b[j] != '\n' {
 				j++
 			}
-			l.hold = append(l.hold, b[i:min(j+1, len(b))]...)
-			i = j
 			if j == len(b) {
-				if len(l.hold) > maxInlineLen {
-					if l.state == lsMultiBulk {
-						l.fail(errProtoMbulkCount)
-					} else {
-						l.fail(errProtoBulkCount)
-					}
-					return
-				}
+				i = j // the line goes on in the next read
 				continue
 			}
-			if !l.headerDone() {
+			line := b[l.lineStart : j+1]
+			if len(l.hold) > 0 {
+				l.hold = append(l.hold, line...)
+				line = l.hold
+			}
+			i = j
+			if !l.headerDone(line) {
 				return
 			}
+			l.hold = l.hold[:0]
 		case lsBulkStart:
 			if b[i] != '$' {
 				l.fail("ERR Protocol error: expected '$', got '" + string(b[i:i+1]) + "'")
 				return
 			}
 			l.state = lsBulkLen
-			l.hold = append(l.hold[:0], '$')
+			l.lineStart = i
 		case lsPayload:
 			take := min(int64(len(b)-i), l.skip)
 			l.out = append(l.out, b[i:i+int(take)]...)
@@ -188,12 +190,23 @@ func (l *limitReader) scan(b []byte) {
 			}
 		}
 	}
+	if l.state == lsMultiBulk || l.state == lsBulkLen {
+		// Keep the unfinished header line for the next read.
+		l.hold = append(l.hold, b[l.lineStart:]...)
+		l.lineStart = 0
+		if len(l.hold) > maxInlineLen {
+			if l.state == lsMultiBulk {
+				l.fail(errProtoMbulkCount)
+			} else {
+				l.fail(errProtoBulkCount)
+			}
+		}
+	}
 }
 
 // headerDone checks the complete header line in hold and moves to the next
 // state; it reports false after a violation.
-func (l *limitReader) headerDone() bool {
-	line := l.hold
+func (l *limitReader) headerDone(line []byte) bool {
 	n, ok := headerInt(line[1:])
 	if l.state == lsMultiBulk {
 		if !ok || n > maxMultiBulkLen {
