@@ -29,9 +29,24 @@
 // used: its Close drops connections without letting them finish, and it
 // enforces no request limits. Server runs its own accept loop and one
 // goroutine per connection instead, and puts a limitReader in front of
-// redcon's parser to enforce proto-max-bulk-len and Redis's framing limits
-// (answered with Redis's "Protocol error" texts, then the connection is
-// closed).
+// redcon's parser. The limitReader enforces proto-max-bulk-len and Redis's
+// framing limits (answered with Redis's "Protocol error" texts, then the
+// connection is closed), drops empty requests as Redis does, and turns
+// inline (telnet-style) requests into RESP using Redis's quoting rules.
+//
+// # Caveats
+//
+// Where kvs answers differently from redis-server 7, on purpose:
+//
+//   - One database: SELECT accepts only database 0 ("databases 1"
+//     in CONFIG GET); SELECT 1 is "ERR DB index is out of range".
+//   - SCAN cursors are kvs's own; a cursor of 2^63 or more (never handed
+//     out) ends the scan instead of being reinterpreted.
+//   - COMMAND INFO has no key specs or tips, and COMMAND DOCS only
+//     summary, since and group; CLIENT LIST reports only the fields kvs
+//     knows (no fd, qbuf, memory figures).
+//   - A request line holding a NUL byte is cut there; Redis waits for more
+//     input.
 //
 // # Lifecycle
 //
@@ -41,4 +56,9 @@
 // replies, then closes it; Close closes everything at once. Both wait for
 // every goroutine the Server started (accept loop, connections, the cron
 // loop that samples stats and runs active expiry) and are idempotent.
+//
+// Active expiry proposes OpDelExpired batches through the Proposer every
+// 100 ms, for as long as it keeps finding full batches (up to 25 ms a
+// tick). Only a cluster leader may do so: SetActiveExpiry switches it as
+// leadership changes.
 package server

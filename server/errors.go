@@ -26,7 +26,6 @@ const (
 	errWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
 	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
-	errShuttingDown    = "ERR server is shutting down"
 	errInternal        = "ERR internal error"
 	errProtoBulk       = "ERR Protocol error: invalid bulk length"
 	errProtoMultiBulk  = "ERR Protocol error: invalid multibulk length"
