@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -174,6 +175,9 @@ func TestStringWrites(t *testing.T) {
 			{t0, c(OpExpireAt, "k").i(t0 + 200).fl(FlagGT), in(1)},
 			{t0, c(OpExpireAt, "k").i(t0 + 300).fl(FlagXX | FlagGT), in(1)},
 			{t0, c(OpPExpireTime, "k"), in(t0 + 300)},
+			{t0, c(OpExpireAt, "k").i(math.MaxInt64), in(1)},
+			{t0, c(OpExpireTime, "k"), in(9223372036854776)},
+			{t0, c(OpExpireAt, "k").i(t0 + 300), in(1)},
 			{t0, c(OpPersist, "k"), in(1)},
 			{t0, c(OpPersist, "k"), in(0)},
 			{t0, c(OpExpireAt, "k").i(t0 + 200).fl(FlagNX), in(1)},

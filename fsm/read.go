@@ -123,7 +123,8 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 		ms = it.exp
 	}
 	if op == OpTTL || op == OpExpireTime {
-		return IntReply((ms + 500) / 1000)
+		// (ms+500)/1000 without overflowing near the largest deadline.
+		return IntReply(ms/1000 + (ms%1000+500)/1000)
 	}
 	return IntReply(ms)
 }
