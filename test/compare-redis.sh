@@ -26,15 +26,20 @@ for tool in redis-server redis-benchmark redis-cli; do
 done
 
 SERVER_CPU=0 CLIENT_CPU=1
-pin() { local cpu=$1; shift; if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then taskset -c "$cpu" "$@"; else "$@"; fi; }
+# pin CPU CMD...: runs CMD on core CPU. It execs, so a server started as
+# `pin ... &` is the background job itself and $! is the server's pid.
+pin() { local cpu=$1; shift; if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$cpu" "$@"; else exec "$@"; fi; }
 
 work=$(mktemp -d)
 pid=
 stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; fi; }
 trap 'stop; rm -rf "$work"' EXIT INT TERM
 
+# wait_ready waits until the server just started answers; one that died
+# (a taken port) is an error, so nothing else on the port is measured.
 wait_ready() {
   for _ in $(seq 1 200); do
+    kill -0 "$pid" 2>/dev/null || { echo "compare: server exited at start (port $PORT taken?)" >&2; exit 1; }
     redis-cli -p "$PORT" ping >/dev/null 2>&1 && return 0
     sleep 0.05
   done
@@ -43,6 +48,9 @@ wait_ready() {
 
 # start NAME: starts the server the configuration NAME names, on core 0.
 start() {
+  if redis-cli -p "$PORT" ping >/dev/null 2>&1; then
+    echo "compare: something already answers on port $PORT; set PORT" >&2; exit 1
+  fi
   rm -rf "$work/data"; mkdir -p "$work/data"
   case $1 in
     kvs-memory)    pin $SERVER_CPU "$KVS" serve --addr 127.0.0.1:$PORT --log-level warn & ;;
@@ -64,7 +72,7 @@ median() { sort -n | awk '{ a[NR]=$1 } END { if (NR%2) print a[(NR+1)/2]; else p
 
 declare -A results
 for round in $(seq 1 "$ROUNDS"); do
-  for pair in memory always; do
+  for pair in ${MODES:-memory always}; do
     for who in kvs redis; do
       start "$who-$pair"
       for p in 1 16; do
@@ -83,7 +91,7 @@ done
 {
   echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
   echo "| --- | --- | --- | ---: | ---: | ---: |"
-  for pair in memory always; do
+  for pair in ${MODES:-memory always}; do
     for t in set get; do
       [ "$pair" = always ] && [ "$t" = get ] && continue
       for p in 1 16; do
