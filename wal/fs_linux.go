@@ -1,6 +1,9 @@
 package wal
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // startWriteback asks the kernel to start writing [off, off+n) of the file
 // to disk, first waiting for writeback of that range started earlier, which
@@ -17,4 +20,20 @@ const (
 func (f osFile) startWriteback(off, n int64) error {
 	return syscall.SyncFileRange(int(f.Fd()), off, n,
 		syncFileRangeWaitBefore|syncFileRangeWrite)
+}
+
+// Sync makes the file's data durable with fdatasync(2), as Redis does for
+// its append-only file: it flushes the data and the metadata needed to read
+// it back (the size), but not timestamps, which saves a metadata write per
+// fsync. Directory entries are made durable separately, by SyncDir.
+func (f osFile) Sync() error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
 }
