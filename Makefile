@@ -26,7 +26,8 @@ fmt:
 
 # Go benchmarks, medians over BENCH_COUNT runs are what PERFORMANCE.md quotes.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ | tee dist/bench.txt
+	@mkdir -p dist
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./cmd/kvs/ | tee dist/bench.txt
 
 # Run each fuzz target for FUZZ_TIME (the seed corpora also run in `make test`).
 FUZZ_TIME ?= 30s
