@@ -29,13 +29,16 @@ bench:
 	@mkdir -p dist
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./cmd/kvs/ | tee dist/bench.txt
 
-# Run each fuzz target for FUZZ_TIME (the seed corpora also run in `make test`).
+# Run every fuzz target of every package for FUZZ_TIME each (their seed
+# corpora also run in `make test`).
 FUZZ_TIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZ_TIME) ./fsm/
-	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZ_TIME) ./fsm/
-	@for t in $$($(GO) test -list '^Fuzz' ./wal/ | grep ^Fuzz); do \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) ./wal/ || exit 1; done
+	@for pkg in ./fsm/ ./wal/ ./server/; do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) $$pkg || exit 1; \
+		done; \
+	done
 
 # Side-by-side with redis-server: redis-benchmark against kvs and redis in each
 # mode, client pinned to one core and servers to the other.
