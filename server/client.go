@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/redcon"
-
 	"kvs/fsm"
 )
 
@@ -29,8 +27,7 @@ type client struct {
 	laddr   string
 	created time.Time
 
-	lr  limitReader
-	rd  *redcon.Reader
+	rd  reqReader
 	out []byte
 
 	proto int // 2 or 3, set by HELLO
@@ -76,8 +73,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
-	c.lr = limitReader{r: nc, maxBulk: s.maxBulk.Load}
-	c.rd = redcon.NewReader(&c.lr)
+	c.rd = reqReader{r: nc, maxBulk: s.maxBulk.Load}
 	return c
 }
 
@@ -116,17 +112,10 @@ func (c *client) serve() {
 // errors (the peer left, Shutdown's read deadline) close it silently.
 func (c *client) readFailed(err error) {
 	var pe *protoError
-	switch {
-	case errors.As(err, &pe):
+	if errors.As(err, &pe) {
 		c.out = appendError(c.out, pe.text)
-	case err == c.lr.ioErr:
-		return
-	default:
-		// redcon's own parse errors ("Protocol error: ..."), which it
-		// answers the same way.
-		c.out = appendError(c.out, "ERR "+err.Error())
+		c.flush()
 	}
-	c.flush()
 }
 
 func (c *client) flush() error {
@@ -145,9 +134,9 @@ func (c *client) flush() error {
 // execute runs one pipeline. Consecutive writes are collected and proposed
 // as one batch; anything else first proposes the writes before it, so the
 // replies and the effects keep the pipeline's order.
-func (c *client) execute(cmds []redcon.Command) {
+func (c *client) execute(cmds [][][]byte) {
 	for i := range cmds {
-		c.executeOne(cmds[i].Args)
+		c.executeOne(cmds[i])
 		if c.quit {
 			break
 		}

@@ -25,14 +25,14 @@
 //
 // # Connections
 //
-// Requests are parsed by tidwall/redcon's Reader. redcon's own Server is not
-// used: its Close drops connections without letting them finish, and it
-// enforces no request limits. Server runs its own accept loop and one
-// goroutine per connection instead, and puts a limitReader in front of
-// redcon's parser. The limitReader enforces proto-max-bulk-len and Redis's
-// framing limits (answered with Redis's "Protocol error" texts, then the
-// connection is closed), drops empty requests as Redis does, and turns
-// inline (telnet-style) requests into RESP using Redis's quoting rules.
+// Server runs its own accept loop and one goroutine per connection (not
+// tidwall/redcon's Server, whose Close drops connections without letting
+// them finish, and whose parser enforces no request limits). Each
+// connection's reqReader parses requests in place in its read buffer, with
+// no allocation per request, and enforces proto-max-bulk-len and Redis's
+// framing limits as it parses (answered with Redis's "Protocol error"
+// texts, then the connection is closed). It skips empty requests as Redis
+// does and splits inline (telnet-style) requests with Redis's quoting rules.
 //
 // # Caveats
 //

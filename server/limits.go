@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"math"
 )
@@ -12,7 +13,7 @@ const (
 	maxInlineLen = 64 << 10
 	// maxMultiBulkLen caps the argument count of one request.
 	maxMultiBulkLen = math.MaxInt32
-	// readChunk is how much limitReader reads from the connection at once.
+	// readChunk is the initial read buffer of a connection.
 	readChunk = 16 << 10
 )
 
@@ -23,226 +24,228 @@ type protoError struct{ text string }
 
 func (e *protoError) Error() string { return e.text }
 
-// limitReader sits between the connection and redcon's Reader, which parses
-// requests but enforces no limits: a request announcing a 100 GB bulk string
-// would make it grow its buffer until memory ran out. limitReader follows
-// the RESP framing of the bytes as they pass and hands on only what is
-// within Redis's limits:
+// reqReader reads requests from the connection and parses them in place:
+// the arguments it returns alias its read buffer, and the slices holding
+// them are reused, so a pipeline of small requests costs no allocation. The
+// arguments stay valid until the next ReadCommands call.
 //
-//   - A header line ("*<count>" or "$<len>") is held back until it is
-//     complete and checked; a bulk length above proto-max-bulk-len, a
-//     malformed count, a missing '$' or an overlong line stops the stream
-//     there. The bytes before it are handed on, so the complete commands
-//     before it still run; the protoError comes with the next Read.
-//   - An empty request ("*0" or "*-1"), which redcon would reject, is
-//     dropped, as Redis ignores it.
+// It enforces Redis's framing limits as it parses, with Redis's error texts:
+//
+//   - A header line ("*<count>" or "$<len>") is checked as soon as it is
+//     complete: a bulk length above proto-max-bulk-len, a malformed count,
+//     a missing '$' or an overlong line stops the stream there, before the
+//     payload it announces is read. The complete requests before it still
+//     run; the protoError comes with the next ReadCommands.
+//   - An empty request ("*0" or "*-1") is skipped, as Redis ignores it.
 //   - An inline (telnet-style) request is split into arguments as Redis's
-//     sdssplitargs splits it and handed on as a RESP request; redcon's
-//     inline parser treats quotes and escapes differently.
-//   - Bulk payloads pass through by count. While the reader is inside a
-//     payload and has nothing buffered, it reads straight into the
-//     caller's buffer, so large values are not copied twice.
-type limitReader struct {
+//     sdssplitargs splits it (see appendInline).
+//   - A payload not followed by CRLF is an invalid bulk length.
+type reqReader struct {
 	r       io.Reader
 	maxBulk func() int64
 
-	err   error // returned once out is drained; sticky
-	ioErr error // the last error of r, to tell it from redcon's parse errors
+	err error // the read error that ends the stream, once buf is parsed
 
-	in   []byte // read buffer
-	out  []byte // checked bytes not yet handed on
-	hold []byte // the start of a header or inline line an earlier read cut
+	buf        []byte // buf[start:end] is read but not yet parsed
+	start, end int
+	need       int // parse again only once end-start reaches need
 
-	lineStart int // where the current header line starts in the scanned buffer
-
-	state limitState
-	args  int64 // arguments still to come in the current request
-	skip  int64 // payload bytes (with CRLF) still to come
+	cmds   [][][]byte // the last pipeline, reused
+	args   [][]byte   // backing of cmds' argument lists, reused
+	inline []byte     // inline requests rewritten as RESP, reused
 }
 
-type limitState uint8
-
+// parse outcomes besides a complete request
 const (
-	lsStart     limitState = iota // at the first byte of a request
-	lsInline                      // in an inline request line
-	lsMultiBulk                   // in a "*<count>" line
-	lsBulkStart                   // expecting '$'
-	lsBulkLen                     // in a "$<len>" line
-	lsPayload                     // in a bulk payload
+	parseMore = -1 // the request is incomplete
+	parseFail = -2 // a framing error, in reqReader.fail
 )
 
-func (l *limitReader) Read(p []byte) (int, error) {
-	for len(l.out) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		if l.state == lsPayload && l.skip > 2 {
-			// Straight into p: a payload needs no checking.
-			want := min(int64(len(p)), l.skip-2)
-			n, err := l.r.Read(p[:want])
-			l.skip -= int64(n)
-			if err != nil {
-				l.ioErr = err
-				if n == 0 {
-					return 0, err
-				}
+// ReadCommands returns the next requests: every complete request buffered,
+// reading from the connection first if there is none. It returns a
+// *protoError for a framing violation and the read error otherwise.
+func (rr *reqReader) ReadCommands() ([][][]byte, error) {
+	rr.cmds = rr.cmds[:0]
+	rr.args = rr.args[:0]
+	rr.inline = rr.inline[:0]
+	for {
+		if rr.end-rr.start >= rr.need {
+			if err := rr.parseAll(); len(rr.cmds) > 0 {
+				return rr.cmds, nil
+			} else if err != nil {
+				return nil, err
 			}
-			return n, nil
 		}
-		if l.in == nil {
-			l.in = make([]byte, readChunk)
+		if rr.err != nil {
+			return nil, rr.err
 		}
-		n, err := l.r.Read(l.in)
-		if n > 0 {
-			l.out = l.out[:0]
-			l.scan(l.in[:n])
+		rr.fill()
+	}
+}
+
+// fill reads once from the connection, making room first. The buffer
+// grows as data arrives, not to the size a header announces, so memory is
+// spent only on bytes the client actually sent.
+func (rr *reqReader) fill() {
+	if rr.start == rr.end {
+		rr.start, rr.end = 0, 0
+		if len(rr.buf) > 1<<20 {
+			rr.buf = nil // do not keep a huge buffer for an idle connection
+		}
+	}
+	if rr.buf == nil {
+		rr.buf = make([]byte, readChunk)
+	}
+	pending := rr.end - rr.start
+	if want := pending + readChunk/4; len(rr.buf)-rr.start < want {
+		if pending <= len(rr.buf)/2 {
+			copy(rr.buf, rr.buf[rr.start:rr.end])
+		} else {
+			size := 2 * len(rr.buf)
+			if rr.need > want && size > rr.need {
+				size = rr.need
+			}
+			nb := make([]byte, max(size, want))
+			copy(nb, rr.buf[rr.start:rr.end])
+			rr.buf = nb
+		}
+		rr.start, rr.end = 0, pending
+	}
+	n, err := rr.r.Read(rr.buf[rr.end:])
+	rr.end += n
+	if err != nil {
+		rr.err = err
+	}
+}
+
+// parseAll parses every complete request in the buffer into cmds. It
+// returns a framing error only when it is at the first unparsed byte.
+func (rr *reqReader) parseAll() error {
+	rr.need = 0
+	for rr.start < rr.end {
+		b := rr.buf[rr.start:rr.end]
+		var n int
+		var err error
+		if b[0] == '*' {
+			n, err = rr.parseMultiBulk(b, rr.maxBulk())
+		} else {
+			n, err = rr.parseInline(b)
 		}
 		if err != nil {
-			l.ioErr = err
-			if l.err == nil {
-				l.err = err
-			}
+			return err
 		}
+		if n == parseMore {
+			return nil
+		}
+		rr.start += n
 	}
-	n := copy(p, l.out)
-	l.out = l.out[n:]
-	return n, nil
+	return nil
 }
 
-// scan checks b and appends what may be handed on to out. On a violation it
-// sets err and drops the rest of b.
-func (l *limitReader) scan(b []byte) {
-	for i := 0; i < len(b); i++ {
-		switch l.state {
-		case lsStart:
-			if b[i] == '*' {
-				l.state = lsMultiBulk
-				l.lineStart = i
-				continue
-			}
-			l.state = lsInline
-			l.hold = l.hold[:0]
-			fallthrough
-		case lsInline:
-			j := i
-			for j < len(b) && b[j] != '\n' {
-				j++
-			}
-			l.hold = append(l.hold, b[i:j]...)
-			i = j
-			if len(l.hold) > maxInlineLen {
-				l.fail(errProtoInline)
-				return
-			}
-			if j == len(b) {
-				continue
-			}
-			l.state = lsStart
-			line := l.hold
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
-			var ok bool
-			if l.out, ok = appendInline(l.out, line); !ok {
-				l.fail(errProtoQuotes)
-				return
-			}
-		case lsMultiBulk, lsBulkLen:
-			// The line started at lineStart in b, or, when hold is not
-			// empty, in an earlier read (and b continues it from 0).
-			j := i
-			for j < len(b) && b[j] != '\n' {
-				j++
-			}
-			if j == len(b) {
-				i = j // the line goes on in the next read
-				continue
-			}
-			line := b[l.lineStart : j+1]
-			if len(l.hold) > 0 {
-				l.hold = append(l.hold, line...)
-				line = l.hold
-			}
-			i = j
-			if !l.headerDone(line) {
-				return
-			}
-			l.hold = l.hold[:0]
-		case lsBulkStart:
-			if b[i] != '$' {
-				l.fail("ERR Protocol error: expected '$', got '" + string(b[i:i+1]) + "'")
-				return
-			}
-			l.state = lsBulkLen
-			l.lineStart = i
-		case lsPayload:
-			take := min(int64(len(b)-i), l.skip)
-			l.out = append(l.out, b[i:i+int(take)]...)
-			l.skip -= take
-			i += int(take) - 1
-			if l.skip == 0 {
-				l.args--
-				if l.args == 0 {
-					l.state = lsStart
-				} else {
-					l.state = lsBulkStart
-				}
-			}
-		}
+// parseMultiBulk parses the RESP request at the start of b and appends it
+// to cmds. It returns the bytes it took, or parseMore (setting need).
+func (rr *reqReader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
+	count, p, err := rr.header(b, 0, errProtoMultiBulk, errProtoMbulkCount, maxMultiBulkLen)
+	if p < 0 || err != nil {
+		return p, err
 	}
-	if l.state == lsMultiBulk || l.state == lsBulkLen {
-		// Keep the unfinished header line for the next read.
-		l.hold = append(l.hold, b[l.lineStart:]...)
-		l.lineStart = 0
-		if len(l.hold) > maxInlineLen {
-			if l.state == lsMultiBulk {
-				l.fail(errProtoMbulkCount)
-			} else {
-				l.fail(errProtoBulkCount)
-			}
-		}
+	if count <= 0 {
+		return p, nil // an empty request: skipped
 	}
+	first := len(rr.args)
+	for range count {
+		if p >= len(b) {
+			return rr.more(first, p+1)
+		}
+		if b[p] != '$' {
+			rr.args = rr.args[:first]
+			return 0, &protoError{"ERR Protocol error: expected '$', got '" + string(b[p:p+1]) + "'"}
+		}
+		size, q, err := rr.header(b, p, errProtoBulk, errProtoBulkCount, maxBulk)
+		if q < 0 || err != nil {
+			rr.args = rr.args[:first]
+			return q, err
+		}
+		if size < 0 {
+			rr.args = rr.args[:first]
+			return 0, &protoError{errProtoBulk}
+		}
+		end := q + int(size)
+		if end+2 > len(b) {
+			return rr.more(first, end+2)
+		}
+		if b[end] != '\r' || b[end+1] != '\n' {
+			rr.args = rr.args[:first]
+			return 0, &protoError{errProtoBulk}
+		}
+		rr.args = append(rr.args, b[q:end:end])
+		p = end + 2
+	}
+	rr.cmds = append(rr.cmds, rr.args[first:len(rr.args):len(rr.args)])
+	return p, nil
 }
 
-// headerDone checks the complete header line in hold and moves to the next
-// state; it reports false after a violation.
-func (l *limitReader) headerDone(line []byte) bool {
-	n, ok := headerInt(line[1:])
-	if l.state == lsMultiBulk {
-		if !ok || n > maxMultiBulkLen {
-			l.fail(errProtoMultiBulk)
-			return false
-		}
-		if n <= 0 {
-			l.state = lsStart // an empty request: dropped
-			return true
-		}
-		l.args = n
-		l.state = lsBulkStart
-	} else {
-		if !ok || n < 0 || n > l.maxBulk() {
-			l.fail(errProtoBulk)
-			return false
-		}
-		l.skip = n + 2
-		l.state = lsPayload
-	}
-	l.out = append(l.out, line...)
-	return true
+// more drops a partly parsed request's arguments and asks for n bytes.
+func (rr *reqReader) more(first, n int) (int, error) {
+	rr.args = rr.args[:first]
+	rr.need = n
+	return parseMore, nil
 }
 
-// headerInt parses the number of a header line "<digits>\r\n" (after the
-// type byte), as Redis's string2ll would.
-func headerInt(b []byte) (int64, bool) {
-	if len(b) < 2 || b[len(b)-2] != '\r' {
-		return 0, false
+// header parses the header line starting at b[p] ('*' or '$'), as Redis's
+// string2ll would, and returns its number and where the line ends. A number
+// that does not parse or exceeds limit is invalid; a line longer than
+// maxInlineLen without its end is tooLong. A line not yet complete returns
+// parseMore.
+func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int64) (int64, int, error) {
+	i := bytes.IndexByte(b[p:], '\n')
+	if i < 0 {
+		if len(b)-p > maxInlineLen {
+			return 0, 0, &protoError{tooLong}
+		}
+		rr.need = len(b) + 1
+		return 0, parseMore, nil
 	}
-	return parseInt(b[:len(b)-2])
+	line := b[p+1 : p+i]
+	if len(line) == 0 || line[len(line)-1] != '\r' {
+		return 0, 0, &protoError{invalid}
+	}
+	n, ok := parseInt(line[:len(line)-1])
+	if !ok || n > limit {
+		return 0, 0, &protoError{invalid}
+	}
+	return n, p + i + 1, nil
 }
 
-func (l *limitReader) fail(text string) {
-	l.err = &protoError{text}
-	l.hold = l.hold[:0]
+// parseInline parses the inline request line at the start of b.
+func (rr *reqReader) parseInline(b []byte) (int, error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		if len(b) > maxInlineLen {
+			return 0, &protoError{errProtoInline}
+		}
+		rr.need = len(b) + 1
+		return parseMore, nil
+	}
+	if i > maxInlineLen {
+		return 0, &protoError{errProtoInline}
+	}
+	line := b[:i]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	start := len(rr.inline)
+	var ok bool
+	if rr.inline, ok = appendInline(rr.inline, line); !ok {
+		rr.inline = rr.inline[:start]
+		return 0, &protoError{errProtoQuotes}
+	}
+	if len(rr.inline) > start {
+		// Earlier inline requests keep aliasing the old array if
+		// appendInline grew it, so parsing this one in place is safe.
+		rr.parseMultiBulk(rr.inline[start:], math.MaxInt64)
+	}
+	return i + 1, nil
 }
 
 // appendInline appends the inline request line as a RESP request, split
