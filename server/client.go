@@ -41,6 +41,21 @@ type client struct {
 
 	lower [maxCommandName]byte // scratch for the lowercase command name
 
+	// The last command looked up, by the name as the client spelled it:
+	// a pipeline usually repeats one command.
+	lastName    [maxCommandName]byte
+	lastNameLen int
+	lastLookup  *command
+
+	// now is the clock reading, in Unix ms, that reads in the current
+	// pipeline use: read once per pipeline and after each proposal, as
+	// Redis reads its clock once per event-loop iteration.
+	now int64
+
+	// Keyspace hits and misses not yet added to the server's stats; they
+	// are added once per pipeline and before any command that reports them.
+	hits, misses int64
+
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
 	errIfFound string
@@ -96,7 +111,9 @@ func (c *client) serve() {
 			c.readFailed(err)
 			return
 		}
-		c.lastActive.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		c.now = now / 1e6
+		c.lastActive.Store(now)
 		c.s.stats.commands.Add(int64(len(cmds)))
 		c.execute(cmds)
 		if err := c.flush(); err != nil {
@@ -148,6 +165,19 @@ func (c *client) execute(cmds [][][]byte) {
 		}
 	}
 	c.proposeBatch()
+	c.flushHits()
+}
+
+// flushHits adds the hits and misses counted so far to the server's stats.
+func (c *client) flushHits() {
+	if c.hits != 0 {
+		c.s.stats.hits.Add(c.hits)
+		c.hits = 0
+	}
+	if c.misses != 0 {
+		c.s.stats.misses.Add(c.misses)
+		c.misses = 0
+	}
 }
 
 func (c *client) executeOne(args [][]byte) {
@@ -156,13 +186,16 @@ func (c *client) executeOne(args [][]byte) {
 		c.replyError(errUnknownCommand(args[0], args[1:]))
 		return
 	}
-	c.lastCmd.Store(&cmd.name)
+	if c.lastCmd.Load() != &cmd.name {
+		c.lastCmd.Store(&cmd.name)
+	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(errWrongArgs(cmd.name))
 		return
 	}
 	if cmd.parse == nil {
 		c.proposeBatch()
+		c.flushHits()
 		cmd.run(c, args)
 		return
 	}
@@ -183,7 +216,7 @@ func (c *client) executeOne(args [][]byte) {
 		c.out = append(c.out, "*2\r\n$1\r\n0\r\n*0\r\n"...)
 		return
 	}
-	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fc)
+	r := c.s.cfg.Store.Read(c.now, fc)
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {
 			r = fsm.Reply{Kind: fsm.ReplyError, Str: c.errIfFound}
@@ -223,6 +256,7 @@ func (c *client) proposeBatch() {
 		if err != nil {
 			perr = errProposal(err)
 		}
+		c.now = time.Now().UnixMilli()
 	}
 	j := 0
 	for _, p := range c.pending {
@@ -246,6 +280,9 @@ func (c *client) proposeBatch() {
 // allocating: the name is lowercased into scratch space and the map index
 // with a string conversion does not copy.
 func (c *client) lookup(name []byte) *command {
+	if len(name) == c.lastNameLen && string(name) == string(c.lastName[:c.lastNameLen]) {
+		return c.lastLookup
+	}
 	if len(name) > len(c.lower) {
 		return nil
 	}
@@ -255,16 +292,19 @@ func (c *client) lookup(name []byte) *command {
 		}
 		c.lower[i] = ch
 	}
-	return c.s.commands[string(c.lower[:len(name)])]
+	cmd := c.s.commands[string(c.lower[:len(name)])]
+	c.lastNameLen = copy(c.lastName[:], name)
+	c.lastLookup = cmd
+	return cmd
 }
 
 func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 	switch op {
 	case fsm.OpGet:
 		if r.Kind == fsm.ReplyNil {
-			c.s.stats.misses.Add(1)
+			c.misses++
 		} else if r.Kind == fsm.ReplyBulk {
-			c.s.stats.hits.Add(1)
+			c.hits++
 		}
 	case fsm.OpMGet:
 		var hits, misses int64
@@ -275,8 +315,8 @@ func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 				misses++
 			}
 		}
-		c.s.stats.hits.Add(hits)
-		c.s.stats.misses.Add(misses)
+		c.hits += hits
+		c.misses += misses
 	}
 }
 

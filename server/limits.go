@@ -198,6 +198,20 @@ func (rr *reqReader) more(first, n int) (int, error) {
 // maxInlineLen without its end is tooLong. A line not yet complete returns
 // parseMore.
 func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int64) (int64, int, error) {
+	// The common case first: a positive number of up to 18 digits (no
+	// leading zero, no overflow) and CRLF, in one pass.
+	if q := p + 1; q < len(b) && b[q] >= '1' && b[q] <= '9' {
+		n := int64(b[q] - '0')
+		for q++; q < len(b) && q < p+19 && b[q] >= '0' && b[q] <= '9'; q++ {
+			n = n*10 + int64(b[q]-'0')
+		}
+		if q+1 < len(b) && b[q] == '\r' && b[q+1] == '\n' {
+			if n > limit {
+				return 0, 0, &protoError{invalid}
+			}
+			return n, q + 2, nil
+		}
+	}
 	i := bytes.IndexByte(b[p:], '\n')
 	if i < 0 {
 		if len(b)-p > maxInlineLen {
