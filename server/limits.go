@@ -50,6 +50,11 @@ type reqReader struct {
 	start, end int
 	need       int // parse again only once end-start reaches need
 
+	// buf[start+nlFrom : start+nlTo] is known to hold no '\n': the
+	// unfinished line at the end of the buffer is not scanned again
+	// byte by byte as a client sends it slowly.
+	nlFrom, nlTo int
+
 	cmds   [][][]byte // the last pipeline, reused
 	args   [][]byte   // backing of cmds' argument lists, reused
 	inline []byte     // inline requests rewritten as RESP, reused
@@ -138,6 +143,7 @@ func (rr *reqReader) parseAll() error {
 			return nil
 		}
 		rr.start += n
+		rr.nlTo = 0
 	}
 	return nil
 }
@@ -212,7 +218,7 @@ func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int6
 			return n, q + 2, nil
 		}
 	}
-	i := bytes.IndexByte(b[p:], '\n')
+	i := rr.lineEnd(b, p)
 	if i < 0 {
 		if len(b)-p > maxInlineLen {
 			return 0, 0, &protoError{tooLong}
@@ -231,9 +237,24 @@ func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int6
 	return n, p + i + 1, nil
 }
 
+// lineEnd returns the offset from p of the first '\n' in b at or after p,
+// or -1, skipping what an earlier call found to hold none.
+func (rr *reqReader) lineEnd(b []byte, p int) int {
+	from := p
+	if rr.nlFrom == p && rr.nlTo > p {
+		from = rr.nlTo
+	}
+	i := bytes.IndexByte(b[from:], '\n')
+	if i < 0 {
+		rr.nlFrom, rr.nlTo = p, len(b)
+		return -1
+	}
+	return from + i - p
+}
+
 // parseInline parses the inline request line at the start of b.
 func (rr *reqReader) parseInline(b []byte) (int, error) {
-	i := bytes.IndexByte(b, '\n')
+	i := rr.lineEnd(b, 0)
 	if i < 0 {
 		if len(b) > maxInlineLen {
 			return 0, &protoError{errProtoInline}
