@@ -38,6 +38,7 @@ type client struct {
 	// reply of the batch, any other is an error decided before proposing.
 	batch   []fsm.Command
 	pending []pendingReply
+	replies []fsm.Reply // the batch's replies, when the proposer can reuse a buffer
 
 	lower [maxCommandName]byte // scratch for the lowercase command name
 
@@ -248,7 +249,12 @@ func (c *client) proposeBatch() {
 	var perr string
 	if len(c.batch) > 0 {
 		var err error
-		replies, err = c.s.cfg.Proposer.Propose(c.batch)
+		if ap, ok := c.s.cfg.Proposer.(appendProposer); ok {
+			replies, err = ap.ProposeAppend(c.replies[:0], c.batch)
+			c.replies = replies
+		} else {
+			replies, err = c.s.cfg.Proposer.Propose(c.batch)
+		}
 		if err == nil && len(replies) != len(c.batch) {
 			err = errors.New("proposer returned " + itoa(len(replies)) + " replies for " + itoa(len(c.batch)) + " commands")
 			c.s.cfg.Logger.Error("server: " + err.Error())
@@ -270,8 +276,13 @@ func (c *client) proposeBatch() {
 			j++
 		}
 	}
-	// Drop references to the requests' memory before reusing the slices.
+	// Drop references to the requests' and the store's memory before
+	// reusing the slices.
 	clear(c.batch)
+	clear(c.replies)
+	if cap(c.replies) > 1024 {
+		c.replies = nil // do not keep a huge buffer for an idle connection
+	}
 	c.batch = c.batch[:0]
 	c.pending = c.pending[:0]
 }
