@@ -36,12 +36,29 @@
 //
 // Appenders frame their record into one pending buffer under a small mutex.
 // One flush goroutine loops: it takes everything that accumulated, writes it
-// with one write call, fsyncs once, then applies those records in order and
-// releases their waiters. Records arriving while an fsync runs go into the
-// next write. There are no timers on this path: the fsync itself is what
-// batches. After a failed write or fsync the error is sticky: every waiter of
-// that batch and every later Append gets it, so nothing is ever acknowledged
-// after a failed fsync.
+// with one write call and starts one fsync for it. Records arriving while an
+// fsync runs go into a later write. There are no timers on this path: the
+// fsync itself is what batches.
+//
+// Fsyncs are pipelined: up to Options.SyncDepth of them (2 by default) run
+// at once, each on a syncer goroutine, so the next batch is written and its
+// fsync started while the previous one's is still running. Writes stay
+// serial and in index order; only the flush goroutine writes. A batch is
+// released (its records applied in order, its appenders answered) only when
+// its own fsync has returned and every earlier batch has been released, so
+// apply order is log order whatever order the fsyncs return in. With
+// SyncDepth 1 the flush goroutine fsyncs itself and each turn is write,
+// fsync, release.
+//
+// After a failed write or fsync the error is sticky: that batch, every batch
+// after it (even one whose own fsync succeeded, since on Linux a later fsync
+// can succeed after the data of an earlier failed one was dropped) and every
+// later Append get it, so nothing is ever acknowledged after a failed fsync.
+//
+// Closing a segment (when it is full, or for compaction), Sync and Close
+// first wait for every running fsync and release its batch, so no fsync is
+// ever running on a segment that is closed, and Sync and Close return only
+// once everything before them is durable.
 //
 // # Record format
 //

@@ -3,91 +3,236 @@ package wal
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 )
 
-// flushLoop is the one goroutine that writes and fsyncs segments. Each turn
-// takes everything appenders added since the last turn and makes it one
-// write and at most one fsync; records that arrive meanwhile wait for the
-// next turn. That is group commit: the longer an fsync takes, the more
-// records the next one covers.
+// batch is what one turn of the flush goroutine took from the appenders:
+// records written with one write call, the fsync that makes them durable,
+// and the appenders waiting for it.
+type batch struct {
+	waiters []*waiter // FsyncAlways: one per record, in index order
+	// The fsync this batch waits for; file is nil when it needs none.
+	file    File
+	first   uint64 // first index of file's segment, for errors
+	last    uint64 // last index the fsync covers
+	records uint64 // records the fsync makes durable
+	nanos   uint64 // how long the fsync took
+	// err is the batch's own write or fsync failure. Set by whoever ran
+	// the fsync; read by the flush goroutine once synced.
+	err error
+	// synced: the fsync returned, or none was needed. Flush goroutine only.
+	synced bool
+}
+
+// flushLoop is the one goroutine that writes segments and releases
+// appenders. Each turn takes everything appenders added since the last turn
+// and makes it one write and at most one fsync; records that arrive
+// meanwhile wait for a later turn. That is group commit: the longer an fsync
+// takes, the more records the next one covers.
+//
+// With SyncDepth > 1 the fsyncs run on syncer goroutines, so the next turn
+// can write and start its fsync while up to SyncDepth-1 earlier fsyncs
+// still run. Batches are released strictly in log order: a batch is applied
+// and its appenders answered only once its own fsync has returned and every
+// earlier batch has been released. With SyncDepth 1 the fsync runs here,
+// and each turn is write, fsync, release, as if there were no pipeline.
 func (l *Log) flushLoop() {
 	defer close(l.flushDone)
+	depth := l.opts.SyncDepth
+	// done carries batches whose fsync returned; it has room for every
+	// fsync that can be running, so a syncer never blocks on it.
+	done := make(chan *batch, depth)
+	var jobs chan *batch
+	if depth > 1 {
+		jobs = make(chan *batch, depth)
+		var syncers sync.WaitGroup
+		for range depth {
+			syncers.Go(func() {
+				for b := range jobs {
+					l.fsyncBatch(b)
+					done <- b
+				}
+			})
+		}
+		// The turn that stops the loop waited for every fsync first, so the
+		// syncers are idle here.
+		defer func() {
+			close(jobs)
+			syncers.Wait()
+		}()
+	}
 	var tick <-chan time.Time
 	if l.opts.Fsync == FsyncEverySec {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		tick = t.C
 	}
-	// The buffers of the previous batch are handed back to appenders, so a
+	// The buffer of the previous write is handed back to appenders, so a
 	// steady load allocates nothing per batch.
 	var spare []byte
-	var spareWaiters []*waiter
 	syncDue := false
+	syncing := 0 // fsyncs started on the syncers and not yet returned
 	for {
+		// A full pipeline takes no new work: the wake-up stays in l.work
+		// until an fsync returns and makes room.
+		work := l.work
+		if syncing >= depth {
+			work = nil
+		}
 		select {
-		case <-l.work:
+		case <-work:
+		case b := <-done:
+			b.synced = true
+			syncing--
 		case <-tick:
 			syncDue = true
+		}
+		if syncing >= depth {
+			continue
 		}
 
 		// 1. Take the batch. The last index is read under the same lock as
 		// the buffer, so it names exactly the records in it.
+		b := l.newBatch()
 		l.mu.Lock()
-		buf, waiters, syncers := l.mu.buf, l.mu.waiters, l.mu.syncers
-		l.mu.buf, l.mu.waiters, l.mu.syncers = spare[:0], spareWaiters[:0], nil
+		buf, syncers := l.mu.buf, l.mu.syncers
+		b.waiters, l.mu.waiters = l.mu.waiters, b.waiters
+		l.mu.buf, l.mu.syncers = spare[:0], nil
 		last := l.mu.nextIndex - 1
 		rotate, stop, err := l.mu.rotate, l.mu.stop, l.mu.err
 		l.mu.rotate = false
 		l.mu.taken.Broadcast()
 		l.mu.Unlock()
 
-		// 2. Write it and, if the policy or a waiter asks, fsync it.
+		// 2. Write it and, if the policy or a waiter asks, start its fsync.
+		// A write failure stops all further writes at once: nothing may
+		// follow a record that did not make it into the file whole.
 		needSync := stop || len(syncers) > 0 ||
-			(l.opts.Fsync == FsyncAlways && len(waiters) > 0) ||
+			(l.opts.Fsync == FsyncAlways && len(b.waiters) > 0) ||
 			(l.opts.Fsync == FsyncEverySec && syncDue)
+		if needSync {
+			syncDue = false
+		}
 		if err == nil {
-			err = l.writeBatch(buf, last, needSync)
-			if needSync {
-				syncDue = false
+			if err = l.writeBatch(buf, last); err != nil {
+				l.setErr(err)
 			}
 		}
+		spare = buf
+		b.err = err
+		if err == nil && needSync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
+			b.file, b.first, b.last, b.records = l.w.file, l.w.first, l.w.lastWritten, l.w.unsynced
+			l.w.unsynced = 0
+			if jobs != nil {
+				jobs <- b
+				syncing++
+			} else {
+				l.fsyncBatch(b)
+				b.synced = true
+			}
+		} else {
+			b.synced = true
+		}
+		if len(b.waiters) > 0 || b.file != nil || b.err != nil {
+			l.w.queue = append(l.w.queue, b)
+		} else {
+			l.w.free = append(l.w.free, b)
+		}
 
-		// 3. With FsyncAlways the records are durable now: apply them in
-		// order and release their appenders. After a failure every waiter
-		// gets the error instead, and nothing of the batch is applied.
-		for _, w := range waiters {
+		// 3. A segment is closed only once every fsync on it has returned,
+		// and Sync and Close answer only once everything before them is
+		// durable: such a turn waits for the whole pipeline.
+		full := l.w.size > 0 && (rotate || l.w.size >= l.opts.SegmentSize)
+		barrier := stop || len(syncers) > 0 || full
+		if barrier {
+			for ; syncing > 0; syncing-- {
+				(<-done).synced = true
+			}
+		}
+		// Released only now, after the next fsync has started: the records
+		// that arrived during the fsync just returned are already on their
+		// way to disk while these appenders are answered.
+		l.releaseSynced()
+		if !barrier {
+			l.maybeCompact()
+			continue
+		}
+
+		// 4. Close the active segment if it is full or compaction asked,
+		// after the waiters are released, since their records are durable.
+		err = l.w.failed
+		if err == nil && full {
+			if err = l.rotate(); err != nil {
+				l.w.failed = err
+				l.setErr(err)
+			}
+		}
+		for _, ch := range syncers {
+			ch <- err
+		}
+		if stop {
+			return
+		}
+		l.maybeCompact()
+	}
+}
+
+// newBatch returns an empty batch, reusing a released one and its waiter
+// slice when there is one.
+func (l *Log) newBatch() *batch {
+	n := len(l.w.free)
+	if n == 0 {
+		return &batch{}
+	}
+	b := l.w.free[n-1]
+	l.w.free = l.w.free[:n-1]
+	*b = batch{waiters: b.waiters[:0]}
+	return b
+}
+
+// releaseSynced releases the batches at the head of the queue whose fsync
+// has returned, in log order, stopping at the first still running. With
+// FsyncAlways their records are durable now: it applies them in order and
+// releases their appenders. After a failure, in this batch or an earlier
+// one, every waiter gets the error instead, and nothing is applied: a later
+// fsync's success never stands in for an earlier one's failure.
+func (l *Log) releaseSynced() {
+	n, released := 0, false
+	for _, b := range l.w.queue {
+		if !b.synced {
+			break
+		}
+		n++
+		if b.err != nil && l.w.failed == nil {
+			l.w.failed = b.err
+			l.setErr(b.err)
+		}
+		err := l.w.failed
+		if err == nil && b.file != nil {
+			l.countFsync(b)
+		}
+		for _, w := range b.waiters {
 			if err == nil {
 				w.res = l.opts.Apply(w.index, w.rec)
 			}
 			w.err = err
 			w.done <- struct{}{}
 		}
+		released = released || len(b.waiters) > 0
+		clear(b.waiters) // drop the pooled waiters' references
+		b.file = nil
+		l.w.free = append(l.w.free, b)
+	}
+	l.w.queue = append(l.w.queue[:0], l.w.queue[n:]...)
+	if released {
 		// Let the appenders just released send their replies before this
-		// goroutine blocks in the next write and fsync. With one core the
-		// fsync syscall holds the only P until sysmon takes it back, which
-		// can be milliseconds; yielding first measured as the difference
-		// between ~40k and ~230k pipelined SETs a second on one core, with
-		// no timer involved.
+		// goroutine blocks in the next write and fsync, or in waiting for
+		// one. With one core the fsync syscall holds the only P until
+		// sysmon takes it back, which can be milliseconds; yielding first
+		// measured as the difference between ~40k and ~230k pipelined SETs
+		// a second on one core, with no timer involved.
 		runtime.Gosched()
-
-		// 4. Close the active segment if it is full or compaction asked,
-		// after the waiters are released, since their records are durable.
-		if err == nil && l.w.size > 0 && (rotate || l.w.size >= l.opts.SegmentSize) {
-			err = l.rotate()
-		}
-		if err != nil {
-			l.setErr(err)
-		}
-		for _, ch := range syncers {
-			ch <- err
-		}
-		clear(waiters) // drop the pooled waiters' references
-		spare, spareWaiters = buf, waiters
-		if stop {
-			return
-		}
-		l.maybeCompact()
 	}
 }
 
@@ -101,50 +246,56 @@ func (l *Log) setErr(err error) {
 	l.mu.Unlock()
 }
 
-// writeBatch writes buf, whose last record is last, to the active segment,
-// and fsyncs it if sync.
-func (l *Log) writeBatch(buf []byte, last uint64, sync bool) error {
-	if len(buf) > 0 {
-		n, err := l.w.file.Write(buf)
-		l.w.size += int64(n)
-		l.stats.bytes.Add(uint64(n))
-		if err != nil {
-			return fmt.Errorf("wal: write %s: %w", l.path(segmentName(l.w.first)), err)
-		}
-		l.w.unsynced += last - l.w.lastWritten
-		l.w.lastWritten = last
+// writeBatch writes buf, whose last record is last, to the active segment.
+func (l *Log) writeBatch(buf []byte, last uint64) error {
+	if len(buf) == 0 {
+		return nil
 	}
-	if sync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
-		return l.fsync()
+	n, err := l.w.file.Write(buf)
+	l.w.size += int64(n)
+	l.stats.bytes.Add(uint64(n))
+	if err != nil {
+		return fmt.Errorf("wal: write %s: %w", l.path(segmentName(l.w.first)), err)
 	}
+	l.w.unsynced += last - l.w.lastWritten
+	l.w.lastWritten = last
 	return nil
 }
 
-// fsync fsyncs the active segment.
-func (l *Log) fsync() error {
+// fsyncBatch runs b's fsync and records its outcome in b. It runs on a
+// syncer goroutine, or on the flush goroutine when SyncDepth is 1.
+func (l *Log) fsyncBatch(b *batch) {
 	start := time.Now()
-	if err := l.w.file.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync %s: %w", l.path(segmentName(l.w.first)), err)
+	if err := b.file.Sync(); err != nil {
+		b.err = fmt.Errorf("wal: fsync %s: %w", l.path(segmentName(b.first)), err)
+		return
 	}
-	d := uint64(time.Since(start))
+	b.nanos = uint64(time.Since(start))
+}
+
+// countFsync adds b's successful fsync to the stats. Called in log order,
+// so the durable index only grows.
+func (l *Log) countFsync(b *batch) {
 	l.stats.fsyncs.Add(1)
-	l.stats.fsyncNanos.Add(d)
-	l.stats.lastFsyncNanos.Store(d)
-	l.stats.recordsFsynced.Add(l.w.unsynced)
-	l.w.unsynced = 0
-	l.stats.durableIndex.Store(l.w.lastWritten)
-	return nil
+	l.stats.fsyncNanos.Add(b.nanos)
+	l.stats.lastFsyncNanos.Store(b.nanos)
+	l.stats.recordsFsynced.Add(b.records)
+	l.stats.durableIndex.Store(b.last)
 }
 
 // rotate closes the active segment (fsynced) and starts the next one, named
 // by the index its first record will have. The directory is fsynced after
 // the new file is created, so the new segment's entry survives a crash
-// before any record in it is acknowledged.
+// before any record in it is acknowledged. No fsync of the old segment may
+// be running: the caller drained the pipeline.
 func (l *Log) rotate() error {
 	if l.w.unsynced > 0 {
-		if err := l.fsync(); err != nil {
-			return err
+		b := &batch{file: l.w.file, first: l.w.first, last: l.w.lastWritten, records: l.w.unsynced}
+		if l.fsyncBatch(b); b.err != nil {
+			return b.err
 		}
+		l.w.unsynced = 0
+		l.countFsync(b)
 	}
 	first := l.w.lastWritten + 1
 	name := l.path(segmentName(first))

@@ -46,13 +46,21 @@ type Log struct {
 		closed, stop bool
 	}
 
-	// w is owned by the flush goroutine; no lock.
+	// w is owned by the flush goroutine; no lock. (The syncer goroutines
+	// see only the batches handed to them.)
 	w struct {
 		file        File
 		first       uint64 // first index of the active segment
 		size        int64  // bytes in the active segment
 		lastWritten uint64
-		unsynced    uint64 // records written but not fsynced
+		unsynced    uint64 // records written but no fsync started for them
+		// queue holds the batches written but not yet released, in log
+		// order; at most SyncDepth of them wait for an fsync.
+		queue []*batch
+		free  []*batch // released batches, reused with their waiter slices
+		// failed is the first failure in log order, as batches are
+		// released: every batch released after it gets it too.
+		failed error
 	}
 
 	// segs guards the list of live segments, shared by the flush goroutine

@@ -236,7 +236,16 @@ func TestStickyError(t *testing.T) {
 // goroutines append, then recovers from what was durable at that instant:
 // every Append acknowledged before the cut must be there, each goroutine's
 // records in the order it appended them.
+// It runs with one fsync at a time and with two overlapping.
 func TestPowerCutConcurrentAppenders(t *testing.T) {
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			testPowerCutConcurrentAppenders(t, depth)
+		})
+	}
+}
+
+func testPowerCutConcurrentAppenders(t *testing.T, depth int) {
 	const writers = 16
 	rounds := 20
 	if testing.Short() {
@@ -248,6 +257,7 @@ func TestPowerCutConcurrentAppenders(t *testing.T) {
 			fs := NewMemFS()
 			m := &model{}
 			opts := memOptions(t, fs, m)
+			opts.SyncDepth = depth
 			opts.SegmentSize = 512 + rng.Int64N(4096)
 			opts.CompactBytes = 2048 + rng.Int64N(8192)
 			l := mustOpen(t, opts)

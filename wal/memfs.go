@@ -20,6 +20,11 @@ import (
 //
 // Simplifications: directories made by MkdirAll are durable at once, and
 // writes always go to the end of a file (the log writes only sequentially).
+//
+// MemFS is safe for concurrent use, including a Sync of a file while
+// another goroutine writes to it (the log's syncers do that): every
+// operation takes one mutex, so a Sync makes durable exactly the bytes
+// written before it, and a Write after it stays volatile until the next.
 type MemFS struct {
 	// mu guards dirs and every node and open file's state.
 	mu   sync.Mutex

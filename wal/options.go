@@ -52,6 +52,8 @@ func (p Policy) String() string {
 const (
 	defaultSegmentSize  = 64 << 20
 	defaultCompactBytes = 64 << 20
+	defaultSyncDepth    = 2
+	maxSyncDepth        = 64
 )
 
 // Options configure a Log. Open calls Validate and fills in defaults.
@@ -62,6 +64,12 @@ type Options struct {
 	FS FS
 	// Fsync is the fsync policy. Zero value: FsyncAlways.
 	Fsync Policy
+	// SyncDepth is how many fsyncs of the active segment may run at once:
+	// the next batch is written and its fsync started while up to
+	// SyncDepth-1 earlier ones are still running (see "Group commit" in the
+	// package doc). 1: one batch at a time, each written only after the
+	// previous fsync returned. 0: 2. At most 64.
+	SyncDepth int
 	// SegmentSize: a segment is closed (fsynced) and a new one started once
 	// it passes this many bytes. 0: 64 MiB.
 	SegmentSize int64
@@ -109,6 +117,9 @@ func (o *Options) Validate() error {
 	if o.SegmentSize < 0 {
 		errs = append(errs, fmt.Errorf("SegmentSize %d is negative", o.SegmentSize))
 	}
+	if o.SyncDepth < 0 || o.SyncDepth > maxSyncDepth {
+		errs = append(errs, fmt.Errorf("SyncDepth %d is out of range 0..%d", o.SyncDepth, maxSyncDepth))
+	}
 	if o.CompactBytes < 0 {
 		errs = append(errs, fmt.Errorf("CompactBytes %d is negative", o.CompactBytes))
 	}
@@ -128,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CompactBytes == 0 {
 		o.CompactBytes = defaultCompactBytes
+	}
+	if o.SyncDepth == 0 {
+		o.SyncDepth = defaultSyncDepth
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
