@@ -7,7 +7,6 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/match v1.1.1
-	github.com/tidwall/redcon v1.6.4
 )
 
 require (
