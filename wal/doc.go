@@ -40,9 +40,10 @@
 // fsync runs go into a later write. There are no timers on this path: the
 // fsync itself is what batches.
 //
-// Fsyncs are pipelined: up to Options.SyncDepth of them (2 by default) run
-// at once, each on a syncer goroutine, so the next batch is written and its
-// fsync started while the previous one's is still running. Writes stay
+// Fsyncs may be pipelined: with Options.SyncDepth above 1 (it is 1 by
+// default), up to that many run at once, each on a syncer goroutine, so the
+// next batch is written and its fsync started while the previous one's is
+// still running. Writes stay
 // serial and in index order; only the flush goroutine writes. A batch is
 // released (its records applied in order, its appenders answered) only when
 // its own fsync has returned and every earlier batch has been released, so

@@ -2,7 +2,6 @@ package wal
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -198,7 +197,7 @@ func (l *Log) newBatch() *batch {
 // one, every waiter gets the error instead, and nothing is applied: a later
 // fsync's success never stands in for an earlier one's failure.
 func (l *Log) releaseSynced() {
-	n, released := 0, false
+	n := 0
 	for _, b := range l.w.queue {
 		if !b.synced {
 			break
@@ -219,21 +218,11 @@ func (l *Log) releaseSynced() {
 			w.err = err
 			w.done <- struct{}{}
 		}
-		released = released || len(b.waiters) > 0
 		clear(b.waiters) // drop the pooled waiters' references
 		b.file = nil
 		l.w.free = append(l.w.free, b)
 	}
 	l.w.queue = append(l.w.queue[:0], l.w.queue[n:]...)
-	if released {
-		// Let the appenders just released send their replies before this
-		// goroutine blocks in the next write and fsync, or in waiting for
-		// one. With one core the fsync syscall holds the only P until
-		// sysmon takes it back, which can be milliseconds; yielding first
-		// measured as the difference between ~40k and ~230k pipelined SETs
-		// a second on one core, with no timer involved.
-		runtime.Gosched()
-	}
 }
 
 func (l *Log) setErr(err error) {

@@ -52,7 +52,7 @@ func (p Policy) String() string {
 const (
 	defaultSegmentSize  = 64 << 20
 	defaultCompactBytes = 64 << 20
-	defaultSyncDepth    = 2
+	defaultSyncDepth    = 1
 	maxSyncDepth        = 64
 )
 
@@ -68,7 +68,10 @@ type Options struct {
 	// the next batch is written and its fsync started while up to
 	// SyncDepth-1 earlier ones are still running (see "Group commit" in the
 	// package doc). 1: one batch at a time, each written only after the
-	// previous fsync returned. 0: 2. At most 64.
+	// previous fsync returned. 0: 1. At most 64. Overlapping fsyncs split
+	// the waiting records into smaller batches; on the disk kvs was
+	// measured on, depth 1 served single-command clients best and depth 2
+	// no better for pipelined ones (PERFORMANCE.md).
 	SyncDepth int
 	// SegmentSize: a segment is closed (fsynced) and a new one started once
 	// it passes this many bytes. 0: 64 MiB.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -86,6 +87,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		log      *wal.Log
 	)
 	if f.dataDir != "" {
+		ensureProcs()
 		policy, err := wal.ParsePolicy(f.fsync)
 		if err != nil {
 			return fmt.Errorf("--fsync: %w", err)
@@ -152,4 +154,19 @@ func mode(f serveFlags) string {
 		return "memory"
 	}
 	return "durable"
+}
+
+// minProcs is the fewest Ps kvs runs with. A goroutine blocked in fsync
+// holds its P until the runtime's monitor takes it back; with one P (kvs
+// pinned to one core) that stalls every connection meanwhile. A second P
+// lets connections run during the fsync even on one core, where it costs
+// nothing while no fsync is running. Measured pinned to one core, durable
+// SETs from 50 clients: 31–34k a second with one P, 42–45k with two and
+// one fsync at a time (wal.Options.SyncDepth 1).
+const minProcs = 2
+
+func ensureProcs() {
+	if runtime.GOMAXPROCS(0) < minProcs {
+		runtime.GOMAXPROCS(minProcs)
+	}
 }
