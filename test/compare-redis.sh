@@ -11,7 +11,8 @@
 #
 # Environment: KVS (binary, default dist/kvs), REQUESTS (per run, default
 # 200000), ROUNDS (default 3), PORT (default 16390), OUT (markdown file,
-# default dist/compare.md).
+# default dist/compare.md), MODES (default "memory always"; one of them
+# alone runs just that pair).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
