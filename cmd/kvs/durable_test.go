@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -104,5 +105,19 @@ func BenchmarkPutDurableParallel(b *testing.B) {
 	after := p.log.Stats()
 	if fsyncs := after.Fsyncs - before.Fsyncs; fsyncs > 0 {
 		b.ReportMetric(float64(after.RecordsFsynced-before.RecordsFsynced)/float64(fsyncs), "records/fsync")
+	}
+}
+
+func TestEnsureProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	ensureProcs()
+	if got := runtime.GOMAXPROCS(0); got < minProcs {
+		t.Fatalf("GOMAXPROCS after ensureProcs = %d, want at least %d", got, minProcs)
+	}
+	runtime.GOMAXPROCS(minProcs + 1)
+	ensureProcs()
+	if got := runtime.GOMAXPROCS(0); got != minProcs+1 {
+		t.Fatalf("ensureProcs lowered GOMAXPROCS from %d to %d", minProcs+1, got)
 	}
 }
