@@ -56,6 +56,18 @@
 // can succeed after the data of an earlier failed one was dropped) and every
 // later Append get it, so nothing is ever acknowledged after a failed fsync.
 //
+// With FsyncAlways the active segment is preallocated: the flush goroutine
+// keeps a region of zeros, really written and fdatasynced, after the last
+// record, and writes each batch over those zeros at its offset. The file
+// size then does not change per batch, so the batch's fdatasync writes data
+// only, not the inode as well, which on the disk kvs was measured on took
+// it from about 300 to 170 µs. When a batch would pass the zeros, the
+// segment is first extended by a 1 MiB chunk (zeros written, not
+// fallocated: unwritten extents would need metadata at every fdatasync
+// again) and fdatasynced, before any record is written into it. A segment
+// is trimmed to its last record and fsynced before it is closed (and the
+// active one on Close), so only the newest segment can carry zeros.
+//
 // Closing a segment (when it is full, or for compaction), Sync and Close
 // first wait for every running fsync and release its batch, so no fsync is
 // ever running on a segment that is closed, and Sync and Close return only
@@ -76,10 +88,15 @@
 // The index in every record lets recovery tell a stale or misplaced record
 // from the one it expects. A record's payload is at most MaxRecordSize bytes.
 //
+// The newest segment may end with zero bytes after its last record:
+// preallocated space (see "Group commit"). Every other segment ends exactly
+// at its last record.
+//
 // Segment files are named by the index of their first record, in 20 decimal
 // digits: 00000000000000000001.wal. A segment is closed once it passes
-// Options.SegmentSize: it is fsynced, the next segment is created and the
-// directory fsynced.
+// Options.SegmentSize: its zero tail is truncated away, it is fsynced, and
+// only then is the next segment created and the directory fsynced, so that
+// a crash at any point leaves the zeros, if any, in the newest segment.
 //
 // # Snapshot format
 //
@@ -115,12 +132,17 @@
 // Open loads the newest valid snapshot (Options.Restore) and replays every
 // record after it. Judgement on bad records, as etcd's wal does it:
 //
+//   - Nothing but zero bytes after the last valid record of the newest
+//     segment is preallocated space (or space a crash left unwritten): it
+//     is truncated away, logged only at debug level, and the next append
+//     preallocates again.
 //   - A bad record in the newest segment is a torn write from a crash, and is
 //     truncated away (logged with the number of bytes cut), when no valid
 //     record follows it, or when an all-zero 512-byte sector lies between it
 //     and the next valid record (a page the crash never wrote).
 //   - Anything else is corruption: a bad record in an older segment, a bad
-//     record followed by valid ones, a record with an unexpected index, a gap
+//     record followed by valid ones (unless a zero sector lies between, as
+//     above), a record with an unexpected index, a gap
 //     between segments. Open fails with an error wrapping ErrCorrupt that
 //     names the file and byte offset.
 //   - With Options.Repair, Open instead cuts the log at the first corrupt

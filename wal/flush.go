@@ -162,10 +162,15 @@ func (l *Log) flushLoop() {
 		// after the waiters are released, since their records are durable.
 		err = l.w.failed
 		if err == nil && full {
-			if err = l.rotate(); err != nil {
-				l.w.failed = err
-				l.setErr(err)
-			}
+			err = l.rotate()
+		} else if err == nil && stop {
+			// Leave the file ending at its last record, as a segment that
+			// is not the newest must.
+			err = l.trim()
+		}
+		if err != nil && l.w.failed == nil {
+			l.w.failed = err
+			l.setErr(err)
 		}
 		for _, ch := range syncers {
 			ch <- err
@@ -235,19 +240,80 @@ func (l *Log) setErr(err error) {
 	l.mu.Unlock()
 }
 
-// writeBatch writes buf, whose last record is last, to the active segment.
+// writeBatch writes buf, whose last record is last, to the active segment
+// at the end of its records: over preallocated zeros under FsyncAlways, so
+// the batch's fdatasync has no new file size to write.
 func (l *Log) writeBatch(buf []byte, last uint64) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	n, err := l.w.file.Write(buf)
+	if l.opts.Fsync == FsyncAlways && l.opts.prealloc > 0 && l.w.size+int64(len(buf)) > l.w.alloc {
+		if err := l.extend(l.w.size + int64(len(buf))); err != nil {
+			return err
+		}
+	}
+	n, err := l.w.file.WriteAt(buf, l.w.size)
 	l.w.size += int64(n)
+	l.w.alloc = max(l.w.alloc, l.w.size)
 	l.stats.bytes.Add(uint64(n))
 	if err != nil {
 		return fmt.Errorf("wal: write %s: %w", l.path(segmentName(l.w.first)), err)
 	}
 	l.w.unsynced += last - l.w.lastWritten
 	l.w.lastWritten = last
+	return nil
+}
+
+// extend grows the active segment to hold at least need bytes, by whole
+// preallocation chunks but not far past the segment's size limit, by
+// writing zeros and fdatasyncing them. Zeros really written, unlike
+// fallocate's unwritten extents, need no metadata change when a record
+// later overwrites them, so each batch's fdatasync writes data only; it is
+// the growing file size that makes an fdatasync of appended data also
+// write the inode, which costs most of its time. The extension is durable
+// before any record is written into it, so a crash leaves the segment
+// either at its old size or with a zero tail, which recovery recognises.
+func (l *Log) extend(need int64) error {
+	chunk := l.opts.prealloc
+	target := (need + chunk - 1) / chunk * chunk
+	// The segment closes at SegmentSize, and its tail is cut then.
+	target = min(target, max(need, l.opts.SegmentSize))
+	if l.w.zeros == nil {
+		l.w.zeros = make([]byte, min(chunk, 1<<20))
+	}
+	name := l.path(segmentName(l.w.first))
+	for off := l.w.alloc; off < target; {
+		n, err := l.w.file.WriteAt(l.w.zeros[:min(int64(len(l.w.zeros)), target-off)], off)
+		off += int64(n)
+		if err != nil {
+			return fmt.Errorf("wal: preallocate %s: %w", name, err)
+		}
+	}
+	if err := l.w.file.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync preallocated %s: %w", name, err)
+	}
+	l.w.alloc = target
+	return nil
+}
+
+// trim cuts the preallocated zeros off the active segment and fsyncs it,
+// so that the file ends at its last record. A segment is trimmed before it
+// is closed: recovery treats anything but records in a segment that is not
+// the newest as corruption.
+func (l *Log) trim() error {
+	if l.w.alloc == l.w.size {
+		return nil
+	}
+	name := l.path(segmentName(l.w.first))
+	if err := l.w.file.Truncate(l.w.size); err != nil {
+		return fmt.Errorf("wal: trim %s: %w", name, err)
+	}
+	l.w.alloc = l.w.size
+	if err := l.w.file.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync trimmed %s: %w", name, err)
+	}
+	// Any records written are durable now, with the size.
+	l.w.unsynced = 0
 	return nil
 }
 
@@ -278,6 +344,19 @@ func (l *Log) countFsync(b *batch) {
 // before any record in it is acknowledged. No fsync of the old segment may
 // be running: the caller drained the pipeline.
 func (l *Log) rotate() error {
+	// Trim before the next segment exists: until the trim is durable this
+	// segment is still the newest, where a zero tail is expected.
+	if l.w.alloc > l.w.size {
+		b := &batch{last: l.w.lastWritten, records: l.w.unsynced}
+		start := time.Now()
+		if err := l.trim(); err != nil {
+			return err
+		}
+		if b.records > 0 {
+			b.nanos = uint64(time.Since(start))
+			l.countFsync(b)
+		}
+	}
 	if l.w.unsynced > 0 {
 		b := &batch{file: l.w.file, first: l.w.first, last: l.w.lastWritten, records: l.w.unsynced}
 		if l.fsyncBatch(b); b.err != nil {
@@ -297,7 +376,7 @@ func (l *Log) rotate() error {
 		return fmt.Errorf("wal: sync dir after creating %s: %w", name, err)
 	}
 	old := l.w.file
-	l.w.file, l.w.first, l.w.size = f, first, 0
+	l.w.file, l.w.first, l.w.size, l.w.alloc = f, first, 0, 0
 	l.segs.Lock()
 	l.segs.firsts = append(l.segs.firsts, first)
 	l.stats.segments.Store(uint64(len(l.segs.firsts)))

@@ -15,7 +15,8 @@ type FS interface {
 	Create(name string) (File, error)
 	// Open opens name for reading.
 	Open(name string) (File, error)
-	// OpenAppend opens an existing file for writing at its end.
+	// OpenAppend opens an existing file for writing: Write appends at its
+	// end, WriteAt writes anywhere.
 	OpenAppend(name string) (File, error)
 	Rename(oldname, newname string) error
 	Remove(name string) error
@@ -30,8 +31,11 @@ type FS interface {
 type File interface {
 	io.Reader
 	io.Writer
+	// WriteAt writes at an offset without moving the write position; the
+	// log writes records this way into zeros it preallocated.
+	io.WriterAt
 	io.Closer
-	// Sync makes the file's data durable.
+	// Sync makes the file's data and size durable.
 	Sync() error
 	// Truncate changes the file's size; durable after Sync.
 	Truncate(size int64) error
@@ -72,10 +76,17 @@ func (OSFS) Open(name string) (File, error) {
 	return osFile{f}, nil
 }
 
-// OpenAppend implements FS.
+// OpenAppend implements FS. The file is not opened with O_APPEND, under
+// which Linux's pwrite ignores the offset (and os.File.WriteAt refuses);
+// Write appends because the position starts at the end and only Write
+// moves it.
 func (OSFS) OpenAppend(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return osFile{f}, nil

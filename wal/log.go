@@ -49,9 +49,13 @@ type Log struct {
 	// w is owned by the flush goroutine; no lock. (The syncer goroutines
 	// see only the batches handed to them.)
 	w struct {
-		file        File
-		first       uint64 // first index of the active segment
-		size        int64  // bytes in the active segment
+		file  File
+		first uint64 // first index of the active segment
+		size  int64  // bytes of records in the active segment: where the next is written
+		// alloc is the active segment's file size: size plus the zeros
+		// preallocated after it, durable (see extend).
+		alloc       int64
+		zeros       []byte // a chunk of zeros for extend, allocated once
 		lastWritten uint64
 		unsynced    uint64 // records written but no fsync started for them
 		// queue holds the batches written but not yet released, in log

@@ -240,12 +240,23 @@ func TestStickyError(t *testing.T) {
 func TestPowerCutConcurrentAppenders(t *testing.T) {
 	for _, depth := range []int{1, 2} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
-			testPowerCutConcurrentAppenders(t, depth)
+			testPowerCutConcurrentAppenders(t, depth, false)
 		})
 	}
 }
 
-func testPowerCutConcurrentAppenders(t *testing.T, depth int) {
+// TestPowerCutPreallocChunks is TestPowerCutConcurrentAppenders with
+// preallocation chunks of tens to hundreds of bytes, so that the cut falls
+// among many extensions, trims and rotations.
+func TestPowerCutPreallocChunks(t *testing.T) {
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			testPowerCutConcurrentAppenders(t, depth, true)
+		})
+	}
+}
+
+func testPowerCutConcurrentAppenders(t *testing.T, depth int, smallChunks bool) {
 	const writers = 16
 	rounds := 20
 	if testing.Short() {
@@ -260,6 +271,9 @@ func testPowerCutConcurrentAppenders(t *testing.T, depth int) {
 			opts.SyncDepth = depth
 			opts.SegmentSize = 512 + rng.Int64N(4096)
 			opts.CompactBytes = 2048 + rng.Int64N(8192)
+			if smallChunks {
+				opts.prealloc = 32 + rng.Int64N(512)
+			}
 			l := mustOpen(t, opts)
 
 			var (

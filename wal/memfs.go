@@ -18,8 +18,12 @@ import (
 // ResetToSyncedState and CrashClone throw everything else away, as a power
 // cut would.
 //
-// Simplifications: directories made by MkdirAll are durable at once, and
-// writes always go to the end of a file (the log writes only sequentially).
+// A file's size is durable only with its data: a power cut restores both as
+// of the last Sync, so bytes written with WriteAt over synced bytes are lost
+// too, and the old bytes come back.
+//
+// Simplifications: directories made by MkdirAll are durable at once, and a
+// power cut never keeps part of an unsynced write.
 //
 // MemFS is safe for concurrent use, including a Sync of a file while
 // another goroutine writes to it (the log's syncers do that): every
@@ -300,14 +304,42 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("writeat"); err != nil {
+		return 0, err
+	}
+	if !f.write {
+		return 0, &fs.PathError{Op: "writeat", Path: f.name, Err: fs.ErrPermission}
+	}
+	if off < 0 {
+		return 0, &fs.PathError{Op: "writeat", Path: f.name, Err: fs.ErrInvalid}
+	}
+	n := f.node
+	end := int(off) + len(p)
+	// The synced copy shares data's array since the last Sync; bytes it
+	// covers must not change under it.
+	if int(off) < len(n.synced) && len(n.data) > 0 && &n.data[0] == &n.synced[0] {
+		n.data = slices.Clone(n.data)
+	}
+	if end > len(n.data) {
+		// Past the end, as pwrite does: the gap reads as zeros.
+		n.data = append(n.data, make([]byte, end-len(n.data))...)
+	}
+	copy(n.data[off:], p)
+	return len(p), nil
+}
+
 func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.checkLocked("sync"); err != nil {
 		return err
 	}
-	// Sharing the array is safe: writes only append past synced's
-	// capped length, and Truncate and Create start a new array.
+	// Sharing the array is safe: Write appends past synced's capped
+	// length, WriteAt copies the array before it changes a shared byte,
+	// and Truncate caps the length and Create starts a new array.
 	f.node.synced = f.node.data[:len(f.node.data):len(f.node.data)]
 	return nil
 }

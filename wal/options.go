@@ -54,6 +54,14 @@ const (
 	defaultCompactBytes = 64 << 20
 	defaultSyncDepth    = 1
 	maxSyncDepth        = 64
+	// defaultPrealloc is how far the active segment is extended with
+	// written zeros at a time under FsyncAlways (see "Group commit" in the
+	// package doc). Each extension is one write and one fdatasync in the
+	// flush goroutine, a pause the appenders see once per chunk. On the
+	// disk kvs was measured on, writing and fdatasyncing 1 MiB of zeros
+	// took about 0.9 ms (a few batch fsyncs, once per thousands of them),
+	// 4 MiB about 17 ms, a visible stall.
+	defaultPrealloc = 1 << 20
 )
 
 // Options configure a Log. Open calls Validate and fills in defaults.
@@ -100,6 +108,11 @@ type Options struct {
 	CompactBytes int64
 	// Logger receives recovery and compaction events. nil: slog.Default().
 	Logger *slog.Logger
+
+	// prealloc is the preallocation chunk; 0: defaultPrealloc, negative:
+	// none. Tests set it small so that a short run crosses many chunks,
+	// or turn it off to count only the fsyncs of batches.
+	prealloc int64
 }
 
 // Validate reports whether o can open a log.
@@ -148,6 +161,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.prealloc == 0 {
+		o.prealloc = defaultPrealloc
 	}
 	return o
 }

@@ -45,11 +45,13 @@ func (f *hookFS) OpenAppend(name string) (File, error) {
 	return hookFile{file, f}, nil
 }
 
-// pipelineOptions opens a log on fs with depth fsyncs at once and no
-// compaction, so that every fsync is a segment's.
+// pipelineOptions opens a log on fs with depth fsyncs at once, no
+// compaction and no preallocation, so that every fsync is a batch's and
+// the segment holds only records.
 func pipelineOptions(t *testing.T, fs FS, m *model, depth int) Options {
 	opts := memOptions(t, fs, m)
 	opts.Snapshot = nil
+	opts.prealloc = -1
 	opts.SyncDepth = depth
 	return opts
 }

@@ -9,11 +9,15 @@ import (
 
 // damage is the first bad spot recovery found in the segments.
 type damage struct {
-	seg    int    // position in the segment list
-	off    int64  // byte offset in that segment
-	reason error  // why it is bad
-	torn   bool   // a torn write in the newest segment, safe to cut
-	data   []byte // the segment's contents, for keeping a copy of the cut bytes
+	seg    int   // position in the segment list
+	off    int64 // byte offset in that segment
+	reason error // why it is bad
+	torn   bool  // a torn write in the newest segment, safe to cut
+	// zero: only zero bytes from off to the end of the newest segment,
+	// space preallocated and never written (or a write the crash never
+	// reached). Cut like a torn tail, but expected, so not warned about.
+	zero bool
+	data []byte // the segment's contents, for keeping a copy of the cut bytes
 }
 
 // recover brings the directory to a consistent state and the caller's state
@@ -85,8 +89,9 @@ func (l *Log) replay(segs []uint64, snapIndex uint64) (next uint64, d *damage, e
 					reason: fmt.Errorf("record has index %d, want %d", index, next)}, nil
 			}
 			if derr != nil {
-				torn := last && tornTail(data, off, next)
-				return next, &damage{seg: i, off: int64(off), reason: derr, torn: torn, data: data}, nil
+				zero := last && allZero(data[off:])
+				torn := zero || last && tornTail(data, off, next)
+				return next, &damage{seg: i, off: int64(off), reason: derr, torn: torn, zero: zero, data: data}, nil
 			}
 			if index > snapIndex {
 				l.opts.Apply(index, payload)
@@ -139,6 +144,15 @@ func findValidRecord(data []byte, from int, next uint64) int {
 	return -1
 }
 
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 const sectorSize = 512
 
 // hasZeroSector reports whether a whole sector-aligned, all-zero 512-byte
@@ -167,6 +181,12 @@ func (l *Log) handleDamage(segs []uint64, d *damage) error {
 		cut := int64(len(d.data)) - d.off
 		if err := l.truncate(name, d.off); err != nil {
 			return err
+		}
+		if d.zero {
+			// Preallocated space: the next extension writes it again.
+			l.logger.Debug("wal: cut preallocated zeros after the last record of newest segment",
+				"file", name, "offset", d.off, "bytes", cut)
+			return nil
 		}
 		l.logger.Warn("wal: truncated torn tail of newest segment",
 			"file", name, "offset", d.off, "bytes", cut, "reason", d.reason)
@@ -299,7 +319,7 @@ func (l *Log) openActive(segs []uint64, next, snapIndex uint64) error {
 			f.Close()
 			return fmt.Errorf("wal: sync dir after creating %s: %w", name, err)
 		}
-		l.w.file, l.w.first, l.w.size = f, next, 0
+		l.w.file, l.w.first, l.w.size, l.w.alloc = f, next, 0, 0
 		segs = append(segs, next)
 	} else {
 		first := segs[len(segs)-1]
@@ -313,7 +333,7 @@ func (l *Log) openActive(segs []uint64, next, snapIndex uint64) error {
 			f.Close()
 			return fmt.Errorf("wal: stat %s: %w", name, err)
 		}
-		l.w.file, l.w.first, l.w.size = f, first, size
+		l.w.file, l.w.first, l.w.size, l.w.alloc = f, first, size, size
 	}
 	l.segs.firsts = segs
 	l.stats.segments.Store(uint64(len(segs)))
