@@ -260,7 +260,11 @@ func testPipelineFailedFsync(t *testing.T, depth int, failAt int64, held bool) {
 			t.Fatalf("record %d acknowledged, but it was written after the failed fsync began (first such record: %d)", index, firstAfter)
 		}
 	}
-	if failAt == 1 && len(acked) != 0 {
+	// Only with one fsync at a time is the first fsync call the first
+	// batch's: with two syncers the second batch's fsync may begin first
+	// and take the injected failure while the first batch's succeeds and is
+	// rightly acknowledged (the bound above still holds for it).
+	if failAt == 1 && depth == 1 && len(acked) != 0 {
 		t.Fatalf("%d records acknowledged though the first fsync failed", len(acked))
 	}
 	t.Logf("%d acknowledged before the failure; first record written after it: %d", len(acked), firstAfter)
