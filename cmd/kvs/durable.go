@@ -24,7 +24,8 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	bp := entryPool.Get().(*[]byte)
 	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
 	res, err := p.log.Append(rec)
-	// The wal copies the record into its own buffer before Append returns.
+	// The wal has copied the record into its own buffer and the store has
+	// copied what it keeps, so nothing refers to rec once Append returns.
 	*bp = rec
 	entryPool.Put(bp)
 	if err != nil {
