@@ -148,6 +148,7 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 		s.putLocked(old)
 		return replyOne
 	case OpFlushAll:
+		// Cluster metadata is not data: it survives FLUSHALL.
 		s.keys, s.expires, s.bytes = newKeys(), newExpires(), 0
 		return replyOK
 	case OpDelExpired:
@@ -159,6 +160,9 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 			}
 		}
 		return IntReply(n)
+	case OpMetaSet:
+		s.setMetaLocked(string(a[0]), string(a[1]))
+		return replyOK
 	}
 	panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 }

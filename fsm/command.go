@@ -67,6 +67,11 @@ const (
 	// by the active-expiry loop (only by the leader in a cluster).
 	// Reply :number deleted.
 	OpDelExpired
+	// OpMetaSet: Args[0]=name (not empty), Args[1]=value. Sets one entry of
+	// the replicated cluster metadata (see Store.Meta), which lives beside
+	// the keyspace: FLUSHALL leaves it alone and no key command sees it. An
+	// empty value deletes the name. Reply +OK.
+	OpMetaSet
 )
 
 // Read operations, answered by Store.Read.

@@ -22,6 +22,10 @@
 //	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
 //	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
+//	    reads snapshot versions 1 and 2
+//	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
+//	    replicated cluster metadata, written by OpMetaSet
+//	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM
 //	EncodeEntry(dst []byte, now int64, cmds []Command) []byte
 //	EntrySize(now int64, cmds []Command) int
 //	DecodeEntry(b []byte) (now int64, cmds []Command, err error)   Args alias b
@@ -69,6 +73,11 @@
 // so WriteTo streams a frozen view without the lock while writers go on. A
 // second tree orders the keys with a TTL by deadline for ExpiredKeys.
 //
+// Beside the keyspace the store keeps cluster metadata, a small map of
+// names to values (a node's client address, for one) written only by
+// OpMetaSet entries: it is replicated and snapshotted like the keys, but no
+// key command sees it and FLUSHALL leaves it alone.
+//
 // Values carry a type tag (only strings exist today) so WRONGTYPE is exact
 // and lists, hashes, sets and sorted sets can be added; the tag's values
 // appear in snapshots.
@@ -82,8 +91,10 @@
 //
 // # Raft
 //
-// The shapes match hashicorp/raft: raft.FSM.Apply is DecodeEntry then
-// Apply(log.Index, now, cmds); BatchingFSM.ApplyBatch maps onto ApplyBatch
-// (one lock for the whole batch); FSMSnapshot.Persist is WriteTo on the sink and
-// Release is Release; FSM.Restore is Restore.
+// RaftFSM (raft.go) implements hashicorp/raft's FSM and BatchingFSM:
+// ApplyBatch decodes every command log with DecodeEntry and applies them all
+// with ApplyBatch (one lock for the whole batch), log.Index becoming
+// AppliedIndex; other log types get a nil response. FSMSnapshot.Persist is
+// WriteTo on the sink and Release is Release; FSM.Restore is Restore. A
+// committed command log that does not decode makes ApplyBatch panic.
 package fsm

@@ -29,6 +29,8 @@ var sampleCmds = []Command{
 	c(OpFlushAll),
 	c(OpDelExpired),
 	c(OpDelExpired, "x", "y"),
+	c(OpMetaSet, "node/a/resp", "127.0.0.1:7001"),
+	c(OpMetaSet, "node/a/resp", ""),
 }
 
 func sameCmds(a, b []Command) bool {
@@ -89,6 +91,8 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"bad arity":     EncodeEntry(nil, t0, []Command{c(OpSet, "k")}),
 		"unknown flag":  EncodeEntry(nil, t0, []Command{c(OpDel, "k").fl(1 << 12)}),
 		"negative off":  EncodeEntry(nil, t0, []Command{c(OpSetRange, "k", "v").i(-1)}),
+		"meta no name":  EncodeEntry(nil, t0, []Command{c(OpMetaSet, "", "v")}),
+		"meta arity":    EncodeEntry(nil, t0, []Command{c(OpMetaSet, "n")}),
 		"unknown field": {1, 0, 1, byte(OpFlushAll), 0, 0x80, 0},
 	}
 	for name, b := range tests {

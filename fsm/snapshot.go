@@ -9,18 +9,29 @@ import (
 	"io"
 )
 
-// Snapshot format, version 1, shared by the wal's compaction and raft's
+// Snapshot format, version 2, shared by the wal's compaction and raft's
 // snapshots:
 //
-//	snapshot = version:byte(1) index:uvarint count:uvarint record*count crc:uint32
+//	snapshot = version:byte(2) index:uvarint
+//	           nmeta:uvarint meta*nmeta
+//	           count:uvarint record*count crc:uint32
+//	meta     = namelen:uvarint name vallen:uvarint value
 //	record   = kind:byte keylen:uvarint key deadline:varint vallen:uvarint value
 //
-// Records are in keyspace order, (hash(key), key) ascending, strictly;
-// Restore checks the order, which also rejects duplicate keys. deadline is
-// absolute Unix ms, 0 for none; keys already expired are kept, because a
-// snapshot is the store's state, not a read of it. crc is CRC-32C
-// (Castagnoli), little-endian, over every byte before it.
-const snapshotVersion = 1
+// meta entries are the cluster metadata (Store.Meta), names strictly
+// ascending, neither name nor value empty. Records are in keyspace order,
+// (hash(key), key) ascending, strictly; Restore checks both orders, which
+// also rejects duplicates. deadline is absolute Unix ms, 0 for none; keys
+// already expired are kept, because a snapshot is the store's state, not a
+// read of it. crc is CRC-32C (Castagnoli), little-endian, over every byte
+// before it.
+//
+// Version 1 is the same without nmeta and the meta entries; Restore reads it
+// as a store with no metadata. Snapshots are always written as version 2.
+const (
+	snapshotVersion   = 2
+	snapshotVersionV1 = 1
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -34,7 +45,8 @@ func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnol
 // when done so the nodes only it still holds can be freed.
 type Snapshot struct {
 	index uint64
-	keys  *keyspace // nil after Release
+	meta  map[string]string // shared with the store, which never modifies it
+	keys  *keyspace         // nil after Release
 }
 
 // Snapshot returns a point-in-time view of the store, including its
@@ -44,7 +56,7 @@ func (s *Store) Snapshot() *Snapshot {
 	defer s.mu.Unlock()
 	// Copy starts a new copy-on-write generation, hence the exclusive
 	// lock; it copies one array of tree pointers, whatever the key count.
-	return &Snapshot{index: s.applied, keys: s.keys.Copy()}
+	return &Snapshot{index: s.applied, meta: s.meta, keys: s.keys.Copy()}
 }
 
 // Index returns the AppliedIndex the snapshot was taken at.
@@ -59,7 +71,7 @@ func (sn *Snapshot) Len() int {
 }
 
 // Release drops the snapshot's view. WriteTo fails after it.
-func (sn *Snapshot) Release() { sn.keys = nil }
+func (sn *Snapshot) Release() { sn.keys, sn.meta = nil, nil }
 
 var errReleased = errors.New("fsm: snapshot already released")
 
@@ -73,6 +85,15 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, snapshotVersion)
 	buf = binary.AppendUvarint(buf, sn.index)
+	buf = binary.AppendUvarint(buf, uint64(len(sn.meta)))
+	for _, name := range sortedMeta(sn.meta) {
+		buf = appendString(buf, name)
+		buf = appendString(buf, sn.meta[name])
+		if len(buf) >= 4096 {
+			cw.write(buf)
+			buf = buf[:0]
+		}
+	}
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
 	sn.keys.Scan(func(it item) bool {
 		buf = append(buf, byte(it.kind))
@@ -101,6 +122,11 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		cw.err = cw.w.Flush()
 	}
 	return cw.n, cw.err
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // crcWriter checksums what it writes and keeps the first error.
@@ -135,17 +161,22 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keys, s.expires, s.bytes, s.applied = next.keys, next.expires, next.bytes, index
+	s.meta = next.meta
 	return index, nil
 }
 
 func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	sr := &snapReader{r: bufio.NewReaderSize(r, 256<<10)}
-	if v := sr.byte(); sr.err == nil && v != snapshotVersion {
-		return nil, 0, fmt.Errorf("%w: snapshot version %d, want %d", ErrCorrupt, v, snapshotVersion)
+	v := sr.byte()
+	if sr.err == nil && v != snapshotVersion && v != snapshotVersionV1 {
+		return nil, 0, fmt.Errorf("%w: snapshot version %d, want %d or %d", ErrCorrupt, v, snapshotVersionV1, snapshotVersion)
 	}
 	index := sr.uvarint()
-	count := sr.uvarint()
 	st := NewStore()
+	if v == snapshotVersion {
+		st.meta = sr.meta()
+	}
+	count := sr.uvarint()
 	var prev item
 	for i := uint64(0); i < count && sr.err == nil; i++ {
 		k := kind(sr.byte())
@@ -188,6 +219,31 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	}
 	st.applied = index
 	return st, index, nil
+}
+
+// meta reads the metadata section of a version 2 snapshot.
+func (s *snapReader) meta() map[string]string {
+	n := s.uvarint()
+	var m map[string]string
+	prev := ""
+	for i := uint64(0); i < n && s.err == nil; i++ {
+		name, val := string(s.bytes(nil)), string(s.bytes(nil))
+		switch {
+		case s.err != nil:
+		case name == "" || val == "":
+			s.fail(fmt.Errorf("%w: snapshot metadata %d: empty name or value", ErrCorrupt, i))
+		case i > 0 && name <= prev:
+			s.fail(fmt.Errorf("%w: snapshot metadata %d: name %q out of order", ErrCorrupt, i, name))
+		default:
+			if m == nil {
+				// Bounded by the input: every entry took bytes to read.
+				m = make(map[string]string)
+			}
+			m[name] = val
+			prev = name
+		}
+	}
+	return m
 }
 
 // snapReader reads and checksums a snapshot; the first error sticks.

@@ -20,7 +20,7 @@ func randomEntries(seed uint64, n int) (nows []int64, entries [][]Command) {
 		var cmds []Command
 		for range 1 + rng.IntN(8) {
 			var cmd Command
-			switch rng.IntN(12) {
+			switch rng.IntN(13) {
 			case 0, 1, 2:
 				cmd = c(OpSet, key(), strconv.Itoa(rng.IntN(1000)))
 				if rng.IntN(3) == 0 {
@@ -44,6 +44,9 @@ func randomEntries(seed uint64, n int) (nows []int64, entries [][]Command) {
 				cmd = c(OpMSet, key(), "1", key(), "2")
 			case 11:
 				cmd = c(OpDelExpired, key(), key())
+			case 12:
+				// An empty value deletes the name.
+				cmd = c(OpMetaSet, "m"+strconv.Itoa(rng.IntN(4)), []string{"", "a", "b"}[rng.IntN(3)])
 			}
 			cmds = append(cmds, cmd)
 		}
@@ -179,12 +182,70 @@ func TestRestoreCorrupt(t *testing.T) {
 	dup := NewStore()
 	dup.Apply(1, t0, []Command{c(OpSet, "a", "1")})
 	one := snapshotBytes(t, dup)
-	// version, index 1, count 2, the record twice, then a fresh CRC.
-	rec := one[3 : len(one)-4]
-	b := append([]byte{1, 1, 2}, rec...)
+	// version, index 1, no metadata, count 2, the record twice, then a
+	// fresh CRC.
+	rec := one[4 : len(one)-4]
+	b := append([]byte{2, 1, 0, 2}, rec...)
 	b = append(b, rec...)
 	b = appendCRC(b)
 	check("duplicate key", b)
+	// The same in version 1, which has no metadata section.
+	b = append([]byte{1, 1, 2}, rec...)
+	b = append(b, rec...)
+	check("duplicate key v1", appendCRC(b))
+
+	// Metadata out of order, duplicated or empty.
+	meta := func(pairs ...string) []byte {
+		b := []byte{2, 1, byte(len(pairs) / 2)}
+		for _, p := range pairs {
+			b = appendString(b, p)
+		}
+		return appendCRC(append(b, 0))
+	}
+	if _, err := NewStore().Restore(bytes.NewReader(meta("a", "1", "b", "2"))); err != nil {
+		t.Fatalf("well-formed metadata: %v", err)
+	}
+	check("metadata out of order", meta("b", "1", "a", "2"))
+	check("metadata duplicate", meta("a", "1", "a", "2"))
+	check("metadata empty name", meta("", "1"))
+	check("metadata empty value", meta("a", ""))
+}
+
+// toV1 rewrites a version 2 snapshot without metadata as version 1.
+func toV1(t testing.TB, b []byte) []byte {
+	t.Helper()
+	_, n := binary.Uvarint(b[1:])
+	if b[0] != 2 || b[1+n] != 0 {
+		t.Fatalf("toV1: not a version 2 snapshot without metadata")
+	}
+	v1 := append([]byte{1}, b[1:1+n]...)
+	v1 = append(v1, b[2+n:len(b)-4]...)
+	return appendCRC(v1)
+}
+
+func TestRestoreVersion1(t *testing.T) {
+	nows, entries := randomEntries(4, 300)
+	s := NewStore()
+	for i, cmds := range entries {
+		s.Apply(uint64(i+1), nows[i], cmds)
+	}
+	// Version 1 has no metadata: drop what the workload set.
+	for name := range s.MetaAll() {
+		s.Apply(0, t0, []Command{c(OpMetaSet, name, "")})
+	}
+	v2 := snapshotBytes(t, s)
+	r := NewStore()
+	r.Apply(1, t0, []Command{c(OpMetaSet, "stale", "x")})
+	idx, err := r.Restore(bytes.NewReader(toV1(t, v2)))
+	if err != nil || idx != uint64(len(entries)) {
+		t.Fatalf("Restore v1: index %d, err %v", idx, err)
+	}
+	if !bytes.Equal(snapshotBytes(t, r), v2) {
+		t.Fatal("a version 1 snapshot restored to a different state")
+	}
+	if len(r.MetaAll()) != 0 {
+		t.Fatal("restoring a version 1 snapshot kept the old metadata")
+	}
 }
 
 func appendCRC(b []byte) []byte {
@@ -196,8 +257,13 @@ func FuzzRestore(f *testing.F) {
 	s.Apply(9, t0, []Command{c(OpMSet, "a", "1", "b", "22"), c(OpExpireAt, "a").i(t0 + 10)})
 	f.Add(snapshotBytes(f, s))
 	f.Add(snapshotBytes(f, NewStore()))
+	s.Apply(10, t0, []Command{c(OpMetaSet, "node/a/resp", "127.0.0.1:7001"), c(OpMetaSet, "x", "y")})
+	f.Add(snapshotBytes(f, s))
+	f.Add(toV1(f, snapshotBytes(f, NewStore())))
 	f.Add([]byte{1, 0, 0})
+	f.Add([]byte{2, 0, 0, 0})
 	f.Add([]byte{1, 0, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{2, 0, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := NewStore()
 		idx, err := st.Restore(bytes.NewReader(b))
@@ -207,8 +273,22 @@ func FuzzRestore(f *testing.F) {
 			}
 			return
 		}
-		// A snapshot that restores writes back out as the same bytes.
-		if got := snapshotBytes(t, st); !bytes.Equal(got, b[:len(got)]) || idx != st.AppliedIndex() {
+		// A snapshot that restores writes back out as the same bytes;
+		// a version 1 snapshot as version 2 bytes that restore to the
+		// same state.
+		got := snapshotBytes(t, st)
+		if idx != st.AppliedIndex() {
+			t.Fatalf("Restore returned %d, AppliedIndex %d", idx, st.AppliedIndex())
+		}
+		if b[0] == snapshotVersionV1 {
+			again := NewStore()
+			if _, err := again.Restore(bytes.NewReader(got)); err != nil {
+				t.Fatalf("rewritten version 1 snapshot does not restore: %v", err)
+			}
+			b = got
+			got = snapshotBytes(t, again)
+		}
+		if !bytes.Equal(got, b[:len(got)]) {
 			t.Fatalf("restored snapshot does not round-trip")
 		}
 	})

@@ -102,6 +102,10 @@ type Store struct {
 	expires *btree.BTreeG[expiry] // exactly the items with exp != 0
 	bytes   int64                 // sum of item.size() over keys
 	applied uint64                // index of the last applied entry
+	// meta is the replicated cluster metadata (OpMetaSet). The map is
+	// never modified once stored here: a write replaces it with a changed
+	// copy, so Snapshot can share it. nil when empty.
+	meta map[string]string
 }
 
 func newKeys() *keyspace { return new(keyspace) }

@@ -12,8 +12,8 @@ var opNames = map[Op]string{
 	OpSetRange: "SETRANGE", OpIncrBy: "INCRBY", OpIncrByFloat: "INCRBYFLOAT",
 	OpDel: "DEL", OpRename: "RENAME", OpRenameNX: "RENAMENX",
 	OpExpireAt: "EXPIREAT", OpPersist: "PERSIST", OpFlushAll: "FLUSHALL",
-	OpDelExpired: "DELEXPIRED",
-	OpGet:        "GET", OpMGet: "MGET", OpStrLen: "STRLEN", OpGetRange: "GETRANGE",
+	OpDelExpired: "DELEXPIRED", OpMetaSet: "METASET",
+	OpGet: "GET", OpMGet: "MGET", OpStrLen: "STRLEN", OpGetRange: "GETRANGE",
 	OpExists: "EXISTS", OpType: "TYPE", OpKeys: "KEYS", OpScan: "SCAN",
 	OpRandomKey: "RANDOMKEY", OpTTL: "TTL", OpPTTL: "PTTL",
 	OpExpireTime: "EXPIRETIME", OpPExpireTime: "PEXPIRETIME",
@@ -72,6 +72,13 @@ func (c *Command) Validate() error {
 			return bad("want at least 1")
 		}
 	case OpDelExpired:
+	case OpMetaSet:
+		if n != 2 {
+			return bad("want 2")
+		}
+		if len(c.Args[0]) == 0 {
+			return bad("empty name")
+		}
 	case OpFlushAll, OpRandomKey, OpDBSize:
 		if n != 0 {
 			return bad("want none")
