@@ -117,10 +117,17 @@ func runHello(c *client, args [][]byte) {
 	b = appendInt(b, int64(proto))
 	b = appendBulkString(b, "id")
 	b = appendInt(b, c.id)
+	mode, role := "standalone", "master"
+	if cl := c.s.cfg.Cluster; cl != nil {
+		mode = "cluster"
+		if !cl.Self().Leader {
+			role = "replica"
+		}
+	}
 	b = appendBulkString(b, "mode")
-	b = appendBulkString(b, "standalone")
+	b = appendBulkString(b, mode)
 	b = appendBulkString(b, "role")
-	b = appendBulkString(b, "master")
+	b = appendBulkString(b, role)
 	b = appendBulkString(b, "modules")
 	c.out = appendArrayLen(b, 0)
 }

@@ -33,9 +33,21 @@ type client struct {
 	proto int // 2 or 3, set by HELLO
 	quit  bool
 
-	// The run of write commands not yet proposed, and the replies owed
-	// since the first of them, in order: a nil-error entry takes the next
-	// reply of the batch, any other is an error decided before proposing.
+	// Cluster mode: readonly is set by READONLY (a cluster-aware client,
+	// redirected with MOVED instead of forwarded); peer marks another
+	// node's pool connection (KVS.PEER), whose requests are never relayed
+	// again; readChecked says a read barrier has passed since the last
+	// proposal, for linearizable reads on the leader.
+	readonly    bool
+	peer        bool
+	readChecked bool
+	peerBuf     []byte // KVS.FORWARD's encoded replies, reused
+
+	// The run of write commands not yet proposed (and, on a cluster
+	// follower with linearizable reads, of reads to forward), and the
+	// replies owed since the first of them, in order: a nil-error entry
+	// takes the next reply of the batch, any other is an error decided
+	// before proposing.
 	batch   []fsm.Command
 	pending []pendingReply
 	replies []fsm.Reply // the batch's replies, when the proposer can reuse a buffer
@@ -75,6 +87,11 @@ type client struct {
 
 type pendingReply struct {
 	err string // "" takes the next batch reply
+	// A forwarded read: its op (for the hit counters) and the parser's
+	// errIfFound.
+	read    bool
+	op      fsm.Op
+	ifFound string
 }
 
 func (s *Server) newClient(nc net.Conn) *client {
@@ -153,6 +170,7 @@ func (c *client) flush() error {
 // as one batch; anything else first proposes the writes before it, so the
 // replies and the effects keep the pipeline's order.
 func (c *client) execute(cmds [][][]byte) {
+	c.readChecked = false
 	for i := range cmds {
 		c.executeOne(cmds[i])
 		if c.quit {
@@ -210,11 +228,22 @@ func (c *client) executeOne(args [][]byte) {
 		c.pending = append(c.pending, pendingReply{})
 		return
 	}
+	if fc.Op != fsm.OpInvalid && c.forwardsReads() {
+		c.batch = append(c.batch, fc)
+		c.pending = append(c.pending, pendingReply{read: true, op: fc.Op, ifFound: c.errIfFound})
+		c.errIfFound = ""
+		return
+	}
 	c.proposeBatch()
 	if fc.Op == fsm.OpInvalid {
 		// Only SCAN with a cursor past any the store hands out parses to
 		// no command: the scan is over.
 		c.out = append(c.out, "*2\r\n$1\r\n0\r\n*0\r\n"...)
+		return
+	}
+	if e := c.checkRead(); e != "" {
+		c.errIfFound = ""
+		c.out = appendError(c.out, e)
 		return
 	}
 	r := c.s.cfg.Store.Read(c.now, fc)
@@ -227,6 +256,28 @@ func (c *client) executeOne(args [][]byte) {
 		c.countHits(fc.Op, &r)
 	}
 	c.out = appendReply(c.out, &r, c.proto)
+}
+
+// forwardsReads reports whether reads go to the leader: linearizable reads
+// on a cluster follower.
+func (c *client) forwardsReads() bool {
+	cl := c.s.cfg.Cluster
+	return cl != nil && c.s.cfg.LinearizableReads && !cl.Self().Leader
+}
+
+// checkRead returns the error to answer a local read with, if any: with
+// linearizable reads, the leader passes a read barrier once per run of
+// reads (a proposal in between starts a new run).
+func (c *client) checkRead() string {
+	if c.s.cfg.Cluster == nil || !c.s.cfg.LinearizableReads || c.readChecked {
+		return ""
+	}
+	if err := c.s.readBarrier(); err != nil {
+		return errProposal(err, false)
+	}
+	c.readChecked = true
+	c.now = time.Now().UnixMilli()
+	return ""
 }
 
 // replyError answers with an error decided by the server; it is queued
@@ -246,34 +297,39 @@ func (c *client) proposeBatch() {
 		return
 	}
 	var replies []fsm.Reply
-	var perr string
+	var err error
 	if len(c.batch) > 0 {
-		var err error
-		if ap, ok := c.s.cfg.Proposer.(appendProposer); ok {
-			replies, err = ap.ProposeAppend(c.replies[:0], c.batch)
-			c.replies = replies
+		if c.s.cfg.Cluster != nil {
+			replies, err = c.routeBatch()
 		} else {
-			replies, err = c.s.cfg.Proposer.Propose(c.batch)
+			replies, err = c.s.proposeLocal(c.replies[:0], c.batch)
+		}
+		if _, ok := c.s.cfg.Proposer.(appendProposer); ok {
+			// Built on c.replies (or forwarded, then ours too): reuse it.
+			// Another proposer's slice is not ours to reuse.
+			c.replies = replies
 		}
 		if err == nil && len(replies) != len(c.batch) {
-			err = errors.New("proposer returned " + itoa(len(replies)) + " replies for " + itoa(len(c.batch)) + " commands")
+			err = errReplyCount(len(replies), len(c.batch))
 			c.s.cfg.Logger.Error("server: " + err.Error())
 		}
-		if err != nil {
-			perr = errProposal(err)
-		}
 		c.now = time.Now().UnixMilli()
+		c.readChecked = false
 	}
 	j := 0
 	for _, p := range c.pending {
 		switch {
 		case p.err != "":
 			c.out = appendError(c.out, p.err)
-		case perr != "":
-			c.out = appendError(c.out, perr)
+		case err != nil:
+			c.out = appendError(c.out, errProposal(err, !p.read))
 		default:
-			c.out = appendReply(c.out, &replies[j], c.proto)
+			r := &replies[j]
 			j++
+			if p.read {
+				c.finishRead(p, r)
+			}
+			c.out = appendReply(c.out, r, c.proto)
 		}
 	}
 	// Drop references to the requests' and the store's memory before
@@ -285,6 +341,18 @@ func (c *client) proposeBatch() {
 	}
 	c.batch = c.batch[:0]
 	c.pending = c.pending[:0]
+}
+
+// finishRead does for a forwarded read's reply what executeOne does for a
+// local one.
+func (c *client) finishRead(p pendingReply, r *fsm.Reply) {
+	if p.ifFound != "" {
+		if r.Kind == fsm.ReplyBulk {
+			*r = fsm.Reply{Kind: fsm.ReplyError, Str: p.ifFound}
+		}
+		return
+	}
+	c.countHits(p.op, r)
 }
 
 // lookup finds the command named name, case-insensitively, without

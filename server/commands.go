@@ -121,6 +121,21 @@ func commandTable() map[string]*command {
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
 		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig},
+		{name: "role", arity: 1, flags: conn, group: "server", run: runRole},
+
+		// Redis Cluster's topology (cluster mode; standalone answers as
+		// redis-server without cluster support does)
+		{name: "cluster", arity: -2, group: "cluster", run: runCluster},
+		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
+		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
+
+		// kvs's own cluster administration, and the internal requests of
+		// one node to another (KVS.PEER, KVS.FORWARD)
+		{name: "kvs.join", arity: 4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
+		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
+		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale, group: "server", run: runStatus},
+		{name: "kvs.peer", arity: 1, flags: conn, group: "server", run: runPeer},
+		{name: "kvs.forward", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 	}
 	m := make(map[string]*command, len(list))
 	for i := range list {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"kvs/fsm"
 )
@@ -15,6 +16,7 @@ const (
 	DefaultMaxClients      = 10000
 	DefaultProtoMaxBulkLen = 512 << 20
 	DefaultRedisVersion    = "7.2.4"
+	DefaultForwardTimeout  = 10 * time.Second
 )
 
 // Config configures a Server. The zero value of every field is usable except
@@ -29,6 +31,26 @@ type Config struct {
 
 	// Proposer makes batches of writes happen. Nil: MemoryProposer{Store}.
 	Proposer Proposer
+
+	// Cluster, when set, puts the server in cluster mode: Proposer is the
+	// Raft-backed proposer of this node, writes on a follower are forwarded
+	// to the leader (or redirected with MOVED), CLUSTER, READONLY,
+	// READWRITE, ROLE and INFO replication describe the Raft cluster, and
+	// the KVS.* admin commands work. Nil: standalone (memory or durable
+	// mode), where those commands answer as a standalone redis-server does.
+	Cluster Cluster
+
+	// LinearizableReads makes reads linearizable in cluster mode: the
+	// leader answers reads only after Cluster.ReadBarrier, and followers
+	// forward reads to the leader. False: every node answers reads from
+	// its own store, which on a follower may be stale. Ignored without
+	// Cluster.
+	LinearizableReads bool
+
+	// ForwardTimeout bounds one request a follower sends to the leader
+	// (forwarded batch, relayed admin command), and the leader's read
+	// barrier and membership changes. Zero: DefaultForwardTimeout (10 s).
+	ForwardTimeout time.Duration
 
 	// MaxClients caps connected clients; a client beyond it is told
 	// "-ERR max number of clients reached" and closed. Zero: DefaultMaxClients.
@@ -91,6 +113,9 @@ func (c *Config) Validate() error {
 	if c.MaxClients < 0 {
 		return fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
 	}
+	if c.ForwardTimeout < 0 {
+		return fmt.Errorf("server: ForwardTimeout %v is negative", c.ForwardTimeout)
+	}
 	if c.ProtoMaxBulkLen < 0 {
 		return fmt.Errorf("server: ProtoMaxBulkLen %d is negative", c.ProtoMaxBulkLen)
 	}
@@ -115,6 +140,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProtoMaxBulkLen == 0 {
 		c.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if c.ForwardTimeout == 0 {
+		c.ForwardTimeout = DefaultForwardTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

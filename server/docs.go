@@ -58,4 +58,14 @@ var commandDocs = map[string][2]string{
 	"time":        {"Returns the server time.", "2.6.0"},
 	"info":        {"Returns information and statistics about the server.", "1.0.0"},
 	"config":      {"A container for server configuration commands.", "2.0.0"},
+	"role":        {"Returns the replication role.", "2.8.12"},
+	"cluster":     {"A container for Redis Cluster commands.", "3.0.0"},
+	"readonly":    {"Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0"},
+	"readwrite":   {"Enables read-write queries for a connection to a Redis Cluster replica node.", "3.0.0"},
+	// kvs's own commands: "since" names no Redis version.
+	"kvs.join":    {"Adds a node to the kvs cluster as a voter (relayed to the leader).", "-"},
+	"kvs.remove":  {"Removes a node from the kvs cluster (relayed to the leader).", "-"},
+	"kvs.status":  {"Returns this node's Raft state and the cluster's members.", "-"},
+	"kvs.peer":    {"Marks a connection as another kvs node's (internal).", "-"},
+	"kvs.forward": {"Executes a batch forwarded by a follower on the leader (internal).", "-"},
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -129,14 +130,83 @@ func errClientSetInfoValue(attr string) string {
 	return "ERR " + attr + " cannot contain spaces, newlines or special characters."
 }
 
-// errProposal is what every command of a batch receives when the proposer
-// could not produce replies: Redis's generic "-ERR <text>" form.
-func errProposal(err error) string {
-	msg := err.Error()
-	// The reply is one line: a multi-line error would desynchronise the
-	// client's parser.
-	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
-	return "ERR " + msg
+// Cluster mode. The prefixes matter: go-redis (and other clients) retry a
+// command on CLUSTERDOWN, TRYAGAIN, MOVED, LOADING, READONLY, MASTERDOWN
+// and ASK, so those are used only when the command certainly did not take
+// effect; a write whose fate is unknown gets UNCERTAIN, which no client
+// retries by itself.
+const (
+	errClusterDisabled = "ERR This instance has cluster support disabled"
+	errNoLeader        = "CLUSTERDOWN no leader"
+	errNotLeader       = "TRYAGAIN not the leader, the write was not applied"
+	errNotLeaderRead   = "TRYAGAIN not the leader"
+	errUncertainPrefix = "UNCERTAIN the write may or may not have been applied: "
+	errUnreachable     = "TRYAGAIN the leader could not be reached, the write was not applied: "
+	errUnreachableRead = "TRYAGAIN the leader could not be reached: "
+)
+
+const errNotMaster = "ERR The specified node is not a master"
+
+func errUnknownNode(id string) string {
+	var b strings.Builder
+	b.WriteString("ERR Unknown node ")
+	writeCapped(&b, []byte(id))
+	return b.String()
+}
+
+// errClusterUnsupported answers the CLUSTER subcommands that manage slots
+// and nodes by hand: in kvs, membership goes through KVS.JOIN and
+// KVS.REMOVE and the Raft leader serves every slot.
+func errClusterUnsupported(sub string) string {
+	return "ERR CLUSTER " + strings.ToUpper(sub) + " is not supported: kvs is one shard owning every slot, served by its Raft leader"
+}
+
+// errMoved redirects a cluster-aware client to the leader, as a Redis
+// Cluster replica redirects writes to its master.
+func errMoved(slot int, addr string) string {
+	return "MOVED " + strconv.Itoa(slot) + " " + addr
+}
+
+// errProposal is what every command of a batch receives when it could not
+// be executed (write: the batch holds writes; otherwise reads that needed
+// the leader). The cluster errors get the texts above; anything else gets
+// Redis's generic "-ERR <text>" form.
+func errProposal(err error, write bool) string {
+	var re *remoteError
+	switch {
+	case errors.As(err, &re):
+		return re.text // the leader's own client text
+	case errors.Is(err, ErrUnknownOutcome):
+		if !write {
+			// A read has no effect to be unsure about.
+			return errUnreachableRead + oneLine(err)
+		}
+		return errUncertainPrefix + oneLine(err)
+	case errors.Is(err, ErrLeaderUnreachable):
+		if !write {
+			return errUnreachableRead + oneLine(err)
+		}
+		return errUnreachable + oneLine(err)
+	case errors.Is(err, ErrNoLeader):
+		return errNoLeader
+	case errors.Is(err, ErrNotLeader):
+		if !write {
+			return errNotLeaderRead
+		}
+		return errNotLeader
+	}
+	return "ERR " + oneLine(err)
+}
+
+// oneLine is err's text fit for an error reply: a multi-line error would
+// desynchronise the client's parser.
+func oneLine(err error) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+}
+
+// errForwardRequest answers a KVS.FORWARD request that does not decode.
+func errForwardRequest(err error) string {
+	return "ERR invalid forwarded request: " + oneLine(err)
 }
 
 // Sentinel errors returned by the Server's methods (not sent to clients).

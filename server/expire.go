@@ -30,11 +30,18 @@ func (s *Server) cron(stop <-chan struct{}) {
 			return
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
-			if s.activeExpiry.Load() {
+			if s.activeExpiry.Load() && s.mayExpire() {
 				s.expireCycle(stop)
 			}
 		}
 	}
+}
+
+// mayExpire reports whether this node may propose deletions: in a cluster
+// only the leader does (followers' proposals would only be forwarded to it,
+// doubling its work), whatever SetActiveExpiry said last.
+func (s *Server) mayExpire() bool {
+	return s.cfg.Cluster == nil || s.cfg.Cluster.Self().Leader
 }
 
 // expireCycle proposes deletions of expired keys until a batch comes back

@@ -81,7 +81,11 @@ func (s *Server) infoSection(name string) []InfoField {
 		if s.cfg.Version != "" {
 			add("kvs_version", s.cfg.Version)
 		}
-		add("redis_mode", "standalone")
+		if s.cfg.Cluster != nil {
+			add("redis_mode", "cluster")
+		} else {
+			add("redis_mode", "standalone")
+		}
 		add("os", runtime.GOOS+" "+runtime.GOARCH)
 		add("arch_bits", strconv.Itoa(strconv.IntSize))
 		add("go_version", runtime.Version())
@@ -125,10 +129,18 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("keyspace_hits", s.stats.hits.Load())
 		add("keyspace_misses", s.stats.misses.Load())
 	case "replication":
+		if s.cfg.Cluster != nil {
+			fs = s.replicationInfo()
+			break
+		}
 		add("role", "master")
 		add("connected_slaves", 0)
 	case "cluster":
-		add("cluster_enabled", 0)
+		if s.cfg.Cluster != nil {
+			add("cluster_enabled", 1)
+		} else {
+			add("cluster_enabled", 0)
+		}
 	case "keyspace":
 		st := s.cfg.Store.Stats(now.UnixMilli())
 		if st.Keys > 0 {

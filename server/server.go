@@ -25,6 +25,10 @@ type Server struct {
 
 	stats stats
 
+	// peers holds the connections to the leader that forwarded requests
+	// use (cluster mode only; unused otherwise).
+	peers *peerPool
+
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
 
@@ -52,6 +56,7 @@ func New(cfg Config) (*Server, error) {
 		commands: commandTable(),
 		started:  time.Now(),
 		clients:  make(map[*client]struct{}),
+		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.maxClients.Store(int64(cfg.MaxClients))
@@ -254,9 +259,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.peers.close()
 		return nil
 	case <-ctx.Done():
 		s.closeClients()
+		s.peers.close()
 		<-done
 		return ctx.Err()
 	}
@@ -269,6 +276,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.beginStop()
 	s.closeClients()
+	s.peers.close() // a connection waiting for the leader stops waiting
 	s.wg.Wait()
 	return nil
 }

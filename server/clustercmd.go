@@ -1,0 +1,574 @@
+package server
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Redis Cluster's view of a kvs cluster, answered truthfully: one shard
+// owning all 16384 slots, the Raft leader its master and every other member
+// (voter or not) a replica. Members whose client address has not been
+// replicated yet are left out, since no client could reach them. A node's
+// Redis Cluster id is hex(sha1(member ID)), the same on every node.
+
+// topoNode is one member as the topology commands show it.
+type topoNode struct {
+	Member
+	nodeID string
+	host   string
+	port   int
+	cport  int // the Raft port: kvs's node-to-node port
+	self   bool
+	master bool
+}
+
+// topology is the cluster as this node sees it.
+type topology struct {
+	nodes  []topoNode // by member ID
+	master *topoNode  // nil while no leader with an address is known
+	status ClusterStatus
+}
+
+func (t *topology) replicas() []*topoNode {
+	var out []*topoNode
+	for i := range t.nodes {
+		if !t.nodes[i].master {
+			out = append(out, &t.nodes[i])
+		}
+	}
+	return out
+}
+
+// offset is the replication offset a topology command reports for n: this
+// node's applied index for itself, and the commit index it knows for the
+// others (Raft does not tell a node how far the others have applied).
+func (t *topology) offset(n *topoNode) int64 {
+	if n.self {
+		return int64(t.status.AppliedIndex)
+	}
+	return int64(t.status.CommitIndex)
+}
+
+// nodeID is member id's Redis Cluster node id: 40 hex digits.
+func nodeID(id string) string {
+	sum := sha1.Sum([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) topology() (topology, error) {
+	cl := s.cfg.Cluster
+	members, err := cl.Members()
+	if err != nil {
+		return topology{}, err
+	}
+	t := topology{status: cl.Status()}
+	self := cl.Self().ID
+	leader, hasLeader := cl.Leader()
+	for _, m := range members {
+		host, port, ok := splitAddr(m.RESPAddr)
+		if !ok {
+			continue
+		}
+		n := topoNode{Member: m, nodeID: nodeID(m.ID), host: host, port: port, self: m.ID == self}
+		n.master = hasLeader && m.ID == leader.ID
+		if _, cport, ok := splitAddr(m.RaftAddr); ok {
+			n.cport = cport
+		}
+		t.nodes = append(t.nodes, n)
+	}
+	for i := range t.nodes {
+		if t.nodes[i].master {
+			t.master = &t.nodes[i]
+		}
+	}
+	return t, nil
+}
+
+func splitAddr(addr string) (string, int, bool) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, false
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, false
+	}
+	return host, port, true
+}
+
+// clusterSubcommands are Redis 7.2's CLUSTER subcommands and their arities,
+// so that arity and unknown-subcommand errors match Redis's in both modes.
+var clusterSubcommands = map[string]int{
+	"addslots": -3, "addslotsrange": -4, "bumpepoch": 2, "count-failure-reports": 3,
+	"countkeysinslot": 3, "delslots": -3, "delslotsrange": -4, "failover": -2,
+	"flushslots": 2, "forget": 3, "getkeysinslot": 4, "help": 2, "info": 2,
+	"keyslot": 3, "links": 2, "meet": -4, "myid": 2, "myshardid": 2, "nodes": 2,
+	"replicas": 3, "replicate": 3, "reset": -2, "saveconfig": 2,
+	"set-config-epoch": 3, "setslot": -4, "shards": 2, "slaves": 3, "slots": 2,
+}
+
+func runCluster(c *client, args [][]byte) {
+	sub := args[1]
+	c.noteSubcommand("cluster", sub)
+	name := lowerName(sub)
+	arity, ok := clusterSubcommands[name]
+	switch {
+	case !ok:
+		c.out = appendError(c.out, errUnknownSubcommand(sub, "cluster"))
+		return
+	case (arity > 0 && len(args) != arity) || len(args) < -arity:
+		c.out = appendError(c.out, errWrongArgs("cluster|"+name))
+		return
+	case c.s.cfg.Cluster == nil:
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	switch name {
+	case "keyslot":
+		c.out = appendInt(c.out, int64(keySlot(args[2])))
+		return
+	case "myid":
+		c.out = appendBulkString(c.out, nodeID(c.s.cfg.Cluster.Self().ID))
+		return
+	case "help":
+		c.out = appendHelp(c.out, clusterHelp)
+		return
+	}
+	t, err := c.s.topology()
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, false))
+		return
+	}
+	switch name {
+	case "slots":
+		c.clusterSlots(&t)
+	case "shards":
+		c.clusterShards(&t)
+	case "nodes":
+		var b strings.Builder
+		for i := range t.nodes {
+			b.WriteString(t.nodeLine(&t.nodes[i]))
+			b.WriteByte('\n')
+		}
+		c.out = appendVerbatim(c.out, b.String(), c.proto)
+	case "info":
+		c.out = appendVerbatim(c.out, t.info(), c.proto)
+	case "replicas", "slaves":
+		c.clusterReplicas(&t, string(args[2]))
+	default:
+		c.out = appendError(c.out, errClusterUnsupported(name))
+	}
+}
+
+var clusterHelp = []string{
+	"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"INFO",
+	"    Return information about the cluster.",
+	"KEYSLOT <key>",
+	"    Return the hash slot for <key>.",
+	"MYID",
+	"    Return the node id.",
+	"NODES",
+	"    Return cluster configuration seen by node. Output format:",
+	"    <id> <ip:port@cport[,hostname]> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+	"REPLICAS <node-id>",
+	"    Return <node-id> replicas.",
+	"SHARDS",
+	"    Return information about slot range mappings and the nodes associated with them.",
+	"SLAVES <node-id>",
+	"    Return <node-id> replicas.",
+	"SLOTS",
+	"    Return information about slots range mappings. Each range is made of:",
+	"    start, end, master and replicas IP addresses, ports and ids",
+	"HELP",
+	"    Print this help.",
+}
+
+// clusterSlots answers CLUSTER SLOTS: one range, 0-16383, served by the
+// master and its replicas, each as [ip, port, id, {}] (Redis 7's fourth
+// element is a map of extra endpoints: kvs has none).
+func (c *client) clusterSlots(t *topology) {
+	if t.master == nil {
+		c.out = appendArrayLen(c.out, 0)
+		return
+	}
+	replicas := t.replicas()
+	b := appendArrayLen(c.out, 1)
+	b = appendArrayLen(b, 3+len(replicas))
+	b = appendInt(b, 0)
+	b = appendInt(b, clusterSlots-1)
+	node := func(b []byte, n *topoNode) []byte {
+		b = appendArrayLen(b, 4)
+		b = appendBulkString(b, n.host)
+		b = appendInt(b, int64(n.port))
+		b = appendBulkString(b, n.nodeID)
+		return appendMapLen(b, 0, c.proto)
+	}
+	b = node(b, t.master)
+	for _, r := range replicas {
+		b = node(b, r)
+	}
+	c.out = b
+}
+
+// clusterShards answers CLUSTER SHARDS: one shard with the slots 0-16383,
+// its master first, then the replicas.
+func (c *client) clusterShards(t *topology) {
+	if t.master == nil {
+		c.out = appendArrayLen(c.out, 0)
+		return
+	}
+	nodes := append([]*topoNode{t.master}, t.replicas()...)
+	b := appendArrayLen(c.out, 1)
+	b = appendMapLen(b, 2, c.proto)
+	b = appendBulkString(b, "slots")
+	b = appendArrayLen(b, 2)
+	b = appendInt(b, 0)
+	b = appendInt(b, clusterSlots-1)
+	b = appendBulkString(b, "nodes")
+	b = appendArrayLen(b, len(nodes))
+	for _, n := range nodes {
+		role := "replica"
+		if n.master {
+			role = "master"
+		}
+		b = appendMapLen(b, 7, c.proto)
+		b = appendBulkString(b, "id")
+		b = appendBulkString(b, n.nodeID)
+		b = appendBulkString(b, "port")
+		b = appendInt(b, int64(n.port))
+		b = appendBulkString(b, "ip")
+		b = appendBulkString(b, n.host)
+		b = appendBulkString(b, "endpoint")
+		b = appendBulkString(b, n.host)
+		b = appendBulkString(b, "role")
+		b = appendBulkString(b, role)
+		b = appendBulkString(b, "replication-offset")
+		b = appendInt(b, t.offset(n))
+		b = appendBulkString(b, "health")
+		b = appendBulkString(b, "online")
+	}
+	c.out = b
+}
+
+// nodeLine is n's line of CLUSTER NODES (without the newline):
+// id ip:port@cport flags master ping-sent pong-recv config-epoch link-state
+// [slots]. The config epoch is the Raft term; kvs keeps no ping times.
+func (t *topology) nodeLine(n *topoNode) string {
+	var b strings.Builder
+	b.WriteString(n.nodeID)
+	b.WriteByte(' ')
+	b.WriteString(net.JoinHostPort(n.host, strconv.Itoa(n.port)))
+	b.WriteByte('@')
+	b.WriteString(strconv.Itoa(n.cport))
+	b.WriteByte(' ')
+	if n.self {
+		b.WriteString("myself,")
+	}
+	if n.master {
+		b.WriteString("master - ")
+	} else {
+		b.WriteString("slave ")
+		if t.master != nil {
+			b.WriteString(t.master.nodeID)
+		} else {
+			b.WriteByte('-')
+		}
+		b.WriteByte(' ')
+	}
+	b.WriteString("0 0 ")
+	b.WriteString(strconv.FormatUint(t.status.Term, 10))
+	b.WriteString(" connected")
+	if n.master {
+		b.WriteString(" 0-16383")
+	}
+	return b.String()
+}
+
+// info is CLUSTER INFO's text: the cluster is ok while it has a leader.
+func (t *topology) info() string {
+	state, slots, size := "fail", 0, 0
+	if t.master != nil {
+		state, slots, size = "ok", clusterSlots, 1
+	}
+	term := strconv.FormatUint(t.status.Term, 10)
+	var b strings.Builder
+	line := func(name, value string) {
+		b.WriteString(name)
+		b.WriteByte(':')
+		b.WriteString(value)
+		b.WriteString("\r\n")
+	}
+	line("cluster_state", state)
+	line("cluster_slots_assigned", strconv.Itoa(slots))
+	line("cluster_slots_ok", strconv.Itoa(slots))
+	line("cluster_slots_pfail", "0")
+	line("cluster_slots_fail", "0")
+	line("cluster_known_nodes", strconv.Itoa(len(t.nodes)))
+	line("cluster_size", strconv.Itoa(size))
+	line("cluster_current_epoch", term)
+	line("cluster_my_epoch", term)
+	line("cluster_stats_messages_sent", "0")
+	line("cluster_stats_messages_received", "0")
+	line("total_cluster_links_buffer_limit_exceeded", "0")
+	return b.String()
+}
+
+// clusterReplicas answers CLUSTER REPLICAS|SLAVES <node-id>.
+func (c *client) clusterReplicas(t *topology, id string) {
+	var n *topoNode
+	for i := range t.nodes {
+		if t.nodes[i].nodeID == id {
+			n = &t.nodes[i]
+		}
+	}
+	switch {
+	case n == nil:
+		c.out = appendError(c.out, errUnknownNode(id))
+	case !n.master:
+		c.out = appendError(c.out, errNotMaster)
+	default:
+		replicas := t.replicas()
+		c.out = appendArrayLen(c.out, len(replicas))
+		for _, r := range replicas {
+			c.out = appendBulkString(c.out, t.nodeLine(r))
+		}
+	}
+}
+
+// runReadonly answers READONLY: the client is cluster-aware, and a follower
+// answers its keyed writes with MOVED instead of forwarding them.
+func runReadonly(c *client, args [][]byte) {
+	if c.s.cfg.Cluster == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	c.readonly = true
+	c.out = appendStatus(c.out, "OK")
+}
+
+func runReadwrite(c *client, args [][]byte) {
+	if c.s.cfg.Cluster == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	c.readonly = false
+	c.out = appendStatus(c.out, "OK")
+}
+
+// runRole answers ROLE as a Redis master (standalone, or the leader, with
+// its replicas) or replica (a follower) does.
+func runRole(c *client, args [][]byte) {
+	cl := c.s.cfg.Cluster
+	if cl == nil {
+		c.out = append(c.out, "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"...)
+		return
+	}
+	t, err := c.s.topology()
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, false))
+		return
+	}
+	if cl.Self().Leader {
+		replicas := t.replicas()
+		b := appendArrayLen(c.out, 3)
+		b = appendBulkString(b, "master")
+		b = appendInt(b, int64(t.status.AppliedIndex))
+		b = appendArrayLen(b, len(replicas))
+		for _, r := range replicas {
+			b = appendArrayLen(b, 3)
+			b = appendBulkString(b, r.host)
+			b = appendBulkInt(b, int64(r.port))
+			b = appendBulkInt(b, t.offset(r))
+		}
+		c.out = b
+		return
+	}
+	host, port, state := "", 0, "connect"
+	if t.master != nil {
+		host, port, state = t.master.host, t.master.port, "connected"
+	}
+	b := appendArrayLen(c.out, 5)
+	b = appendBulkString(b, "slave")
+	b = appendBulkString(b, host)
+	b = appendInt(b, int64(port))
+	b = appendBulkString(b, state)
+	c.out = appendInt(b, int64(t.status.AppliedIndex))
+}
+
+// replicationInfo is INFO replication in cluster mode.
+func (s *Server) replicationInfo() []InfoField {
+	cl := s.cfg.Cluster
+	t, err := s.topology()
+	if err != nil {
+		s.cfg.Logger.Debug("server: INFO replication", "err", err)
+	}
+	offset := strconv.FormatUint(t.status.AppliedIndex, 10)
+	var fs []InfoField
+	add := func(name, value string) { fs = append(fs, InfoField{name, value}) }
+	replid := nodeID(cl.Self().ID)
+	if cl.Self().Leader {
+		replicas := t.replicas()
+		add("role", "master")
+		add("connected_slaves", strconv.Itoa(len(replicas)))
+		for i, r := range replicas {
+			add("slave"+strconv.Itoa(i), "ip="+r.host+",port="+strconv.Itoa(r.port)+
+				",state=online,offset="+strconv.FormatInt(t.offset(r), 10)+",lag=0")
+		}
+	} else {
+		host, port, link, lastIO := "", "0", "down", "-1"
+		if t.master != nil {
+			host, port, link, lastIO = t.master.host, strconv.Itoa(t.master.port), "up", "0"
+			replid = t.master.nodeID
+		}
+		add("role", "slave")
+		add("master_host", host)
+		add("master_port", port)
+		add("master_link_status", link)
+		add("master_last_io_seconds_ago", lastIO)
+		add("master_sync_in_progress", "0")
+		add("slave_read_repl_offset", offset)
+		add("slave_repl_offset", offset)
+		add("slave_priority", "100")
+		add("slave_read_only", "1")
+		add("replica_announced", "1")
+		add("connected_slaves", "0")
+	}
+	add("master_failover_state", "no-failover")
+	add("master_replid", replid)
+	add("master_replid2", "0000000000000000000000000000000000000000")
+	add("master_repl_offset", offset)
+	add("second_repl_offset", "-1")
+	add("repl_backlog_active", "0")
+	add("repl_backlog_size", "1048576")
+	add("repl_backlog_first_byte_offset", "0")
+	add("repl_backlog_histlen", "0")
+	return fs
+}
+
+// Admin commands: KVS.JOIN, KVS.REMOVE, KVS.STATUS.
+
+func runJoin(c *client, args [][]byte) {
+	cl := c.s.cfg.Cluster
+	if cl == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
+	defer cancel()
+	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]))
+	c.adminDone(err, args)
+}
+
+func runRemove(c *client, args [][]byte) {
+	cl := c.s.cfg.Cluster
+	if cl == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
+	defer cancel()
+	err := cl.Remove(ctx, string(args[1]))
+	c.adminDone(err, args)
+}
+
+// adminDone answers a membership change: +OK, the relayed answer of the
+// leader when this node is not it, or the error.
+func (c *client) adminDone(err error, args [][]byte) {
+	switch {
+	case err == nil:
+		c.out = appendStatus(c.out, "OK")
+	case errors.Is(err, ErrNotLeader) && !c.peer:
+		c.relay(args)
+	default:
+		c.out = appendError(c.out, errProposal(err, true))
+	}
+}
+
+// relay sends the command args to the leader as it is and answers with the
+// leader's reply. The leader's deadline for the change is ForwardTimeout;
+// the relay waits a little longer so that it hears the leader's answer.
+func (c *client) relay(args [][]byte) {
+	s := c.s
+	addr, err := s.leaderAddr()
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, true))
+		return
+	}
+	timeout := s.cfg.ForwardTimeout + s.cfg.ForwardTimeout/2
+	r, err := s.peers.roundTrip(addr, timeout, func(pc *peerConn) net.Buffers {
+		pc.hdr = appendArrayLen(pc.hdr[:0], len(args))
+		for _, a := range args {
+			pc.hdr = appendBulk(pc.hdr, a)
+		}
+		return net.Buffers{pc.hdr}
+	})
+	switch {
+	case err != nil:
+		c.out = appendError(c.out, errProposal(err, true))
+	case r.kind == '+':
+		c.out = appendStatus(c.out, r.text)
+	case r.kind == '-':
+		c.out = appendError(c.out, r.text)
+	default:
+		c.out = appendError(c.out, errProposal(errUnexpectedRelayReply, true))
+	}
+}
+
+var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered with a bulk string")
+
+// runStatus answers KVS.STATUS: this node's Raft state and the members, as
+// a map (a flat array of name/value pairs in RESP2).
+func runStatus(c *client, args [][]byte) {
+	cl := c.s.cfg.Cluster
+	if cl == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	st := cl.Status()
+	members, err := cl.Members()
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, false))
+		return
+	}
+	leaderID := st.LeaderID
+	b := appendMapLen(c.out, 9, c.proto)
+	pair := func(name, value string) {
+		b = appendBulkString(b, name)
+		b = appendBulkString(b, value)
+	}
+	num := func(name string, v uint64) {
+		b = appendBulkString(b, name)
+		b = appendInt(b, int64(v))
+	}
+	pair("id", st.ID)
+	pair("state", st.State)
+	num("term", st.Term)
+	num("last_index", st.LastIndex)
+	num("commit_index", st.CommitIndex)
+	num("applied_index", st.AppliedIndex)
+	pair("leader_id", leaderID)
+	pair("leader_addr", st.LeaderAddr)
+	b = appendBulkString(b, "members")
+	b = appendArrayLen(b, len(members))
+	for _, m := range members {
+		role := "follower"
+		switch {
+		case m.Leader || (leaderID != "" && m.ID == leaderID):
+			role = "leader"
+		case !m.Voter:
+			role = "nonvoter"
+		}
+		b = appendArrayLen(b, 4)
+		b = appendBulkString(b, m.ID)
+		b = appendBulkString(b, m.RaftAddr)
+		b = appendBulkString(b, m.RESPAddr)
+		b = appendBulkString(b, role)
+	}
+	c.out = b
+}

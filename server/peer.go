@@ -1,0 +1,243 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The pool of connections a follower keeps to the leader's RESP address,
+// for forwarded batches and relayed admin commands. Each request takes a
+// connection of its own (an idle one, or a new one), so concurrent
+// forwards never queue behind one another; at most maxIdlePeerConns stay
+// open between requests. The pool serves one address at a time: when the
+// leader changes, the connections to the old one are closed.
+//
+// Every connection announces itself with KVS.PEER before its first
+// request; the leader then never relays that connection's requests again,
+// so a request makes one hop at most even while two nodes disagree about
+// who leads.
+
+const (
+	maxIdlePeerConns = 64
+	// maxPeerReply bounds the bulk reply a leader may send (the replies of
+	// one forwarded batch).
+	maxPeerReply = 4 << 30
+)
+
+type peerPool struct {
+	timeout time.Duration
+
+	mu     sync.Mutex // guards the fields below
+	addr   string     // the address the idle connections lead to
+	idle   []*peerConn
+	busy   map[*peerConn]struct{}
+	closed bool
+}
+
+type peerConn struct {
+	addr  string
+	nc    net.Conn
+	br    *bufio.Reader
+	fresh bool   // not yet announced with KVS.PEER
+	blob  []byte // scratch for encoding a request, reused
+	hdr   []byte
+}
+
+// peerReply is the leader's answer: kind is '+', '-' or '$'; text holds a
+// status or error line, bulk a bulk string (nil for a null bulk).
+type peerReply struct {
+	kind byte
+	text string
+	bulk []byte
+}
+
+func newPeerPool(timeout time.Duration) *peerPool {
+	return &peerPool{timeout: timeout, busy: make(map[*peerConn]struct{})}
+}
+
+// get returns a connection to addr for the caller's exclusive use.
+func (p *peerPool) get(addr string) (*peerConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("%w: server closing", ErrLeaderUnreachable)
+	}
+	if addr != p.addr {
+		for _, pc := range p.idle {
+			pc.nc.Close()
+		}
+		clear(p.idle)
+		p.idle = p.idle[:0]
+		p.addr = addr
+	}
+	for len(p.idle) > 0 {
+		pc := p.idle[len(p.idle)-1]
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+		if peerClosed(pc.nc) {
+			// The leader closed it while idle (a restart): a request
+			// written to it would be lost without telling whether it
+			// arrived.
+			pc.nc.Close()
+			continue
+		}
+		p.busy[pc] = struct{}{}
+		p.mu.Unlock()
+		return pc, nil
+	}
+	p.mu.Unlock()
+
+	nc, err := net.DialTimeout("tcp", addr, p.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLeaderUnreachable, err)
+	}
+	pc := &peerConn{addr: addr, nc: nc, br: bufio.NewReaderSize(nc, 16<<10), fresh: true}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		nc.Close()
+		return nil, fmt.Errorf("%w: server closing", ErrLeaderUnreachable)
+	}
+	p.busy[pc] = struct{}{}
+	p.mu.Unlock()
+	return pc, nil
+}
+
+// put ends the caller's use of pc: it goes back to the idle list when it is
+// still in a known state (reusable) and the pool has room, else it is closed.
+func (p *peerPool) put(pc *peerConn, reusable bool) {
+	p.mu.Lock()
+	delete(p.busy, pc)
+	keep := reusable && !p.closed && pc.addr == p.addr && len(p.idle) < maxIdlePeerConns
+	if keep {
+		if cap(pc.blob) > 1<<20 {
+			pc.blob = nil
+		}
+		p.idle = append(p.idle, pc)
+	}
+	p.mu.Unlock()
+	if !keep {
+		pc.nc.Close()
+	}
+}
+
+// close closes every connection, idle or in use (a request in flight then
+// fails at once instead of waiting for its deadline). Idempotent.
+func (p *peerPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, pc := range p.idle {
+		pc.nc.Close()
+	}
+	p.idle = nil
+	for pc := range p.busy {
+		pc.nc.Close()
+	}
+}
+
+// roundTrip sends one request (the RESP bytes of bufs, written at once) to
+// the leader at addr and reads its reply, within timeout.
+//
+// Its errors say what is known about the request: wrapping
+// ErrLeaderUnreachable when nothing was sent (it certainly did not take
+// effect), ErrUnknownOutcome when the connection failed after the request
+// was written (it may have).
+func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *peerConn) net.Buffers) (peerReply, error) {
+	pc, err := p.get(addr)
+	if err != nil {
+		return peerReply{}, err
+	}
+	announce := pc.fresh
+	bufs := build(pc)
+	if announce {
+		bufs = append(net.Buffers{peerHello}, bufs...)
+	}
+	pc.nc.SetDeadline(time.Now().Add(timeout))
+	n, err := bufs.WriteTo(pc.nc)
+	if err != nil {
+		p.put(pc, false)
+		if n == 0 {
+			return peerReply{}, fmt.Errorf("%w: writing to %s: %v", ErrLeaderUnreachable, addr, err)
+		}
+		return peerReply{}, fmt.Errorf("%w: writing to the leader at %s: %v", ErrUnknownOutcome, addr, err)
+	}
+	if announce {
+		r, err := readPeerReply(pc.br)
+		if err == nil && (r.kind != '+' || r.text != "OK") {
+			// A leader that refuses KVS.PEER is too old to take the
+			// request that follows; it answers that one itself.
+			err = fmt.Errorf("KVS.PEER answered %c%s", r.kind, r.text)
+		}
+		if err != nil {
+			p.put(pc, false)
+			return peerReply{}, fmt.Errorf("%w: the leader at %s: %v", ErrUnknownOutcome, addr, err)
+		}
+		pc.fresh = false
+	}
+	r, err := readPeerReply(pc.br)
+	if err != nil {
+		p.put(pc, false)
+		return peerReply{}, fmt.Errorf("%w: the connection to the leader at %s failed after the request was sent: %v", ErrUnknownOutcome, addr, err)
+	}
+	pc.nc.SetDeadline(time.Time{})
+	p.put(pc, true)
+	return r, nil
+}
+
+var peerHello = encodeArgs("KVS.PEER")
+
+// encodeArgs is a request in RESP, for the leader.
+func encodeArgs(args ...string) []byte {
+	b := appendArrayLen(nil, len(args))
+	for _, a := range args {
+		b = appendBulkString(b, a)
+	}
+	return b
+}
+
+var errPeerProtocol = errors.New("protocol error in the leader's reply")
+
+// readPeerReply reads one status, error or bulk reply, the only kinds a
+// leader sends to a peer connection. A bulk is read into a buffer of its
+// own, so it stays valid after the connection is reused.
+func readPeerReply(br *bufio.Reader) (peerReply, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return peerReply{}, errPeerProtocol
+		}
+		return peerReply{}, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return peerReply{}, errPeerProtocol
+	}
+	kind, body := line[0], line[1:len(line)-2]
+	switch kind {
+	case '+', '-':
+		return peerReply{kind: kind, text: string(body)}, nil
+	case '$':
+		n, err := strconv.ParseInt(string(body), 10, 64)
+		if err != nil || n < -1 || n > maxPeerReply {
+			return peerReply{}, errPeerProtocol
+		}
+		if n == -1 {
+			return peerReply{kind: '$'}, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return peerReply{}, err
+		}
+		if buf[n] != '\r' || buf[n+1] != '\n' {
+			return peerReply{}, errPeerProtocol
+		}
+		return peerReply{kind: '$', bulk: buf[:n:n]}, nil
+	}
+	return peerReply{}, errPeerProtocol
+}

@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"kvs/fsm"
+)
+
+// Cluster-mode routing. A batch of writes (and, on a follower with
+// linearizable reads, of reads) goes:
+//
+//   - on the leader, to the Proposer; reads after Cluster.ReadBarrier;
+//   - on a follower, to the leader over the peer pool (KVS.FORWARD), whose
+//     replies are relayed; except that a client that sent READONLY (a
+//     cluster-aware client) is redirected with MOVED for each keyed write,
+//     as a Redis Cluster replica does.
+//
+// The leader executes a forwarded batch itself and never forwards it again.
+
+// Propose makes a batch of writes happen from any node: through the
+// Proposer on the leader (or in standalone mode), forwarded to the leader
+// elsewhere. Its errors wrap ErrNotLeader, ErrNoLeader,
+// ErrLeaderUnreachable (certainly not applied) or ErrUnknownOutcome (may
+// have applied). The replies are the caller's.
+func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	if s.cfg.Cluster == nil || s.cfg.Cluster.Self().Leader {
+		return s.cfg.Proposer.Propose(cmds)
+	}
+	return s.forward(cmds)
+}
+
+// remoteError is an error the leader answered a forwarded request with: a
+// client-facing text, relayed as it is.
+type remoteError struct{ text string }
+
+func (e *remoteError) Error() string { return e.text }
+
+// Is lets callers of Server.Propose branch on what the leader said with
+// the sentinels, like on a local error. The prefixes are the ones
+// errProposal writes.
+func (e *remoteError) Is(target error) bool {
+	switch target {
+	case ErrNoLeader:
+		return strings.HasPrefix(e.text, "CLUSTERDOWN ")
+	case ErrNotLeader:
+		return strings.HasPrefix(e.text, "TRYAGAIN ")
+	case ErrUnknownOutcome:
+		return strings.HasPrefix(e.text, "UNCERTAIN ")
+	}
+	return false
+}
+
+// leaderAddr returns the RESP address to forward to, or an error wrapping
+// ErrNoLeader (none known, or its address not replicated yet) or
+// ErrNotLeader (this node is named leader but does not act as one yet).
+func (s *Server) leaderAddr() (string, error) {
+	l, ok := s.cfg.Cluster.Leader()
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w known", ErrNoLeader)
+	case l.ID == s.cfg.Cluster.Self().ID:
+		return "", fmt.Errorf("%w: leadership is changing", ErrNotLeader)
+	case l.RESPAddr == "":
+		return "", fmt.Errorf("%w: the leader's client address is not known yet", ErrNoLeader)
+	}
+	return l.RESPAddr, nil
+}
+
+// forward sends cmds to the leader and returns its replies, one per
+// command.
+func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
+	addr, err := s.leaderAddr()
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.peers.roundTrip(addr, s.cfg.ForwardTimeout, func(pc *peerConn) net.Buffers {
+		pc.blob = appendCommands(pc.blob[:0], cmds)
+		pc.hdr = append(pc.hdr[:0], "*2\r\n$11\r\nKVS.FORWARD\r\n$"...)
+		pc.hdr = strconv.AppendInt(pc.hdr, int64(len(pc.blob)), 10)
+		pc.hdr = append(pc.hdr, '\r', '\n')
+		return net.Buffers{pc.hdr, pc.blob, crlf}
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch r.kind {
+	case '-':
+		return nil, &remoteError{r.text}
+	case '$':
+		replies, err := decodeReplies(r.bulk)
+		if err == nil && len(replies) != len(cmds) {
+			err = fmt.Errorf("%d replies for %d commands", len(replies), len(cmds))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: the leader at %s answered: %v", ErrUnknownOutcome, addr, err)
+		}
+		return replies, nil
+	}
+	return nil, fmt.Errorf("%w: the leader at %s answered %c%s", ErrUnknownOutcome, addr, r.kind, r.text)
+}
+
+var crlf = []byte("\r\n")
+
+// execLocal executes a batch on the leader: each run of writes through the
+// Proposer, each run of reads after a read barrier. A batch of writes only
+// (the usual case) is one proposal, and its error is returned. In a mixed
+// batch each run stands on its own, as consecutive batches of one pipeline
+// do, and a run that fails gets error replies.
+func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
+	writes := 0
+	for i := range cmds {
+		if cmds[i].Op.IsWrite() {
+			writes++
+		}
+	}
+	if writes == len(cmds) {
+		return s.proposeLocal(dst, cmds)
+	}
+	out := dst[:0]
+	for i := 0; i < len(cmds); {
+		j := i + 1
+		for j < len(cmds) && cmds[j].Op.IsWrite() == cmds[i].Op.IsWrite() {
+			j++
+		}
+		run := cmds[i:j]
+		if run[0].Op.IsWrite() {
+			replies, err := s.cfg.Proposer.Propose(run)
+			if err == nil && len(replies) != len(run) {
+				err = errReplyCount(len(replies), len(run))
+			}
+			if err != nil {
+				out = appendErrorReplies(out, errProposal(err, true), len(run))
+			} else {
+				out = append(out, replies...)
+			}
+		} else if err := s.readBarrier(); err != nil {
+			out = appendErrorReplies(out, errProposal(err, false), len(run))
+		} else {
+			now := time.Now().UnixMilli()
+			for k := range run {
+				out = append(out, s.cfg.Store.Read(now, run[k]))
+			}
+		}
+		i = j
+	}
+	return out, nil
+}
+
+// proposeLocal hands a batch of writes to the Proposer, reusing dst when
+// the Proposer can append.
+func (s *Server) proposeLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
+	if ap, ok := s.cfg.Proposer.(appendProposer); ok {
+		return ap.ProposeAppend(dst[:0], cmds)
+	}
+	return s.cfg.Proposer.Propose(cmds)
+}
+
+func errReplyCount(got, want int) error {
+	return errors.New("proposer returned " + itoa(got) + " replies for " + itoa(want) + " commands")
+}
+
+func appendErrorReplies(out []fsm.Reply, text string, n int) []fsm.Reply {
+	for range n {
+		out = append(out, fsm.Reply{Kind: fsm.ReplyError, Str: text})
+	}
+	return out
+}
+
+// readBarrier waits until this node may answer reads linearizably.
+func (s *Server) readBarrier() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout)
+	defer cancel()
+	return s.cfg.Cluster.ReadBarrier(ctx)
+}
+
+// routeBatch executes the client's batch in cluster mode and returns one
+// reply per command still in the batch (MOVED redirections are taken out
+// of it and answered from pending).
+func (c *client) routeBatch() ([]fsm.Reply, error) {
+	s := c.s
+	if s.cfg.Cluster.Self().Leader {
+		return s.execLocal(c.replies[:0], c.batch)
+	}
+	if c.readonly {
+		c.redirectKeyedWrites()
+		if len(c.batch) == 0 {
+			return nil, nil
+		}
+	}
+	return s.forward(c.batch)
+}
+
+// redirectKeyedWrites answers each write of the batch that names a key
+// with MOVED to the leader and takes it out of the batch. Without a known
+// leader address nothing is redirected: forwarding then reports that.
+func (c *client) redirectKeyedWrites() {
+	l, ok := c.s.cfg.Cluster.Leader()
+	if !ok || l.RESPAddr == "" || l.ID == c.s.cfg.Cluster.Self().ID {
+		return
+	}
+	kept := c.batch[:0]
+	j := 0
+	for i := range c.pending {
+		if c.pending[i].err != "" {
+			continue
+		}
+		cmd := c.batch[j]
+		j++
+		if key, ok := writeKey(&cmd); ok {
+			c.pending[i].err = errMoved(keySlot(key), l.RESPAddr)
+			continue
+		}
+		kept = append(kept, cmd)
+	}
+	clear(c.batch[len(kept):])
+	c.batch = kept
+}
+
+// writeKey returns the first key a write names, if it names one.
+func writeKey(cmd *fsm.Command) ([]byte, bool) {
+	if !cmd.Op.IsWrite() || len(cmd.Args) == 0 {
+		return nil, false
+	}
+	switch cmd.Op {
+	case fsm.OpFlushAll, fsm.OpDelExpired:
+		return nil, false
+	}
+	return cmd.Args[0], true
+}
+
+// runForward answers KVS.FORWARD <request> on the leader: it executes the
+// batch and answers with its encoded replies.
+func runForward(c *client, args [][]byte) {
+	s := c.s
+	if s.cfg.Cluster == nil {
+		c.out = appendError(c.out, errClusterDisabled)
+		return
+	}
+	cmds, err := decodeCommands(args[1])
+	if err != nil {
+		c.out = appendError(c.out, errForwardRequest(err))
+		return
+	}
+	if !s.cfg.Cluster.Self().Leader {
+		write := len(cmds) > 0 && cmds[0].Op.IsWrite()
+		c.out = appendError(c.out, errProposal(fmt.Errorf("%w", ErrNotLeader), write))
+		return
+	}
+	replies, err := s.execLocal(nil, cmds)
+	if err == nil && len(replies) != len(cmds) {
+		err = errReplyCount(len(replies), len(cmds))
+	}
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, true))
+		return
+	}
+	c.peerBuf = appendReplies(c.peerBuf[:0], replies)
+	c.out = appendBulk(c.out, c.peerBuf)
+	if cap(c.peerBuf) > 1<<20 {
+		c.peerBuf = nil
+	}
+}
+
+// runPeer answers KVS.PEER, with which another node's pool connection
+// announces itself: requests on it are never relayed again.
+func runPeer(c *client, args [][]byte) {
+	c.peer = true
+	c.out = appendStatus(c.out, "OK")
+}
