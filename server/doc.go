@@ -34,6 +34,55 @@
 // texts, then the connection is closed). It skips empty requests as Redis
 // does and splits inline (telnet-style) requests with Redis's quoting rules.
 //
+// # Cluster mode
+//
+// With Config.Cluster set, the server is one node of a Raft cluster (the
+// Proposer is the Raft-backed one). A batch of writes goes:
+//
+//   - on the leader, to the Proposer;
+//   - on a follower, to a client that sent READONLY (a cluster-aware
+//     client such as go-redis's ClusterClient), "-MOVED <slot> <leader>"
+//     for each write that names a key, the slot computed as Redis Cluster
+//     does (CRC16 of the key or its {hashtag}, mod 16384);
+//   - on a follower otherwise, to the leader: the batch is sent as one
+//     KVS.FORWARD request over a pool of connections to the leader's RESP
+//     address (forward.go draws the encoding, peer.go the pool) and the
+//     leader's replies are written in the client's protocol, byte for
+//     byte what the leader would have sent. The leader executes a
+//     forwarded batch itself and never forwards it again.
+//
+// Server.Propose routes the same way, for the wiring's own writes.
+//
+// Reads are answered from the node's store, possibly stale on a follower.
+// With Config.LinearizableReads the leader first passes
+// Cluster.ReadBarrier (once per run of consecutive reads in a pipeline),
+// and followers forward reads along with the writes around them.
+//
+// A command that could not be executed gets one of these errors; the
+// retryable prefixes (which go-redis retries by itself) are used only when
+// the command certainly did not take effect:
+//
+//   - "CLUSTERDOWN no leader": no leader is known (ErrNoLeader).
+//   - "TRYAGAIN not the leader, the write was not applied": the node
+//     asked is not the leader (ErrNotLeader); for a read, "TRYAGAIN not
+//     the leader".
+//   - "TRYAGAIN the leader could not be reached, the write was not
+//     applied: <detail>": forwarding failed before anything was sent.
+//   - "UNCERTAIN the write may or may not have been applied: <detail>":
+//     the write was submitted but its fate is unknown (ErrUnknownOutcome
+//     from the Proposer, or the connection to the leader failed after the
+//     request was written). A read is never uncertain: it gets "TRYAGAIN
+//     the leader could not be reached: <detail>".
+//
+// CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, REPLICAS and HELP,
+// ROLE and INFO replication describe one shard owning all 16384 slots,
+// the leader its master and the other members (those whose client address
+// is known) its replicas, with node ids hex(sha1(member ID)). KVS.JOIN,
+// KVS.REMOVE (relayed to the leader from a follower) and KVS.STATUS
+// administer the cluster. Only the leader runs active expiry. Without a
+// Cluster, CLUSTER, READONLY, READWRITE and the KVS.* commands answer
+// "ERR This instance has cluster support disabled", as redis-server does.
+//
 // # Caveats
 //
 // Where kvs answers differently from redis-server 7, on purpose:
@@ -47,6 +96,12 @@
 //     knows (no fd, qbuf, memory figures).
 //   - A request line holding a NUL byte is cut there; Redis waits for more
 //     input.
+//   - In cluster mode a follower forwards a plain client's writes instead
+//     of redirecting them, and serves reads without READONLY. CLUSTER
+//     NODES reports no ping times, its cluster-bus port is the Raft port,
+//     and replicas' replication offsets are the commit index this node
+//     knows. Slot-management subcommands (ADDSLOTS, MEET, ...) are not
+//     supported. Keys of a multi-key command need not share a slot.
 //
 // # Lifecycle
 //
@@ -59,6 +114,6 @@
 //
 // Active expiry proposes OpDelExpired batches through the Proposer every
 // 100 ms, for as long as it keeps finding full batches (up to 25 ms a
-// tick). Only a cluster leader may do so: SetActiveExpiry switches it as
-// leadership changes.
+// tick). Only a cluster leader may do so: in cluster mode a follower skips
+// the cycle, whatever SetActiveExpiry said.
 package server
