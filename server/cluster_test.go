@@ -511,3 +511,18 @@ func TestFollowerSkipsActiveExpiry(t *testing.T) {
 		t.Error("standalone server may not expire")
 	}
 }
+
+// TestForwardOverLeaderBulkLimit: a batch whose request exceeds the
+// leader's proto-max-bulk-len is refused whole, and the connection the
+// leader then closes is not reused.
+func TestForwardOverLeaderBulkLimit(t *testing.T) {
+	p := startPair(t, false, true)
+	p.leader.maxBulk.Store(64)
+	f := dialRaw(t, p.follower)
+	if got := f.do("SET", "k", strings.Repeat("v", 100)); got != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Errorf("oversized forward: %q", got)
+	}
+	if got := f.do("SET", "k", "v"); got != "+OK\r\n" {
+		t.Errorf("the next forward: %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -187,7 +188,9 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 		return peerReply{}, fmt.Errorf("%w: the connection to the leader at %s failed after the request was sent: %v", ErrUnknownOutcome, addr, err)
 	}
 	pc.nc.SetDeadline(time.Time{})
-	p.put(pc, true)
+	// After a protocol error (a request over the leader's
+	// proto-max-bulk-len) the leader closes the connection.
+	p.put(pc, !(r.kind == '-' && strings.HasPrefix(r.text, "ERR Protocol error")))
 	return r, nil
 }
 
