@@ -522,8 +522,11 @@ func (c *client) relay(args [][]byte) {
 
 var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered with a bulk string")
 
-// runStatus answers KVS.STATUS: this node's Raft state and the members, as
-// a map (a flat array of name/value pairs in RESP2).
+// runStatus answers KVS.STATUS: this node's identity and Raft state and
+// the members, as a map (a flat array of name/value pairs in RESP2): id,
+// addr, raft_addr, state, term, last_index, commit_index, applied_index,
+// leader_id, leader_addr, members ([id, raft_addr, resp_addr, role] each,
+// role "leader", "follower" or "nonvoter").
 func runStatus(c *client, args [][]byte) {
 	cl := c.s.cfg.Cluster
 	if cl == nil {
@@ -537,7 +540,8 @@ func runStatus(c *client, args [][]byte) {
 		return
 	}
 	leaderID := st.LeaderID
-	b := appendMapLen(c.out, 9, c.proto)
+	self := cl.Self()
+	b := appendMapLen(c.out, 11, c.proto)
 	pair := func(name, value string) {
 		b = appendBulkString(b, name)
 		b = appendBulkString(b, value)
@@ -547,6 +551,10 @@ func runStatus(c *client, args [][]byte) {
 		b = appendInt(b, int64(v))
 	}
 	pair("id", st.ID)
+	// This node's own addresses, which a node that has not joined yet
+	// reports to the tool that joins it.
+	pair("addr", self.RESPAddr)
+	pair("raft_addr", self.RaftAddr)
 	pair("state", st.State)
 	num("term", st.Term)
 	num("last_index", st.LastIndex)
