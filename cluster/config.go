@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Config configures one node. Open calls Validate. Tuning fields left zero
+// take the defaults in parentheses, chosen for nodes on one machine or a LAN.
+type Config struct {
+	// NodeID names this node in the Raft configuration; required, unique,
+	// and never reused for another node.
+	NodeID string
+	// RaftAddr is the host:port to bind and to advertise for Raft traffic;
+	// required. The host must be an address the other nodes can reach
+	// (not 0.0.0.0). Port 0 picks a free port (see Node.Addr), useful only
+	// for a node that will not be restarted on the same Dir.
+	RaftAddr string
+	// Dir holds the Raft state: Dir/raft.db (a bolt file with the log and
+	// the stable store) and Dir/snapshots/. Created if missing; required.
+	Dir string
+	// Bootstrap makes a new single-voter cluster of this node if Dir holds
+	// no Raft state. If it does, Bootstrap is ignored (and Open logs so):
+	// a restarted node finds its cluster in its own state.
+	Bootstrap bool
+	// FSM is the state machine committed entries are applied to; required.
+	FSM raft.BatchingFSM
+	// Logger receives the node's and raft's logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	HeartbeatTimeout   time.Duration // (500ms)
+	ElectionTimeout    time.Duration // (500ms)
+	LeaderLeaseTimeout time.Duration // (250ms)
+	CommitTimeout      time.Duration // (raft's default, 50ms)
+	// MaxAppendEntries bounds both the entries per AppendEntries RPC and the
+	// Apply calls raft gathers into one batch (1024, raft's maximum).
+	MaxAppendEntries int
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// make raft take a new one, checked every SnapshotInterval; together
+	// with TrailingLogs it bounds the log on disk and the replay at restart.
+	SnapshotThreshold uint64        // (8192)
+	SnapshotInterval  time.Duration // (30s)
+	// TrailingLogs is how many entries a snapshot leaves in the log, so a
+	// follower a little behind catches up from the log rather than by a
+	// whole snapshot.
+	TrailingLogs uint64 // (10240)
+	// ApplyTimeout bounds how long Apply, AddVoter, Remove and the read
+	// barrier wait for their round (5s).
+	ApplyTimeout time.Duration
+}
+
+// Defaults for the zero-valued tuning fields of Config.
+const (
+	DefaultHeartbeatTimeout   = 500 * time.Millisecond
+	DefaultElectionTimeout    = 500 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	DefaultMaxAppendEntries   = 1024
+	DefaultSnapshotThreshold  = 8192
+	DefaultSnapshotInterval   = 30 * time.Second
+	DefaultTrailingLogs       = 10240
+	DefaultApplyTimeout       = 5 * time.Second
+)
+
+// maxAppendEntries is raft's own limit (ValidateConfig rejects more).
+const maxAppendEntries = 1024
+
+// Validate reports the first problem with c: a missing required field, a
+// malformed RaftAddr, a negative duration or MaxAppendEntries out of range.
+// Relations between timeouts are checked by raft when Open builds its
+// configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == "":
+		return errors.New("cluster: Config.NodeID is required")
+	case c.RaftAddr == "":
+		return errors.New("cluster: Config.RaftAddr is required")
+	case c.Dir == "":
+		return errors.New("cluster: Config.Dir is required")
+	case c.FSM == nil:
+		return errors.New("cluster: Config.FSM is required")
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
+		return fmt.Errorf("cluster: Config.RaftAddr %q: %w", c.RaftAddr, err)
+	}
+	for name, d := range map[string]time.Duration{
+		"HeartbeatTimeout": c.HeartbeatTimeout, "ElectionTimeout": c.ElectionTimeout,
+		"LeaderLeaseTimeout": c.LeaderLeaseTimeout, "CommitTimeout": c.CommitTimeout,
+		"SnapshotInterval": c.SnapshotInterval, "ApplyTimeout": c.ApplyTimeout,
+	} {
+		if d < 0 {
+			return fmt.Errorf("cluster: Config.%s is negative (%v)", name, d)
+		}
+	}
+	if c.MaxAppendEntries < 0 || c.MaxAppendEntries > maxAppendEntries {
+		return fmt.Errorf("cluster: Config.MaxAppendEntries %d is not in [0, %d]", c.MaxAppendEntries, maxAppendEntries)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero tuning field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	setDefault(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	setDefault(&c.ElectionTimeout, DefaultElectionTimeout)
+	setDefault(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	setDefault(&c.MaxAppendEntries, DefaultMaxAppendEntries)
+	setDefault(&c.SnapshotThreshold, DefaultSnapshotThreshold)
+	setDefault(&c.SnapshotInterval, DefaultSnapshotInterval)
+	setDefault(&c.TrailingLogs, DefaultTrailingLogs)
+	setDefault(&c.ApplyTimeout, DefaultApplyTimeout)
+	return c
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// raftConfig is raft's configuration for c (defaults applied).
+func (c *Config) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	if c.CommitTimeout > 0 {
+		rc.CommitTimeout = c.CommitTimeout
+	}
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	// Concurrent Apply calls queue in a buffered channel and the leader
+	// takes up to MaxAppendEntries of them per log write (one fsync).
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.TrailingLogs = c.TrailingLogs
+	// A restart restores the latest snapshot and replays only the log after
+	// it.
+	rc.NoSnapshotRestoreOnStart = false
+	rc.Logger = newHCLogger(c.Logger, "raft")
+	return rc
+}

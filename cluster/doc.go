@@ -1,0 +1,63 @@
+// Package cluster runs kvs's Raft layer: hashicorp/raft with its log and
+// stable store in one raft-boltdb/v2 file (raft's LogCache in front of it),
+// a file snapshot store and the TCP transport. It knows nothing of RESP or
+// of the commands in the log: it is given a raft.BatchingFSM and carries
+// opaque []byte entries.
+//
+// # API
+//
+//	Open(Config) (*Node, error)        start raft on Config.Dir; bootstrap if asked and new
+//	HasState(dir) (bool, error)        does dir hold Raft state already
+//	(*Node).Apply(entry) (any, error)  one log entry; the FSM's response
+//	(*Node).ReadIndex(ctx) error       linearizable read barrier (leader only)
+//	(*Node).AddVoter(id, addr), Remove(id), Members()   membership, via the leader
+//	(*Node).IsLeader, Leader, Status, LeaderChanges, TransferLeadership, Addr, Raft
+//	(*Node).Close() error
+//
+// # Contract
+//
+// Entries reach the FSM in log order on every node, after a quorum has
+// stored them. Apply returns the FSM's response on the node that submitted
+// the entry (the leader). Its errors say what happened to the entry: it
+// wraps ErrNotLeader when the entry certainly was not submitted (a client
+// may retry it on the leader), ErrUnknownOutcome when it was submitted and
+// may or may not take effect, ErrShutdown when the node is closed. An FSM
+// response that is an error comes back as Apply's error.
+//
+// Concurrent Apply calls are batched by raft (BatchApplyCh): the leader
+// appends whatever queued, up to MaxAppendEntries entries, with one bolt
+// write and fsync, replicates them in one AppendEntries round, and the FSM
+// applies them with one ApplyBatch call.
+//
+// ReadIndex follows the Raft thesis §6.4 (see its doc). Progress of the FSM
+// is tracked by wrapping Config.FSM, because raft's AppliedIndex counts what
+// it handed to the FSM goroutine, not what that goroutine has applied.
+//
+// # Goroutines
+//
+// Besides raft's own goroutines (all stopped and waited for by
+// raft.Shutdown), a Node runs one watcher from Open to Close: it forwards
+// raft's leadership signal to LeaderChanges and commits a read barrier after
+// each election. Apply and the other waiting calls wait for raft's futures
+// in a helper goroutine so that they can honour a timeout, a context or
+// Close; that goroutine ends when raft answers. raft does not answer entries
+// still queued for the leader when it shuts down, so at Close a helper
+// waiting for such an entry is left behind (one per stranded entry, at most
+// MaxAppendEntries), and its caller gets ErrUnknownOutcome.
+//
+// # Shutdown
+//
+// Close runs once, in this order: if this node leads, it transfers
+// leadership to another voter and waits a bounded time (so the cluster does
+// not wait an election timeout for a new leader); then raft.Shutdown, which
+// stops raft's goroutines and closes the transport; then the watcher stops
+// and LeaderChanges is closed; then the bolt file is closed. Callers stop
+// their client listeners before Close, so that no new writes arrive.
+//
+// # Files
+//
+// Dir/raft.db is the bolt file (the log and raft's term and vote);
+// Dir/snapshots/ holds the newest two snapshots. A node restarted on its Dir
+// restores the newest snapshot, replays the log after it once it learns the
+// commit index, and rejoins its cluster; Bootstrap is then ignored.
+package cluster

@@ -1,0 +1,391 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+const (
+	boltFile = "raft.db"
+	// retainSnapshots: the newest is the one in use, the one before is a
+	// fallback if the newest turns out unreadable.
+	retainSnapshots = 2
+	// logCacheSize entries stay in memory in front of bolt, so followers a
+	// few batches behind and the FSM read recent entries without bolt.
+	logCacheSize = 512
+	// transport settings: connections kept per peer, and the I/O deadline
+	// of one RPC (an InstallSnapshot of a large store takes longer, but
+	// raft streams it without this deadline).
+	transportPool    = 5
+	transportTimeout = 10 * time.Second
+	// boltOpenTimeout bounds the wait for bolt's file lock, so that a
+	// second process on the same Dir fails instead of hanging.
+	boltOpenTimeout = time.Second
+)
+
+// Node is one member of a Raft cluster: raft, its bolt log and stable store,
+// its snapshot store and its TCP transport. All methods are safe for
+// concurrent use.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	bolt  *raftboltdb.BoltStore
+
+	// applied is the FSM's progress, for ReadIndex.
+	applied progress
+	// readyTerm is the term in which this node, as leader, has seen one of
+	// its own entries committed and applied (0: none yet); ReadIndex needs
+	// that before it may trust the commit index. barrierSem (a one-slot
+	// semaphore a waiter can give up on) makes concurrent ReadIndex calls
+	// share one barrier per term.
+	readyTerm  atomic.Uint64
+	barrierSem chan struct{}
+
+	leaderCh chan bool // LeaderChanges; sent to only by watch
+
+	closeOnce sync.Once
+	closeErr  error
+	closing   chan struct{} // closed when Close starts stopping raft
+	stopped   chan struct{} // closed once raft has shut down
+	watchDone chan struct{} // closed when watch returns
+}
+
+// HasState reports whether dir already holds Raft state: a log, a stored
+// term or a snapshot. It opens nothing for writing and creates nothing; it
+// fails if a running node holds dir's bolt file.
+func HasState(dir string) (bool, error) {
+	snaps, err := os.ReadDir(filepath.Join(dir, "snapshots"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	for _, e := range snaps {
+		if e.IsDir() && !isTempSnapshot(e.Name()) {
+			return true, nil
+		}
+	}
+	path := filepath.Join(dir, boltFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        path,
+		BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return false, fmt.Errorf("cluster: opening %s: %w", path, err)
+	}
+	defer store.Close()
+	return hasLogOrTerm(store)
+}
+
+// isTempSnapshot reports whether name is a snapshot the file store was
+// still writing (it names those with a .tmp suffix and ignores them).
+func isTempSnapshot(name string) bool { return filepath.Ext(name) == ".tmp" }
+
+// hasLogOrTerm is raft.HasExistingState without the snapshot store. A
+// read-only bolt file may lack the buckets a node creates on first open;
+// raft-boltdb then reports "not found", which means no state.
+func hasLogOrTerm(store *raftboltdb.BoltStore) (bool, error) {
+	if term, err := store.GetUint64([]byte("CurrentTerm")); err == nil && term > 0 {
+		return true, nil
+	}
+	last, err := store.LastIndex()
+	if err != nil {
+		return false, nil
+	}
+	return last > 0, nil
+}
+
+// Open starts a node with the state in cfg.Dir, bootstrapping a new cluster
+// first if cfg.Bootstrap is set and Dir holds no state. It returns once raft
+// runs; leadership comes later (see IsLeader, LeaderChanges).
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	rc := cfg.raftConfig()
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n := &Node{
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "cluster", "node", cfg.NodeID),
+		leaderCh:   make(chan bool, 1),
+		barrierSem: make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		stopped:    make(chan struct{}),
+		watchDone:  make(chan struct{}),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeStores()
+		}
+	}()
+
+	var err error
+	path := filepath.Join(cfg.Dir, boltFile)
+	n.bolt, err = raftboltdb.New(raftboltdb.Options{
+		Path:        path,
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)
+	}
+	logs, err := raft.NewLogCache(logCacheSize, n.bolt)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retainSnapshots, newHCLogger(cfg.Logger, "raft-snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// advertise nil: raft advertises the bound address, and refuses one
+	// such as 0.0.0.0 that peers could not dial.
+	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, transportPool, transportTimeout, newHCLogger(cfg.Logger, "raft-net"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+
+	exists, err := raft.HasExistingState(logs, n.bolt, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	switch {
+	case cfg.Bootstrap && exists:
+		n.log.Info("raft state exists; not bootstrapping", "dir", cfg.Dir)
+	case cfg.Bootstrap:
+		conf := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr(),
+		}}}
+		if err := raft.BootstrapCluster(rc, logs, n.bolt, snaps, n.trans, conf); err != nil {
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+		n.log.Info("bootstrapped a new cluster", "raft_addr", n.trans.LocalAddr())
+	}
+
+	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied}
+	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.trans)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	ok = true
+	go n.watch()
+	return n, nil
+}
+
+// closeStores closes what Open opened before raft took them over.
+func (n *Node) closeStores() {
+	if n.trans != nil {
+		n.trans.Close()
+	}
+	if n.bolt != nil {
+		n.bolt.Close()
+	}
+}
+
+// watch follows raft's leadership signal for the node's lifetime: it passes
+// each change to LeaderChanges and, on becoming leader, commits a barrier so
+// that the first ReadIndex of the term need not wait for one.
+func (n *Node) watch() {
+	defer close(n.watchDone)
+	for {
+		select {
+		case <-n.closing:
+			return
+		case isLeader := <-n.raft.LeaderCh():
+			n.log.Info("leadership changed", "leader", isLeader, "term", n.raft.CurrentTerm())
+			n.notify(isLeader)
+			if isLeader {
+				ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+				if err := n.termReady(ctx); err != nil {
+					n.log.Debug("read barrier after election", "err", err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// notify sends isLeader on leaderCh, replacing a value nobody took yet: the
+// reader sees the latest state. Only watch sends, so this does not race.
+func (n *Node) notify(isLeader bool) {
+	select {
+	case n.leaderCh <- isLeader:
+		return
+	default:
+	}
+	select {
+	case <-n.leaderCh:
+	default:
+	}
+	n.leaderCh <- isLeader
+}
+
+// LeaderChanges delivers true when this node becomes leader and false when it
+// stops being leader. The channel holds one value; a change not yet received
+// is replaced by the next, so a slow reader sees the latest state, possibly
+// skipping a step (true after true means leadership was lost and regained).
+// It has one reader. It is closed by Close.
+func (n *Node) LeaderChanges() <-chan bool { return n.leaderCh }
+
+// Addr returns the address the node's Raft transport listens on and
+// advertises (RaftAddr with the port chosen when it was 0).
+func (n *Node) Addr() string { return string(n.trans.LocalAddr()) }
+
+// Raft returns the underlying raft instance, for metrics and stats. Calls
+// that append to the log (Apply, Barrier) should go through Node.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Apply submits entry to the log and waits, at most ApplyTimeout in all, for
+// it to be committed and applied here; it returns the FSM's response for it.
+// An FSM response that is an error is returned as the error. Other errors
+// wrap ErrNotLeader, ErrUnknownOutcome or ErrShutdown (see classify).
+func (n *Node) Apply(entry []byte) (any, error) {
+	if err := n.checkOpen(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(n.cfg.ApplyTimeout)
+	f := n.raft.Apply(entry, n.cfg.ApplyTimeout)
+	if err := n.waitEntry(f, time.Until(deadline)); err != nil {
+		return nil, err
+	}
+	resp := f.Response()
+	if err, ok := resp.(error); ok {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// checkOpen returns ErrShutdown once Close has begun or raft has shut down
+// (as it does on a node removed from the cluster). Submitting then would be
+// worse than useless: raft.Apply may still queue the entry, which nothing
+// will ever answer.
+func (n *Node) checkOpen() error {
+	select {
+	case <-n.closing:
+		return ErrShutdown
+	default:
+	}
+	if n.raft.State() == raft.Shutdown {
+		return ErrShutdown
+	}
+	return nil
+}
+
+// waitEntry waits for an entry's future. raft's futures cannot be
+// selected on and raft never answers an entry still queued when it shuts
+// down (BatchApplyCh), so a goroutine waits for the answer while this one
+// also watches the clock and the node's shutdown; after either, that
+// goroutine ends when raft answers, or stays with the stranded entry.
+func (n *Node) waitEntry(f raft.IndexFuture, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		// f.Index is safe to read once Error has returned.
+		return classify(err, err != nil && f.Index() != 0)
+	case <-timer.C:
+		return fmt.Errorf("%w: no answer within %v of submission", ErrUnknownOutcome, n.cfg.ApplyTimeout)
+	case <-n.stopped:
+		select {
+		case err := <-done:
+			return classify(err, err != nil && f.Index() != 0)
+		default:
+			return fmt.Errorf("%w: node shut down with the entry queued", ErrUnknownOutcome)
+		}
+	}
+}
+
+// wait waits for a future that is not a log entry (VerifyLeader, a
+// leadership transfer), or for ctx, or for Close.
+func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.closing:
+		return ErrShutdown
+	}
+}
+
+// IsLeader reports whether this node is the leader as far as it knows. Only
+// ReadIndex confirms it with a quorum.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the leader's ID and Raft address as this node knows them,
+// both empty while no leader is known.
+func (n *Node) Leader() (id, raftAddr string) {
+	addr, sid := n.raft.LeaderWithID()
+	return string(sid), string(addr)
+}
+
+// TransferLeadership asks raft to hand leadership to the most up-to-date
+// follower and waits for the outcome. On a node that is not the leader it
+// does nothing and returns nil.
+func (n *Node) TransferLeadership() error {
+	if !n.IsLeader() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.transferWait())
+	defer cancel()
+	if err := n.wait(ctx, n.raft.LeadershipTransfer()); err != nil {
+		return fmt.Errorf("cluster: leadership transfer: %w", err)
+	}
+	return nil
+}
+
+// transferWait bounds a leadership transfer: raft gives the target one
+// election timeout to win after catching it up.
+func (n *Node) transferWait() time.Duration {
+	return 2*n.cfg.ElectionTimeout + time.Second
+}
+
+// Close stops the node, in this order: hand leadership to another voter if
+// this node leads (bounded by a few election timeouts; a failure is logged),
+// stop raft (which closes the transport and waits for raft's goroutines),
+// stop the leadership watcher, close LeaderChanges, close the bolt file.
+// Apply calls still waiting return ErrUnknownOutcome. Close is idempotent;
+// later calls return the first call's result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		if err := n.TransferLeadership(); err != nil {
+			n.log.Warn("closing without handing over leadership", "err", err)
+		}
+		close(n.closing)
+		err := n.raft.Shutdown().Error()
+		close(n.stopped)
+		<-n.watchDone
+		close(n.leaderCh)
+		if cerr := n.bolt.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			n.closeErr = fmt.Errorf("cluster: close: %w", err)
+		}
+		n.log.Info("raft stopped")
+	})
+	return n.closeErr
+}
