@@ -1,6 +1,9 @@
 // Command kvs is a durable key-value server that speaks the Redis protocol.
 //
 //	kvs serve [flags]      run a node (memory mode without --data-dir)
+//	kvs join CLUSTER NODE  add the node at client address NODE to a cluster
+//	kvs remove CLUSTER ID  remove node ID from a cluster
+//	kvs status ADDR        a node's view of its cluster, with each member's lag
 //	kvs version            print the version
 //
 // Flags map onto the Config structs of the packages they configure and
@@ -28,6 +31,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "join":
+		return joinCmd(args[1:], stdout, stderr)
+	case "remove":
+		return removeCmd(args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "kvs %s\n", version)
 		return 0
@@ -44,6 +53,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   kvs serve [--addr HOST:PORT] [--data-dir DIR] [--fsync always|everysec|no] [--repair]
+  kvs serve --data-dir DIR --node-id ID --raft-addr HOST:PORT [--bootstrap | --join ADDR]
+            [--reads stale|linearizable]
+  kvs join CLUSTER_ADDR NODE_ADDR
+  kvs remove CLUSTER_ADDR NODE_ID
+  kvs status ADDR
   kvs version
 
 Run "kvs serve -h" for the flags of serve.

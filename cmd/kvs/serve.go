@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
+	"kvs/cluster"
 	"kvs/fsm"
 	"kvs/server"
 	"kvs/wal"
@@ -27,7 +29,21 @@ type serveFlags struct {
 	logLevel string
 	segment  int64
 	compact  int64
+
+	// Cluster mode: set by --node-id and --raft-addr.
+	nodeID          string
+	raftAddr        string
+	advertise       string
+	bootstrap       bool
+	join            string
+	reads           string
+	snapshotEntries uint64
+	trailingLogs    uint64
+	snapshotEvery   time.Duration
 }
+
+// clustered reports whether the flags ask for cluster mode.
+func (f serveFlags) clustered() bool { return f.nodeID != "" || f.raftAddr != "" }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
@@ -40,13 +56,48 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
+	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
+	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
+	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
+	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
+	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
+	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
+	fs.Uint64Var(&f.snapshotEntries, "raft-snapshot-entries", 0, "cluster mode: log entries since the last snapshot that trigger a new one (0: 8192)")
+	fs.DurationVar(&f.snapshotEvery, "raft-snapshot-interval", 0, "cluster mode: how often to check whether a snapshot is due (0: 30s; raft adds up to as much again at random)")
+	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	// The flag package has reported its own errors; these are ours.
+	err := f.validate()
 	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return f, nil
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs serve: %v\n", err)
+	}
+	return f, err
+}
+
+// validate checks the flags that only make sense together.
+func (f serveFlags) validate() error {
+	if !f.clustered() {
+		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 {
+			return errors.New("--bootstrap, --join, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
+		}
+		return nil
+	}
+	switch {
+	case f.nodeID == "" || f.raftAddr == "":
+		return errors.New("cluster mode needs both --node-id and --raft-addr")
+	case f.dataDir == "":
+		return errors.New("cluster mode needs --data-dir")
+	case f.bootstrap && f.join != "":
+		return errors.New("--bootstrap and --join exclude each other")
+	case f.reads != "stale" && f.reads != "linearizable":
+		return fmt.Errorf("--reads %q: want stale or linearizable", f.reads)
+	}
+	return nil
 }
 
 func newLogger(level string, w io.Writer) (*slog.Logger, error) {
@@ -77,16 +128,46 @@ func serve(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// runServe wires store, log and server, serves until SIGINT or SIGTERM, then
-// stops in order: client listener and in-flight commands first, then the log
-// (flushed and fsynced), so nothing acknowledged is left in a buffer.
+// runServe wires store, log or raft, and server, serves until SIGINT or
+// SIGTERM, then stops in order: leadership handed over (cluster), client
+// listener and in-flight commands, then raft or the log (flushed and
+// fsynced), so nothing acknowledged is left in a buffer.
 func runServe(f serveFlags, logger *slog.Logger) error {
 	store := fsm.NewStore()
+	cfg := server.Config{
+		Addr:         f.addr,
+		Store:        store,
+		Proposer:     server.MemoryProposer{Store: store},
+		Logger:       logger,
+		Version:      version,
+		Info:         persistenceInfo(f, nil),
+		ConfigParams: configParams(f),
+	}
 	var (
-		proposer server.Proposer = server.MemoryProposer{Store: store}
 		log      *wal.Log
+		node     *cluster.Node
+		hadState bool // the cluster data dir held raft state at start
+		view     *clusterView
 	)
-	if f.dataDir != "" {
+	switch {
+	case f.clustered():
+		ensureProcs()
+		start := time.Now()
+		var err error
+		node, hadState, err = openCluster(f, store, logger)
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
+			"dir", f.dataDir, "took", time.Since(start).Round(time.Millisecond))
+		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
+		p := raftProposer{node: node}
+		view.propose = p.Propose
+		cfg.Proposer = p
+		cfg.Cluster = view
+		cfg.LinearizableReads = f.reads == "linearizable"
+	case f.dataDir != "":
 		ensureProcs()
 		policy, err := wal.ParsePolicy(f.fsync)
 		if err != nil {
@@ -102,18 +183,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Info("append log recovered", "dir", f.dataDir, "fsync", f.fsync,
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
-		proposer = &durableProposer{log: log}
+		cfg.Proposer = &durableProposer{log: log}
+		cfg.Info = persistenceInfo(f, log)
 	}
 
-	srv, err := server.New(server.Config{
-		Addr:         f.addr,
-		Store:        store,
-		Proposer:     proposer,
-		Logger:       logger,
-		Version:      version,
-		Info:         persistenceInfo(f, log),
-		ConfigParams: configParams(f),
-	})
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -121,6 +195,34 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("kvs serving", "addr", srv.Addr().String(), "version", version, "mode", mode(f))
+
+	// Background work of a cluster node (--join, advertising the client
+	// address) stops before raft does.
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	stopBackground := sync.OnceFunc(func() { close(stop); bg.Wait() })
+	defer stopBackground()
+	if view != nil {
+		view.respAddr = f.advertise
+		if view.respAddr == "" {
+			view.respAddr = srv.Addr().String()
+		}
+		if f.bootstrap && hadState {
+			logger.Info("--bootstrap ignored: the data dir already holds cluster state")
+		}
+		joining := f.join != "" && !hadState
+		if f.join != "" && !joining {
+			logger.Info("--join ignored: the data dir already holds cluster state", "join", f.join)
+		}
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if joining {
+				joinLoop(stop, f.join, view, logger)
+			}
+			advertise(stop, view, srv, logger)
+		}()
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
@@ -134,12 +236,28 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	case s := <-sig:
 		logger.Info("shutting down", "signal", s.String())
 	}
+	if node != nil && node.IsLeader() {
+		// Hand leadership over while still serving, so that clients and
+		// followers find the new leader without waiting out an election;
+		// writes in flight here are forwarded to it.
+		if err := node.TransferLeadership(); err != nil {
+			logger.Warn("leadership transfer failed", "err", err)
+		} else {
+			logger.Info("leadership transferred")
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		logger.Warn("shutdown did not drain every connection", "err", err)
 	}
 	<-serveErr
+	stopBackground()
+	if node != nil {
+		if err := node.Close(); err != nil {
+			return fmt.Errorf("closing raft: %w", err)
+		}
+	}
 	if log != nil {
 		if err := log.Close(); err != nil {
 			return fmt.Errorf("closing the append log: %w", err)
@@ -150,6 +268,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 }
 
 func mode(f serveFlags) string {
+	if f.clustered() {
+		return "cluster"
+	}
 	if f.dataDir == "" {
 		return "memory"
 	}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The admin subcommands (join, remove, status) are RESP clients of a running
+// node: they send KVS.JOIN, KVS.REMOVE and KVS.STATUS, which any member
+// answers (a follower relays JOIN and REMOVE to the leader).
+
+const adminTimeout = 10 * time.Second
+
+func adminClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		Protocol:              2,
+		DisableIdentity:       true,
+		DialTimeout:           2 * time.Second,
+		ReadTimeout:           adminTimeout,
+		WriteTimeout:          2 * time.Second,
+		MaxRetries:            -1,
+		PoolSize:              1,
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// nodeStatus is one node's KVS.STATUS reply.
+type nodeStatus struct {
+	fields  map[string]string
+	members [][]string // id, raft address, client address, role
+}
+
+func (s nodeStatus) get(name string) string { return s.fields[name] }
+
+func (s nodeStatus) uint(name string) uint64 {
+	v, _ := strconv.ParseUint(s.fields[name], 10, 64)
+	return v
+}
+
+// fetchStatus asks the node at addr for KVS.STATUS.
+func fetchStatus(ctx context.Context, addr string) (nodeStatus, error) {
+	c := adminClient(addr)
+	defer c.Close()
+	v, err := c.Do(ctx, "KVS.STATUS").Result()
+	if err != nil {
+		return nodeStatus{}, err
+	}
+	return parseStatus(v)
+}
+
+func parseStatus(v any) (nodeStatus, error) {
+	st := nodeStatus{fields: map[string]string{}}
+	arr, ok := v.([]any)
+	if !ok || len(arr)%2 != 0 {
+		return st, fmt.Errorf("KVS.STATUS answered %T, not name/value pairs", v)
+	}
+	for i := 0; i < len(arr); i += 2 {
+		name := fmt.Sprint(arr[i])
+		if name == "members" {
+			ms, _ := arr[i+1].([]any)
+			for _, m := range ms {
+				row, _ := m.([]any)
+				cells := make([]string, len(row))
+				for j, c := range row {
+					cells[j] = fmt.Sprint(c)
+				}
+				st.members = append(st.members, cells)
+			}
+			continue
+		}
+		st.fields[name] = fmt.Sprint(arr[i+1])
+	}
+	return st, nil
+}
+
+// joinCluster adds the node (id, raftAddr, respAddr) to the cluster that
+// the node at clusterAddr belongs to.
+func joinCluster(clusterAddr, id, raftAddr, respAddr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	c := adminClient(clusterAddr)
+	defer c.Close()
+	return c.Do(ctx, "KVS.JOIN", id, raftAddr, respAddr).Err()
+}
+
+func joinCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kvs join", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvs join CLUSTER_ADDR NODE_ADDR\n\nAdds the node serving clients at NODE_ADDR to the cluster that the node at\nCLUSTER_ADDR belongs to (any member; followers relay to the leader).")
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return 2
+	}
+	clusterAddr, nodeAddr := fs.Arg(0), fs.Arg(1)
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := fetchStatus(ctx, nodeAddr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs join: asking %s who it is: %v\n", nodeAddr, err)
+		return 1
+	}
+	id, raftAddr := st.get("id"), st.get("raft_addr")
+	if id == "" || raftAddr == "" {
+		fmt.Fprintf(stderr, "kvs join: %s is not a cluster node (no id or raft address in KVS.STATUS)\n", nodeAddr)
+		return 1
+	}
+	respAddr := st.get("addr")
+	if respAddr == "" {
+		respAddr = nodeAddr
+	}
+	if err := joinCluster(clusterAddr, id, raftAddr, respAddr); err != nil {
+		fmt.Fprintf(stderr, "kvs join: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "joined %s (raft %s, clients %s) to the cluster at %s\n", id, raftAddr, respAddr, clusterAddr)
+	return 0
+}
+
+func removeCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kvs remove", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvs remove CLUSTER_ADDR NODE_ID\n\nRemoves node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	c := adminClient(fs.Arg(0))
+	defer c.Close()
+	if err := c.Do(ctx, "KVS.REMOVE", fs.Arg(1)).Err(); err != nil {
+		fmt.Fprintf(stderr, "kvs remove: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "removed %s from the cluster at %s\n", fs.Arg(1), fs.Arg(0))
+	return 0
+}
+
+func statusCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kvs status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: kvs status ADDR\n\nPrints the node at ADDR's view of the cluster and asks every member how far\nbehind the leader's commit index it is.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := fetchStatus(ctx, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs status: %v\n", err)
+		return 1
+	}
+	printStatus(ctx, stdout, st)
+	return 0
+}
+
+// printStatus writes the node's fields, then a table of members. Each
+// member's own KVS.STATUS gives its applied index; lag is the leader's commit
+// index minus it.
+func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
+	leader := st.get("leader_id")
+	if leader == "" {
+		leader = "(none)"
+	} else if a := st.get("leader_addr"); a != "" {
+		leader += " at " + a
+	}
+	fmt.Fprintf(w, "node:     %s (%s)\n", st.get("id"), st.get("state"))
+	fmt.Fprintf(w, "leader:   %s\n", leader)
+	fmt.Fprintf(w, "term:     %s\n", st.get("term"))
+	fmt.Fprintf(w, "log:      last %s, commit %s, applied %s\n", st.get("last_index"), st.get("commit_index"), st.get("applied_index"))
+
+	type row struct {
+		cells   []string
+		applied uint64
+		state   string
+		err     error
+	}
+	rows := make([]row, len(st.members))
+	var commit uint64
+	for i, m := range st.members {
+		rows[i].cells = m
+		if len(m) < 3 || m[2] == "" {
+			rows[i].err = errors.New("no client address yet")
+			continue
+		}
+		ms, err := fetchStatus(ctx, m[2])
+		if err != nil {
+			rows[i].err = err
+			continue
+		}
+		rows[i].applied, rows[i].state = ms.uint("applied_index"), ms.get("state")
+		if ms.get("state") == "leader" {
+			commit = ms.uint("commit_index")
+		}
+	}
+	if commit == 0 {
+		commit = st.uint("commit_index")
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].cells[0] < rows[j].cells[0] })
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tROLE\tCLIENT ADDR\tRAFT ADDR\tAPPLIED\tBEHIND")
+	for _, r := range rows {
+		c := append(r.cells, "", "", "", "")
+		behind, applied := "?", "?"
+		if r.err == nil {
+			applied = strconv.FormatUint(r.applied, 10)
+			behind = "0"
+			if commit > r.applied {
+				behind = strconv.FormatUint(commit-r.applied, 10)
+			}
+		} else {
+			behind = "unreachable: " + strings.ReplaceAll(r.err.Error(), "\n", " ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c[0], c[3], c[2], c[1], applied, behind)
+	}
+	tw.Flush()
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
