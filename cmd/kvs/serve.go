@@ -162,7 +162,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
 			"dir", f.dataDir, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
-		p := raftProposer{node: node}
+		p := newRaftProposer(node)
+		defer p.stop()
 		view.propose = p.Propose
 		cfg.Proposer = p
 		cfg.Cluster = view
