@@ -14,7 +14,7 @@ build:
 # concurrency matters most) and the end-to-end tests in test/, which build and
 # run the real binary. Differential tests run where redis-server is installed.
 test: vet
-	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cmd/...
+	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cluster/ ./cmd/...
 	$(GO) test -count=1 -timeout 15m ./test/
 
 vet:
@@ -25,9 +25,14 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # Go benchmarks, medians over BENCH_COUNT runs are what PERFORMANCE.md quotes.
+# The end-to-end benchmarks in test/ start real processes (clusters among
+# them) for each run, so they run a fixed number of ops, BENCH_E2E_OPS.
+BENCH_E2E_OPS ?= 20000
 bench:
 	@mkdir -p dist
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./cmd/kvs/ | tee dist/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) -benchtime 3s ./cluster/ | tee -a dist/bench.txt
+	$(GO) test -run '^$$' -bench . -count=$(BENCH_COUNT) -benchtime $(BENCH_E2E_OPS)x ./test/ | tee -a dist/bench.txt
 
 # Run every fuzz target of every package for FUZZ_TIME each (their seed
 # corpora also run in `make test`).

@@ -144,7 +144,10 @@ func Open(cfg Config) (*Node, error) {
 	path := filepath.Join(cfg.Dir, boltFile)
 	n.bolt, err = raftboltdb.New(raftboltdb.Options{
 		Path:        path,
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+		// As etcd runs bolt: the freelist is rebuilt at open instead of
+		// written by every commit (the log is truncated behind snapshots,
+		// so the file stays small and the scan short).
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)

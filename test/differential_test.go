@@ -26,7 +26,9 @@ var (
 // redis-server and requires the same reply bytes, up to legitimate
 // differences (see sameReply). RESP2 runs against a memory node and RESP3
 // against a durable one, and a third run pipelines batches of commands
-// against a durable one with fsync always. Durable nodes are restarted
+// against a durable one with fsync always. Two more run against a
+// three-node cluster: RESP3 on the leader, and pipelines on a follower
+// with --reads linearizable, which forwards both writes and reads. Durable nodes are restarted
 // every 1000 commands and must come back with the same data as Redis.
 //
 // After a divergence both servers are flushed and the run goes on, so one
@@ -43,12 +45,18 @@ func TestDifferential(t *testing.T) {
 		proto    int
 		pipeline int
 		opts     KVSOptions
+		// cluster, when set, runs against a node of a three-node cluster:
+		// "leader", or "follower" started with --reads linearizable, so
+		// that its writes and reads are both forwarded to the leader.
+		cluster string
 	}{
-		{"resp2-memory", 2, 1, KVSOptions{}},
-		{"resp3-durable", 3, 1, KVSOptions{Durable: true, Fsync: "no"}},
+		{"resp2-memory", 2, 1, KVSOptions{}, ""},
+		{"resp3-durable", 3, 1, KVSOptions{Durable: true, Fsync: "no"}, ""},
 		// Pipelined commands are proposed as one batch; replies, and reads
 		// after writes inside the batch, must be as if sent one by one.
-		{"resp2-durable-pipelined", 2, 40, KVSOptions{Durable: true, Fsync: "always"}},
+		{"resp2-durable-pipelined", 2, 40, KVSOptions{Durable: true, Fsync: "always"}, ""},
+		{"resp3-cluster-leader", 3, 1, KVSOptions{}, "leader"},
+		{"resp2-cluster-follower-pipelined", 2, 20, KVSOptions{}, "follower"},
 	}
 	for i, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -61,9 +69,20 @@ func TestDifferential(t *testing.T) {
 				ref:      startRedis(t),
 			}
 			restarts := m.opts.Durable
-			if *flagDiffSelf {
+			switch {
+			case *flagDiffSelf:
 				d.kvs, restarts = startRedis(t), false
-			} else {
+			case m.cluster != "":
+				nodes := startCluster(t, 3, "--reads", "linearizable")
+				leader := waitLeader(t, nodes)
+				d.kvs, restarts = leader, false
+				if m.cluster == "follower" {
+					// A restarted follower rejoins by itself; until it
+					// hears from the leader it answers CLUSTERDOWN.
+					d.kvs, restarts = followers(nodes, leader)[0], true
+					d.ready = func() { waitLeader(t, nodes) }
+				}
+			default:
 				d.kvs = newKVS(t, "kvs", m.opts)
 				d.kvs.Start()
 			}
@@ -85,6 +104,7 @@ type differ struct {
 	ref, kvs   *Node
 	rc, kc     *rawConn
 	pipeline   int        // commands sent per write: 1, or up to this many
+	ready      func()     // nil, or waits after a restart until kvs can serve
 	history    []diffStep // since the last flush
 	divergence int
 }
@@ -145,6 +165,9 @@ func (d *differ) run(ops int, restarts bool) {
 		if restarts && (i+len(batch))/1000 > i/1000 {
 			d.compareState(fmt.Sprintf("before restart at op %d", i))
 			d.kvs.Restart()
+			if d.ready != nil {
+				d.ready()
+			}
 			d.connect()
 			d.compareState(fmt.Sprintf("after restart at op %d", i))
 		}
@@ -153,6 +176,9 @@ func (d *differ) run(ops int, restarts bool) {
 	d.compareState("at the end")
 	if restarts {
 		d.kvs.Restart()
+		if d.ready != nil {
+			d.ready()
+		}
 		d.connect()
 		d.compareState("after the final restart")
 	}
