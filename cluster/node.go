@@ -143,7 +143,7 @@ func Open(cfg Config) (*Node, error) {
 	var err error
 	path := filepath.Join(cfg.Dir, boltFile)
 	n.bolt, err = raftboltdb.New(raftboltdb.Options{
-		Path:        path,
+		Path: path,
 		// As etcd runs bolt: the freelist is rebuilt at open instead of
 		// written by every commit (the log is truncated behind snapshots,
 		// so the file stays small and the scan short).
