@@ -349,8 +349,8 @@ func (n *Node) Leader() (id, raftAddr string) {
 // follower and waits for the outcome. On a node that is not the leader it
 // does nothing and returns nil.
 func (n *Node) TransferLeadership() error {
-	if !n.IsLeader() {
-		return nil
+	if !n.IsLeader() || !n.hasOtherVoter() {
+		return nil // nothing to hand over, or nobody to hand it to
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.transferWait())
 	defer cancel()
@@ -358,6 +358,21 @@ func (n *Node) TransferLeadership() error {
 		return fmt.Errorf("cluster: leadership transfer: %w", err)
 	}
 	return nil
+}
+
+// hasOtherVoter reports whether the configuration holds a voter besides
+// this node.
+func (n *Node) hasOtherVoter() bool {
+	ms, err := n.Members()
+	if err != nil {
+		return true // let raft say what is wrong
+	}
+	for _, m := range ms {
+		if m.Voter && m.ID != n.cfg.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // transferWait bounds a leadership transfer: raft gives the target one

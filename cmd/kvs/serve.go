@@ -243,7 +243,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// writes in flight here are forwarded to it.
 		if err := node.TransferLeadership(); err != nil {
 			logger.Warn("leadership transfer failed", "err", err)
-		} else {
+		} else if !node.IsLeader() {
 			logger.Info("leadership transferred")
 		}
 	}
