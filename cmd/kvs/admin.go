@@ -98,8 +98,9 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvs join", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvs join CLUSTER_ADDR NODE_ADDR\n\nAdds the node serving clients at NODE_ADDR to the cluster that the node at\nCLUSTER_ADDR belongs to (any member; followers relay to the leader).")
+		fmt.Fprintln(stderr, "Usage: kvs join [--timeout D] CLUSTER_ADDR NODE_ADDR\n\nAdds the node serving clients at NODE_ADDR to the cluster that the node at\nCLUSTER_ADDR belongs to (any member; followers relay to the leader), and\nwaits until the node knows the leader. While the cluster has no leader yet\nit retries, for up to --timeout.")
 	}
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to retry while the cluster has no leader")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -124,20 +125,62 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 	if respAddr == "" {
 		respAddr = nodeAddr
 	}
-	if err := joinCluster(clusterAddr, id, raftAddr, respAddr); err != nil {
+	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr) }); err != nil {
 		fmt.Fprintf(stderr, "kvs join: %v\n", err)
+		return 1
+	}
+	// Return once the new member serves as one: it knows the leader, so
+	// a write sent to it next is forwarded rather than refused.
+	err = retryAdmin(*timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		st, err := fetchStatus(ctx, nodeAddr)
+		if err != nil {
+			return err
+		}
+		if st.get("leader_addr") == "" {
+			return errNoLeaderYet
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs join: %s was added but does not know the leader yet: %v\n", id, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "joined %s (raft %s, clients %s) to the cluster at %s\n", id, raftAddr, respAddr, clusterAddr)
 	return 0
 }
 
+var errNoLeaderYet = errors.New("CLUSTERDOWN no leader known yet")
+
+// retryAdmin runs f until it succeeds, fails with an error that a retry
+// cannot fix, or timeout passes. Retried: no leader yet (a cluster that is
+// still electing, as right after --bootstrap), not the leader, and a node
+// that does not accept connections yet.
+func retryAdmin(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := f()
+		if err == nil || !retryable(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
+func retryable(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN") ||
+		strings.Contains(msg, "connection refused")
+}
+
 func removeCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvs remove", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvs remove CLUSTER_ADDR NODE_ID\n\nRemoves node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to.")
+		fmt.Fprintln(stderr, "Usage: kvs remove [--timeout D] CLUSTER_ADDR NODE_ID\n\nRemoves node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to,\nretrying for up to --timeout while the cluster has no leader.")
 	}
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to retry while the cluster has no leader")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -145,11 +188,14 @@ func removeCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-	defer cancel()
-	c := adminClient(fs.Arg(0))
-	defer c.Close()
-	if err := c.Do(ctx, "KVS.REMOVE", fs.Arg(1)).Err(); err != nil {
+	err := retryAdmin(*timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		c := adminClient(fs.Arg(0))
+		defer c.Close()
+		return c.Do(ctx, "KVS.REMOVE", fs.Arg(1)).Err()
+	})
+	if err != nil {
 		fmt.Fprintf(stderr, "kvs remove: %v\n", err)
 		return 1
 	}
