@@ -59,6 +59,7 @@ type client struct {
 	lastName    [maxCommandName]byte
 	lastNameLen int
 	lastLookup  *command
+	lastID      int // lastLookup's index in the command statistics
 
 	// now is the clock reading, in Unix ms, that reads in the current
 	// pipeline use: read once per pipeline and after each proposal, as
@@ -68,6 +69,13 @@ type client struct {
 	// Keyspace hits and misses not yet added to the server's stats; they
 	// are added once per pipeline and before any command that reports them.
 	hits, misses int64
+
+	// Command statistics (metrics.go): when the pipeline was read, how far
+	// into it the last timed replies were queued, and the run of commands
+	// answered at once since then, all of one name.
+	pipeStart time.Time
+	mark      time.Duration
+	run       cmdRun
 
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
@@ -87,6 +95,10 @@ type client struct {
 
 type pendingReply struct {
 	err string // "" takes the next batch reply
+	// The command's index in the command statistics, and whether err
+	// rejected it before execution (unknown name, arity).
+	cmd      int
+	rejected bool
 	// A forwarded read: its op (for the hit counters) and the parser's
 	// errIfFound.
 	read    bool
@@ -107,6 +119,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd = reqReader{r: nc, maxBulk: s.maxBulk.Load}
+	s.commandStats() // built on first use; lookup reads it
 	return c
 }
 
@@ -129,9 +142,11 @@ func (c *client) serve() {
 			c.readFailed(err)
 			return
 		}
-		now := time.Now().UnixNano()
+		start := time.Now()
+		now := start.UnixNano()
 		c.now = now / 1e6
 		c.lastActive.Store(now)
+		c.beginTiming(start)
 		c.s.stats.commands.Add(int64(len(cmds)))
 		c.execute(cmds)
 		if err := c.flush(); err != nil {
@@ -177,14 +192,17 @@ func (c *client) execute(cmds [][][]byte) {
 			break
 		}
 		if len(c.out) >= outFlushSize && len(c.pending) == 0 {
+			c.endRun()
 			if c.flush() != nil {
 				c.quit = true
 				break
 			}
+			c.restartTiming()
 		}
 	}
 	c.proposeBatch()
 	c.flushHits()
+	c.endRun()
 }
 
 // flushHits adds the hits and misses counted so far to the server's stats.
@@ -200,41 +218,50 @@ func (c *client) flushHits() {
 }
 
 func (c *client) executeOne(args [][]byte) {
-	cmd := c.lookup(args[0])
+	cmd, id := c.lookup(args[0])
 	if cmd == nil {
-		c.replyError(errUnknownCommand(args[0], args[1:]))
+		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
 		return
 	}
 	if c.lastCmd.Load() != &cmd.name {
 		c.lastCmd.Store(&cmd.name)
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
-		c.replyError(errWrongArgs(cmd.name))
+		c.replyError(id, true, errWrongArgs(cmd.name))
 		return
 	}
 	if cmd.parse == nil {
 		c.proposeBatch()
 		c.flushHits()
+		at := len(c.out)
 		cmd.run(c, args)
+		c.answered(id, false, at)
 		return
 	}
 	fc, e := cmd.parse(c, args)
 	if e != "" {
-		c.replyError(e)
+		c.replyError(id, false, e)
 		return
 	}
 	if fc.Op.IsWrite() {
 		c.batch = append(c.batch, fc)
-		c.pending = append(c.pending, pendingReply{})
+		c.queue(pendingReply{cmd: id})
 		return
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() {
 		c.batch = append(c.batch, fc)
-		c.pending = append(c.pending, pendingReply{read: true, op: fc.Op, ifFound: c.errIfFound})
+		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
 		return
 	}
 	c.proposeBatch()
+	at := len(c.out)
+	c.readLocal(fc)
+	c.answered(id, false, at)
+}
+
+// readLocal answers a read from the node's store.
+func (c *client) readLocal(fc fsm.Command) {
 	if fc.Op == fsm.OpInvalid {
 		// Only SCAN with a cursor past any the store hands out parses to
 		// no command: the scan is over.
@@ -280,14 +307,26 @@ func (c *client) checkRead() string {
 	return ""
 }
 
-// replyError answers with an error decided by the server; it is queued
-// behind pending writes so it keeps its place in the pipeline.
-func (c *client) replyError(text string) {
+// replyError answers command id with an error decided by the server
+// (rejected: before execution); it is queued behind pending writes so it
+// keeps its place in the pipeline.
+func (c *client) replyError(id int, rejected bool, text string) {
 	if len(c.pending) > 0 {
-		c.pending = append(c.pending, pendingReply{err: text})
+		c.pending = append(c.pending, pendingReply{err: text, cmd: id, rejected: rejected})
 		return
 	}
+	at := len(c.out)
 	c.out = appendError(c.out, text)
+	c.answered(id, rejected, at)
+}
+
+// queue adds a reply owed after the batch is proposed. The first one ends
+// the run of commands answered at once: the batch is timed from here.
+func (c *client) queue(p pendingReply) {
+	if len(c.pending) == 0 {
+		c.endRun()
+	}
+	c.pending = append(c.pending, p)
 }
 
 // proposeBatch proposes the pending writes as one batch and writes the
@@ -313,11 +352,16 @@ func (c *client) proposeBatch() {
 			err = errReplyCount(len(replies), len(c.batch))
 			c.s.cfg.Logger.Error("server: " + err.Error())
 		}
-		c.now = time.Now().UnixMilli()
 		c.readChecked = false
 	}
+	end := time.Now()
+	c.now = end.UnixMilli()
+	d := c.lapBatch(end)
+	st := &c.s.stats.cmds
+	var run cmdRun
 	j := 0
 	for _, p := range c.pending {
+		at := len(c.out)
 		switch {
 		case p.err != "":
 			c.out = appendError(c.out, p.err)
@@ -331,7 +375,13 @@ func (c *client) proposeBatch() {
 			}
 			c.out = appendReply(c.out, r, c.proto)
 		}
+		if run.n > 0 && run.id != p.cmd {
+			st.record(&run, d, true)
+		}
+		run.id = p.cmd
+		run.add(p.rejected, c.replyFailed(at))
 	}
+	st.record(&run, d, true)
 	// Drop references to the requests' and the store's memory before
 	// reusing the slices.
 	clear(c.batch)
@@ -357,13 +407,15 @@ func (c *client) finishRead(p pendingReply, r *fsm.Reply) {
 
 // lookup finds the command named name, case-insensitively, without
 // allocating: the name is lowercased into scratch space and the map index
-// with a string conversion does not copy.
-func (c *client) lookup(name []byte) *command {
+// with a string conversion does not copy. It returns the command (nil when
+// there is none) and its index in the command statistics.
+func (c *client) lookup(name []byte) (*command, int) {
 	if len(name) == c.lastNameLen && string(name) == string(c.lastName[:c.lastNameLen]) {
-		return c.lastLookup
+		return c.lastLookup, c.lastID
 	}
+	st := &c.s.stats.cmds
 	if len(name) > len(c.lower) {
-		return nil
+		return nil, st.unknown
 	}
 	for i, ch := range name {
 		if ch >= 'A' && ch <= 'Z' {
@@ -371,10 +423,13 @@ func (c *client) lookup(name []byte) *command {
 		}
 		c.lower[i] = ch
 	}
-	cmd := c.s.commands[string(c.lower[:len(name)])]
+	ref, ok := st.byName[string(c.lower[:len(name)])]
+	if !ok {
+		ref.id = st.unknown
+	}
 	c.lastNameLen = copy(c.lastName[:], name)
-	c.lastLookup = cmd
-	return cmd
+	c.lastLookup, c.lastID = ref.cmd, ref.id
+	return ref.cmd, ref.id
 }
 
 func (c *client) countHits(op fsm.Op, r *fsm.Reply) {

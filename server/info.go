@@ -11,22 +11,31 @@ import (
 // defaultInfoSections are the sections of a bare INFO, in Redis's order.
 var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cluster", "keyspace"}
 
+// allInfoSections are the sections "INFO all" adds to the default ones,
+// as Redis does: long, so not in a bare INFO.
+var allInfoSections = []string{"commandstats", "errorstats"}
+
 // runInfo answers INFO [section ...]: "all", "everything" and "default"
 // select sets of sections, other names select themselves; unknown names
 // select nothing, as in Redis.
 func runInfo(c *client, args [][]byte) {
 	s := c.s
-	all := append(append([]string(nil), defaultInfoSections...), s.cfg.InfoSections...)
+	defaults := append(append([]string(nil), defaultInfoSections...), s.cfg.InfoSections...)
+	all := append(append([]string(nil), defaults...), allInfoSections...)
 	var want []string
 	if len(args) == 1 {
-		want = all
+		want = defaults
 	} else {
 		picked := map[string]bool{}
 		for _, a := range args[1:] {
 			name := strings.ToLower(string(a))
 			switch name {
-			case "all", "everything", "default":
+			case "all", "everything":
 				for _, n := range all {
+					picked[n] = true
+				}
+			case "default":
+				for _, n := range defaults {
 					picked[n] = true
 				}
 			default:
@@ -128,6 +137,16 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("evicted_keys", 0)
 		add("keyspace_hits", s.stats.hits.Load())
 		add("keyspace_misses", s.stats.misses.Load())
+		add("total_error_replies", s.stats.errors.total.Load())
+		if s.cfg.Cluster != nil {
+			add("kvs_forwarded_commands", s.stats.forwarded.Load())
+		}
+	case "commandstats":
+		fs = s.commandStatsInfo()
+	case "errorstats":
+		for _, e := range s.ErrorStats() {
+			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))
+		}
 	case "replication":
 		if s.cfg.Cluster != nil {
 			fs = s.replicationInfo()
@@ -149,6 +168,29 @@ func (s *Server) infoSection(name string) []InfoField {
 	}
 	if s.cfg.Info != nil {
 		fs = mergeFields(fs, s.cfg.Info(name))
+	}
+	return fs
+}
+
+// commandStatsInfo is INFO commandstats, in Redis's format; like Redis it
+// does not list commands it does not know.
+func (s *Server) commandStatsInfo() []InfoField {
+	var fs []InfoField
+	for _, cs := range s.CommandStats() {
+		if cs.Name == unknownCommand {
+			continue
+		}
+		usec := cs.Duration.Microseconds()
+		perCall := 0.0
+		if cs.Calls > 0 {
+			perCall = float64(usec) / float64(cs.Calls)
+		}
+		v := "calls=" + strconv.FormatInt(cs.Calls, 10) +
+			",usec=" + strconv.FormatInt(usec, 10) +
+			",usec_per_call=" + strconv.FormatFloat(perCall, 'f', 2, 64) +
+			",rejected_calls=" + strconv.FormatInt(cs.Rejected, 10) +
+			",failed_calls=" + strconv.FormatInt(cs.Failed, 10)
+		fs = append(fs, InfoField{"cmdstat_" + cs.Name, v})
 	}
 	return fs
 }

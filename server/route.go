@@ -79,6 +79,7 @@ func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.stats.forwarded.Add(int64(len(cmds)))
 	r, err := s.peers.roundTrip(addr, s.cfg.ForwardTimeout, func(pc *peerConn) net.Buffers {
 		pc.blob = appendCommands(pc.blob[:0], cmds)
 		pc.hdr = append(pc.hdr[:0], "*2\r\n$11\r\nKVS.FORWARD\r\n$"...)

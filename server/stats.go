@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// stats are the counters INFO stats reports. They are atomics updated once
-// per pipeline (not per command) on the hot path.
+// stats are the counters INFO stats, commandstats and errorstats report.
+// They are atomics updated once per pipeline, or per run of one command in
+// a pipeline (metrics.go), not once per command, on the hot path.
 type stats struct {
 	connectionsReceived atomic.Int64
 	rejectedConnections atomic.Int64
@@ -15,6 +16,10 @@ type stats struct {
 	expiredKeys         atomic.Int64
 	hits                atomic.Int64
 	misses              atomic.Int64
+	forwarded           atomic.Int64 // commands a follower sent to the leader
+
+	cmds   commandStats // per command (metrics.go)
+	errors errorStats   // error replies by prefix (metrics.go)
 
 	// ops samples total commands every cron tick for
 	// instantaneous_ops_per_sec, as Redis samples it.
@@ -35,6 +40,9 @@ func (st *stats) reset() {
 	st.expiredKeys.Store(0)
 	st.hits.Store(0)
 	st.misses.Store(0)
+	st.forwarded.Store(0)
+	st.cmds.reset()
+	st.errors.reset()
 	st.ops.Lock()
 	st.ops.samples = [16]float64{}
 	st.ops.lastCount = 0
@@ -73,10 +81,12 @@ type Stats struct {
 	ConnectedClients    int
 	ConnectionsReceived int64 // since start or CONFIG RESETSTAT, as all below
 	RejectedConnections int64 // refused by MaxClients
-	CommandsProcessed   int64
+	CommandsProcessed   int64 // every command received, rejected ones included: the sum of CommandStats' Calls+Rejected
 	ExpiredKeys         int64 // deleted by active expiry
 	KeyspaceHits        int64 // GET and MGET keys found
 	KeyspaceMisses      int64
+	ErrorReplies        int64 // every error reply (Redis's total_error_replies)
+	ForwardedCommands   int64 // commands this follower sent to the leader
 }
 
 // Stats returns the current counters; INFO reports the same numbers.
@@ -89,6 +99,8 @@ func (s *Server) Stats() Stats {
 		ExpiredKeys:         s.stats.expiredKeys.Load(),
 		KeyspaceHits:        s.stats.hits.Load(),
 		KeyspaceMisses:      s.stats.misses.Load(),
+		ErrorReplies:        s.stats.errors.total.Load(),
+		ForwardedCommands:   s.stats.forwarded.Load(),
 	}
 }
 
