@@ -4,9 +4,46 @@ import (
 	"fmt"
 	"strconv"
 
+	"kvs/cluster"
 	"kvs/server"
 	"kvs/wal"
 )
+
+// infoFuncs combines the wiring's INFO field sources into one
+// server.Config.Info.
+func infoFuncs(fns ...func(section string) []server.InfoField) func(section string) []server.InfoField {
+	return func(section string) []server.InfoField {
+		var out []server.InfoField
+		for _, fn := range fns {
+			out = append(out, fn(section)...)
+		}
+		return out
+	}
+}
+
+// raftInfo returns INFO raft (cluster mode, listed in
+// server.Config.InfoSections): this node's raft state, term and indexes,
+// the leader it knows, and the leader changes it has seen.
+func raftInfo(node *cluster.Node, lw *leaderWatch) func(section string) []server.InfoField {
+	return func(section string) []server.InfoField {
+		if section != "raft" {
+			return nil
+		}
+		st := node.Status()
+		u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+		return []server.InfoField{
+			{Name: "raft_node_id", Value: st.ID},
+			{Name: "raft_state", Value: st.State},
+			{Name: "raft_term", Value: u(st.Term)},
+			{Name: "raft_last_index", Value: u(st.LastIndex)},
+			{Name: "raft_commit_index", Value: u(st.CommitIndex)},
+			{Name: "raft_applied_index", Value: u(st.AppliedIndex)},
+			{Name: "raft_leader_id", Value: st.LeaderID},
+			{Name: "raft_leader_raft_addr", Value: st.LeaderRaftAddr},
+			{Name: "raft_leader_changes", Value: u(lw.count())},
+		}
+	}
+}
 
 // persistenceInfo returns the INFO persistence fields that only the wiring
 // knows: whether there is a log, its fsync policy and what the log did.

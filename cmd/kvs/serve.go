@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -29,6 +30,7 @@ type serveFlags struct {
 	logLevel string
 	segment  int64
 	compact  int64
+	metrics  string // --metrics-addr; empty: no metrics endpoint
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -54,6 +56,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
 	fs.BoolVar(&f.repair, "repair", false, "truncate the append log at the first corrupt record instead of refusing to start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
@@ -81,6 +84,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 
 // validate checks the flags that only make sense together.
 func (f serveFlags) validate() error {
+	if f.metrics != "" {
+		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
 	if !f.clustered() {
 		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 {
 			return errors.New("--bootstrap, --join, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
@@ -130,9 +138,21 @@ func serve(args []string, stderr io.Writer) int {
 
 // runServe wires store, log or raft, and server, serves until SIGINT or
 // SIGTERM, then stops in order: leadership handed over (cluster), client
-// listener and in-flight commands, then raft or the log (flushed and
-// fsynced), so nothing acknowledged is left in a buffer.
+// listener and in-flight commands, the metrics endpoint, then raft or the
+// log (flushed and fsynced), so nothing acknowledged is left in a buffer.
+//
+// The metrics endpoint is bound first, so that a taken port stops startup
+// before a long recovery, and /healthz says 503 until the node serves.
 func runServe(f serveFlags, logger *slog.Logger) error {
+	hc := &health{}
+	var metrics *metricsServer
+	if f.metrics != "" {
+		var err error
+		if metrics, err = startMetrics(f.metrics, hc, logger); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metrics.close()
+	}
 	store := fsm.NewStore()
 	cfg := server.Config{
 		Addr:         f.addr,
@@ -148,6 +168,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		node     *cluster.Node
 		hadState bool // the cluster data dir held raft state at start
 		view     *clusterView
+		leaders  *leaderWatch
 	)
 	switch {
 	case f.clustered():
@@ -159,6 +180,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return err
 		}
 		defer node.Close()
+		leaders = watchLeader(node)
+		defer leaders.stop()
 		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
 			"dir", f.dataDir, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
@@ -168,6 +191,14 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		cfg.Proposer = p
 		cfg.Cluster = view
 		cfg.LinearizableReads = f.reads == "linearizable"
+		cfg.Info = infoFuncs(persistenceInfo(f, nil), raftInfo(node, leaders))
+		cfg.InfoSections = []string{"raft"}
+		hc.leader = func() error {
+			if _, ok := view.Leader(); !ok {
+				return errors.New("no leader known")
+			}
+			return nil
+		}
 	case f.dataDir != "":
 		ensureProcs()
 		policy, err := wal.ParsePolicy(f.fsync)
@@ -225,8 +256,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		}()
 	}
 
+	metrics.register(newKVSCollector(srv, store, log, node, leaders, mode(f)))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
+	hc.phase.Store(phaseServing)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -237,6 +270,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	case s := <-sig:
 		logger.Info("shutting down", "signal", s.String())
 	}
+	hc.phase.Store(phaseStopping)
 	if node != nil && node.IsLeader() {
 		// Hand leadership over while still serving, so that clients and
 		// followers find the new leader without waiting out an election;
@@ -253,6 +287,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Warn("shutdown did not drain every connection", "err", err)
 	}
 	<-serveErr
+	if err := metrics.shutdown(ctx); err != nil {
+		logger.Warn("metrics endpoint did not stop cleanly", "err", err)
+	}
 	stopBackground()
 	if node != nil {
 		if err := node.Close(); err != nil {
