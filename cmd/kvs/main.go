@@ -4,6 +4,7 @@
 //	kvs join CLUSTER NODE  add the node at client address NODE to a cluster
 //	kvs remove CLUSTER ID  remove node ID from a cluster
 //	kvs status ADDR        a node's view of its cluster, with each member's lag
+//	kvs bench [flags]      a memtier_benchmark-shaped load against a server
 //	kvs version            print the version
 //
 // Flags map onto the Config structs of the packages they configure and
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return removeCmd(args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "kvs %s\n", version)
 		return 0
@@ -58,8 +61,10 @@ func usage(w io.Writer) {
   kvs join CLUSTER_ADDR NODE_ADDR
   kvs remove CLUSTER_ADDR NODE_ID
   kvs status ADDR
+  kvs bench [--server HOST] [--port N] [--threads N] [--clients N] [--ratio SET:GET]
+            [--test-time SECS | --requests N] [--pipeline N] [--prefill] [--json-out-file PATH]
   kvs version
 
-Run "kvs serve -h" for the flags of serve.
+Run "kvs serve -h" for the flags of serve, "kvs bench -h" for those of bench.
 `)
 }
