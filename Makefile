@@ -45,8 +45,19 @@ fuzz:
 		done; \
 	done
 
-# Side-by-side with redis-server: redis-benchmark against kvs and redis in each
-# mode, client pinned to one core and servers to the other.
+# The reference performance page's workload against one mode (BENCH_MODE=
+# memory, durable or cluster) for BENCH_TIME seconds, with memtier_benchmark
+# if installed and kvs bench otherwise; the JSON lands in
+# dist/memtier-$(BENCH_MODE).json. KVS_BENCH_PORT moves it off 16379.
+.PHONY: memtier
+memtier: build
+	BENCH_MODE=$(BENCH_MODE) BENCH_TIME=$(BENCH_TIME) bash test/memtier.sh
+
+# Side-by-side with redis-server, client pinned to one core and servers to
+# the other: redis-benchmark SET/GET at -P 1 and 16, the memtier workload in
+# every mode (BENCH_TIME seconds each, 20 unless given), and valkey's
+# SET/GET/INCR by value size and pipeline. ROUNDS, MODES and TABLES narrow
+# it; see the script's header.
 compare: build
 	bash test/compare-redis.sh
 
