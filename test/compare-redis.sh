@@ -1,109 +1,241 @@
 #!/usr/bin/env bash
-# Side-by-side throughput of kvs and redis-server on the same workload, in one
-# run: redis-benchmark -t set,get -c 50 -r 100000 at -P 1 and -P 16.
+# Side-by-side throughput of kvs and redis-server, in one run, as three
+# markdown tables:
 #
-#   kvs memory            vs  redis --appendonly no
-#   kvs durable (always)  vs  redis --appendonly yes --appendfsync always
+# 1. redis-benchmark -t set,get -c 50 -r 100000 at -P 1 and -P 16:
+#      kvs memory              vs  redis --appendonly no
+#      kvs durable (always)    vs  redis --appendonly yes --appendfsync always
+#      kvs durable (everysec)  vs  redis --appendonly yes --appendfsync everysec
+# 2. The memtier workload of the reference performance page (make memtier:
+#    every key written first, then 4 threads x 50 clients, SET:GET 1:10,
+#    32-byte values, random keys) for BENCH_TIME seconds, against kvs memory,
+#    durable always and everysec, a three-node cluster, and redis with
+#    appendonly no, always and everysec. The cluster is compared with redis
+#    appendfsync always: both acknowledge a write once it is on disk.
+#    memtier_benchmark runs it if installed, kvs bench otherwise.
+# 3. valkey's benchmark table: redis-benchmark -t set,get,incr -c 50 at
+#    -d 16, 128 and 1024 and -P 1 and 10, kvs memory vs redis appendonly no.
 #
 # Servers run on core 0 and the client on core 1 (taskset), so the client is
-# never competing with the server it measures. Each pair runs ROUNDS times,
-# alternating kvs and redis, and the median of the rounds is reported.
+# never competing with the server it measures. Each configuration runs
+# ROUNDS times, alternating kvs and redis, and the median of the rounds is
+# reported.
 #
-# Environment: KVS (binary, default dist/kvs), REQUESTS (per run, default
-# 200000), ROUNDS (default 3), PORT (default 16390), OUT (markdown file,
-# default dist/compare.md), MODES (default "memory always"; one of them
-# alone runs just that pair).
+# Environment: KVS (binary, default dist/kvs), REQUESTS (per redis-benchmark
+# run, default 200000), ROUNDS (default 3), BENCH_TIME (seconds per memtier
+# run, default 20), PORT (default 16390; a cluster also takes PORT+1, +2
+# and +100..+102), OUT (markdown file, default dist/compare.md), MODES
+# (default "memory always everysec cluster"; a subset runs only those),
+# TABLES (default "redis-benchmark memtier valkey").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source test/memtier.sh
 
-KVS=${KVS:-dist/kvs}
 REQUESTS=${REQUESTS:-200000}
 ROUNDS=${ROUNDS:-3}
+BENCH_TIME=${BENCH_TIME:-20}
 PORT=${PORT:-16390}
 OUT=${OUT:-dist/compare.md}
+MODES=${MODES:-memory always everysec cluster}
+TABLES=${TABLES:-redis-benchmark memtier valkey}
 mkdir -p dist
 for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "compare: $tool not found (apt-get install redis-server redis-tools)" >&2; exit 1; }
 done
+[ -x "$KVS" ] || { echo "compare: $KVS not built (make build)" >&2; exit 1; }
 
 SERVER_CPU=0 CLIENT_CPU=1
-# pin CPU CMD...: runs CMD on core CPU. It execs, so a server started as
-# `pin ... &` is the background job itself and $! is the server's pid.
-pin() { local cpu=$1; shift; if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then exec taskset -c "$cpu" "$@"; else exec "$@"; fi; }
+CLIENT=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  LAUNCH=(taskset -c $SERVER_CPU)
+  CLIENT=(taskset -c $CLIENT_CPU)
+fi
 
 work=$(mktemp -d)
-pid=
-stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; fi; }
-trap 'stop; rm -rf "$work"' EXIT INT TERM
+trap 'stop_started; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 
-# wait_ready waits until the server just started answers; one that died
-# (a taken port) is an error, so nothing else on the port is measured.
-wait_ready() {
-  for _ in $(seq 1 200); do
-    kill -0 "$pid" 2>/dev/null || { echo "compare: server exited at start (port $PORT taken?)" >&2; exit 1; }
-    redis-cli -p "$PORT" ping >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "compare: server on $PORT did not answer" >&2; exit 1
-}
+has() { [[ " $1 " == *" $2 "* ]]; }
 
-# start NAME: starts the server the configuration NAME names, on core 0.
+# start NAME: starts the server configuration NAME on core 0 and sets
+# LOAD_PORT to where the load goes.
 start() {
-  if redis-cli -p "$PORT" ping >/dev/null 2>&1; then
-    echo "compare: something already answers on port $PORT; set PORT" >&2; exit 1
-  fi
-  rm -rf "$work/data"; mkdir -p "$work/data"
+  rm -rf "$work/srv"
+  mkdir -p "$work/srv"
+  local redis=(redis-server --port "$PORT" --save '' --dir "$work/srv" --logfile "$work/srv/redis.log")
   case $1 in
-    kvs-memory)    pin $SERVER_CPU "$KVS" serve --addr 127.0.0.1:$PORT --log-level warn & ;;
-    kvs-always)    pin $SERVER_CPU "$KVS" serve --addr 127.0.0.1:$PORT --data-dir "$work/data" --fsync always --log-level warn & ;;
-    redis-memory)  pin $SERVER_CPU redis-server --port $PORT --save '' --appendonly no --dir "$work/data" --logfile "$work/redis.log" & ;;
-    redis-always)  pin $SERVER_CPU redis-server --port $PORT --save '' --appendonly yes --appendfsync always --dir "$work/data" --logfile "$work/redis.log" & ;;
+    kvs-memory) start_kvs memory "$PORT" "$work/srv" ;;
+    kvs-always) start_kvs durable "$PORT" "$work/srv" --fsync always ;;
+    kvs-everysec) start_kvs durable "$PORT" "$work/srv" --fsync everysec ;;
+    kvs-cluster) start_kvs cluster "$PORT" "$work/srv" ;;
+    redis-*)
+      require_free_ports memory "$PORT"
+      case $1 in
+        redis-memory) launch "$work/srv/out.log" "${redis[@]}" --appendonly no ;;
+        redis-always) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync always ;;
+        redis-everysec) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync everysec ;;
+      esac
+      wait_until 30 "redis on port $PORT" resp_ping "$PORT"
+      LOAD_PORT=$PORT
+      ;;
   esac
-  pid=$!
-  wait_ready
 }
 
-# bench TEST PIPELINE: prints requests per second.
-bench() {
-  pin $CLIENT_CPU redis-benchmark -p "$PORT" -t "$1" -c 50 -r 100000 -n "$REQUESTS" -P "$2" --csv 2>/dev/null |
-    awk -F'","' 'NR>1 { gsub(/"/, "", $2); print $2; exit }'
-}
+stop() { stop_started; }
 
 median() { sort -n | awk '{ a[NR]=$1 } END { if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+# med KEY: the median of the values results[KEY] collected over the rounds.
+med() { echo ${results["$1"]:-0} | tr ' ' '\n' | median; }
+ratio() { awk -v k="$1" -v r="$2" 'BEGIN { if (r > 0) printf "%.2f", k/r; else print "-" }'; }
 
 declare -A results
-for round in $(seq 1 "$ROUNDS"); do
-  for pair in ${MODES:-memory always}; do
+
+# redis-benchmark TESTS PIPELINE [MORE FLAGS]: prints "TEST rps p50" lines.
+rbench() {
+  local tests=$1 p=$2
+  shift 2
+  "${CLIENT[@]}" redis-benchmark -p "$LOAD_PORT" -t "$tests" -c 50 -r 100000 -n "$REQUESTS" -P "$p" "$@" --csv 2>/dev/null |
+    awk -F'","' 'NR>1 { gsub(/"/, "", $1); gsub(/"/, "", $2); print $1, $2, $5 }'
+}
+
+# Table 1: redis-benchmark SET and GET.
+rb_pairs=()
+for m in memory always everysec; do has "$MODES" $m && rb_pairs+=($m); done
+if has "$TABLES" redis-benchmark && [ ${#rb_pairs[@]} -gt 0 ]; then
+  for round in $(seq 1 "$ROUNDS"); do
+    for pair in "${rb_pairs[@]}"; do
+      for who in kvs redis; do
+        start "$who-$pair"
+        for p in 1 16; do
+          tests=set
+          [ "$pair" = memory ] && tests=set,get
+          while read -r t rps _; do
+            results["rb-$who-$pair-$t-$p"]+="$rps "
+            echo "round $round $who-$pair $t -P $p: $rps" >&2
+          done < <(rbench "$tests" "$p")
+        done
+        stop
+      done
+    done
+  done
+fi
+
+# Table 2: the memtier workload. The cluster's redis counterpart is
+# appendfsync always, which the always pair also runs: it runs once a round.
+mt_configs=()
+for m in $MODES; do
+  mt_configs+=("kvs-$m")
+  r=redis-$m
+  [ "$m" = cluster ] && r=redis-always
+  has "${mt_configs[*]}" "$r" || mt_configs+=("$r")
+done
+if has "$TABLES" memtier; then
+  for round in $(seq 1 "$ROUNDS"); do
+    for cfg in "${mt_configs[@]}"; do
+      start "$cfg"
+      run_load "$LOAD_PORT" "$BENCH_TIME" "$work/$cfg.json" "${CLIENT[@]}" >"$work/load.out" 2>"$work/load.err" || {
+        echo "compare: the memtier workload against $cfg failed:" >&2
+        tail -5 "$work/load.err" >&2
+        exit 1
+      }
+      read -r ops p50 p99 < <(awk '$1 == "Totals" { print $2, $6, $7 }' "$work/load.out")
+      read -r sp99 < <(awk '$1 == "Sets" { print $7 }' "$work/load.out")
+      for f in ops p50 p99 sp99; do results["mt-$cfg-$f"]+="${!f} "; done
+      echo "round $round memtier $cfg: $ops ops/s, p50 $p50 ms, p99 $p99 ms, SET p99 $sp99 ms" >&2
+      stop
+    done
+  done
+fi
+
+# Table 3: valkey's, by value size and pipeline.
+if has "$TABLES" valkey && has "$MODES" memory; then
+  for round in $(seq 1 "$ROUNDS"); do
     for who in kvs redis; do
-      start "$who-$pair"
-      for p in 1 16; do
-        for t in set get; do
-          [ "$pair" = always ] && [ "$t" = get ] && continue
-          r=$(bench "$t" "$p")
-          results["$who-$pair-$t-$p"]+="$r "
-          echo "round $round $who-$pair $t -P $p: $r" >&2
+      start "$who-memory"
+      for d in 16 128 1024; do
+        for p in 1 10; do
+          while read -r t rps p50; do
+            results["vk-$who-$t-$d-$p"]+="$rps "
+            results["vk-$who-$t-$d-$p-p50"]+="$p50 "
+            echo "round $round valkey $who $t -d $d -P $p: $rps" >&2
+          done < <(rbench set,get,incr "$p" -d "$d")
         done
       done
       stop
     done
   done
-done
+fi
+
+label() {
+  case $1 in
+    memory) echo "memory (redis appendonly no)" ;;
+    always) echo "durable, fsync always (redis appendfsync always)" ;;
+    everysec) echo "durable, fsync everysec (redis appendfsync everysec)" ;;
+  esac
+}
+tool="kvs bench"
+have_memtier && tool=memtier_benchmark
 
 {
-  echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
-  echo "| --- | --- | --- | ---: | ---: | ---: |"
-  for pair in ${MODES:-memory always}; do
-    for t in set get; do
-      [ "$pair" = always ] && [ "$t" = get ] && continue
-      for p in 1 16; do
-        k=$(echo ${results["kvs-$pair-$t-$p"]} | tr ' ' '\n' | median)
-        r=$(echo ${results["redis-$pair-$t-$p"]} | tr ' ' '\n' | median)
-        ratio=$(awk -v k="$k" -v r="$r" 'BEGIN { printf "%.2f", k/r }')
-        label=$([ "$pair" = memory ] && echo "memory (redis appendonly no)" || echo "durable, fsync always (redis appendfsync always)")
-        printf "| %s | %s | %s | %.0f | %.0f | %s |\n" "$label" "${t^^}" "$p" "$k" "$r" "$ratio"
+  if has "$TABLES" redis-benchmark && [ ${#rb_pairs[@]} -gt 0 ]; then
+    echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
+    echo "| --- | --- | --- | ---: | ---: | ---: |"
+    for pair in "${rb_pairs[@]}"; do
+      for t in SET GET; do
+        [ "$pair" != memory ] && [ "$t" = GET ] && continue
+        for p in 1 16; do
+          k=$(med "rb-kvs-$pair-$t-$p") r=$(med "rb-redis-$pair-$t-$p")
+          printf "| %s | %s | %s | %.0f | %.0f | %s |\n" "$(label "$pair")" "$t" "$p" "$k" "$r" "$(ratio "$k" "$r")"
+        done
       done
     done
-  done
-  echo
-  echo "median of $ROUNDS rounds, $REQUESTS requests each, -c 50 -r 100000; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo
+    echo "redis-benchmark, median of $ROUNDS rounds, $REQUESTS requests each, -c 50 -r 100000; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo
+  fi
+  if has "$TABLES" memtier; then
+    echo "| server | ops/s | p50 ms | p99 ms | SET p99 ms | compared with | ops/s ratio |"
+    echo "| --- | ---: | ---: | ---: | ---: | --- | ---: |"
+    for cfg in "${mt_configs[@]}"; do
+      ops=$(med "mt-$cfg-ops")
+      vs="" rt=""
+      case $cfg in
+        kvs-cluster) vs=redis-always ;;
+        kvs-*) vs=redis-${cfg#kvs-} ;;
+      esac
+      [ -n "$vs" ] && rt=$(ratio "$ops" "$(med "mt-$vs-ops")")
+      name=$cfg
+      case $cfg in
+        kvs-memory) name="kvs memory" ;;
+        kvs-always) name="kvs durable, fsync always" ;;
+        kvs-everysec) name="kvs durable, fsync everysec" ;;
+        kvs-cluster) name="kvs cluster, 3 nodes" ;;
+        redis-memory) name="redis appendonly no" ;;
+        redis-always) name="redis appendfsync always" ;;
+        redis-everysec) name="redis appendfsync everysec" ;;
+      esac
+      vsname=""
+      [ -n "$vs" ] && vsname=${vs/redis-memory/redis appendonly no} && vsname=${vsname/redis-/redis appendfsync }
+      printf "| %s | %.0f | %.3f | %.3f | %.3f | %s | %s |\n" "$name" "$ops" "$(med "mt-$cfg-p50")" \
+        "$(med "mt-$cfg-p99")" "$(med "mt-$cfg-sp99")" "$vsname" "$rt"
+    done
+    echo
+    echo "$tool: every key of 100,001 written first, then 4 threads x 50 clients, SET:GET 1:10, 32-byte values, random keys, ${BENCH_TIME}s; median of $ROUNDS rounds; servers on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo
+  fi
+  if has "$TABLES" valkey && has "$MODES" memory; then
+    echo "| test | data size | pipeline | kvs ops/s | redis ops/s | kvs/redis | kvs p50 ms | redis p50 ms |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for d in 16 128 1024; do
+      for p in 10 1; do
+        for t in SET GET INCR; do
+          k=$(med "vk-kvs-$t-$d-$p") r=$(med "vk-redis-$t-$d-$p")
+          printf "| %s | %s | %s | %.0f | %.0f | %s | %.3f | %.3f |\n" "$t" "$d" "$p" "$k" "$r" "$(ratio "$k" "$r")" \
+            "$(med "vk-kvs-$t-$d-$p-p50")" "$(med "vk-redis-$t-$d-$p-p50")"
+        done
+      done
+    done
+    echo
+    echo "redis-benchmark -t set,get,incr -c 50 -r 100000 -n $REQUESTS, kvs memory vs redis appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+  fi
 } | tee "$OUT"
