@@ -135,6 +135,11 @@ func TestMetricsCounts(t *testing.T) {
 	if d := delta("kvs_wal_fsync_duration_seconds_count"); d != delta("kvs_wal_fsyncs_total") {
 		t.Errorf("fsync duration count moved by %v, fsyncs by %v", d, delta("kvs_wal_fsyncs_total"))
 	}
+	// The batch-size histogram counts every record made durable: the 7
+	// SETs (one record each, one request at a time).
+	if d := delta("kvs_wal_fsync_records_sum"); d != delta("kvs_wal_records_fsynced_total") || d != 7 {
+		t.Errorf("fsync records histogram moved by %v, records fsynced by %v, want 7", d, delta("kvs_wal_records_fsynced_total"))
+	}
 	for _, series := range []string{"go_goroutines", "process_cpu_seconds_total", `kvs_evicted_keys_total`, `kvs_build_info{mode="durable",version="0.1.0"}`} {
 		sample(t, after, series)
 	}

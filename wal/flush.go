@@ -336,6 +336,9 @@ func (l *Log) countFsync(b *batch) {
 	l.stats.lastFsyncNanos.Store(b.nanos)
 	l.stats.recordsFsynced.Add(b.records)
 	l.stats.durableIndex.Store(b.last)
+	if l.opts.OnFsync != nil {
+		l.opts.OnFsync(time.Duration(b.nanos), int(b.records))
+	}
 }
 
 // rotate closes the active segment (fsynced) and starts the next one, named

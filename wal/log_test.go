@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -439,5 +440,48 @@ func TestPendingBound(t *testing.T) {
 	defer l2.Close()
 	if m2.last() != n {
 		t.Fatalf("recovered %d records, want %d", m2.last(), n)
+	}
+}
+
+// TestOnFsync: the hook hears of every fsync, and what it is told adds up
+// to the log's own counters, with concurrent appenders sharing fsyncs.
+func TestOnFsync(t *testing.T) {
+	fs := NewMemFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	var mu sync.Mutex
+	var calls, records int
+	opts.OnFsync = func(d time.Duration, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 || n <= 0 {
+			t.Errorf("OnFsync(%v, %d)", d, n)
+		}
+		calls++
+		records += n
+	}
+	l := mustOpen(t, opts)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if _, err := l.Append(rec(w*1000 + i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if uint64(calls) != s.Fsyncs || uint64(records) != s.RecordsFsynced || records != 400 {
+		t.Fatalf("OnFsync saw %d fsyncs of %d records; stats say %d of %d", calls, records, s.Fsyncs, s.RecordsFsynced)
 	}
 }

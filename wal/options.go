@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 )
 
 // Policy says when appended records are fsynced, and so when they are applied.
@@ -108,6 +109,12 @@ type Options struct {
 	CompactBytes int64
 	// Logger receives recovery and compaction events. nil: slog.Default().
 	Logger *slog.Logger
+
+	// OnFsync, when set, is told of every successful fsync of the log: how
+	// long it took and how many records it made durable (for latency and
+	// batch-size histograms). It runs on the flush goroutine, between one
+	// fsync and the next, so it must be quick. nil: not called.
+	OnFsync func(d time.Duration, records int)
 
 	// prealloc is the preallocation chunk; 0: defaultPrealloc, negative:
 	// none. Tests set it small so that a short run crosses many chunks,

@@ -36,7 +36,8 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 
 // openLog opens (and recovers) the append log in f.dataDir, restoring the
 // store from the newest snapshot and replaying the records after it.
-func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Logger) (*wal.Log, error) {
+// onFsync, when not nil, hears of every fsync (for the metrics).
+func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Logger, onFsync func(time.Duration, int)) (*wal.Log, error) {
 	return wal.Open(wal.Options{
 		Dir:          f.dataDir,
 		Fsync:        policy,
@@ -44,6 +45,7 @@ func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Log
 		CompactBytes: f.compact,
 		Repair:       f.repair,
 		Logger:       logger,
+		OnFsync:      onFsync,
 		Apply: func(index uint64, rec []byte) any {
 			now, cmds, err := fsm.DecodeEntry(rec)
 			if err != nil {

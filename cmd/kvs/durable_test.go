@@ -17,7 +17,7 @@ func openDurable(tb testing.TB) (*fsm.Store, *durableProposer) {
 	tb.Helper()
 	store := fsm.NewStore()
 	f := serveFlags{dataDir: tb.TempDir(), fsync: "always"}
-	log, err := openLog(f, wal.FsyncAlways, store, nil)
+	log, err := openLog(f, wal.FsyncAlways, store, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func setCmd(key, value []byte) []fsm.Command {
 // back through the log, and a reopened log restores the same store.
 func TestDurableProposerRecovers(t *testing.T) {
 	store, dir := fsm.NewStore(), t.TempDir()
-	log, err := openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, store, nil)
+	log, err := openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, store, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestDurableProposerRecovers(t *testing.T) {
 	}
 
 	again := fsm.NewStore()
-	log, err = openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, again, nil)
+	log, err = openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, again, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

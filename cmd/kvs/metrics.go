@@ -175,3 +175,41 @@ func (w *leaderWatch) count() uint64 {
 }
 
 func (w *leaderWatch) stop() { w.r.DeregisterObserver(w.obs) }
+
+// fsyncHistograms are the distributions of the append log's fsyncs, fed by
+// wal.Options.OnFsync once per fsync (not per write), so they cost nothing
+// on a client's path.
+type fsyncHistograms struct {
+	duration prometheus.Histogram
+	records  prometheus.Histogram
+}
+
+func newFsyncHistograms() *fsyncHistograms {
+	return &fsyncHistograms{
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kvs_wal_fsync_duration_seconds",
+			Help:    "Duration of each append log fsync (fdatasync on Linux).",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14), // 25µs .. 205ms
+		}),
+		records: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kvs_wal_fsync_records",
+			Help:    "Records made durable by each append log fsync: the group-commit batch size.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1 .. 2048
+		}),
+	}
+}
+
+func (h *fsyncHistograms) observe(d time.Duration, records int) {
+	h.duration.Observe(d.Seconds())
+	h.records.Observe(float64(records))
+}
+
+func (h *fsyncHistograms) Describe(ch chan<- *prometheus.Desc) {
+	h.duration.Describe(ch)
+	h.records.Describe(ch)
+}
+
+func (h *fsyncHistograms) Collect(ch chan<- prometheus.Metric) {
+	h.duration.Collect(ch)
+	h.records.Collect(ch)
+}

@@ -49,7 +49,6 @@ var (
 
 	descWALAppends     = prometheus.NewDesc("kvs_wal_appends_total", "Records appended to the append log (one per batch of writes).", nil, nil)
 	descWALFsyncs      = prometheus.NewDesc("kvs_wal_fsyncs_total", "Fsyncs of append log segments.", nil, nil)
-	descWALFsyncTime   = prometheus.NewDesc("kvs_wal_fsync_duration_seconds", "Time spent in append log fsyncs (count and sum; the log keeps no distribution).", nil, nil)
 	descWALLastFsync   = prometheus.NewDesc("kvs_wal_last_fsync_duration_seconds", "Duration of the most recent append log fsync.", nil, nil)
 	descWALFsynced     = prometheus.NewDesc("kvs_wal_records_fsynced_total", "Records made durable by fsyncs; its rate over that of kvs_wal_fsyncs_total is the group-commit batch size.", nil, nil)
 	descWALPerFsync    = prometheus.NewDesc("kvs_wal_records_per_fsync", "Mean records made durable per fsync since start.", nil, nil)
@@ -81,7 +80,7 @@ func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *c
 		descMemory, descExpired, descEvicted,
 	}
 	if log != nil {
-		c.descs = append(c.descs, descWALAppends, descWALFsyncs, descWALFsyncTime, descWALLastFsync,
+		c.descs = append(c.descs, descWALAppends, descWALFsyncs, descWALLastFsync,
 			descWALFsynced, descWALPerFsync, descWALBytes, descWALSegments, descWALLastIndex,
 			descWALDurable, descWALCompactions, descWALCompactErrs)
 	}
@@ -126,7 +125,6 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 		ws := c.log.Stats()
 		counter(descWALAppends, float64(ws.Appends))
 		counter(descWALFsyncs, float64(ws.Fsyncs))
-		ch <- prometheus.MustNewConstSummary(descWALFsyncTime, ws.Fsyncs, float64(ws.FsyncNanosTotal)/1e9, nil)
 		gauge(descWALLastFsync, float64(ws.LastFsyncNanos)/1e9)
 		counter(descWALFsynced, float64(ws.RecordsFsynced))
 		gauge(descWALPerFsync, ws.RecordsPerFsync())

@@ -154,6 +154,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		defer metrics.close()
 	}
 	store := fsm.NewStore()
+	fsyncs := newFsyncHistograms()
 	cfg := server.Config{
 		Addr:         f.addr,
 		Store:        store,
@@ -206,7 +207,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return fmt.Errorf("--fsync: %w", err)
 		}
 		start := time.Now()
-		log, err = openLog(f, policy, store, logger)
+		log, err = openLog(f, policy, store, logger, fsyncs.observe)
 		if err != nil {
 			return err
 		}
@@ -257,6 +258,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	}
 
 	metrics.register(newKVSCollector(srv, store, log, node, leaders, mode(f)))
+	if log != nil {
+		metrics.register(fsyncs)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 	hc.phase.Store(phaseServing)
