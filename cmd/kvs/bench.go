@@ -300,8 +300,8 @@ func runBench(ctx context.Context, cfg benchConfig, prog *progress) (*benchResul
 			return nil, err
 		}
 	}
-	for i, c := range clients {
-		c.startRun(i)
+	for _, c := range clients {
+		c.startRun()
 	}
 
 	var stopping atomic.Bool

@@ -145,7 +145,7 @@ func (c *benchClient) startPrefill(lo, hi uint64) {
 
 // startRun sets the client to the measured workload, forgetting what the
 // prefill counted.
-func (c *benchClient) startRun(_ int) {
+func (c *benchClient) startRun() {
 	c.prefilling, c.depth = false, c.cfg.Pipeline
 	c.remaining = -1
 	if c.cfg.TestTime == 0 {

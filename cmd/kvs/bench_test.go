@@ -20,7 +20,6 @@ import (
 // connection, every command it receives: SET stores the key, GET answers
 // the stored value or nil.
 type fakeRESP struct {
-	t  *testing.T
 	ln net.Listener
 	// batch > 1 makes each connection hold its replies until that many
 	// commands are unanswered, so a client that keeps fewer in flight stalls
@@ -51,7 +50,7 @@ func startFakeRESP(t *testing.T, batch int, fail string) *fakeRESP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeRESP{t: t, ln: ln, batch: batch, fail: fail, keys: map[string]bool{}}
+	f := &fakeRESP{ln: ln, batch: batch, fail: fail, keys: map[string]bool{}}
 	f.wg.Add(1)
 	go f.accept()
 	t.Cleanup(func() {
@@ -479,7 +478,7 @@ func TestBenchClientAllocs(t *testing.T) {
 	cfg.SetRatio, cfg.GetRatio, cfg.TestTime = 1, 1, time.Second
 	for _, reply := range []string{"+OK\r\n", "$5\r\nvalue\r\n", "$-1\r\n"} {
 		c := newBenchClient(&cfg, nil, 1)
-		c.startRun(0)
+		c.startRun()
 		c.r = bufio.NewReaderSize(repeatReader{[]byte(reply)}, benchBufSize)
 		c.w = bufio.NewWriterSize(io.Discard, benchBufSize)
 		allocs := testing.AllocsPerRun(10000, func() {
@@ -502,7 +501,7 @@ func BenchmarkBenchClientRequest(b *testing.B) {
 	cfg := defaultBenchConfig()
 	cfg.TestTime = time.Second
 	c := newBenchClient(&cfg, nil, 1)
-	c.startRun(0)
+	c.startRun()
 	c.r = bufio.NewReaderSize(repeatReader{[]byte("$32\r\n0123456789abcdef0123456789abcdef\r\n")}, benchBufSize)
 	c.w = bufio.NewWriterSize(io.Discard, benchBufSize)
 	b.ReportAllocs()
