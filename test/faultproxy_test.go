@@ -1,0 +1,540 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A Proxy listens on its own loopback address and forwards every accepted
+// connection to a target address, injecting faults on the way. It needs no
+// root and no firewall, so chaos tests run the same on every OS.
+//
+// Faults (Cut, Reset, CutOneWay, Delay, Drop) take effect at once for
+// existing and new connections; Heal undoes all of them. TCP cannot lose
+// bytes and carry on, so:
+//
+//   - Drop closes a connection instead of dropping a chunk;
+//   - a connection that had bytes discarded (Cut or CutOneWay) can never be
+//     forwarded again: its stream has a hole. Heal closes every such
+//     connection, and the peers redial (raft's TCP transport does so on the
+//     next RPC). Connections that were only delayed survive Heal.
+//
+// Each direction of a connection has a reader, which stamps every chunk
+// (up to 32 KiB) with the time it arrived, and a writer, which forwards it
+// once the delay in force at arrival has passed. The pair keeps a steady
+// stream at its true latency; one goroutine that slept per chunk would add
+// the delay once per chunk queued behind it. Cuts and Drop are decided by
+// the writer, when a chunk is due, so a fault also catches chunks that were
+// already waiting in a delay.
+//
+// # What a Proxy per raft listener can and cannot model
+//
+// A kvs node binds and advertises one Raft address (--raft-addr), and the
+// replicated configuration holds one address per server that every peer
+// dials. kvs has no flag to advertise an address other than the bound one,
+// but the configuration can be pointed at a proxy after the cluster has
+// formed: KVS.JOIN <id> <proxy addr> <client addr> sent to the leader moves
+// a known id to a new address (cluster.Node.AddVoter). From then on every
+// peer dials node j through proxy j. (A node restarted with --join re-joins
+// with its bound address and so leaves its proxy; restart without --join.)
+//
+// In hashicorp/raft the node that sends an RPC dials the connection and
+// reads the response from it. So proxy j carries every RPC *to* j from all
+// peers, requests (ToTarget) and responses (FromTarget), and nothing that j
+// sends: j's own RPCs go through the other nodes' proxies. All peers'
+// connections arrive from 127.0.0.1 on ephemeral ports, so a proxy cannot
+// tell which peer a connection comes from.
+//
+// It can model, per node j:
+//   - j deaf: Cut or Reset proxy j. No heartbeat, entry, vote or snapshot
+//     reaches j; j's own vote requests still reach the others and are
+//     answered. A deaf follower falls behind and campaigns; a deaf leader
+//     keeps leading, because followers only dial the leader to campaign.
+//   - lost acknowledgements: CutOneWay(FromTarget) on proxy j. j receives
+//     and applies entries but its callers never learn that it did.
+//   - lost requests only: CutOneWay(ToTarget), which to the caller looks
+//     like Cut.
+//   - a slow node: Delay on proxy j adds 2d to the round trip of every RPC
+//     to j (d each way).
+//   - a flaky node: Drop or repeated Reset/Heal forces redials; flapping is
+//     Cut/Heal in a loop.
+//   - a hub: cut every proxy but j's, and every node can reach only j.
+//   - a restart on another port: SetTarget (or move the id with KVS.JOIN).
+//
+// RaftProxies.Block takes a table of blocked caller→callee links and
+// refuses, with the reason, any table these proxies cannot express.
+//
+// It cannot model, for three or more nodes:
+//   - isolating one node both ways, e.g. "isolate the leader": the leader's
+//     outgoing RPCs share the followers' proxies with the followers' RPCs
+//     to each other. Cutting all followers' proxies gives the hub topology
+//     above, in which a follower can win an election through the old
+//     leader, not an isolated leader.
+//   - any symmetric partition such as {n1} | {n2, n3} or 1|2 splits,
+//     bridges, or faults on one directed link i→j: these block some
+//     callers of a node and not others.
+//
+// Per-pair links would need the proxy to know the caller. Every
+// hashicorp/raft request starts with a one-byte RPC type followed by the
+// msgpack-encoded request, whose first field is the RPCHeader with the
+// sender's ID and Addr, and a connection carries one sender's RPCs only.
+// Classifying a connection by its first request would give faults per
+// (caller, callee) pair without changing kvs.
+type Proxy struct {
+	ln   net.Listener
+	ctx  context.Context // cancelled by Close: stops dials and delay waits
+	stop context.CancelFunc
+	wg   sync.WaitGroup // every goroutine the proxy starts
+
+	accepted, dropped           atomic.Int64
+	toTarget, fromTarget, trash atomic.Int64 // bytes forwarded each way, bytes discarded
+
+	mu     sync.Mutex // guards the fields below
+	closed bool
+	target string
+	f      proxyFaults
+	rng    *rand.Rand // Drop's source, not safe for concurrent use
+	conns  map[*proxyConn]struct{}
+}
+
+// Direction names one direction of a proxied connection.
+type Direction int
+
+const (
+	ToTarget   Direction = iota // from the dialer to the target
+	FromTarget                  // from the target back to the dialer
+)
+
+func (d Direction) String() string {
+	if d == ToTarget {
+		return "to-target"
+	}
+	return "from-target"
+}
+
+// ProxyStats counts a proxy's traffic since it was created.
+type ProxyStats struct {
+	Accepted   int64 // connections accepted, including those closed at once
+	Dropped    int64 // connections closed by Drop
+	ToTarget   int64 // bytes forwarded to the target
+	FromTarget int64 // bytes forwarded back to the dialer
+	Discarded  int64 // bytes read and thrown away by Cut or CutOneWay
+}
+
+// proxyFaults is the fault state; its zero value forwards everything.
+type proxyFaults struct {
+	discard [2]bool // per Direction: read and throw away
+	reset   bool    // close existing connections and every new one
+	delay   time.Duration
+	drop    float64 // probability per chunk of closing the connection
+}
+
+// NewProxy listens on 127.0.0.1:0 and forwards to target. It is closed at
+// t's cleanup.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Proxy{ln: ln, ctx: ctx, stop: stop, target: target, conns: map[*proxyConn]struct{}{}}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the address to dial instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetTarget makes new connections go to addr; existing ones keep theirs.
+func (p *Proxy) SetTarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
+}
+
+// Cut blackholes both directions: connections stay open, every byte is read
+// and discarded, and new connections are accepted but never reach the
+// target. It is a partition in which packets vanish, so peers notice only
+// by their timeouts.
+func (p *Proxy) Cut() {
+	p.setFaults(func(f *proxyFaults) { f.discard = [2]bool{true, true} })
+}
+
+// Reset closes every connection, and every new one as soon as it is
+// accepted, until Heal: a partition in which the peer answers with resets.
+func (p *Proxy) Reset() {
+	p.setFaults(func(f *proxyFaults) { f.reset = true })
+	p.closeConns(func(*proxyConn) bool { return true })
+}
+
+// CutOneWay discards the bytes flowing in dir and forwards the other
+// direction.
+func (p *Proxy) CutOneWay(dir Direction) {
+	p.setFaults(func(f *proxyFaults) {
+		f.discard = [2]bool{}
+		f.discard[dir] = true
+	})
+}
+
+// Delay forwards every chunk d after it arrived, in order. Zero removes the
+// delay for chunks arriving from now on.
+func (p *Proxy) Delay(d time.Duration) {
+	p.setFaults(func(f *proxyFaults) { f.delay = d })
+}
+
+// Drop closes a connection with probability prob for each chunk it
+// forwards, drawing from rng (which the proxy then owns).
+func (p *Proxy) Drop(prob float64, rng *rand.Rand) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.f.drop, p.rng = prob, rng
+}
+
+// Heal removes every fault and closes the connections that lost bytes to
+// Cut or CutOneWay, so that peers redial on a clean stream.
+func (p *Proxy) Heal() {
+	p.setFaults(func(f *proxyFaults) { *f = proxyFaults{} })
+	p.closeConns(func(c *proxyConn) bool { return c.lossy[ToTarget].Load() || c.lossy[FromTarget].Load() })
+}
+
+// Stats returns the counters so far.
+func (p *Proxy) Stats() ProxyStats {
+	return ProxyStats{
+		Accepted:   p.accepted.Load(),
+		Dropped:    p.dropped.Load(),
+		ToTarget:   p.toTarget.Load(),
+		FromTarget: p.fromTarget.Load(),
+		Discarded:  p.trash.Load(),
+	}
+}
+
+// Close stops listening, closes every connection and waits for all of the
+// proxy's goroutines. It is idempotent.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.stop()
+	p.ln.Close()
+	p.closeConns(func(*proxyConn) bool { return true })
+	p.wg.Wait()
+}
+
+func (p *Proxy) setFaults(change func(*proxyFaults)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	change(&p.f)
+}
+
+func (p *Proxy) faults() proxyFaults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.f
+}
+
+// rollDrop reports whether Drop picks this chunk's connection to close.
+func (p *Proxy) rollDrop() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.f.drop > 0 && p.rng != nil && p.rng.Float64() < p.f.drop
+}
+
+func (p *Proxy) closeConns(which func(*proxyConn) bool) {
+	p.mu.Lock()
+	var doomed []*proxyConn
+	for c := range p.conns {
+		if which(c) {
+			doomed = append(doomed, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range doomed {
+		c.close()
+	}
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return // closed by Close
+		}
+		p.accepted.Add(1)
+		c := &proxyConn{p: p, client: client, done: make(chan struct{})}
+		if !p.register(c) {
+			client.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go c.run()
+	}
+}
+
+// register adds c to the live set unless the proxy is closed or resetting.
+func (p *Proxy) register(c *proxyConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.f.reset {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) unregister(c *proxyConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+// A proxyConn is one accepted connection and, unless it was accepted
+// during a Cut, its connection to the target.
+type proxyConn struct {
+	p      *Proxy
+	client net.Conn
+	lossy  [2]atomic.Bool // per Direction: bytes were discarded, the stream has a hole
+	done   chan struct{}  // closed by close
+	once   sync.Once
+
+	mu     sync.Mutex // guards target, which run sets after dialing
+	target net.Conn   // nil when accepted during a Cut, or while dialing
+}
+
+// chunk is one read, due for forwarding at due.
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+func (c *proxyConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		c.client.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.target != nil {
+			c.target.Close()
+		}
+	})
+}
+
+// run dials the target and pumps both directions until the connection
+// ends. A connection accepted during a Cut never dials: a blackhole does
+// not reach the target, which may not even be up. It only reads and
+// discards until Heal or Close closes it.
+func (c *proxyConn) run() {
+	p := c.p
+	defer p.wg.Done()
+	defer p.unregister(c)
+	defer c.close()
+
+	f := p.faults()
+	if f.discard[ToTarget] && f.discard[FromTarget] {
+		c.lossy[ToTarget].Store(true)
+		c.pump(ToTarget, c.client, nil)
+		return
+	}
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	conn, err := d.DialContext(ctx, "tcp", target)
+	cancel()
+	if err != nil {
+		return // the dialer sees a close, as if the target refused
+	}
+	// close may have run while dialing, when it saw no target to close.
+	c.mu.Lock()
+	select {
+	case <-c.done:
+		c.mu.Unlock()
+		conn.Close()
+		return
+	default:
+	}
+	c.target = conn
+	c.mu.Unlock()
+
+	var both sync.WaitGroup
+	both.Add(2)
+	for _, dir := range []Direction{ToTarget, FromTarget} {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer both.Done()
+			if dir == ToTarget {
+				c.pump(dir, c.client, conn)
+			} else {
+				c.pump(dir, conn, c.client)
+			}
+		}()
+	}
+	both.Wait()
+}
+
+// pump moves one direction: this goroutine reads, a second one writes each
+// chunk when it is due. It returns when the direction is finished; an error
+// on either side closes the whole connection, a clean EOF is passed on as a
+// half-close unless the direction is cut. A nil dst discards everything.
+func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
+	p := c.p
+	queue := make(chan chunk, 64)
+	writerDone := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(writerDone)
+		c.write(dir, queue, dst)
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			ch := chunk{b: append([]byte(nil), buf[:n]...), due: time.Now().Add(p.faults().delay)}
+			select {
+			case queue <- ch:
+			case <-c.done:
+				close(queue)
+				<-writerDone
+				return
+			}
+		}
+		if err != nil {
+			close(queue)
+			<-writerDone
+			if !errors.Is(err, io.EOF) {
+				c.close()
+			}
+			return
+		}
+	}
+}
+
+// write forwards queued chunks of one direction, each when it is due and
+// subject to the faults in force then. When the queue ends cleanly it
+// half-closes dst.
+func (c *proxyConn) write(dir Direction, queue <-chan chunk, dst io.Writer) {
+	p := c.p
+	forwarded := &p.toTarget
+	if dir == FromTarget {
+		forwarded = &p.fromTarget
+	}
+	for ch := range queue {
+		if wait := time.Until(ch.due); wait > 0 && dst != nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.done:
+				t.Stop()
+				continue // drain, so the reader never blocks on a dead queue
+			}
+		}
+		// Once a direction has a hole nothing more may pass, even in the
+		// moment between Heal lifting the cut and closing the connection.
+		if dst == nil || c.lossy[dir].Load() || p.faults().discard[dir] {
+			c.lossy[dir].Store(true)
+			p.trash.Add(int64(len(ch.b)))
+			continue
+		}
+		if p.rollDrop() {
+			p.dropped.Add(1)
+			c.close()
+			continue
+		}
+		if _, err := dst.Write(ch.b); err != nil {
+			c.close()
+			continue
+		}
+		forwarded.Add(int64(len(ch.b)))
+	}
+	// A FIN after a hole would tell the peer the stream ended cleanly.
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok && !c.lossy[dir].Load() {
+		cw.CloseWrite()
+	}
+}
+
+// RaftProxies is one Proxy in front of each node's raft listener, index i
+// for node i. See Proxy for how to point the raft configuration at them.
+type RaftProxies []*Proxy
+
+// NewRaftProxies starts a proxy for each raft address.
+func NewRaftProxies(t testing.TB, raftAddrs []string) RaftProxies {
+	t.Helper()
+	ps := make(RaftProxies, len(raftAddrs))
+	for i, a := range raftAddrs {
+		ps[i] = NewProxy(t, a)
+	}
+	return ps
+}
+
+// Block applies a table of blocked links: blocked[i][j] means RPCs that
+// node i sends to node j fail (as by Cut); the diagonal is ignored. Proxy j
+// carries every node's RPCs to j, so a column must block all callers of j
+// or none; any other table is refused with an error naming the mixed
+// column, and nothing is changed. Proxies whose column is clear are healed.
+func (ps RaftProxies) Block(blocked [][]bool) error {
+	n := len(ps)
+	if len(blocked) != n {
+		return fmt.Errorf("faultproxy: %d rows for %d nodes", len(blocked), n)
+	}
+	cut := make([]bool, n)
+	for j := range n {
+		var from, not []int
+		for i := range n {
+			if len(blocked[i]) != n {
+				return fmt.Errorf("faultproxy: row %d has %d columns for %d nodes", i, len(blocked[i]), n)
+			}
+			if i == j {
+				continue
+			}
+			if blocked[i][j] {
+				from = append(from, i)
+			} else {
+				not = append(not, i)
+			}
+		}
+		if len(from) > 0 && len(not) > 0 {
+			return fmt.Errorf("faultproxy: node %d's callers %v are blocked and %v are not: a proxy per listener cannot tell callers apart", j, from, not)
+		}
+		cut[j] = len(from) > 0
+	}
+	for j, p := range ps {
+		if cut[j] {
+			p.Cut()
+		} else {
+			p.Heal()
+		}
+	}
+	return nil
+}
+
+// Deafen cuts every RPC to the given nodes; the RPCs they send still flow.
+func (ps RaftProxies) Deafen(nodes ...int) {
+	for _, j := range nodes {
+		ps[j].Cut()
+	}
+}
+
+// HealAll heals every proxy.
+func (ps RaftProxies) HealAll() {
+	for _, p := range ps {
+		p.Heal()
+	}
+}
