@@ -61,5 +61,16 @@ memtier: build
 compare: build
 	bash test/compare-redis.sh
 
+# TestChaos alone: a seeded schedule of kills, pauses, restarts and raft
+# network faults against a three-node cluster for CHAOS_TIME (10m unless
+# given; `make test` runs it for 20s), with every client history checked
+# for linearizability. CHAOS_SEED=N replays the schedule of a run whose
+# log printed seed N.
+CHAOS_TIME ?= 10m
+CHAOS_SEED ?=
+.PHONY: chaos
+chaos:
+	$(GO) test ./test/ -run TestChaos -count=1 -v -timeout 30m -args -chaos.time=$(CHAOS_TIME)$(if $(CHAOS_SEED), -seed=$(CHAOS_SEED))
+
 clean:
 	rm -rf dist
