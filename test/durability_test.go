@@ -94,7 +94,9 @@ func TestExpiryAcrossRestart(t *testing.T) {
 	t.Parallel()
 	n := startKVS(t, KVSOptions{Durable: true})
 	rc := dialRaw(t, n.Addr)
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	// PXAT carries whole milliseconds, so that is the deadline the server
+	// holds: a key may expire up to 1 ms before a nanosecond-precise one.
+	deadline := time.UnixMilli(time.Now().Add(1500 * time.Millisecond).UnixMilli())
 	runScript(t, rc, []respCase{
 		c("+OK\r\n", "SET", "short", "v", "PXAT", itoa(int(deadline.UnixMilli()))),
 		c("+OK\r\n", "SET", "long", "v", "EX", "3600"),
