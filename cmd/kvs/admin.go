@@ -95,18 +95,11 @@ func joinCluster(clusterAddr, id, raftAddr, respAddr string) error {
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kvs join", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvs join [--timeout D] CLUSTER_ADDR NODE_ADDR\n\nAdds the node serving clients at NODE_ADDR to the cluster that the node at\nCLUSTER_ADDR belongs to (any member; followers relay to the leader), and\nwaits until the node knows the leader. While the cluster has no leader yet\nit retries, for up to --timeout.")
-	}
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to retry while the cluster has no leader")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return 2
+	fs, timeout, code := parseAdmin("join", "[--timeout D] CLUSTER_ADDR NODE_ADDR",
+		"Adds the node serving clients at NODE_ADDR to the cluster that the node at\nCLUSTER_ADDR belongs to (any member; followers relay to the leader), and\nwaits until the node knows the leader. While the cluster has no leader yet\nit retries, for up to --timeout.",
+		2, args, stderr)
+	if fs == nil {
+		return code
 	}
 	clusterAddr, nodeAddr := fs.Arg(0), fs.Arg(1)
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
@@ -175,18 +168,11 @@ func retryable(err error) bool {
 }
 
 func removeCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kvs remove", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvs remove [--timeout D] CLUSTER_ADDR NODE_ID\n\nRemoves node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to,\nretrying for up to --timeout while the cluster has no leader.")
-	}
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to retry while the cluster has no leader")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return 2
+	fs, timeout, code := parseAdmin("remove", "[--timeout D] CLUSTER_ADDR NODE_ID",
+		"Removes node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to,\nretrying for up to --timeout while the cluster has no leader.",
+		2, args, stderr)
+	if fs == nil {
+		return code
 	}
 	err := retryAdmin(*timeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
@@ -204,19 +190,13 @@ func removeCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func statusCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kvs status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: kvs status ADDR\n\nPrints the node at ADDR's view of the cluster and asks every member how far\nbehind the leader's commit index it is.")
+	fs, timeout, code := parseAdmin("status", "[--timeout D] ADDR",
+		"Prints the node at ADDR's view of the cluster and asks every member how far\nbehind the leader's commit index it is.",
+		1, args, stderr)
+	if fs == nil {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	st, err := fetchStatus(ctx, fs.Arg(0))
 	if err != nil {
@@ -288,6 +268,27 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c[0], c[3], c[2], c[1], applied, behind)
 	}
 	tw.Flush()
+}
+
+// parseAdmin parses an admin subcommand's flags (--timeout) and requires
+// nargs arguments. A nil FlagSet means the command is over, with code as
+// its exit status (help asked for, or a usage error already reported).
+func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr io.Writer) (*flag.FlagSet, *time.Duration, int) {
+	fs := flag.NewFlagSet("kvs "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kvs %s %s\n\n%s\n", name, synopsis, about)
+		fs.PrintDefaults()
+	}
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to keep trying (join and remove retry while the cluster has no leader)")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, flagExit(err)
+	}
+	if fs.NArg() != nargs {
+		fs.Usage()
+		return nil, nil, 2
+	}
+	return fs, timeout, 0
 }
 
 func flagExit(err error) int {
