@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -459,4 +460,41 @@ func TestClassify(t *testing.T) {
 			t.Errorf("classify(%v) = %v wraps %d sentinels", tc.err, got, n)
 		}
 	}
+}
+
+// TestSealDetectsCorruption: an entry damaged after it was sealed is
+// caught before the FSM sees it, whichever bit flipped.
+func TestSealDetectsCorruption(t *testing.T) {
+	entry := []byte("an entry of the fsm's encoding")
+	sealed := seal(entry)
+	if got, ok := unsealEntry(sealed); !ok || string(got) != string(entry) {
+		t.Fatalf("unseal(seal(e)) = %q, %v", got, ok)
+	}
+	for bit := 0; bit < len(sealed)*8; bit++ {
+		damaged := append([]byte(nil), sealed...)
+		damaged[bit/8] ^= 1 << (bit % 8)
+		if _, ok := unsealEntry(damaged); ok {
+			t.Fatalf("a flip of bit %d went unnoticed", bit)
+		}
+	}
+	if _, ok := unsealEntry(sealed[:3]); ok {
+		t.Fatal("a 3-byte entry unsealed")
+	}
+
+	// The FSM wrapper refuses to apply a damaged command entry, and leaves
+	// the log it was given untouched.
+	tf := &trackingFSM{BatchingFSM: fsm.NewRaftFSM(fsm.NewStore()), applied: &progress{}, boltPath: "raft.db"}
+	good := &raft.Log{Index: 1, Type: raft.LogCommand, Data: seal(setEntry("k", "v"))}
+	tf.ApplyBatch([]*raft.Log{good})
+	if _, ok := unsealEntry(good.Data); !ok {
+		t.Fatal("applying changed the log's data")
+	}
+	bad := &raft.Log{Index: 2, Type: raft.LogCommand, Data: append([]byte(nil), good.Data...)}
+	bad.Data[len(bad.Data)-1] ^= 0x20
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "corrupt") {
+			t.Fatalf("a damaged entry was applied (recover: %v)", r)
+		}
+	}()
+	tf.ApplyBatch([]*raft.Log{bad})
 }

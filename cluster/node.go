@@ -184,7 +184,7 @@ func Open(cfg Config) (*Node, error) {
 		n.log.Info("bootstrapped a new cluster", "raft_addr", n.trans.LocalAddr())
 	}
 
-	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied}
+	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, boltPath: path}
 	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -266,7 +266,7 @@ func (n *Node) Apply(entry []byte) (any, error) {
 		return nil, err
 	}
 	deadline := time.Now().Add(n.cfg.ApplyTimeout)
-	f := n.raft.Apply(entry, n.cfg.ApplyTimeout)
+	f := n.raft.Apply(seal(entry), n.cfg.ApplyTimeout)
 	if err := n.waitEntry(f, time.Until(deadline)); err != nil {
 		return nil, err
 	}

@@ -56,11 +56,12 @@ func (p *progress) changed() <-chan struct{} {
 // barrier logs never reach it, so termReady records the barriers it commits.
 type trackingFSM struct {
 	raft.BatchingFSM
-	applied *progress
+	applied  *progress
+	boltPath string // named when a corrupt entry stops the node
 }
 
 func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
-	resp := t.BatchingFSM.ApplyBatch(logs)
+	resp := t.BatchingFSM.ApplyBatch(t.unseal(logs))
 	if len(logs) > 0 {
 		t.applied.advance(logs[len(logs)-1].Index)
 	}
@@ -68,9 +69,35 @@ func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (t *trackingFSM) Apply(l *raft.Log) any {
-	resp := t.BatchingFSM.Apply(l)
+	resp := t.BatchingFSM.Apply(t.unseal([]*raft.Log{l})[0])
 	t.applied.advance(l.Index)
 	return resp
+}
+
+// unseal checks each command entry's checksum and hands the FSM copies of
+// the logs with the checksum stripped (the originals stay as they are: raft
+// keeps them in its log cache and sends them to followers). An entry whose
+// checksum does not match was damaged on this node's disk after raft wrote
+// it; applying it could serve a value nobody wrote, and a committed entry
+// cannot be skipped, so the node stops here, saying what to do.
+func (t *trackingFSM) unseal(logs []*raft.Log) []*raft.Log {
+	out := make([]*raft.Log, len(logs))
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			out[i] = l
+			continue
+		}
+		data, ok := unsealEntry(l.Data)
+		if !ok {
+			panic(fmt.Sprintf("cluster: raft log entry %d is corrupt (CRC-32C mismatch): %s is damaged; "+
+				"move this node's data dir aside and add the node to the cluster again (kvs join) to recover its state from the others",
+				l.Index, t.boltPath))
+		}
+		c := *l
+		c.Data = data
+		out[i] = &c
+	}
+	return out
 }
 
 // Restore passes through. The snapshot's index is not known here; the next

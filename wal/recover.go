@@ -74,7 +74,12 @@ func (l *Log) replay(segs []uint64, snapIndex uint64) (next uint64, d *damage, e
 		// A segment must start where the previous one ended, except that
 		// records the snapshot covers may be missing.
 		if first != next && !(first > next && first <= snapIndex+1) {
-			return next, &damage{seg: i, reason: fmt.Errorf("segment starts at index %d, want %d", first, next)}, nil
+			reason := fmt.Errorf("segment starts at index %d, want %d", first, next)
+			if i > 0 {
+				reason = fmt.Errorf("segment starts at index %d, want %d: %s ends early (truncated?) or a segment between them is missing",
+					first, next, segmentName(segs[i-1]))
+			}
+			return next, &damage{seg: i, reason: reason}, nil
 		}
 		next = first
 		data, err := l.readFile(l.path(segmentName(first)))
