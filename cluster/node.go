@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,15 @@ type Node struct {
 
 	// applied is the FSM's progress, for ReadIndex.
 	applied progress
+
+	// startIndex is the last index in the log when the node opened,
+	// startApplied the last entry of it the FSM will see, and
+	// snapshotIndex the snapshot restored then; caughtUp latches once
+	// CaughtUp has seen the store reach what it held before.
+	startIndex    uint64
+	startApplied  uint64 // the last entry in it the FSM will see
+	snapshotIndex uint64
+	caughtUp      atomic.Bool
 	// readyTerm is the term in which this node, as leader, has seen one of
 	// its own entries committed and applied (0: none yet); ReadIndex needs
 	// that before it may trust the commit index. barrierSem (a one-slot
@@ -184,10 +194,19 @@ func Open(cfg Config) (*Node, error) {
 		n.log.Info("bootstrapped a new cluster", "raft_addr", n.trans.LocalAddr())
 	}
 
+	// What the store must reach before it may serve reads again
+	// (CaughtUp). Nothing is applied before NewRaft.
+	if err := n.findStart(logs); err != nil {
+		return nil, err
+	}
 	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, boltPath: path}
 	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// NewRaft restored the newest snapshot, if any, into the FSM.
+	if v, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
+		n.snapshotIndex = v
 	}
 	ok = true
 	go n.watch()
@@ -356,6 +375,62 @@ func (n *Node) TransferLeadership() error {
 	defer cancel()
 	if err := n.wait(ctx, n.raft.LeadershipTransfer()); err != nil {
 		return fmt.Errorf("cluster: leadership transfer: %w", err)
+	}
+	return nil
+}
+
+// CaughtUp reports whether the store has applied everything this node's
+// log held when it opened (what it may have served before a restart), or,
+// if the end of that log was never committed and a new leader replaced
+// it, whether raft has handed the FSM all of the old log's length. Until
+// then its reads would go back in time, so the server refuses them. A
+// restarted node can replay its log only once it learns the commit index
+// from a leader, so it stays behind while it hears from none. A fresh node
+// is caught up at once. It latches: once true, it stays true.
+func (n *Node) CaughtUp() bool {
+	if n.caughtUp.Load() {
+		return true
+	}
+	if n.startApplied > n.snapshotIndex {
+		commit := n.raft.CommitIndex()
+		if commit == 0 {
+			return false // no leader heard from yet
+		}
+		// The FSM sees commands and configurations, not raft's no-ops, so
+		// the target is the last entry it would see. If that entry was
+		// never committed, a new leader may have replaced it: then having
+		// handed raft's whole old log to the FSM is enough.
+		replaced := commit >= n.startIndex && n.raft.AppliedIndex() >= n.startIndex
+		if n.applied.index.Load() < n.startApplied && !replaced {
+			return false
+		}
+	}
+	n.caughtUp.Store(true)
+	return true
+}
+
+// findStart records the log's last index and the last entry in it that
+// the FSM will see (a command or configuration), looking back a bounded
+// number of entries past raft's own no-ops and barriers.
+func (n *Node) findStart(logs raft.LogStore) error {
+	last, err := logs.LastIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.startIndex, n.startApplied = last, last
+	for i := last; i > 0 && i >= first && last-i < 1024; i-- {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			break
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			n.startApplied = i
+			break
+		}
 	}
 	return nil
 }

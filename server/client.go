@@ -273,6 +273,11 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = appendError(c.out, e)
 		return
 	}
+	if cl := c.s.cfg.Cluster; cl != nil && !cl.CaughtUp() {
+		c.errIfFound = ""
+		c.out = appendError(c.out, errLoading)
+		return
+	}
 	r := c.s.cfg.Store.Read(c.now, fc)
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {

@@ -34,6 +34,13 @@ type Cluster interface {
 	Remove(ctx context.Context, id string) error
 	// Status is what KVS.STATUS reports about this node.
 	Status() ClusterStatus
+	// CaughtUp reports whether the store holds at least everything this
+	// node had applied before it last started. Until it does (a restarted
+	// node replaying its log, which it can do only once it hears from a
+	// leader) local reads are refused with LOADING, as Redis refuses them
+	// while it loads its dataset: they would go back in time. Once true it
+	// stays true, and must then be cheap (it is asked on every read).
+	CaughtUp() bool
 }
 
 // Member is one server of the cluster.

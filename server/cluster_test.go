@@ -25,7 +25,10 @@ type fakeCluster struct {
 	term       uint64
 
 	barriers atomic.Int64
+	loading  atomic.Bool // CaughtUp answers !loading
 }
+
+func (f *fakeCluster) CaughtUp() bool { return !f.loading.Load() }
 
 func (f *fakeCluster) Self() Member {
 	f.mu.Lock()
@@ -524,5 +527,26 @@ func TestForwardOverLeaderBulkLimit(t *testing.T) {
 	}
 	if got := f.do("SET", "k", "v"); got != "+OK\r\n" {
 		t.Errorf("the next forward: %q", got)
+	}
+}
+
+// TestReadsWaitForCatchUp: a node that has not caught up with what it had
+// applied before it restarted refuses local reads with LOADING (which
+// clients retry) instead of answering from an older state; writes still go
+// to the leader, and reads are served again once it has caught up.
+func TestReadsWaitForCatchUp(t *testing.T) {
+	p := startPair(t, false, true)
+	p.fc.loading.Store(true)
+	f := dialRaw(t, p.follower)
+	got := script(t, f, [][]string{{"SET", "k", "v"}, {"GET", "k"}, {"EXISTS", "k"}, {"PING"}})
+	want := []string{"+OK\r\n", "-" + errLoading + "\r\n", "-" + errLoading + "\r\n", "+PONG\r\n"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d while loading: %q, want %q", i, got[i], want[i])
+		}
+	}
+	p.fc.loading.Store(false)
+	if got := f.do("GET", "k"); got != "$1\r\nv\r\n" {
+		t.Fatalf("GET after catching up: %q", got)
 	}
 }

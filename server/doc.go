@@ -68,6 +68,9 @@
 //     the leader".
 //   - "TRYAGAIN the leader could not be reached, the write was not
 //     applied: <detail>": forwarding failed before anything was sent.
+//   - "LOADING kvs is loading the dataset in memory": a read on a node that
+//     has not caught up with what it held before it restarted
+//     (Cluster.CaughtUp), which would otherwise answer from an older state.
 //   - "UNCERTAIN the write may or may not have been applied: <detail>":
 //     the write was submitted but its fate is unknown (ErrUnknownOutcome
 //     from the Proposer, or the connection to the leader failed after the

@@ -28,6 +28,7 @@ const (
 	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
 	errInternal        = "ERR internal error"
+	errLoading         = "LOADING kvs is loading the dataset in memory"
 	errProtoBulk       = "ERR Protocol error: invalid bulk length"
 	errProtoMultiBulk  = "ERR Protocol error: invalid multibulk length"
 	errProtoInline     = "ERR Protocol error: too big inline request"

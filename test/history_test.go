@@ -40,8 +40,8 @@ type Outcome string
 
 const (
 	OutcomeOK Outcome = "ok" // a reply that is not an error: the operation took effect
-	// OutcomeFailed: a CLUSTERDOWN or TRYAGAIN error, which kvs uses only
-	// when the command certainly did not take effect.
+	// OutcomeFailed: a CLUSTERDOWN, TRYAGAIN or LOADING error, which kvs
+	// uses only when the command certainly did not take effect.
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnknown: an UNCERTAIN error, a timeout, a broken connection or
 	// an error reply kvs should never send for this workload. The operation
@@ -239,7 +239,7 @@ func classify(op *HistOp, v Value, err error) {
 		}
 	case v.IsError():
 		op.Result, op.ErrReply = v.Str, true
-		if strings.HasPrefix(v.Str, "CLUSTERDOWN") || strings.HasPrefix(v.Str, "TRYAGAIN") {
+		if strings.HasPrefix(v.Str, "CLUSTERDOWN") || strings.HasPrefix(v.Str, "TRYAGAIN") || strings.HasPrefix(v.Str, "LOADING") {
 			op.Outcome = OutcomeFailed
 		} else {
 			op.Outcome = OutcomeUnknown // UNCERTAIN, or a surprise the checker must not trust
@@ -272,13 +272,13 @@ func runHistWorkers(h *History, workers int, nodes []*Node, keys []string, seed 
 }
 
 // unexpectedErrors lists operations whose reply was an error other than
-// the CLUSTERDOWN, TRYAGAIN and UNCERTAIN a failover may cause: the
-// workload never provokes one, so each is a finding.
+// the CLUSTERDOWN, TRYAGAIN, UNCERTAIN and LOADING a failover or restart
+// may cause: the workload never provokes one, so each is a finding.
 func unexpectedErrors(ops []HistOp) []HistOp {
 	var out []HistOp
 	for _, o := range ops {
 		code, _, _ := strings.Cut(o.Result, " ")
-		if o.ErrReply && code != "CLUSTERDOWN" && code != "TRYAGAIN" && code != "UNCERTAIN" {
+		if o.ErrReply && code != "CLUSTERDOWN" && code != "TRYAGAIN" && code != "UNCERTAIN" && code != "LOADING" {
 			out = append(out, o)
 		}
 	}

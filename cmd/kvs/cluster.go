@@ -296,6 +296,8 @@ func (v *clusterView) setMeta(name, value string) error {
 	return err
 }
 
+func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
+
 func (v *clusterView) Status() server.ClusterStatus {
 	st := v.node.Status()
 	out := server.ClusterStatus{
