@@ -180,9 +180,14 @@ func TestMetricsCluster(t *testing.T) {
 	n2 := newClusterNode(t, "n2", "--metrics-addr", m2)
 	n2.Start()
 
-	waitFor(t, "n1 to lead and be healthy", func() error {
+	// Healthy once it leads; its first entries commit a moment later.
+	waitFor(t, "n1 to lead, be healthy and commit", func() error {
 		if code, body, err := healthz(m1); err != nil || code != http.StatusOK {
 			return fmt.Errorf("/healthz %d %q %v", code, body, err)
+		}
+		s := scrape(t, m1)
+		if c, a := sample(t, s, "kvs_raft_commit_index"), sample(t, s, "kvs_raft_applied_index"); c < 1 || a < 1 {
+			return fmt.Errorf("commit index %v, applied index %v", c, a)
 		}
 		return nil
 	})
