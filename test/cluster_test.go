@@ -105,7 +105,14 @@ func kvsStatus(addr string) (status, error) {
 // waitFor polls cond until it returns nil or clusterWait passes.
 func waitFor(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(clusterWait)
+	pollFor(t, what, clusterWait, 50*time.Millisecond, cond)
+}
+
+// pollFor calls cond every interval until it returns nil, and fails t with
+// cond's last error once timeout has passed.
+func pollFor(t testing.TB, what string, timeout, interval time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
 		if err == nil {
@@ -114,7 +121,7 @@ func waitFor(t testing.TB, what string, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
-		time.Sleep(50 * time.Millisecond) // poll interval
+		time.Sleep(interval)
 	}
 }
 

@@ -174,17 +174,7 @@ func expectClosed(t testing.TB, c net.Conn) {
 // pollUntil polls cond until it returns nil or proxyWait passes.
 func pollUntil(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(proxyWait)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
+	pollFor(t, what, proxyWait, 5*time.Millisecond, cond)
 }
 
 func TestProxyForwards(t *testing.T) {

@@ -18,6 +18,12 @@ import (
 // address is kept, so any node can find the leader's.
 func metaRESPAddr(id string) string { return "node/" + id + "/resp" }
 
+// metaSet is the write that sets (or, with an empty value, deletes) a
+// replicated metadata name.
+func metaSet(name, value string) fsm.Command {
+	return fsm.Command{Op: fsm.OpMetaSet, Args: [][]byte{[]byte(name), []byte(value)}}
+}
+
 // raftProposer is the proposer of a cluster leader. Batches from concurrent
 // connections are coalesced into one raft log entry, as the wal's group
 // commit puts them in one fsync: one worker takes everything queued,
@@ -292,7 +298,7 @@ func (v *clusterView) setMeta(name, value string) error {
 	if cur, _ := v.store.Meta(name); cur == value {
 		return nil
 	}
-	_, err := v.propose([]fsm.Command{{Op: fsm.OpMetaSet, Args: [][]byte{[]byte(name), []byte(value)}}})
+	_, err := v.propose([]fsm.Command{metaSet(name, value)})
 	return err
 }
 
@@ -349,7 +355,7 @@ func advertise(stop <-chan struct{}, v *clusterView, srv *server.Server, logger 
 			return
 		}
 		if _, ok := v.Leader(); ok || v.node.IsLeader() {
-			cmd := fsm.Command{Op: fsm.OpMetaSet, Args: [][]byte{[]byte(name), []byte(v.respAddr)}}
+			cmd := metaSet(name, v.respAddr)
 			var err error
 			if v.node.IsLeader() {
 				_, err = v.propose([]fsm.Command{cmd})
