@@ -15,6 +15,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/match v1.1.1
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -32,6 +33,5 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

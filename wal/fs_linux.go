@@ -26,7 +26,19 @@ func (f osFile) startWriteback(off, n int64) error {
 // its append-only file: it flushes the data and the metadata needed to read
 // it back (the size), but not timestamps, which saves a metadata write per
 // fsync. Directory entries are made durable separately, by SyncDir.
+//
+// The fdatasync is submitted to an io_uring where the kernel allows it (see
+// uring_linux.go): the calling goroutine then waits in the netpoller rather
+// than blocking an OS thread.
 func (f osFile) Sync() error {
+	if r := ringForSync(); r != nil {
+		if err, ok := r.fdatasync(f.Fd()); ok {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
 	for {
 		err := syscall.Fdatasync(int(f.Fd()))
 		if err != syscall.EINTR {
