@@ -37,6 +37,14 @@ var ErrCorrupt = errors.New("fsm: corrupt data")
 func EncodeEntry(dst []byte, now int64, cmds []Command) []byte {
 	dst = append(dst, entryVersion)
 	dst = binary.AppendVarint(dst, now)
+	return AppendCommands(dst, cmds)
+}
+
+// AppendCommands appends the encoding of a list of commands, count then
+// commands, to dst: the part of an entry after its clock. It is also how a
+// follower forwards a batch to the leader, where reads may be included;
+// DecodeCommands reads it back.
+func AppendCommands(dst []byte, cmds []Command) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
 	for i := range cmds {
 		c := &cmds[i]
@@ -123,11 +131,28 @@ func DecodeEntry(b []byte) (now int64, cmds []Command, err error) {
 		return 0, nil, fmt.Errorf("%w: entry version %d, want %d", ErrCorrupt, v, entryVersion)
 	}
 	now = d.varint()
+	if cmds, err = d.commands(true); err != nil {
+		return 0, nil, err
+	}
+	return now, cmds, nil
+}
+
+// DecodeCommands decodes a command list written by AppendCommands, reads
+// and writes alike, with the same validation and aliasing as DecodeEntry:
+// every error wraps ErrCorrupt, and the commands it returns pass Validate.
+func DecodeCommands(b []byte) ([]Command, error) {
+	d := decoder{b: b}
+	return d.commands(false)
+}
+
+// commands reads a command list that must end the input. writesOnly
+// rejects commands that are not writes, as a log entry must.
+func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 	n := d.count(4) // a command takes at least 4 bytes
 	if d.err != nil {
-		return 0, nil, d.err
+		return nil, d.err
 	}
-	cmds = make([]Command, n)
+	cmds := make([]Command, n)
 	var pool [][]byte // one backing array for the Args of many commands
 	for i := range cmds {
 		c := &cmds[i]
@@ -152,7 +177,7 @@ func DecodeEntry(b []byte) (now int64, cmds []Command, err error) {
 		}
 		nargs := d.count(1)
 		if d.err != nil {
-			return 0, nil, d.err
+			return nil, d.err
 		}
 		if nargs > 0 {
 			if cap(pool)-len(pool) < nargs {
@@ -165,19 +190,19 @@ func DecodeEntry(b []byte) (now int64, cmds []Command, err error) {
 			}
 		}
 		if d.err != nil {
-			return 0, nil, d.err
+			return nil, d.err
 		}
-		if !c.Op.IsWrite() {
-			return 0, nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint8(c.Op))
+		if writesOnly && !c.Op.IsWrite() {
+			return nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint8(c.Op))
 		}
 		if err := c.Validate(); err != nil {
-			return 0, nil, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
+			return nil, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
 		}
 	}
 	if len(d.b) != 0 {
-		return 0, nil, fmt.Errorf("%w: %d trailing bytes after entry", ErrCorrupt, len(d.b))
+		return nil, fmt.Errorf("%w: %d trailing bytes after the commands", ErrCorrupt, len(d.b))
 	}
-	return now, cmds, nil
+	return cmds, nil
 }
 
 // decoder reads from b; after the first failure every read returns zero and

@@ -91,31 +91,32 @@ func TestForwardDecodeRejects(t *testing.T) {
 	set := appendCommands(nil, []fsm.Command{{Op: fsm.OpSet, Args: b("k", "v")}})
 	cases := map[string][]byte{
 		"empty":          nil,
-		"version":        {2, 0},
+		"old version":    {1, 0},
 		"truncated":      set[:len(set)-1],
 		"trailing":       append(append([]byte(nil), set...), 0),
-		"huge count":     {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"huge count":     {forwardVersion, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"invalid op":     appendCommands(nil, []fsm.Command{{Op: 200}}),
 		"wrong arity":    appendCommands(nil, []fsm.Command{{Op: fsm.OpSet, Args: b("k")}}),
 		"unknown flags":  appendCommands(nil, []fsm.Command{{Op: fsm.OpSet, Flags: 1 << 15, Args: b("k", "v")}}),
-		"flags too wide": {1, 1, byte(fsm.OpFlushAll), 0x80, 0x80, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"flags too wide": {forwardVersion, 1, byte(fsm.OpFlushAll), 0x80, 0x80, 0x04, 0, 0},
 	}
 	for name, in := range cases {
 		if _, err := decodeCommands(in); err == nil {
 			t.Errorf("%s: decoded %x", name, in)
 		}
 	}
-	deep := []byte{1, 1}
-	for range maxReplyDepth + 2 {
+	deep := []byte{forwardVersion, 1}
+	for range 10 {
 		deep = append(deep, byte(fsm.ReplyArray), 1)
 	}
 	deep = append(deep, byte(fsm.ReplyNil))
 	replyCases := map[string][]byte{
 		"empty":        nil,
-		"unknown kind": {1, 1, 9},
+		"old version":  {1, 0},
+		"unknown kind": {forwardVersion, 1, 9},
 		"too deep":     deep,
 		"line break":   appendReplies(nil, []fsm.Reply{{Kind: fsm.ReplyError, Str: "ERR a\r\n+OK"}}),
-		"truncated":    {1, 1, byte(fsm.ReplyBulk), 5, 'a'},
+		"truncated":    {forwardVersion, 1, byte(fsm.ReplyBulk), 5, 'a'},
 	}
 	for name, in := range replyCases {
 		if _, err := decodeReplies(in); err == nil {
@@ -134,7 +135,7 @@ func FuzzDecodeForward(f *testing.F) {
 	for _, replies := range forwardReplies {
 		f.Add(appendReplies(nil, replies))
 	}
-	f.Add([]byte{1, 1, byte(fsm.ReplyArray), 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{forwardVersion, 1, byte(fsm.ReplyArray), 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if cmds, err := decodeCommands(in); err == nil {

@@ -1,0 +1,105 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// Reply encoding, for a leader answering a batch a follower forwarded:
+//
+//	replies = count:uvarint reply*count
+//	reply   = kind:byte body
+//	          nil: empty; status, error, bulk: len:uvarint bytes;
+//	          int: varint; array: replies
+//
+// The follower writes the decoded replies to its client in the client's
+// own protocol version.
+
+// maxReplyDepth bounds the nesting of decoded arrays; kvs's replies nest
+// two deep at most (SCAN).
+const maxReplyDepth = 8
+
+// AppendReplies appends the encoding of replies to dst.
+func AppendReplies(dst []byte, replies []Reply) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(replies)))
+	for i := range replies {
+		dst = appendReply(dst, &replies[i])
+	}
+	return dst
+}
+
+func appendReply(dst []byte, r *Reply) []byte {
+	dst = append(dst, byte(r.Kind))
+	switch r.Kind {
+	case ReplyStatus, ReplyError:
+		dst = binary.AppendUvarint(dst, uint64(len(r.Str)))
+		dst = append(dst, r.Str...)
+	case ReplyInt:
+		dst = binary.AppendVarint(dst, r.Int)
+	case ReplyBulk:
+		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
+		dst = append(dst, r.Bulk...)
+	case ReplyArray:
+		dst = AppendReplies(dst, r.Array)
+	}
+	return dst
+}
+
+// DecodeReplies decodes what AppendReplies wrote. It comes from the
+// network, so it validates everything, returning an error wrapping
+// ErrCorrupt and never panicking: kinds, lengths, nesting, and that a
+// status or error is one line, as it must be on the wire. Bulk values
+// alias b.
+func DecodeReplies(b []byte) ([]Reply, error) {
+	d := decoder{b: b}
+	replies := d.replies(0)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes after the replies")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return replies, nil
+}
+
+// replies reads a count and that many replies, at nesting depth depth.
+func (d *decoder) replies(depth int) []Reply {
+	if depth > maxReplyDepth {
+		d.fail("replies nested too deep")
+		return nil
+	}
+	n := d.count(1) // the smallest reply, nil, is its kind byte
+	if n == 0 {
+		return nil
+	}
+	out := make([]Reply, n)
+	for i := range out {
+		if d.err != nil {
+			return nil
+		}
+		r := &out[i]
+		r.Kind = ReplyKind(d.byte())
+		switch r.Kind {
+		case ReplyNil:
+		case ReplyStatus, ReplyError:
+			b := d.bytes()
+			if bytes.ContainsAny(b, "\r\n") {
+				d.fail("line break in a status or error")
+			}
+			r.Str = string(b)
+		case ReplyInt:
+			r.Int = d.varint()
+		case ReplyBulk:
+			r.Bulk = d.bytes()
+			if r.Bulk == nil {
+				r.Bulk = []byte{}
+			}
+		case ReplyArray:
+			r.Array = d.replies(depth + 1)
+		default:
+			d.fail(fmt.Sprintf("unknown reply kind %d", r.Kind))
+		}
+	}
+	return out
+}
