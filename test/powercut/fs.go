@@ -21,6 +21,12 @@
 // children doing ordinary system calls: open, pwrite, fdatasync, rename,
 // mmap (bbolt maps its file), flock (handled by the kernel), statfs.
 //
+// The test process must not touch a mount through mmap itself: a page
+// fault blocks a thread the Go runtime cannot preempt, and a stop-the-world
+// then waits for it while the goroutines that would answer the fault are
+// stopped. Processes under test (and system calls of the test process, such
+// as reads and writes) are fine.
+//
 // Mounting needs root and /dev/fuse (mount(2) is called directly; no
 // fusermount helper is used). Available reports why a mount cannot work
 // here, so tests can skip.
