@@ -14,7 +14,7 @@ build:
 # concurrency matters most) and the end-to-end tests in test/, which build and
 # run the real binary. Differential tests run where redis-server is installed.
 test: vet
-	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cluster/ ./cmd/...
+	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cluster/ ./cmd/... ./test/powercut/
 	$(GO) test -count=1 -timeout 15m ./test/
 
 vet:

@@ -131,7 +131,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := mkdirDurable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{
@@ -166,8 +166,14 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retainSnapshots, newHCLogger(cfg.Logger, "raft-snapshots"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, retainSnapshots, newHCLogger(cfg.Logger, "raft-snapshots"))
 	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	snaps := syncedSnapshots{FileSnapshotStore: fileSnaps, dir: filepath.Join(cfg.Dir, "snapshots")}
+	// raft.db and snapshots/ may have just been created: make their names
+	// durable before anything is written to them.
+	if err := syncDir(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	// advertise nil: raft advertises the bound address, and refuses one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 )
 
 // damage is the first bad spot recovery found in the segments.
@@ -26,8 +27,8 @@ type damage struct {
 // segment. It runs before the flush goroutine starts.
 func (l *Log) recover() error {
 	dir := l.opts.Dir
-	if err := l.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("wal: create dir %s: %w", dir, err)
+	if err := l.makeDir(dir); err != nil {
+		return err
 	}
 	c, err := listDir(l.fs, dir)
 	if err != nil {
@@ -60,6 +61,42 @@ func (l *Log) recover() error {
 		}
 	}
 	return l.openActive(segs, next, snapIndex)
+}
+
+// makeDir creates dir and any missing parents, and makes their entries
+// durable: a created directory's name lives in its parent, and until the
+// parent is fsynced a power cut takes the directory, with every segment
+// synced inside it. The parent of dir is synced even when dir exists, as a
+// run that created it may have crashed before syncing.
+func (l *Log) makeDir(dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := l.fs.ReadDir(p); !errors.Is(err, errNotExist) {
+			break
+		}
+		created = append(created, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := l.fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("wal: create dir %s: %w", dir, err)
+	}
+	if len(created) == 0 {
+		created = []string{dir}
+	}
+	// Top down, so each entry synced is in a directory already durable.
+	for i := len(created) - 1; i >= 0; i-- {
+		parent := filepath.Dir(created[i])
+		if parent == created[i] {
+			continue
+		}
+		if err := l.fs.SyncDir(parent); err != nil {
+			return fmt.Errorf("wal: sync dir %s after creating %s: %w", parent, created[i], err)
+		}
+	}
+	return nil
 }
 
 // replay decodes every segment in order and applies the records after
