@@ -16,9 +16,11 @@
 //   - FsyncAlways (the zero value): Append returns only after the record is
 //     fsynced, and the record is applied only then, by the flush goroutine.
 //     Nothing a reader can see is taken back by a crash.
-//   - FsyncEverySec: Append applies the record at once, under the log's
-//     append mutex (so apply order is log order), and returns. The flush
-//     goroutine writes promptly and fsyncs about once a second.
+//   - FsyncEverySec: Append returns once the record is written to its
+//     segment (one write call for everything that accumulated, as under
+//     FsyncAlways) and applied, by the flush goroutine; the OS holds it, so
+//     a crash of the process loses nothing, one of the machine can. The
+//     flush goroutine fsyncs about once a second.
 //   - FsyncNo: as FsyncEverySec, but fsync happens only when a segment is
 //     closed, on Sync and on Close.
 //
@@ -26,11 +28,10 @@
 // already wait for the flush goroutine, so a slow disk slows appenders
 // instead of growing memory.
 //
-// Lock order: with FsyncEverySec and FsyncNo, Apply is called with the log's
-// append mutex held, so the caller's lock comes after it; with FsyncAlways
-// Apply runs on the flush goroutine. Either way Apply must not call back
-// into the Log. Snapshot is called without any lock of the log held. The
-// log never holds two of its own mutexes at once.
+// Lock order: Apply runs on the flush goroutine, in index order, with none
+// of the log's mutexes held; it must not call back into the Log. Snapshot
+// is called without any lock of the log held. The log never holds two of
+// its own mutexes at once.
 //
 // # Group commit
 //

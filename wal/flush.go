@@ -120,6 +120,11 @@ func (l *Log) flushLoop() {
 		}
 		spare = buf
 		b.err = err
+		if l.opts.Fsync != FsyncAlways {
+			// These appenders wait only for the write: their records are
+			// in the page cache now, beyond a crash of the process.
+			l.releaseWritten(b)
+		}
 		if err == nil && needSync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
 			b.file, b.first, b.last, b.records = l.w.file, l.w.first, l.w.lastWritten, l.w.unsynced
 			l.w.unsynced = 0
@@ -228,6 +233,27 @@ func (l *Log) releaseSynced() {
 		l.w.free = append(l.w.free, b)
 	}
 	l.w.queue = append(l.w.queue[:0], l.w.queue[n:]...)
+}
+
+// releaseWritten applies b's records and releases their appenders as
+// soon as they are written, under FsyncEverySec and FsyncNo, whose
+// appenders do not wait for an fsync. Batches are written in log order, so
+// this applies in log order too. After a failed write, or a failed fsync
+// released earlier, the appenders get the error and nothing is applied.
+func (l *Log) releaseWritten(b *batch) {
+	err := l.w.failed
+	if err == nil {
+		err = b.err
+	}
+	for _, w := range b.waiters {
+		if err == nil {
+			w.res = l.opts.Apply(w.index, w.rec)
+		}
+		w.err = err
+		w.done <- struct{}{}
+	}
+	clear(b.waiters)
+	b.waiters = b.waiters[:0]
 }
 
 func (l *Log) setErr(err error) {

@@ -144,7 +144,8 @@ func (l *Log) wake() {
 
 // Append writes rec as the next record and returns Apply's result for it.
 // With FsyncAlways it returns once the record is fsynced and applied; with
-// the other policies, once it is applied and handed to the flush goroutine.
+// the other policies, once it is written to the segment file (in the OS's
+// page cache, where a crash of the process cannot take it) and applied.
 // rec must not be modified until Append returns.
 func (l *Log) Append(rec []byte) (any, error) {
 	if err := checkRecordSize(len(rec)); err != nil {
@@ -167,12 +168,6 @@ func (l *Log) Append(rec []byte) (any, error) {
 	l.mu.nextIndex++
 	l.mu.buf = appendRecord(l.mu.buf, index, rec, pcrc)
 	l.stats.appends.Add(1)
-	if l.opts.Fsync != FsyncAlways {
-		res := l.opts.Apply(index, rec)
-		l.mu.Unlock()
-		l.wake()
-		return res, nil
-	}
 	w := waiterPool.Get().(*waiter)
 	w.index, w.rec = index, rec
 	l.mu.waiters = append(l.mu.waiters, w)
