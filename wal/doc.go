@@ -49,8 +49,14 @@
 // released (its records applied in order, its appenders answered) only when
 // its own fsync has returned and every earlier batch has been released, so
 // apply order is log order whatever order the fsyncs return in. With
-// SyncDepth 1 the flush goroutine fsyncs itself and each turn is write,
-// fsync, release.
+// SyncDepth 1 one fsync runs at a time, and when it returns the flush
+// goroutine first writes what arrived meanwhile and starts that fsync, then
+// applies and answers the batch that just became durable.
+//
+// On Linux the fsync is an fdatasync submitted to an io_uring, whose
+// completion wakes the syncer through the netpoller (see uring_linux.go);
+// appenders also look for finished fsyncs when they append, so a busy
+// server starts its next fsync without waiting for the scheduler to poll.
 //
 // After a failed write or fsync the error is sticky: that batch, every batch
 // after it (even one whose own fsync succeeded, since on Linux a later fsync

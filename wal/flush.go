@@ -30,37 +30,36 @@ type batch struct {
 // meanwhile wait for a later turn. That is group commit: the longer an fsync
 // takes, the more records the next one covers.
 //
-// With SyncDepth > 1 the fsyncs run on syncer goroutines, so the next turn
-// can write and start its fsync while up to SyncDepth-1 earlier fsyncs
-// still run. Batches are released strictly in log order: a batch is applied
-// and its appenders answered only once its own fsync has returned and every
-// earlier batch has been released. With SyncDepth 1 the fsync runs here,
-// and each turn is write, fsync, release, as if there were no pipeline.
+// The fsyncs run on syncer goroutines, so the next turn can write and start
+// its fsync while up to SyncDepth-1 earlier fsyncs still run. Batches are
+// released strictly in log order: a batch is applied and its appenders
+// answered only once its own fsync has returned and every earlier batch has
+// been released. With SyncDepth 1 a turn starts when the running fsync
+// returns: it writes what arrived meanwhile and starts its fsync first, and
+// only then applies and answers the batch just made durable, so applying
+// it is not on the way to the next fsync.
 func (l *Log) flushLoop() {
 	defer close(l.flushDone)
 	depth := l.opts.SyncDepth
 	// done carries batches whose fsync returned; it has room for every
 	// fsync that can be running, so a syncer never blocks on it.
 	done := make(chan *batch, depth)
-	var jobs chan *batch
-	if depth > 1 {
-		jobs = make(chan *batch, depth)
-		var syncers sync.WaitGroup
-		for range depth {
-			syncers.Go(func() {
-				for b := range jobs {
-					l.fsyncBatch(b)
-					done <- b
-				}
-			})
-		}
-		// The turn that stops the loop waited for every fsync first, so the
-		// syncers are idle here.
-		defer func() {
-			close(jobs)
-			syncers.Wait()
-		}()
+	jobs := make(chan *batch, depth)
+	var syncers sync.WaitGroup
+	for range depth {
+		syncers.Go(func() {
+			for b := range jobs {
+				l.fsyncBatch(b)
+				done <- b
+			}
+		})
 	}
+	// The turn that stops the loop waited for every fsync first, so the
+	// syncers are idle here.
+	defer func() {
+		close(jobs)
+		syncers.Wait()
+	}()
 	var tick <-chan time.Time
 	if l.opts.Fsync == FsyncEverySec {
 		t := time.NewTicker(time.Second)
@@ -128,13 +127,8 @@ func (l *Log) flushLoop() {
 		if err == nil && needSync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
 			b.file, b.first, b.last, b.records = l.w.file, l.w.first, l.w.lastWritten, l.w.unsynced
 			l.w.unsynced = 0
-			if jobs != nil {
-				jobs <- b
-				syncing++
-			} else {
-				l.fsyncBatch(b)
-				b.synced = true
-			}
+			jobs <- b
+			syncing++
 		} else {
 			b.synced = true
 		}
@@ -344,7 +338,7 @@ func (l *Log) trim() error {
 }
 
 // fsyncBatch runs b's fsync and records its outcome in b. It runs on a
-// syncer goroutine, or on the flush goroutine when SyncDepth is 1.
+// syncer goroutine.
 func (l *Log) fsyncBatch(b *batch) {
 	start := time.Now()
 	if err := b.file.Sync(); err != nil {

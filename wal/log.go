@@ -173,6 +173,7 @@ func (l *Log) Append(rec []byte) (any, error) {
 	l.mu.waiters = append(l.mu.waiters, w)
 	l.mu.Unlock()
 	l.wake()
+	pollSyncs()
 	<-w.done
 	res, err := w.res, w.err
 	*w = waiter{done: w.done}

@@ -116,7 +116,7 @@ type syncRing struct {
 }
 
 var (
-	theRing     *syncRing
+	theRing     atomic.Pointer[syncRing]
 	theRingOnce sync.Once
 )
 
@@ -126,10 +126,10 @@ func ringForSync() *syncRing {
 	theRingOnce.Do(func() {
 		r, err := newSyncRing()
 		if err == nil {
-			theRing = r
+			theRing.Store(r)
 		}
 	})
-	return theRing
+	return theRing.Load()
 }
 
 func newSyncRing() (r *syncRing, err error) {
@@ -275,20 +275,48 @@ func (r *syncRing) complete() {
 			panic("wal: io_uring eventfd: " + err.Error())
 		}
 		r.mu.Lock()
-		for {
-			head := atomic.LoadUint32(r.cqHead)
-			if head == atomic.LoadUint32(r.cqTail) {
-				break
-			}
-			cqe := (*uringCQE)(unsafe.Add(r.cqes, uintptr(head&r.cqMask)*cqeSize))
-			id, res := cqe.userData, cqe.res
-			atomic.StoreUint32(r.cqHead, head+1)
-			r.completed.Add(1)
-			if ch, ok := r.waiters[id]; ok {
-				delete(r.waiters, id)
-				ch <- res
-			}
-		}
+		r.reapLocked()
 		r.mu.Unlock()
+	}
+}
+
+// poll hands out the completions already posted, if any, without waiting.
+// The netpoller learns of a completion only when the scheduler next looks,
+// after every goroutine ready to run has had its turn; on a busy server
+// that is a long while, during which the log waits to start its next
+// write and fsync. Appenders call poll, so the flush goroutine is woken
+// as soon as one of them runs, and runs next.
+func (r *syncRing) poll() {
+	if atomic.LoadUint32(r.cqHead) == atomic.LoadUint32(r.cqTail) {
+		return
+	}
+	if r.mu.TryLock() {
+		r.reapLocked()
+		r.mu.Unlock()
+	}
+}
+
+// reapLocked hands every posted completion to its waiter.
+func (r *syncRing) reapLocked() {
+	for {
+		head := atomic.LoadUint32(r.cqHead)
+		if head == atomic.LoadUint32(r.cqTail) {
+			return
+		}
+		cqe := (*uringCQE)(unsafe.Add(r.cqes, uintptr(head&r.cqMask)*cqeSize))
+		id, res := cqe.userData, cqe.res
+		atomic.StoreUint32(r.cqHead, head+1)
+		r.completed.Add(1)
+		if ch, ok := r.waiters[id]; ok {
+			delete(r.waiters, id)
+			ch <- res
+		}
+	}
+}
+
+// pollSyncs hands out finished fsyncs of the ring, if there is one.
+func pollSyncs() {
+	if r := theRing.Load(); r != nil {
+		r.poll()
 	}
 }
