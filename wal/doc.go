@@ -39,7 +39,10 @@
 // One flush goroutine loops: it takes everything that accumulated, writes it
 // with one write call and starts one fsync for it. Records arriving while an
 // fsync runs go into a later write. There are no timers on this path: the
-// fsync itself is what batches.
+// fsync itself is what batches. Under FsyncEverySec and FsyncNo, where
+// appenders wait only for the write, the flush goroutine yields the
+// processor once when an appender wakes it, so the connections that are
+// ready to append go into that write too.
 //
 // Fsyncs may be pipelined: with Options.SyncDepth above 1 (it is 1 by
 // default), up to that many run at once, each on a syncer goroutine, so the
