@@ -325,7 +325,9 @@ func mode(f serveFlags) string {
 // lets connections run during the fsync even on one core, where it costs
 // nothing while no fsync is running. Measured pinned to one core, durable
 // SETs from 50 clients: 31–34k a second with one P, 42–45k with two and
-// one fsync at a time (wal.Options.SyncDepth 1).
+// one fsync at a time (wal.Options.SyncDepth 1). Where the wal submits its
+// fsyncs through io_uring they block no thread, but socket writes and the
+// cluster's bolt fsyncs still do.
 const minProcs = 2
 
 func ensureProcs() {
