@@ -127,7 +127,7 @@ func TestChaos(t *testing.T) {
 		len(ops), byOutcome[OutcomeOK], byOutcome[OutcomeFailed], byOutcome[OutcomeUnknown], byKind)
 	t.Logf("  longest time without a leader: %v", watch.longest().Round(time.Millisecond))
 	var carried int64
-	for i, p := range c.proxies {
+	for i, p := range c.proxies.P {
 		s := p.Stats()
 		carried += s.ToTarget
 		t.Logf("  %s's proxy: %d connections, %d bytes in, %d out, %d discarded",
@@ -273,9 +273,9 @@ func (c *chaos) deafen() {
 	i, n := c.pick()
 	d := c.between(500*time.Millisecond, 3*time.Second)
 	c.logf("deafen %s for %v", n.Name, d)
-	c.proxies[i].Cut()
+	c.proxies.P[i].Cut()
 	time.Sleep(d)
-	c.proxies[i].Heal()
+	c.proxies.P[i].Heal()
 }
 
 // delay slows every raft RPC to one node; at the upper end the round trip
@@ -285,9 +285,9 @@ func (c *chaos) delay() {
 	lat := c.between(20*time.Millisecond, 300*time.Millisecond)
 	d := c.between(time.Second, 4*time.Second)
 	c.logf("delay raft RPCs to %s by %v each way for %v", n.Name, lat, d)
-	c.proxies[i].Delay(lat)
+	c.proxies.P[i].Delay(lat)
 	time.Sleep(d)
-	c.proxies[i].Heal()
+	c.proxies.P[i].Heal()
 }
 
 // flap cuts and heals one node's proxy a few times, forcing redials.
@@ -296,9 +296,9 @@ func (c *chaos) flap() {
 	times := 3 + c.rng.Intn(4)
 	c.logf("flap %s %d times", n.Name, times)
 	for range times {
-		c.proxies[i].Cut()
+		c.proxies.P[i].Cut()
 		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
-		c.proxies[i].Heal()
+		c.proxies.P[i].Heal()
 		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
 	}
 }
@@ -345,14 +345,15 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 	for _, m := range st.members {
 		raftAddr[m[0]] = m[1]
 	}
-	var addrs []string
+	var ids, addrs []string
 	for _, n := range nodes {
 		if raftAddr[n.Name] == "" {
 			t.Fatalf("%s is not among the members %v", n.Name, st.members)
 		}
+		ids = append(ids, n.Name)
 		addrs = append(addrs, raftAddr[n.Name])
 	}
-	ps := NewRaftProxies(t, addrs)
+	ps := NewRaftProxies(t, ids, addrs)
 	for i, n := range nodes {
 		waitFor(t, "KVS.JOIN "+n.Name+" through its proxy", func() error {
 			leader, err := leaderNow(nodes)
@@ -365,7 +366,7 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 			}
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(ioTimeout))
-			if _, err := c.Write(encodeCommand("KVS.JOIN", n.Name, ps[i].Addr(), n.Addr)); err != nil {
+			if _, err := c.Write(encodeCommand("KVS.JOIN", n.Name, ps.P[i].Addr(), n.Addr)); err != nil {
 				return err
 			}
 			v, err := readValue(bufio.NewReader(c))
@@ -388,7 +389,7 @@ func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 	t.Helper()
 	want := map[string]string{}
 	for i, n := range nodes {
-		want[n.Name] = ps[i].Addr()
+		want[n.Name] = ps.P[i].Addr()
 	}
 	waitFor(t, "raft addresses pointing at the proxies", func() error {
 		for _, n := range nodes {
