@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -674,11 +675,11 @@ func (c *chaos) removeRejoin() {
 	_, l := c.leader()
 	pause := c.between(0, 2*chaosElection)
 	c.logf("remove %s (leader %s); stop it after %v, wipe its data and run a fault without it", n.Name, l.Name, pause)
-	// Out first: once removed, the node's raft shuts down and it names no
-	// leader, so the leader is sought among the others (a removed leader
-	// that lost its reply is asked again by its successor).
-	c.out[i] = true
+	// Sent to whichever node says it leads, the node itself included; a
+	// removed leader that lost its reply has shut its raft down, and the
+	// retry goes to its successor.
 	c.leaderAdmin("KVS.REMOVE "+n.Name, "KVS.REMOVE", n.Name)
+	c.out[i] = true
 	waitFor(c.t, n.Name+" out of the configuration", func() error {
 		for _, m := range c.members() {
 			st, err := kvsStatus(m.Addr)
@@ -720,16 +721,22 @@ func (c *chaos) removeRejoin() {
 	checkRaftAddrs(c.t, c.nodes, c.proxies)
 }
 
-// leaderAdmin sends an admin command to the members' leader until one
-// answers +OK.
+// leaderAdmin sends an admin command to a member that says it is the
+// leader until one answers +OK. It asks each node itself rather than
+// waiting for all to agree: a leader being removed is still the one to
+// ask, while the others may already be electing its successor.
 func (c *chaos) leaderAdmin(what string, args ...string) {
 	c.t.Helper()
 	waitFor(c.t, what, func() error {
-		leader, err := leaderNow(c.members())
-		if err != nil {
-			return err
+		for _, n := range c.members() {
+			if n.isExited() {
+				continue
+			}
+			if leads, err := isLeader(n.Addr); err == nil && leads {
+				return adminOK(n, args...)
+			}
 		}
-		return adminOK(leader, args...)
+		return errors.New("no member says it leads")
 	})
 }
 
