@@ -23,14 +23,14 @@ import (
 // connection to a target address, injecting faults on the way. It needs no
 // root and no firewall, so chaos tests run the same on every OS.
 //
-// Faults (Cut, Reset, CutOneWay, Delay, Drop) take effect at once for
-// existing and new connections; Heal undoes all of them. TCP cannot lose
+// Faults (Cut, Reset, CutOneWay, Delay, Drop, SetLink) take effect at once
+// for existing and new connections; Heal undoes all of them. TCP cannot lose
 // bytes and carry on, so:
 //
 //   - Drop closes a connection instead of dropping a chunk;
-//   - a connection that had bytes discarded (Cut or CutOneWay) can never be
-//     forwarded again: its stream has a hole. Heal closes every such
-//     connection, and the peers redial (raft's TCP transport does so on the
+//   - a connection that had bytes discarded (Cut, CutOneWay or a link) can
+//     never be forwarded again: its stream has a hole. Healing closes every
+//     such connection, and the peers redial (raft's TCP transport does so on the
 //     next RPC). Connections that were only delayed survive Heal.
 //
 // Each direction of a connection has a reader, which stamps every chunk
@@ -41,7 +41,7 @@ import (
 // the writer, when a chunk is due, so a fault also catches chunks that were
 // already waiting in a delay.
 //
-// # What a Proxy per raft listener can and cannot model
+// # A Proxy per raft listener
 //
 // A kvs node binds and advertises one Raft address (--raft-addr), and the
 // replicated configuration holds one address per server that every peer
@@ -56,8 +56,8 @@ import (
 // reads the response from it. So proxy j carries every RPC *to* j from all
 // peers, requests (ToTarget) and responses (FromTarget), and nothing that j
 // sends: j's own RPCs go through the other nodes' proxies. All peers'
-// connections arrive from 127.0.0.1 on ephemeral ports, so a proxy cannot
-// tell which peer a connection comes from.
+// connections arrive from 127.0.0.1 on ephemeral ports, so the address
+// does not tell which peer is calling; the first request does.
 //
 // # Links: faults per (caller, callee) pair
 //
