@@ -430,7 +430,34 @@ func (c *chaos) settle() {
 			n.Start()
 		}
 	}
-	waitLeader(c.t, c.members())
+	c.waitLeader()
+}
+
+// waitLeader waits, as waitLeader does, until every running member names
+// the same leader. When none emerges it logs every member's KVS.STATUS
+// and has each running member dump its goroutines into its log (SIGQUIT)
+// before failing: a cluster that never recovers is a finding, and the
+// evidence is gone once the nodes stop.
+func (c *chaos) waitLeader() *Node {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterWait)
+	for {
+		l, err := leaderNow(c.members())
+		if err == nil {
+			return l
+		}
+		if time.Now().After(deadline) {
+			for _, n := range c.members() {
+				st, serr := kvsStatus(n.Addr)
+				c.t.Logf("%s: KVS.STATUS %v members %v (err %v)", n.Name, st.fields, st.members, serr)
+				if !n.isExited() {
+					sendSignal(n, syscall.SIGQUIT)
+				}
+			}
+			c.t.Fatalf("waiting for a leader: %v (goroutine dumps in the nodes' logs)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *chaos) logf(format string, args ...any) {
@@ -452,7 +479,7 @@ func (c *chaos) pick() (int, *Node) {
 
 // leader waits for the members' leader and returns its index.
 func (c *chaos) leader() (int, *Node) {
-	l := waitLeader(c.t, c.members())
+	l := c.waitLeader()
 	return slices.Index(c.nodes, l), l
 }
 
@@ -564,6 +591,21 @@ func (c *chaos) holdPartition(what string) {
 	d := c.between(chaosElection, 8*chaosElection)
 	c.logf("%s for %v", what, d)
 	time.Sleep(d)
+	c.logLeaders()
+}
+
+// logLeaders logs whom each member names as leader at the end of a
+// partition, before the heal: the evidence that the partition bit.
+func (c *chaos) logLeaders() {
+	var views []string
+	for _, n := range c.members() {
+		v := "no answer"
+		if st, err := kvsStatus(n.Addr); err == nil {
+			v = fmt.Sprintf("%s, leader %q, term %s", st.fields["state"], st.fields["leader_id"], st.fields["term"])
+		}
+		views = append(views, n.Name+": "+v)
+	}
+	c.logf("  before the heal: %s", strings.Join(views, "; "))
 }
 
 func (c *chaos) names(idx []int) string {
