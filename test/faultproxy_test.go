@@ -138,7 +138,9 @@ type ProxyStats struct {
 	FromTarget int64 // bytes forwarded back to the dialer
 	Discarded  int64 // bytes read and thrown away by Cut, CutOneWay or a link
 	// Senders counts connections by the sender ID their first raft
-	// request named; "" counts those whose sender could not be learned.
+	// request named; "" counts those forwarded without a known sender
+	// (not raft, or silent for sniffTimeout). A connection closed before
+	// its first request was complete is not counted.
 	Senders map[string]int64
 }
 
@@ -528,9 +530,12 @@ func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
 	}
 }
 
-// sniffTimeout bounds the wait for a connection's first request. A raft
+// sniffTimeout bounds the wait for a connection's first byte. A raft
 // transport writes its request as soon as it has dialed; only a client
-// that waits for the server to speak first waits this long.
+// that waits for the server to speak first waits this long. Once the first
+// byte names a raft RPC type there is no deadline: a sender paused
+// (SIGSTOP) in the middle of its first request finishes it when it wakes,
+// and one that dies closes the connection.
 const sniffTimeout = 2 * time.Second
 
 // The raft RPC types that open a request, as hashicorp/raft's
@@ -542,22 +547,26 @@ const maxRaftRPCType = 4
 // in c.from, and returns every byte it read, to be forwarded first. Bytes
 // that are not a raft request leave the sender unknown and are returned as
 // they are. A read error other than the sniff's own deadline is returned
-// with the bytes read before it.
+// with the bytes read before it; a connection that ends before its first
+// request is complete carries nothing a link fault could miss.
 func (c *proxyConn) sniff() ([]byte, error) {
 	var got bytes.Buffer
 	c.client.SetReadDeadline(time.Now().Add(sniffTimeout))
 	defer c.client.SetReadDeadline(time.Time{})
 	r := bufio.NewReader(io.TeeReader(c.client, &got))
-	from, err := readRaftSender(r)
-	if err == nil {
-		c.from.Store(&from)
-	}
+	from, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
 	p := c.p
-	p.mu.Lock()
-	p.senders[from]++
-	p.mu.Unlock()
 	switch {
-	case err == nil, errors.Is(err, errNotRaft), errors.Is(err, os.ErrDeadlineExceeded):
+	case err == nil:
+		c.from.Store(&from)
+		p.mu.Lock()
+		p.senders[from]++
+		p.mu.Unlock()
+		return got.Bytes(), nil
+	case errors.Is(err, errNotRaft), errors.Is(err, os.ErrDeadlineExceeded):
+		p.mu.Lock()
+		p.senders[""]++
+		p.mu.Unlock()
 		return got.Bytes(), nil // forward what was read, and carry on
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return got.Bytes(), io.EOF
@@ -570,7 +579,8 @@ var errNotRaft = errors.New("not a raft request")
 
 // readRaftSender decodes one raft request from r and returns the server ID
 // in its RPCHeader (or, from a sender too old to send IDs, its address).
-func readRaftSender(r *bufio.Reader) (string, error) {
+// It calls isRaft once the first byte names a raft RPC type.
+func readRaftSender(r *bufio.Reader, isRaft func()) (string, error) {
 	typ, err := r.ReadByte()
 	if err != nil {
 		return "", err
@@ -578,6 +588,7 @@ func readRaftSender(r *bufio.Reader) (string, error) {
 	if typ > maxRaftRPCType {
 		return "", errNotRaft
 	}
+	isRaft()
 	// The request structs embed RPCHeader, which the msgpack codec
 	// inlines: ID and Addr are top-level fields of the request.
 	var req struct {

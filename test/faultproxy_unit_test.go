@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
 
@@ -523,6 +524,31 @@ func TestProxyLearnsRaftSender(t *testing.T) {
 	}
 	if st.Senders[""] != 0 {
 		t.Errorf("senders %v: some raft connection was not identified", st.Senders)
+	}
+}
+
+// TestProxyLearnsSenderOfSplitRequest: a first request that arrives in
+// pieces, as from a sender paused in mid-write, is still identified and
+// forwarded intact.
+func TestProxyLearnsSenderOfSplitRequest(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, false)
+	p := NewProxy(t, srv.Addr())
+	var req bytes.Buffer
+	req.WriteByte(0) // AppendEntries
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("slow"), Addr: []byte("127.0.0.1:1")}
+	if err := codec.NewEncoder(&req, &codec.MsgpackHandle{}).Encode(&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 7}); err != nil {
+		t.Fatal(err)
+	}
+	b := req.Bytes()
+	c := dialT(t, p.Addr())
+	for _, part := range [][]byte{b[:1], b[1:4], b[4:]} {
+		send(t, c, string(part))
+		time.Sleep(20 * time.Millisecond) // a sender that stalls between writes
+	}
+	expect(t, serverSide(t, srv), string(b))
+	if st := p.Stats(); st.Senders["slow"] != 1 || len(st.Senders) != 1 {
+		t.Errorf("senders %v, want one connection from slow", st.Senders)
 	}
 }
 
