@@ -61,16 +61,26 @@ memtier: build
 compare: build
 	bash test/compare-redis.sh
 
-# TestChaos alone: a seeded schedule of kills, pauses, restarts and raft
-# network faults against a three-node cluster for CHAOS_TIME (10m unless
-# given; `make test` runs it for 20s), with every client history checked
-# for linearizability. CHAOS_SEED=N replays the schedule of a run whose
-# log printed seed N.
-CHAOS_TIME ?= 10m
-CHAOS_SEED ?=
+# The chaos tests alone: a seeded schedule of kills, pauses, restarts,
+# raft network faults (a node deaf, slow or flapping; the leader isolated,
+# a follower split off, a bridge, one-way cuts, a flapping link) and a node
+# removed, wiped and joined again, against a three-node cluster for
+# CHAOS_TIME (10m unless given; `make test` runs 20 s and 15 s). TestChaos
+# runs it with --reads linearizable and checks every history with
+# porcupine; TestChaosStale with stale reads and the stale-read checker.
+# CHAOS_READS=linearizable or stale runs one of them; both run side by side
+# by default. CHAOS_SEED=N replays the schedule of a run whose log printed
+# seed N.
+CHAOS_TIME    ?= 10m
+CHAOS_SEED    ?=
+CHAOS_READS   ?= both
+CHAOS_TIMEOUT ?= 60m
+chaos_run_both         = ^TestChaos(Stale)?$$
+chaos_run_linearizable = ^TestChaos$$
+chaos_run_stale        = ^TestChaosStale$$
 .PHONY: chaos
 chaos:
-	$(GO) test ./test/ -run TestChaos -count=1 -v -timeout 30m -args -chaos.time=$(CHAOS_TIME)$(if $(CHAOS_SEED), -seed=$(CHAOS_SEED))
+	$(GO) test ./test/ -run '$(chaos_run_$(CHAOS_READS))' -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -chaos.time=$(CHAOS_TIME) -chaos.stale-time=$(CHAOS_TIME)$(if $(CHAOS_SEED), -seed=$(CHAOS_SEED))
 
 clean:
 	rm -rf dist

@@ -2,12 +2,14 @@ package test
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,39 +19,55 @@ import (
 
 // TestChaos runs a seeded schedule of faults against a three-node cluster
 // with linearizable reads while workers record a client history over all
-// three nodes, and checks that history with porcupine.
+// three nodes, and checks that history with porcupine. TestChaosStale runs
+// the same schedule on a cluster with the default stale reads and checks
+// its history with the stale-read checker.
 //
-// Every node's raft listener sits behind a Proxy (faultproxy_test.go), so
-// the schedule can deafen, slow or flap a node as well as kill, pause and
-// restart processes. One fault runs at a time and is undone before the
-// next; between faults the test waits for every node to run and agree on
-// a leader, which is also the liveness check.
+// Every node's raft listener sits behind a Proxy (faultproxy_test.go)
+// that knows which node sent each RPC, so the schedule can cut single
+// links (isolate the leader, split a follower off, a bridge, one
+// direction, a flapping pair) and deafen, slow or flap a node, as well as
+// kill, pause and restart processes and remove a node and join it again.
+// One fault runs at a time and is undone before the next (the membership
+// change holds one more fault inside it); between faults the test waits
+// for every member to run and agree on a leader, which is also the
+// liveness check.
 //
 // Long runs are split into epochs of at most chaosEpoch. Each epoch starts
 // new workers on keys of its own and ends with the cluster healed, the
 // workers stopped and a final read of each key, so its history is checked
 // alone: porcupine's search stays small however long the run, and a write
 // of unknown outcome from an earlier epoch, which may still land, cannot
-// touch a later epoch's keys. A failed check leaves porcupine's
-// visualization and the raw history in the test's node directory, under
+// touch a later epoch's keys. A failed check leaves the raw history (and,
+// for porcupine, its visualization) in the test's node directory, under
 // epochN/. Each epoch also waits for chaosMinOK acknowledged operations
 // before its first fault and after its last, so a cluster that stopped
 // serving fails the test rather than passing on an empty history.
 //
-// -chaos.time bounds when the last fault starts; that fault, the healing
-// and the checks add some seconds. The seed (-args -seed=N or
-// KVS_TEST_SEED) fixes the sequence of fault kinds, the nodes drawn for
-// them, their durations and the workers' operations; which node leads,
-// and process and network timing, still vary from run to run.
+// Every epoch has register keys (SET, CAS, DEL, GET) and counter keys
+// (INCR, GET), which the stale-read checker judges in both tests: no
+// acknowledged write lost, every read names a write, one client's reads
+// on one node never go back. TestChaos adds mixed keys, where INCR and SET
+// meet, which only porcupine can judge.
 //
-//	go test ./test/ -run TestChaos -v -args -chaos.time=2m -seed=42
+// -chaos.time (-chaos.stale-time for TestChaosStale) bounds when the last
+// fault starts; that fault, the healing and the checks add some seconds.
+// The seed (-args -seed=N or KVS_TEST_SEED) fixes the sequence of fault
+// kinds, the nodes drawn for them, their durations and the workers'
+// operations; which node leads, and process and network timing, still vary
+// from run to run.
+//
+//	go test ./test/ -run 'TestChaos$' -v -args -chaos.time=2m -seed=42
+//	go test ./test/ -run TestChaosStale -v -args -chaos.stale-time=2m -seed=42
 //	make chaos CHAOS_TIME=30m CHAOS_SEED=42
-var flagChaosTime = flag.Duration("chaos.time", 20*time.Second, "how long TestChaos injects faults")
+var (
+	flagChaosTime      = flag.Duration("chaos.time", 20*time.Second, "how long TestChaos injects faults")
+	flagChaosStaleTime = flag.Duration("chaos.stale-time", 15*time.Second, "how long TestChaosStale injects faults")
+)
 
 const (
 	chaosEpoch   = 30 * time.Second
 	chaosWorkers = 6
-	chaosKeys    = 4
 	// chaosElection is kvs's default raft election timeout
 	// (cluster.DefaultElectionTimeout); a paused leader sleeps for 1 to 3
 	// of them.
@@ -61,38 +79,81 @@ const (
 
 // A chaosFault injects one fault and undoes it before returning.
 type chaosFault struct {
-	name   string
+	name string
+	// members is how many cluster members the fault needs; a fault run
+	// while a node is out of the cluster is drawn among those that fit.
+	members int
+	// nests marks the membership change, which runs another fault inside
+	// itself and so is never drawn there.
+	nests  bool
 	inject func(c *chaos)
 }
 
 var chaosFaults = []chaosFault{
-	{"kill-leader", (*chaos).killLeader},
-	{"kill-node", (*chaos).killNode},
-	{"pause-leader", (*chaos).pauseLeader},
-	{"deafen", (*chaos).deafen},
-	{"delay", (*chaos).delay},
-	{"flap", (*chaos).flap},
-	{"restart-all", (*chaos).restartAll},
+	{name: "kill-leader", members: 1, inject: (*chaos).killLeader},
+	{name: "kill-node", members: 1, inject: (*chaos).killNode},
+	{name: "pause-leader", members: 1, inject: (*chaos).pauseLeader},
+	{name: "deafen", members: 1, inject: (*chaos).deafen},
+	{name: "delay", members: 1, inject: (*chaos).delay},
+	{name: "flap", members: 1, inject: (*chaos).flap},
+	{name: "restart-all", members: 1, inject: (*chaos).restartAll},
+	{name: "isolate-leader", members: 2, inject: (*chaos).isolateLeader},
+	{name: "split-leader-majority", members: 3, inject: (*chaos).splitLeaderMajority},
+	{name: "bridge", members: 3, inject: (*chaos).bridge},
+	{name: "one-way-to-leader", members: 2, inject: (*chaos).oneWayToLeader},
+	{name: "flap-link", members: 2, inject: (*chaos).flapLink},
+	{name: "remove-rejoin", members: 3, nests: true, inject: (*chaos).removeRejoin},
 }
 
-// chaos is the state of one TestChaos run. Only the test goroutine uses it.
+// chaos is the state of one chaos run. Only the test goroutine uses it,
+// except gens, which the workers read.
 type chaos struct {
 	t       *testing.T
+	stale   bool // --reads stale: no porcupine, mixed keys left out
 	nodes   []*Node
-	proxies RaftProxies // proxies[i] carries every raft RPC to nodes[i]
+	proxies RaftProxies // proxies.P[i] carries every raft RPC to nodes[i]
 	rng     *rand.Rand
 	start   time.Time
 	faults  map[string]int // injected, by kind
 	paused  *Node          // SIGSTOPped and not yet continued
+	out     map[int]bool   // nodes removed from the cluster and not yet back
+	// schedule is chaosFaults, which removeRejoin draws from again (a
+	// field, since chaosFaults cannot refer to itself).
+	schedule []chaosFault
+
+	gensMu sync.Mutex
+	gens   map[string]int // node name -> times its data was wiped
+}
+
+// chaosTotals adds up what the epochs found.
+type chaosTotals struct {
+	ops        []HistOp
+	lost       int // acknowledged writes missing from a final value
+	violations int // everything else either checker found
+	linChecked int // operations porcupine checked
 }
 
 func TestChaos(t *testing.T) {
 	t.Parallel()
+	runChaos(t, false, *flagChaosTime)
+}
+
+func TestChaosStale(t *testing.T) {
+	t.Parallel()
+	runChaos(t, true, *flagChaosStaleTime)
+}
+
+func runChaos(t *testing.T, stale bool, length time.Duration) {
 	seed := testSeed(t)
-	nodes := startCluster(t, 3, "--reads", "linearizable")
+	reads := "linearizable"
+	if stale {
+		reads = "stale"
+	}
+	nodes := startCluster(t, 3, "--reads", reads)
 	c := &chaos{
-		t: t, nodes: nodes, rng: rand.New(rand.NewSource(seed)),
-		start: time.Now(), faults: map[string]int{},
+		t: t, stale: stale, nodes: nodes, rng: rand.New(rand.NewSource(seed)),
+		start: time.Now(), faults: map[string]int{}, out: map[int]bool{}, gens: map[string]int{},
+		schedule: chaosFaults,
 	}
 	// Cleanups run last-registered first: a node left paused by a failed
 	// test is continued before the nodes' own cleanups stop it.
@@ -101,14 +162,15 @@ func TestChaos(t *testing.T) {
 	watch := watchLeader(nodes)
 	t.Cleanup(watch.stop)
 
-	var ops []HistOp
-	for e := 0; e == 0 || time.Since(c.start) < *flagChaosTime; e++ {
-		d := min(chaosEpoch, *flagChaosTime-time.Since(c.start))
-		ops = append(ops, c.epoch(e, d, seed)...)
+	var tot chaosTotals
+	for e := 0; e == 0 || time.Since(c.start) < length; e++ {
+		d := min(chaosEpoch, length-time.Since(c.start))
+		c.epoch(e, d, seed, &tot)
 	}
 	watch.stop()
 	checkRaftAddrs(t, nodes, c.proxies)
 
+	ops := tot.ops
 	byOutcome := map[Outcome]int{}
 	byKind := map[HistKind]int{}
 	for _, o := range ops {
@@ -118,20 +180,32 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	var faults []string
+	total := 0
 	for _, f := range chaosFaults {
 		faults = append(faults, fmt.Sprintf("%s=%d", f.name, c.faults[f.name]))
+		total += c.faults[f.name]
 	}
-	t.Logf("chaos report: seed %d, %v of faults", seed, time.Since(c.start).Round(time.Second))
-	t.Logf("  faults: %s", strings.Join(faults, " "))
-	t.Logf("  operations: %d recorded, %d acknowledged, %d failed, %d unknown; acknowledged by kind %v",
+	t.Logf("chaos report: --reads %s, seed %d, %v of faults", reads, seed, time.Since(c.start).Round(time.Second))
+	t.Logf("  faults injected: %d: %s", total, strings.Join(faults, " "))
+	t.Logf("  operations checked: %d recorded, %d acknowledged, %d failed, %d unknown; acknowledged by kind %v",
 		len(ops), byOutcome[OutcomeOK], byOutcome[OutcomeFailed], byOutcome[OutcomeUnknown], byKind)
+	if stale {
+		t.Logf("  checked by the stale-read checker (porcupine does not apply to stale reads)")
+	} else {
+		t.Logf("  checked by porcupine: %d operations; by the stale-read checker: the register and counter keys", tot.linChecked)
+	}
+	t.Logf("  acknowledged writes lost: %d", tot.lost)
+	t.Logf("  violations: %d", tot.violations)
 	t.Logf("  longest time without a leader: %v", watch.longest().Round(time.Millisecond))
 	var carried int64
-	for i, p := range c.proxies {
+	for i, p := range c.proxies.P {
 		s := p.Stats()
 		carried += s.ToTarget
-		t.Logf("  %s's proxy: %d connections, %d bytes in, %d out, %d discarded",
-			nodes[i].Name, s.Accepted, s.ToTarget, s.FromTarget, s.Discarded)
+		t.Logf("  %s's proxy: %d connections (by sender %v), %d bytes in, %d out, %d discarded",
+			nodes[i].Name, s.Accepted, s.Senders, s.ToTarget, s.FromTarget, s.Discarded)
+		if s.Senders[""] > 0 {
+			t.Errorf("%s's proxy could not tell the sender of %d connections: link faults missed them", nodes[i].Name, s.Senders[""])
+		}
 	}
 	if carried == 0 {
 		t.Errorf("no raft traffic went through the proxies: the faults on them had no effect")
@@ -145,19 +219,30 @@ func TestChaos(t *testing.T) {
 
 // epoch records a history on fresh keys while faults run for d, then
 // heals the cluster, reads every key and checks the epoch's history.
-func (c *chaos) epoch(e int, d time.Duration, seed int64) []HistOp {
+func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t := c.t
-	var keys []string
-	for k := range chaosKeys {
-		keys = append(keys, fmt.Sprintf("chaos:%d:%c", e, 'a'+k))
+	key := func(sort string, k int) string { return fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k) }
+	var mixed, registers, counters []string
+	for k := range 2 {
+		registers = append(registers, key("r", k))
+		counters = append(counters, key("n", k))
 	}
+	if !c.stale {
+		for k := range 2 {
+			mixed = append(mixed, key("m", k))
+		}
+	}
+	all := slices.Concat(mixed, registers, counters)
 	h := NewHistory()
-	stop := sync.OnceFunc(runHistWorkers(h, chaosWorkers, c.nodes, keys, seed+int64(e)*chaosWorkers))
+	stop := sync.OnceFunc(runHistWorkersWith(h, histConfig{
+		Workers: chaosWorkers, Nodes: c.nodes, Keys: mixed, Registers: registers, Counters: counters,
+		Seed: seed + int64(e)*chaosWorkers, Label: c.label,
+	}))
 	t.Cleanup(stop)
 	waitOK(t, h, chaosMinOK)
 
 	for end := time.Now().Add(d); time.Now().Before(end); {
-		f := chaosFaults[c.rng.Intn(len(chaosFaults))]
+		f := c.draw(c.schedule)
 		c.faults[f.name]++
 		f.inject(c)
 		c.settle()
@@ -168,41 +253,211 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64) []HistOp {
 	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stop()
 
-	// Reads after the workers stopped are linearized after every
-	// acknowledged write, so a lost one shows up as a violation.
-	for _, k := range keys {
-		waitFor(t, "a final read of "+k, func() error {
-			leader, err := leaderNow(c.nodes)
-			if err != nil {
-				return err
-			}
-			return finalGet(newHistWorker(h, 1000, 1, c.nodes, keys, 0), leader, k)
-		})
-	}
+	final := c.finalReads(h, all)
 	ops := h.Ops()
 	for _, o := range unexpectedErrors(ops) {
 		t.Errorf("epoch %d: unexpected error reply: %v", e, o)
+		tot.violations++
 	}
 	dir := filepath.Join(testDir(t), fmt.Sprintf("epoch%d", e))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("epoch %d: %d operations, %d acknowledged", e, len(ops), countOK(ops))
-	checkLinearizable(t, ops, dir)
-	return ops
+	if !c.stale {
+		// Reads after the workers stopped are linearized after every
+		// acknowledged write, so a lost one shows up as a violation.
+		if !checkLinearizable(t, ops, dir) {
+			tot.violations++
+		}
+		tot.linChecked += len(ops)
+	}
+	var split []HistOp
+	for _, o := range ops {
+		if !slices.Contains(mixed, o.Key) {
+			split = append(split, o)
+		}
+	}
+	splitFinal := map[string]finalRead{}
+	for _, k := range slices.Concat(registers, counters) {
+		splitFinal[k] = final[k]
+	}
+	if vs := staleViolations(split, splitFinal); len(vs) > 0 {
+		raw := filepath.Join(dir, "history.json")
+		if err := writeHistoryJSON(raw, ops); err != nil {
+			t.Errorf("writing %s: %v", raw, err)
+		}
+		for _, v := range vs {
+			t.Errorf("epoch %d: %s", e, v)
+			if v.Lost {
+				tot.lost++
+			} else {
+				tot.violations++
+			}
+		}
+		t.Errorf("epoch %d: stale-read checker found %d violations; history %s", e, len(vs), raw)
+	}
+	tot.ops = append(tot.ops, ops...)
 }
 
-// settle undoes whatever a fault left behind and waits until every node
+// finalReads reads every key once the workers have stopped and the
+// cluster has healed, from a leader that has applied a write made after
+// every operation of the history, and returns what it read. With
+// linearizable reads the reads go into the history for porcupine. Then it
+// waits until every member holds the same values: the followers must
+// converge on the acknowledged state too.
+func (c *chaos) finalReads(h *History, keys []string) map[string]finalRead {
+	t := c.t
+	final := map[string]finalRead{}
+	waitFor(t, "final reads", func() error {
+		leader, err := leaderNow(c.members())
+		if err != nil {
+			return err
+		}
+		conn, err := net.DialTimeout("tcp", leader.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(ioTimeout))
+		r := bufio.NewReader(conn)
+		// A write through the leader is applied there after everything
+		// committed before it, acknowledged writes included.
+		if _, err := conn.Write(encodeCommand("SET", "chaos:barrier", fmt.Sprint(time.Now().UnixNano()))); err != nil {
+			return err
+		}
+		if v, err := readValue(r); err != nil || string(v.Raw) != "+OK\r\n" {
+			return fmt.Errorf("barrier write on %s: %v %v", leader.Name, v, err)
+		}
+		w := newHistWorker(h, 1000, 1, c.nodes, keys, 0)
+		got := map[string]HistOp{}
+		for _, k := range keys {
+			op := HistOp{ClientID: w.client, Node: c.label(leader), Kind: KindGet, Key: k}
+			if !w.do(conn, r, &op, []string{"GET", k}) || op.Outcome != OutcomeOK {
+				return fmt.Errorf("final GET %s on %s: %s", k, leader.Name, op.Result)
+			}
+			got[k] = op
+		}
+		if c.stale {
+			// Not part of the history: a stale-read checker's final value
+			// is no client read.
+			h.mu.Lock()
+			h.ops = slices.DeleteFunc(h.ops, func(o HistOp) bool { return o.ClientID == w.client })
+			h.mu.Unlock()
+		}
+		for k, op := range got {
+			final[k] = finalRead{Nil: op.Nil, Value: op.Result}
+		}
+		return nil
+	})
+	waitFor(t, "every member to hold the final values", func() error {
+		for _, n := range c.members() {
+			rc, err := net.DialTimeout("tcp", n.Addr, time.Second)
+			if err != nil {
+				return err
+			}
+			rc.SetDeadline(time.Now().Add(ioTimeout))
+			r := bufio.NewReader(rc)
+			for _, k := range keys {
+				if _, err := rc.Write(encodeCommand("GET", k)); err != nil {
+					rc.Close()
+					return err
+				}
+				v, err := readValue(r)
+				if err != nil || v.IsError() || v.Null != final[k].Nil || (!v.Null && v.Str != final[k].Value) {
+					rc.Close()
+					return fmt.Errorf("%s: GET %s = %v %v, the leader read %+v", n.Name, k, v, err, final[k])
+				}
+			}
+			rc.Close()
+		}
+		return nil
+	})
+	return final
+}
+
+// label names n in histories: its name, and how many times its data was
+// wiped, since a wiped node may read older values than it read before.
+func (c *chaos) label(n *Node) string {
+	c.gensMu.Lock()
+	defer c.gensMu.Unlock()
+	if g := c.gens[n.Name]; g > 0 {
+		return fmt.Sprintf("%s.%d", n.Name, g)
+	}
+	return n.Name
+}
+
+// members returns the nodes in the cluster, in order.
+func (c *chaos) members() []*Node {
+	var out []*Node
+	for i, n := range c.nodes {
+		if !c.out[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// memberIdx returns the indexes of the nodes in the cluster.
+func (c *chaos) memberIdx() []int {
+	var out []int
+	for i := range c.nodes {
+		if !c.out[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// draw picks a fault that the current members can take.
+func (c *chaos) draw(from []chaosFault) chaosFault {
+	var fit []chaosFault
+	for _, f := range from {
+		if f.members <= len(c.memberIdx()) && !(f.nests && len(c.out) > 0) {
+			fit = append(fit, f)
+		}
+	}
+	return fit[c.rng.Intn(len(fit))]
+}
+
+// settle undoes whatever a fault left behind and waits until every member
 // runs and all agree on a leader.
 func (c *chaos) settle() {
 	c.proxies.HealAll()
 	c.resume()
-	for _, n := range c.nodes {
+	for _, n := range c.members() {
 		if n.isExited() {
 			n.Start()
 		}
 	}
-	waitLeader(c.t, c.nodes)
+	c.waitLeader()
+}
+
+// waitLeader waits, as waitLeader does, until every running member names
+// the same leader. When none emerges it logs every member's KVS.STATUS
+// and has each running member dump its goroutines into its log (SIGQUIT)
+// before failing: a cluster that never recovers is a finding, and the
+// evidence is gone once the nodes stop.
+func (c *chaos) waitLeader() *Node {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterWait)
+	for {
+		l, err := leaderNow(c.members())
+		if err == nil {
+			return l
+		}
+		if time.Now().After(deadline) {
+			for _, n := range c.members() {
+				st, serr := kvsStatus(n.Addr)
+				c.t.Logf("%s: KVS.STATUS %v members %v (err %v)", n.Name, st.fields, st.members, serr)
+				if !n.isExited() {
+					sendSignal(n, syscall.SIGQUIT)
+				}
+			}
+			c.t.Fatalf("waiting for a leader: %v (goroutine dumps in the nodes' logs)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *chaos) logf(format string, args ...any) {
@@ -215,16 +470,25 @@ func (c *chaos) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(c.rng.Int63n(int64(hi-lo)))
 }
 
+// pick draws a member.
 func (c *chaos) pick() (int, *Node) {
-	i := c.rng.Intn(len(c.nodes))
+	idx := c.memberIdx()
+	i := idx[c.rng.Intn(len(idx))]
 	return i, c.nodes[i]
+}
+
+// leader waits for the members' leader and returns its index.
+func (c *chaos) leader() (int, *Node) {
+	l := c.waitLeader()
+	return slices.Index(c.nodes, l), l
 }
 
 // The faults. Each holds its fault for a drawn time with time.Sleep: that
 // is the schedule itself, not a wait for a condition.
 
 func (c *chaos) killLeader() {
-	c.kill(waitLeader(c.t, c.nodes), "leader")
+	_, l := c.leader()
+	c.kill(l, "leader")
 }
 
 func (c *chaos) killNode() {
@@ -245,7 +509,7 @@ func (c *chaos) kill(n *Node, what string) {
 // wakes up still believing it leads, and must not answer a read or
 // acknowledge a write on that belief.
 func (c *chaos) pauseLeader() {
-	l := waitLeader(c.t, c.nodes)
+	_, l := c.leader()
 	d := c.between(chaosElection, 3*chaosElection)
 	c.logf("SIGSTOP leader %s for %v", l.Name, d)
 	if err := sendSignal(l, syscall.SIGSTOP); err != nil {
@@ -273,9 +537,9 @@ func (c *chaos) deafen() {
 	i, n := c.pick()
 	d := c.between(500*time.Millisecond, 3*time.Second)
 	c.logf("deafen %s for %v", n.Name, d)
-	c.proxies[i].Cut()
+	c.proxies.P[i].Cut()
 	time.Sleep(d)
-	c.proxies[i].Heal()
+	c.proxies.P[i].Heal()
 }
 
 // delay slows every raft RPC to one node; at the upper end the round trip
@@ -285,9 +549,9 @@ func (c *chaos) delay() {
 	lat := c.between(20*time.Millisecond, 300*time.Millisecond)
 	d := c.between(time.Second, 4*time.Second)
 	c.logf("delay raft RPCs to %s by %v each way for %v", n.Name, lat, d)
-	c.proxies[i].Delay(lat)
+	c.proxies.P[i].Delay(lat)
 	time.Sleep(d)
-	c.proxies[i].Heal()
+	c.proxies.P[i].Heal()
 }
 
 // flap cuts and heals one node's proxy a few times, forcing redials.
@@ -296,28 +560,247 @@ func (c *chaos) flap() {
 	times := 3 + c.rng.Intn(4)
 	c.logf("flap %s %d times", n.Name, times)
 	for range times {
-		c.proxies[i].Cut()
+		c.proxies.P[i].Cut()
 		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
-		c.proxies[i].Heal()
+		c.proxies.P[i].Heal()
 		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
 	}
 }
 
-// restartAll stops every node gracefully, in a random order, and starts
+// restartAll stops every member gracefully, in a random order, and starts
 // them all again: the last ones stop without a majority.
 func (c *chaos) restartAll() {
-	order := c.rng.Perm(len(c.nodes))
+	members := c.members()
+	order := c.rng.Perm(len(members))
 	var names []string
 	for _, i := range order {
-		names = append(names, c.nodes[i].Name)
+		names = append(names, members[i].Name)
 	}
 	c.logf("restart all: stop %s, then start all", strings.Join(names, ", "))
 	for _, i := range order {
-		c.nodes[i].Stop()
+		members[i].Stop()
 	}
-	for _, n := range c.nodes {
+	for _, n := range members {
 		n.Start()
 	}
+}
+
+// holdPartition holds a partition (already applied) for a drawn time; the
+// settle that follows heals it.
+func (c *chaos) holdPartition(what string) {
+	d := c.between(chaosElection, 8*chaosElection)
+	c.logf("%s for %v", what, d)
+	time.Sleep(d)
+	c.logLeaders()
+}
+
+// logLeaders logs whom each member names as leader at the end of a
+// partition, before the heal: the evidence that the partition bit.
+func (c *chaos) logLeaders() {
+	var views []string
+	for _, n := range c.members() {
+		v := "no answer"
+		if st, err := kvsStatus(n.Addr); err == nil {
+			v = fmt.Sprintf("%s, leader %q, term %s", st.fields["state"], st.fields["leader_id"], st.fields["term"])
+		}
+		views = append(views, n.Name+": "+v)
+	}
+	c.logf("  before the heal: %s", strings.Join(views, "; "))
+}
+
+func (c *chaos) names(idx []int) string {
+	var s []string
+	for _, i := range idx {
+		s = append(s, c.nodes[i].Name)
+	}
+	return strings.Join(s, " ")
+}
+
+func (c *chaos) others(idx ...int) []int {
+	return slices.DeleteFunc(c.memberIdx(), func(i int) bool { return slices.Contains(idx, i) })
+}
+
+func (c *chaos) mustBlock(err error) {
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// isolateLeader cuts the leader off from every other member, both ways:
+// with three members, a 1|2 split with the leader in the minority. The
+// majority elects a new leader; the old one must stop acknowledging
+// writes and answering linearizable reads, and steps down when its lease
+// runs out.
+func (c *chaos) isolateLeader() {
+	l, _ := c.leader()
+	rest := c.others(l)
+	c.mustBlock(c.proxies.Partition([]int{l}, rest))
+	c.holdPartition(fmt.Sprintf("isolate leader %s: %s | %s", c.nodes[l].Name, c.nodes[l].Name, c.names(rest)))
+}
+
+// splitLeaderMajority cuts one follower off from the others, both ways:
+// a 1|2 split with the leader in the majority. The cluster keeps serving;
+// the follower campaigns in vain and must catch up after the heal.
+func (c *chaos) splitLeaderMajority() {
+	l, _ := c.leader()
+	fs := c.others(l)
+	f := fs[c.rng.Intn(len(fs))]
+	rest := c.others(f)
+	c.mustBlock(c.proxies.Partition([]int{f}, rest))
+	c.holdPartition(fmt.Sprintf("split %s | %s (leader %s in the majority)", c.nodes[f].Name, c.names(rest), c.nodes[l].Name))
+}
+
+// bridge cuts two members off from each other while a third reaches
+// both. Either the leader is the bridge, and nothing need change, or it is
+// at one end, and the far end hears no leader and campaigns through the
+// bridge.
+func (c *chaos) bridge() {
+	l, _ := c.leader()
+	idx := c.memberIdx()
+	b := idx[c.rng.Intn(len(idx))]
+	ends := c.others(b)
+	blocked := noLinks(len(c.nodes))
+	blocked[ends[0]][ends[1]], blocked[ends[1]][ends[0]] = true, true
+	c.mustBlock(c.proxies.Block(blocked))
+	role := "the leader"
+	if b != l {
+		role = "a follower; leader " + c.nodes[l].Name
+	}
+	c.holdPartition(fmt.Sprintf("bridge %s - %s - %s (the bridge is %s)", c.nodes[ends[0]].Name, c.nodes[b].Name, c.nodes[ends[1]].Name, role))
+}
+
+// oneWayToLeader stops everything the other members send to the leader,
+// their replies included, while the leader's own messages still arrive:
+// the followers keep hearing heartbeats, but the leader hears no
+// acknowledgement and can commit nothing.
+func (c *chaos) oneWayToLeader() {
+	l, _ := c.leader()
+	blocked := noLinks(len(c.nodes))
+	for _, f := range c.others(l) {
+		blocked[f][l] = true
+	}
+	c.mustBlock(c.proxies.Block(blocked))
+	c.holdPartition(fmt.Sprintf("nothing reaches leader %s from %s", c.nodes[l].Name, c.names(c.others(l))))
+}
+
+// flapLink cuts and heals the link between two members, both ways, a few
+// times; one of the two is the leader half of the time.
+func (c *chaos) flapLink() {
+	idx := c.memberIdx()
+	a := idx[c.rng.Intn(len(idx))]
+	if c.rng.Intn(2) == 0 {
+		a, _ = c.leader()
+	}
+	rest := c.others(a)
+	b := rest[c.rng.Intn(len(rest))]
+	times := 3 + c.rng.Intn(4)
+	c.logf("flap the link %s - %s %d times", c.nodes[a].Name, c.nodes[b].Name, times)
+	for range times {
+		blocked := noLinks(len(c.nodes))
+		blocked[a][b], blocked[b][a] = true, true
+		c.mustBlock(c.proxies.Block(blocked))
+		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
+		c.mustBlock(c.proxies.Block(noLinks(len(c.nodes))))
+		time.Sleep(c.between(100*time.Millisecond, 700*time.Millisecond))
+	}
+}
+
+// removeRejoin removes a member (the leader as likely as any) with
+// KVS.REMOVE, stops it, wipes its data and runs another fault on the two
+// that remain; then it starts the node empty and joins it again through
+// its proxy with KVS.JOIN, as an operator replaces a broken node. Clients
+// keep using the node's address throughout: it is down, then up but not a
+// member, then a member catching up. Its reads after the wipe are labelled
+// as a new node (see label), since it may read older values than before.
+func (c *chaos) removeRejoin() {
+	i, n := c.pick()
+	_, l := c.leader()
+	pause := c.between(0, 2*chaosElection)
+	c.logf("remove %s (leader %s); stop it after %v, wipe its data and run a fault without it", n.Name, l.Name, pause)
+	// Sent to whichever node says it leads, the node itself included; a
+	// removed leader that lost its reply has shut its raft down, and the
+	// retry goes to its successor.
+	c.leaderAdmin("KVS.REMOVE "+n.Name, "KVS.REMOVE", n.Name)
+	c.out[i] = true
+	waitFor(c.t, n.Name+" out of the configuration", func() error {
+		for _, m := range c.members() {
+			st, err := kvsStatus(m.Addr)
+			if err != nil {
+				return err
+			}
+			for _, row := range st.members {
+				if row[0] == n.Name {
+					return fmt.Errorf("%s still lists %s", m.Name, n.Name)
+				}
+			}
+		}
+		return nil
+	})
+	// Clients still reach the removed node until it stops.
+	time.Sleep(pause)
+	n.Kill()
+	if err := os.RemoveAll(n.DataDir()); err != nil {
+		c.t.Fatal(err)
+	}
+	c.gensMu.Lock()
+	c.gens[n.Name]++
+	c.gensMu.Unlock()
+	// An empty node must never bootstrap a cluster of its own.
+	args := n.Args
+	n.Args = func(n *Node) []string {
+		return slices.DeleteFunc(args(n), func(a string) bool { return a == "--bootstrap" })
+	}
+
+	f := c.draw(c.schedule)
+	c.faults[f.name]++
+	f.inject(c)
+	c.settle()
+
+	c.logf("start %s empty and join it again", n.Name)
+	n.Start()
+	c.leaderAdmin("KVS.JOIN "+n.Name, "KVS.JOIN", n.Name, c.proxies.P[i].Addr(), n.Addr)
+	delete(c.out, i)
+	checkRaftAddrs(c.t, c.nodes, c.proxies)
+}
+
+// leaderAdmin sends an admin command to a member that says it is the
+// leader until one answers +OK. It asks each node itself rather than
+// waiting for all to agree: a leader being removed is still the one to
+// ask, while the others may already be electing its successor.
+func (c *chaos) leaderAdmin(what string, args ...string) {
+	c.t.Helper()
+	waitFor(c.t, what, func() error {
+		for _, n := range c.members() {
+			if n.isExited() {
+				continue
+			}
+			if leads, err := isLeader(n.Addr); err == nil && leads {
+				return adminOK(n, args...)
+			}
+		}
+		return errors.New("no member says it leads")
+	})
+}
+
+// adminOK sends one command to n and requires +OK.
+func adminOK(n *Node, args ...string) error {
+	conn, err := net.DialTimeout("tcp", n.Addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(ioTimeout))
+	if _, err := conn.Write(encodeCommand(args...)); err != nil {
+		return err
+	}
+	v, err := readValue(bufio.NewReader(conn))
+	if err != nil {
+		return err
+	}
+	if string(v.Raw) != "+OK\r\n" {
+		return fmt.Errorf("%s on %s: %s", args[0], n.Name, v)
+	}
+	return nil
 }
 
 // sendSignal sends sig to n's process without waiting for it to exit, as
@@ -345,37 +828,22 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 	for _, m := range st.members {
 		raftAddr[m[0]] = m[1]
 	}
-	var addrs []string
+	var ids, addrs []string
 	for _, n := range nodes {
 		if raftAddr[n.Name] == "" {
 			t.Fatalf("%s is not among the members %v", n.Name, st.members)
 		}
+		ids = append(ids, n.Name)
 		addrs = append(addrs, raftAddr[n.Name])
 	}
-	ps := NewRaftProxies(t, addrs)
+	ps := NewRaftProxies(t, ids, addrs)
 	for i, n := range nodes {
 		waitFor(t, "KVS.JOIN "+n.Name+" through its proxy", func() error {
 			leader, err := leaderNow(nodes)
 			if err != nil {
 				return err
 			}
-			c, err := net.DialTimeout("tcp", leader.Addr, time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(ioTimeout))
-			if _, err := c.Write(encodeCommand("KVS.JOIN", n.Name, ps[i].Addr(), n.Addr)); err != nil {
-				return err
-			}
-			v, err := readValue(bufio.NewReader(c))
-			if err != nil {
-				return err
-			}
-			if string(v.Raw) != "+OK\r\n" {
-				return fmt.Errorf("KVS.JOIN on %s: %s", leader.Name, v)
-			}
-			return nil
+			return adminOK(leader, "KVS.JOIN", n.Name, ps.P[i].Addr(), n.Addr)
 		})
 	}
 	checkRaftAddrs(t, nodes, ps)
@@ -388,7 +856,7 @@ func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 	t.Helper()
 	want := map[string]string{}
 	for i, n := range nodes {
-		want[n.Name] = ps[i].Addr()
+		want[n.Name] = ps.P[i].Addr()
 	}
 	waitFor(t, "raft addresses pointing at the proxies", func() error {
 		for _, n := range nodes {

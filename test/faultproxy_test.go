@@ -1,30 +1,36 @@
 package test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // A Proxy listens on its own loopback address and forwards every accepted
 // connection to a target address, injecting faults on the way. It needs no
 // root and no firewall, so chaos tests run the same on every OS.
 //
-// Faults (Cut, Reset, CutOneWay, Delay, Drop) take effect at once for
-// existing and new connections; Heal undoes all of them. TCP cannot lose
+// Faults (Cut, Reset, CutOneWay, Delay, Drop, SetLink) take effect at once
+// for existing and new connections; Heal undoes all of them. TCP cannot lose
 // bytes and carry on, so:
 //
 //   - Drop closes a connection instead of dropping a chunk;
-//   - a connection that had bytes discarded (Cut or CutOneWay) can never be
-//     forwarded again: its stream has a hole. Heal closes every such
-//     connection, and the peers redial (raft's TCP transport does so on the
+//   - a connection that had bytes discarded (Cut, CutOneWay or a link) can
+//     never be forwarded again: its stream has a hole. Healing closes every
+//     such connection, and the peers redial (raft's TCP transport does so on the
 //     next RPC). Connections that were only delayed survive Heal.
 //
 // Each direction of a connection has a reader, which stamps every chunk
@@ -35,7 +41,7 @@ import (
 // the writer, when a chunk is due, so a fault also catches chunks that were
 // already waiting in a delay.
 //
-// # What a Proxy per raft listener can and cannot model
+// # A Proxy per raft listener
 //
 // A kvs node binds and advertises one Raft address (--raft-addr), and the
 // replicated configuration holds one address per server that every peer
@@ -50,44 +56,46 @@ import (
 // reads the response from it. So proxy j carries every RPC *to* j from all
 // peers, requests (ToTarget) and responses (FromTarget), and nothing that j
 // sends: j's own RPCs go through the other nodes' proxies. All peers'
-// connections arrive from 127.0.0.1 on ephemeral ports, so a proxy cannot
-// tell which peer a connection comes from.
+// connections arrive from 127.0.0.1 on ephemeral ports, so the address
+// does not tell which peer is calling; the first request does.
 //
-// It can model, per node j:
+// # Links: faults per (caller, callee) pair
+//
+// A proxy learns who is calling from the first request on each
+// connection. Every hashicorp/raft request (AppendEntries, RequestVote,
+// RequestPreVote, InstallSnapshot, TimeoutNow) starts with a one-byte RPC
+// type followed by the msgpack-encoded request, whose RPCHeader carries the
+// sender's server ID and address; and a connection carries one sender's
+// RPCs only, since each transport dials its own. The proxy decodes that
+// first request (it waits at most sniffTimeout for it, then forwards what
+// it read untouched), remembers the sender's ID for the connection, and
+// forwards the bytes it read.
+//
+// Link faults are then kept per sender: SetLink(from, toTarget,
+// fromTarget) on proxy j discards the requests that node "from" sends to
+// j, the replies j sends back to "from" on those connections, or both. A
+// one-way network fault "nothing from i reaches j" is therefore
+// SetLink(i, true, false) on proxy j (i's requests to j vanish) plus
+// SetLink(j, false, true) on proxy i (j's requests arrive at i, but i's
+// answers do not get back). RaftProxies.Block takes a table of blocked
+// directed links and does exactly that translation, so any partition of
+// any number of nodes can be expressed: isolating the leader both ways, a
+// 1|2 split on either side of the leader, a bridge (A and C cut, B
+// reaching both), one direction of one pair, and flapping a pair.
+//
+// Faults on the whole proxy (Cut, Reset, CutOneWay, Delay, Drop) still act
+// on every caller alike, and connections whose sender the proxy could not
+// learn (anything that is not raft) get those only. For node j they model:
 //   - j deaf: Cut or Reset proxy j. No heartbeat, entry, vote or snapshot
 //     reaches j; j's own vote requests still reach the others and are
 //     answered. A deaf follower falls behind and campaigns; a deaf leader
 //     keeps leading, because followers only dial the leader to campaign.
 //   - lost acknowledgements: CutOneWay(FromTarget) on proxy j. j receives
 //     and applies entries but its callers never learn that it did.
-//   - lost requests only: CutOneWay(ToTarget), which to the caller looks
-//     like Cut.
 //   - a slow node: Delay on proxy j adds 2d to the round trip of every RPC
 //     to j (d each way).
-//   - a flaky node: Drop or repeated Reset/Heal forces redials; flapping is
-//     Cut/Heal in a loop.
-//   - a hub: cut every proxy but j's, and every node can reach only j.
+//   - a flaky node: Drop or repeated Reset/Heal forces redials.
 //   - a restart on another port: SetTarget (or move the id with KVS.JOIN).
-//
-// RaftProxies.Block takes a table of blocked caller→callee links and
-// refuses, with the reason, any table these proxies cannot express.
-//
-// It cannot model, for three or more nodes:
-//   - isolating one node both ways, e.g. "isolate the leader": the leader's
-//     outgoing RPCs share the followers' proxies with the followers' RPCs
-//     to each other. Cutting all followers' proxies gives the hub topology
-//     above, in which a follower can win an election through the old
-//     leader, not an isolated leader.
-//   - any symmetric partition such as {n1} | {n2, n3} or 1|2 splits,
-//     bridges, or faults on one directed link i→j: these block some
-//     callers of a node and not others.
-//
-// Per-pair links would need the proxy to know the caller. Every
-// hashicorp/raft request starts with a one-byte RPC type followed by the
-// msgpack-encoded request, whose first field is the RPCHeader with the
-// sender's ID and Addr, and a connection carries one sender's RPCs only.
-// Classifying a connection by its first request would give faults per
-// (caller, callee) pair without changing kvs.
 type Proxy struct {
 	ln   net.Listener
 	ctx  context.Context // cancelled by Close: stops dials and delay waits
@@ -97,12 +105,14 @@ type Proxy struct {
 	accepted, dropped           atomic.Int64
 	toTarget, fromTarget, trash atomic.Int64 // bytes forwarded each way, bytes discarded
 
-	mu     sync.Mutex // guards the fields below
-	closed bool
-	target string
-	f      proxyFaults
-	rng    *rand.Rand // Drop's source, not safe for concurrent use
-	conns  map[*proxyConn]struct{}
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	target  string
+	f       proxyFaults
+	links   map[string][2]bool // sender ID -> per Direction: discard
+	senders map[string]int64   // connections by sender ID; "" for unknown
+	rng     *rand.Rand         // Drop's source, not safe for concurrent use
+	conns   map[*proxyConn]struct{}
 }
 
 // Direction names one direction of a proxied connection.
@@ -126,7 +136,12 @@ type ProxyStats struct {
 	Dropped    int64 // connections closed by Drop
 	ToTarget   int64 // bytes forwarded to the target
 	FromTarget int64 // bytes forwarded back to the dialer
-	Discarded  int64 // bytes read and thrown away by Cut or CutOneWay
+	Discarded  int64 // bytes read and thrown away by Cut, CutOneWay or a link
+	// Senders counts connections by the sender ID their first raft
+	// request named; "" counts those forwarded without a known sender
+	// (not raft, or silent for sniffTimeout). A connection closed before
+	// its first request was complete is not counted.
+	Senders map[string]int64
 }
 
 // proxyFaults is the fault state; its zero value forwards everything.
@@ -146,7 +161,10 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Proxy{ln: ln, ctx: ctx, stop: stop, target: target, conns: map[*proxyConn]struct{}{}}
+	p := &Proxy{
+		ln: ln, ctx: ctx, stop: stop, target: target, conns: map[*proxyConn]struct{}{},
+		links: map[string][2]bool{}, senders: map[string]int64{},
+	}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	t.Cleanup(p.Close)
@@ -201,16 +219,69 @@ func (p *Proxy) Drop(prob float64, rng *rand.Rand) {
 	p.f.drop, p.rng = prob, rng
 }
 
-// Heal removes every fault and closes the connections that lost bytes to
-// Cut or CutOneWay, so that peers redial on a clean stream.
+// Heal removes every fault, links included, and closes the connections
+// that lost bytes to Cut, CutOneWay or a link, so that peers redial on a
+// clean stream.
 func (p *Proxy) Heal() {
-	p.setFaults(func(f *proxyFaults) { *f = proxyFaults{} })
-	p.closeConns(func(c *proxyConn) bool { return c.lossy[ToTarget].Load() || c.lossy[FromTarget].Load() })
+	p.mu.Lock()
+	p.f = proxyFaults{}
+	clear(p.links)
+	p.mu.Unlock()
+	p.closeHealed()
+}
+
+// SetLink sets the link faults for connections whose sender is the node
+// with server ID from: toTarget discards its requests, fromTarget the
+// target's replies to it. Both false heals the link, closing its
+// connections that lost bytes. It takes effect at once for existing and
+// new connections.
+func (p *Proxy) SetLink(from string, toTarget, fromTarget bool) {
+	p.mu.Lock()
+	if toTarget || fromTarget {
+		p.links[from] = [2]bool{toTarget, fromTarget}
+	} else {
+		delete(p.links, from)
+	}
+	p.mu.Unlock()
+	p.closeHealed()
+}
+
+// closeHealed closes every connection that lost bytes in a direction no
+// longer cut: its stream has a hole, and its peers must redial.
+func (p *Proxy) closeHealed() {
+	p.closeConns(func(c *proxyConn) bool {
+		for _, dir := range []Direction{ToTarget, FromTarget} {
+			if c.lossy[dir].Load() && !p.discardingLocked(c, dir) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// discardingLocked reports whether bytes of c flowing in dir are to be
+// discarded now. p.mu must be held.
+func (p *Proxy) discardingLocked(c *proxyConn, dir Direction) bool {
+	if p.f.discard[dir] {
+		return true
+	}
+	from, ok := c.sender()
+	return ok && p.links[from][dir]
+}
+
+func (p *Proxy) discarding(c *proxyConn, dir Direction) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.discardingLocked(c, dir)
 }
 
 // Stats returns the counters so far.
 func (p *Proxy) Stats() ProxyStats {
+	p.mu.Lock()
+	senders := maps.Clone(p.senders)
+	p.mu.Unlock()
 	return ProxyStats{
+		Senders:    senders,
 		Accepted:   p.accepted.Load(),
 		Dropped:    p.dropped.Load(),
 		ToTarget:   p.toTarget.Load(),
@@ -311,6 +382,9 @@ type proxyConn struct {
 	lossy  [2]atomic.Bool // per Direction: bytes were discarded, the stream has a hole
 	done   chan struct{}  // closed by close
 	once   sync.Once
+	// from is the sender's server ID, set once by the ToTarget reader
+	// before it queues the first chunk; nil until then and when unknown.
+	from atomic.Pointer[string]
 
 	mu     sync.Mutex // guards target, which run sets after dialing
 	target net.Conn   // nil when accepted during a Cut, or while dialing
@@ -320,6 +394,14 @@ type proxyConn struct {
 type chunk struct {
 	b   []byte
 	due time.Time
+}
+
+// sender returns the server ID of the node that dialed c, if known.
+func (c *proxyConn) sender() (string, bool) {
+	if from := c.from.Load(); from != nil {
+		return *from, true
+	}
+	return "", false
 }
 
 func (c *proxyConn) close() {
@@ -404,6 +486,27 @@ func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
 		c.write(dir, queue, dst)
 	}()
 	buf := make([]byte, 32<<10)
+	if dir == ToTarget {
+		// The sender must be known before the first chunk is judged.
+		first, err := c.sniff()
+		if len(first) > 0 {
+			select {
+			case queue <- chunk{b: first, due: time.Now().Add(p.faults().delay)}:
+			case <-c.done:
+				close(queue)
+				<-writerDone
+				return
+			}
+		}
+		if err != nil {
+			close(queue)
+			<-writerDone
+			if !errors.Is(err, io.EOF) {
+				c.close()
+			}
+			return
+		}
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -427,6 +530,86 @@ func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
 	}
 }
 
+// sniffTimeout bounds the wait for a connection's first byte. A raft
+// transport writes its request as soon as it has dialed; only a client
+// that waits for the server to speak first waits this long. Once the first
+// byte names a raft RPC type there is no deadline: a sender paused
+// (SIGSTOP) in the middle of its first request finishes it when it wakes,
+// and one that dies closes the connection.
+const sniffTimeout = 2 * time.Second
+
+// The raft RPC types that open a request, as hashicorp/raft's
+// NetworkTransport numbers them: AppendEntries, RequestVote,
+// InstallSnapshot, TimeoutNow, RequestPreVote.
+const maxRaftRPCType = 4
+
+// sniff reads the connection's first raft request, records its sender's ID
+// in c.from, and returns every byte it read, to be forwarded first. Bytes
+// that are not a raft request leave the sender unknown and are returned as
+// they are. A read error other than the sniff's own deadline is returned
+// with the bytes read before it; a connection that ends before its first
+// request is complete carries nothing a link fault could miss.
+func (c *proxyConn) sniff() ([]byte, error) {
+	var got bytes.Buffer
+	c.client.SetReadDeadline(time.Now().Add(sniffTimeout))
+	defer c.client.SetReadDeadline(time.Time{})
+	r := bufio.NewReader(io.TeeReader(c.client, &got))
+	from, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
+	p := c.p
+	switch {
+	case err == nil:
+		c.from.Store(&from)
+		p.mu.Lock()
+		p.senders[from]++
+		p.mu.Unlock()
+		return got.Bytes(), nil
+	case errors.Is(err, errNotRaft), errors.Is(err, os.ErrDeadlineExceeded):
+		p.mu.Lock()
+		p.senders[""]++
+		p.mu.Unlock()
+		return got.Bytes(), nil // forward what was read, and carry on
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return got.Bytes(), io.EOF
+	default:
+		return got.Bytes(), err
+	}
+}
+
+var errNotRaft = errors.New("not a raft request")
+
+// readRaftSender decodes one raft request from r and returns the server ID
+// in its RPCHeader (or, from a sender too old to send IDs, its address).
+// It calls isRaft once the first byte names a raft RPC type.
+func readRaftSender(r *bufio.Reader, isRaft func()) (string, error) {
+	typ, err := r.ReadByte()
+	if err != nil {
+		return "", err
+	}
+	if typ > maxRaftRPCType {
+		return "", errNotRaft
+	}
+	isRaft()
+	// The request structs embed RPCHeader, which the msgpack codec
+	// inlines: ID and Addr are top-level fields of the request.
+	var req struct {
+		ID   []byte
+		Addr []byte
+	}
+	if err := codec.NewDecoder(r, &codec.MsgpackHandle{}).Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: %v", errNotRaft, err)
+	}
+	switch {
+	case len(req.ID) > 0:
+		return string(req.ID), nil
+	case len(req.Addr) > 0:
+		return string(req.Addr), nil
+	}
+	return "", fmt.Errorf("%w: no sender in the RPC header", errNotRaft)
+}
+
 // write forwards queued chunks of one direction, each when it is due and
 // subject to the faults in force then. When the queue ends cleanly it
 // half-closes dst.
@@ -448,7 +631,7 @@ func (c *proxyConn) write(dir Direction, queue <-chan chunk, dst io.Writer) {
 		}
 		// Once a direction has a hole nothing more may pass, even in the
 		// moment between Heal lifting the cut and closing the connection.
-		if dst == nil || c.lossy[dir].Load() || p.faults().discard[dir] {
+		if dst == nil || c.lossy[dir].Load() || p.discarding(c, dir) {
 			c.lossy[dir].Store(true)
 			p.trash.Add(int64(len(ch.b)))
 			continue
@@ -471,70 +654,90 @@ func (c *proxyConn) write(dir Direction, queue <-chan chunk, dst io.Writer) {
 }
 
 // RaftProxies is one Proxy in front of each node's raft listener, index i
-// for node i. See Proxy for how to point the raft configuration at them.
-type RaftProxies []*Proxy
+// for node i, which has server ID IDs[i]. See Proxy for how to point the
+// raft configuration at them.
+type RaftProxies struct {
+	IDs []string
+	P   []*Proxy
+}
 
-// NewRaftProxies starts a proxy for each raft address.
-func NewRaftProxies(t testing.TB, raftAddrs []string) RaftProxies {
+// NewRaftProxies starts a proxy for each raft address; ids[i] is the
+// server ID of the node listening at raftAddrs[i].
+func NewRaftProxies(t testing.TB, ids, raftAddrs []string) RaftProxies {
 	t.Helper()
-	ps := make(RaftProxies, len(raftAddrs))
+	if len(ids) != len(raftAddrs) {
+		t.Fatalf("faultproxy: %d ids for %d addresses", len(ids), len(raftAddrs))
+	}
+	ps := RaftProxies{IDs: append([]string(nil), ids...), P: make([]*Proxy, len(raftAddrs))}
 	for i, a := range raftAddrs {
-		ps[i] = NewProxy(t, a)
+		ps.P[i] = NewProxy(t, a)
 	}
 	return ps
 }
 
-// Block applies a table of blocked links: blocked[i][j] means RPCs that
-// node i sends to node j fail (as by Cut); the diagonal is ignored. Proxy j
-// carries every node's RPCs to j, so a column must block all callers of j
-// or none; any other table is refused with an error naming the mixed
-// column, and nothing is changed. Proxies whose column is clear are healed.
+// Block applies a table of blocked directed links, replacing the links set
+// before: blocked[i][j] means nothing node i sends reaches node j, neither
+// i's requests to j nor i's replies to j's requests. The diagonal is
+// ignored. Faults on whole proxies (Cut, Delay, ...) are left as they are.
 func (ps RaftProxies) Block(blocked [][]bool) error {
-	n := len(ps)
+	n := len(ps.P)
 	if len(blocked) != n {
 		return fmt.Errorf("faultproxy: %d rows for %d nodes", len(blocked), n)
 	}
-	cut := make([]bool, n)
-	for j := range n {
-		var from, not []int
-		for i := range n {
-			if len(blocked[i]) != n {
-				return fmt.Errorf("faultproxy: row %d has %d columns for %d nodes", i, len(blocked[i]), n)
-			}
-			if i == j {
-				continue
-			}
-			if blocked[i][j] {
-				from = append(from, i)
-			} else {
-				not = append(not, i)
-			}
+	for i, row := range blocked {
+		if len(row) != n {
+			return fmt.Errorf("faultproxy: row %d has %d columns for %d nodes", i, len(row), n)
 		}
-		if len(from) > 0 && len(not) > 0 {
-			return fmt.Errorf("faultproxy: node %d's callers %v are blocked and %v are not: a proxy per listener cannot tell callers apart", j, from, not)
-		}
-		cut[j] = len(from) > 0
 	}
-	for j, p := range ps {
-		if cut[j] {
-			p.Cut()
-		} else {
-			p.Heal()
+	for j, p := range ps.P {
+		for i := range n {
+			if i != j {
+				// On proxy j, connections from i carry i's requests to j
+				// and j's replies to i.
+				p.SetLink(ps.IDs[i], blocked[i][j], blocked[j][i])
+			}
 		}
 	}
 	return nil
 }
 
+// Partition cuts every link between nodes in different groups, both ways,
+// and heals every other link. A node in no group keeps all its links.
+func (ps RaftProxies) Partition(groups ...[]int) error {
+	blocked := noLinks(len(ps.P))
+	group := map[int]int{}
+	for g, members := range groups {
+		for _, i := range members {
+			group[i] = g + 1
+		}
+	}
+	for i := range blocked {
+		for j := range blocked[i] {
+			blocked[i][j] = group[i] != 0 && group[j] != 0 && group[i] != group[j]
+		}
+	}
+	return ps.Block(blocked)
+}
+
+// noLinks returns an n×n table with nothing blocked.
+func noLinks(n int) [][]bool {
+	t := make([][]bool, n)
+	for i := range t {
+		t[i] = make([]bool, n)
+	}
+	return t
+}
+
 // Deafen cuts every RPC to the given nodes; the RPCs they send still flow.
 func (ps RaftProxies) Deafen(nodes ...int) {
 	for _, j := range nodes {
-		ps[j].Cut()
+		ps.P[j].Cut()
 	}
 }
 
-// HealAll heals every proxy.
+// HealAll heals every proxy, links included.
 func (ps RaftProxies) HealAll() {
-	for _, p := range ps {
+	for _, p := range ps.P {
 		p.Heal()
 	}
 }

@@ -112,11 +112,23 @@ const histOpTimeout = 5 * time.Second
 
 // histWorker issues random operations on a few keys against kvs nodes over
 // raw RESP, one at a time, and records each in a History.
+//
+// Keys come in three sorts. Mixed keys (keys) get every operation, INCR
+// and SET alike: porcupine can check them, the stale-read checker cannot
+// (it needs to know the order of writes from the values alone). Register
+// keys get SET, CAS, DEL and GET with unique values; counter keys get INCR
+// and GET only. Those two the stale-read checker can judge.
 type histWorker struct {
-	id      int      // first ClientID; later ones add stride
-	stride  int      // the number of workers, so ClientIDs never collide
-	nodes   []*Node  // tried in turn, starting at id % len(nodes)
-	keys    []string //
+	id        int      // first ClientID; later ones add stride
+	stride    int      // the number of workers, so ClientIDs never collide
+	nodes     []*Node  // tried in turn, starting at id % len(nodes)
+	keys      []string // mixed keys
+	registers []string // SET, CAS, DEL and GET only
+	counters  []string // INCR and GET only
+	// label names a node in the history (HistOp.Node); nil means its
+	// Name. It is asked after each successful dial, so a node whose data
+	// was wiped can be told apart from its earlier self.
+	label   func(*Node) string
 	rng     *rand.Rand
 	h       *History
 	seq     int // makes every written value unique within the worker
@@ -151,7 +163,11 @@ func (w *histWorker) run(stop <-chan struct{}) {
 			}
 			continue
 		}
-		w.session(c, n.Name, stop)
+		name := n.Name
+		if w.label != nil {
+			name = w.label(n)
+		}
+		w.session(c, name, stop)
 		c.Close()
 	}
 }
@@ -188,10 +204,27 @@ func (w *histWorker) session(c net.Conn, node string, stop <-chan struct{}) {
 // finds one, and unique (worker id and sequence) so that a read names the
 // write it saw.
 func (w *histWorker) next() (HistOp, []string) {
-	key := w.keys[w.rng.Intn(len(w.keys))]
+	i := w.rng.Intn(len(w.keys) + len(w.registers) + len(w.counters))
 	w.seq++
 	val := fmt.Sprint((w.id+1)*1_000_000 + w.seq)
-	switch p := w.rng.Intn(100); {
+	p := w.rng.Intn(100)
+	var key string
+	switch {
+	case i < len(w.keys):
+		key = w.keys[i]
+	case i < len(w.keys)+len(w.registers):
+		key = w.registers[i-len(w.keys)]
+		if p >= 60 && p < 80 {
+			p -= 20 // a SET where a mixed key would get INCR
+		}
+	default:
+		key = w.counters[i-len(w.keys)-len(w.registers)]
+		if p < 50 {
+			return HistOp{Kind: KindGet, Key: key}, []string{"GET", key}
+		}
+		return HistOp{Kind: KindIncr, Key: key}, []string{"INCR", key}
+	}
+	switch {
 	case p < 40:
 		return HistOp{Kind: KindGet, Key: key}, []string{"GET", key}
 	case p < 60:
@@ -252,13 +285,33 @@ func classify(op *HistOp, v Value, err error) {
 	}
 }
 
-// runHistWorkers starts workers over nodes and keys; the returned function
-// stops them and waits until each has recorded its last operation.
+// runHistWorkers starts workers over nodes and mixed keys; the returned
+// function stops them and waits until each has recorded its last
+// operation.
 func runHistWorkers(h *History, workers int, nodes []*Node, keys []string, seed int64) (stop func()) {
+	return runHistWorkersWith(h, histConfig{Workers: workers, Nodes: nodes, Keys: keys, Seed: seed})
+}
+
+// histConfig sets up a group of histWorkers; see histWorker for the key
+// sorts.
+type histConfig struct {
+	Workers   int
+	Nodes     []*Node
+	Keys      []string // mixed
+	Registers []string
+	Counters  []string
+	Seed      int64
+	Label     func(*Node) string // nil: Node.Name
+}
+
+// runHistWorkersWith starts cfg.Workers workers; the returned function
+// stops them and waits until each has recorded its last operation.
+func runHistWorkersWith(h *History, cfg histConfig) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		w := newHistWorker(h, i, workers, nodes, keys, seed)
+	for i := 0; i < cfg.Workers; i++ {
+		w := newHistWorker(h, i, cfg.Workers, cfg.Nodes, cfg.Keys, cfg.Seed)
+		w.registers, w.counters, w.label = cfg.Registers, cfg.Counters, cfg.Label
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -294,10 +294,13 @@ func (v *clusterView) Remove(ctx context.Context, id string) error {
 	return v.setMeta(metaRESPAddr(id), "")
 }
 
+// setMeta writes a metadata entry through the log, always: the leader's
+// store may lag behind its log (a new leader applies what it inherited only
+// once its first entry commits), so a value read there may be about to be
+// overwritten. A node removed and joined again with the same client address
+// would otherwise find its old address still in place, skip the write, and
+// lose the address to the removal's pending clear.
 func (v *clusterView) setMeta(name, value string) error {
-	if cur, _ := v.store.Meta(name); cur == value {
-		return nil
-	}
 	_, err := v.propose([]fsm.Command{metaSet(name, value)})
 	return err
 }
