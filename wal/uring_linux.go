@@ -258,7 +258,10 @@ func (r *syncRing) fdatasync(fd uintptr) (err error, ok bool) {
 		break
 	}
 	r.mu.Unlock()
-	if res := <-done; res < 0 {
+	switch res := <-done; {
+	case res == -int32(syscall.EINTR) || res == -int32(syscall.EAGAIN):
+		return nil, false // interrupted, not failed: the caller fsyncs itself
+	case res < 0:
 		return syscall.Errno(-res), true
 	}
 	return nil, true
