@@ -249,3 +249,27 @@ func TestMetricsCluster(t *testing.T) {
 		t.Errorf("n2 kvs_raft_state{state=\"follower\"} %v", got)
 	}
 }
+
+// INFO persistence says how the durable log's fsyncs are made, so an
+// operator can tell io_uring from the plain system call, and counts them.
+func TestInfoPersistenceFsync(t *testing.T) {
+	n := newKVS(t, "kvs-durable", KVSOptions{Durable: true, Fsync: "always"})
+	n.Start()
+	rc := dialRaw(t, n.Addr)
+	if v := rc.Do("SET", "k", "v"); string(v.Raw) != "+OK\r\n" {
+		t.Fatalf("SET: %s", v)
+	}
+	info := rc.Do("INFO", "persistence").Str
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	if m := fields["wal_fsync_method"]; m != "io_uring" && m != "fdatasync" {
+		t.Fatalf("wal_fsync_method = %q, want io_uring or fdatasync\n%s", m, info)
+	}
+	if n, err := strconv.Atoi(fields["wal_fsyncs"]); err != nil || n < 1 {
+		t.Fatalf("wal_fsyncs = %q after an acknowledged SET under fsync always\n%s", fields["wal_fsyncs"], info)
+	}
+}

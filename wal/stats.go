@@ -23,6 +23,17 @@ type Stats struct {
 	SegmentsDeleted     uint64 // segments deleted by compaction
 }
 
+// FsyncMethod names how the log makes its records durable: "io_uring" (an
+// fdatasync submitted to an io_uring), "fdatasync" (the system call, where
+// io_uring is unavailable), "fsync" (other systems), or "memory" for a test
+// file system.
+func (l *Log) FsyncMethod() string {
+	if _, ok := l.fs.(OSFS); !ok {
+		return "memory"
+	}
+	return fsyncMethod()
+}
+
 // RecordsPerFsync is the mean group-commit batch size.
 func (s Stats) RecordsPerFsync() float64 {
 	if s.Fsyncs == 0 {

@@ -323,3 +323,17 @@ func pollSyncs() {
 		r.poll()
 	}
 }
+
+// fsyncMethod names how Sync makes an OS file durable in this process.
+func fsyncMethod() string {
+	r := ringForSync()
+	if r == nil {
+		return "fdatasync"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken {
+		return "fdatasync"
+	}
+	return "io_uring"
+}

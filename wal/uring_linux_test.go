@@ -41,6 +41,13 @@ func TestSyncRingFdatasync(t *testing.T) {
 	}
 }
 
+func TestFsyncMethod(t *testing.T) {
+	requireRing(t)
+	if got := fsyncMethod(); got != "io_uring" {
+		t.Fatalf("fsyncMethod() = %q with a working ring", got)
+	}
+}
+
 // An fdatasync the kernel refuses reports the same error through the ring
 // as when called directly.
 func TestSyncRingError(t *testing.T) {

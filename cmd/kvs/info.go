@@ -62,6 +62,7 @@ func persistenceInfo(f serveFlags, log *wal.Log) func(section string) []server.I
 			{Name: "aof_enabled", Value: "1"},
 			{Name: "aof_last_write_status", Value: "ok"},
 			{Name: "kvs_fsync_policy", Value: f.fsync},
+			{Name: "wal_fsync_method", Value: log.FsyncMethod()},
 			{Name: "wal_dir", Value: f.dataDir},
 			{Name: "wal_appends", Value: u(st.Appends)},
 			{Name: "wal_fsyncs", Value: u(st.Fsyncs)},
