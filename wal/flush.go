@@ -72,11 +72,16 @@ func (l *Log) flushLoop() {
 	var spare []byte
 	syncDue := false
 	syncing := 0 // fsyncs started on the syncers and not yet returned
+	// Under FsyncEverySec and FsyncNo appenders wait only for the write,
+	// so a running fsync must not hold up the next one: records are written
+	// while it runs, and only the next fsync waits for room.
+	lazy := l.opts.Fsync != FsyncAlways
 	for {
-		// A full pipeline takes no new work: the wake-up stays in l.work
-		// until an fsync returns and makes room.
+		// Under FsyncAlways a full pipeline takes no new work: the wake-up
+		// stays in l.work until an fsync returns and makes room, and the
+		// records pile up into the next batch meanwhile.
 		work := l.work
-		if syncing >= depth {
+		if syncing >= depth && !lazy {
 			work = nil
 		}
 		select {
@@ -94,7 +99,7 @@ func (l *Log) flushLoop() {
 		case <-tick:
 			syncDue = true
 		}
-		if syncing >= depth {
+		if syncing >= depth && !lazy {
 			continue
 		}
 
@@ -117,6 +122,17 @@ func (l *Log) flushLoop() {
 		needSync := stop || len(syncers) > 0 ||
 			(l.opts.Fsync == FsyncAlways && len(b.waiters) > 0) ||
 			(l.opts.Fsync == FsyncEverySec && syncDue)
+		if needSync && syncing >= depth { // only when lazy
+			if stop || len(syncers) > 0 {
+				// Sync and Close need an fsync started after everything
+				// before them: wait for room.
+				for ; syncing > 0; syncing-- {
+					(<-done).synced = true
+				}
+			} else {
+				needSync = false // the periodic fsync waits for the running one
+			}
+		}
 		if needSync {
 			syncDue = false
 		}

@@ -3,6 +3,7 @@ package wal
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // liveClone copies what the files under testDir hold right now, synced or
@@ -54,4 +55,51 @@ func TestAppendWrittenBeforeReturn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Under everysec an appender waits only for the write, never for the
+// periodic fsync: while that fsync is stuck, appends still return.
+func TestEverySecAppendDuringFsync(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	fs := &hookFS{MemFS: NewMemFS()}
+	fs.sync = func(n int64, sync func() error) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return sync()
+	}
+	m := &model{}
+	opts := pipelineOptions(t, fs, m, 1)
+	opts.Fsync = FsyncEverySec
+	l := mustOpen(t, opts)
+	defer l.Close()
+	defer close(release)
+	appendN(t, l, 1, 1)
+	select {
+	case <-started: // the once-a-second fsync is running and stuck
+	case <-time.After(guard):
+		t.Fatal("no periodic fsync started")
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := 2; i <= 10; i++ {
+			if _, err := l.Append(rec(i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(guard):
+		t.Fatal("appends waited for the periodic fsync")
+	}
+	wantRecords(t, m, 10)
 }
