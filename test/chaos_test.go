@@ -171,14 +171,7 @@ func runChaos(t *testing.T, stale bool, length time.Duration) {
 	checkRaftAddrs(t, nodes, c.proxies)
 
 	ops := tot.ops
-	byOutcome := map[Outcome]int{}
-	byKind := map[HistKind]int{}
-	for _, o := range ops {
-		byOutcome[o.Outcome]++
-		if o.Outcome == OutcomeOK {
-			byKind[o.Kind]++
-		}
-	}
+	byOutcome, byKind := countOps(ops)
 	var faults []string
 	total := 0
 	for _, f := range chaosFaults {

@@ -8,6 +8,17 @@ import (
 
 const crashWriters = 16
 
+// walVariants are the log layouts the crash and power-cut tests run under:
+// the default segments, and tiny ones that make the log roll segments and
+// write snapshots (compaction) many times during the load.
+var walVariants = []struct {
+	name  string
+	extra []string
+}{
+	{"default", nil},
+	{"small-segments", []string{"--wal-segment-bytes", "65536", "--wal-compact-bytes", "262144"}},
+}
+
 // TestCrashKill9: with --fsync always, no acknowledged write may be lost
 // when the process is killed at an arbitrary moment under concurrent load.
 // The rounds reuse one data dir, so later rounds recover a log that was
@@ -16,29 +27,14 @@ const crashWriters = 16
 // many times during the load, so kills land in those too.
 func TestCrashKill9(t *testing.T) {
 	seed := testSeed(t)
-	variants := []struct {
-		name  string
-		extra []string
-	}{
-		{"default", nil},
-		{"small-segments", []string{"--wal-segment-bytes", "65536", "--wal-compact-bytes", "262144"}},
-	}
-	for i, v := range variants {
+	for i, v := range walVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewSource(seed + int64(i)))
 			n := newKVS(t, "kvs-durable", KVSOptions{Durable: true, Fsync: "always", Extra: v.extra})
 			n.Start()
 			ledger := newAckLedger(crashWriters)
-			for round := 0; round < 5; round++ {
-				loadThenKill(t, n, ledger, round, rng)
-				n.Start()
-				ledger.verify(t, n, true)
-				t.Logf("round %d: %d SETs acknowledged of %d sent so far", round, len(ledger.acked), ledger.attempted)
-				if t.Failed() {
-					t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
-				}
-			}
+			killRounds(t, n, ledger, 5, rng, nil)
 			// A graceful restart after all that recovery still keeps everything.
 			n.Restart()
 			ledger.verify(t, n, true)
@@ -59,14 +55,7 @@ func TestCrashKill9Lazy(t *testing.T) {
 			n := newKVS(t, "kvs-"+policy, KVSOptions{Durable: true, Fsync: policy})
 			n.Start()
 			ledger := newAckLedger(crashWriters)
-			for round := 0; round < 3; round++ {
-				loadThenKill(t, n, ledger, round, rng)
-				n.Start()
-				ledger.verify(t, n, true)
-				if t.Failed() {
-					t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
-				}
-			}
+			killRounds(t, n, ledger, 3, rng, nil)
 			rc := dialRaw(t, n.Addr)
 			if v := rc.Do("SET", "after", "recovery"); string(v.Raw) != "+OK\r\n" {
 				t.Fatalf("SET after recovery: %s", v)
@@ -76,6 +65,27 @@ func TestCrashKill9Lazy(t *testing.T) {
 				t.Fatalf("write after recovery lost across a graceful restart: %s", v)
 			}
 		})
+	}
+}
+
+// killRounds runs rounds of load, kill -9 at a random moment, afterKill
+// (if any: a power cut, say), restart, and a check that every acknowledged
+// write is there with its value; it stops the test at the first round that
+// lost one.
+func killRounds(t *testing.T, n *Node, ledger *ackLedger, rounds int, rng *rand.Rand, afterKill func() string) {
+	t.Helper()
+	for round := 0; round < rounds; round++ {
+		loadThenKill(t, n, ledger, round, rng)
+		note := ""
+		if afterKill != nil {
+			note = afterKill()
+		}
+		n.Start()
+		ledger.verify(t, n, true)
+		t.Logf("round %d: %d SETs acknowledged of %d sent so far%s", round, len(ledger.acked), ledger.attempted, note)
+		if t.Failed() {
+			t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
+		}
 	}
 }
 

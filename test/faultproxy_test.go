@@ -485,17 +485,16 @@ func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
 		defer close(writerDone)
 		c.write(dir, queue, dst)
 	}()
-	buf := make([]byte, 32<<10)
-	if dir == ToTarget {
-		// The sender must be known before the first chunk is judged.
-		first, err := c.sniff()
-		if len(first) > 0 {
+	// forward queues b (owned by the queue from here) and, on err, ends
+	// the direction; it reports whether to go on reading.
+	forward := func(b []byte, err error) bool {
+		if len(b) > 0 {
 			select {
-			case queue <- chunk{b: first, due: time.Now().Add(p.faults().delay)}:
+			case queue <- chunk{b: b, due: time.Now().Add(p.faults().delay)}:
 			case <-c.done:
 				close(queue)
 				<-writerDone
-				return
+				return false
 			}
 		}
 		if err != nil {
@@ -504,27 +503,20 @@ func (c *proxyConn) pump(dir Direction, src io.Reader, dst io.Writer) {
 			if !errors.Is(err, io.EOF) {
 				c.close()
 			}
+			return false
+		}
+		return true
+	}
+	if dir == ToTarget {
+		// The sender must be known before the first chunk is judged.
+		if !forward(c.sniff()) {
 			return
 		}
 	}
+	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
-			ch := chunk{b: append([]byte(nil), buf[:n]...), due: time.Now().Add(p.faults().delay)}
-			select {
-			case queue <- ch:
-			case <-c.done:
-				close(queue)
-				<-writerDone
-				return
-			}
-		}
-		if err != nil {
-			close(queue)
-			<-writerDone
-			if !errors.Is(err, io.EOF) {
-				c.close()
-			}
+		if !forward(append([]byte(nil), buf[:n]...), err) {
 			return
 		}
 	}

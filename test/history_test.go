@@ -337,3 +337,15 @@ func unexpectedErrors(ops []HistOp) []HistOp {
 	}
 	return out
 }
+
+// countOps counts ops by outcome, and the acknowledged ones by kind.
+func countOps(ops []HistOp) (byOutcome map[Outcome]int, byKind map[HistKind]int) {
+	byOutcome, byKind = map[Outcome]int{}, map[HistKind]int{}
+	for _, o := range ops {
+		byOutcome[o.Outcome]++
+		if o.Outcome == OutcomeOK {
+			byKind[o.Kind]++
+		}
+	}
+	return byOutcome, byKind
+}

@@ -706,14 +706,7 @@ func TestLinearizableHistoryCluster(t *testing.T) {
 		})
 	}
 	ops := h.Ops()
-	byOutcome := map[Outcome]int{}
-	byKind := map[HistKind]int{}
-	for _, o := range ops {
-		byOutcome[o.Outcome]++
-		if o.Outcome == OutcomeOK {
-			byKind[o.Kind]++
-		}
-	}
+	byOutcome, byKind := countOps(ops)
 	t.Logf("%d operations: %v; acknowledged %v", len(ops), byOutcome, byKind)
 	for _, o := range unexpectedErrors(ops) {
 		t.Errorf("unexpected error reply: %v", o)

@@ -239,14 +239,7 @@ func (l *Log) releaseSynced() {
 		if err == nil && b.file != nil {
 			l.countFsync(b)
 		}
-		for _, w := range b.waiters {
-			if err == nil {
-				w.res = l.opts.Apply(w.index, w.rec)
-			}
-			w.err = err
-			w.done <- struct{}{}
-		}
-		clear(b.waiters) // drop the pooled waiters' references
+		l.answer(b.waiters, err)
 		b.file = nil
 		l.w.free = append(l.w.free, b)
 	}
@@ -263,15 +256,22 @@ func (l *Log) releaseWritten(b *batch) {
 	if err == nil {
 		err = b.err
 	}
-	for _, w := range b.waiters {
+	l.answer(b.waiters, err)
+	b.waiters = b.waiters[:0]
+}
+
+// answer applies the waiters' records in order and releases them, or,
+// given an error, releases them with it and applies nothing. It drops the
+// slice's references to the pooled waiters.
+func (l *Log) answer(waiters []*waiter, err error) {
+	for _, w := range waiters {
 		if err == nil {
 			w.res = l.opts.Apply(w.index, w.rec)
 		}
 		w.err = err
 		w.done <- struct{}{}
 	}
-	clear(b.waiters)
-	b.waiters = b.waiters[:0]
+	clear(waiters)
 }
 
 func (l *Log) setErr(err error) {

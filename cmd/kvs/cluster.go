@@ -358,14 +358,8 @@ func advertise(stop <-chan struct{}, v *clusterView, srv *server.Server, logger 
 			return
 		}
 		if _, ok := v.Leader(); ok || v.node.IsLeader() {
-			cmd := metaSet(name, v.respAddr)
-			var err error
-			if v.node.IsLeader() {
-				_, err = v.propose([]fsm.Command{cmd})
-			} else {
-				_, err = srv.Propose([]fsm.Command{cmd})
-			}
-			if err != nil {
+			// Server.Propose proposes on the leader and forwards elsewhere.
+			if _, err := srv.Propose([]fsm.Command{metaSet(name, v.respAddr)}); err != nil {
 				logger.Debug("advertising the client address", "err", err)
 			}
 		}

@@ -422,23 +422,17 @@ func (f *fnode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.E
 }
 
 func (f *fnode) Unlink(ctx context.Context, name string) syscall.Errno {
-	if e := f.lock(); e != 0 {
-		return e
-	}
-	defer f.unlock()
-	c := f.n.live[name]
-	switch {
-	case c == nil:
-		return syscall.ENOENT
-	case c.dir:
-		return syscall.EISDIR
-	}
-	delete(f.n.live, name)
-	f.n.mtime = time.Now()
-	return 0
+	return f.remove(name, false)
 }
 
 func (f *fnode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return f.remove(name, true)
+}
+
+// remove takes name out of the directory's live entries: a file for
+// Unlink, an empty directory for Rmdir. Like any entry change it is
+// durable only once the directory is fsynced.
+func (f *fnode) remove(name string, dir bool) syscall.Errno {
 	if e := f.lock(); e != 0 {
 		return e
 	}
@@ -447,9 +441,11 @@ func (f *fnode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	switch {
 	case c == nil:
 		return syscall.ENOENT
-	case !c.dir:
+	case c.dir && !dir:
+		return syscall.EISDIR
+	case !c.dir && dir:
 		return syscall.ENOTDIR
-	case len(c.live) > 0:
+	case dir && len(c.live) > 0:
 		return syscall.ENOTEMPTY
 	}
 	delete(f.n.live, name)
