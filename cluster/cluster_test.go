@@ -527,3 +527,66 @@ func TestCaughtUp(t *testing.T) {
 		t.Fatalf("caught up with %d keys, want 50", got)
 	}
 }
+
+// gatedFSM holds its first ApplyBatch until release is closed.
+type gatedFSM struct {
+	raft.BatchingFSM
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gatedFSM) ApplyBatch(logs []*raft.Log) []any {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.release
+	return g.BatchingFSM.ApplyBatch(logs)
+}
+
+// raft counts an entry applied once it hands it to the FSM; a restarted
+// node is caught up only once the FSM itself has applied its old log.
+func TestCaughtUpWaitsForTheFSM(t *testing.T) {
+	h := newHarness(t, nil)
+	lead := h.cluster3()
+	for i := 0; i < 50; i++ {
+		put(t, lead, fmt.Sprintf("k%d", i), "v")
+	}
+	h.converged(lead, 0)
+	f := h.followers(lead)[0]
+	h.stop(f)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	h.tune = func(c *Config) { c.FSM = gatedFSM{c.FSM, entered, release} }
+	h.open(f, false)
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(8 * time.Second):
+		t.Fatal("the restarted node's FSM was never handed its log")
+	}
+	eventually(t, "raft to hand the FSM the whole old log", func() error {
+		if got := f.n.raft.AppliedIndex(); got < f.n.startIndex {
+			return fmt.Errorf("raft applied %d of %d", got, f.n.startIndex)
+		}
+		return nil
+	})
+	if f.n.CaughtUp() {
+		t.Fatal("caught up while the FSM still holds the old log")
+	}
+	close(release)
+	eventually(t, "the restarted node to catch up", func() error {
+		if !f.n.CaughtUp() {
+			return errors.New("not caught up")
+		}
+		return nil
+	})
+	if got := f.store.Stats(time.Now().UnixMilli()).Keys; got < 50 {
+		t.Fatalf("caught up with %d keys, want 50", got)
+	}
+}

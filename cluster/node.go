@@ -44,6 +44,7 @@ type Node struct {
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
 	bolt  *raftboltdb.BoltStore
+	logs  raft.LogStore // bolt behind raft's log cache
 
 	// applied is the FSM's progress, for ReadIndex.
 	applied progress
@@ -202,6 +203,7 @@ func Open(cfg Config) (*Node, error) {
 
 	// What the store must reach before it may serve reads again
 	// (CaughtUp). Nothing is applied before NewRaft.
+	n.logs = logs
 	if err := n.findStart(logs); err != nil {
 		return nil, err
 	}
@@ -404,11 +406,18 @@ func (n *Node) CaughtUp() bool {
 		}
 		// The FSM sees commands and configurations, not raft's no-ops, so
 		// the target is the last entry it would see. If that entry was
-		// never committed, a new leader may have replaced it: then having
-		// handed raft's whole old log to the FSM is enough.
-		replaced := commit >= n.startIndex && n.raft.AppliedIndex() >= n.startIndex
-		if n.applied.index.Load() < n.startApplied && !replaced {
-			return false
+		// never committed, a new leader may have replaced it: then the
+		// target is the last entry the FSM sees in the log as it is now,
+		// up to the old log's length, once raft has handed it all over.
+		// raft counts an entry applied when it hands it to the FSM, not
+		// when the FSM is done, so the FSM's own progress decides.
+		if n.applied.index.Load() < n.startApplied {
+			if commit < n.startIndex || n.raft.AppliedIndex() < n.startIndex {
+				return false
+			}
+			if i, ok := lastVisible(n.logs, n.startIndex); ok && n.applied.index.Load() < i {
+				return false
+			}
 		}
 	}
 	n.caughtUp.Store(true)
@@ -423,22 +432,28 @@ func (n *Node) findStart(logs raft.LogStore) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	first, err := logs.FirstIndex()
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
 	n.startIndex, n.startApplied = last, last
-	for i := last; i > 0 && i >= first && last-i < 1024; i-- {
-		var l raft.Log
-		if err := logs.GetLog(i, &l); err != nil {
-			break
-		}
-		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
-			n.startApplied = i
-			break
-		}
+	if i, ok := lastVisible(logs, last); ok {
+		n.startApplied = i
 	}
 	return nil
+}
+
+// lastVisible returns the last entry at or below index that the FSM will
+// see (a command or configuration), looking back a bounded number of
+// entries past raft's own no-ops and barriers; ok is false if there is
+// none within reach.
+func lastVisible(logs raft.LogStore, index uint64) (uint64, bool) {
+	for i := index; i > 0 && index-i < 1024; i-- {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			return 0, false
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // hasOtherVoter reports whether the configuration holds a voter besides
