@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -407,15 +408,16 @@ func (n *Node) CaughtUp() bool {
 		// The FSM sees commands and configurations, not raft's no-ops, so
 		// the target is the last entry it would see. If that entry was
 		// never committed, a new leader may have replaced it: then the
-		// target is the last entry the FSM sees in the log as it is now,
-		// up to the old log's length, once raft has handed it all over.
+		// target is the last command in the log as it is now, up to the
+		// old log's length (a restored snapshot counts commands only),
+		// once raft has handed it all over.
 		// raft counts an entry applied when it hands it to the FSM, not
 		// when the FSM is done, so the FSM's own progress decides.
 		if n.applied.index.Load() < n.startApplied {
 			if commit < n.startIndex || n.raft.AppliedIndex() < n.startIndex {
 				return false
 			}
-			if i, ok := lastVisible(n.logs, n.startIndex); ok && n.applied.index.Load() < i {
+			if i, ok := lastEntry(n.logs, n.startIndex, raft.LogCommand); ok && n.applied.index.Load() < i {
 				return false
 			}
 		}
@@ -433,23 +435,22 @@ func (n *Node) findStart(logs raft.LogStore) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	n.startIndex, n.startApplied = last, last
-	if i, ok := lastVisible(logs, last); ok {
+	if i, ok := lastEntry(logs, last, raft.LogCommand, raft.LogConfiguration); ok {
 		n.startApplied = i
 	}
 	return nil
 }
 
-// lastVisible returns the last entry at or below index that the FSM will
-// see (a command or configuration), looking back a bounded number of
-// entries past raft's own no-ops and barriers; ok is false if there is
-// none within reach.
-func lastVisible(logs raft.LogStore, index uint64) (uint64, bool) {
+// lastEntry returns the last entry at or below index of one of types,
+// looking back a bounded number of entries (past raft's own no-ops and
+// barriers, say); ok is false if there is none within reach.
+func lastEntry(logs raft.LogStore, index uint64, types ...raft.LogType) (uint64, bool) {
 	for i := index; i > 0 && index-i < 1024; i-- {
 		var l raft.Log
 		if err := logs.GetLog(i, &l); err != nil {
 			return 0, false
 		}
-		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+		if slices.Contains(types, l.Type) {
 			return i, true
 		}
 	}

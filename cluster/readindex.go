@@ -100,9 +100,19 @@ func (t *trackingFSM) unseal(logs []*raft.Log) []*raft.Log {
 	return out
 }
 
-// Restore passes through. The snapshot's index is not known here; the next
-// applied log or barrier moves applied past it.
-func (t *trackingFSM) Restore(rc io.ReadCloser) error { return t.BatchingFSM.Restore(rc) }
+// Restore passes through. raft does not tell the FSM the snapshot's
+// index; an FSM that knows the last command it now holds (fsm.RaftFSM
+// does) moves applied there, and otherwise the next applied log or
+// barrier moves applied past it.
+func (t *trackingFSM) Restore(rc io.ReadCloser) error {
+	if err := t.BatchingFSM.Restore(rc); err != nil {
+		return err
+	}
+	if a, ok := t.BatchingFSM.(interface{ AppliedIndex() uint64 }); ok {
+		t.applied.advance(a.AppliedIndex())
+	}
+	return nil
+}
 
 // stallBarrier is how long ReadIndex waits for the FSM to reach the read
 // index before it commits a barrier to get past entries the FSM never sees

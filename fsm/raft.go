@@ -81,6 +81,10 @@ func (f *RaftFSM) Restore(rc io.ReadCloser) error {
 	return err
 }
 
+// AppliedIndex is the raft index of the last command log the store holds
+// the effects of, applied or restored from a snapshot.
+func (f *RaftFSM) AppliedIndex() uint64 { return f.Store.AppliedIndex() }
+
 type raftSnapshot struct{ sn *Snapshot }
 
 // Persist writes the snapshot to sink and closes it, or cancels it on error
