@@ -13,8 +13,11 @@ build:
 # The whole suite: unit tests (with the race detector for the packages whose
 # concurrency matters most) and the end-to-end tests in test/, which build and
 # run the real binary. Differential tests run where redis-server is installed.
+# The server's tests run twice: with memory mode's event loops (the default)
+# and with a goroutine per connection (durable and cluster mode's way).
 test: vet
 	$(GO) test -race -count=1 ./fsm/ ./wal/ ./server/ ./cluster/ ./cmd/... ./test/powercut/
+	KVS_TEST_CONN_GOROUTINES=1 $(GO) test -race -count=1 ./server/
 	$(GO) test -count=1 -timeout 15m ./test/
 
 vet:

@@ -85,6 +85,14 @@ type client struct {
 	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=
 	protoSeen  atomic.Int32           // proto, for CLIENT LIST
 
+	// Event loop (loop_linux.go): the socket, or -1 for a connection
+	// served by a goroutine of its own; the loop's state of it.
+	fd      int
+	more    bool // the socket may hold requests not yet read
+	dead    bool // closed
+	wantOut bool // out[outPos:] waits for the socket to take it
+	outPos  int
+
 	info struct {
 		sync.Mutex // guards the fields below
 		name       string
@@ -115,6 +123,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
 		proto:   2,
+		fd:      -1,
 	}
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
@@ -130,10 +139,7 @@ func (c *client) serve() {
 	defer c.nc.Close()
 	defer func() {
 		if r := recover(); r != nil {
-			// A bug, not bad input: bad input is rejected by parsing. Keep
-			// the process (and the other clients) alive, and say so loudly.
-			c.s.cfg.Logger.Error("server: panic serving client; connection closed",
-				"client", c.addr, "panic", r, "stack", string(debug.Stack()))
+			c.panicked(r)
 		}
 	}()
 	for {
@@ -142,13 +148,7 @@ func (c *client) serve() {
 			c.readFailed(err)
 			return
 		}
-		start := time.Now()
-		now := start.UnixNano()
-		c.now = now / 1e6
-		c.lastActive.Store(now)
-		c.beginTiming(start)
-		c.s.stats.commands.Add(int64(len(cmds)))
-		c.execute(cmds)
+		c.runPipeline(cmds)
 		if err := c.flush(); err != nil {
 			return
 		}
@@ -156,6 +156,25 @@ func (c *client) serve() {
 			return
 		}
 	}
+}
+
+// runPipeline executes one pipeline, leaving the replies in c.out.
+func (c *client) runPipeline(cmds [][][]byte) {
+	start := time.Now()
+	now := start.UnixNano()
+	c.now = now / 1e6
+	c.lastActive.Store(now)
+	c.beginTiming(start)
+	c.s.stats.commands.Add(int64(len(cmds)))
+	c.execute(cmds)
+}
+
+// panicked logs a panic while serving c: a bug, not bad input (bad input
+// is rejected by parsing). The process and the other clients live on; c
+// is closed.
+func (c *client) panicked(r any) {
+	c.s.cfg.Logger.Error("server: panic serving client; connection closed",
+		"client", c.addr, "panic", r, "stack", string(debug.Stack()))
 }
 
 // readFailed answers a framing error before the connection is closed. I/O
@@ -191,7 +210,7 @@ func (c *client) execute(cmds [][][]byte) {
 		if c.quit {
 			break
 		}
-		if len(c.out) >= outFlushSize && len(c.pending) == 0 {
+		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd < 0 {
 			c.endRun()
 			if c.flush() != nil {
 				c.quit = true

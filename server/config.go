@@ -68,6 +68,12 @@ type Config struct {
 	// Zero: active expiry on.
 	DisableActiveExpiry bool
 
+	// ConnGoroutines serves every connection on a goroutine of its own in
+	// memory mode too, instead of the event loops (one per CPU) that
+	// memory mode gets on Linux. Durable and cluster mode, and other
+	// systems, always serve a goroutine per connection.
+	ConnGoroutines bool
+
 	// Logger receives connection panics and background errors.
 	// Nil: slog.Default().
 	Logger *slog.Logger

@@ -25,9 +25,17 @@
 //
 // # Connections
 //
-// Server runs its own accept loop and one goroutine per connection (not
-// tidwall/redcon's Server, whose Close drops connections without letting
-// them finish, and whose parser enforces no request limits). Each
+// Server runs its own accept loop (not tidwall/redcon's Server, whose
+// Close drops connections without letting them finish, and whose parser
+// enforces no request limits). In memory mode on Linux, connections are
+// served by event loops, one per CPU, as redis-server serves them
+// (loop_linux.go): a loop waits on an edge-triggered epoll set, reads each
+// ready connection once, executes what it read, and writes the round's
+// replies back to back. That saves the read that finds a socket empty and
+// the park and wake-up of a goroutine per request, and wakes a client once
+// for many replies. Where a write waits (for fsync, for Raft), and with
+// Config.ConnGoroutines, each connection has a goroutine of its own, which
+// waits without holding up the others. Each
 // connection's reqReader parses requests in place in its read buffer, with
 // no allocation per request, and enforces proto-max-bulk-len and Redis's
 // framing limits as it parses (answered with Redis's "Protocol error"

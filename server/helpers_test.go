@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,9 @@ func startServer(tb testing.TB, cfg Config) *Server {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
+	}
+	if os.Getenv("KVS_TEST_CONN_GOROUTINES") != "" {
+		cfg.ConnGoroutines = true // make test runs the suite this way too
 	}
 	s, err := New(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 )
@@ -60,6 +61,9 @@ type reqReader struct {
 	inline []byte     // inline requests rewritten as RESP, reused
 }
 
+// errAgain is a non-blocking read's "nothing to read now" (EAGAIN).
+var errAgain = errors.New("server: read would block")
+
 // parse outcomes besides a complete request
 const (
 	parseMore = -1 // the request is incomplete
@@ -88,10 +92,52 @@ func (rr *reqReader) ReadCommands() ([][][]byte, error) {
 	}
 }
 
-// fill reads once from the connection, making room first. The buffer
-// grows as data arrives, not to the size a header announces, so memory is
-// spent only on bytes the client actually sent.
-func (rr *reqReader) fill() {
+// readReady is ReadCommands for a non-blocking connection (the event
+// loop's): it returns the requests buffered, reading once first if there
+// are none, and never waits. more reports whether the socket may hold
+// bytes not yet read (the read filled the space it was given, or an error
+// is still to be reported); otherwise the next bytes will be announced by
+// the poller. No requests and no error: nothing complete has arrived.
+func (rr *reqReader) readReady() (cmds [][][]byte, more bool, err error) {
+	rr.cmds = rr.cmds[:0]
+	rr.args = rr.args[:0]
+	rr.inline = rr.inline[:0]
+	if rr.end-rr.start >= rr.need {
+		if err := rr.parseAll(); len(rr.cmds) > 0 {
+			return rr.cmds, true, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+	}
+	if rr.err != nil {
+		return nil, false, rr.err
+	}
+	full := rr.fill()
+	if rr.err == errAgain {
+		rr.err = nil
+		full = false
+	}
+	more = full || rr.err != nil
+	if rr.end-rr.start >= rr.need {
+		if err := rr.parseAll(); len(rr.cmds) > 0 {
+			// A framing error after the requests is reported next time.
+			more = more || err != nil
+			return rr.cmds, more, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+	}
+	if rr.err != nil {
+		return nil, false, rr.err
+	}
+	return nil, more, nil
+}
+
+// fill reads once from the connection, making room first, and reports
+// whether the read filled the room. The buffer grows as data arrives, not
+// to the size a header announces, so memory is spent only on bytes the
+// client actually sent.
+func (rr *reqReader) fill() bool {
 	if rr.start == rr.end {
 		rr.start, rr.end = 0, 0
 		if len(rr.buf) > 1<<20 {
@@ -116,11 +162,13 @@ func (rr *reqReader) fill() {
 		}
 		rr.start, rr.end = 0, pending
 	}
+	room := len(rr.buf) - rr.end
 	n, err := rr.r.Read(rr.buf[rr.end:])
 	rr.end += n
 	if err != nil {
 		rr.err = err
 	}
+	return n == room
 }
 
 // parseAll parses every complete request in the buffer into cmds. It

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,12 @@ type Server struct {
 	// wg counts every goroutine the server owns: the accept loop, one per
 	// connection, and the cron loop. Shutdown and Close wait for it.
 	wg sync.WaitGroup
+
+	// loops serve the connections (loop_linux.go); nil when every
+	// connection has a goroutine of its own. next picks the loop of the
+	// next connection.
+	loops []*loop
+	next  atomic.Uint32
 
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
@@ -101,6 +108,20 @@ func (s *Server) Serve() error {
 	}
 	s.serving = true
 	ln := s.ln
+	if s.useLoops() {
+		lps, err := newLoops(s, runtime.NumCPU())
+		if err != nil {
+			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
+		}
+		s.loops = lps
+		for _, lp := range lps {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				lp.run()
+			}()
+		}
+	}
 	s.cronStop = make(chan struct{})
 	s.wg.Add(1)
 	go func() {
@@ -113,6 +134,16 @@ func (s *Server) Serve() error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	return s.acceptLoop(ln)
+}
+
+// useLoops reports whether connections are served by event loops
+// (loop_linux.go): in memory mode, where no command waits, unless the
+// Config asks for goroutines. In durable and cluster mode a write waits for
+// fsync or Raft, and each connection keeps a goroutine of its own, which
+// waits without holding up the others.
+func (s *Server) useLoops() bool {
+	_, memory := s.cfg.Proposer.(MemoryProposer)
+	return memory && s.cfg.Cluster == nil && !s.cfg.ConnGoroutines
 }
 
 // ListenAndServe is Listen followed by Serve.
@@ -168,6 +199,12 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		c := s.newClient(nc)
 		if !s.register(c) {
 			continue
+		}
+		if len(s.loops) > 0 {
+			lp := s.loops[int(s.next.Add(1))%len(s.loops)]
+			if lp.add(c) {
+				continue
+			}
 		}
 		s.wg.Add(1)
 		go func() {
@@ -233,6 +270,9 @@ func (s *Server) beginStop() bool {
 	if s.cronStop != nil {
 		close(s.cronStop)
 	}
+	for _, lp := range s.loops {
+		lp.stop(false)
+	}
 	return true
 }
 
@@ -286,5 +326,8 @@ func (s *Server) closeClients() {
 	defer s.mu.Unlock()
 	for c := range s.clients {
 		c.nc.Close()
+	}
+	for _, lp := range s.loops {
+		lp.stop(true)
 	}
 }

@@ -18,8 +18,23 @@ var (
 	targetRedis   = target{"redis", startRedis}
 	targetMemory  = target{"kvs-memory", func(t testing.TB) *Node { return startKVS(t, KVSOptions{}) }}
 	targetDurable = target{"kvs-durable", func(t testing.TB) *Node { return startKVS(t, KVSOptions{Durable: true}) }}
-	allTargets    = []target{targetRedis, targetMemory, targetDurable}
+	// Memory mode serves connections with event loops; --io goroutines
+	// serves them as durable mode does, a goroutine each.
+	targetMemoryGoroutines = target{"kvs-memory-goroutines", func(t testing.TB) *Node {
+		return startKVS(t, KVSOptions{Extra: []string{"--io", "goroutines"}})
+	}}
+	allTargets = []target{targetRedis, targetMemory, targetDurable, targetMemoryGoroutines}
 )
+
+// TestServeBadIOFlag: an --io other than loop or goroutines is refused
+// with a message naming the flag.
+func TestServeBadIOFlag(t *testing.T) {
+	t.Parallel()
+	out, code := runKVS(t, startTimeout, "serve", "--addr", freeAddr(t), "--io", "threads")
+	if code != 2 || !strings.Contains(out, `--io "threads": want loop or goroutines`) {
+		t.Fatalf("serve --io threads: exit %d, output:\n%s", code, out)
+	}
+}
 
 // onTargets runs f in a subtest per target, each with its own server.
 func onTargets(t *testing.T, targets []target, f func(t *testing.T, n *Node)) {

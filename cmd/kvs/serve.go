@@ -31,6 +31,7 @@ type serveFlags struct {
 	segment  int64
 	compact  int64
 	metrics  string // --metrics-addr; empty: no metrics endpoint
+	io       string // --io: loop or goroutines
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -56,6 +57,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
 	fs.BoolVar(&f.repair, "repair", false, "truncate the append log at the first corrupt record instead of refusing to start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.io, "io", "loop", "memory mode: how connections are served: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as durable and cluster mode always do)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
@@ -84,6 +86,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 
 // validate checks the flags that only make sense together.
 func (f serveFlags) validate() error {
+	if f.io != "loop" && f.io != "goroutines" {
+		return fmt.Errorf("--io %q: want loop or goroutines", f.io)
+	}
 	if f.metrics != "" {
 		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
@@ -163,6 +168,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		Version:      version,
 		Info:         persistenceInfo(f, nil),
 		ConfigParams: configParams(f),
+
+		ConnGoroutines: f.io == "goroutines",
 	}
 	var (
 		log      *wal.Log

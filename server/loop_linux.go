@@ -1,0 +1,414 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A loop serves connections the way redis-server's event loop does: one
+// goroutine waits on an epoll set, reads every connection that is ready
+// (one read each: a short read means the socket is drained, and the
+// edge-triggered set reports the next data), executes what it read, and
+// then writes all the replies back to back. Compared with a goroutine per
+// connection that saves, per request, the read that finds the socket
+// empty and the park and wake-up through Go's network poller, and it
+// writes the replies of one round together, so a client is woken once for
+// many of them rather than once each.
+//
+// Loops serve memory mode only, where no command waits: every command
+// runs on the loop. Where a write waits for fsync or for Raft, each
+// connection keeps a goroutine of its own (see Server.Serve).
+//
+// The epoll set itself is registered with Go's network poller, so an idle
+// loop parks like any goroutine waiting for a socket and holds no thread.
+// Other goroutines wake the loop through an eventfd in the set.
+type loop struct {
+	s    *Server
+	epfd int
+	evfd int
+	ep   *os.File        // epfd, registered with Go's poller
+	rc   syscall.RawConn // ep's, to park until the set has events
+
+	events []unix.EpollEvent
+	conns  map[int32]*client // by fd; loop-owned
+	ready  []*client         // may have input no new edge will announce
+	dirty  []*client         // have replies to write at the end of the round
+
+	signaled atomic.Bool // an eventfd write is pending
+
+	mu       sync.Mutex // guards the fields below
+	incoming []*client  // accepted, not yet in conns
+	stopping bool       // Shutdown: close connections once their replies are written
+	closing  bool       // Close: close everything now
+	exited   bool       // the loop returned; add closes the connection
+}
+
+// fdReader reads a non-blocking socket, reporting EAGAIN as errAgain
+// (which reqReader.readReady understands).
+type fdReader struct{ fd int }
+
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(r.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, errAgain
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// newLoops returns n loops, or an error when the system refuses epoll or
+// eventfd (the server then serves a goroutine per connection).
+func newLoops(s *Server, n int) ([]*loop, error) {
+	var lps []*loop
+	for range n {
+		lp, err := newLoop(s)
+		if err != nil {
+			for _, lp := range lps {
+				lp.release()
+			}
+			return nil, err
+		}
+		lps = append(lps, lp)
+	}
+	return lps, nil
+}
+
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	fail := func(err error) (*loop, error) {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		return fail(os.NewSyscallError("epoll_ctl", err))
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		return fail(os.NewSyscallError("fcntl", err))
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		unix.Close(evfd)
+		return nil, err
+	}
+	return &loop{
+		s:      s,
+		epfd:   epfd,
+		evfd:   evfd,
+		ep:     ep,
+		rc:     rc,
+		events: make([]unix.EpollEvent, 256),
+		conns:  make(map[int32]*client),
+	}, nil
+}
+
+func (lp *loop) release() {
+	lp.ep.Close() // closes epfd
+	unix.Close(lp.evfd)
+}
+
+// add hands the accepted client c to the loop. The loop takes a duplicate
+// of the socket out of Go's poller and closes c's net.Conn. It reports
+// false, leaving c untouched, when the socket cannot be taken (the caller
+// then serves c on a goroutine).
+func (lp *loop) add(c *client) bool {
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) {
+		fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil || derr != nil {
+		return false
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return false
+	}
+	c.nc.Close()
+	c.fd = fd
+	c.rd.r = fdReader{fd}
+	lp.mu.Lock()
+	if lp.exited {
+		lp.mu.Unlock()
+		unix.Close(fd)
+		lp.s.unregister(c)
+		return true
+	}
+	lp.incoming = append(lp.incoming, c)
+	lp.mu.Unlock()
+	lp.signal()
+	return true
+}
+
+// signal wakes the loop; writes to the eventfd are coalesced until the
+// loop has read it.
+func (lp *loop) signal() {
+	if lp.signaled.Swap(true) {
+		return
+	}
+	one := [8]byte{1}
+	for {
+		_, err := unix.Write(lp.evfd, one[:])
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// stop asks the loop to close its connections: once their replies are
+// written (Shutdown), or at once (Close). The loop then returns.
+func (lp *loop) stop(now bool) {
+	lp.mu.Lock()
+	lp.stopping = true
+	if now {
+		lp.closing = true
+	}
+	lp.mu.Unlock()
+	lp.signal()
+}
+
+// run is the loop's goroutine.
+func (lp *loop) run() {
+	defer lp.release()
+	for {
+		n := lp.wait(len(lp.ready) == 0)
+		for i := range n {
+			ev := &lp.events[i]
+			if ev.Fd == int32(lp.evfd) {
+				lp.wake()
+				continue
+			}
+			if c := lp.conns[ev.Fd]; c != nil {
+				lp.event(c, ev.Events)
+			}
+		}
+		if len(lp.ready) > 0 {
+			ready := lp.ready
+			lp.ready = nil
+			for _, c := range ready {
+				lp.input(c)
+			}
+		}
+		lp.flush()
+		if lp.finished() {
+			return
+		}
+	}
+}
+
+// wait returns the number of events in lp.events, parking in Go's poller
+// until there is one if block is set.
+func (lp *loop) wait(block bool) int {
+	n, _ := unix.EpollWait(lp.epfd, lp.events, 0)
+	if n > 0 || !block {
+		return max(n, 0)
+	}
+	err := lp.rc.Read(func(uintptr) bool {
+		n, _ = unix.EpollWait(lp.epfd, lp.events, 0)
+		return n > 0
+	})
+	if err != nil {
+		// Go's poller refused the epoll set: block in epoll_wait, which
+		// holds a thread but works.
+		n, _ = unix.EpollWait(lp.epfd, lp.events, -1)
+	}
+	return max(n, 0)
+}
+
+// wake takes what other goroutines handed the loop.
+func (lp *loop) wake() {
+	var b [8]byte
+	unix.Read(lp.evfd, b[:])
+	lp.signaled.Store(false)
+	lp.mu.Lock()
+	incoming := lp.incoming
+	lp.incoming = nil
+	stopping, closing := lp.stopping, lp.closing
+	lp.mu.Unlock()
+	for _, c := range incoming {
+		ev := unix.EpollEvent{
+			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
+			Fd:     int32(c.fd),
+		}
+		if err := unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			lp.s.cfg.Logger.Error("server: epoll_ctl", "err", err, "client", c.addr)
+			unix.Close(c.fd)
+			lp.s.unregister(c)
+			continue
+		}
+		lp.conns[int32(c.fd)] = c
+		c.more = true // requests may have arrived before the registration
+		lp.ready = append(lp.ready, c)
+	}
+	switch {
+	case closing:
+		for _, c := range lp.conns {
+			lp.close(c)
+		}
+	case stopping:
+		for _, c := range lp.conns {
+			if len(c.out) == 0 {
+				lp.close(c)
+			}
+		}
+	}
+}
+
+// finished reports whether a stopping loop has nothing left to do.
+func (lp *loop) finished() bool {
+	if len(lp.conns) > 0 {
+		return false
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if !lp.stopping || len(lp.incoming) > 0 {
+		return false
+	}
+	lp.exited = true
+	return true
+}
+
+func (lp *loop) event(c *client, events uint32) {
+	if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.wantOut {
+		lp.write(c)
+		if c.dead {
+			return
+		}
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		c.more = true
+		lp.input(c)
+	}
+}
+
+// input reads and executes c's requests, unless c has replies not yet
+// written (it is read again once they are).
+func (lp *loop) input(c *client) {
+	for !c.dead && c.more && len(c.out) == 0 {
+		if lp.s.shutdown.Load() {
+			// Shutdown: requests that arrive now are not read.
+			lp.close(c)
+			return
+		}
+		cmds, more, err := c.rd.readReady()
+		c.more = more
+		if err != nil {
+			var pe *protoError
+			if errors.As(err, &pe) {
+				c.out = appendError(c.out, pe.text)
+				c.quit = true
+				lp.dirty = append(lp.dirty, c)
+				return
+			}
+			lp.close(c)
+			return
+		}
+		if len(cmds) == 0 {
+			continue // a request still incomplete: read on while more
+		}
+		lp.execute(c, cmds)
+		lp.dirty = append(lp.dirty, c)
+		return
+	}
+}
+
+// execute runs one pipeline of c's on the loop.
+func (lp *loop) execute(c *client, cmds [][][]byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.panicked(r)
+			c.quit = true
+		}
+	}()
+	c.runPipeline(cmds)
+}
+
+// flush writes the replies of the round, back to back.
+func (lp *loop) flush() {
+	for i, c := range lp.dirty {
+		lp.dirty[i] = nil
+		if !c.dead {
+			lp.write(c)
+		}
+	}
+	lp.dirty = lp.dirty[:0]
+}
+
+// write writes what it can of c's replies. The rest waits for EPOLLOUT;
+// c is not read meanwhile, which pushes back on a client that does not
+// read its replies.
+func (lp *loop) write(c *client) {
+	for c.outPos < len(c.out) {
+		n, err := unix.Write(c.fd, c.out[c.outPos:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.wantOut = true
+			return
+		case err != nil:
+			lp.close(c)
+			return
+		}
+		c.outPos += n
+	}
+	c.wantOut = false
+	c.outPos = 0
+	if cap(c.out) > 1<<20 {
+		c.out = nil // do not keep a huge buffer for an idle connection
+	} else {
+		c.out = c.out[:0]
+	}
+	if c.quit || lp.s.shutdown.Load() {
+		lp.close(c)
+		return
+	}
+	if c.more {
+		lp.ready = append(lp.ready, c) // after the other clients
+	}
+}
+
+// close closes c's socket.
+func (lp *loop) close(c *client) {
+	if c.dead {
+		return
+	}
+	c.dead = true
+	delete(lp.conns, int32(c.fd))
+	unix.Close(c.fd)
+	lp.s.unregister(c)
+}

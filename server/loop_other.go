@@ -1,0 +1,17 @@
+//go:build !linux
+
+package server
+
+import "errors"
+
+// loop is the event loop of loop_linux.go; elsewhere every connection is
+// served by a goroutine of its own.
+type loop struct{}
+
+func newLoops(*Server, int) ([]*loop, error) {
+	return nil, errors.New("server: no event loop on this system")
+}
+
+func (*loop) add(*client) bool { return false }
+func (*loop) run()             {}
+func (*loop) stop(bool)        {}
