@@ -85,13 +85,27 @@ type client struct {
 	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=
 	protoSeen  atomic.Int32           // proto, for CLIENT LIST
 
+	// The pipeline being executed, and the index of the next command.
+	pipe   [][][]byte
+	pipeAt int
+
 	// Event loop (loop_linux.go): the socket, or -1 for a connection
 	// served by a goroutine of its own; the loop's state of it.
-	fd      int
-	more    bool // the socket may hold requests not yet read
-	dead    bool // closed
-	wantOut bool // out[outPos:] waits for the socket to take it
-	outPos  int
+	fd   int
+	lp   *loop
+	more bool // the socket may hold requests not yet read
+	dead bool // closed
+
+	// Durable mode on a loop: the proposer that takes batches without
+	// waiting, the callback it answers through (built once), the answer
+	// (for finishAsync), and whether the pipeline waits for it.
+	rounds       roundProposer
+	asyncDone    func([]fsm.Reply, error)
+	asyncReplies []fsm.Reply
+	asyncErr     error
+	suspended    bool
+	wantOut      bool // out[outPos:] waits for the socket to take it
+	outPos       int
 
 	info struct {
 		sync.Mutex // guards the fields below
@@ -158,15 +172,16 @@ func (c *client) serve() {
 	}
 }
 
-// runPipeline executes one pipeline, leaving the replies in c.out.
-func (c *client) runPipeline(cmds [][][]byte) {
+// runPipeline executes one pipeline, leaving the replies in c.out. It
+// reports false when the pipeline waits for a roundProposer (see execute).
+func (c *client) runPipeline(cmds [][][]byte) bool {
 	start := time.Now()
 	now := start.UnixNano()
 	c.now = now / 1e6
 	c.lastActive.Store(now)
 	c.beginTiming(start)
 	c.s.stats.commands.Add(int64(len(cmds)))
-	c.execute(cmds)
+	return c.execute(cmds)
 }
 
 // panicked logs a panic while serving c: a bug, not bad input (bad input
@@ -202,26 +217,44 @@ func (c *client) flush() error {
 
 // execute runs one pipeline. Consecutive writes are collected and proposed
 // as one batch; anything else first proposes the writes before it, so the
-// replies and the effects keep the pipeline's order.
-func (c *client) execute(cmds [][][]byte) {
+// replies and the effects keep the pipeline's order. It reports false when
+// it handed a batch to a roundProposer (durable mode on an event loop):
+// once the loop's round has flushed the proposer, the loop calls
+// finishAsync and resume, and the pipeline goes on from there.
+func (c *client) execute(cmds [][][]byte) bool {
 	c.readChecked = false
-	for i := range cmds {
-		c.executeOne(cmds[i])
+	c.pipe, c.pipeAt = cmds, 0
+	return c.resume()
+}
+
+// resume executes the pipeline from pipeAt; see execute.
+func (c *client) resume() bool {
+	for c.pipeAt < len(c.pipe) {
+		if !c.executeOne(c.pipe[c.pipeAt]) {
+			return false // executed again once the batch is answered
+		}
+		c.pipeAt++
 		if c.quit {
+			c.pipeAt = len(c.pipe)
 			break
 		}
 		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd < 0 {
 			c.endRun()
 			if c.flush() != nil {
 				c.quit = true
+				c.pipeAt = len(c.pipe)
 				break
 			}
 			c.restartTiming()
 		}
 	}
-	c.proposeBatch()
+	if c.proposeBatch() {
+		return false
+	}
+	c.pipe = nil
 	c.flushHits()
 	c.endRun()
+	return true
 }
 
 // flushHits adds the hits and misses counted so far to the server's stats.
@@ -236,47 +269,56 @@ func (c *client) flushHits() {
 	}
 }
 
-func (c *client) executeOne(args [][]byte) {
+// executeOne executes one command, or queues it in the batch. It reports
+// false, having done nothing, when it first had to propose the batch and
+// that was handed to a roundProposer (see execute).
+func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
 	if cmd == nil {
 		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
-		return
+		return true
 	}
 	if c.lastCmd.Load() != &cmd.name {
 		c.lastCmd.Store(&cmd.name)
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(id, true, errWrongArgs(cmd.name))
-		return
+		return true
 	}
 	if cmd.parse == nil {
-		c.proposeBatch()
+		if c.proposeBatch() {
+			return false
+		}
 		c.flushHits()
 		at := len(c.out)
 		cmd.run(c, args)
 		c.answered(id, false, at)
-		return
+		return true
 	}
 	fc, e := cmd.parse(c, args)
 	if e != "" {
 		c.replyError(id, false, e)
-		return
+		return true
 	}
 	if fc.Op.IsWrite() {
 		c.batch = append(c.batch, fc)
 		c.queue(pendingReply{cmd: id})
-		return
+		return true
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() {
 		c.batch = append(c.batch, fc)
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
-		return
+		return true
 	}
-	c.proposeBatch()
+	if c.proposeBatch() {
+		c.errIfFound = "" // parsed again when the command is executed
+		return false
+	}
 	at := len(c.out)
 	c.readLocal(fc)
 	c.answered(id, false, at)
+	return true
 }
 
 // readLocal answers a read from the node's store.
@@ -354,14 +396,20 @@ func (c *client) queue(p pendingReply) {
 }
 
 // proposeBatch proposes the pending writes as one batch and writes the
-// replies owed so far.
-func (c *client) proposeBatch() {
+// replies owed so far. It reports true when the batch went to a
+// roundProposer instead: the replies are written by finishAsync.
+func (c *client) proposeBatch() bool {
 	if len(c.pending) == 0 {
-		return
+		return false
 	}
 	var replies []fsm.Reply
 	var err error
 	if len(c.batch) > 0 {
+		if c.rounds != nil {
+			c.rounds.Enqueue(c.batch, c.asyncDone)
+			c.lp.enqueued = true
+			return true
+		}
 		if c.s.cfg.Cluster != nil {
 			replies, err = c.routeBatch()
 		} else {
@@ -372,6 +420,22 @@ func (c *client) proposeBatch() {
 			// Another proposer's slice is not ours to reuse.
 			c.replies = replies
 		}
+	}
+	c.answerBatch(replies, err)
+	return false
+}
+
+// finishAsync writes the replies of the batch a roundProposer answered.
+func (c *client) finishAsync() {
+	replies, err := c.asyncReplies, c.asyncErr
+	c.asyncReplies, c.asyncErr = nil, nil
+	c.answerBatch(replies, err)
+}
+
+// answerBatch writes the replies owed since the batch began, given the
+// batch's replies (or the error that stands for them).
+func (c *client) answerBatch(replies []fsm.Reply, err error) {
+	if len(c.batch) > 0 {
 		if err == nil && len(replies) != len(c.batch) {
 			err = errReplyCount(len(replies), len(c.batch))
 			c.s.cfg.Logger.Error("server: " + err.Error())

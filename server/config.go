@@ -68,10 +68,11 @@ type Config struct {
 	// Zero: active expiry on.
 	DisableActiveExpiry bool
 
-	// ConnGoroutines serves every connection on a goroutine of its own in
-	// memory mode too, instead of the event loops (one per CPU) that
-	// memory mode gets on Linux. Durable and cluster mode, and other
-	// systems, always serve a goroutine per connection.
+	// ConnGoroutines serves every connection on a goroutine of its own
+	// even where event loops (one per CPU, Linux only) would serve them:
+	// in memory mode, and with a Proposer that works in rounds (durable
+	// mode with fsync always). Cluster mode and other proposers always
+	// serve a goroutine per connection.
 	ConnGoroutines bool
 
 	// Logger receives connection panics and background errors.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"kvs/fsm"
 )
 
 // A loop serves connections the way redis-server's event loop does: one
@@ -23,9 +25,13 @@ import (
 // writes the replies of one round together, so a client is woken once for
 // many of them rather than once each.
 //
-// Loops serve memory mode only, where no command waits: every command
-// runs on the loop. Where a write waits for fsync or for Raft, each
-// connection keeps a goroutine of its own (see Server.Serve).
+// Every command runs on the loop. Loops serve memory mode, where no command
+// waits, and durable mode with fsync always, where writes wait the way
+// redis-server's do: the loop hands the round's write batches to the
+// roundProposer, flushes it once at the end of the round (one write, one
+// fsync), then continues the pipelines that waited and writes every reply.
+// Elsewhere (everysec and no, cluster mode) each connection keeps a
+// goroutine of its own (see Server.useLoops).
 //
 // The epoll set itself is registered with Go's network poller, so an idle
 // loop parks like any goroutine waiting for a socket and holds no thread.
@@ -44,7 +50,15 @@ type loop struct {
 
 	signaled atomic.Bool // an eventfd write is pending
 
+	// Durable mode: the proposer, whether batches were enqueued this
+	// round, and whether the loop is in the proposer's Flush (answers
+	// then need no wake-up).
+	rounds   roundProposer
+	enqueued bool
+	flushing atomic.Bool
+
 	mu       sync.Mutex // guards the fields below
+	done     []*client  // answered by the roundProposer, to resume
 	incoming []*client  // accepted, not yet in conns
 	stopping bool       // Shutdown: close connections once their replies are written
 	closing  bool       // Close: close everything now
@@ -124,6 +138,7 @@ func newLoop(s *Server) (*loop, error) {
 		evfd:   evfd,
 		ep:     ep,
 		rc:     rc,
+		rounds: s.roundProposer(),
 		events: make([]unix.EpollEvent, 256),
 		conns:  make(map[int32]*client),
 	}, nil
@@ -160,7 +175,20 @@ func (lp *loop) add(c *client) bool {
 	}
 	c.nc.Close()
 	c.fd = fd
+	c.lp = lp
 	c.rd.r = fdReader{fd}
+	if lp.rounds != nil {
+		c.rounds = lp.rounds
+		c.asyncDone = func(replies []fsm.Reply, err error) {
+			c.asyncReplies, c.asyncErr = replies, err
+			lp.mu.Lock()
+			lp.done = append(lp.done, c)
+			lp.mu.Unlock()
+			if !lp.flushing.Load() {
+				lp.signal() // an answer after Flush returned
+			}
+		}
+	}
 	lp.mu.Lock()
 	if lp.exited {
 		lp.mu.Unlock()
@@ -223,6 +251,15 @@ func (lp *loop) run() {
 				lp.input(c)
 			}
 		}
+		for lp.enqueued {
+			// One write and one fsync for the round's batches; the
+			// pipelines they held up go on, and may enqueue again.
+			lp.enqueued = false
+			lp.flushing.Store(true)
+			lp.rounds.Flush()
+			lp.flushing.Store(false)
+			lp.resume()
+		}
 		lp.flush()
 		if lp.finished() {
 			return
@@ -249,11 +286,29 @@ func (lp *loop) wait(block bool) int {
 	return max(n, 0)
 }
 
+// resume continues the pipelines whose batches the proposer answered.
+func (lp *loop) resume() {
+	lp.mu.Lock()
+	done := lp.done
+	lp.done = nil
+	lp.mu.Unlock()
+	for _, c := range done {
+		c.suspended = false
+		if c.dead {
+			c.pipe, c.asyncReplies, c.asyncErr = nil, nil, nil
+			continue
+		}
+		c.finishAsync()
+		lp.run1(c, nil)
+	}
+}
+
 // wake takes what other goroutines handed the loop.
 func (lp *loop) wake() {
 	var b [8]byte
 	unix.Read(lp.evfd, b[:])
 	lp.signaled.Store(false)
+	lp.resume()
 	lp.mu.Lock()
 	incoming := lp.incoming
 	lp.incoming = nil
@@ -281,7 +336,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if len(c.out) == 0 {
+			if len(c.out) == 0 && !c.suspended {
 				lp.close(c)
 			}
 		}
@@ -318,7 +373,7 @@ func (lp *loop) event(c *client, events uint32) {
 // input reads and executes c's requests, unless c has replies not yet
 // written (it is read again once they are).
 func (lp *loop) input(c *client) {
-	for !c.dead && c.more && len(c.out) == 0 {
+	for !c.dead && !c.suspended && c.more && len(c.out) == 0 {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
@@ -340,21 +395,34 @@ func (lp *loop) input(c *client) {
 		if len(cmds) == 0 {
 			continue // a request still incomplete: read on while more
 		}
-		lp.execute(c, cmds)
-		lp.dirty = append(lp.dirty, c)
+		lp.run1(c, cmds)
 		return
 	}
 }
 
-// execute runs one pipeline of c's on the loop.
-func (lp *loop) execute(c *client, cmds [][][]byte) {
+// run1 runs one pipeline of c's on the loop (cmds nil: resumes the one
+// that waited for the proposer). Once it is complete, c's replies are
+// written at the end of the round; otherwise c waits for the next Flush.
+func (lp *loop) run1(c *client, cmds [][][]byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.panicked(r)
 			c.quit = true
+			c.pipe = nil
+			lp.dirty = append(lp.dirty, c)
 		}
 	}()
-	c.runPipeline(cmds)
+	var complete bool
+	if cmds != nil {
+		complete = c.runPipeline(cmds)
+	} else {
+		complete = c.resume()
+	}
+	if complete {
+		lp.dirty = append(lp.dirty, c)
+	} else {
+		c.suspended = true
+	}
 }
 
 // flush writes the replies of the round, back to back.

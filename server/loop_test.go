@@ -22,10 +22,7 @@ func TestLoopServesOnLinux(t *testing.T) {
 	s := startServer(t, Config{})
 	dialRaw(t, s).do("PING")
 	want := runtime.GOOS == "linux" && !s.cfg.ConnGoroutines
-	s.mu.Lock()
-	got := len(s.loops) > 0
-	s.mu.Unlock()
-	if got != want {
+	if got := usesLoops(s); got != want {
 		t.Fatalf("event loops in use: %v, want %v", got, want)
 	}
 }

@@ -142,8 +142,20 @@ func (s *Server) Serve() error {
 // fsync or Raft, and each connection keeps a goroutine of its own, which
 // waits without holding up the others.
 func (s *Server) useLoops() bool {
+	if s.cfg.Cluster != nil || s.cfg.ConnGoroutines {
+		return false
+	}
 	_, memory := s.cfg.Proposer.(MemoryProposer)
-	return memory && s.cfg.Cluster == nil && !s.cfg.ConnGoroutines
+	return memory || s.roundProposer() != nil
+}
+
+// roundProposer returns the Proposer as a roundProposer, if it is one
+// that works in rounds.
+func (s *Server) roundProposer() roundProposer {
+	if rp, ok := s.cfg.Proposer.(roundProposer); ok && rp.Rounds() {
+		return rp
+	}
+	return nil
 }
 
 // ListenAndServe is Listen followed by Serve.

@@ -269,7 +269,11 @@ func (l *Log) answer(waiters []*waiter, err error) {
 			w.res = l.opts.Apply(w.index, w.rec)
 		}
 		w.err = err
-		w.done <- struct{}{}
+		if w.fn != nil {
+			w.fn(w.res, w.err)
+		} else {
+			w.done <- struct{}{}
+		}
 	}
 	clear(waiters)
 }

@@ -99,6 +99,7 @@ type waiter struct {
 	res   any
 	err   error
 	done  chan struct{}
+	fn    func(any, error) // AppendFunc's callback, called instead of done
 }
 
 // maxPending bounds the bytes appended but not yet taken by the flush
@@ -148,8 +149,40 @@ func (l *Log) wake() {
 // page cache, where a crash of the process cannot take it) and applied.
 // rec must not be modified until Append returns.
 func (l *Log) Append(rec []byte) (any, error) {
-	if err := checkRecordSize(len(rec)); err != nil {
+	w := waiterPool.Get().(*waiter)
+	if err := l.enqueue(rec, w); err != nil {
+		waiterPool.Put(w)
 		return nil, err
+	}
+	l.wake()
+	pollSyncs()
+	<-w.done
+	res, err := w.res, w.err
+	*w = waiter{done: w.done}
+	waiterPool.Put(w)
+	return res, err
+}
+
+// AppendFunc adds rec as the next record without writing it or waiting:
+// the record goes out with the next write the log makes, which Sync (or
+// any Append) causes. Once Append would have returned, done is called, on
+// a goroutine of the log, with what Append would have returned; Sync
+// returns only after done has been called for every record added before
+// it. done must not block. An error AppendFunc returns itself (a record
+// too large, a closed or failed log) means the record was not added and
+// done is not called. rec must not be modified until done is called.
+//
+// It lets an event loop add the records of one round and then wait once,
+// with Sync, as redis-server fsyncs once per event-loop iteration.
+func (l *Log) AppendFunc(rec []byte, done func(any, error)) error {
+	return l.enqueue(rec, &waiter{fn: done})
+}
+
+// enqueue adds rec to the records to write, with w to be answered once it
+// is as durable as the policy promises.
+func (l *Log) enqueue(rec []byte, w *waiter) error {
+	if err := checkRecordSize(len(rec)); err != nil {
+		return err
 	}
 	pcrc := payloadCRC(rec) // outside the lock: it does not need the index
 	l.mu.Lock()
@@ -158,27 +191,20 @@ func (l *Log) Append(rec []byte) (any, error) {
 	}
 	if l.mu.closed {
 		l.mu.Unlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if err := l.mu.err; err != nil {
 		l.mu.Unlock()
-		return nil, err
+		return err
 	}
 	index := l.mu.nextIndex
 	l.mu.nextIndex++
 	l.mu.buf = appendRecord(l.mu.buf, index, rec, pcrc)
 	l.stats.appends.Add(1)
-	w := waiterPool.Get().(*waiter)
 	w.index, w.rec = index, rec
 	l.mu.waiters = append(l.mu.waiters, w)
 	l.mu.Unlock()
-	l.wake()
-	pollSyncs()
-	<-w.done
-	res, err := w.res, w.err
-	*w = waiter{done: w.done}
-	waiterPool.Put(w)
-	return res, err
+	return nil
 }
 
 func checkRecordSize(n int) error {

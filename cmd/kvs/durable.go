@@ -16,6 +16,9 @@ import (
 // and hands back the store's replies.
 type durableProposer struct {
 	log *wal.Log
+	// always: the log fsyncs before every reply, so the server's event
+	// loops may use it in rounds (Enqueue, then one Flush per round).
+	always bool
 }
 
 var entryPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -33,6 +36,36 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	}
 	return res.([]fsm.Reply), nil
 }
+
+// Rounds reports whether the server's event loops may propose through
+// Enqueue and Flush: with fsync always, where one fsync per round of the
+// loop answers the round's writes, as redis-server does.
+func (p *durableProposer) Rounds() bool { return p.always }
+
+// Enqueue adds the batch to the log without waiting; done gets the
+// replies once the batch is durable and applied, at the latest when Flush
+// returns.
+func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error)) {
+	bp := entryPool.Get().(*[]byte)
+	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
+	*bp = rec
+	err := p.log.AppendFunc(rec, func(res any, err error) {
+		entryPool.Put(bp) // the log is done with rec
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(res.([]fsm.Reply), nil)
+	})
+	if err != nil {
+		entryPool.Put(bp)
+		done(nil, err)
+	}
+}
+
+// Flush writes and fsyncs what Enqueue added. An error reached the
+// batches' done functions already.
+func (p *durableProposer) Flush() { p.log.Sync() }
 
 // openLog opens (and recovers) the append log in f.dataDir, restoring the
 // store from the newest snapshot and replaying the records after it.
