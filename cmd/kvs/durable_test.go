@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -119,5 +120,46 @@ func TestEnsureProcs(t *testing.T) {
 	ensureProcs()
 	if got := runtime.GOMAXPROCS(0); got != minProcs+1 {
 		t.Fatalf("ensureProcs lowered GOMAXPROCS from %d to %d", minProcs+1, got)
+	}
+}
+
+// TestDurableProposerRounds: batches handed to Enqueue are answered, in
+// order and with the store's replies, by the time Flush returns; a batch
+// the log refuses is answered at once with the error.
+func TestDurableProposerRounds(t *testing.T) {
+	store, p := openDurable(t)
+	p.always = true
+	if !p.Rounds() {
+		t.Fatal("fsync always does not work in rounds")
+	}
+	var got []int64
+	for i := range 10 {
+		p.Enqueue([]fsm.Command{{Op: fsm.OpIncrBy, Args: [][]byte{[]byte("n")}, Int: 1}}, func(r []fsm.Reply, err error) {
+			if err != nil || len(r) != 1 {
+				t.Errorf("batch %d: %v, %v", i, r, err)
+				return
+			}
+			got = append(got, r[0].Int)
+		})
+	}
+	if len(got) != 0 {
+		t.Fatalf("answered before Flush: %v", got)
+	}
+	p.Flush()
+	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
+		t.Fatalf("after Flush: %v", got)
+	}
+	if r := store.Read(0, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("n")}}); string(r.Bulk) != "10" {
+		t.Fatalf("GET n = %+v", r)
+	}
+
+	p.log.Close()
+	var refused error
+	p.Enqueue(setCmd([]byte("k"), []byte("v")), func(_ []fsm.Reply, err error) { refused = err })
+	if !errors.Is(refused, wal.ErrClosed) {
+		t.Fatalf("Enqueue on a closed log answered %v", refused)
+	}
+	if (&durableProposer{}).Rounds() {
+		t.Fatal("everysec and no must not work in rounds")
 	}
 }
