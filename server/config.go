@@ -71,7 +71,7 @@ type Config struct {
 	// ConnGoroutines serves every connection on a goroutine of its own
 	// even where event loops (one per CPU, Linux only) would serve them:
 	// in memory mode, and with a Proposer that works in rounds (durable
-	// mode with fsync always). Cluster mode and other proposers always
+	// mode). Cluster mode and other proposers always
 	// serve a goroutine per connection.
 	ConnGoroutines bool
 

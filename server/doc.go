@@ -33,7 +33,12 @@
 // ready connection once, executes what it read, and writes the round's
 // replies back to back. That saves the read that finds a socket empty and
 // the park and wake-up of a goroutine per request, and wakes a client once
-// for many replies. Where a write waits (for fsync, for Raft), and with
+// for many replies. A Proposer that works in rounds (roundProposer:
+// durable mode) is served by loops too: a round's write
+// batches are enqueued without waiting, the loop flushes the proposer once
+// at the end of the round, and the pipelines that waited (suspended at the
+// command that needed their batch answered, see client.execute) continue.
+// Where a write waits otherwise (for Raft), and with
 // Config.ConnGoroutines, each connection has a goroutine of its own, which
 // waits without holding up the others. Each
 // connection's reqReader parses requests in place in its read buffer, with

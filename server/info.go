@@ -98,6 +98,14 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("os", runtime.GOOS+" "+runtime.GOARCH)
 		add("arch_bits", strconv.Itoa(strconv.IntSize))
 		add("go_version", runtime.Version())
+		add("gomaxprocs", runtime.GOMAXPROCS(0))
+		if n := s.eventLoops(); n > 0 {
+			add("multiplexing_api", "epoll")
+			add("kvs_io", "loop")
+			add("kvs_event_loops", n)
+		} else {
+			add("kvs_io", "goroutines")
+		}
 		add("process_id", os.Getpid())
 		add("tcp_port", s.port())
 		add("server_time_usec", now.UnixMicro())

@@ -26,12 +26,12 @@ import (
 // many of them rather than once each.
 //
 // Every command runs on the loop. Loops serve memory mode, where no command
-// waits, and durable mode with fsync always, where writes wait the way
-// redis-server's do: the loop hands the round's write batches to the
-// roundProposer, flushes it once at the end of the round (one write, one
+// waits, and durable mode, where writes wait the way redis-server's do:
+// the loop hands the round's write batches to the roundProposer, flushes
+// it once at the end of the round (one write, and with fsync always one
 // fsync), then continues the pipelines that waited and writes every reply.
-// Elsewhere (everysec and no, cluster mode) each connection keeps a
-// goroutine of its own (see Server.useLoops).
+// In cluster mode each connection keeps a goroutine of its own (see
+// Server.useLoops).
 //
 // The epoll set itself is registered with Go's network poller, so an idle
 // loop parks like any goroutine waiting for a socket and holds no thread.

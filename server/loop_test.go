@@ -25,6 +25,14 @@ func TestLoopServesOnLinux(t *testing.T) {
 	if got := usesLoops(s); got != want {
 		t.Fatalf("event loops in use: %v, want %v", got, want)
 	}
+	info := dialRaw(t, s).do("INFO", "server")
+	wantIO := "kvs_io:goroutines\r\n"
+	if want {
+		wantIO = fmt.Sprintf("kvs_io:loop\r\nkvs_event_loops:%d\r\n", runtime.NumCPU())
+	}
+	if !strings.Contains(info, wantIO) {
+		t.Fatalf("INFO server does not say %q:\n%s", wantIO, info)
+	}
 }
 
 // TestLoopLargeValues sends requests and replies far larger than one read

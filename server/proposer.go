@@ -27,14 +27,14 @@ type appendProposer interface {
 }
 
 // A roundProposer can also serve an event loop the way redis-server's loop
-// uses its append-only file with appendfsync always: Enqueue takes a batch
+// uses its append-only file: Enqueue takes a batch
 // without waiting, and Flush, called once per round of the loop, returns
 // once everything enqueued before it is as durable as Propose promises,
 // having called each batch's done first (from another goroutine, with what
 // Propose would have returned). A done may also come after Flush returned
 // when the log failed meanwhile. cmds may be reused once Enqueue returns;
 // done must not block. Rounds reports whether the proposer works this way
-// (durable mode with fsync always); otherwise a goroutine per connection
+// (durable mode); otherwise a goroutine per connection
 // serves the clients.
 type roundProposer interface {
 	Rounds() bool

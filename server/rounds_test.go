@@ -186,11 +186,7 @@ func TestRoundsManyClients(t *testing.T) {
 }
 
 // usesLoops reports whether s serves its connections with event loops.
-func usesLoops(s *Server) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.loops) > 0
-}
+func usesLoops(s *Server) bool { return s.eventLoops() > 0 }
 
 // TestRoundsShutdown: Shutdown waits for a round in flight and answers it.
 func TestRoundsShutdown(t *testing.T) {

@@ -158,6 +158,14 @@ func (s *Server) roundProposer() roundProposer {
 	return nil
 }
 
+// eventLoops is the number of event loops serving connections; 0 when
+// every connection has a goroutine of its own.
+func (s *Server) eventLoops() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.loops)
+}
+
 // ListenAndServe is Listen followed by Serve.
 func (s *Server) ListenAndServe() error {
 	if err := s.Listen(); err != nil {

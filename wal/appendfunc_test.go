@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -102,5 +104,51 @@ func TestAppendFuncErrors(t *testing.T) {
 	}
 	if called {
 		t.Fatal("a refused record was answered")
+	}
+}
+
+// Under everysec and no, Flush returns once the records AppendFunc added
+// are written (a killed process keeps them) and answered; a round larger
+// than the room for unwritten records does not wait forever for a flush
+// goroutine nobody woke.
+func TestAppendFuncFlushLazy(t *testing.T) {
+	for _, policy := range []Policy{FsyncEverySec, FsyncNo} {
+		t.Run(policy.String(), func(t *testing.T) {
+			defer func(was int) { maxPending = was }(maxPending)
+			maxPending = 1 << 20
+			fs := NewMemFS()
+			opts := memOptions(t, fs, &model{})
+			opts.Fsync = policy
+			l := mustOpen(t, opts)
+			defer l.Close()
+			big := make([]byte, 64<<10)
+			n := 2 * maxPending / len(big) // twice the room, in one round
+			var answered atomic.Int64
+			for i := range n {
+				big[0] = byte(i)
+				if err := l.AppendFunc(bytes.Clone(big), func(_ any, err error) {
+					if err != nil {
+						t.Error(err)
+					}
+					answered.Add(1)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := answered.Load(); got != int64(n) {
+				t.Fatalf("Flush returned with %d of %d records answered", got, n)
+			}
+			m := &model{}
+			copts := memOptions(t, liveClone(t, fs), m)
+			copts.Fsync = policy
+			c := mustOpen(t, copts)
+			defer c.Close()
+			if got := m.last(); got != uint64(n) {
+				t.Fatalf("a process killed after Flush would keep %d of %d records", got, n)
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ type Log struct {
 		buf       []byte
 		waiters   []*waiter    // FsyncAlways: one per record in buf, in order
 		syncers   []chan error // Sync calls waiting for buf to be durable
+		writers   []chan error // Flush calls waiting for buf to be written
 		rotate    bool         // close the active segment after the next write
 		// err is sticky: the first write, fsync or rotation failure. Once
 		// set, nothing more is written or acknowledged.
@@ -105,7 +106,7 @@ type waiter struct {
 // maxPending bounds the bytes appended but not yet taken by the flush
 // goroutine under FsyncEverySec and FsyncNo. (With FsyncAlways every
 // appender waits anyway.)
-const maxPending = 16 << 20
+var maxPending = 16 << 20 // a variable so that tests can make it small
 
 var waiterPool = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
 
@@ -164,16 +165,19 @@ func (l *Log) Append(rec []byte) (any, error) {
 }
 
 // AppendFunc adds rec as the next record without writing it or waiting:
-// the record goes out with the next write the log makes, which Sync (or
-// any Append) causes. Once Append would have returned, done is called, on
-// a goroutine of the log, with what Append would have returned; Sync
-// returns only after done has been called for every record added before
-// it. done must not block. An error AppendFunc returns itself (a record
-// too large, a closed or failed log) means the record was not added and
-// done is not called. rec must not be modified until done is called.
+// the record goes out with the next write the log makes, which Flush,
+// Sync or any Append causes. Once Append would have returned, done is
+// called, on a goroutine of the log, with what Append would have
+// returned; Flush returns only after done has been called for every record
+// added before it. done must not block. An error AppendFunc returns itself
+// (a record too large, a closed or failed log) means the record was not
+// added and done is not called. rec must not be modified until done is
+// called. Under FsyncEverySec and FsyncNo, AppendFunc waits for room as
+// Append does.
 //
 // It lets an event loop add the records of one round and then wait once,
-// with Sync, as redis-server fsyncs once per event-loop iteration.
+// with Flush, as redis-server writes (and with appendfsync always, fsyncs)
+// its append-only file once per event-loop iteration.
 func (l *Log) AppendFunc(rec []byte, done func(any, error)) error {
 	return l.enqueue(rec, &waiter{fn: done})
 }
@@ -187,6 +191,7 @@ func (l *Log) enqueue(rec []byte, w *waiter) error {
 	pcrc := payloadCRC(rec) // outside the lock: it does not need the index
 	l.mu.Lock()
 	for l.opts.Fsync != FsyncAlways && len(l.mu.buf) >= maxPending && !l.mu.closed && l.mu.err == nil {
+		l.wake() // AppendFunc's records may not have woken the flush goroutine
 		l.mu.taken.Wait()
 	}
 	if l.mu.closed {
@@ -223,6 +228,31 @@ func (l *Log) Sync() error {
 		return ErrClosed
 	}
 	return l.sync(false)
+}
+
+// Flush waits until every record appended so far is as durable as the
+// policy promises an appender, and answered: with FsyncAlways, fsynced
+// (it is Sync); with FsyncEverySec and FsyncNo, written to the segment
+// file. AppendFunc's callbacks for those records have run when it returns.
+// It is how an event loop ends a round of AppendFunc calls.
+func (l *Log) Flush() error {
+	if l.opts.Fsync == FsyncAlways {
+		return l.Sync()
+	}
+	ch := make(chan error, 1)
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if err := l.mu.err; err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.writers = append(l.mu.writers, ch)
+	l.mu.Unlock()
+	l.wake()
+	return <-ch
 }
 
 // sync waits until everything appended so far is durable, and, if rotate,

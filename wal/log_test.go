@@ -424,7 +424,7 @@ func TestPendingBound(t *testing.T) {
 	opts.Fsync = FsyncNo
 	l := mustOpen(t, opts)
 	big := make([]byte, 1<<20)
-	const n = 3 * maxPending / (1 << 20)
+	n := 3 * maxPending / (1 << 20)
 	for range n {
 		if _, err := l.Append(big); err != nil {
 			t.Fatal(err)
@@ -438,7 +438,7 @@ func TestPendingBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l2.Close()
-	if m2.last() != n {
+	if m2.last() != uint64(n) {
 		t.Fatalf("recovered %d records, want %d", m2.last(), n)
 	}
 }

@@ -16,9 +16,9 @@ import (
 // and hands back the store's replies.
 type durableProposer struct {
 	log *wal.Log
-	// always: the log fsyncs before every reply, so the server's event
-	// loops may use it in rounds (Enqueue, then one Flush per round).
-	always bool
+	// rounds: the server's event loops may use it in rounds (Enqueue,
+	// then one Flush per round).
+	rounds bool
 }
 
 var entryPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -38,9 +38,9 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 }
 
 // Rounds reports whether the server's event loops may propose through
-// Enqueue and Flush: with fsync always, where one fsync per round of the
-// loop answers the round's writes, as redis-server does.
-func (p *durableProposer) Rounds() bool { return p.always }
+// Enqueue and Flush, where one write (and with fsync always, one fsync) per
+// round of the loop answers the round's writes, as redis-server does.
+func (p *durableProposer) Rounds() bool { return p.rounds }
 
 // Enqueue adds the batch to the log without waiting; done gets the
 // replies once the batch is durable and applied, at the latest when Flush
@@ -63,9 +63,9 @@ func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, err
 	}
 }
 
-// Flush writes and fsyncs what Enqueue added. An error reached the
-// batches' done functions already.
-func (p *durableProposer) Flush() { p.log.Sync() }
+// Flush writes (and with fsync always, fsyncs) what Enqueue added. An
+// error reached the batches' done functions already.
+func (p *durableProposer) Flush() { p.log.Flush() }
 
 // openLog opens (and recovers) the append log in f.dataDir, restoring the
 // store from the newest snapshot and replaying the records after it.

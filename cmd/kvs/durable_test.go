@@ -128,10 +128,7 @@ func TestEnsureProcs(t *testing.T) {
 // the log refuses is answered at once with the error.
 func TestDurableProposerRounds(t *testing.T) {
 	store, p := openDurable(t)
-	p.always = true
-	if !p.Rounds() {
-		t.Fatal("fsync always does not work in rounds")
-	}
+	p.rounds = true
 	var got []int64
 	for i := range 10 {
 		p.Enqueue([]fsm.Command{{Op: fsm.OpIncrBy, Args: [][]byte{[]byte("n")}, Int: 1}}, func(r []fsm.Reply, err error) {
@@ -158,8 +155,5 @@ func TestDurableProposerRounds(t *testing.T) {
 	p.Enqueue(setCmd([]byte("k"), []byte("v")), func(_ []fsm.Reply, err error) { refused = err })
 	if !errors.Is(refused, wal.ErrClosed) {
 		t.Fatalf("Enqueue on a closed log answered %v", refused)
-	}
-	if (&durableProposer{}).Rounds() {
-		t.Fatal("everysec and no must not work in rounds")
 	}
 }

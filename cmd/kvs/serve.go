@@ -57,7 +57,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
 	fs.BoolVar(&f.repair, "repair", false, "truncate the append log at the first corrupt record instead of refusing to start")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory mode and with --fsync always: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as --fsync everysec and no and cluster mode always do)")
+	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
@@ -222,14 +222,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Info("append log recovered", "dir", f.dataDir, "fsync", f.fsync,
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
-		always := policy == wal.FsyncAlways
-		cfg.Proposer = &durableProposer{log: log, always: always}
+		cfg.Proposer = &durableProposer{log: log, rounds: true}
 		cfg.Info = persistenceInfo(f, log)
-		if !always || f.io != "loop" || log.FsyncMethod() != "io_uring" {
+		if f.io != "loop" || log.FsyncMethod() != "io_uring" {
 			// Connections on goroutines that wait for the log, or fsyncs
-			// that block a thread: see minProcs. The event loops of fsync
-			// always wait on channels, and io_uring fsyncs block no thread,
-			// so one P (kvs pinned to one core) serves them best.
+			// that block a thread: see minProcs. The event loops wait on
+			// channels, and io_uring fsyncs block no thread, so one P (kvs
+			// pinned to one core) serves them best.
 			ensureProcs()
 		}
 	}
@@ -334,7 +333,7 @@ func mode(f serveFlags) string {
 }
 
 // minProcs is the fewest Ps kvs runs with in cluster mode, and in durable
-// mode unless fsync always is served by event loops with io_uring fsyncs.
+// mode unless it is served by event loops with io_uring fsyncs.
 // A goroutine blocked in fsync holds its P until the runtime's monitor
 // takes it back; with one P (kvs pinned to one core) that stalls every
 // connection meanwhile. A second P lets connections run during the fsync
@@ -343,7 +342,7 @@ func mode(f serveFlags) string {
 // 31–34k a second with one P, 42–45k with two and one fsync at a time
 // (wal.Options.SyncDepth 1). Where the wal submits its fsyncs through
 // io_uring they block no thread, but the cluster's bolt fsyncs still do.
-// With fsync always on event loops (server.Config.ConnGoroutines unset),
+// With event loops (server.Config.ConnGoroutines unset) and fsync always,
 // where a loop waits for its round's fsync on a channel, one P measured
 // better than two: 46–60k SETs a second (median 52k) against 47–49k.
 const minProcs = 2
