@@ -407,7 +407,8 @@ func (c *client) proposeBatch() bool {
 	if len(c.batch) > 0 {
 		if c.rounds != nil {
 			c.rounds.Enqueue(c.batch, c.asyncDone)
-			c.lp.enqueued = true
+			c.lp.enqueued++
+			c.lp.outstanding++
 			return true
 		}
 		if c.s.cfg.Cluster != nil {

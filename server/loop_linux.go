@@ -26,11 +26,18 @@ import (
 // many of them rather than once each.
 //
 // Every command runs on the loop. Loops serve memory mode, where no command
-// waits, and durable mode, where writes wait the way redis-server's do:
-// the loop hands the round's write batches to the roundProposer, flushes
-// it once at the end of the round (one write, and with fsync always one
-// fsync), then continues the pipelines that waited and writes every reply.
-// In cluster mode each connection keeps a goroutine of its own (see
+// waits, and durable mode, where a write waits for the log: the loop hands
+// the round's write batches to the roundProposer and sends them together
+// at the end of the round (one write, and with fsync always one fsync for
+// all of them). A pipeline that must wait for its batch is suspended at the
+// command that needs the answer; when the proposer answers, the loop
+// resumes it and writes its replies with the round's others. While a
+// round's batches are on their way to disk, the batches of later rounds
+// are collected to go out together next. If some pipelines of the round
+// were answered at once (reads), the loop serves on during the fsync;
+// if every one waits for the log, the loop waits with them (Flush), as
+// redis-server does, and reads what arrived meanwhile as one round. In
+// cluster mode each connection keeps a goroutine of its own (see
 // Server.useLoops).
 //
 // The epoll set itself is registered with Go's network poller, so an idle
@@ -50,11 +57,16 @@ type loop struct {
 
 	signaled atomic.Bool // an eventfd write is pending
 
-	// Durable mode: the proposer, whether batches were enqueued this
-	// round, and whether the loop is in the proposer's Flush (answers
-	// then need no wake-up).
-	rounds   roundProposer
-	enqueued bool
+	// Durable mode: the proposer; batches enqueued since the last kick;
+	// batches enqueued and not yet answered (the log may answer a batch
+	// nobody kicked for, when it writes after an fsync returns).
+	rounds      roundProposer
+	enqueued    int
+	outstanding int
+	// answered: a pipeline read this round was answered at once (it did
+	// not wait for the log). flushing: the loop waits in Flush, which
+	// collects the answers itself.
+	answered bool
 	flushing atomic.Bool
 
 	mu       sync.Mutex // guards the fields below
@@ -185,7 +197,7 @@ func (lp *loop) add(c *client) bool {
 			lp.done = append(lp.done, c)
 			lp.mu.Unlock()
 			if !lp.flushing.Load() {
-				lp.signal() // an answer after Flush returned
+				lp.signal()
 			}
 		}
 	}
@@ -251,15 +263,28 @@ func (lp *loop) run() {
 				lp.input(c)
 			}
 		}
-		for lp.enqueued {
-			// One write and one fsync for the round's batches; the
-			// pipelines they held up go on, and may enqueue again.
-			lp.enqueued = false
-			lp.flushing.Store(true)
-			lp.rounds.Flush()
-			lp.flushing.Store(false)
-			lp.resume()
+		for lp.enqueued > 0 && lp.outstanding <= lp.enqueued {
+			// The batches enqueued since the last kick go out together:
+			// one write and one fsync. Until they are answered the loop
+			// collects the next writes, which go out together once these
+			// are answered, as redis-server's writes of one event-loop
+			// iteration share one fsync.
+			lp.enqueued = 0
+			if lp.answered {
+				// Others are reading: serve them during the fsync.
+				lp.rounds.Kick()
+			} else {
+				// Every pipeline of the round waits for the log: wait with
+				// them, as redis-server does, so that the requests that
+				// arrive meanwhile are read as one round afterwards
+				// rather than one wake-up each.
+				lp.flushing.Store(true)
+				lp.rounds.Flush()
+				lp.flushing.Store(false)
+				lp.resume() // which may enqueue again: the loop goes round
+			}
 		}
+		lp.answered = false
 		lp.flush()
 		if lp.finished() {
 			return
@@ -292,6 +317,7 @@ func (lp *loop) resume() {
 	done := lp.done
 	lp.done = nil
 	lp.mu.Unlock()
+	lp.outstanding -= len(done)
 	for _, c := range done {
 		c.suspended = false
 		if c.dead {
@@ -402,7 +428,8 @@ func (lp *loop) input(c *client) {
 
 // run1 runs one pipeline of c's on the loop (cmds nil: resumes the one
 // that waited for the proposer). Once it is complete, c's replies are
-// written at the end of the round; otherwise c waits for the next Flush.
+// written at the end of the round; otherwise c waits for the proposer's
+// answer.
 func (lp *loop) run1(c *client, cmds [][][]byte) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -420,6 +447,9 @@ func (lp *loop) run1(c *client, cmds [][][]byte) {
 	}
 	if complete {
 		lp.dirty = append(lp.dirty, c)
+		if cmds != nil {
+			lp.answered = true
+		}
 	} else {
 		c.suspended = true
 	}

@@ -26,19 +26,21 @@ type appendProposer interface {
 	ProposeAppend(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error)
 }
 
-// A roundProposer can also serve an event loop the way redis-server's loop
-// uses its append-only file: Enqueue takes a batch
-// without waiting, and Flush, called once per round of the loop, returns
-// once everything enqueued before it is as durable as Propose promises,
-// having called each batch's done first (from another goroutine, with what
-// Propose would have returned). A done may also come after Flush returned
-// when the log failed meanwhile. cmds may be reused once Enqueue returns;
-// done must not block. Rounds reports whether the proposer works this way
-// (durable mode); otherwise a goroutine per connection
-// serves the clients.
+// A roundProposer can also serve an event loop without holding it up:
+// Enqueue takes a batch without waiting, and Kick, called at the end of a
+// round of the loop, starts writing (and fsyncing) everything enqueued, so
+// that a round's batches share one write and one fsync. Each batch's done
+// is called later, from another goroutine, with what Propose would have
+// returned, once the batch is as durable as Propose promises. Flush is
+// Kick that also waits until the batches are answered (done may still come
+// later if the log failed meanwhile). cmds may be reused once Enqueue
+// returns; done must not block. Rounds reports whether the proposer works
+// this way (durable mode); otherwise a goroutine per connection serves the
+// clients.
 type roundProposer interface {
 	Rounds() bool
 	Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error))
+	Kick()
 	Flush()
 }
 

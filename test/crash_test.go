@@ -24,10 +24,18 @@ var walVariants = []struct {
 // The rounds reuse one data dir, so later rounds recover a log that was
 // itself recovered (and possibly truncated) before. The small-segments
 // variant makes the log roll segments and write snapshots (compaction)
-// many times during the load, so kills land in those too.
+// many times during the load, so kills land in those too. The
+// io-goroutines variant serves the connections without the event loops.
 func TestCrashKill9(t *testing.T) {
 	seed := testSeed(t)
-	for i, v := range walVariants {
+	// The event loops serve durable mode by default; a goroutine per
+	// connection (--io goroutines) must keep every write as well.
+	variants := append(walVariants[:len(walVariants):len(walVariants)],
+		struct {
+			name  string
+			extra []string
+		}{"io-goroutines", []string{"--io", "goroutines"}})
+	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewSource(seed + int64(i)))

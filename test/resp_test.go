@@ -18,12 +18,16 @@ var (
 	targetRedis   = target{"redis", startRedis}
 	targetMemory  = target{"kvs-memory", func(t testing.TB) *Node { return startKVS(t, KVSOptions{}) }}
 	targetDurable = target{"kvs-durable", func(t testing.TB) *Node { return startKVS(t, KVSOptions{Durable: true}) }}
-	// Memory mode serves connections with event loops; --io goroutines
-	// serves them as durable mode does, a goroutine each.
+	// Memory and durable mode serve connections with event loops on
+	// Linux; --io goroutines serves them as cluster mode does, a
+	// goroutine each.
 	targetMemoryGoroutines = target{"kvs-memory-goroutines", func(t testing.TB) *Node {
 		return startKVS(t, KVSOptions{Extra: []string{"--io", "goroutines"}})
 	}}
-	allTargets = []target{targetRedis, targetMemory, targetDurable, targetMemoryGoroutines}
+	targetDurableGoroutines = target{"kvs-durable-goroutines", func(t testing.TB) *Node {
+		return startKVS(t, KVSOptions{Durable: true, Extra: []string{"--io", "goroutines"}})
+	}}
+	allTargets = []target{targetRedis, targetMemory, targetDurable, targetMemoryGoroutines, targetDurableGoroutines}
 )
 
 // TestServeBadIOFlag: an --io other than loop or goroutines is refused

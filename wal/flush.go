@@ -107,9 +107,9 @@ func (l *Log) flushLoop() {
 		// the buffer, so it names exactly the records in it.
 		b := l.newBatch()
 		l.mu.Lock()
-		buf, syncers, writers := l.mu.buf, l.mu.syncers, l.mu.writers
+		buf, syncers := l.mu.buf, l.mu.syncers
 		b.waiters, l.mu.waiters = l.mu.waiters, b.waiters
-		l.mu.buf, l.mu.syncers, l.mu.writers = spare[:0], nil, nil
+		l.mu.buf, l.mu.syncers = spare[:0], nil
 		last := l.mu.nextIndex - 1
 		rotate, stop, err := l.mu.rotate, l.mu.stop, l.mu.err
 		l.mu.rotate = false
@@ -147,9 +147,6 @@ func (l *Log) flushLoop() {
 			// These appenders wait only for the write: their records are
 			// in the page cache now, beyond a crash of the process.
 			l.releaseWritten(b)
-			for _, ch := range writers {
-				ch <- err
-			}
 		}
 		if err == nil && needSync && l.w.unsynced > 0 { // an fsync with nothing new to cover only costs time
 			b.file, b.first, b.last, b.records = l.w.file, l.w.first, l.w.lastWritten, l.w.unsynced

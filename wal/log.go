@@ -36,7 +36,6 @@ type Log struct {
 		buf       []byte
 		waiters   []*waiter    // FsyncAlways: one per record in buf, in order
 		syncers   []chan error // Sync calls waiting for buf to be durable
-		writers   []chan error // Flush calls waiting for buf to be written
 		rotate    bool         // close the active segment after the next write
 		// err is sticky: the first write, fsync or rotation failure. Once
 		// set, nothing more is written or acknowledged.
@@ -165,19 +164,19 @@ func (l *Log) Append(rec []byte) (any, error) {
 }
 
 // AppendFunc adds rec as the next record without writing it or waiting:
-// the record goes out with the next write the log makes, which Flush,
+// the record goes out with the next write the log makes, which Kick,
 // Sync or any Append causes. Once Append would have returned, done is
 // called, on a goroutine of the log, with what Append would have
-// returned; Flush returns only after done has been called for every record
+// returned; Sync returns only after done has been called for every record
 // added before it. done must not block. An error AppendFunc returns itself
 // (a record too large, a closed or failed log) means the record was not
 // added and done is not called. rec must not be modified until done is
 // called. Under FsyncEverySec and FsyncNo, AppendFunc waits for room as
 // Append does.
 //
-// It lets an event loop add the records of one round and then wait once,
-// with Flush, as redis-server writes (and with appendfsync always, fsyncs)
-// its append-only file once per event-loop iteration.
+// It lets an event loop add the records of one round and start their
+// write once, with Kick, as redis-server writes its append-only file once
+// per event-loop iteration, without waiting for it.
 func (l *Log) AppendFunc(rec []byte, done func(any, error)) error {
 	return l.enqueue(rec, &waiter{fn: done})
 }
@@ -230,29 +229,11 @@ func (l *Log) Sync() error {
 	return l.sync(false)
 }
 
-// Flush waits until every record appended so far is as durable as the
-// policy promises an appender, and answered: with FsyncAlways, fsynced
-// (it is Sync); with FsyncEverySec and FsyncNo, written to the segment
-// file. AppendFunc's callbacks for those records have run when it returns.
-// It is how an event loop ends a round of AppendFunc calls.
-func (l *Log) Flush() error {
-	if l.opts.Fsync == FsyncAlways {
-		return l.Sync()
-	}
-	ch := make(chan error, 1)
-	l.mu.Lock()
-	if l.mu.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	if err := l.mu.err; err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	l.mu.writers = append(l.mu.writers, ch)
-	l.mu.Unlock()
+// Kick starts the write (and fsync, as the policy asks) of the records
+// AppendFunc added, without waiting.
+func (l *Log) Kick() {
 	l.wake()
-	return <-ch
+	pollSyncs()
 }
 
 // sync waits until everything appended so far is durable, and, if rotate,

@@ -17,8 +17,8 @@ import (
 type durableProposer struct {
 	log *wal.Log
 	// rounds: the server's event loops may use it in rounds (Enqueue,
-	// then one Flush per round).
-	rounds bool
+	// then one Kick or Flush per round). always: fsync always.
+	rounds, always bool
 }
 
 var entryPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -38,13 +38,14 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 }
 
 // Rounds reports whether the server's event loops may propose through
-// Enqueue and Flush, where one write (and with fsync always, one fsync) per
-// round of the loop answers the round's writes, as redis-server does.
+// Enqueue and Kick: a round's writes then share one write (and with fsync
+// always, one fsync), as redis-server writes its append-only file once per
+// event-loop iteration.
 func (p *durableProposer) Rounds() bool { return p.rounds }
 
-// Enqueue adds the batch to the log without waiting; done gets the
-// replies once the batch is durable and applied, at the latest when Flush
-// returns.
+// Enqueue adds the batch to the log without writing it or waiting; done
+// gets the replies once the batch is as durable as the policy promises and
+// applied. Kick starts the write.
 func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error)) {
 	bp := entryPool.Get().(*[]byte)
 	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
@@ -63,9 +64,19 @@ func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, err
 	}
 }
 
-// Flush writes (and with fsync always, fsyncs) what Enqueue added. An
-// error reached the batches' done functions already.
-func (p *durableProposer) Flush() { p.log.Flush() }
+// Kick starts the write (and fsync) of what Enqueue added.
+func (p *durableProposer) Kick() { p.log.Kick() }
+
+// Flush is Kick, then, with fsync always, a wait until what Enqueue added
+// is durable and answered. Under everysec and no it does not wait: the
+// answers follow the write, which takes no fsync.
+func (p *durableProposer) Flush() {
+	if p.always {
+		p.log.Sync()
+		return
+	}
+	p.log.Kick()
+}
 
 // openLog opens (and recovers) the append log in f.dataDir, restoring the
 // store from the newest snapshot and replaying the records after it.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"kvs/fsm"
 	"kvs/wal"
@@ -123,12 +125,13 @@ func TestEnsureProcs(t *testing.T) {
 	}
 }
 
-// TestDurableProposerRounds: batches handed to Enqueue are answered, in
-// order and with the store's replies, by the time Flush returns; a batch
-// the log refuses is answered at once with the error.
+// TestDurableProposerRounds: batches handed to Enqueue are answered after
+// Kick, in order and with the store's replies; a batch the log refuses is
+// answered at once with the error.
 func TestDurableProposerRounds(t *testing.T) {
 	store, p := openDurable(t)
 	p.rounds = true
+	var mu sync.Mutex
 	var got []int64
 	for i := range 10 {
 		p.Enqueue([]fsm.Command{{Op: fsm.OpIncrBy, Args: [][]byte{[]byte("n")}, Int: 1}}, func(r []fsm.Reply, err error) {
@@ -136,15 +139,31 @@ func TestDurableProposerRounds(t *testing.T) {
 				t.Errorf("batch %d: %v, %v", i, r, err)
 				return
 			}
+			mu.Lock()
 			got = append(got, r[0].Int)
+			mu.Unlock()
 		})
 	}
+	mu.Lock()
 	if len(got) != 0 {
-		t.Fatalf("answered before Flush: %v", got)
+		t.Fatalf("answered before Kick: %v", got)
 	}
-	p.Flush()
+	mu.Unlock()
+	p.Kick()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 10 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 8 9 10]" {
-		t.Fatalf("after Flush: %v", got)
+		t.Fatalf("after Kick: %v", got)
 	}
 	if r := store.Read(0, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("n")}}); string(r.Bulk) != "10" {
 		t.Fatalf("GET n = %+v", r)

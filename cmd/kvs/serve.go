@@ -222,7 +222,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Info("append log recovered", "dir", f.dataDir, "fsync", f.fsync,
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
-		cfg.Proposer = &durableProposer{log: log, rounds: true}
+		cfg.Proposer = &durableProposer{log: log, rounds: true, always: policy == wal.FsyncAlways}
 		cfg.Info = persistenceInfo(f, log)
 		if f.io != "loop" || log.FsyncMethod() != "io_uring" {
 			// Connections on goroutines that wait for the log, or fsyncs
