@@ -34,10 +34,11 @@
 // replies back to back. That saves the read that finds a socket empty and
 // the park and wake-up of a goroutine per request, and wakes a client once
 // for many replies. A Proposer that works in rounds (roundProposer:
-// durable mode) is served by loops too: a round's write
-// batches are enqueued without waiting, the loop flushes the proposer once
-// at the end of the round, and the pipelines that waited (suspended at the
-// command that needed their batch answered, see client.execute) continue.
+// durable mode) is served by loops too: a round's write batches are
+// enqueued without waiting and kicked together at the end of the round,
+// and the pipelines that waited (suspended at the command that needed
+// their batch answered, see client.execute) continue when the proposer
+// answers.
 // Where a write waits otherwise (for Raft), and with
 // Config.ConnGoroutines, each connection has a goroutine of its own, which
 // waits without holding up the others. Each
