@@ -51,9 +51,11 @@ type loop struct {
 	rc   syscall.RawConn // ep's, to park until the set has events
 
 	events []unix.EpollEvent
-	conns  map[int32]*client // by fd; loop-owned
-	ready  []*client         // may have input no new edge will announce
-	dirty  []*client         // have replies to write at the end of the round
+	poll   func(uintptr) bool // pollOnce, as a func value made once
+	polled int                // what pollOnce found
+	conns  map[int32]*client  // by fd; loop-owned
+	ready  []*client          // may have input no new edge will announce
+	dirty  []*client          // have replies to write at the end of the round
 
 	signaled atomic.Bool // an eventfd write is pending
 
@@ -144,7 +146,7 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(evfd)
 		return nil, err
 	}
-	return &loop{
+	lp := &loop{
 		s:      s,
 		epfd:   epfd,
 		evfd:   evfd,
@@ -153,7 +155,9 @@ func newLoop(s *Server) (*loop, error) {
 		rounds: s.roundProposer(),
 		events: make([]unix.EpollEvent, 256),
 		conns:  make(map[int32]*client),
-	}, nil
+	}
+	lp.poll = lp.pollOnce
+	return lp, nil
 }
 
 func (lp *loop) release() {
@@ -299,16 +303,21 @@ func (lp *loop) wait(block bool) int {
 	if n > 0 || !block {
 		return max(n, 0)
 	}
-	err := lp.rc.Read(func(uintptr) bool {
-		n, _ = unix.EpollWait(lp.epfd, lp.events, 0)
-		return n > 0
-	})
-	if err != nil {
+	if err := lp.rc.Read(lp.poll); err != nil {
 		// Go's poller refused the epoll set: block in epoll_wait, which
 		// holds a thread but works.
-		n, _ = unix.EpollWait(lp.epfd, lp.events, -1)
+		n, _ := unix.EpollWait(lp.epfd, lp.events, -1)
+		return max(n, 0)
 	}
-	return max(n, 0)
+	return max(lp.polled, 0)
+}
+
+// pollOnce is the callback of wait's park, built once (a closure made per
+// park would cost an allocation per idle moment): it reports whether the
+// set has events, leaving their number in polled.
+func (lp *loop) pollOnce(uintptr) bool {
+	lp.polled, _ = unix.EpollWait(lp.epfd, lp.events, 0)
+	return lp.polled > 0
 }
 
 // resume continues the pipelines whose batches the proposer answered.

@@ -81,23 +81,32 @@ func TestLoopLongPipeline(t *testing.T) {
 	}
 }
 
+// sendBigGets stores a 1 MiB value and, on a new connection, pipelines
+// gets GETs of it without reading, then gives the server time to fill the
+// socket. It returns the connection and the reply each GET is owed.
+func sendBigGets(t *testing.T, s *Server, gets int) (*rawConn, string) {
+	t.Helper()
+	val := strings.Repeat("x", 1<<20)
+	if got := dialRaw(t, s).do("SET", "big", val); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	rc := dialRaw(t, s)
+	var req []byte
+	for range gets {
+		req = append(req, encodeCommand("GET", "big")...)
+	}
+	rc.send(req)
+	time.Sleep(100 * time.Millisecond)
+	return rc, fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
+}
+
 // TestLoopClientNotReading: a client that pipelines large replies and
 // never reads them fills its socket; the server keeps serving the others,
 // and the stuck client gets every reply once it reads.
 func TestLoopClientNotReading(t *testing.T) {
 	s := startServer(t, Config{})
-	val := strings.Repeat("x", 1<<20)
-	if got := dialRaw(t, s).do("SET", "k", val); got != "+OK\r\n" {
-		t.Fatal(got)
-	}
-	stuck := dialRaw(t, s)
 	const gets = 64 // 64 MiB of replies: far beyond the socket buffers
-	var req []byte
-	for range gets {
-		req = append(req, encodeCommand("GET", "k")...)
-	}
-	stuck.send(req)
-	time.Sleep(100 * time.Millisecond) // let the server fill the socket
+	stuck, want := sendBigGets(t, s, gets)
 
 	// Every other client of every loop is still served.
 	for i := range 2 * runtime.NumCPU() {
@@ -108,7 +117,6 @@ func TestLoopClientNotReading(t *testing.T) {
 		}
 	}
 
-	want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
 	stuck.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	for i := range gets {
 		if got := stuck.reply(); got != want {
@@ -122,20 +130,10 @@ func TestLoopClientNotReading(t *testing.T) {
 // it; the client's later requests are not read.
 func TestLoopShutdownWritesReplies(t *testing.T) {
 	s := startServer(t, Config{})
-	val := strings.Repeat("y", 1<<20)
-	if got := dialRaw(t, s).do("SET", "k", val); got != "+OK\r\n" {
-		t.Fatal(got)
-	}
 	idle := dialRaw(t, s)
 	idle.do("PING")
-	rc := dialRaw(t, s)
 	const gets = 16
-	var req []byte
-	for range gets {
-		req = append(req, encodeCommand("GET", "k")...)
-	}
-	rc.send(req)
-	time.Sleep(100 * time.Millisecond)
+	rc, want := sendBigGets(t, s, gets)
 
 	done := make(chan error, 1)
 	go func() {
@@ -143,7 +141,6 @@ func TestLoopShutdownWritesReplies(t *testing.T) {
 		defer cancel()
 		done <- s.Shutdown(ctx)
 	}()
-	want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
 	rc.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	for i := range gets {
 		if got := rc.reply(); got != want {
