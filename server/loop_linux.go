@@ -160,7 +160,13 @@ func newLoop(s *Server) (*loop, error) {
 	return lp, nil
 }
 
+// release closes the loop's descriptors; signal writes to the eventfd no
+// more once it has run, so a late answer of the proposer cannot write to a
+// descriptor number the process has since reused.
 func (lp *loop) release() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.exited = true
 	lp.ep.Close() // closes epfd
 	unix.Close(lp.evfd)
 }
@@ -222,6 +228,11 @@ func (lp *loop) add(c *client) bool {
 // loop has read it.
 func (lp *loop) signal() {
 	if lp.signaled.Swap(true) {
+		return
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.exited {
 		return
 	}
 	one := [8]byte{1}
@@ -380,7 +391,9 @@ func (lp *loop) wake() {
 
 // finished reports whether a stopping loop has nothing left to do.
 func (lp *loop) finished() bool {
-	if len(lp.conns) > 0 {
+	if len(lp.conns) > 0 || lp.outstanding > 0 {
+		// A batch still with the proposer is answered before the loop
+		// goes, as a goroutine waiting in Propose finishes that wait.
 		return false
 	}
 	lp.mu.Lock()

@@ -219,3 +219,30 @@ func TestRoundsShutdown(t *testing.T) {
 		t.Fatalf("after the replies: %q, %v; want the connection closed", rest, err)
 	}
 }
+
+// TestRoundsCloseWaitsForAnswers: Close closes the connections at once, but
+// returns only once the batches with the proposer are answered, so that no
+// answer reaches a loop that is gone.
+func TestRoundsCloseWaitsForAnswers(t *testing.T) {
+	s, p := startRounds(t, true)
+	rc := dialRaw(t, s)
+	rc.send(encodeCommand("INCR", "k"))
+	for deadline := time.Now().Add(10 * time.Second); usesLoops(s); time.Sleep(time.Millisecond) {
+		if _, batches := p.counts(); batches > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the INCR never reached the proposer")
+		}
+	}
+	if !usesLoops(s) {
+		time.Sleep(20 * time.Millisecond) // the goroutine proposes at once
+	}
+	s.Close()
+	if b, err := rc.readEOF(); err != nil || (b != "" && b != ":1\r\n") {
+		t.Fatalf("after Close: %q, %v", b, err)
+	}
+	if got := string(p.store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("k")}}).Bulk); got != "1" {
+		t.Fatalf("the batch in flight at Close was not applied by the time Close returned: GET k = %q", got)
+	}
+}
