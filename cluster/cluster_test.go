@@ -517,14 +517,21 @@ func TestCaughtUp(t *testing.T) {
 	f := h.followers(lead)[0]
 	h.stop(f)
 	h.open(f, false) // its log holds the 50 entries; its new store is empty
+	waitCaughtUp(t, f, 50)
+}
+
+// waitCaughtUp waits until the restarted node f reports itself caught up,
+// and checks that its store then holds at least keys keys.
+func waitCaughtUp(t *testing.T, f *testNode, keys int) {
+	t.Helper()
 	eventually(t, "the restarted node to catch up", func() error {
 		if !f.n.CaughtUp() {
 			return errors.New("not caught up")
 		}
 		return nil
 	})
-	if got := f.store.Stats(time.Now().UnixMilli()).Keys; got < 50 {
-		t.Fatalf("caught up with %d keys, want 50", got)
+	if got := f.store.Stats(time.Now().UnixMilli()).Keys; got < keys {
+		t.Fatalf("caught up with %d keys, want %d", got, keys)
 	}
 }
 
@@ -580,13 +587,5 @@ func TestCaughtUpWaitsForTheFSM(t *testing.T) {
 		t.Fatal("caught up while the FSM still holds the old log")
 	}
 	close(release)
-	eventually(t, "the restarted node to catch up", func() error {
-		if !f.n.CaughtUp() {
-			return errors.New("not caught up")
-		}
-		return nil
-	})
-	if got := f.store.Stats(time.Now().UnixMilli()).Keys; got < 50 {
-		t.Fatalf("caught up with %d keys, want 50", got)
-	}
+	waitCaughtUp(t, f, 50)
 }

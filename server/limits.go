@@ -74,21 +74,12 @@ const (
 // reading from the connection first if there is none. It returns a
 // *protoError for a framing violation and the read error otherwise.
 func (rr *reqReader) ReadCommands() ([][][]byte, error) {
-	rr.cmds = rr.cmds[:0]
-	rr.args = rr.args[:0]
-	rr.inline = rr.inline[:0]
 	for {
-		if rr.end-rr.start >= rr.need {
-			if err := rr.parseAll(); len(rr.cmds) > 0 {
-				return rr.cmds, nil
-			} else if err != nil {
-				return nil, err
-			}
+		// On a blocking connection each readReady reads (waiting) until
+		// a request is complete or the connection fails.
+		if cmds, _, err := rr.readReady(); len(cmds) > 0 || err != nil {
+			return cmds, err
 		}
-		if rr.err != nil {
-			return nil, rr.err
-		}
-		rr.fill()
 	}
 }
 

@@ -32,13 +32,14 @@ type appendProposer interface {
 // that a round's batches share one write and one fsync. Each batch's done
 // is called later, from another goroutine, with what Propose would have
 // returned, once the batch is as durable as Propose promises. Flush is
-// Kick that also waits until the batches are answered (done may still come
-// later if the log failed meanwhile). cmds may be reused once Enqueue
-// returns; done must not block. Rounds reports whether the proposer works
-// this way (durable mode); otherwise a goroutine per connection serves the
-// clients.
+// Kick that may also wait until the batches are answered: a loop calls it
+// when every pipeline of its round waits for the log, so that it waits
+// with them (durable mode waits for the fsync under fsync always; under
+// everysec and no the answers follow the write at once, and done may come
+// after Flush whenever the log failed meanwhile). cmds may be reused once Enqueue
+// returns; done must not block. A Proposer that is not one (cluster mode's)
+// has a goroutine per connection serving the clients.
 type roundProposer interface {
-	Rounds() bool
 	Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error))
 	Kick()
 	Flush()

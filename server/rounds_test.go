@@ -32,8 +32,6 @@ type roundsEntry struct {
 	done func([]fsm.Reply, error)
 }
 
-func (p *roundsProposer) Rounds() bool { return true }
-
 func (p *roundsProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	return p.store.Apply(0, time.Now().UnixMilli(), cmds), nil
 }

@@ -152,10 +152,8 @@ func (s *Server) useLoops() bool {
 // roundProposer returns the Proposer as a roundProposer, if it is one
 // that works in rounds.
 func (s *Server) roundProposer() roundProposer {
-	if rp, ok := s.cfg.Proposer.(roundProposer); ok && rp.Rounds() {
-		return rp
-	}
-	return nil
+	rp, _ := s.cfg.Proposer.(roundProposer)
+	return rp
 }
 
 // eventLoops is the number of event loops serving connections; 0 when

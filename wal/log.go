@@ -154,8 +154,7 @@ func (l *Log) Append(rec []byte) (any, error) {
 		waiterPool.Put(w)
 		return nil, err
 	}
-	l.wake()
-	pollSyncs()
+	l.Kick()
 	<-w.done
 	res, err := w.res, w.err
 	*w = waiter{done: w.done}

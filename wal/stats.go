@@ -23,6 +23,9 @@ type Stats struct {
 	SegmentsDeleted     uint64 // segments deleted by compaction
 }
 
+// Policy is the log's fsync policy.
+func (l *Log) Policy() Policy { return l.opts.Fsync }
+
 // FsyncMethod names how the log makes its records durable: "io_uring" (an
 // fdatasync submitted to an io_uring), "fdatasync" (the system call, where
 // io_uring is unavailable), "fsync" (other systems), or "memory" for a test

@@ -14,22 +14,29 @@ import (
 // durableProposer is the proposer of durable mode: a batch becomes one log
 // record; the wal applies it to the store once it is durable (fsync always)
 // and hands back the store's replies.
+//
+// It serves the server's event loops too (Enqueue, Kick, Flush): a round's
+// writes then share one write (and with fsync always, one fsync), as
+// redis-server writes its append-only file once per event-loop iteration.
 type durableProposer struct {
 	log *wal.Log
-	// rounds: the server's event loops may use it in rounds (Enqueue,
-	// then one Kick or Flush per round). always: fsync always.
-	rounds, always bool
 }
 
 var entryPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+// encode returns cmds as a log record stamped with the clock, in a pooled
+// buffer that goes back to entryPool once the log is done with the record.
+func encode(cmds []fsm.Command) (*[]byte, []byte) {
 	bp := entryPool.Get().(*[]byte)
-	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
+	*bp = fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
+	return bp, *bp
+}
+
+func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	bp, rec := encode(cmds)
 	res, err := p.log.Append(rec)
 	// The wal has copied the record into its own buffer and the store has
 	// copied what it keeps, so nothing refers to rec once Append returns.
-	*bp = rec
 	entryPool.Put(bp)
 	if err != nil {
 		return nil, err
@@ -37,19 +44,11 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	return res.([]fsm.Reply), nil
 }
 
-// Rounds reports whether the server's event loops may propose through
-// Enqueue and Kick: a round's writes then share one write (and with fsync
-// always, one fsync), as redis-server writes its append-only file once per
-// event-loop iteration.
-func (p *durableProposer) Rounds() bool { return p.rounds }
-
 // Enqueue adds the batch to the log without writing it or waiting; done
 // gets the replies once the batch is as durable as the policy promises and
 // applied. Kick starts the write.
 func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error)) {
-	bp := entryPool.Get().(*[]byte)
-	rec := fsm.EncodeEntry((*bp)[:0], time.Now().UnixMilli(), cmds)
-	*bp = rec
+	bp, rec := encode(cmds)
 	err := p.log.AppendFunc(rec, func(res any, err error) {
 		entryPool.Put(bp) // the log is done with rec
 		if err != nil {
@@ -71,7 +70,7 @@ func (p *durableProposer) Kick() { p.log.Kick() }
 // is durable and answered. Under everysec and no it does not wait: the
 // answers follow the write, which takes no fsync.
 func (p *durableProposer) Flush() {
-	if p.always {
+	if p.log.Policy() == wal.FsyncAlways {
 		p.log.Sync()
 		return
 	}

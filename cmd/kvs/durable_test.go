@@ -130,7 +130,6 @@ func TestEnsureProcs(t *testing.T) {
 // answered at once with the error.
 func TestDurableProposerRounds(t *testing.T) {
 	store, p := openDurable(t)
-	p.rounds = true
 	var mu sync.Mutex
 	var got []int64
 	for i := range 10 {

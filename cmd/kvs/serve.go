@@ -222,7 +222,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		logger.Info("append log recovered", "dir", f.dataDir, "fsync", f.fsync,
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
-		cfg.Proposer = &durableProposer{log: log, rounds: true, always: policy == wal.FsyncAlways}
+		cfg.Proposer = &durableProposer{log: log}
 		cfg.Info = persistenceInfo(f, log)
 		if f.io != "loop" || log.FsyncMethod() != "io_uring" {
 			// Connections on goroutines that wait for the log, or fsyncs
@@ -344,7 +344,9 @@ func mode(f serveFlags) string {
 // io_uring they block no thread, but the cluster's bolt fsyncs still do.
 // With event loops (server.Config.ConnGoroutines unset) and fsync always,
 // where a loop waits for its round's fsync on a channel, one P measured
-// better than two: 46–60k SETs a second (median 52k) against 47–49k.
+// better than two: 46–60k SETs a second (median 52k) against 47–49k (a
+// loop that waited for every fsync; one that serves on during it measured
+// level, 30–46k against 33–39k).
 const minProcs = 2
 
 func ensureProcs() {
