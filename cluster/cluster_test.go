@@ -483,7 +483,7 @@ func TestSealDetectsCorruption(t *testing.T) {
 
 	// The FSM wrapper refuses to apply a damaged command entry, and leaves
 	// the log it was given untouched.
-	tf := &trackingFSM{BatchingFSM: fsm.NewRaftFSM(fsm.NewStore()), applied: &progress{}, boltPath: "raft.db"}
+	tf := &trackingFSM{BatchingFSM: fsm.NewRaftFSM(fsm.NewStore()), applied: &progress{}, fsmApplied: &progress{}, boltPath: "raft.db"}
 	good := &raft.Log{Index: 1, Type: raft.LogCommand, Data: seal(setEntry("k", "v"))}
 	tf.ApplyBatch([]*raft.Log{good})
 	if _, ok := unsealEntry(good.Data); !ok {

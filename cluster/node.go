@@ -47,8 +47,15 @@ type Node struct {
 	bolt  *raftboltdb.BoltStore
 	logs  raft.LogStore // bolt behind raft's log cache
 
-	// applied is the FSM's progress, for ReadIndex.
-	applied progress
+	// applied is the FSM's progress, for ReadIndex; a leader's barriers
+	// move it too. fsmApplied moves only with entries the FSM itself
+	// applies (commands, configurations, a restored snapshot's last
+	// command): an index every replica's FSM reaches, so a follower can
+	// wait for the one a leader reports (WaitApplied).
+	applied    progress
+	fsmApplied progress
+	// push tells followers of each commit at once (commitpush.go).
+	push *pushTransport
 
 	// startIndex is the last index in the log when the node opened,
 	// startApplied the last entry of it the FSM will see, and
@@ -208,11 +215,14 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.findStart(logs); err != nil {
 		return nil, err
 	}
-	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, boltPath: path}
-	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.trans)
+	n.push = newPushTransport(n.trans, logs)
+	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, push: n.push, boltPath: path}
+	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.push)
 	if err != nil {
+		n.push.stop()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	n.push.start(n.raft)
 	// NewRaft restored the newest snapshot, if any, into the FSM.
 	if v, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		n.snapshotIndex = v
@@ -491,6 +501,7 @@ func (n *Node) Close() error {
 		}
 		close(n.closing)
 		err := n.raft.Shutdown().Error()
+		n.push.stop()
 		close(n.stopped)
 		<-n.watchDone
 		close(n.leaderCh)

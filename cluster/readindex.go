@@ -56,22 +56,30 @@ func (p *progress) changed() <-chan struct{} {
 // barrier logs never reach it, so termReady records the barriers it commits.
 type trackingFSM struct {
 	raft.BatchingFSM
-	applied  *progress
-	boltPath string // named when a corrupt entry stops the node
+	applied    *progress
+	fsmApplied *progress
+	push       *pushTransport // told of every apply: on a leader, a commit
+	boltPath   string         // named when a corrupt entry stops the node
 }
 
 func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
 	resp := t.BatchingFSM.ApplyBatch(t.unseal(logs))
 	if len(logs) > 0 {
-		t.applied.advance(logs[len(logs)-1].Index)
+		t.advance(logs[len(logs)-1].Index)
 	}
 	return resp
 }
 
 func (t *trackingFSM) Apply(l *raft.Log) any {
 	resp := t.BatchingFSM.Apply(t.unseal([]*raft.Log{l})[0])
-	t.applied.advance(l.Index)
+	t.advance(l.Index)
 	return resp
+}
+
+func (t *trackingFSM) advance(index uint64) {
+	t.applied.advance(index)
+	t.fsmApplied.advance(index)
+	t.push.committed()
 }
 
 // unseal checks each command entry's checksum and hands the FSM copies of
@@ -110,6 +118,7 @@ func (t *trackingFSM) Restore(rc io.ReadCloser) error {
 	}
 	if a, ok := t.BatchingFSM.(interface{ AppliedIndex() uint64 }); ok {
 		t.applied.advance(a.AppliedIndex())
+		t.fsmApplied.advance(a.AppliedIndex())
 	}
 	return nil
 }
@@ -228,6 +237,32 @@ func (n *Node) waitApplied(ctx context.Context, index uint64) error {
 				}
 			}
 			stall.Reset(stallBarrier)
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting to apply index %d: %w", index, ctx.Err())
+		case <-n.closing:
+			return ErrShutdown
+		}
+	}
+}
+
+// AppliedIndex is the last entry this node's FSM has applied itself (a
+// command or configuration, or the last command of a restored snapshot).
+// Every replica's FSM reaches it, so it is what a leader reports to a
+// follower that must wait for a write (WaitApplied).
+func (n *Node) AppliedIndex() uint64 { return n.fsmApplied.index.Load() }
+
+// WaitApplied returns nil once this node's FSM has applied index (an
+// AppliedIndex of any member), or an error when ctx is done or the node
+// closes first. It works on every member: a follower waits for raft to
+// learn the entry is committed (see commitpush.go) and hand it over.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		changed := n.fsmApplied.changed()
+		if n.fsmApplied.index.Load() >= index {
+			return nil
+		}
+		select {
+		case <-changed:
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: waiting to apply index %d: %w", index, ctx.Err())
 		case <-n.closing:
