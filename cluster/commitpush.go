@@ -81,10 +81,11 @@ type pushPeer struct {
 }
 
 // pushRetries bounds the tries to tell one follower of one commit index
-// when it refuses (raft's entries to it still on their way), and
-// pushRetryWait spaces them.
+// when it refuses (raft's entries to it still on their way, or a busy
+// follower); the waits between them start at pushRetryWait and double
+// (about a quarter of a second in all).
 const (
-	pushRetries   = 3
+	pushRetries   = 9
 	pushRetryWait = time.Millisecond
 )
 
@@ -150,10 +151,24 @@ func (t *pushTransport) observe(id raft.ServerID, target raft.ServerAddress, arg
 		// A new term: what was sent in an old one says nothing now.
 		p.sent.Store(last)
 		p.told.Store(args.LeaderCommitIndex)
-		return
+	} else {
+		storeMax(&p.sent, last)
+		storeMax(&p.told, args.LeaderCommitIndex)
 	}
-	storeMax(&p.sent, last)
-	storeMax(&p.told, args.LeaderCommitIndex)
+	// raft read the commit index when it built the request; if a commit
+	// came since, the pusher may have skipped this follower (the entry not
+	// sent yet), and nothing else would tell it.
+	if r := t.raft.Load(); r != nil && args.LeaderCommitIndex < r.CommitIndex() {
+		p.poke()
+	}
+}
+
+// poke wakes the follower's pusher.
+func (p *pushPeer) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // peer returns the follower's record, starting its pusher the first time;
@@ -182,10 +197,7 @@ func (t *pushTransport) committed() {
 	}
 	t.mu.Lock()
 	for _, p := range t.peers {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.poke()
 	}
 	t.mu.Unlock()
 }
@@ -205,7 +217,7 @@ func (t *pushTransport) push(p *pushPeer) {
 			if t.pushOnce(p) || try == pushRetries {
 				break
 			}
-			retry.Reset(pushRetryWait)
+			retry.Reset(pushRetryWait << (try - 1))
 			select {
 			case <-retry.C:
 			case <-p.wake:

@@ -57,3 +57,24 @@ func storeGet(s *fsm.Store, key string) (string, bool) {
 	r := s.Read(0, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(key)}})
 	return string(r.Bulk), r.Kind == fsm.ReplyBulk
 }
+
+// Apply delays are recorded on every node for the writes applied after it
+// opened, and their quantiles are ordered.
+func TestApplyDelayRecorded(t *testing.T) {
+	h := newHarness(t, nil)
+	lead := h.cluster3()
+	for i := range 20 {
+		put(t, lead, fmt.Sprintf("k%d", i), "v")
+	}
+	h.converged(lead, lead.store.AppliedIndex())
+	for _, tn := range h.running() {
+		d := tn.n.ApplyDelay()
+		var total uint64
+		for _, c := range d.Counts {
+			total += c
+		}
+		if d.Samples == 0 || total < uint64(d.Samples) || d.P50 > d.P99 || d.P99 > d.Max || d.Sum < d.Max {
+			t.Errorf("%s: ApplyDelay %+v", tn.id, d)
+		}
+	}
+}

@@ -56,6 +56,8 @@ type Node struct {
 	fsmApplied progress
 	// push tells followers of each commit at once (commitpush.go).
 	push *pushTransport
+	// delays is how long applied writes took to get here (applydelay.go).
+	delays applyDelays
 
 	// startIndex is the last index in the log when the node opened,
 	// startApplied the last entry of it the FSM will see, and
@@ -216,7 +218,8 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.push = newPushTransport(n.trans, logs)
-	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, push: n.push, boltPath: path}
+	// findStart ran: startIndex is known before the FSM sees anything.
+	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path}
 	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.push)
 	if err != nil {
 		n.push.stop()

@@ -59,27 +59,33 @@ type trackingFSM struct {
 	applied    *progress
 	fsmApplied *progress
 	push       *pushTransport // told of every apply: on a leader, a commit
+	delays     *applyDelays   // nil: not recorded
+	startIndex uint64         // entries up to it were in the log at open
 	boltPath   string         // named when a corrupt entry stops the node
 }
 
 func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
 	resp := t.BatchingFSM.ApplyBatch(t.unseal(logs))
 	if len(logs) > 0 {
-		t.advance(logs[len(logs)-1].Index)
+		t.advance(logs[len(logs)-1])
 	}
 	return resp
 }
 
 func (t *trackingFSM) Apply(l *raft.Log) any {
 	resp := t.BatchingFSM.Apply(t.unseal([]*raft.Log{l})[0])
-	t.advance(l.Index)
+	t.advance(l)
 	return resp
 }
 
-func (t *trackingFSM) advance(index uint64) {
-	t.applied.advance(index)
-	t.fsmApplied.advance(index)
+// advance records that the FSM applied everything up to last.
+func (t *trackingFSM) advance(last *raft.Log) {
+	t.applied.advance(last.Index)
+	t.fsmApplied.advance(last.Index)
 	t.push.committed()
+	if t.delays != nil && last.Index > t.startIndex && !last.AppendedAt.IsZero() {
+		t.delays.record(time.Since(last.AppendedAt))
+	}
 }
 
 // unseal checks each command entry's checksum and hands the FSM copies of
