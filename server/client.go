@@ -358,15 +358,25 @@ func (c *client) forwardsReads() bool {
 	return cl != nil && c.s.cfg.LinearizableReads && !cl.Self().Leader
 }
 
-// checkRead returns the error to answer a local read with, if any: with
-// linearizable reads, the leader passes a read barrier once per run of
-// reads (a proposal in between starts a new run).
+// checkRead returns the error to answer a local read with, if any, once
+// per run of reads in a pipeline (a proposal in between starts a new run):
+// with linearizable reads, the leader passes a read barrier; a follower's
+// READONLY connection first catches up with the leader's applied index
+// (replicasync.go).
 func (c *client) checkRead() string {
-	if c.s.cfg.Cluster == nil || !c.s.cfg.LinearizableReads || c.readChecked {
+	cl := c.s.cfg.Cluster
+	if cl == nil || c.readChecked {
 		return ""
 	}
-	if err := c.s.readBarrier(); err != nil {
-		return errProposal(err, false)
+	switch {
+	case c.s.cfg.LinearizableReads:
+		if err := c.s.readBarrier(); err != nil {
+			return errProposal(err, false)
+		}
+	case c.readonly && !c.peer && !cl.Self().Leader:
+		c.s.syncReplica()
+	default:
+		return ""
 	}
 	c.readChecked = true
 	c.now = time.Now().UnixMilli()

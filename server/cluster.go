@@ -41,6 +41,14 @@ type Cluster interface {
 	// while it loads its dataset: they would go back in time. Once true it
 	// stays true, and must then be cheap (it is asked on every read).
 	CaughtUp() bool
+	// AppliedIndex is the position of this node's store in the replicated
+	// log: the last entry it applied that every replica's store applies
+	// too. A leader reports it with the replies of a forwarded write and
+	// answers KVS.SYNC with it, so a follower can wait for it.
+	AppliedIndex() uint64
+	// WaitApplied returns nil once this node's store has applied index (an
+	// AppliedIndex of any member), or an error once ctx is done.
+	WaitApplied(ctx context.Context, index uint64) error
 }
 
 // Member is one server of the cluster.

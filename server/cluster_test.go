@@ -25,10 +25,22 @@ type fakeCluster struct {
 	term       uint64
 
 	barriers atomic.Int64
-	loading  atomic.Bool // CaughtUp answers !loading
+	loading  atomic.Bool   // CaughtUp answers !loading
+	applied  atomic.Uint64 // AppliedIndex answers it
+	waits    atomic.Int64  // WaitApplied calls
+	waited   atomic.Uint64 // the index of the last one
 }
 
 func (f *fakeCluster) CaughtUp() bool { return !f.loading.Load() }
+
+// The fake's proposers apply to every store at once: nothing to wait for.
+func (f *fakeCluster) AppliedIndex() uint64 { return f.applied.Load() }
+
+func (f *fakeCluster) WaitApplied(ctx context.Context, index uint64) error {
+	f.waits.Add(1)
+	f.waited.Store(index)
+	return nil
+}
 
 func (f *fakeCluster) Self() Member {
 	f.mu.Lock()

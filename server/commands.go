@@ -130,12 +130,13 @@ func commandTable() map[string]*command {
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
 
 		// kvs's own cluster administration, and the internal requests of
-		// one node to another (KVS.PEER, KVS.FORWARD)
+		// one node to another (KVS.PEER, KVS.FORWARD, KVS.SYNC)
 		{name: "kvs.join", arity: 4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
 		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale, group: "server", run: runStatus},
 		{name: "kvs.peer", arity: 1, flags: conn, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
+		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
 	}
 	m := make(map[string]*command, len(list))
 	for i := range list {

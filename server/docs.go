@@ -68,4 +68,5 @@ var commandDocs = map[string][2]string{
 	"kvs.status":  {"Returns this node's Raft state and the cluster's members.", "-"},
 	"kvs.peer":    {"Marks a connection as another kvs node's (internal).", "-"},
 	"kvs.forward": {"Executes a batch forwarded by a follower on the leader (internal).", "-"},
+	"kvs.sync":    {"Returns the leader's applied log index, for a follower's replica reads (internal).", "-"},
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -15,16 +16,21 @@ import (
 //
 // Both are fsm's encodings behind a version byte:
 //
-//	request := version=2  fsm.AppendCommands (reads too: a follower serving
+//	request := version=3  fsm.AppendCommands (reads too: a follower serving
 //	           linearizable reads forwards them)
-//	replies := version=2  fsm.AppendReplies
+//	replies := version=3  applied u64 (little-endian)  fsm.AppendReplies
+//
+// applied is the leader's Cluster.AppliedIndex once the batch was applied:
+// the follower waits until its own store has applied that much before it
+// relays the replies, so a client reads its own writes on the node it
+// writes through.
 //
 // Both come from the network: fsm's decoders validate everything (each
 // command must pass fsm.Command.Validate) and return errors, never panic.
-// Version 1 had its own command layout; nodes of one cluster run one
-// version of kvs.
+// Version 1 had its own command layout, version 2 no applied index; nodes
+// of one cluster run one version of kvs.
 
-const forwardVersion = 2
+const forwardVersion = 3
 
 // ErrLeaderUnreachable: the follower could not send a request to the
 // leader (no connection, or it failed before any byte was sent), so the
@@ -49,22 +55,27 @@ func decodeCommands(b []byte) ([]fsm.Command, error) {
 	return cmds, nil
 }
 
-// appendReplies appends the encoding of replies to dst.
-func appendReplies(dst []byte, replies []fsm.Reply) []byte {
-	return fsm.AppendReplies(append(dst, forwardVersion), replies)
+// appendReplies appends the encoding of replies, applied at the leader's
+// index applied, to dst.
+func appendReplies(dst []byte, applied uint64, replies []fsm.Reply) []byte {
+	dst = binary.LittleEndian.AppendUint64(append(dst, forwardVersion), applied)
+	return fsm.AppendReplies(dst, replies)
 }
 
 // decodeReplies decodes a reply encoding. Bulk values alias b.
-func decodeReplies(b []byte) ([]fsm.Reply, error) {
+func decodeReplies(b []byte) (applied uint64, replies []fsm.Reply, err error) {
 	body, err := forwardBody(b, "replies")
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	replies, err := fsm.DecodeReplies(body)
+	if len(body) < 8 {
+		return 0, nil, errors.New("server: forwarded replies: no applied index")
+	}
+	replies, err = fsm.DecodeReplies(body[8:])
 	if err != nil {
-		return nil, fmt.Errorf("server: forwarded replies: %w", err)
+		return 0, nil, fmt.Errorf("server: forwarded replies: %w", err)
 	}
-	return replies, nil
+	return binary.LittleEndian.Uint64(body), replies, nil
 }
 
 // forwardBody checks b's version byte and returns the rest.

@@ -65,11 +65,15 @@ var forwardReplies = [][]fsm.Reply{
 }
 
 func TestForwardRepliesRoundTrip(t *testing.T) {
-	for _, replies := range forwardReplies {
-		enc := appendReplies(nil, replies)
-		got, err := decodeReplies(enc)
+	for i, replies := range forwardReplies {
+		applied := uint64(i) << 40
+		enc := appendReplies(nil, applied, replies)
+		index, got, err := decodeReplies(enc)
 		if err != nil {
 			t.Fatalf("%v: %v", replies, err)
+		}
+		if index != applied {
+			t.Errorf("applied index %d, want %d", index, applied)
 		}
 		// Compare as the client sees them: the RESP bytes.
 		for _, proto := range []int{2, 3} {
@@ -105,21 +109,23 @@ func TestForwardDecodeRejects(t *testing.T) {
 			t.Errorf("%s: decoded %x", name, in)
 		}
 	}
-	deep := []byte{forwardVersion, 1}
+	deep := []byte{forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1}
 	for range 10 {
 		deep = append(deep, byte(fsm.ReplyArray), 1)
 	}
 	deep = append(deep, byte(fsm.ReplyNil))
 	replyCases := map[string][]byte{
-		"empty":        nil,
-		"old version":  {1, 0},
-		"unknown kind": {forwardVersion, 1, 9},
-		"too deep":     deep,
-		"line break":   appendReplies(nil, []fsm.Reply{{Kind: fsm.ReplyError, Str: "ERR a\r\n+OK"}}),
-		"truncated":    {forwardVersion, 1, byte(fsm.ReplyBulk), 5, 'a'},
+		"empty":         nil,
+		"old version":   {1, 0},
+		"old version 2": {2, 1, byte(fsm.ReplyNil)},
+		"no index":      {forwardVersion, 1, 0, 0},
+		"unknown kind":  {forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, 9},
+		"too deep":      deep,
+		"line break":    appendReplies(nil, 1, []fsm.Reply{{Kind: fsm.ReplyError, Str: "ERR a\r\n+OK"}}),
+		"truncated":     {forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, byte(fsm.ReplyBulk), 5, 'a'},
 	}
 	for name, in := range replyCases {
-		if _, err := decodeReplies(in); err == nil {
+		if _, _, err := decodeReplies(in); err == nil {
 			t.Errorf("replies %s: decoded %x", name, in)
 		}
 	}
@@ -133,9 +139,9 @@ func FuzzDecodeForward(f *testing.F) {
 		f.Add(appendCommands(nil, cmds))
 	}
 	for _, replies := range forwardReplies {
-		f.Add(appendReplies(nil, replies))
+		f.Add(appendReplies(nil, 7, replies))
 	}
-	f.Add([]byte{forwardVersion, 1, byte(fsm.ReplyArray), 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, byte(fsm.ReplyArray), 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if cmds, err := decodeCommands(in); err == nil {
@@ -151,8 +157,8 @@ func FuzzDecodeForward(f *testing.F) {
 				}
 			}
 		}
-		if replies, err := decodeReplies(in); err == nil {
-			appendReplies(nil, replies)
+		if applied, replies, err := decodeReplies(in); err == nil {
+			appendReplies(nil, applied, replies)
 			for i := range replies {
 				appendReply(nil, &replies[i], 3)
 			}

@@ -148,6 +148,8 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("total_error_replies", s.stats.errors.total.Load())
 		if s.cfg.Cluster != nil {
 			add("kvs_forwarded_commands", s.stats.forwarded.Load())
+			add("kvs_forwards_relayed_unapplied", s.stats.staleForwards.Load())
+			add("kvs_replica_reads_unsynced", s.stats.unsyncedReplicaReads.Load())
 		}
 	case "commandstats":
 		fs = s.commandStatsInfo()

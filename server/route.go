@@ -94,19 +94,38 @@ func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
 	case '-':
 		return nil, &remoteError{r.text}
 	case '$':
-		replies, err := decodeReplies(r.bulk)
+		applied, replies, err := decodeReplies(r.bulk)
 		if err == nil && len(replies) != len(cmds) {
 			err = fmt.Errorf("%d replies for %d commands", len(replies), len(cmds))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: the leader at %s answered: %v", ErrUnknownOutcome, addr, err)
 		}
+		s.catchUp(applied)
 		return replies, nil
 	}
 	return nil, fmt.Errorf("%w: the leader at %s answered %c%s", ErrUnknownOutcome, addr, r.kind, r.text)
 }
 
 var crlf = []byte("\r\n")
+
+// catchUp waits until this node's store has applied index, the leader's
+// position after a forwarded batch, so that the client that sent the batch
+// reads its effects here next. The leader tells followers of each commit
+// at once, so this is about a round trip between the nodes. If the store
+// does not get there within ForwardTimeout (this node cut off from raft
+// traffic but not from the leader's client port), the replies are relayed
+// anyway: the writes happened, and an error would invite a retry that
+// repeats them. That case is counted (kvs_forward_stale_total) and logged.
+func (s *Server) catchUp(index uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout)
+	defer cancel()
+	if err := s.cfg.Cluster.WaitApplied(ctx, index); err != nil {
+		s.stats.staleForwards.Add(1)
+		s.cfg.Logger.Warn("server: relaying a forwarded write's replies before this node applied it",
+			"index", index, "applied", s.cfg.Cluster.AppliedIndex(), "err", err)
+	}
+}
 
 // execLocal executes a batch on the leader: each run of writes through the
 // Proposer, each run of reads after a read barrier. A batch of writes only
@@ -261,7 +280,7 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(err, true))
 		return
 	}
-	c.peerBuf = appendReplies(c.peerBuf[:0], replies)
+	c.peerBuf = appendReplies(c.peerBuf[:0], s.cfg.Cluster.AppliedIndex(), replies)
 	c.out = appendBulk(c.out, c.peerBuf)
 	if cap(c.peerBuf) > 1<<20 {
 		c.peerBuf = nil

@@ -29,6 +29,9 @@ type Server struct {
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
 	peers *peerPool
+	// rsync shares the leader round trips of replica reads
+	// (replicasync.go).
+	rsync replicaSync
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began

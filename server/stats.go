@@ -17,6 +17,11 @@ type stats struct {
 	hits                atomic.Int64
 	misses              atomic.Int64
 	forwarded           atomic.Int64 // commands a follower sent to the leader
+	// staleForwards counts forwarded batches relayed before this node
+	// applied them, unsyncedReplicaReads replica reads served without the
+	// leader's index (route.go, replicasync.go).
+	staleForwards        atomic.Int64
+	unsyncedReplicaReads atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
 	errors errorStats   // error replies by prefix (metrics.go)
@@ -41,6 +46,8 @@ func (st *stats) reset() {
 	st.hits.Store(0)
 	st.misses.Store(0)
 	st.forwarded.Store(0)
+	st.staleForwards.Store(0)
+	st.unsyncedReplicaReads.Store(0)
 	st.cmds.reset()
 	st.errors.reset()
 	st.ops.Lock()
