@@ -307,6 +307,12 @@ func (v *clusterView) setMeta(name, value string) error {
 
 func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
 
+func (v *clusterView) AppliedIndex() uint64 { return v.node.AppliedIndex() }
+
+func (v *clusterView) WaitApplied(ctx context.Context, index uint64) error {
+	return clusterErr(v.node.WaitApplied(ctx, index))
+}
+
 func (v *clusterView) Status() server.ClusterStatus {
 	st := v.node.Status()
 	out := server.ClusterStatus{
