@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Cluster is the server's view of the Raft layer in cluster mode
@@ -73,8 +74,11 @@ type ClusterStatus struct {
 	LastIndex    uint64
 	CommitIndex  uint64
 	AppliedIndex uint64
-	LeaderID     string // empty when no leader is known
-	LeaderAddr   string // the leader's RESP address, empty when unknown
+	// ApplyDelayP50 and P99 are how long the node's recent writes took
+	// from the leader's append to this node's store (zero when none).
+	ApplyDelayP50, ApplyDelayP99 time.Duration
+	LeaderID                     string // empty when no leader is known
+	LeaderAddr                   string // the leader's RESP address, empty when unknown
 }
 
 // Errors a cluster-mode Proposer (and Cluster) returns, wrapped with detail.

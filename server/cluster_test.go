@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"kvs/fsm"
 )
@@ -97,7 +98,8 @@ func (f *fakeCluster) Remove(ctx context.Context, id string) error {
 func (f *fakeCluster) Status() ClusterStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := ClusterStatus{ID: f.selfID, State: "follower", Term: f.term, LastIndex: 12, CommitIndex: 11, AppliedIndex: 10}
+	st := ClusterStatus{ID: f.selfID, State: "follower", Term: f.term, LastIndex: 12, CommitIndex: 11, AppliedIndex: 10,
+		ApplyDelayP50: 250 * time.Microsecond, ApplyDelayP99: 1500 * time.Microsecond}
 	for _, m := range f.members {
 		if m.Leader && f.leaderOK {
 			st.LeaderID, st.LeaderAddr = m.ID, m.RESPAddr

@@ -525,8 +525,9 @@ var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered w
 // runStatus answers KVS.STATUS: this node's identity and Raft state and
 // the members, as a map (a flat array of name/value pairs in RESP2): id,
 // addr, raft_addr, state, term, last_index, commit_index, applied_index,
-// leader_id, leader_addr, members ([id, raft_addr, resp_addr, role] each,
-// role "leader", "follower" or "nonvoter").
+// apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr, members
+// ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
+// "nonvoter").
 func runStatus(c *client, args [][]byte) {
 	cl := c.s.cfg.Cluster
 	if cl == nil {
@@ -541,7 +542,7 @@ func runStatus(c *client, args [][]byte) {
 	}
 	leaderID := st.LeaderID
 	self := cl.Self()
-	b := appendMapLen(c.out, 11, c.proto)
+	b := appendMapLen(c.out, 13, c.proto)
 	pair := func(name, value string) {
 		b = appendBulkString(b, name)
 		b = appendBulkString(b, value)
@@ -560,6 +561,8 @@ func runStatus(c *client, args [][]byte) {
 	num("last_index", st.LastIndex)
 	num("commit_index", st.CommitIndex)
 	num("applied_index", st.AppliedIndex)
+	num("apply_delay_p50_us", uint64(st.ApplyDelayP50.Microseconds()))
+	num("apply_delay_p99_us", uint64(st.ApplyDelayP99.Microseconds()))
 	pair("leader_id", leaderID)
 	pair("leader_addr", st.LeaderAddr)
 	b = appendBulkString(b, "members")

@@ -193,10 +193,11 @@ func TestKVSAdminCommands(t *testing.T) {
 	lport, fport := portOf(t, p.leader), portOf(t, p.follower)
 	f := dialRaw(t, p.follower)
 
-	want := "*22\r\n" + bulk("id") + bulk("n2") + bulk("addr") + bulk("127.0.0.1:"+fport) +
+	want := "*26\r\n" + bulk("id") + bulk("n2") + bulk("addr") + bulk("127.0.0.1:"+fport) +
 		bulk("raft_addr") + bulk("127.0.0.1:17002") + bulk("state") + bulk("follower") +
 		bulk("term") + ":3\r\n" + bulk("last_index") + ":12\r\n" + bulk("commit_index") + ":11\r\n" +
-		bulk("applied_index") + ":10\r\n" + bulk("leader_id") + bulk("n1") +
+		bulk("applied_index") + ":10\r\n" + bulk("apply_delay_p50_us") + ":250\r\n" +
+		bulk("apply_delay_p99_us") + ":1500\r\n" + bulk("leader_id") + bulk("n1") +
 		bulk("leader_addr") + bulk("127.0.0.1:"+lport) + bulk("members") + "*3\r\n" +
 		"*4\r\n" + bulk("n1") + bulk("127.0.0.1:17001") + bulk("127.0.0.1:"+lport) + bulk("leader") +
 		"*4\r\n" + bulk("n2") + bulk("127.0.0.1:17002") + bulk("127.0.0.1:"+fport) + bulk("follower") +
@@ -205,7 +206,7 @@ func TestKVSAdminCommands(t *testing.T) {
 		t.Errorf("KVS.STATUS:\n got %q\nwant %q", got, want)
 	}
 	f.do("HELLO", "3")
-	if got := f.do("KVS.STATUS"); !strings.HasPrefix(got, "%11\r\n"+bulk("id")+bulk("n2")) {
+	if got := f.do("KVS.STATUS"); !strings.HasPrefix(got, "%13\r\n"+bulk("id")+bulk("n2")) {
 		t.Errorf("KVS.STATUS in RESP3: %q", got)
 	}
 

@@ -328,6 +328,11 @@ func TestClusterBasics(t *testing.T) {
 	if !strings.Contains(out, "leader:   "+leader.Name) {
 		t.Errorf("kvs status does not name %s as leader:\n%s", leader.Name, out)
 	}
+	// Every member has applied writes since it started: each shows its
+	// apply delay, as "<p50>ms/<p99>ms".
+	if !strings.Contains(out, "APPLY DELAY p50/p99") || strings.Count(out, "ms/") != len(nodes) {
+		t.Errorf("kvs status does not show each member's apply delay:\n%s", out)
+	}
 }
 
 // TestClusterClients: go-redis's ClusterClient with ReadOnly routes by

@@ -245,6 +245,11 @@ func TestMetricsCluster(t *testing.T) {
 	if d := sample(t, after, `kvs_commands_total{command="set"}`) - before[`kvs_commands_total{command="set"}`]; d != 4 {
 		t.Errorf("n2 counted %v SETs, want 4", d)
 	}
+	// The follower applied the 4 writes it forwarded (it waits for them
+	// before it answers), each one recorded with its apply delay.
+	if d := sample(t, after, "kvs_raft_apply_delay_seconds_count") - before["kvs_raft_apply_delay_seconds_count"]; d < 1 {
+		t.Errorf("n2 recorded %v apply delays for 4 forwarded SETs", d)
+	}
 	if got := sample(t, after, `kvs_raft_state{state="follower"}`); got != 1 {
 		t.Errorf("n2 kvs_raft_state{state=\"follower\"} %v", got)
 	}

@@ -225,6 +225,7 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 	type row struct {
 		cells   []string
 		applied uint64
+		delay   string // apply delay p50/p99
 		state   string
 		err     error
 	}
@@ -242,6 +243,7 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 			continue
 		}
 		rows[i].applied, rows[i].state = ms.uint("applied_index"), ms.get("state")
+		rows[i].delay = applyDelay(ms)
 		if ms.get("state") == "leader" {
 			commit = ms.uint("commit_index")
 		}
@@ -252,12 +254,12 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].cells[0] < rows[j].cells[0] })
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tCLIENT ADDR\tRAFT ADDR\tAPPLIED\tBEHIND")
+	fmt.Fprintln(tw, "ID\tROLE\tCLIENT ADDR\tRAFT ADDR\tAPPLIED\tAPPLY DELAY p50/p99\tBEHIND")
 	for _, r := range rows {
 		c := append(r.cells, "", "", "", "")
-		behind, applied := "?", "?"
+		behind, applied, delay := "?", "?", "?"
 		if r.err == nil {
-			applied = strconv.FormatUint(r.applied, 10)
+			applied, delay = strconv.FormatUint(r.applied, 10), r.delay
 			behind = "0"
 			if commit > r.applied {
 				behind = strconv.FormatUint(commit-r.applied, 10)
@@ -265,9 +267,20 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 		} else {
 			behind = "unreachable: " + strings.ReplaceAll(r.err.Error(), "\n", " ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c[0], c[3], c[2], c[1], applied, behind)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c[0], c[3], c[2], c[1], applied, delay, behind)
 	}
 	tw.Flush()
+}
+
+// applyDelay formats a member's recent apply delays (the leader's append
+// to that member's store), "-" before any write reached it.
+func applyDelay(st nodeStatus) string {
+	p50, p99 := st.uint("apply_delay_p50_us"), st.uint("apply_delay_p99_us")
+	if p50 == 0 && p99 == 0 {
+		return "-"
+	}
+	ms := func(us uint64) string { return strconv.FormatFloat(float64(us)/1000, 'f', -1, 64) + "ms" }
+	return ms(p50) + "/" + ms(p99)
 }
 
 // parseAdmin parses an admin subcommand's flags (--timeout) and requires

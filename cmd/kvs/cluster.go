@@ -324,6 +324,8 @@ func (v *clusterView) Status() server.ClusterStatus {
 		AppliedIndex: st.AppliedIndex,
 		LeaderID:     st.LeaderID,
 	}
+	d := v.node.ApplyDelay()
+	out.ApplyDelayP50, out.ApplyDelayP99 = d.P50, d.P99
 	if st.LeaderID != "" {
 		out.LeaderAddr, _ = v.store.Meta(metaRESPAddr(st.LeaderID))
 	}

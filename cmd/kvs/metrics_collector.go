@@ -67,6 +67,7 @@ var (
 	descRaftApplied   = prometheus.NewDesc("kvs_raft_applied_index", "Last raft index applied to this node's store.", nil, nil)
 	descRaftChanges   = prometheus.NewDesc("kvs_raft_leader_changes_total", "Leaders this node has seen elected since it started (itself included).", nil, nil)
 	descRaftForwarded = prometheus.NewDesc("kvs_forwarded_commands_total", "Commands this node, as a follower, sent to the leader.", nil, nil)
+	descApplyDelay    = prometheus.NewDesc("kvs_raft_apply_delay_seconds", "Time from the leader's append of a batch's last entry to its apply on this node: the commit round on the leader, plus learning of the commit on a follower.", nil, nil)
 )
 
 // raftStates are the values of kvs_raft_state's label.
@@ -86,7 +87,7 @@ func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *c
 	}
 	if node != nil {
 		c.descs = append(c.descs, descRaftState, descRaftLeader, descRaftTerm, descRaftLast,
-			descRaftCommit, descRaftApplied, descRaftChanges, descRaftForwarded)
+			descRaftCommit, descRaftApplied, descRaftChanges, descRaftForwarded, descApplyDelay)
 	}
 	return c
 }
@@ -148,7 +149,21 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRaftApplied, float64(rs.AppliedIndex))
 		counter(descRaftChanges, float64(c.lw.count()))
 		counter(descRaftForwarded, float64(st.ForwardedCommands))
+		ch <- applyDelayHistogram(c.node.ApplyDelay())
 	}
+}
+
+// applyDelayHistogram is the node's apply delays as a Prometheus histogram.
+func applyDelayHistogram(d cluster.ApplyDelay) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(cluster.ApplyDelayBuckets))
+	var cum uint64
+	for i, n := range d.Counts {
+		cum += n
+		if i < len(cluster.ApplyDelayBuckets) {
+			buckets[cluster.ApplyDelayBuckets[i]] = cum
+		}
+	}
+	return prometheus.MustNewConstHistogram(descApplyDelay, cum, d.Sum.Seconds(), buckets)
 }
 
 // collectCommands reports the per-command counters and histograms.
