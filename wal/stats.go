@@ -21,6 +21,9 @@ type Stats struct {
 	CompactionErrors    uint64 // compactions that failed
 	LastCompactionNanos uint64 // wall time of the most recent compaction, snapshot capture to last deletion
 	SegmentsDeleted     uint64 // segments deleted by compaction
+
+	WriteFailures  uint64 // times a failed write or fsync put the log in its failed state
+	WriteRecovered uint64 // times the log left its failed state again
 }
 
 // Policy is the log's fsync policy.
@@ -50,6 +53,7 @@ type counters struct {
 	segments, durableIndex                                             atomic.Uint64
 	snapshotIndex, snapshotBytes, compactions, compactionErrors        atomic.Uint64
 	lastCompactionNanos, segmentsDeleted                               atomic.Uint64
+	writeFailures, writeRecovered                                      atomic.Uint64
 }
 
 // Stats returns the log's counters. Apart from LastIndex, read under the
@@ -76,5 +80,7 @@ func (l *Log) Stats() Stats {
 		CompactionErrors:    c.compactionErrors.Load(),
 		LastCompactionNanos: c.lastCompactionNanos.Load(),
 		SegmentsDeleted:     c.segmentsDeleted.Load(),
+		WriteFailures:       c.writeFailures.Load(),
+		WriteRecovered:      c.writeRecovered.Load(),
 	}
 }
