@@ -46,6 +46,7 @@ const pageSize = 4096
 // succeeds, so the applied state is written as a snapshot instead and the
 // log goes on in a new segment after it.
 func (l *Log) repair(closing bool) error {
+	l.repairAttempts.Add(1)
 	if err := l.removeStray(); err != nil {
 		return err
 	}
@@ -56,6 +57,17 @@ func (l *Log) repair(closing bool) error {
 		err = l.cutBack()
 	}
 	if err != nil {
+		return err
+	}
+	// A full segment is closed now, as the turn would next: a rotation
+	// that failed must work before the log counts as repaired.
+	if l.w.size >= l.opts.SegmentSize {
+		if err := l.rotate(); err != nil {
+			l.w.lost = l.w.lost || l.opts.Fsync != FsyncAlways
+			return err
+		}
+	}
+	if err := l.probeRoom(); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -116,6 +128,31 @@ func (l *Log) cutBack() error {
 	l.w.size, l.w.alloc = end, end
 	l.w.lastWritten, l.w.unsynced = l.w.goodIndex, 0
 	l.stats.durableIndex.Store(l.w.goodIndex)
+	return nil
+}
+
+// probeRoom checks that the next write has room, so that a disk still full
+// keeps the log failed instead of failing the next append again (cutting
+// back frees what the failed batch took, which on a full disk is often
+// just enough for the repair itself). Under FsyncAlways it preallocates
+// the next chunk, as the next batch would; otherwise it writes a page of
+// zeros after the records and cuts it off again (zeros after the last
+// record of the newest segment are what recovery expects anyway).
+func (l *Log) probeRoom() error {
+	name := l.path(segmentName(l.w.first))
+	if l.opts.Fsync == FsyncAlways && l.opts.prealloc > 0 {
+		if l.w.size+1 <= l.w.alloc {
+			return nil
+		}
+		return l.extend(l.w.size + 1)
+	}
+	var zeros [pageSize]byte
+	if _, err := l.w.file.WriteAt(zeros[:], l.w.size); err != nil {
+		return fmt.Errorf("wal: no room after %s: %w", name, err)
+	}
+	if err := l.w.file.Truncate(l.w.size); err != nil {
+		return fmt.Errorf("wal: cut room probe off %s: %w", name, err)
+	}
 	return nil
 }
 

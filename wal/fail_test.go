@@ -228,6 +228,12 @@ func checkRefused(t *testing.T, l *Log, a *acks) {
 		t.Fatal("Err() = nil after a failure")
 	}
 	attempts := l.Stats().WriteRecovered
+	// Two repair attempts later, the log is still failed.
+	tried := l.repairAttempts.Load()
+	waitFor(t, "repair attempts", func() bool { return l.repairAttempts.Load() >= tried+2 })
+	if l.Err() == nil {
+		t.Fatal("Err() = nil while the fault lasts")
+	}
 	for range 5 {
 		if ok, _ := a.add(); ok {
 			t.Fatal("Append acknowledged while the fault lasts")

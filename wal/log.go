@@ -51,6 +51,8 @@ type Log struct {
 	// failure is mu.err, readable without the mutex: what Err returns on
 	// every write command of the server.
 	failure atomic.Pointer[error]
+	// repairAttempts counts the repairs tried, for tests.
+	repairAttempts atomic.Uint64
 
 	// w is owned by the flush goroutine; no lock. (The syncer goroutines
 	// see only the batches handed to them.)
