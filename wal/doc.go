@@ -110,9 +110,10 @@
 //     continues in a new segment after it and deletes the segments it
 //     covers. Without Options.Snapshot such a log stays failed.
 //
-// A repair also checks that the next write has room (under FsyncAlways by
-// preallocating the next chunk), so that a disk that is still full keeps
-// the log failed rather than failing the next append.
+// A repair also checks that the log has room to go on (under FsyncAlways
+// by preallocating a whole chunk past the kept records, otherwise by
+// writing as many zeros and cutting them off), so that a disk that is
+// still full keeps the log failed rather than failing the next append.
 //
 // So under FsyncAlways a record that got an error is never applied in
 // this process, and after a repair never on a restart either; only a crash

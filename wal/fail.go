@@ -131,23 +131,29 @@ func (l *Log) cutBack() error {
 	return nil
 }
 
-// probeRoom checks that the next write has room, so that a disk still full
-// keeps the log failed instead of failing the next append again (cutting
-// back frees what the failed batch took, which on a full disk is often
-// just enough for the repair itself). Under FsyncAlways it preallocates
-// the next chunk, as the next batch would; otherwise it writes a page of
-// zeros after the records and cuts it off again (zeros after the last
-// record of the newest segment are what recovery expects anyway).
+// probeRoom checks that the log has room to go on, so that a disk still
+// full keeps the log failed instead of failing the next append again:
+// cutting back frees what the failed batch took, often just enough for the
+// rest of the current chunk, and a log that failed at the next one would
+// go back and forth between failed and repaired. Under FsyncAlways it
+// preallocates a whole chunk past the kept records, which covers the
+// extension that failed; otherwise it writes that much in zeros after the
+// records and cuts them off again (zeros after the last record of the
+// newest segment are what recovery expects anyway).
 func (l *Log) probeRoom() error {
 	name := l.path(segmentName(l.w.first))
+	n := l.opts.prealloc
+	if n <= 0 {
+		n = defaultPrealloc
+	}
 	if l.opts.Fsync == FsyncAlways && l.opts.prealloc > 0 {
-		if l.w.size+1 <= l.w.alloc {
+		if l.w.size+n <= l.w.alloc {
 			return nil
 		}
-		return l.extend(l.w.size + 1)
+		return l.extend(l.w.size + n)
 	}
-	var zeros [pageSize]byte
-	if _, err := l.w.file.WriteAt(zeros[:], l.w.size); err != nil {
+	zeros := make([]byte, n)
+	if _, err := l.w.file.WriteAt(zeros, l.w.size); err != nil {
 		return fmt.Errorf("wal: no room after %s: %w", name, err)
 	}
 	if err := l.w.file.Truncate(l.w.size); err != nil {
