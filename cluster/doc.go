@@ -12,6 +12,7 @@
 //	(*Node).ReadIndex(ctx) error       linearizable read barrier (leader only)
 //	(*Node).AddVoter(id, addr), Remove(id), Members()   membership, via the leader
 //	(*Node).IsLeader, Leader, Status, LeaderChanges, TransferLeadership, Addr, Raft
+//	(*Node).LogStoreErr, LogStoreFailures   did the last raft log write fail (logstore.go)
 //	(*Node).Close() error
 //
 // # Contract

@@ -46,6 +46,8 @@ type Node struct {
 	trans *raft.NetworkTransport
 	bolt  *raftboltdb.BoltStore
 	logs  raft.LogStore // bolt behind raft's log cache
+	// watched is bolt as the log cache sees it, noting failed writes.
+	watched *watchedLogs
 
 	// applied is the FSM's progress, for ReadIndex; a leader's barriers
 	// move it too. fsmApplied moves only with entries the FSM itself
@@ -173,7 +175,8 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)
 	}
-	logs, err := raft.NewLogCache(logCacheSize, n.bolt)
+	n.watched = &watchedLogs{LogStore: n.bolt, log: n.log}
+	logs, err := raft.NewLogCache(logCacheSize, n.watched)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -85,6 +85,9 @@
 //   - "LOADING kvs is loading the dataset in memory": a read on a node that
 //     has not caught up with what it held before it restarted
 //     (Cluster.CaughtUp), which would otherwise answer from an older state.
+//   - "MISCONF Errors writing to the AOF file: <OS error>": the node
+//     cannot write its log (ErrLogWrite from the Proposer: durable mode
+//     on a full disk); the write was not applied. Reads go on.
 //   - "UNCERTAIN the write may or may not have been applied: <detail>":
 //     the write was submitted but its fate is unknown (ErrUnknownOutcome
 //     from the Proposer, or the connection to the leader failed after the

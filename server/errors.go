@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Every error text a client can receive from the server package is built in
@@ -195,8 +196,30 @@ func errProposal(err error, write bool) string {
 			return errNotLeaderRead
 		}
 		return errNotLeader
+	case errors.Is(err, ErrLogWrite):
+		return errMisconfAOF + strerror(err)
 	}
 	return "ERR " + oneLine(err)
+}
+
+// errMisconfAOF is how redis-server 7 refuses writes after a failed write
+// or fsync of its append-only file (writeCommandsGetDiskErrorMessage in
+// server.c), followed by strerror of the failure.
+const errMisconfAOF = "MISCONF Errors writing to the AOF file: "
+
+// strerror is the C library's text for the OS error err wraps ("No space
+// left on device"), as Redis prints it: Go's texts are glibc's with the
+// first letter lowered. An error with no OS error in it gives its own text.
+func strerror(err error) string {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return oneLine(err)
+	}
+	s := errno.Error()
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		s = string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
 }
 
 // oneLine is err's text fit for an error reply: a multi-line error would

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"time"
 
 	"kvs/fsm"
@@ -18,6 +19,14 @@ import (
 type Proposer interface {
 	Propose(cmds []fsm.Command) ([]fsm.Reply, error)
 }
+
+// ErrLogWrite is wrapped, around the cause, by a Proposer's error when the
+// node cannot write its log (a full disk, an I/O error) and so refuses the
+// write: it was not applied. The server answers it as redis-server answers
+// writes while its append-only file cannot be written: "MISCONF Errors
+// writing to the AOF file: " and the OS's error text. Reads go on being
+// served meanwhile.
+var ErrLogWrite = errors.New("log write failed")
 
 // An appendProposer is a Proposer that can append the replies to a buffer
 // the caller reuses, saving an allocation per batch. The replies are the

@@ -25,7 +25,7 @@ func (l *Log) Compact() error {
 	if closed {
 		return ErrClosed
 	}
-	return l.compact()
+	return l.noteCompaction(l.compact())
 }
 
 // maybeCompact starts a background compaction when enough log was written
@@ -50,7 +50,7 @@ func (l *Log) maybeCompact() {
 	go func() {
 		defer l.bg.wg.Done()
 		defer func() { <-l.compactSem }()
-		if err := l.compact(); err != nil {
+		if err := l.noteCompaction(l.compact()); err != nil {
 			l.logger.Error("wal: background compaction failed", "err", err)
 		}
 	}()

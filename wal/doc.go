@@ -61,10 +61,11 @@
 // appenders also look for finished fsyncs when they append, so a busy
 // server starts its next fsync without waiting for the scheduler to poll.
 //
-// After a failed write or fsync the error is sticky: that batch, every batch
-// after it (even one whose own fsync succeeded, since on Linux a later fsync
-// can succeed after the data of an earlier failed one was dropped) and every
-// later Append get it, so nothing is ever acknowledged after a failed fsync.
+// After a failed write or fsync that batch, every batch after it (even one
+// whose own fsync succeeded, since on Linux a later fsync can succeed after
+// the data of an earlier failed one was dropped) and every later Append get
+// the failure until the log is repaired (see "Write failures"), so nothing
+// written after a failed fsync is acknowledged on its strength.
 //
 // With FsyncAlways the active segment is preallocated: the flush goroutine
 // keeps a region of zeros, really written and fdatasynced, after the last
@@ -82,6 +83,45 @@
 // first wait for every running fsync and release its batch, so no fsync is
 // ever running on a segment that is closed, and Sync and Close return only
 // once everything before them is durable.
+//
+// # Write failures
+//
+// A failed write, fsync, preallocation, trim or segment creation (a full
+// disk, an I/O error) puts the log in its failed state: Err returns the
+// failure, which wraps ErrWriteFailed and names the file and the OS's
+// error, and every Append, AppendFunc and Sync fails with it at once.
+// Records already waiting get it too and are never applied. The flush
+// goroutine then tries to repair the log, first after 50 ms and then at
+// doubling intervals of up to a second, and clears the failure only once a
+// repair succeeded; Close tries once more. A repair keeps exactly the
+// records that were applied:
+//
+//   - Under FsyncAlways, and after a failed write under the other policies,
+//     the active segment is cut back to the end of the last batch applied:
+//     the page holding that end is written again (its write-back may have
+//     been torn with the failed one), the file is truncated there and
+//     fsynced. A segment that a failed rotation created is removed. The
+//     indexes of the records cut away are given out again, so indexes stay
+//     consecutive.
+//   - After a failed fsync under FsyncEverySec and FsyncNo, records that
+//     were applied and acknowledged may be missing from the disk, and no
+//     later fsync of those bytes can be trusted. The repair writes the
+//     applied state as a snapshot (Options.Snapshot, as compaction does),
+//     continues in a new segment after it and deletes the segments it
+//     covers. Without Options.Snapshot such a log stays failed.
+//
+// A repair also checks that the log has room to go on (under FsyncAlways
+// by preallocating a whole chunk past the kept records, otherwise by
+// writing as many zeros and cutting them off), so that a disk that is
+// still full keeps the log failed rather than failing the next append.
+//
+// So under FsyncAlways a record that got an error is never applied in
+// this process, and after a repair never on a restart either; only a crash
+// between the failure and the repair can leave a record whose own fsync
+// reported failure on disk, to be replayed at the next start, as a crash
+// just before the acknowledgement would. Under FsyncEverySec and FsyncNo,
+// acknowledged records that a failed fsync dropped are durable again once
+// the repair succeeded, and lost if the machine fails before.
 //
 // # Record format
 //

@@ -21,8 +21,15 @@ type batch struct {
 	// err is the batch's own write or fsync failure. Set by whoever ran
 	// the fsync; read by the flush goroutine once synced.
 	err error
+	// fsyncFailed: err is the fsync's failure, not the write's.
+	fsyncFailed bool
 	// synced: the fsync returned, or none was needed. Flush goroutine only.
 	synced bool
+	// written: the batch's records are in the active segment, ending at
+	// end, the last with index top. Flush goroutine only.
+	written bool
+	end     int64
+	top     uint64
 }
 
 // flushLoop is the one goroutine that writes segments and releases
@@ -72,6 +79,16 @@ func (l *Log) flushLoop() {
 	var spare []byte
 	syncDue := false
 	syncing := 0 // fsyncs started on the syncers and not yet returned
+	// While the log is failed a timer paces the repair attempts (fail.go);
+	// retryDue makes the turn after it fires drain the pipeline and try.
+	var retry *time.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	backoff := l.opts.retryMin
+	retryDue := false
 	// Under FsyncEverySec and FsyncNo appenders wait only for the write,
 	// so a running fsync must not hold up the next one: records are written
 	// while it runs, and only the next fsync waits for room.
@@ -84,7 +101,16 @@ func (l *Log) flushLoop() {
 		if syncing >= depth && !lazy {
 			work = nil
 		}
+		var retryC <-chan time.Time
+		if l.w.failed != nil && !retryDue {
+			if retry == nil {
+				retry = time.NewTimer(backoff)
+			}
+			retryC = retry.C
+		}
 		select {
+		case <-retryC:
+			retry, retryDue = nil, true
 		case <-work:
 			if l.opts.Fsync != FsyncAlways {
 				// An appender's wake-up puts this goroutine next in line,
@@ -137,8 +163,12 @@ func (l *Log) flushLoop() {
 			syncDue = false
 		}
 		if err == nil {
+			start := l.w.size
 			if err = l.writeBatch(buf, last); err != nil {
+				err = wrapFailure(err)
 				l.setErr(err)
+			} else if l.w.size > start {
+				b.written, b.end, b.top = true, l.w.size, last
 			}
 		}
 		spare = buf
@@ -166,7 +196,7 @@ func (l *Log) flushLoop() {
 		// and Sync and Close answer only once everything before them is
 		// durable: such a turn waits for the whole pipeline.
 		full := l.w.size > 0 && (rotate || l.w.size >= l.opts.SegmentSize)
-		barrier := stop || len(syncers) > 0 || full
+		barrier := stop || len(syncers) > 0 || full || retryDue
 		if barrier {
 			for ; syncing > 0; syncing-- {
 				(<-done).synced = true
@@ -177,11 +207,30 @@ func (l *Log) flushLoop() {
 		// way to disk while these appenders are answered.
 		l.releaseSynced()
 		if !barrier {
-			l.maybeCompact()
+			if l.w.failed == nil {
+				l.maybeCompact()
+			}
 			continue
 		}
 
-		// 4. Close the active segment if it is full or compaction asked,
+		// 4. A failed log, its pipeline empty now, tries its repair when
+		// the retry timer has fired, and once more when it closes. The
+		// Sync calls of this turn came before the repair: if the log was
+		// failed, some record before them was not written, and they get
+		// the failure whatever the repair does.
+		syncErr := l.w.failed
+		if l.w.failed != nil && (retryDue || stop) {
+			if rerr := l.repair(stop); rerr != nil {
+				l.logger.Warn("wal: repair after write failure failed; appends stay refused",
+					"err", rerr, "retry_in", backoff)
+				backoff = min(2*backoff, l.opts.retryMax)
+			} else {
+				backoff = l.opts.retryMin
+			}
+		}
+		retryDue = false
+
+		// 5. Close the active segment if it is full or compaction asked,
 		// after the waiters are released, since their records are durable.
 		err = l.w.failed
 		if err == nil && full {
@@ -192,8 +241,13 @@ func (l *Log) flushLoop() {
 			err = l.trim()
 		}
 		if err != nil && l.w.failed == nil {
+			err = wrapFailure(err)
 			l.w.failed = err
+			l.w.lost = l.opts.Fsync != FsyncAlways
 			l.setErr(err)
+		}
+		if syncErr != nil {
+			err = syncErr
 		}
 		for _, ch := range syncers {
 			ch <- err
@@ -201,7 +255,9 @@ func (l *Log) flushLoop() {
 		if stop {
 			return
 		}
-		l.maybeCompact()
+		if l.w.failed == nil {
+			l.maybeCompact()
+		}
 	}
 }
 
@@ -235,9 +291,16 @@ func (l *Log) releaseSynced() {
 			l.w.failed = b.err
 			l.setErr(b.err)
 		}
+		if b.fsyncFailed && l.opts.Fsync != FsyncAlways {
+			// The records this fsync covered are applied already.
+			l.w.lost = true
+		}
 		err := l.w.failed
 		if err == nil && b.file != nil {
 			l.countFsync(b)
+		}
+		if err == nil && b.written && len(b.waiters) > 0 { // FsyncAlways: applied now
+			l.w.goodEnd, l.w.goodIndex = b.end, b.top
 		}
 		l.answer(b.waiters, err)
 		b.file = nil
@@ -255,6 +318,9 @@ func (l *Log) releaseWritten(b *batch) {
 	err := l.w.failed
 	if err == nil {
 		err = b.err
+	}
+	if err == nil && b.written {
+		l.w.goodEnd, l.w.goodIndex = b.end, b.top
 	}
 	l.answer(b.waiters, err)
 	b.waiters = b.waiters[:0]
@@ -278,12 +344,17 @@ func (l *Log) answer(waiters []*waiter, err error) {
 	clear(waiters)
 }
 
+// setErr puts the log in its failed state, if it is not already: every
+// Append fails at once with err (which wraps ErrWriteFailed) until repair
+// clears it.
 func (l *Log) setErr(err error) {
 	l.mu.Lock()
 	l.mu.taken.Broadcast()
 	if l.mu.err == nil {
 		l.mu.err = err
-		l.logger.Error("wal: write failed; the log refuses further appends", "err", err)
+		l.failure.Store(&err)
+		l.stats.writeFailures.Add(1)
+		l.logger.Error("wal: write failed; appends are refused until the log is repaired", "err", err)
 	}
 	l.mu.Unlock()
 }
@@ -370,7 +441,8 @@ func (l *Log) trim() error {
 func (l *Log) fsyncBatch(b *batch) {
 	start := time.Now()
 	if err := b.file.Sync(); err != nil {
-		b.err = fmt.Errorf("wal: fsync %s: %w", l.path(segmentName(b.first)), err)
+		b.err = wrapFailure(fmt.Errorf("wal: fsync %s: %w", l.path(segmentName(b.first)), err))
+		b.fsyncFailed = true
 		return
 	}
 	b.nanos = uint64(time.Since(start))
@@ -424,10 +496,14 @@ func (l *Log) rotate() error {
 	}
 	if err := l.fs.SyncDir(l.opts.Dir); err != nil {
 		f.Close()
+		// The new file may or may not survive a crash: repair removes it
+		// before records go on into the old segment.
+		l.w.stray = name
 		return fmt.Errorf("wal: sync dir after creating %s: %w", name, err)
 	}
 	old := l.w.file
 	l.w.file, l.w.first, l.w.size, l.w.alloc = f, first, 0, 0
+	l.w.goodEnd = 0
 	l.segs.Lock()
 	l.segs.firsts = append(l.segs.firsts, first)
 	l.stats.segments.Store(uint64(len(l.segs.firsts)))

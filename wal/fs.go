@@ -30,6 +30,9 @@ type FS interface {
 // File is an open file of an FS.
 type File interface {
 	io.Reader
+	// ReadAt reads at an offset without moving the read position; the log
+	// reads back the start of a page it rewrites after a write failure.
+	io.ReaderAt
 	io.Writer
 	// WriteAt writes at an offset without moving the write position; the
 	// log writes records this way into zeros it preallocated.

@@ -37,14 +37,22 @@ type Log struct {
 		waiters   []*waiter    // FsyncAlways: one per record in buf, in order
 		syncers   []chan error // Sync calls waiting for buf to be durable
 		rotate    bool         // close the active segment after the next write
-		// err is sticky: the first write, fsync or rotation failure. Once
-		// set, nothing more is written or acknowledged.
+		// err is the log's current failure (wrapping ErrWriteFailed): the
+		// first write, fsync or rotation failure since the log was last
+		// healthy. While set, nothing more is written or acknowledged;
+		// only the flush goroutine's repair clears it.
 		err error
 		// closed rejects Appends; stop makes the flush goroutine do a last
 		// flush and exit. Close sets closed first and stop only after
 		// compactions (which need the flush goroutine) are done.
 		closed, stop bool
 	}
+
+	// failure is mu.err, readable without the mutex: what Err returns on
+	// every write command of the server.
+	failure atomic.Pointer[error]
+	// repairAttempts counts the repairs tried, for tests.
+	repairAttempts atomic.Uint64
 
 	// w is owned by the flush goroutine; no lock. (The syncer goroutines
 	// see only the batches handed to them.)
@@ -63,8 +71,21 @@ type Log struct {
 		queue []*batch
 		free  []*batch // released batches, reused with their waiter slices
 		// failed is the first failure in log order, as batches are
-		// released: every batch released after it gets it too.
+		// released: every batch released after it gets it too, until
+		// repair succeeds.
 		failed error
+		// goodEnd is where the records of the last batch applied end in
+		// the active segment, goodIndex that batch's last index: what a
+		// repair cuts the segment back to (see fail.go).
+		goodEnd   int64
+		goodIndex uint64
+		// lost: under FsyncEverySec or FsyncNo an fsync (or a rotation or
+		// trim) failed, so records already applied may not be on disk,
+		// and repair must write a snapshot rather than cut back.
+		lost bool
+		// stray names a segment a failed rotation created but could not
+		// make durable; repair removes it.
+		stray string
 	}
 
 	// segs guards the list of live segments, shared by the flush goroutine
@@ -130,6 +151,7 @@ func Open(opts Options) (*Log, error) {
 	if err := l.recover(); err != nil {
 		return nil, err
 	}
+	l.w.goodEnd, l.w.goodIndex = l.w.size, l.w.lastWritten
 	go l.flushLoop()
 	return l, nil
 }
@@ -217,7 +239,8 @@ func checkRecordSize(n int) error {
 	return nil
 }
 
-// Sync writes and fsyncs everything appended so far.
+// Sync writes and fsyncs everything appended so far. While the log is
+// failed it returns the failure at once.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	closed := l.mu.closed
@@ -258,7 +281,9 @@ func (l *Log) sync(rotate bool) error {
 
 // Close stops accepting appends, waits for a running compaction, writes and
 // fsyncs what is pending, stops the flush goroutine and closes the active
-// segment. It returns the log's sticky error, if any. Close is idempotent.
+// segment. A log that is failed makes one last repair attempt first; Close
+// returns the failure (wrapping ErrWriteFailed) if that did not succeed.
+// Close is idempotent.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		// 1. Refuse new appends and compactions.

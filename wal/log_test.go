@@ -162,80 +162,9 @@ func TestRecordTooLarge(t *testing.T) {
 	appendN(t, l, 1, 1)
 }
 
-// faultFS fails every file Sync once failSync is set.
-type faultFS struct {
-	*MemFS
-	failSync atomic.Bool
-}
-
+// errInjected is the failure the tests' file systems inject (fail_test.go,
+// pipeline_test.go).
 var errInjected = errors.New("injected fsync failure")
-
-type faultFile struct {
-	File
-	fs *faultFS
-}
-
-func (f faultFile) Sync() error {
-	if f.fs.failSync.Load() {
-		return errInjected
-	}
-	return f.File.Sync()
-}
-
-func (f *faultFS) Create(name string) (File, error) {
-	file, err := f.MemFS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return faultFile{file, f}, nil
-}
-
-func (f *faultFS) OpenAppend(name string) (File, error) {
-	file, err := f.MemFS.OpenAppend(name)
-	if err != nil {
-		return nil, err
-	}
-	return faultFile{file, f}, nil
-}
-
-func TestStickyError(t *testing.T) {
-	for _, p := range []Policy{FsyncAlways, FsyncEverySec} {
-		t.Run(p.String(), func(t *testing.T) {
-			fs := &faultFS{MemFS: NewMemFS()}
-			m := &model{}
-			opts := memOptions(t, fs, m)
-			opts.Fsync = p
-			l := mustOpen(t, opts)
-			appendN(t, l, 1, 3)
-			fs.failSync.Store(true)
-			var first error
-			if p == FsyncAlways {
-				_, first = l.Append([]byte("lost"))
-			} else {
-				appendN(t, l, 4, 1) // applied at once; the failure shows on Sync
-				first = l.Sync()
-			}
-			if !errors.Is(first, errInjected) {
-				t.Fatalf("first failure = %v", first)
-			}
-			fs.failSync.Store(false) // a later fsync would succeed: it must not be trusted
-			for range 3 {
-				if _, err := l.Append([]byte("x")); !errors.Is(err, errInjected) {
-					t.Fatalf("Append after failed fsync = %v, want the sticky error", err)
-				}
-			}
-			if err := l.Sync(); !errors.Is(err, errInjected) {
-				t.Fatalf("Sync after failed fsync = %v", err)
-			}
-			if err := l.Close(); !errors.Is(err, errInjected) {
-				t.Fatalf("Close = %v", err)
-			}
-			if p == FsyncAlways && m.last() != 3 {
-				t.Fatalf("%d records applied; the failed one must not be", m.last())
-			}
-		})
-	}
-}
 
 // TestPowerCutConcurrentAppenders cuts power at random moments while 16
 // goroutines append, then recovers from what was durable at that instant:

@@ -63,6 +63,13 @@ const (
 	// took about 0.9 ms (a few batch fsyncs, once per thousands of them),
 	// 4 MiB about 17 ms, a visible stall.
 	defaultPrealloc = 1 << 20
+	// After a write failure the log retries its repair after
+	// defaultRetryMin, doubling the wait after each failed attempt up to
+	// defaultRetryMax: a full disk that gets room again is noticed within
+	// about a second, as redis-server retries its append-only file once a
+	// second, without a busy loop while it stays full.
+	defaultRetryMin = 50 * time.Millisecond
+	defaultRetryMax = time.Second
 )
 
 // Options configure a Log. Open calls Validate and fills in defaults.
@@ -120,6 +127,10 @@ type Options struct {
 	// none. Tests set it small so that a short run crosses many chunks,
 	// or turn it off to count only the fsyncs of batches.
 	prealloc int64
+	// retryMin and retryMax bound the wait between repair attempts after
+	// a write failure; 0: the defaults. Tests make them short, or long so
+	// that the log stays failed while they look at it.
+	retryMin, retryMax time.Duration
 }
 
 // Validate reports whether o can open a log.
@@ -171,6 +182,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.prealloc == 0 {
 		o.prealloc = defaultPrealloc
+	}
+	if o.retryMin == 0 {
+		o.retryMin = defaultRetryMin
+	}
+	if o.retryMax == 0 {
+		o.retryMax = max(defaultRetryMax, o.retryMin)
 	}
 	return o
 }

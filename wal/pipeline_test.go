@@ -149,6 +149,21 @@ func TestPipelineFailedFsync(t *testing.T) {
 	}
 }
 
+// wantRecordsX checks that m holds exactly want, in order.
+func wantRecordsX(t *testing.T, m *model, want [][]byte) {
+	t.Helper()
+	m.check(t)
+	got := m.all()
+	if len(got) != len(want) {
+		t.Fatalf("recovered %d records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if string(got[i]) != string(want[i]) {
+			t.Fatalf("record %d = %q, want %q", i+1, got[i], want[i])
+		}
+	}
+}
+
 func testPipelineFailedFsync(t *testing.T, depth int, failAt int64, held bool) {
 	fs := &hookFS{MemFS: NewMemFS()}
 	var (
@@ -186,7 +201,9 @@ func testPipelineFailedFsync(t *testing.T, depth int, failAt int64, held bool) {
 		}
 	}
 	m := &model{}
-	l := mustOpen(t, pipelineOptions(t, fs, m, depth))
+	opts := pipelineOptions(t, fs, m, depth)
+	opts.retryMin = time.Hour // stays failed until Close repairs it
+	l := mustOpen(t, opts)
 
 	const writers = 16
 	var (
@@ -220,26 +237,37 @@ func testPipelineFailedFsync(t *testing.T, depth int, failAt int64, held bool) {
 	wg.Wait()
 	<-failEntered
 
-	// Stuck failed: everything after gets the error.
+	// Failed: everything after gets the error until the log is repaired.
 	for range 3 {
-		if _, err := l.Append([]byte("y")); !errors.Is(err, errInjected) {
+		if _, err := l.Append([]byte("y")); !errors.Is(err, errInjected) || !errors.Is(err, ErrWriteFailed) {
 			t.Fatalf("Append after the failure = %v", err)
 		}
 	}
 	if err := l.Sync(); !errors.Is(err, errInjected) {
 		t.Fatalf("Sync after the failure = %v", err)
 	}
-	if err := l.Close(); !errors.Is(err, errInjected) {
-		t.Fatalf("Close = %v", err)
+	if err := l.Err(); !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("Err after the failure = %v", err)
 	}
-	m.check(t)
-
-	// The first record written after the failed fsync began bounds what
-	// may have been acknowledged.
 	data, err := fs.MemFS.ReadFile(segPath(1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Later fsyncs succeed: Close repairs the log, cutting away every
+	// record that was not acknowledged.
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	m.check(t)
+	m2 := &model{}
+	l2 := mustOpen(t, pipelineOptions(t, fs.MemFS.CrashClone(), m2, depth))
+	wantRecordsX(t, m2, m.all())
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first record written after the failed fsync began bounds what
+	// may have been acknowledged.
 	firstAfter := uint64(0) // 0: none was written
 	for off := 0; off < len(data); {
 		index, _, n, err := decodeRecord(data[off:])

@@ -21,6 +21,11 @@ type Stats struct {
 	CompactionErrors    uint64 // compactions that failed
 	LastCompactionNanos uint64 // wall time of the most recent compaction, snapshot capture to last deletion
 	SegmentsDeleted     uint64 // segments deleted by compaction
+
+	LastCompactionFailed bool // the most recent compaction failed
+
+	WriteFailures  uint64 // times a failed write or fsync put the log in its failed state
+	WriteRecovered uint64 // times the log left its failed state again
 }
 
 // Policy is the log's fsync policy.
@@ -50,6 +55,15 @@ type counters struct {
 	segments, durableIndex                                             atomic.Uint64
 	snapshotIndex, snapshotBytes, compactions, compactionErrors        atomic.Uint64
 	lastCompactionNanos, segmentsDeleted                               atomic.Uint64
+	writeFailures, writeRecovered                                      atomic.Uint64
+	lastCompactionFailed                                               atomic.Bool
+}
+
+// noteCompaction records whether the compaction that returned err failed,
+// and returns err.
+func (l *Log) noteCompaction(err error) error {
+	l.stats.lastCompactionFailed.Store(err != nil)
+	return err
 }
 
 // Stats returns the log's counters. Apart from LastIndex, read under the
@@ -61,20 +75,23 @@ func (l *Log) Stats() Stats {
 	l.mu.Unlock()
 	c := &l.stats
 	return Stats{
-		Appends:             c.appends.Load(),
-		Fsyncs:              c.fsyncs.Load(),
-		RecordsFsynced:      c.recordsFsynced.Load(),
-		FsyncNanosTotal:     c.fsyncNanos.Load(),
-		LastFsyncNanos:      c.lastFsyncNanos.Load(),
-		Bytes:               c.bytes.Load(),
-		Segments:            c.segments.Load(),
-		LastIndex:           last,
-		DurableIndex:        c.durableIndex.Load(),
-		SnapshotIndex:       c.snapshotIndex.Load(),
-		SnapshotBytes:       c.snapshotBytes.Load(),
-		Compactions:         c.compactions.Load(),
-		CompactionErrors:    c.compactionErrors.Load(),
-		LastCompactionNanos: c.lastCompactionNanos.Load(),
-		SegmentsDeleted:     c.segmentsDeleted.Load(),
+		Appends:              c.appends.Load(),
+		Fsyncs:               c.fsyncs.Load(),
+		RecordsFsynced:       c.recordsFsynced.Load(),
+		FsyncNanosTotal:      c.fsyncNanos.Load(),
+		LastFsyncNanos:       c.lastFsyncNanos.Load(),
+		Bytes:                c.bytes.Load(),
+		Segments:             c.segments.Load(),
+		LastIndex:            last,
+		DurableIndex:         c.durableIndex.Load(),
+		SnapshotIndex:        c.snapshotIndex.Load(),
+		SnapshotBytes:        c.snapshotBytes.Load(),
+		Compactions:          c.compactions.Load(),
+		CompactionErrors:     c.compactionErrors.Load(),
+		LastCompactionNanos:  c.lastCompactionNanos.Load(),
+		SegmentsDeleted:      c.segmentsDeleted.Load(),
+		LastCompactionFailed: c.lastCompactionFailed.Load(),
+		WriteFailures:        c.writeFailures.Load(),
+		WriteRecovered:       c.writeRecovered.Load(),
 	}
 }

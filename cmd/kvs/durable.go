@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"kvs/fsm"
+	"kvs/server"
 	"kvs/wal"
 )
 
@@ -39,9 +41,18 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	// copied what it keeps, so nothing refers to rec once Append returns.
 	entryPool.Put(bp)
 	if err != nil {
-		return nil, err
+		return nil, logErr(err)
 	}
 	return res.([]fsm.Reply), nil
+}
+
+// logErr tells the server which of the log's errors mean it cannot write
+// (the write refused, Redis's MISCONF).
+func logErr(err error) error {
+	if errors.Is(err, wal.ErrWriteFailed) {
+		return fmt.Errorf("%w: %w", server.ErrLogWrite, err)
+	}
+	return err
 }
 
 // Enqueue adds the batch to the log without writing it or waiting; done
@@ -52,14 +63,14 @@ func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, err
 	err := p.log.AppendFunc(rec, func(res any, err error) {
 		entryPool.Put(bp) // the log is done with rec
 		if err != nil {
-			done(nil, err)
+			done(nil, logErr(err))
 			return
 		}
 		done(res.([]fsm.Reply), nil)
 	})
 	if err != nil {
 		entryPool.Put(bp)
-		done(nil, err)
+		done(nil, logErr(err))
 	}
 }
 

@@ -58,9 +58,14 @@ func persistenceInfo(f serveFlags, log *wal.Log) func(section string) []server.I
 		}
 		st := log.Stats()
 		u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-		return []server.InfoField{
-			{Name: "aof_enabled", Value: "1"},
-			{Name: "aof_last_write_status", Value: "ok"},
+		bgrewrite := "ok"
+		if st.LastCompactionFailed {
+			bgrewrite = "err"
+		}
+		out := []server.InfoField{{Name: "aof_enabled", Value: "1"}}
+		out = append(out, durableLogState(log).infoFields()...)
+		return append(out, []server.InfoField{
+			{Name: "aof_last_bgrewrite_status", Value: bgrewrite},
 			{Name: "kvs_fsync_policy", Value: f.fsync},
 			{Name: "wal_fsync_method", Value: log.FsyncMethod()},
 			{Name: "wal_dir", Value: f.dataDir},
@@ -77,7 +82,8 @@ func persistenceInfo(f serveFlags, log *wal.Log) func(section string) []server.I
 			{Name: "wal_compactions", Value: u(st.Compactions)},
 			{Name: "wal_compaction_errors", Value: u(st.CompactionErrors)},
 			{Name: "wal_last_compaction_usec", Value: u(st.LastCompactionNanos / 1000)},
-		}
+			{Name: "wal_write_repairs", Value: u(st.WriteRecovered)},
+		}...)
 	}
 }
 

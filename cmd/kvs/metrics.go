@@ -33,6 +33,9 @@ type health struct {
 	// leader, set before phaseServing in cluster mode, returns an error
 	// while no leader is known.
 	leader func() error
+	// log, set before phaseServing in durable and cluster mode, says
+	// whether the node can write its log.
+	log *logState
 }
 
 const (
@@ -48,6 +51,9 @@ func (h *health) check() error {
 		return errors.New("starting: recovering state")
 	case phaseStopping:
 		return errors.New("shutting down")
+	}
+	if err := h.log.check(); err != nil {
+		return err
 	}
 	if h.leader != nil {
 		return h.leader()

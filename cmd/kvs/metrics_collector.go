@@ -23,6 +23,7 @@ type kvsCollector struct {
 	log   *wal.Log      // durable mode, else nil
 	node  *cluster.Node // cluster mode, else nil
 	lw    *leaderWatch  // cluster mode, else nil
+	logs  *logState     // durable and cluster mode, else nil
 	mode  string
 
 	descs []*prometheus.Desc // every desc below that this mode reports
@@ -59,6 +60,9 @@ var (
 	descWALCompactions = prometheus.NewDesc("kvs_wal_compactions_total", "Snapshots written by append log compaction.", nil, nil)
 	descWALCompactErrs = prometheus.NewDesc("kvs_wal_compaction_errors_total", "Append log compactions that failed.", nil, nil)
 
+	descLogFailed   = prometheus.NewDesc("kvs_log_write_failed", "1 while this node cannot write its log (durable mode: the append log, whose writes are then refused with MISCONF until it is repaired; cluster mode: raft's log store, until a write succeeds again), else 0.", nil, nil)
+	descLogFailures = prometheus.NewDesc("kvs_log_write_failures_total", "Times a write or fsync of this node's log failed after it had been working.", nil, nil)
+
 	descRaftState     = prometheus.NewDesc("kvs_raft_state", "1 for this node's current raft state, 0 for the others.", []string{"state"}, nil)
 	descRaftLeader    = prometheus.NewDesc("kvs_raft_is_leader", "1 when this node is the raft leader.", nil, nil)
 	descRaftTerm      = prometheus.NewDesc("kvs_raft_term", "Current raft term.", nil, nil)
@@ -73,8 +77,8 @@ var (
 // raftStates are the values of kvs_raft_state's label.
 var raftStates = []string{"follower", "candidate", "leader", "shutdown"}
 
-func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *cluster.Node, lw *leaderWatch, mode string) *kvsCollector {
-	c := &kvsCollector{srv: srv, store: store, log: log, node: node, lw: lw, mode: mode}
+func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *cluster.Node, lw *leaderWatch, logs *logState, mode string) *kvsCollector {
+	c := &kvsCollector{srv: srv, store: store, log: log, node: node, lw: lw, logs: logs, mode: mode}
 	c.descs = []*prometheus.Desc{
 		descInfo, descCommands, descCommandErrs, descCommandTime, descClients, descConnections,
 		descRejectedConn, descErrorReplies, descHits, descMisses, descKeys, descExpiring,
@@ -84,6 +88,9 @@ func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *c
 		c.descs = append(c.descs, descWALAppends, descWALFsyncs, descWALLastFsync,
 			descWALFsynced, descWALPerFsync, descWALBytes, descWALSegments, descWALLastIndex,
 			descWALDurable, descWALCompactions, descWALCompactErrs)
+	}
+	if logs != nil {
+		c.descs = append(c.descs, descLogFailed, descLogFailures)
 	}
 	if node != nil {
 		c.descs = append(c.descs, descRaftState, descRaftLeader, descRaftTerm, descRaftLast,
@@ -135,6 +142,11 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descWALDurable, float64(ws.DurableIndex))
 		counter(descWALCompactions, float64(ws.Compactions))
 		counter(descWALCompactErrs, float64(ws.CompactionErrors))
+	}
+
+	if c.logs != nil {
+		gauge(descLogFailed, boolFloat(c.logs.err() != nil))
+		counter(descLogFailures, float64(c.logs.failures()))
 	}
 
 	if c.node != nil {

@@ -60,12 +60,16 @@ func TestCollectorGather(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"memory", nil, []string{"kvs_keys", "kvs_memory_bytes", "kvs_evicted_keys_total"}, []string{"kvs_wal_fsyncs_total", "kvs_raft_term"}},
-		{"durable", log, []string{"kvs_keys", "kvs_wal_fsyncs_total", "kvs_wal_records_per_fsync"}, []string{"kvs_raft_term"}},
+		{"memory", nil, []string{"kvs_keys", "kvs_memory_bytes", "kvs_evicted_keys_total"}, []string{"kvs_wal_fsyncs_total", "kvs_raft_term", "kvs_log_write_failed"}},
+		{"durable", log, []string{"kvs_keys", "kvs_wal_fsyncs_total", "kvs_wal_records_per_fsync", "kvs_log_write_failed", "kvs_log_write_failures_total"}, []string{"kvs_raft_term"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
-			reg.MustRegister(newKVSCollector(srv, store, tc.log, nil, nil, tc.mode))
+			var logs *logState
+			if tc.log != nil {
+				logs = durableLogState(tc.log)
+			}
+			reg.MustRegister(newKVSCollector(srv, store, tc.log, nil, nil, logs, tc.mode))
 			mfs, err := reg.Gather()
 			if err != nil {
 				t.Fatal(err)

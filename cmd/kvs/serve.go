@@ -177,6 +177,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		hadState bool // the cluster data dir held raft state at start
 		view     *clusterView
 		leaders  *leaderWatch
+		logs     *logState // what the node says about writing its log
 	)
 	switch {
 	case f.clustered():
@@ -199,7 +200,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		cfg.Proposer = p
 		cfg.Cluster = view
 		cfg.LinearizableReads = f.reads == "linearizable"
-		cfg.Info = infoFuncs(persistenceInfo(f, nil), raftInfo(node, leaders))
+		logs = clusterLogState(node)
+		cfg.Info = infoFuncs(clusterPersistenceInfo(f, logs), raftInfo(node, leaders))
 		cfg.InfoSections = []string{"raft"}
 		hc.leader = func() error {
 			if _, ok := view.Leader(); !ok {
@@ -224,6 +226,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
 		cfg.Proposer = &durableProposer{log: log}
 		cfg.Info = persistenceInfo(f, log)
+		logs = durableLogState(log)
 		if f.io != "loop" || log.FsyncMethod() != "io_uring" {
 			// Connections on goroutines that wait for the log, or fsyncs
 			// that block a thread: see minProcs. The event loops wait on
@@ -270,12 +273,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		}()
 	}
 
-	metrics.register(newKVSCollector(srv, store, log, node, leaders, mode(f)))
+	metrics.register(newKVSCollector(srv, store, log, node, leaders, logs, mode(f)))
 	if log != nil {
 		metrics.register(fsyncs)
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
+	hc.log = logs
 	hc.phase.Store(phaseServing)
 
 	sig := make(chan os.Signal, 1)
@@ -309,12 +313,21 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	}
 	stopBackground()
 	if node != nil {
+		// Read before raft stops: whether this node could write its log.
+		storeErr := node.LogStoreErr()
 		if err := node.Close(); err != nil {
 			return fmt.Errorf("closing raft: %w", err)
 		}
+		if storeErr != nil {
+			return fmt.Errorf("stopped while the raft log could not be written (entries this node did not store are on the other nodes only if they committed them): %w", storeErr)
+		}
 	}
 	if log != nil {
+		// A failed log makes one last repair attempt in Close.
 		if err := log.Close(); err != nil {
+			if errors.Is(err, wal.ErrWriteFailed) {
+				return fmt.Errorf("stopped while the append log could not be written (every write since the failure was refused; every write acknowledged before it is in the log): %w", err)
+			}
 			return fmt.Errorf("closing the append log: %w", err)
 		}
 	}
