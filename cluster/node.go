@@ -152,6 +152,9 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}()
 
+	if err := CheckState(cfg.Dir, n.log); err != nil {
+		return nil, err
+	}
 	var err error
 	path := filepath.Join(cfg.Dir, boltFile)
 	n.bolt, err = raftboltdb.New(raftboltdb.Options{
@@ -164,7 +167,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)
 	}
-	logs, err := raft.NewLogCache(logCacheSize, n.bolt)
+	cache, err := raft.NewLogCache(logCacheSize, n.bolt)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -172,6 +175,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	logs := retainingLogs{LogStore: cache, snaps: fileSnaps}
 	snaps := syncedSnapshots{FileSnapshotStore: fileSnaps, dir: filepath.Join(cfg.Dir, "snapshots")}
 	// raft.db and snapshots/ may have just been created: make their names
 	// durable before anything is written to them.
