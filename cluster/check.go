@@ -118,7 +118,7 @@ func checkBolt(path string) (runs []logRun, err error) {
 			}
 			index := binary.BigEndian.Uint64(k)
 			if err := checkEntry(index, v); err != nil {
-				return damaged(path, "raft log entry %d: %v", index, err)
+				return damaged(path, "raft log entry %d is corrupt: %v", index, err)
 			}
 			if n := len(runs); n > 0 && runs[n-1].last+1 == index {
 				runs[n-1].last = index
