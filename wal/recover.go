@@ -50,13 +50,6 @@ func (l *Log) recover() error {
 		return err
 	}
 	segs := c.segments
-	if d == nil && len(bad) > 0 && next-1 < bad[0].index {
-		// The fallback snapshot's log ends before what the damaged one
-		// covered: those records are in no readable file.
-		if err := l.handleFallbackGap(next, snapIndex, bad); err != nil {
-			return err
-		}
-	}
 	if d != nil {
 		if err := l.handleDamage(segs, d, next, snapIndex, bad); err != nil {
 			return err
@@ -65,6 +58,13 @@ func (l *Log) recover() error {
 			segs = segs[:d.seg] // renamed away whole
 		} else {
 			segs = segs[:d.seg+1]
+		}
+	}
+	if (d == nil || d.torn) && len(bad) > 0 && next-1 < bad[0].index {
+		// The fallback snapshot's log ends before what the damaged one
+		// covered: those records are in no readable file.
+		if err := l.handleFallbackGap(next, snapIndex, bad); err != nil {
+			return err
 		}
 	}
 	return l.openActive(segs, next, snapIndex)
