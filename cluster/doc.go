@@ -61,4 +61,11 @@
 // Dir/snapshots/ holds the newest two snapshots. A node restarted on its Dir
 // restores the newest snapshot, replays the log after it once it learns the
 // commit index, and rejoins its cluster; Bootstrap is then ignored.
+//
+// The log is never compacted past the older of the two snapshots
+// (retainingLogs), and Open checks raft.db and the snapshots first
+// (CheckState): a damaged newest snapshot is moved to
+// Dir/snapshots.broken/ and the older one plus the log replaces it, losing
+// nothing; any other damage fails Open with an error wrapping ErrDamaged
+// that names the file and says what to do.
 package cluster

@@ -95,3 +95,48 @@ func (s *syncedSink) Close() error {
 	}
 	return syncDir(filepath.Join(s.dir, s.ID()))
 }
+
+// retainingLogs is the log store raft is given. Its DeleteRange keeps, when
+// raft compacts the log behind a new snapshot, every entry after the older
+// of the two snapshots the file store retains: if the newest snapshot is
+// found damaged at start, raft falls back to the older one (CheckState
+// makes sure it may), and replaying the log from there loses nothing.
+// raft alone trims to TrailingLogs behind the newest snapshot, which may be
+// well past the older one.
+//
+// raft calls DeleteRange for two things: compaction, from the first index
+// up to below the last (kvs never runs with TrailingLogs 0), and removing a
+// follower's conflicting suffix, which ends at the last index. Only the
+// first is held back.
+type retainingLogs struct {
+	raft.LogStore
+	snaps *raft.FileSnapshotStore
+}
+
+func (r retainingLogs) DeleteRange(min, max uint64) error {
+	first, err := r.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := r.LastIndex()
+	if err != nil {
+		return err
+	}
+	if min <= first && max < last {
+		metas, err := r.snaps.List() // newest first, the retained ones
+		if err != nil {
+			return err
+		}
+		keep := uint64(0) // with one snapshot, the whole log is its fallback
+		if len(metas) >= 2 {
+			keep = metas[1].Index
+		}
+		if max > keep {
+			max = keep
+		}
+		if max < min {
+			return nil
+		}
+	}
+	return r.LogStore.DeleteRange(min, max)
+}

@@ -163,6 +163,9 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}()
 
+	if err := CheckState(cfg.Dir, n.log); err != nil {
+		return nil, err
+	}
 	var err error
 	path := filepath.Join(cfg.Dir, boltFile)
 	n.bolt, err = raftboltdb.New(raftboltdb.Options{
@@ -176,7 +179,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)
 	}
 	n.watched = &watchedLogs{LogStore: n.bolt, log: n.log}
-	logs, err := raft.NewLogCache(logCacheSize, n.watched)
+	cache, err := raft.NewLogCache(logCacheSize, n.watched)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -184,6 +187,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	logs := retainingLogs{LogStore: cache, snaps: fileSnaps}
 	snaps := syncedSnapshots{FileSnapshotStore: fileSnaps, dir: filepath.Join(cfg.Dir, "snapshots")}
 	// raft.db and snapshots/ may have just been created: make their names
 	// durable before anything is written to them.

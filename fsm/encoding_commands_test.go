@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,30 @@ func TestDecodeRepliesRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeReplies([]byte{1, byte(ReplyStatus), 3, 'a', '\n', 'b'}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("a status with a line break decoded: %v", err)
+	}
+}
+
+func TestCommandKeys(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  Command
+		want string
+		all  bool
+	}{
+		{c(OpSet, "k", "v"), "k", false},
+		{c(OpMSet, "a", "1", "b", "2"), "a b", false},
+		{c(OpDel, "a", "b", "c"), "a b c", false},
+		{c(OpRename, "a", "b"), "a b", false},
+		{c(OpFlushAll), "", true},
+		{c(OpMetaSet, "name", "v"), "", false},
+		{c(OpGet, "k"), "", false},
+	} {
+		keys, all := tc.cmd.Keys()
+		var got []string
+		for _, k := range keys {
+			got = append(got, string(k))
+		}
+		if strings.Join(got, " ") != tc.want || all != tc.all {
+			t.Errorf("%v: Keys = %q, %v; want %q, %v", tc.cmd.Op, got, all, tc.want, tc.all)
+		}
 	}
 }

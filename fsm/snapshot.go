@@ -169,16 +169,20 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	sr := &snapReader{r: bufio.NewReaderSize(r, 256<<10)}
 	v := sr.byte()
 	if sr.err == nil && v != snapshotVersion && v != snapshotVersionV1 {
-		return nil, 0, fmt.Errorf("%w: snapshot version %d, want %d or %d", ErrCorrupt, v, snapshotVersionV1, snapshotVersion)
+		return nil, 0, fmt.Errorf("%w: snapshot version %d at byte 0, want %d or %d", ErrCorrupt, v, snapshotVersionV1, snapshotVersion)
 	}
 	index := sr.uvarint()
 	st := NewStore()
 	if v == snapshotVersion {
 		st.meta = sr.meta()
 	}
+	if sr.err != nil {
+		return nil, 0, fmt.Errorf("%w, in the header ending at byte %d", sr.err, sr.off)
+	}
 	count := sr.uvarint()
 	var prev item
 	for i := uint64(0); i < count && sr.err == nil; i++ {
+		start := sr.off
 		k := kind(sr.byte())
 		// Key and value are read into one buffer, which the item then
 		// owns: one allocation per key, as for a SET.
@@ -187,17 +191,17 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		exp := sr.varint()
 		buf = sr.bytes(buf)
 		if sr.err != nil {
-			break
+			return nil, 0, fmt.Errorf("%w, in record %d of %d (starting at byte %d)", sr.err, i, count, start)
 		}
 		if k != kindString {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: unknown type %d", ErrCorrupt, i, k)
+			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: unknown type %d", ErrCorrupt, i, count, start, k)
 		}
 		if exp < 0 {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: negative deadline", ErrCorrupt, i)
+			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: negative deadline", ErrCorrupt, i, count, start)
 		}
 		it := ownItem(buf, klen, exp)
 		if i > 0 && !itemLess(prev, it) {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d: key %q out of order", ErrCorrupt, i, it.key)
+			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: key %q out of order", ErrCorrupt, i, count, start, it.key)
 		}
 		st.keys.Load(it) // in order: appends without searching
 		if exp != 0 {
@@ -207,15 +211,15 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		prev = it
 	}
 	if sr.err != nil {
-		return nil, 0, sr.err
+		return nil, 0, fmt.Errorf("%w, in the record count at byte %d", sr.err, sr.off)
 	}
 	want := sr.crc
 	var tail [4]byte
 	if _, err := io.ReadFull(sr.r, tail[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: snapshot checksum: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: snapshot checksum at byte %d: %v", ErrCorrupt, sr.off, err)
 	}
 	if got := binary.LittleEndian.Uint32(tail[:]); got != want {
-		return nil, 0, fmt.Errorf("%w: snapshot checksum %#08x, computed %#08x", ErrCorrupt, got, want)
+		return nil, 0, fmt.Errorf("%w: snapshot checksum %#08x at byte %d, computed %#08x over the %d records before it", ErrCorrupt, got, sr.off, want, count)
 	}
 	st.applied = index
 	return st, index, nil
@@ -250,6 +254,7 @@ func (s *snapReader) meta() map[string]string {
 type snapReader struct {
 	r   *bufio.Reader
 	crc uint32
+	off int64 // bytes read so far, for naming where damage is
 	err error
 	scr [binary.MaxVarintLen64]byte
 }
@@ -274,6 +279,7 @@ func (s *snapReader) byte() byte {
 		s.fail(err)
 		return 0
 	}
+	s.off++
 	s.scr[0] = b
 	s.crc = crc32.Update(s.crc, castagnoli, s.scr[:1])
 	return b
@@ -317,7 +323,9 @@ func (s *snapReader) bytes(dst []byte) []byte {
 	for len(dst) < want {
 		start := len(dst)
 		dst = append(dst, make([]byte, min(want-start, chunk))...)
-		if _, err := io.ReadFull(s.r, dst[start:]); err != nil {
+		n, err := io.ReadFull(s.r, dst[start:])
+		s.off += int64(n)
+		if err != nil {
 			s.fail(err)
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -160,8 +161,11 @@ func TestRestoreCorrupt(t *testing.T) {
 	target.Apply(3, t0, []Command{c(OpSet, "keep", "me")})
 	check := func(name string, b []byte) {
 		t.Helper()
-		if _, err := target.Restore(bytes.NewReader(b)); !errors.Is(err, ErrCorrupt) {
+		_, err := target.Restore(bytes.NewReader(b))
+		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
+		} else if !strings.Contains(err.Error(), "at byte ") {
+			t.Errorf("%s: error %q does not say where the damage is", name, err)
 		}
 		if target.AppliedIndex() != 3 || target.Read(t0, c(OpGet, "keep")).Kind != ReplyBulk {
 			t.Fatalf("%s: a failed Restore changed the store", name)

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Compact takes a snapshot now, writes it, and deletes the segments and
-// older snapshots it covers. It waits for a compaction already running.
+// Compact takes a snapshot now, writes and verifies it, and deletes what
+// the previous snapshot covers (segments and older snapshots): the previous
+// snapshot and the log after it are kept as a fallback. It waits for a compaction already running.
 func (l *Log) Compact() error {
 	if l.opts.Snapshot == nil {
 		return ErrNoSnapshot
@@ -90,10 +91,13 @@ func (l *Log) compact() error {
 		l.stats.compactionErrors.Add(1)
 		return err
 	}
-	l.stats.snapshotIndex.Store(index)
+	// The snapshot before this one, and the log after it, stay until the
+	// next compaction: if this snapshot is damaged on disk later, recovery
+	// falls back to that one and replays the log, losing nothing.
+	prev := l.stats.snapshotIndex.Swap(index)
 	l.stats.snapshotBytes.Store(uint64(size))
 	l.snapBytes.Store(bytesAtSnap)
-	err = l.deleteCovered(index)
+	err = l.deleteCovered(prev)
 	l.stats.compactions.Add(1)
 	l.stats.lastCompactionNanos.Store(uint64(time.Since(start)))
 	l.logger.Info("wal: compacted", "index", index, "snapshot_bytes", size, "took", time.Since(start))
@@ -101,9 +105,10 @@ func (l *Log) compact() error {
 }
 
 // deleteCovered deletes the segments whose records all have index <= index
-// (never the active one) and the snapshots older than index's. Segments go
-// oldest first, so a crash midway leaves a log that still starts at or
-// before the snapshot.
+// (never the active one) and the snapshots older than index's; index is the
+// older of the two snapshots compaction keeps (0: none, delete nothing).
+// Segments go oldest first, so a crash midway leaves a log that still
+// starts at or before that snapshot.
 func (l *Log) deleteCovered(index uint64) error {
 	l.segs.Lock()
 	var covered []uint64

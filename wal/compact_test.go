@@ -28,26 +28,35 @@ func TestCompactThenRecover(t *testing.T) {
 	if !slices.Equal(after.snapshots, []uint64{100}) {
 		t.Fatalf("snapshots after compaction: %v", after.snapshots)
 	}
-	// The active segment was closed, so every segment with records is covered.
-	if len(after.segments) != 1 || after.segments[0] != 101 {
-		t.Fatalf("segments before %v, after %v; want only the new active one", before.segments, after.segments)
+	// The first snapshot has no snapshot before it: the whole log stays as
+	// its fallback, and the active segment was closed.
+	if want := append(before.segments, 101); !slices.Equal(after.segments, want) {
+		t.Fatalf("segments before %v, after %v; want %v", before.segments, after.segments, want)
 	}
 	s := l.Stats()
-	if s.SnapshotIndex != 100 || s.Compactions != 1 || s.Segments != 1 {
+	if s.SnapshotIndex != 100 || s.Compactions != 1 || s.Segments != uint64(len(before.segments)+1) {
 		t.Fatalf("stats: %+v", s)
 	}
 	appendN(t, l, 101, 50)
-	if err := l.Compact(); err != nil { // replaces the first snapshot
+	if err := l.Compact(); err != nil { // keeps the first snapshot and the log after it
 		t.Fatal(err)
 	}
-	appendN(t, l, 151, 20)
+	second, _ := listDir(fs, testDir)
+	if !slices.Equal(second.snapshots, []uint64{100, 150}) || second.segments[0] != 101 {
+		t.Fatalf("after the second compaction: %+v; want snapshots 100 and 150 and segments from 101", second)
+	}
+	appendN(t, l, 151, 10)
+	if err := l.Compact(); err != nil { // now the first snapshot goes
+		t.Fatal(err)
+	}
+	appendN(t, l, 161, 10)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	fs.ResetToSyncedState()
 	final, _ := listDir(fs, testDir)
-	if !slices.Equal(final.snapshots, []uint64{150}) {
-		t.Fatalf("snapshots: %v", final.snapshots)
+	if !slices.Equal(final.snapshots, []uint64{150, 160}) || final.segments[0] != 151 {
+		t.Fatalf("dir: %+v; want snapshots 150 and 160 and segments from 151", final)
 	}
 
 	replayed := 0
@@ -60,8 +69,8 @@ func TestCompactThenRecover(t *testing.T) {
 	l2 := mustOpen(t, opts2)
 	defer l2.Close()
 	wantRecords(t, m2, 170)
-	if replayed != 20 {
-		t.Fatalf("replayed %d records after the snapshot, want 20", replayed)
+	if replayed != 10 {
+		t.Fatalf("replayed %d records after the snapshot, want 10", replayed)
 	}
 	appendN(t, l2, 171, 1)
 }
@@ -111,7 +120,9 @@ func TestAutoCompact(t *testing.T) {
 	opts.CompactBytes = 4096
 	l := mustOpen(t, opts)
 	appendN(t, l, 1, 500)
-	waitFor(t, "a background compaction", func() bool { return l.Stats().Compactions > 0 })
+	// The first compaction keeps the whole log behind its snapshot; the
+	// second deletes what the first snapshot covers.
+	waitFor(t, "two background compactions", func() bool { return l.Stats().Compactions > 1 })
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -174,13 +174,22 @@
 // state cheaply and returns the index it covers and a function that writes
 // it. In the background, the log fsyncs everything appended so far, closes
 // the active segment so that the covered records sit in closed segments,
-// writes the snapshot file, then deletes every segment whose records are all
-// covered and every older snapshot. Appends continue meanwhile.
+// writes the snapshot file and reads it back whole (header, length and
+// CRC). Only then does it delete what the previous snapshot covers: every
+// older snapshot, and every segment whose records that one covers. The
+// previous snapshot and the log after it stay, so that a newest snapshot
+// found damaged later can be replaced by them without loss. A snapshot
+// that fails to read back is renamed to .broken and nothing is deleted.
+// Appends continue meanwhile.
 //
 // # Recovery
 //
-// Open loads the newest valid snapshot (Options.Restore) and replays every
-// record after it. Judgement on bad records, as etcd's wal does it:
+// Open loads the newest snapshot (Options.Restore) and replays every record
+// after it. A snapshot that fails its checks, or that Restore rejects, is
+// logged at error level with file, offset and damage, and the one before it
+// is tried; the log after that one must then reach at least the damaged
+// snapshot's index, or Open fails with ErrCorrupt naming the records no
+// readable file holds. Judgement on bad records, as etcd's wal does it:
 //
 //   - Nothing but zero bytes after the last valid record of the newest
 //     segment is preallocated space (or space a crash left unwritten): it
@@ -195,11 +204,19 @@
 //     above), a record with an unexpected index, a gap
 //     between segments. Open fails with an error wrapping ErrCorrupt that
 //     names the file and byte offset.
-//   - With Options.Repair, Open instead cuts the log at the first corrupt
-//     record: the bytes from there to the end of that segment are copied to
-//     <segment>.broken, the segment is truncated, every later segment is
-//     renamed to <name>.broken, and the log continues from the last good
-//     record. Nothing is deleted.
+//   - Before failing, Open logs what a repair would cut. With
+//     Options.Repair, Open instead cuts the log at the first corrupt record,
+//     first logging at error level exactly what it cuts: each file and byte
+//     range, the index range and count of the records lost (those the
+//     snapshot does not cover), and the keys they touch as
+//     Options.RecordKeys names them (for records that still pass their
+//     CRC). Then the bytes from the damage to the end of that segment are
+//     copied to <segment>.broken, the segment is truncated, every later
+//     segment and every damaged snapshot is renamed to <name>.broken, and
+//     the log continues from the last good record. Nothing is deleted.
+//   - A repair that would leave nothing (no usable snapshot, no record
+//     kept) fails with ErrRepairEmpty, cutting nothing, unless
+//     Options.RepairAllowEmpty is set.
 //
 // Empty segment files, an empty directory and a missing directory (created)
 // are all valid logs.

@@ -93,15 +93,28 @@ type Options struct {
 	// it passes this many bytes. 0: 64 MiB.
 	SegmentSize int64
 	// Repair makes Open cut the log at the first corrupt record instead of
-	// failing, keeping a copy of what it cuts (see the package doc).
+	// failing, keeping a copy of what it cuts (see the package doc). Before
+	// it cuts anything it logs, at error level, exactly what it will cut.
 	Repair bool
+	// RepairAllowEmpty lets a repair go ahead when it would leave nothing:
+	// no usable snapshot and no record kept, in a directory that held data.
+	// Without it such a repair fails with ErrRepairEmpty and cuts nothing.
+	// Ignored without Repair.
+	RepairAllowEmpty bool
+	// RecordKeys, when set, names the keys a record touches, so that
+	// recovery can say which keys the records it cuts (or would cut)
+	// affected. It sees only payloads that passed their checksum; an error
+	// means the keys are unknown. nil: records are named by index only.
+	RecordKeys func(rec []byte) ([]string, error)
 	// Apply is called with each durable record, in log order, exactly once
 	// per record per process: on replay during Open and on the live path.
 	// Its result is returned to the Append that wrote the record (results
 	// on replay are discarded). Required.
 	Apply func(index uint64, rec []byte) any
 	// Restore loads a snapshot written through Snapshot; called during Open,
-	// before replay, when a snapshot exists. Required if Snapshot is set.
+	// before replay, when a snapshot exists. On error it must leave the
+	// state as it was: Open then tries the previous snapshot. Required if
+	// Snapshot is set.
 	Restore func(r io.Reader) error
 	// Snapshot captures the applied state cheaply (point in time, under the
 	// caller's own lock) and returns the index it covers and a function that

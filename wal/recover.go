@@ -39,7 +39,7 @@ func (l *Log) recover() error {
 			l.logger.Warn("wal: remove leftover temp file", "file", t, "err", err)
 		}
 	}
-	snapIndex, err := l.loadSnapshot(c.snapshots)
+	snapIndex, bad, err := l.loadSnapshot(c.snapshots)
 	if err != nil {
 		return err
 	}
@@ -51,13 +51,20 @@ func (l *Log) recover() error {
 	}
 	segs := c.segments
 	if d != nil {
-		if err := l.handleDamage(segs, d); err != nil {
+		if err := l.handleDamage(segs, d, next, snapIndex, bad); err != nil {
 			return err
 		}
 		if d.off == 0 && !d.torn {
 			segs = segs[:d.seg] // renamed away whole
 		} else {
 			segs = segs[:d.seg+1]
+		}
+	}
+	if (d == nil || d.torn) && len(bad) > 0 && next-1 < bad[0].index {
+		// The fallback snapshot's log ends before what the damaged one
+		// covered: those records are in no readable file.
+		if err := l.handleFallbackGap(next, snapIndex, bad); err != nil {
+			return err
 		}
 	}
 	return l.openActive(segs, next, snapIndex)
@@ -111,7 +118,11 @@ func (l *Log) replay(segs []uint64, snapIndex uint64) (next uint64, d *damage, e
 		// A segment must start where the previous one ended, except that
 		// records the snapshot covers may be missing.
 		if first != next && !(first > next && first <= snapIndex+1) {
-			reason := fmt.Errorf("segment starts at index %d, want %d", first, next)
+			reason := fmt.Errorf("segment starts at index %d, want %d: no usable snapshot, and the records before it are in no segment", first, next)
+			if snapIndex > 0 {
+				reason = fmt.Errorf("segment starts at index %d, want %d: the log after the snapshot restored (%s, index %d) is missing",
+					first, next, snapshotName(snapIndex), snapIndex)
+			}
 			if i > 0 {
 				reason = fmt.Errorf("segment starts at index %d, want %d: %s ends early (truncated?) or a segment between them is missing",
 					first, next, segmentName(segs[i-1]))
@@ -216,8 +227,11 @@ func hasZeroSector(data []byte, from, to int) bool {
 }
 
 // handleDamage truncates a torn tail, repairs corruption if Repair is set,
-// or returns the ErrCorrupt error naming file and offset.
-func (l *Log) handleDamage(segs []uint64, d *damage) error {
+// or returns the ErrCorrupt error naming file and offset. Either way, for
+// corruption it first logs what a repair cuts (or would cut). next is the
+// index replay expected at the damage, bad the damaged snapshots passed
+// over.
+func (l *Log) handleDamage(segs []uint64, d *damage, next, snapIndex uint64, bad []badSnapshot) error {
 	name := l.path(segmentName(segs[d.seg]))
 	if d.torn {
 		cut := int64(len(d.data)) - d.off
@@ -231,14 +245,30 @@ func (l *Log) handleDamage(segs []uint64, d *damage) error {
 			return nil
 		}
 		l.logger.Warn("wal: truncated torn tail of newest segment",
-			"file", name, "offset", d.off, "bytes", cut, "reason", d.reason)
+			"file", name, "offset", d.off, "bytes", cut, "index", next, "reason", d.reason)
 		return nil
 	}
 	cerr := fmt.Errorf("%w: %s at offset %d: %w", ErrCorrupt, name, d.off, d.reason)
-	if !l.opts.Repair {
-		return cerr
+	if len(bad) > 0 {
+		cerr = fmt.Errorf("%w (replaying after the damaged snapshot %s was passed over: %w)", cerr, bad[0].name, bad[0].err)
 	}
-	l.logger.Warn("wal: repairing corrupt log", "err", cerr)
+	plan, err := l.planCut(segs, d, next, snapIndex)
+	if err != nil {
+		return errors.Join(cerr, err)
+	}
+	plan.snaps = bad
+	if len(bad) > 0 {
+		plan.last = max(plan.last, bad[0].index)
+	}
+	if !l.opts.Repair {
+		l.announce(plan, "would cut")
+		return fmt.Errorf("%w; a repair would cut %s", cerr, plan)
+	}
+	l.logger.Error("wal: repairing corrupt log", "err", cerr)
+	l.announce(plan, "will cut")
+	if err := l.checkEmpty(plan, cerr); err != nil {
+		return err
+	}
 	if d.off == 0 {
 		if err := l.keepBroken(name); err != nil {
 			return err
@@ -255,6 +285,38 @@ func (l *Log) handleDamage(segs []uint64, d *damage) error {
 		if err := l.keepBroken(l.path(segmentName(first))); err != nil {
 			return err
 		}
+	}
+	if err := l.setAsideSnapshots(bad); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.opts.Dir); err != nil {
+		return fmt.Errorf("wal: sync dir after repair: %w", err)
+	}
+	return nil
+}
+
+// handleFallbackGap handles a log that ends (at next-1) before the index
+// of the newest damaged snapshot: corruption, or with Repair, the damaged
+// snapshots set aside and the log continued from where it ends.
+func (l *Log) handleFallbackGap(next, snapIndex uint64, bad []badSnapshot) error {
+	fellBackTo := "no snapshot"
+	if snapIndex > 0 {
+		fellBackTo = l.path(snapshotName(snapIndex))
+	}
+	cerr := fmt.Errorf("%w: %w; fell back to %s, but the log after it ends at index %d, before index %d that the damaged snapshot covers",
+		ErrCorrupt, bad[0].err, fellBackTo, next-1, bad[0].index)
+	plan := planFallbackGap(next, snapIndex, bad)
+	if !l.opts.Repair {
+		l.announce(plan, "would cut")
+		return fmt.Errorf("%w; a repair would cut %s", cerr, plan)
+	}
+	l.logger.Error("wal: repairing corrupt log", "err", cerr)
+	l.announce(plan, "will cut")
+	if err := l.checkEmpty(plan, cerr); err != nil {
+		return err
+	}
+	if err := l.setAsideSnapshots(bad); err != nil {
+		return err
 	}
 	if err := l.fs.SyncDir(l.opts.Dir); err != nil {
 		return fmt.Errorf("wal: sync dir after repair: %w", err)

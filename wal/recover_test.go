@@ -315,7 +315,7 @@ func FuzzRecover(f *testing.F) {
 		m := &model{}
 		// Logging every repair would slow the fuzzer down tenfold.
 		quiet := slog.New(slog.DiscardHandler)
-		opts := Options{Dir: testDir, FS: fs, Apply: m.apply, Repair: repair, Logger: quiet}
+		opts := Options{Dir: testDir, FS: fs, Apply: m.apply, Repair: repair, RepairAllowEmpty: repair, Logger: quiet}
 		l, err := Open(opts)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {

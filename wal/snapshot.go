@@ -93,7 +93,28 @@ func (l *Log) writeSnapshot(index uint64, write func(io.Writer) error) (int64, e
 		}
 		return 0, fmt.Errorf("%w %s: %w", errSnapshotWrite, final, err)
 	}
+	// Nothing older is deleted on the strength of this snapshot until it
+	// reads back whole.
+	if _, err := l.verifySnapshot(final, index); err != nil {
+		l.setAside(final)
+		return 0, fmt.Errorf("%w %s: reading it back: %w", errSnapshotWrite, final, err)
+	}
 	return size, nil
+}
+
+// setAside renames a snapshot that failed verification to .broken, so that
+// recovery never tries it; failing that, it stays and recovery skips it.
+func (l *Log) setAside(name string) {
+	b, err := l.brokenName(name)
+	if err == nil {
+		err = l.fs.Rename(name, b)
+	}
+	if err == nil {
+		err = l.fs.SyncDir(l.opts.Dir)
+	}
+	if err != nil {
+		l.logger.Warn("wal: could not set a bad snapshot aside", "file", name, "err", err)
+	}
 }
 
 func writeSnapshotBody(f io.Writer, index uint64, write func(io.Writer) error) (int64, error) {
@@ -133,7 +154,7 @@ func (l *Log) verifySnapshot(name string, index uint64) (int64, error) {
 		return 0, fmt.Errorf("wal: stat %s: %w", name, err)
 	}
 	if size < snapHeaderSize+snapTrailerSize {
-		return 0, fmt.Errorf("%w: %s: snapshot of %d bytes is too short", ErrCorrupt, name, size)
+		return 0, fmt.Errorf("%w: %s at offset 0: snapshot of %d bytes is too short", ErrCorrupt, name, size)
 	}
 	bodyLen := size - snapHeaderSize - snapTrailerSize
 	br := bufio.NewReaderSize(f, snapWriteBufBytes)
@@ -163,41 +184,74 @@ func (l *Log) verifySnapshot(name string, index uint64) (int64, error) {
 		return 0, fmt.Errorf("%w: %s at offset %d: snapshot length %d, file holds %d", ErrCorrupt, name, size-snapTrailerSize, n, bodyLen)
 	}
 	if binary.LittleEndian.Uint32(t[8:]) != crc.Sum32() {
-		return 0, fmt.Errorf("%w: %s at offset %d: snapshot checksum mismatch", ErrCorrupt, name, size-4)
+		return 0, fmt.Errorf("%w: %s at offset %d: snapshot checksum mismatch: bytes 0..%d (header and body) or the checksum itself are damaged",
+			ErrCorrupt, name, size-4, size-snapTrailerSize)
 	}
 	return bodyLen, nil
 }
 
-// loadSnapshot restores the newest valid snapshot and returns the index it
-// covers, or 0 if there is none. An invalid snapshot is skipped with a
-// warning: an older one may still do, and replay reports a gap if not.
-func (l *Log) loadSnapshot(snaps []uint64) (uint64, error) {
+// badSnapshot is a snapshot file recovery could not use.
+type badSnapshot struct {
+	index uint64
+	name  string
+	err   error
+}
+
+// loadSnapshot restores the newest usable snapshot and returns the index it
+// covers (0 if none) and the newer snapshots it had to pass over, newest
+// first. A damaged snapshot is logged at error level, naming the file and
+// the damage, and the one before it is tried: compaction keeps the previous
+// snapshot and the log after it until a newer one is verified, so falling
+// back loses nothing as long as that log is there (recover checks it).
+func (l *Log) loadSnapshot(snaps []uint64) (uint64, []badSnapshot, error) {
+	var bad []badSnapshot
 	for i := len(snaps) - 1; i >= 0; i-- {
 		index := snaps[i]
 		name := l.path(snapshotName(index))
-		bodyLen, err := l.verifySnapshot(name, index)
-		if err != nil {
-			l.logger.Warn("wal: skipping invalid snapshot", "file", name, "err", err)
+		if l.opts.Restore == nil {
+			return 0, nil, fmt.Errorf("wal: %s exists but Options.Restore is nil", name)
+		}
+		err := l.restoreSnapshot(name, index)
+		if errors.Is(err, ErrCorrupt) {
+			l.logger.Error("wal: snapshot is damaged; trying the one before it", "file", name, "index", index, "err", err)
+			bad = append(bad, badSnapshot{index: index, name: name, err: err})
 			continue
 		}
-		if l.opts.Restore == nil {
-			return 0, fmt.Errorf("wal: %s exists but Options.Restore is nil", name)
-		}
-		f, err := l.fs.Open(name)
 		if err != nil {
-			return 0, fmt.Errorf("wal: open %s: %w", name, err)
+			return 0, nil, err
 		}
-		br := bufio.NewReaderSize(f, snapWriteBufBytes)
-		_, err = br.Discard(snapHeaderSize)
-		if err == nil {
-			err = l.opts.Restore(io.LimitReader(br, bodyLen))
+		l.logger.Info("wal: restored snapshot", "file", name, "index", index)
+		if len(bad) > 0 {
+			l.logger.Warn("wal: fell back to an older snapshot; the log after it replaces the damaged one",
+				"file", name, "index", index, "damaged", bad[0].name, "damaged_index", bad[0].index)
 		}
-		f.Close()
-		if err != nil {
-			return 0, fmt.Errorf("wal: restore %s: %w", name, err)
-		}
-		l.logger.Info("wal: restored snapshot", "file", name, "index", index, "bytes", bodyLen)
-		return index, nil
+		return index, bad, nil
 	}
-	return 0, nil
+	return 0, bad, nil
+}
+
+// restoreSnapshot verifies the snapshot file and hands its body to
+// Options.Restore. Damage, in the file or found by Restore, wraps
+// ErrCorrupt; the caller may then try an older snapshot.
+func (l *Log) restoreSnapshot(name string, index uint64) error {
+	bodyLen, err := l.verifySnapshot(name, index)
+	if err != nil {
+		return err
+	}
+	f, err := l.fs.Open(name)
+	if err != nil {
+		return fmt.Errorf("wal: open %s: %w", name, err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, snapWriteBufBytes)
+	if _, err := br.Discard(snapHeaderSize); err != nil {
+		return fmt.Errorf("wal: read %s: %w", name, err)
+	}
+	if err := l.opts.Restore(io.LimitReader(br, bodyLen)); err != nil {
+		// The checksum matched, so the file holds what was written: a body
+		// its own decoder rejects is damage all the same, and an older
+		// snapshot may do.
+		return fmt.Errorf("%w: %s: restoring the body (which starts at offset %d): %w", ErrCorrupt, name, snapHeaderSize, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -337,6 +338,9 @@ func (v *clusterView) Status() server.ClusterStatus {
 // there was state before.
 func openCluster(f serveFlags, store *fsm.Store, logger *slog.Logger) (*cluster.Node, bool, error) {
 	dir := filepath.Join(f.dataDir, "raft")
+	if err := checkClusterState(f, dir, logger); err != nil {
+		return nil, false, err
+	}
 	had, err := cluster.HasState(dir)
 	if err != nil {
 		return nil, false, err
@@ -395,4 +399,46 @@ func joinLoop(stop <-chan struct{}, addr string, v *clusterView, logger *slog.Lo
 		case <-time.After(wait):
 		}
 	}
+}
+
+// checkClusterState checks the node's raft state before it is opened. A
+// damaged member is repaired the one safe way: with --repair and
+// --repair-allow-empty its raft state is moved aside whole (to raft.broken)
+// and the node starts empty, to be caught up by the leader (or to join with
+// --join). --repair alone says what it would move and stops.
+func checkClusterState(f serveFlags, dir string, logger *slog.Logger) error {
+	err := cluster.CheckState(dir, logger)
+	if err == nil || !errors.Is(err, cluster.ErrDamaged) || !f.repair {
+		return err
+	}
+	aside := dir + ".broken"
+	for i := 1; ; i++ {
+		if _, serr := os.Stat(aside); errors.Is(serr, os.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s.%d.broken", dir, i)
+	}
+	logger.Error("cluster repair: this node's whole raft state (log, vote, snapshots) is cut: it moves aside and the node starts empty, taking the cluster's state from the leader",
+		"from", dir, "to", aside, "damage", err)
+	if !f.repairEmpty {
+		return fmt.Errorf("%w; --repair would move %s to %s and start this node empty: pass --repair-allow-empty as well to do so", err, dir, aside)
+	}
+	if err := os.Rename(dir, aside); err != nil {
+		return fmt.Errorf("cluster repair: %w", err)
+	}
+	if err := syncParent(dir); err != nil {
+		return fmt.Errorf("cluster repair: %w", err)
+	}
+	logger.Warn("cluster repair: raft state moved aside; the node starts empty", "kept", aside)
+	return nil
+}
+
+// syncParent makes a rename in dir's parent durable.
+func syncParent(dir string) error {
+	d, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

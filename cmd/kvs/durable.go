@@ -88,18 +88,40 @@ func (p *durableProposer) Flush() {
 	p.log.Kick()
 }
 
+// recordKeys names the keys a log record's commands touch, for the wal to
+// say what a damaged or cut record affected.
+func recordKeys(rec []byte) ([]string, error) {
+	_, cmds, err := fsm.DecodeEntry(rec)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range cmds {
+		keys, all := c.Keys()
+		if all {
+			out = append(out, "(every key: "+c.Op.String()+")")
+		}
+		for _, k := range keys {
+			out = append(out, string(k))
+		}
+	}
+	return out, nil
+}
+
 // openLog opens (and recovers) the append log in f.dataDir, restoring the
 // store from the newest snapshot and replaying the records after it.
 // onFsync, when not nil, hears of every fsync (for the metrics).
 func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Logger, onFsync func(time.Duration, int)) (*wal.Log, error) {
-	return wal.Open(wal.Options{
-		Dir:          f.dataDir,
-		Fsync:        policy,
-		SegmentSize:  f.segment,
-		CompactBytes: f.compact,
-		Repair:       f.repair,
-		Logger:       logger,
-		OnFsync:      onFsync,
+	l, err := wal.Open(wal.Options{
+		Dir:              f.dataDir,
+		Fsync:            policy,
+		SegmentSize:      f.segment,
+		CompactBytes:     f.compact,
+		Repair:           f.repair,
+		RepairAllowEmpty: f.repairEmpty,
+		RecordKeys:       recordKeys,
+		Logger:           logger,
+		OnFsync:          onFsync,
 		Apply: func(index uint64, rec []byte) any {
 			now, cmds, err := fsm.DecodeEntry(rec)
 			if err != nil {
@@ -122,4 +144,11 @@ func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Log
 			}, nil
 		},
 	})
+	switch {
+	case errors.Is(err, wal.ErrRepairEmpty):
+		err = fmt.Errorf("%w (pass --repair-allow-empty as well to start empty; the cut files are kept as .broken)", err)
+	case errors.Is(err, wal.ErrCorrupt) && !f.repair:
+		err = fmt.Errorf("%w (--repair cuts what the log above says and keeps a .broken copy of it)", err)
+	}
+	return l, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -173,5 +174,16 @@ func TestDurableProposerRounds(t *testing.T) {
 	p.Enqueue(setCmd([]byte("k"), []byte("v")), func(_ []fsm.Reply, err error) { refused = err })
 	if !errors.Is(refused, wal.ErrClosed) {
 		t.Fatalf("Enqueue on a closed log answered %v", refused)
+	}
+}
+
+func TestRecordKeys(t *testing.T) {
+	rec := fsm.EncodeEntry(nil, 1, []fsm.Command{
+		{Op: fsm.OpMSet, Args: [][]byte{[]byte("a"), []byte("1"), []byte("b"), []byte("2")}},
+		{Op: fsm.OpDel, Args: [][]byte{[]byte("c")}},
+	})
+	keys, err := recordKeys(rec)
+	if err != nil || strings.Join(keys, " ") != "a b c" {
+		t.Fatalf("recordKeys = %q, %v; want a b c", keys, err)
 	}
 }

@@ -23,15 +23,18 @@ import (
 
 // serveFlags are the flags of `kvs serve`.
 type serveFlags struct {
-	addr     string
-	dataDir  string
-	fsync    string
-	repair   bool
-	logLevel string
-	segment  int64
-	compact  int64
-	metrics  string // --metrics-addr; empty: no metrics endpoint
-	io       string // --io: loop or goroutines
+	addr    string
+	dataDir string
+	fsync   string
+	repair  bool
+	// repairEmpty (--repair-allow-empty) lets --repair start an empty
+	// store over a data dir that held data.
+	repairEmpty bool
+	logLevel    string
+	segment     int64
+	compact     int64
+	metrics     string // --metrics-addr; empty: no metrics endpoint
+	io          string // --io: loop or goroutines
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -55,7 +58,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "address to serve RESP on")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the append log and snapshots (empty: memory mode, nothing survives a restart)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
-	fs.BoolVar(&f.repair, "repair", false, "truncate the append log at the first corrupt record instead of refusing to start")
+	fs.BoolVar(&f.repair, "repair", false, "cut the append log at the first corrupt record (saying first exactly what is cut, and keeping a .broken copy) instead of refusing to start; in cluster mode, move damaged raft state aside so the node rejoins")
+	fs.BoolVar(&f.repairEmpty, "repair-allow-empty", false, "with --repair: go ahead even when nothing would be left (no usable snapshot and no record kept) of a data dir that held data")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
@@ -93,6 +97,9 @@ func (f serveFlags) validate() error {
 		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
+	}
+	if f.repairEmpty && !f.repair {
+		return errors.New("--repair-allow-empty needs --repair")
 	}
 	if !f.clustered() {
 		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 {
