@@ -10,6 +10,8 @@
 //	HasState(dir) (bool, error)        does dir hold Raft state already
 //	(*Node).Apply(entry) (any, error)  one log entry; the FSM's response
 //	(*Node).ReadIndex(ctx) error       linearizable read barrier (leader only)
+//	(*Node).AppliedIndex, WaitApplied(ctx, index)   the FSM's position, and waiting for one
+//	(*Node).ApplyDelay() ApplyDelay    how long recent writes took to apply here
 //	(*Node).AddVoter(id, addr), Remove(id), Members()   membership, via the leader
 //	(*Node).IsLeader, Leader, Status, LeaderChanges, TransferLeadership, Addr, Raft
 //	(*Node).LogStoreErr, LogStoreFailures   did the last raft log write fail (logstore.go)
@@ -30,6 +32,12 @@
 // write and fsync, replicates them in one AppendEntries round, and the FSM
 // applies them with one ApplyBatch call.
 //
+// A follower learns of each commit as soon as the leader has applied it:
+// the node's transport wraps raft's and pushes the commit index to every
+// follower in an empty AppendEntries (commitpush.go), instead of leaving it
+// to raft's next entries or CommitTimeout. AppliedIndex and WaitApplied
+// let a follower wait for a write the leader applied at a known index.
+//
 // ReadIndex follows the Raft thesis §6.4 (see its doc). Progress of the FSM
 // is tracked by wrapping Config.FSM, because raft's AppliedIndex counts what
 // it handed to the FSM goroutine, not what that goroutine has applied.
@@ -39,7 +47,9 @@
 // Besides raft's own goroutines (all stopped and waited for by
 // raft.Shutdown), a Node runs one watcher from Open to Close: it forwards
 // raft's leadership signal to LeaderChanges and commits a read barrier after
-// each election. Apply and the other waiting calls wait for raft's futures
+// each election; and one commit pusher per follower it has led (started at
+// the first AppendEntries raft sends it, stopped and waited for by Close
+// after raft.Shutdown). Apply and the other waiting calls wait for raft's futures
 // in a helper goroutine so that they can honour a timeout, a context or
 // Close; that goroutine ends when raft answers. raft does not answer entries
 // still queued for the leader when it shuts down, so at Close a helper

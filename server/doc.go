@@ -62,13 +62,17 @@
 //     KVS.FORWARD request over a pool of connections to the leader's RESP
 //     address (forward.go draws the encoding, peer.go the pool) and the
 //     leader's replies are written in the client's protocol, byte for
-//     byte what the leader would have sent. The leader executes a
-//     forwarded batch itself and never forwards it again.
+//     byte what the leader would have sent, once this node's store has
+//     applied the leader's applied index sent with them (read your
+//     writes). The leader executes a forwarded batch itself and never
+//     forwards it again.
 //
 // Server.Propose routes the same way, for the wiring's own writes.
 //
-// Reads are answered from the node's store, possibly stale on a follower.
-// With Config.LinearizableReads the leader first passes
+// Reads are answered from the node's store, possibly stale on a follower
+// for writes other connections made. A READONLY connection's reads on a
+// follower first wait for the leader's applied index (KVS.SYNC, once per
+// run of reads, shared across connections: replicasync.go). With Config.LinearizableReads the leader first passes
 // Cluster.ReadBarrier (once per run of consecutive reads in a pipeline),
 // and followers forward reads along with the writes around them.
 //
