@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"math/rand"
 	"net"
 	"strings"
@@ -60,6 +61,13 @@ func prefill(b *testing.B, addr string) {
 // (ratio 1: only SETs). It reports ops/s.
 func drive(b *testing.B, addr string, conns, ratio int) {
 	b.Helper()
+	driveAfter(b, addr, conns, ratio, nil)
+}
+
+// driveAfter is drive with the commands in setup sent first on every
+// connection (READONLY, say), their replies read and not counted.
+func driveAfter(b *testing.B, addr string, conns, ratio int, setup [][]string) {
+	b.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -69,11 +77,19 @@ func drive(b *testing.B, addr string, conns, ratio int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		r := bufio.NewReader(c)
+		for _, cmd := range setup {
+			if _, err := c.Write(encodeCommand(cmd...)); err != nil {
+				b.Fatal(err)
+			}
+			if v, err := readValue(r); err != nil || v.IsError() {
+				b.Fatalf("%q: %v %s", cmd, err, v)
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			r := bufio.NewReader(c)
 			rng := rand.New(rand.NewSource(int64(w)))
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 				key := fmt.Sprintf("key:%d", rng.Intn(benchKeys))
@@ -107,6 +123,26 @@ func BenchmarkClusterSet(b *testing.B) {
 	for _, conns := range []int{1, 50} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
 			drive(b, leader.Addr, conns, 1)
+		})
+	}
+}
+
+// BenchmarkReplicaReads: 50 connections GET random keys on a follower of
+// three nodes, as plain connections (answered from the store) and after
+// READONLY (each pipeline first catches up with the leader's applied index,
+// one KVS.SYNC shared by the reads that arrive meanwhile).
+func BenchmarkReplicaReads(b *testing.B) {
+	nodes := startCluster(b, 3)
+	leader := waitLeader(b, nodes)
+	prefill(b, leader.Addr)
+	f := followers(nodes, leader)[0]
+	for _, mode := range []string{"plain", "readonly"} {
+		b.Run(mode, func(b *testing.B) {
+			var setup [][]string
+			if mode == "readonly" {
+				setup = [][]string{{"READONLY"}}
+			}
+			driveAfter(b, f.Addr, 50, math.MaxInt, setup)
 		})
 	}
 }
