@@ -23,7 +23,7 @@ import (
 // (the queued one is sent after they arrived, as each needs).
 //
 // When there is no leader to ask, or it does not answer, or the store does
-// not catch up within ForwardTimeout, the read is served from the store as
+// not catch up, within catchUpTimeout each, the read is served from the store as
 // it is, as a Redis replica serves reads while its master is away, and
 // counted (kvs_replica_reads_unsynced in INFO stats).
 
@@ -45,7 +45,7 @@ type syncRound struct {
 func (s *Server) syncReplica() bool {
 	index, err := s.leaderIndex()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 		err = s.cfg.Cluster.WaitApplied(ctx, index)
 		cancel()
 	}
@@ -98,7 +98,7 @@ func (s *Server) askLeaderIndex() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, err := s.peers.roundTrip(addr, s.cfg.ForwardTimeout, func(*peerConn) net.Buffers {
+	r, err := s.peers.roundTrip(addr, catchUpTimeout, func(*peerConn) net.Buffers {
 		return net.Buffers{syncRequest}
 	})
 	if err != nil {

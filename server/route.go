@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -109,22 +110,39 @@ func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
 
 var crlf = []byte("\r\n")
 
+// catchUpTimeout bounds a follower's wait for its store to reach an index
+// the leader reported (catchUp, syncReplica). The leader tells followers of
+// each commit at once, so the wait is about a round trip between the
+// nodes; a follower still behind after this long is cut off from raft's
+// traffic or replaying its log, and answers as it is rather than stall
+// every client of the node.
+const catchUpTimeout = 2 * time.Second
+
 // catchUp waits until this node's store has applied index, the leader's
 // position after a forwarded batch, so that the client that sent the batch
-// reads its effects here next. The leader tells followers of each commit
-// at once, so this is about a round trip between the nodes. If the store
-// does not get there within ForwardTimeout (this node cut off from raft
-// traffic but not from the leader's client port), the replies are relayed
-// anyway: the writes happened, and an error would invite a retry that
-// repeats them. That case is counted (kvs_forward_stale_total) and logged.
+// reads its effects here next. If the store does not get there within
+// catchUpTimeout, the replies are relayed anyway: the writes happened, and
+// an error would invite a retry that repeats them. That case is counted
+// (kvs_forwards_relayed_unapplied in INFO stats) and logged, at most once
+// per catchUpTimeout.
 func (s *Server) catchUp(index uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	if err := s.cfg.Cluster.WaitApplied(ctx, index); err != nil {
 		s.stats.staleForwards.Add(1)
-		s.cfg.Logger.Warn("server: relaying a forwarded write's replies before this node applied it",
-			"index", index, "applied", s.cfg.Cluster.AppliedIndex(), "err", err)
+		if s.behindWarn.allow(time.Now()) {
+			s.cfg.Logger.Warn("server: relaying a forwarded write's replies before this node applied it",
+				"index", index, "applied", s.cfg.Cluster.AppliedIndex(), "err", err)
+		}
 	}
+}
+
+// rateLimit lets one event through per catchUpTimeout.
+type rateLimit struct{ last atomic.Int64 }
+
+func (r *rateLimit) allow(now time.Time) bool {
+	last := r.last.Load()
+	return now.UnixNano()-last >= int64(catchUpTimeout) && r.last.CompareAndSwap(last, now.UnixNano())
 }
 
 // execLocal executes a batch on the leader: each run of writes through the

@@ -32,6 +32,8 @@ type Server struct {
 	// rsync shares the leader round trips of replica reads
 	// (replicasync.go).
 	rsync replicaSync
+	// behindWarn limits catchUp's warnings.
+	behindWarn rateLimit
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
