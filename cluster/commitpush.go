@@ -158,7 +158,9 @@ func (t *pushTransport) observe(id raft.ServerID, target raft.ServerAddress, arg
 	// raft read the commit index when it built the request; if a commit
 	// came since, the pusher may have skipped this follower (the entry not
 	// sent yet), and nothing else would tell it.
-	if r := t.raft.Load(); r != nil && args.LeaderCommitIndex < r.CommitIndex() {
+	// (A heartbeat, which carries no log position, tells nothing.)
+	heartbeat := args.PrevLogEntry == 0 && len(args.Entries) == 0
+	if r := t.raft.Load(); r != nil && !heartbeat && args.LeaderCommitIndex < r.CommitIndex() {
 		p.poke()
 	}
 }
