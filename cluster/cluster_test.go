@@ -27,7 +27,10 @@ func TestReplication(t *testing.T) {
 		wg.Go(func() {
 			for i := range 25 {
 				k := fmt.Sprintf("w%d-%d", w, i)
-				if _, err := lead.n.Apply(setEntry(k, strconv.Itoa(i))); err != nil {
+				if err := h.onLeader(lead, func(l *testNode) error {
+					_, err := l.n.Apply(setEntry(k, strconv.Itoa(i)))
+					return err
+				}); err != nil {
 					errs <- err
 					return
 				}
@@ -40,10 +43,11 @@ func TestReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := fsm.EncodeEntry(nil, 0, []fsm.Command{{Op: fsm.OpMetaSet, Args: [][]byte{[]byte("node/n1/resp"), []byte("127.0.0.1:7001")}}})
-	if _, err := lead.n.Apply(meta); err != nil {
+	if err := h.onLeader(lead, func(l *testNode) error { _, err := l.n.Apply(meta); return err }); err != nil {
 		t.Fatal(err)
 	}
 	h.converged(lead, lead.store.AppliedIndex())
+	lead = h.leader() // a busy machine may have moved leadership meanwhile
 	for _, tn := range h.running() {
 		if n := tn.store.Stats(time.Now().UnixMilli()).Keys; n != 200 {
 			t.Errorf("%s: %d keys, want 200", tn.id, n)
@@ -86,6 +90,7 @@ func TestFollowerRefusesWrites(t *testing.T) {
 	h := newHarness(t, nil)
 	lead := h.cluster3()
 	put(t, lead, "a", "1")
+	lead = h.leader()
 	for _, f := range h.followers(lead) {
 		if _, err := f.n.Apply(setEntry("b", "2")); !errors.Is(err, ErrNotLeader) {
 			t.Errorf("Apply on follower %s: %v, want ErrNotLeader", f.id, err)
@@ -111,24 +116,34 @@ func TestFollowerRefusesWrites(t *testing.T) {
 func TestReadIndex(t *testing.T) {
 	h := newHarness(t, nil)
 	lead := h.cluster3()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
+	// readIndex checks one ReadIndex on l; a leadership change fails it
+	// with ErrNotLeader, and onLeader asks the new leader.
+	readIndex := func(l *testNode) error {
+		commit := l.n.Raft().CommitIndex()
+		if err := l.n.ReadIndex(ctx); err != nil {
+			return err
+		}
+		if got := l.n.applied.index.Load(); got < commit {
+			return fmt.Errorf("after ReadIndex the FSM applied %d < commit index %d", got, commit)
+		}
+		return nil
+	}
 	for i := range 20 {
 		put(t, lead, "k"+strconv.Itoa(i), "v")
-		commit := lead.n.Raft().CommitIndex()
-		if err := lead.n.ReadIndex(ctx); err != nil {
+		if err := h.onLeader(lead, readIndex); err != nil {
 			t.Fatalf("ReadIndex on the leader: %v", err)
-		}
-		if got := lead.n.applied.index.Load(); got < commit {
-			t.Fatalf("after ReadIndex the FSM applied %d < commit index %d", got, commit)
 		}
 	}
 	// Right after a barrier the last committed entry is one the FSM never
 	// sees; ReadIndex must still return.
-	if err := lead.n.Raft().Barrier(time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
-	if err := lead.n.ReadIndex(ctx); err != nil {
+	if err := h.onLeader(lead, func(l *testNode) error {
+		if err := l.n.Raft().Barrier(time.Second).Error(); err != nil {
+			return classify(err, true)
+		}
+		return l.n.ReadIndex(ctx)
+	}); err != nil {
 		t.Fatalf("ReadIndex after a barrier: %v", err)
 	}
 	// Concurrent readers and a writer: every read sees at least what was
@@ -143,7 +158,10 @@ func TestReadIndex(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := lead.n.Apply(setEntry("w", strconv.Itoa(i))); err != nil {
+			if err := h.onLeader(lead, func(l *testNode) error {
+				_, err := l.n.Apply(setEntry("w", strconv.Itoa(i)))
+				return err
+			}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -153,13 +171,9 @@ func TestReadIndex(t *testing.T) {
 	for range 8 {
 		readers.Go(func() {
 			for range 20 {
-				commit := lead.n.Raft().CommitIndex()
-				if err := lead.n.ReadIndex(ctx); err != nil {
+				if err := h.onLeader(lead, readIndex); err != nil {
 					t.Error(err)
 					return
-				}
-				if got := lead.n.applied.index.Load(); got < commit {
-					t.Errorf("FSM applied %d < commit index %d", got, commit)
 				}
 			}
 		})
@@ -168,6 +182,7 @@ func TestReadIndex(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
+	lead = h.leader()
 	for _, f := range h.followers(lead) {
 		if err := f.n.ReadIndex(ctx); !errors.Is(err, ErrNotLeader) {
 			t.Errorf("ReadIndex on follower %s: %v, want ErrNotLeader", f.id, err)
@@ -188,6 +203,7 @@ func TestLeaderFailover(t *testing.T) {
 	for i := range 50 {
 		put(t, old, "before"+strconv.Itoa(i), "v")
 	}
+	old = h.leader() // the one to stop, should leadership have moved
 	changes := old.n.LeaderChanges()
 	h.stop(old)
 	// Close handed leadership over and closed the channel.
@@ -256,16 +272,17 @@ func TestSnapshotInstall(t *testing.T) {
 	if lead == victim {
 		victim = h.nodes["n2"]
 	}
-	if err := lead.n.Remove(victim.id); err != nil {
+	remove := func(l *testNode) error { return l.n.Remove(victim.id) }
+	if err := h.onLeader(lead, remove); err != nil {
 		t.Fatal(err)
 	}
 	h.stop(victim)
 	delete(h.nodes, victim.id)
-	if err := lead.n.Remove(victim.id); err != nil {
+	if err := h.onLeader(lead, remove); err != nil {
 		t.Errorf("removing a removed node: %v", err)
 	}
 	fresh := h.start("n4", false)
-	if err := lead.n.AddVoter("n4", fresh.addr); err != nil {
+	if err := h.onLeader(lead, func(l *testNode) error { return l.n.AddVoter("n4", fresh.addr) }); err != nil {
 		t.Fatal(err)
 	}
 	put(t, lead, "after", "install")

@@ -30,6 +30,7 @@ type testNode struct {
 	id, dir, addr string
 	store         *fsm.Store
 	n             *Node
+	h             *harness // the harness that started it
 }
 
 type harness struct {
@@ -77,7 +78,7 @@ func (h *harness) config(tn *testNode, bootstrap bool) Config {
 // start opens a new node with an empty Dir on a free port.
 func (h *harness) start(id string, bootstrap bool) *testNode {
 	h.t.Helper()
-	tn := &testNode{id: id, dir: h.t.TempDir(), addr: "127.0.0.1:0"}
+	tn := &testNode{id: id, dir: h.t.TempDir(), addr: "127.0.0.1:0", h: h}
 	h.nodes[id] = tn
 	h.open(tn, bootstrap)
 	return tn
@@ -112,10 +113,16 @@ func (h *harness) running() []*testNode {
 	return out
 }
 
+// waitTimeout bounds every wait for a state (a leader, converged stores, a
+// write's retries). It is generous for a loaded 2-core machine running the
+// race detector and several packages' tests at once: it detects hangs, and
+// asserts no speed.
+const waitTimeout = 30 * time.Second
+
 // eventually polls cond until it returns nil or the deadline passes.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(8 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for {
 		err := cond()
 		if err == nil {
@@ -132,27 +139,74 @@ func eventually(t testing.TB, what string, cond func() error) {
 func (h *harness) leader() *testNode {
 	h.t.Helper()
 	var lead *testNode
-	eventually(h.t, "electing a leader", func() error {
-		lead = nil
-		for _, tn := range h.running() {
-			if tn.n.IsLeader() {
-				if lead != nil {
-					return fmt.Errorf("%s and %s both lead", lead.id, tn.id)
-				}
-				lead = tn
-			}
-		}
-		if lead == nil {
-			return errors.New("no leader")
-		}
-		for _, tn := range h.running() {
-			if id, _ := tn.n.Leader(); id != lead.id {
-				return fmt.Errorf("%s thinks the leader is %q, not %s", tn.id, id, lead.id)
-			}
-		}
-		return nil
+	eventually(h.t, "electing a leader", func() (err error) {
+		lead, err = h.leaderNow()
+		return err
 	})
 	return lead
+}
+
+// leaderNow returns the one running node that leads, if the others know it.
+func (h *harness) leaderNow() (*testNode, error) {
+	lead, err := h.leading()
+	if err != nil {
+		return nil, err
+	}
+	for _, tn := range h.running() {
+		if id, _ := tn.n.Leader(); id != lead.id {
+			return nil, fmt.Errorf("%s thinks the leader is %q, not %s", tn.id, id, lead.id)
+		}
+	}
+	return lead, nil
+}
+
+// leading returns the one running node that leads, known to the others or
+// not (a node being added knows no leader until it is a member).
+func (h *harness) leading() (*testNode, error) {
+	var lead *testNode
+	for _, tn := range h.running() {
+		if tn.n.IsLeader() {
+			if lead != nil {
+				return nil, fmt.Errorf("%s and %s both lead", lead.id, tn.id)
+			}
+			lead = tn
+		}
+	}
+	if lead == nil {
+		return nil, errors.New("no leader")
+	}
+	return lead, nil
+}
+
+// onLeader runs op on via, and, while op fails in a way a leader change
+// explains, again on whichever node leads by then, until op succeeds or
+// waitTimeout passes; it returns op's last error. A leader may lose its
+// lease on a busy machine whenever a heartbeat round is late, so any write
+// may meet ErrNotLeader (it certainly did not happen) or ErrUnknownOutcome
+// (it may have happened): op must be idempotent, such as setting a key to a
+// value or adding a voter that may already be there, so that doing it again
+// is right either way. (The unknown first attempt cannot apply after the
+// retry: it is in the log before it, or never commits.) It does not fail
+// the test, so writers on other goroutines may use it.
+func (h *harness) onLeader(via *testNode, op func(*testNode) error) error {
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		err := op(via)
+		if err == nil || !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrUnknownOutcome) {
+			return err
+		}
+		h.t.Logf("via %s: %v; retrying on the leader", via.id, err)
+		for {
+			if time.Now().After(deadline) {
+				return err
+			}
+			if lead, lerr := h.leading(); lerr == nil {
+				via = lead
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // poll interval while electing
+		}
+	}
 }
 
 func (h *harness) followers(lead *testNode) []*testNode {
@@ -172,7 +226,7 @@ func (h *harness) cluster3() *testNode {
 	lead := h.leader()
 	for _, id := range []string{"n2", "n3"} {
 		tn := h.start(id, false)
-		if err := lead.n.AddVoter(id, tn.addr); err != nil {
+		if err := h.onLeader(lead, func(l *testNode) error { return l.n.AddVoter(id, tn.addr) }); err != nil {
 			h.t.Fatalf("AddVoter %s: %v", id, err)
 		}
 	}
@@ -185,10 +239,15 @@ func setEntry(key, val string) []byte {
 	})
 }
 
-// put applies SET key val through tn, which must lead.
+// put applies SET key val through tn, which leads, or through the node
+// that leads by the time a leader change has failed the write (onLeader).
 func put(t testing.TB, tn *testNode, key, val string) {
 	t.Helper()
-	resp, err := tn.n.Apply(setEntry(key, val))
+	var resp any
+	err := tn.h.onLeader(tn, func(l *testNode) (err error) {
+		resp, err = l.n.Apply(setEntry(key, val))
+		return err
+	})
 	if err != nil {
 		t.Fatalf("Apply SET %s via %s: %v", key, tn.id, err)
 	}

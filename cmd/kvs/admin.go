@@ -148,8 +148,11 @@ var errNoLeaderYet = errors.New("CLUSTERDOWN no leader known yet")
 
 // retryAdmin runs f until it succeeds, fails with an error that a retry
 // cannot fix, or timeout passes. Retried: no leader yet (a cluster that is
-// still electing, as right after --bootstrap), not the leader, and a node
-// that does not accept connections yet.
+// still electing, as right after --bootstrap), not the leader, a change
+// whose outcome is unknown (leadership lost while it was committing), and
+// a node that does not accept connections yet. Repeating is safe because
+// join and remove are idempotent: adding a member already there at that
+// address, or removing one already gone, changes nothing.
 func retryAdmin(timeout time.Duration, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -164,12 +167,12 @@ func retryAdmin(timeout time.Duration, f func() error) error {
 func retryable(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN") ||
-		strings.Contains(msg, "connection refused")
+		strings.HasPrefix(msg, "UNCERTAIN") || strings.Contains(msg, "connection refused")
 }
 
 func removeCmd(args []string, stdout, stderr io.Writer) int {
 	fs, timeout, code := parseAdmin("remove", "[--timeout D] CLUSTER_ADDR NODE_ID",
-		"Removes node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to,\nretrying for up to --timeout while the cluster has no leader.",
+		"Removes node NODE_ID from the cluster that the node at CLUSTER_ADDR belongs to,\nretrying for up to --timeout while the cluster has no leader or changes leaders.",
 		2, args, stderr)
 	if fs == nil {
 		return code
@@ -293,7 +296,7 @@ func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr i
 		fmt.Fprintf(stderr, "Usage: kvs %s %s\n\n%s\n", name, synopsis, about)
 		fs.PrintDefaults()
 	}
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to keep trying (join and remove retry while the cluster has no leader)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to keep trying (join and remove retry while the cluster has no leader or changes leaders)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, flagExit(err)
 	}

@@ -153,9 +153,19 @@ func serve(args []string, stderr io.Writer) int {
 // listener and in-flight commands, the metrics endpoint, then raft or the
 // log (flushed and fsynced), so nothing acknowledged is left in a buffer.
 //
-// The metrics endpoint is bound first, so that a taken port stops startup
-// before a long recovery, and /healthz says 503 until the node serves.
+// The data dir is locked first, so that a second process on it stops with
+// that reason before it binds a port or opens a file of the holder's, and
+// held until everything in it is closed. The metrics endpoint is bound
+// next, so that a taken port stops startup before a long recovery, and
+// /healthz says 503 until the node serves.
 func runServe(f serveFlags, logger *slog.Logger) error {
+	if f.dataDir != "" {
+		lock, err := lockDataDir(f.dataDir)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	hc := &health{}
 	var metrics *metricsServer
 	if f.metrics != "" {
