@@ -18,21 +18,12 @@ import (
 
 const rywRounds = 1000
 
-// setUntilOK retries a SET whose outcome the cluster could not tell (a
-// leadership change on a busy machine): SET of one value is idempotent.
+// setUntilOK SETs key to val, repeating it after a leadership change on a
+// busy machine (a SET of one value is safe to repeat).
 func setUntilOK(ctx context.Context, t *testing.T, c redis.Cmdable, key, val string) {
 	t.Helper()
-	deadline := time.Now().Add(clusterWait)
-	for {
-		err := c.Set(ctx, key, val, 0).Err()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SET %s: %v", key, err)
-		}
-		t.Logf("SET %s: %v (retrying)", key, err)
-		time.Sleep(50 * time.Millisecond)
+	if err := retryLeaderChange(t, func() error { return c.Set(ctx, key, val, 0).Err() }); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
 	}
 }
 
