@@ -23,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand"
 	"net"
 	"os"
 	"os/exec"
@@ -160,16 +161,40 @@ func testDir(t testing.TB) string {
 	return dir
 }
 
-// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
+// freeAddr returns a 127.0.0.1 address whose port was free a moment ago
+// and that no other test of this process was given. The port is below the
+// kernel's ephemeral range (32768 and up on Linux): a node restarted on
+// its address must find it free, and while it was down any process's
+// outgoing connection could have been given a port from that range (a
+// restart after a power cut failed with "address already in use" so).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 1000 {
+		port := minTestPort + rand.Intn(maxTestPort-minTestPort)
+		if portsGiven[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		portsGiven[port] = true
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no free port in [%d, %d)", minTestPort, maxTestPort)
+	return ""
 }
+
+const minTestPort, maxTestPort = 20000, 32768
+
+var (
+	portsMu    sync.Mutex // guards portsGiven
+	portsGiven = map[int]bool{}
+)
 
 // A Node is one server process, kvs or redis-server, that can be stopped,
 // killed and started again on the same address and directory. Cluster tests
