@@ -238,26 +238,8 @@ func (l *Log) restartAfter(index uint64) error {
 		if err := l.w.file.Sync(); err != nil {
 			return fmt.Errorf("wal: fsync emptied %s: %w", name, err)
 		}
-	} else {
-		name := l.path(segmentName(first))
-		f, err := l.fs.Create(name)
-		if err != nil {
-			return fmt.Errorf("wal: create segment %s: %w", name, err)
-		}
-		if err := l.fs.SyncDir(l.opts.Dir); err != nil {
-			f.Close()
-			l.w.stray = name
-			return fmt.Errorf("wal: sync dir after creating %s: %w", name, err)
-		}
-		old := l.w.file
-		l.w.file, l.w.first = f, first
-		l.segs.Lock()
-		l.segs.firsts = append(l.segs.firsts, first)
-		l.stats.segments.Store(uint64(len(l.segs.firsts)))
-		l.segs.Unlock()
-		if err := old.Close(); err != nil {
-			l.logger.Warn("wal: close old segment", "err", err)
-		}
+	} else if err := l.newSegment(first); err != nil {
+		return err
 	}
 	l.w.size, l.w.alloc, l.w.goodEnd = 0, 0, 0
 	l.w.lastWritten, l.w.unsynced, l.w.goodIndex = index, 0, index

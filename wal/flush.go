@@ -488,7 +488,17 @@ func (l *Log) rotate() error {
 		l.w.unsynced = 0
 		l.countFsync(b)
 	}
-	first := l.w.lastWritten + 1
+	if err := l.newSegment(l.w.lastWritten + 1); err != nil {
+		return err
+	}
+	l.w.size, l.w.alloc, l.w.goodEnd = 0, 0, 0
+	return nil
+}
+
+// newSegment creates the segment whose first record is first, makes its
+// name durable and makes it the active one, closing the old. On an error
+// the old segment stays active.
+func (l *Log) newSegment(first uint64) error {
 	name := l.path(segmentName(first))
 	f, err := l.fs.Create(name)
 	if err != nil {
@@ -502,8 +512,7 @@ func (l *Log) rotate() error {
 		return fmt.Errorf("wal: sync dir after creating %s: %w", name, err)
 	}
 	old := l.w.file
-	l.w.file, l.w.first, l.w.size, l.w.alloc = f, first, 0, 0
-	l.w.goodEnd = 0
+	l.w.file, l.w.first = f, first
 	l.segs.Lock()
 	l.segs.firsts = append(l.segs.firsts, first)
 	l.stats.segments.Store(uint64(len(l.segs.firsts)))
