@@ -3,10 +3,12 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 //   - full: a write that would make a file longer fails with ENOSPC (as on
 //     a full disk, where space already allocated can still be written);
 //   - ops: named operations ("write", "sync", "create", "syncdir",
-//     "truncate") fail with errInjected.
+//     "truncate", and "create-snapshot" for snapshot temp files only)
+//     fail with errInjected.
 //
 // A failed Sync behaves as Linux's fsync does (fsyncgate): the write-back
 // of the file's dirty bytes failed, the kernel forgets they were dirty, and
@@ -62,6 +65,11 @@ func (f *failFS) isFull() bool {
 func (f *failFS) Create(name string) (File, error) {
 	if err := f.failing("create"); err != nil {
 		return nil, err
+	}
+	if strings.HasSuffix(name, tmpExt) {
+		if err := f.failing("create-snapshot"); err != nil {
+			return nil, err
+		}
 	}
 	file, err := f.MemFS.Create(name)
 	if err != nil {
@@ -470,5 +478,29 @@ func TestRepairFailure(t *testing.T) {
 	checkRecovered(t, ffs.CrashClone(), a, FsyncAlways)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A snapshot whose file cannot be created still has its write function
+// run, once, so that it releases the view it holds; otherwise each failed
+// compaction on a full disk would keep a copy of the store alive.
+func TestSnapshotCreateFailureReleases(t *testing.T) {
+	fs := newFailFS()
+	m := &model{}
+	opts := memOptions(t, fs, m)
+	var calls atomic.Int32
+	opts.Snapshot = func() (uint64, func(io.Writer) error, error) {
+		index, write, err := m.snapshot()
+		return index, func(w io.Writer) error { calls.Add(1); return write(w) }, err
+	}
+	l := mustOpen(t, opts)
+	defer l.Close()
+	appendN(t, l, 1, 5)
+	fs.set("create-snapshot", true)
+	if err := l.Compact(); err == nil {
+		t.Fatal("Compact succeeded with snapshot files impossible to create")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the snapshot's write function ran %d times, want once", n)
 	}
 }

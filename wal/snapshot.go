@@ -72,6 +72,7 @@ func (l *Log) writeSnapshot(index uint64, write func(io.Writer) error) (int64, e
 	tmp := final + tmpExt
 	f, err := l.fs.Create(tmp)
 	if err != nil {
+		abandon(write) // it must still run once, to release its view
 		return 0, fmt.Errorf("%w: create %s: %w", errSnapshotWrite, tmp, err)
 	}
 	size, err := writeSnapshotBody(&writebackWriter{f: f}, index, write)
