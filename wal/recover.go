@@ -260,13 +260,7 @@ func (l *Log) handleDamage(segs []uint64, d *damage, next, snapIndex uint64, bad
 	if len(bad) > 0 {
 		plan.last = max(plan.last, bad[0].index)
 	}
-	if !l.opts.Repair {
-		l.announce(plan, "would cut")
-		return fmt.Errorf("%w; a repair would cut %s", cerr, plan)
-	}
-	l.logger.Error("wal: repairing corrupt log", "err", cerr)
-	l.announce(plan, "will cut")
-	if err := l.checkEmpty(plan, cerr); err != nil {
+	if err := l.startRepair(plan, cerr); err != nil {
 		return err
 	}
 	if d.off == 0 {
@@ -306,13 +300,7 @@ func (l *Log) handleFallbackGap(next, snapIndex uint64, bad []badSnapshot) error
 	cerr := fmt.Errorf("%w: %w; fell back to %s, but the log after it ends at index %d, before index %d that the damaged snapshot covers",
 		ErrCorrupt, bad[0].err, fellBackTo, next-1, bad[0].index)
 	plan := planFallbackGap(next, snapIndex, bad)
-	if !l.opts.Repair {
-		l.announce(plan, "would cut")
-		return fmt.Errorf("%w; a repair would cut %s", cerr, plan)
-	}
-	l.logger.Error("wal: repairing corrupt log", "err", cerr)
-	l.announce(plan, "will cut")
-	if err := l.checkEmpty(plan, cerr); err != nil {
+	if err := l.startRepair(plan, cerr); err != nil {
 		return err
 	}
 	if err := l.setAsideSnapshots(bad); err != nil {

@@ -201,6 +201,19 @@ func (l *Log) announce(p *cutPlan, verb string) {
 	l.logger.Error("wal: repair "+verb+" these records", args...)
 }
 
+// startRepair says what repairing the corruption cerr cuts (plan): without
+// Options.Repair it returns the refusal naming it; with Repair it returns
+// nil once the repair may go ahead (see checkEmpty).
+func (l *Log) startRepair(plan *cutPlan, cerr error) error {
+	if !l.opts.Repair {
+		l.announce(plan, "would cut")
+		return fmt.Errorf("%w; a repair would cut %s", cerr, plan)
+	}
+	l.logger.Error("wal: repairing corrupt log", "err", cerr)
+	l.announce(plan, "will cut")
+	return l.checkEmpty(plan, cerr)
+}
+
 // checkEmpty refuses a repair that would leave nothing, unless allowed;
 // cerr is the corruption being repaired.
 func (l *Log) checkEmpty(p *cutPlan, cerr error) error {
