@@ -384,6 +384,19 @@ func TestClusterBasics(t *testing.T) {
 	})
 }
 
+// readOnlyClusterClient is go-redis's ClusterClient over nodes with
+// ReadOnly: writes to the leader, reads to followers. It is closed at t's
+// cleanup.
+func readOnlyClusterClient(t testing.TB, nodes []*Node) *redis.ClusterClient {
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true})
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
 // TestClusterClients: go-redis's ClusterClient with ReadOnly routes by
 // itself (writes to the leader, reads to followers) through CLUSTER SLOTS,
 // and redis-cli -c follows MOVED or is forwarded.
@@ -392,12 +405,7 @@ func TestClusterClients(t *testing.T) {
 	nodes := startCluster(t, 3)
 	leader := waitLeader(t, nodes)
 	ctx := testCtx(t)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true})
-	defer cc.Close()
+	cc := readOnlyClusterClient(t, nodes)
 	for i := 0; i < 100; i++ {
 		k := fmt.Sprintf("cc:%d", i)
 		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, i, 0).Err() }); err != nil {

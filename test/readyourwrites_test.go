@@ -60,12 +60,7 @@ func TestReadYourWritesClusterClient(t *testing.T) {
 	nodes := startCluster(t, 3)
 	waitLeader(t, nodes)
 	ctx := testCtx(t)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadOnly: true})
-	defer cc.Close()
+	cc := readOnlyClusterClient(t, nodes)
 	stale := 0
 	for i := range rywRounds {
 		k, v := fmt.Sprintf("cc:%d", i), fmt.Sprintf("v%d", i)

@@ -48,8 +48,8 @@ type Log struct {
 		closed, stop bool
 	}
 
-	// failure is mu.err, readable without the mutex: what Err returns on
-	// every write command of the server.
+	// failure is mu.err, readable without the mutex: what Err returns to
+	// INFO, /healthz and the metrics.
 	failure atomic.Pointer[error]
 	// repairAttempts counts the repairs tried, for tests.
 	repairAttempts atomic.Uint64

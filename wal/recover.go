@@ -27,7 +27,7 @@ type damage struct {
 // segment. It runs before the flush goroutine starts.
 func (l *Log) recover() error {
 	dir := l.opts.Dir
-	if err := l.makeDir(dir); err != nil {
+	if err := MkdirDurable(l.fs, dir); err != nil {
 		return err
 	}
 	c, err := listDir(l.fs, dir)
@@ -70,16 +70,19 @@ func (l *Log) recover() error {
 	return l.openActive(segs, next, snapIndex)
 }
 
-// makeDir creates dir and any missing parents, and makes their entries
+// MkdirDurable creates dir and any missing parents, and makes their entries
 // durable: a created directory's name lives in its parent, and until the
 // parent is fsynced a power cut takes the directory, with every segment
 // synced inside it. The parent of dir is synced even when dir exists, as a
-// run that created it may have crashed before syncing.
-func (l *Log) makeDir(dir string) error {
+// run that created it may have crashed before syncing. Open calls it for
+// Options.Dir; kvs serve calls it for the data dir before anything opens a
+// file there (the dir lock), so the log or the raft stores never find a
+// directory whose name is not yet durable.
+func MkdirDurable(fsys FS, dir string) error {
 	dir = filepath.Clean(dir)
 	var created []string
 	for p := dir; ; p = filepath.Dir(p) {
-		if _, err := l.fs.ReadDir(p); !errors.Is(err, errNotExist) {
+		if _, err := fsys.ReadDir(p); !errors.Is(err, errNotExist) {
 			break
 		}
 		created = append(created, p)
@@ -87,7 +90,7 @@ func (l *Log) makeDir(dir string) error {
 			break
 		}
 	}
-	if err := l.fs.MkdirAll(dir); err != nil {
+	if err := fsys.MkdirAll(dir); err != nil {
 		return fmt.Errorf("wal: create dir %s: %w", dir, err)
 	}
 	if len(created) == 0 {
@@ -99,7 +102,7 @@ func (l *Log) makeDir(dir string) error {
 		if parent == created[i] {
 			continue
 		}
-		if err := l.fs.SyncDir(parent); err != nil {
+		if err := fsys.SyncDir(parent); err != nil {
 			return fmt.Errorf("wal: sync dir %s after creating %s: %w", parent, created[i], err)
 		}
 	}

@@ -3,11 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"kvs/wal"
 )
 
 // lockName is the file in a data dir that a running kvs holds locked. It
@@ -36,7 +37,7 @@ type dirLock struct {
 // another process holds the lock it returns at once with an error wrapping
 // errDirInUse that names dir and, where it can be read, the holder's pid.
 func lockDataDir(dir string) (*dirLock, error) {
-	if err := mkdirDurable(dir); err != nil {
+	if err := wal.MkdirDurable(wal.OSFS{}, dir); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, lockName)
@@ -82,54 +83,3 @@ func holder(path string) string {
 // release drops the lock. The pid stays in the file: the next holder
 // overwrites it, and a stale pid in an unlocked file means nothing.
 func (l *dirLock) release() error { return l.f.Close() }
-
-// mkdirDurable creates dir and any missing parents, and fsyncs the parent
-// of each one it created, top down, so that the directory a log is then
-// written into survives a power cut. The log and the raft stores make their
-// own directories the same way; the lock comes first, so it must not leave
-// a directory whose name is not yet durable for them to find already there.
-// The parent of dir is synced even when dir exists, as a run that created
-// it may have crashed before syncing.
-func mkdirDurable(dir string) error {
-	dir = filepath.Clean(dir)
-	var created []string
-	for p := dir; ; p = filepath.Dir(p) {
-		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		created = append(created, p)
-		if filepath.Dir(p) == p {
-			break
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if len(created) == 0 {
-		created = []string{dir}
-	}
-	for i := len(created) - 1; i >= 0; i-- {
-		if parent := filepath.Dir(created[i]); parent != created[i] {
-			if err := syncDir(parent); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// syncDir makes dir's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
