@@ -4,9 +4,12 @@ package fsm
 // through Apply (in log order, on every replica and at every replay); reads are
 // answered by Read under the shared lock.
 //
-// The numeric values are part of the log and snapshot format: never renumber,
-// only append.
-type Op uint8
+// The numeric values are part of the log format: never renumber, only
+// append. Whether an op writes, and how it is applied or read, is decided
+// by its row in the op table (ops.go), which each type's file fills in; the
+// numbers below 128 are the ones entry version 1 could hold. New types take
+// their numbers from the ranges listed at the end of this file.
+type Op uint16
 
 // Write operations. The comment on each says how its Command fields are used.
 // "Deadline" is an absolute Unix time in milliseconds decided by the proposer
@@ -111,11 +114,31 @@ const (
 	OpMemoryUsage
 )
 
-// IsWrite reports whether op must go through a proposer.
-func (op Op) IsWrite() bool { return op > OpInvalid && op < 64 }
+// Op number ranges, one per type: a type's ops are numbered from its base
+// (reads and writes alike; the op table says which is which).
+const (
+	opBaseKeys   Op = 200  // keyspace ops added after version 1
+	opBaseHash   Op = 300  // fsm/hash.go
+	opBaseList   Op = 400  // fsm/list.go
+	opBaseSet    Op = 500  // fsm/set.go
+	opBaseZSet   Op = 600  // fsm/zset.go
+	opBaseBits   Op = 700  // fsm/bits.go (and other string commands)
+	opBaseSort   Op = 800  // SORT and other commands across types
+	opBaseScript Op = 900  // MULTI/EXEC, scripts (issue 13)
+	opBaseAdmin  Op = 1000 // replicated server state (ACL users, ...)
+	opLimit      Op = 1100 // every op is below this
+)
 
-// Flags modify a command; which ones apply is listed per Op.
-type Flags uint16
+// IsWrite reports whether op must go through a proposer: its row in the op
+// table says it writes.
+func (op Op) IsWrite() bool { return op < opLimit && opTable[op].write }
+
+// Flags modify a command; which ones apply is listed per Op. The bits mean
+// different things for different ops: each op's row in the op table says
+// which bits it accepts, so the names below are the string and key ops'
+// and each type names its own (FlagCH, FlagWithScores, ...) from the same
+// bits.
+type Flags uint32
 
 const (
 	FlagNX Flags = 1 << iota
@@ -133,12 +156,13 @@ const (
 // (WRONGTYPE, not an integer, overflow, no such key) are decided by Apply and
 // Read and returned as error replies.
 type Command struct {
-	Op    Op
-	Flags Flags
-	Args  [][]byte
-	Int   int64
-	Int2  int64
-	Float float64
+	Op     Op
+	Flags  Flags
+	Args   [][]byte
+	Int    int64
+	Int2   int64
+	Float  float64
+	Float2 float64
 }
 
 // ReplyKind says how a Reply is written on the wire.
@@ -151,6 +175,15 @@ const (
 	ReplyInt                     // :Int
 	ReplyBulk                    // $len Bulk
 	ReplyArray                   // *n Array...
+	// RESP3 types, and what RESP2 writes instead:
+	ReplyDouble   // RESP3 ,Bulk (Bulk holds the number as Redis formats it); RESP2 a bulk string
+	ReplyMap      // RESP3 %n with Array holding key, value, key, value...; RESP2 an array of 2n
+	ReplySet      // RESP3 ~n Array...; RESP2 an array
+	ReplyNilArray // RESP3 _; RESP2 *-1 (BLPOP's timeout, LMPOP finding nothing)
+	// ReplyPairs is an array of 2-element arrays (ZRANGE WITHSCORES,
+	// HRANDFIELD WITHVALUES): RESP3 writes it nested, RESP2 flattened
+	// into one array of 2n elements, as Redis does.
+	ReplyPairs
 )
 
 // Reply is the result of one command, independent of the protocol version.

@@ -7,23 +7,36 @@ import (
 	"math"
 )
 
-// Entry encoding, version 1. A log entry (one wal record, one raft log
+// Entry encoding, version 2. A log entry (one wal record, one raft log
 // entry) is a batch of write commands and the proposer's clock:
 //
-//	entry   = version:byte(1) now:varint count:uvarint command*count
-//	command = op:byte flags:uvarint fields:byte
+//	entry   = version:byte(2) now:varint count:uvarint command*count
+//	command = op:uvarint flags:uvarint fields:byte
 //	          [int:varint] [int2:varint] [float:8 bytes little-endian]
+//	          [float2:8 bytes little-endian]
 //	          nargs:uvarint (len:uvarint bytes)*nargs
 //
-// fields has bit 0 set when Int is present, bit 1 for Int2, bit 2 for Float;
-// absent fields are zero, which keeps the common commands (SET, DEL) to a few
-// bytes of overhead. varint is zig-zag (encoding/binary's Varint).
-const entryVersion = 1
+// fields has bit 0 set when Int is present, bit 1 for Int2, bit 2 for Float,
+// bit 3 for Float2; absent fields are zero, which keeps the common commands
+// (SET, DEL) to a few bytes of overhead. varint is zig-zag (encoding/binary's
+// Varint). flags fit 32 bits.
+//
+// Version 1, written by kvs before the op table, is the same with op a
+// single byte, flags within 16 bits and no Float2. Every version 1 op is
+// below 128, where a uvarint is that byte, so one decoder reads both; a
+// version 1 entry must also keep to version 1's limits. Entries are always
+// written as version 2, so an older kvs refuses a newer log by its version
+// instead of misreading it.
+const (
+	entryVersion   = 2
+	entryVersionV1 = 1
+)
 
 const (
-	fieldInt   = 1 << 0
-	fieldInt2  = 1 << 1
-	fieldFloat = 1 << 2
+	fieldInt    = 1 << 0
+	fieldInt2   = 1 << 1
+	fieldFloat  = 1 << 2
+	fieldFloat2 = 1 << 3
 )
 
 // ErrCorrupt is wrapped by every error DecodeEntry and Restore return for
@@ -58,7 +71,10 @@ func AppendCommands(dst []byte, cmds []Command) []byte {
 		if math.Float64bits(c.Float) != 0 {
 			fields |= fieldFloat
 		}
-		dst = append(dst, byte(c.Op))
+		if math.Float64bits(c.Float2) != 0 {
+			fields |= fieldFloat2
+		}
+		dst = binary.AppendUvarint(dst, uint64(c.Op))
 		dst = binary.AppendUvarint(dst, uint64(c.Flags))
 		dst = append(dst, fields)
 		if fields&fieldInt != 0 {
@@ -69,6 +85,9 @@ func AppendCommands(dst []byte, cmds []Command) []byte {
 		}
 		if fields&fieldFloat != 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float))
+		}
+		if fields&fieldFloat2 != 0 {
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float2))
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(c.Args)))
 		for _, a := range c.Args {
@@ -85,7 +104,7 @@ func EntrySize(now int64, cmds []Command) int {
 	n := 1 + varintLen(now) + uvarintLen(uint64(len(cmds)))
 	for i := range cmds {
 		c := &cmds[i]
-		n += 1 + uvarintLen(uint64(c.Flags)) + 1
+		n += uvarintLen(uint64(c.Op)) + uvarintLen(uint64(c.Flags)) + 1
 		if c.Int != 0 {
 			n += varintLen(c.Int)
 		}
@@ -93,6 +112,9 @@ func EntrySize(now int64, cmds []Command) int {
 			n += varintLen(c.Int2)
 		}
 		if math.Float64bits(c.Float) != 0 {
+			n += 8
+		}
+		if math.Float64bits(c.Float2) != 0 {
 			n += 8
 		}
 		n += uvarintLen(uint64(len(c.Args)))
@@ -127,9 +149,11 @@ func varintLen(x int64) int {
 // modified while they are in use (Apply copies what it keeps).
 func DecodeEntry(b []byte) (now int64, cmds []Command, err error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != entryVersion {
-		return 0, nil, fmt.Errorf("%w: entry version %d, want %d", ErrCorrupt, v, entryVersion)
+	v := d.byte()
+	if d.err == nil && v != entryVersion && v != entryVersionV1 {
+		return 0, nil, fmt.Errorf("%w: entry version %d, want %d or %d", ErrCorrupt, v, entryVersionV1, entryVersion)
 	}
+	d.v1 = v == entryVersionV1
 	now = d.varint()
 	if cmds, err = d.commands(true); err != nil {
 		return 0, nil, err
@@ -156,14 +180,22 @@ func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 	var pool [][]byte // one backing array for the Args of many commands
 	for i := range cmds {
 		c := &cmds[i]
-		c.Op = Op(d.byte())
+		op := d.uvarint()
+		if op >= uint64(opLimit) || (d.v1 && op >= 128) {
+			d.fail("op out of range")
+		}
+		c.Op = Op(op)
 		flags := d.uvarint()
-		if flags > math.MaxUint16 {
+		if flags > math.MaxUint32 || (d.v1 && flags > math.MaxUint16) {
 			d.fail("flags out of range")
 		}
 		c.Flags = Flags(flags)
 		fields := d.byte()
-		if fields&^(fieldInt|fieldInt2|fieldFloat) != 0 {
+		known := byte(fieldInt | fieldInt2 | fieldFloat | fieldFloat2)
+		if d.v1 {
+			known = fieldInt | fieldInt2 | fieldFloat
+		}
+		if fields&^known != 0 {
 			d.fail("unknown fields")
 		}
 		if fields&fieldInt != 0 {
@@ -174,6 +206,9 @@ func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 		}
 		if fields&fieldFloat != 0 {
 			c.Float = math.Float64frombits(d.uint64())
+		}
+		if fields&fieldFloat2 != 0 {
+			c.Float2 = math.Float64frombits(d.uint64())
 		}
 		nargs := d.count(1)
 		if d.err != nil {
@@ -193,7 +228,7 @@ func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 			return nil, d.err
 		}
 		if writesOnly && !c.Op.IsWrite() {
-			return nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint8(c.Op))
+			return nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint16(c.Op))
 		}
 		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
@@ -211,6 +246,7 @@ type decoder struct {
 	b   []byte
 	off int // bytes consumed, for error messages
 	err error
+	v1  bool // reading an entry of version 1
 }
 
 func (d *decoder) fail(what string) {

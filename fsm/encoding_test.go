@@ -71,6 +71,33 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecodeEntryVersion1 decodes entries as kvs wrote them before the op
+// table (version 1: the op one byte), the form every existing wal segment
+// and raft log holds.
+func TestDecodeEntryVersion1(t *testing.T) {
+	// SET k v EX-deadline NX, DEL a b, INCRBYFLOAT f 1.5, as version 1
+	// encoded them, byte for byte.
+	v1 := []byte{1, 0x80, 0x01, 3,
+		byte(OpSet), 1, fieldInt, 0xd0, 0x0f, 2, 1, 'k', 1, 'v',
+		byte(OpDel), 0, 0, 2, 1, 'a', 1, 'b',
+		byte(OpIncrByFloat), 0, fieldFloat, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 1, 1, 'f'}
+	now, cmds, err := DecodeEntry(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Command{c(OpSet, "k", "v").i(1000).fl(FlagNX), c(OpDel, "a", "b"), c(OpIncrByFloat, "f")}
+	want[2].Float = 1.5
+	if now != 64 || !sameCmds(cmds, want) {
+		t.Fatalf("decoded now %d, %+v", now, cmds)
+	}
+	// Re-encoded, it is version 2, which differs from version 1 only in
+	// the version byte for these ops.
+	v2 := EncodeEntry(nil, now, cmds)
+	if v2[0] != entryVersion || !bytes.Equal(v2[1:], v1[1:]) {
+		t.Fatalf("version 2 of a version 1 entry: % x", v2)
+	}
+}
+
 func TestEncodeEntryAllocs(t *testing.T) {
 	buf := make([]byte, 0, 4096)
 	if n := testing.AllocsPerRun(100, func() { buf = EncodeEntry(buf[:0], t0, sampleCmds) }); n != 0 {
@@ -81,19 +108,23 @@ func TestEncodeEntryAllocs(t *testing.T) {
 func TestDecodeEntryRejects(t *testing.T) {
 	good := EncodeEntry(nil, t0, []Command{c(OpSet, "k", "v")})
 	tests := map[string][]byte{
-		"empty":         {},
-		"version":       append([]byte{2}, good[1:]...),
-		"truncated":     good[:len(good)-1],
-		"trailing":      append(append([]byte{}, good...), 0),
-		"huge count":    {1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"read op":       EncodeEntry(nil, t0, []Command{c(OpGet, "k")}),
-		"unknown op":    EncodeEntry(nil, t0, []Command{{Op: 40}}),
-		"bad arity":     EncodeEntry(nil, t0, []Command{c(OpSet, "k")}),
-		"unknown flag":  EncodeEntry(nil, t0, []Command{c(OpDel, "k").fl(1 << 12)}),
-		"negative off":  EncodeEntry(nil, t0, []Command{c(OpSetRange, "k", "v").i(-1)}),
-		"meta no name":  EncodeEntry(nil, t0, []Command{c(OpMetaSet, "", "v")}),
-		"meta arity":    EncodeEntry(nil, t0, []Command{c(OpMetaSet, "n")}),
-		"unknown field": {1, 0, 1, byte(OpFlushAll), 0, 0x80, 0},
+		"empty":              {},
+		"version":            append([]byte{3}, good[1:]...),
+		"v1 op >= 128":       {1, 0, 1, 0x80, 0x01, 0, 0, 0},
+		"v1 float2":          {1, 0, 1, byte(OpFlushAll), 0, fieldFloat2, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x40, 0},
+		"v1 flags > 16 bits": {1, 0, 1, byte(OpSet), 0x80, 0x80, 0x04, 0, 2, 1, 'k', 1, 'v'},
+		"op past limit":      {2, 0, 1, 0xff, 0xff, 0x03, 0, 0, 0},
+		"truncated":          good[:len(good)-1],
+		"trailing":           append(append([]byte{}, good...), 0),
+		"huge count":         {1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"read op":            EncodeEntry(nil, t0, []Command{c(OpGet, "k")}),
+		"unknown op":         EncodeEntry(nil, t0, []Command{{Op: 40}}),
+		"bad arity":          EncodeEntry(nil, t0, []Command{c(OpSet, "k")}),
+		"unknown flag":       EncodeEntry(nil, t0, []Command{c(OpDel, "k").fl(1 << 12)}),
+		"negative off":       EncodeEntry(nil, t0, []Command{c(OpSetRange, "k", "v").i(-1)}),
+		"meta no name":       EncodeEntry(nil, t0, []Command{c(OpMetaSet, "", "v")}),
+		"meta arity":         EncodeEntry(nil, t0, []Command{c(OpMetaSet, "n")}),
+		"unknown field":      {1, 0, 1, byte(OpFlushAll), 0, 0x80, 0},
 	}
 	for name, b := range tests {
 		if _, _, err := DecodeEntry(b); !errors.Is(err, ErrCorrupt) {

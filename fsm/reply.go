@@ -20,11 +20,12 @@ const MaxStringLen = 512 << 20
 
 // Replies that carry no per-call data; returning them costs no allocation.
 var (
-	replyOK    = Reply{Kind: ReplyStatus, Str: "OK"}
-	replyNil   = Reply{Kind: ReplyNil}
-	replyZero  = Reply{Kind: ReplyInt, Int: 0}
-	replyOne   = Reply{Kind: ReplyInt, Int: 1}
-	replyEmpty = Reply{Kind: ReplyBulk, Bulk: []byte{}}
+	replyOK        = Reply{Kind: ReplyStatus, Str: "OK"}
+	replyNil       = Reply{Kind: ReplyNil}
+	replyZero      = Reply{Kind: ReplyInt, Int: 0}
+	replyOne       = Reply{Kind: ReplyInt, Int: 1}
+	replyEmpty     = Reply{Kind: ReplyBulk, Bulk: []byte{}}
+	replyWrongType = Reply{Kind: ReplyError, Str: ErrWrongType}
 )
 
 // ErrorReply returns the error reply with the given full text, e.g.
@@ -68,7 +69,11 @@ func (r Reply) String() string {
 		return "(integer) " + strconv.FormatInt(r.Int, 10)
 	case ReplyBulk:
 		return strconv.Quote(string(r.Bulk))
-	case ReplyArray:
+	case ReplyDouble:
+		return "(double) " + string(r.Bulk)
+	case ReplyNilArray:
+		return "(nil array)"
+	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
 		s := "["
 		for i, e := range r.Array {
 			if i > 0 {

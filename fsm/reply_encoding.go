@@ -10,8 +10,10 @@ import (
 //
 //	replies = count:uvarint reply*count
 //	reply   = kind:byte body
-//	          nil: empty; status, error, bulk: len:uvarint bytes;
-//	          int: varint; array: replies
+//	          nil, nil array: empty; status, error, bulk, double:
+//	          len:uvarint bytes; int: varint; array, map, set, pairs:
+//	          replies (a map's and pairs' elements as Reply.Array holds
+//	          them)
 //
 // The follower writes the decoded replies to its client in the client's
 // own protocol version.
@@ -37,10 +39,10 @@ func appendReply(dst []byte, r *Reply) []byte {
 		dst = append(dst, r.Str...)
 	case ReplyInt:
 		dst = binary.AppendVarint(dst, r.Int)
-	case ReplyBulk:
+	case ReplyBulk, ReplyDouble:
 		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
 		dst = append(dst, r.Bulk...)
-	case ReplyArray:
+	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
 		dst = AppendReplies(dst, r.Array)
 	}
 	return dst
@@ -81,7 +83,7 @@ func (d *decoder) replies(depth int) []Reply {
 		r := &out[i]
 		r.Kind = ReplyKind(d.byte())
 		switch r.Kind {
-		case ReplyNil:
+		case ReplyNil, ReplyNilArray:
 		case ReplyStatus, ReplyError:
 			b := d.bytes()
 			if bytes.ContainsAny(b, "\r\n") {
@@ -90,13 +92,25 @@ func (d *decoder) replies(depth int) []Reply {
 			r.Str = string(b)
 		case ReplyInt:
 			r.Int = d.varint()
-		case ReplyBulk:
+		case ReplyBulk, ReplyDouble:
 			r.Bulk = d.bytes()
 			if r.Bulk == nil {
 				r.Bulk = []byte{}
 			}
-		case ReplyArray:
+		case ReplyArray, ReplySet:
 			r.Array = d.replies(depth + 1)
+		case ReplyMap:
+			if r.Array = d.replies(depth + 1); len(r.Array)%2 != 0 {
+				d.fail("map of an odd number of elements")
+			}
+		case ReplyPairs:
+			r.Array = d.replies(depth + 1)
+			for _, p := range r.Array {
+				if p.Kind != ReplyArray || len(p.Array) != 2 {
+					d.fail("pairs holding something other than 2-element arrays")
+					break
+				}
+			}
 		default:
 			d.fail(fmt.Sprintf("unknown reply kind %d", r.Kind))
 		}

@@ -9,27 +9,33 @@ import (
 	"io"
 )
 
-// Snapshot format, version 2, shared by the wal's compaction and raft's
+// Snapshot format, version 3, shared by the wal's compaction and raft's
 // snapshots:
 //
-//	snapshot = version:byte(2) index:uvarint
+//	snapshot = version:byte(3) index:uvarint
 //	           nmeta:uvarint meta*nmeta
 //	           count:uvarint record*count crc:uint32
 //	meta     = namelen:uvarint name vallen:uvarint value
-//	record   = kind:byte keylen:uvarint key deadline:varint vallen:uvarint value
+//	record   = kind:byte keylen:uvarint key deadline:varint value
 //
 // meta entries are the cluster metadata (Store.Meta), names strictly
 // ascending, neither name nor value empty. Records are in keyspace order,
-// (hash(key), key) ascending, strictly; Restore checks both orders, which
-// also rejects duplicates. deadline is absolute Unix ms, 0 for none; keys
-// already expired are kept, because a snapshot is the store's state, not a
-// read of it. crc is CRC-32C (Castagnoli), little-endian, over every byte
-// before it.
+// (keyHash(key), key) ascending, strictly, where keyHash starts with the
+// key's hash slot; Restore checks both orders, which also rejects
+// duplicates. deadline is absolute Unix ms, 0 for none; keys already
+// expired are kept, because a snapshot is the store's state, not a read of
+// it. value is written by the kind's row of the kind table (kinds.go): for
+// a string, vallen:uvarint bytes; each collection type draws its own in its
+// file. crc is CRC-32C (Castagnoli), little-endian, over every byte before
+// it.
 //
-// Version 1 is the same without nmeta and the meta entries; Restore reads it
-// as a store with no metadata. Snapshots are always written as version 2.
+// Version 2 is the same with strings only and records in the order of
+// legacyKeyHash (no slot); version 1 is version 2 without nmeta and the meta
+// entries. Restore reads both (the keys are re-sorted into today's order);
+// snapshots are always written as version 3.
 const (
-	snapshotVersion   = 2
+	snapshotVersion   = 3
+	snapshotVersionV2 = 2
 	snapshotVersionV1 = 1
 )
 
@@ -95,26 +101,15 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
+	sw := &snapWriter{cw: cw, buf: buf}
 	sn.keys.Scan(func(it item) bool {
-		buf = append(buf, byte(it.kind))
-		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
-		buf = append(buf, it.key...)
-		buf = binary.AppendVarint(buf, it.exp)
-		buf = binary.AppendUvarint(buf, uint64(len(it.val)))
-		if len(buf)+len(it.val) > cap(buf) && len(it.val) > 4096 {
-			// Large values go straight through, not via buf.
-			cw.write(buf)
-			cw.write(it.val)
-			buf = buf[:0]
-		} else {
-			buf = append(buf, it.val...)
-		}
-		if len(buf) >= 4096 {
-			cw.write(buf)
-			buf = buf[:0]
-		}
-		return cw.err == nil
+		sw.buf = append(sw.buf, byte(it.kind))
+		sw.string(it.key)
+		sw.varint(it.exp)
+		kindTable[it.kind].write(sw, &it)
+		return sw.ok()
 	})
+	buf = sw.buf
 	cw.write(buf)
 	cw.w.Write(binary.LittleEndian.AppendUint32(nil, cw.crc))
 	if cw.err == nil {
@@ -168,13 +163,23 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	sr := &snapReader{r: bufio.NewReaderSize(r, 256<<10)}
 	v := sr.byte()
-	if sr.err == nil && v != snapshotVersion && v != snapshotVersionV1 {
-		return nil, 0, fmt.Errorf("%w: snapshot version %d at byte 0, want %d or %d", ErrCorrupt, v, snapshotVersionV1, snapshotVersion)
+	if sr.err == nil && (v < snapshotVersionV1 || v > snapshotVersion) {
+		return nil, 0, fmt.Errorf("%w: snapshot version %d at byte 0, want %d to %d", ErrCorrupt, v, snapshotVersionV1, snapshotVersion)
 	}
 	index := sr.uvarint()
 	st := NewStore()
-	if v == snapshotVersion {
+	if v >= snapshotVersionV2 {
 		st.meta = sr.meta()
+	}
+	// Before version 3 records came in another order: check that one, and
+	// insert each key where it goes today instead of appending.
+	legacy := v < snapshotVersion
+	less := itemLess
+	if legacy {
+		less = func(a, b item) bool {
+			ha, hb := legacyKeyHash(a.key), legacyKeyHash(b.key)
+			return ha < hb || (ha == hb && a.key < b.key)
+		}
 	}
 	if sr.err != nil {
 		return nil, 0, fmt.Errorf("%w, in the header ending at byte %d", sr.err, sr.off)
@@ -184,26 +189,42 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	for i := uint64(0); i < count && sr.err == nil; i++ {
 		start := sr.off
 		k := kind(sr.byte())
-		// Key and value are read into one buffer, which the item then
-		// owns: one allocation per key, as for a SET.
+		if sr.err == nil && (int(k) >= len(kindTable) || kindTable[k].name == "" || (legacy && k != kindString)) {
+			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: unknown type %d", ErrCorrupt, i, count, start, k)
+		}
+		// A string's key and value are read into one buffer, which
+		// the item then owns: one allocation per key, as for a SET.
 		buf := sr.bytes(nil)
 		klen := len(buf)
 		exp := sr.varint()
-		buf = sr.bytes(buf)
+		var it item
+		if k == kindString {
+			buf = sr.bytes(buf)
+			if sr.err == nil {
+				it = ownItem(buf, klen, exp)
+			}
+		} else if sr.err == nil {
+			key := string(buf)
+			it = item{hash: keyHash(key), key: key, exp: exp, kind: k}
+			kindTable[k].read(sr, &it)
+			if it.obj != nil {
+				*it.obj.cowGen() = st.keys.gen
+			}
+		}
 		if sr.err != nil {
 			return nil, 0, fmt.Errorf("%w, in record %d of %d (starting at byte %d)", sr.err, i, count, start)
-		}
-		if k != kindString {
-			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: unknown type %d", ErrCorrupt, i, count, start, k)
 		}
 		if exp < 0 {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: negative deadline", ErrCorrupt, i, count, start)
 		}
-		it := ownItem(buf, klen, exp)
-		if i > 0 && !itemLess(prev, it) {
+		if i > 0 && !less(prev, it) {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: key %q out of order", ErrCorrupt, i, count, start, it.key)
 		}
-		st.keys.Load(it) // in order: appends without searching
+		if legacy {
+			st.keys.Set(it)
+		} else {
+			st.keys.Load(it) // in order: appends without searching
+		}
 		if exp != 0 {
 			st.expires.Set(expiry{exp, it.key})
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,7 +190,7 @@ func TestRestoreCorrupt(t *testing.T) {
 	// version, index 1, no metadata, count 2, the record twice, then a
 	// fresh CRC.
 	rec := one[4 : len(one)-4]
-	b := append([]byte{2, 1, 0, 2}, rec...)
+	b := append([]byte{snapshotVersion, 1, 0, 2}, rec...)
 	b = append(b, rec...)
 	b = appendCRC(b)
 	check("duplicate key", b)
@@ -200,7 +201,7 @@ func TestRestoreCorrupt(t *testing.T) {
 
 	// Metadata out of order, duplicated or empty.
 	meta := func(pairs ...string) []byte {
-		b := []byte{2, 1, byte(len(pairs) / 2)}
+		b := []byte{snapshotVersion, 1, byte(len(pairs) / 2)}
 		for _, p := range pairs {
 			b = appendString(b, p)
 		}
@@ -215,40 +216,104 @@ func TestRestoreCorrupt(t *testing.T) {
 	check("metadata empty value", meta("a", ""))
 }
 
-// toV1 rewrites a version 2 snapshot without metadata as version 1.
-func toV1(t testing.TB, b []byte) []byte {
+// legacySnapshot writes a string-only store as snapshot version 2 (or 1,
+// without the metadata section) was written before version 3: records in
+// legacyKeyHash order, each value a length and its bytes. It is the
+// encoding of kvs before the slot order, rebuilt here so that the restore
+// of old data dirs is tested against the bytes they hold.
+func legacySnapshot(t testing.TB, s *Store, version byte) []byte {
 	t.Helper()
-	_, n := binary.Uvarint(b[1:])
-	if b[0] != 2 || b[1+n] != 0 {
-		t.Fatalf("toV1: not a version 2 snapshot without metadata")
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var items []item
+	s.keys.Scan(func(it item) bool {
+		if it.kind != kindString {
+			t.Fatalf("legacySnapshot: key %q is not a string", it.key)
+		}
+		items = append(items, it)
+		return true
+	})
+	sort.Slice(items, func(i, j int) bool {
+		hi, hj := legacyKeyHash(items[i].key), legacyKeyHash(items[j].key)
+		return hi < hj || (hi == hj && items[i].key < items[j].key)
+	})
+	b := binary.AppendUvarint([]byte{version}, s.applied)
+	if version >= 2 {
+		names := sortedMeta(s.meta)
+		b = binary.AppendUvarint(b, uint64(len(names)))
+		for _, name := range names {
+			b = appendString(b, name)
+			b = appendString(b, s.meta[name])
+		}
+	} else if len(s.meta) != 0 {
+		t.Fatal("legacySnapshot: version 1 has no metadata")
 	}
-	v1 := append([]byte{1}, b[1:1+n]...)
-	v1 = append(v1, b[2+n:len(b)-4]...)
-	return appendCRC(v1)
+	b = binary.AppendUvarint(b, uint64(len(items)))
+	for _, it := range items {
+		b = append(b, byte(kindString))
+		b = appendString(b, it.key)
+		b = binary.AppendVarint(b, it.exp)
+		b = binary.AppendUvarint(b, uint64(len(it.val)))
+		b = append(b, it.val...)
+	}
+	return appendCRC(b)
 }
 
-func TestRestoreVersion1(t *testing.T) {
+// toV1 is legacySnapshot version 1 of a store without metadata.
+func toV1(t testing.TB, s *Store) []byte { return legacySnapshot(t, s, 1) }
+
+func TestRestoreLegacyVersions(t *testing.T) {
 	nows, entries := randomEntries(4, 300)
 	s := NewStore()
 	for i, cmds := range entries {
 		s.Apply(uint64(i+1), nows[i], cmds)
 	}
+	v2 := legacySnapshot(t, s, 2)
+	want := snapshotBytes(t, s)
+	r := NewStore()
+	r.Apply(1, t0, []Command{c(OpSet, "stale", "x")})
+	idx, err := r.Restore(bytes.NewReader(v2))
+	if err != nil || idx != uint64(len(entries)) {
+		t.Fatalf("Restore v2: index %d, err %v", idx, err)
+	}
+	if !bytes.Equal(snapshotBytes(t, r), want) {
+		t.Fatal("a version 2 snapshot restored to a different state")
+	}
+	if want[0] != snapshotVersion {
+		t.Fatalf("snapshots are written as version %d, want %d", want[0], snapshotVersion)
+	}
+
 	// Version 1 has no metadata: drop what the workload set.
 	for name := range s.MetaAll() {
 		s.Apply(0, t0, []Command{c(OpMetaSet, name, "")})
 	}
-	v2 := snapshotBytes(t, s)
-	r := NewStore()
+	want = snapshotBytes(t, s)
+	r = NewStore()
 	r.Apply(1, t0, []Command{c(OpMetaSet, "stale", "x")})
-	idx, err := r.Restore(bytes.NewReader(toV1(t, v2)))
+	idx, err = r.Restore(bytes.NewReader(toV1(t, s)))
 	if err != nil || idx != uint64(len(entries)) {
 		t.Fatalf("Restore v1: index %d, err %v", idx, err)
 	}
-	if !bytes.Equal(snapshotBytes(t, r), v2) {
+	if !bytes.Equal(snapshotBytes(t, r), want) {
 		t.Fatal("a version 1 snapshot restored to a different state")
 	}
 	if len(r.MetaAll()) != 0 {
 		t.Fatal("restoring a version 1 snapshot kept the old metadata")
+	}
+
+	// A legacy snapshot out of its own order is corrupt, even though
+	// today's order may accept it.
+	two := NewStore()
+	two.Apply(1, t0, []Command{c(OpSet, "a", "1"), c(OpSet, "b", "2")})
+	good := legacySnapshot(t, two, 2)
+	if _, err := NewStore().Restore(bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	body := good[4 : len(good)-4] // after version, index, nmeta, count
+	ra, rb := body[:len(body)/2], body[len(body)/2:]
+	swapped := appendCRC(append(append([]byte{2, 1, 0, 2}, rb...), ra...))
+	if _, err := NewStore().Restore(bytes.NewReader(swapped)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("legacy records out of order: err %v", err)
 	}
 }
 
@@ -263,7 +328,11 @@ func FuzzRestore(f *testing.F) {
 	f.Add(snapshotBytes(f, NewStore()))
 	s.Apply(10, t0, []Command{c(OpMetaSet, "node/a/resp", "127.0.0.1:7001"), c(OpMetaSet, "x", "y")})
 	f.Add(snapshotBytes(f, s))
-	f.Add(toV1(f, snapshotBytes(f, NewStore())))
+	f.Add(toV1(f, NewStore()))
+	two := NewStore()
+	two.Apply(3, t0, []Command{c(OpMSet, "a", "1", "b", "22"), c(OpExpireAt, "a").i(t0 + 10)})
+	f.Add(toV1(f, two))
+	f.Add(legacySnapshot(f, two, 2))
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{2, 0, 0, 0})
 	f.Add([]byte{1, 0, 0xff, 0xff, 0xff, 0x0f})
@@ -278,13 +347,13 @@ func FuzzRestore(f *testing.F) {
 			return
 		}
 		// A snapshot that restores writes back out as the same bytes;
-		// a version 1 snapshot as version 2 bytes that restore to the
+		// an older version as version 3 bytes that restore to the
 		// same state.
 		got := snapshotBytes(t, st)
 		if idx != st.AppliedIndex() {
 			t.Fatalf("Restore returned %d, AppliedIndex %d", idx, st.AppliedIndex())
 		}
-		if b[0] == snapshotVersionV1 {
+		if b[0] < snapshotVersion {
 			again := NewStore()
 			if _, err := again.Restore(bytes.NewReader(got)); err != nil {
 				t.Fatalf("rewritten version 1 snapshot does not restore: %v", err)

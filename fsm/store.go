@@ -9,37 +9,66 @@ import (
 )
 
 // kind is the type tag of a stored value. Its numeric values appear in
-// snapshots: never renumber, only append.
+// snapshots: never renumber, only append. Each kind's name, snapshot
+// encoding and decoding are its row in the kind table (kinds.go).
 type kind uint8
 
 const (
 	kindString kind = 1
+	kindHash   kind = 2
+	kindList   kind = 3
+	kindSet    kind = 4
+	kindZSet   kind = 5
 )
 
 // typeName is what TYPE answers and what SCAN's TYPE filter compares with.
 func (k kind) typeName() string {
-	switch k {
-	case kindString:
-		return "string"
+	if int(k) < len(kindTable) && kindTable[k].name != "" {
+		return kindTable[k].name
 	}
 	return "none"
 }
 
 // item is one key in the keyspace. Items are stored by value in
-// copy-on-write B-trees ordered by (hash, key): the hash order gives SCAN a
-// cursor that is stable under inserts and deletes, and by-value storage lets a
-// snapshot share the tree's nodes (the tree copies a node before changing it).
+// copy-on-write B-trees ordered by (hash, key), where the hash begins with
+// the key's Redis Cluster slot: the order gives SCAN a cursor that is stable
+// under inserts and deletes and keeps each slot's keys together, and
+// by-value storage lets a snapshot share the tree's nodes (the tree copies a
+// node before changing it).
 //
 // The bytes of val are immutable up to len(val): readers get aliases of them
 // and snapshots write them without the lock. A write builds a new slice,
 // except APPEND, which may write into the spare capacity past len(val), which
 // no alias can see.
+//
+// A collection (hash, list, set, sorted set) is held in one of two forms,
+// chosen by its type's file: packed into val as one flat buffer while small
+// (Redis's listpack and intset; immutable like a string's bytes, so a write
+// builds a new buffer and snapshots share the old one for free), or as obj,
+// a structure of its own, once large. obj is shared with snapshots taken
+// since it was last written: editLocked clones it (in O(1) for the B-trees
+// it is made of) before a write changes it.
 type item struct {
 	hash uint64
 	key  string
-	val  []byte // kindString: the string
+	val  []byte // kindString: the string; a collection: its packed form, or nil
+	obj  object // a collection's large form, or nil
 	exp  int64  // absolute Unix ms; 0: no TTL
 	kind kind
+}
+
+// object is a collection's large form.
+type object interface {
+	// clone returns a copy that can be changed while the receiver, which
+	// a snapshot may hold, stays as it is. It must be cheap: tidwall/btree's
+	// Copy is O(1) and copies nodes lazily as either side writes them.
+	clone() object
+	// size estimates the memory the object holds, in bytes. It is kept up
+	// to date as the object changes (O(1)), since every write reads it.
+	size() int64
+	// cowGen is the keyspace generation the object was last cloned or
+	// created in (see editLocked).
+	cowGen() *uint64
 }
 
 // expired reports whether it is logically gone at now. Every lookup goes
@@ -51,6 +80,9 @@ func (it *item) expired(now int64) bool { return it.exp != 0 && it.exp <= now }
 // the expiry index if it has a TTL.
 func (it *item) size() int64 {
 	n := itemSlotBytes + int64(roundAlloc(len(it.key)+cap(it.val)))
+	if it.obj != nil {
+		n += it.obj.size()
+	}
 	if it.exp != 0 {
 		n += expirySlotBytes
 	}
@@ -66,10 +98,25 @@ const (
 // classes, so MEMORY USAGE and Stats.Bytes stay honest for small values.
 func roundAlloc(n int) int { return (n + 15) &^ 15 }
 
-// keyHash orders the keyspace. It is never 0 (cursor 0 means "start" and
-// "done" in SCAN) and fits in 63 bits so the cursor is a non-negative int64.
-// It must never change: snapshots are validated against this order.
-func keyHash(key string) uint64 { return xxhash.Sum64String(key)>>1 | 1 }
+// keyHash orders the keyspace: the key's Redis Cluster slot (14 bits), then
+// 49 bits of its xxhash64 with the lowest bit set. It is never 0 (cursor 0
+// means "start" and "done" in SCAN) and fits in 63 bits so the cursor is a
+// non-negative int64. The keys of one slot are one range of the order, from
+// slotHash(slot) up to slotHash(slot+1). It must never change: snapshots
+// since version 3 are validated against this order.
+func keyHash(key string) uint64 {
+	return slotHash(KeySlot(key)) | xxhash.Sum64String(key)>>(64-slotHashShift) | 1
+}
+
+// slotHashShift is where the slot sits in a keyHash.
+const slotHashShift = 49
+
+// slotHash is the smallest hash of a key in slot.
+func slotHash(slot int) uint64 { return uint64(slot) << slotHashShift }
+
+// legacyKeyHash is the order of snapshots before version 3 (xxhash64
+// shifted to 63 bits with the low bit set), kept to validate them.
+func legacyKeyHash(key string) uint64 { return xxhash.Sum64String(key)>>1 | 1 }
 
 func itemLess(a, b item) bool {
 	if a.hash != b.hash {
@@ -183,6 +230,49 @@ func (s *Store) getLocked(key []byte) (item, bool) {
 	return s.keys.Get(item{hash: keyHash(k), key: k})
 }
 
+// lookupLocked is the typed lookup every command of a type starts with: the
+// live item for key, whether there is one, and wrong when there is one of
+// another kind, which the caller answers with replyWrongType.
+func (s *Store) lookupLocked(now int64, key []byte, k kind) (it item, ok, wrong bool) {
+	it, ok = s.liveLocked(key, now)
+	if ok && it.kind != k {
+		return item{}, false, true
+	}
+	return it, ok, false
+}
+
+// editLocked prepares it's large form for a change: when a snapshot may
+// share it (it was created or last cloned before the latest Snapshot), it
+// is cloned first and it.obj replaced. It returns the item's size before the
+// change, for endEditLocked.
+func (s *Store) editLocked(it *item) (before int64) {
+	before = it.size()
+	if it.obj != nil && *it.obj.cowGen() != s.keys.gen {
+		it.obj = it.obj.clone()
+		*it.obj.cowGen() = s.keys.gen
+	}
+	return before
+}
+
+// endEditLocked stores it after a change begun with editLocked, whose
+// return value is before, keeping the byte count right even though the
+// object changed in place. A collection left empty must be deleted by the
+// caller instead (Redis never keeps an empty collection).
+func (s *Store) endEditLocked(it item, before int64) {
+	s.keys.Set(it)
+	s.bytes += it.size() - before
+}
+
+// newCollection builds an item for key holding a collection of kind k,
+// packed (val) or large (obj, created in the current generation).
+func (s *Store) newCollection(key []byte, k kind, val []byte, obj object, exp int64) item {
+	ks := string(key)
+	if obj != nil {
+		*obj.cowGen() = s.keys.gen
+	}
+	return item{hash: keyHash(ks), key: ks, val: val, obj: obj, exp: exp, kind: k}
+}
+
 // liveLocked returns the item for key if it exists and is not expired at now.
 func (s *Store) liveLocked(key []byte, now int64) (item, bool) {
 	it, ok := s.getLocked(key)
@@ -217,7 +307,9 @@ func ownItem(buf []byte, klen int, exp int64) item {
 }
 
 // putLocked stores it, replacing any item with the same key, and keeps the
-// expiry index and byte count in step.
+// expiry index and byte count in step. A collection whose large form was
+// changed in place is stored with endEditLocked instead, which knows its
+// size before the change.
 func (s *Store) putLocked(it item) {
 	prev, replaced := s.keys.Set(it)
 	if replaced {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"kvs/fsm"
 )
 
 // Redis Cluster's view of a kvs cluster, answered truthfully: one shard
@@ -130,7 +132,7 @@ func runCluster(c *client, args [][]byte) {
 	}
 	switch name {
 	case "keyslot":
-		c.out = appendInt(c.out, int64(keySlot(args[2])))
+		c.out = appendInt(c.out, int64(fsm.KeySlot(args[2])))
 		return
 	case "myid":
 		c.out = appendBulkString(c.out, nodeID(c.s.cfg.Cluster.Self().ID))
@@ -201,7 +203,7 @@ func (c *client) clusterSlots(t *topology) {
 	b := appendArrayLen(c.out, 1)
 	b = appendArrayLen(b, 3+len(replicas))
 	b = appendInt(b, 0)
-	b = appendInt(b, clusterSlots-1)
+	b = appendInt(b, fsm.ClusterSlots-1)
 	node := func(b []byte, n *topoNode) []byte {
 		b = appendArrayLen(b, 4)
 		b = appendBulkString(b, n.host)
@@ -229,7 +231,7 @@ func (c *client) clusterShards(t *topology) {
 	b = appendBulkString(b, "slots")
 	b = appendArrayLen(b, 2)
 	b = appendInt(b, 0)
-	b = appendInt(b, clusterSlots-1)
+	b = appendInt(b, fsm.ClusterSlots-1)
 	b = appendBulkString(b, "nodes")
 	b = appendArrayLen(b, len(nodes))
 	for _, n := range nodes {
@@ -294,7 +296,7 @@ func (t *topology) nodeLine(n *topoNode) string {
 func (t *topology) info() string {
 	state, slots, size := "fail", 0, 0
 	if t.master != nil {
-		state, slots, size = "ok", clusterSlots, 1
+		state, slots, size = "ok", fsm.ClusterSlots, 1
 	}
 	term := strconv.FormatUint(t.status.Term, 10)
 	var b strings.Builder

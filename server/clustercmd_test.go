@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"kvs/fsm"
 )
 
 func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
@@ -27,32 +29,6 @@ func portOf(tb testing.TB, s *Server) string {
 		tb.Fatal(err)
 	}
 	return p
-}
-
-func TestKeySlot(t *testing.T) {
-	if got := crc16([]byte("123456789")); got != 0x31C3 {
-		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
-	}
-	// Slots as redis-server's CLUSTER KEYSLOT reports them.
-	cases := map[string]int{
-		"foo":                  12182,
-		"bar":                  5061,
-		"somekey":              11058,
-		"hello":                866,
-		"":                     0,
-		"{user1000}.following": 3443,
-		"{user1000}.followers": 3443,
-		"user1000":             3443,
-		"foo{}{bar}":           8363, // empty tag: the whole key
-		"foo{{bar}}zap":        4015, // tag "{bar"
-		"foo{bar}{zap}":        5061, // the first tag only
-		"{foo":                 keySlot([]byte("{foo")),
-	}
-	for key, want := range cases {
-		if got := keySlot([]byte(key)); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
-		}
-	}
 }
 
 func TestClusterTopologyReplies(t *testing.T) {
@@ -301,7 +277,7 @@ func TestGoRedisFollowsMoved(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{
 		ReadOnly: true,
 		ClusterSlots: func(ctx context.Context) ([]redis.ClusterSlot, error) {
-			return []redis.ClusterSlot{{Start: 0, End: clusterSlots - 1, Nodes: []redis.ClusterNode{{Addr: follower}}}}, nil
+			return []redis.ClusterSlot{{Start: 0, End: fsm.ClusterSlots - 1, Nodes: []redis.ClusterNode{{Addr: follower}}}}, nil
 		},
 	})
 	defer c.Close()

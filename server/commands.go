@@ -48,61 +48,26 @@ type command struct {
 	run   func(c *client, args [][]byte)
 }
 
+// Flag sets the command-table rows use.
+const (
+	w    = flagWrite | flagDenyOOM
+	wf   = flagWrite | flagDenyOOM | flagFast
+	wd   = flagWrite
+	wdf  = flagWrite | flagFast
+	r    = flagReadonly
+	rf   = flagReadonly | flagFast
+	conn = flagNoScript | flagLoading | flagStale | flagFast
+)
+
+// typeCommands are the rows each data type's file (cmd_string.go,
+// cmd_hash.go, ...) adds from its init function with registerCommands.
+var typeCommands []command
+
+// registerCommands adds a type's rows to the command table.
+func registerCommands(rows ...command) { typeCommands = append(typeCommands, rows...) }
+
 func commandTable() map[string]*command {
-	const (
-		w    = flagWrite | flagDenyOOM
-		wf   = flagWrite | flagDenyOOM | flagFast
-		wd   = flagWrite
-		wdf  = flagWrite | flagFast
-		r    = flagReadonly
-		rf   = flagReadonly | flagFast
-		conn = flagNoScript | flagLoading | flagStale | flagFast
-	)
 	list := []command{
-		// strings
-		{name: "get", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGet},
-		{name: "set", arity: -3, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSet},
-		{name: "setnx", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetNX},
-		{name: "setex", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetEx},
-		{name: "psetex", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetEx},
-		{name: "getset", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetSet},
-		{name: "getdel", arity: 2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetDel},
-		{name: "getex", arity: -2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetEx},
-		{name: "mget", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "string", parse: parseMGet},
-		{name: "mset", arity: -3, flags: w, firstKey: 1, lastKey: -1, keyStep: 2, group: "string", parse: parseMSet},
-		{name: "msetnx", arity: -3, flags: w, firstKey: 1, lastKey: -1, keyStep: 2, group: "string", parse: parseMSet},
-		{name: "append", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseAppend},
-		{name: "strlen", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseStrLen},
-		{name: "getrange", arity: 4, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetRange},
-		{name: "substr", arity: 4, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetRange},
-		{name: "setrange", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetRange},
-		{name: "incr", arity: 2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncr},
-		{name: "decr", arity: 2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncr},
-		{name: "incrby", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrBy},
-		{name: "decrby", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrBy},
-		{name: "incrbyfloat", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrByFloat},
-
-		// keys
-		{name: "del", arity: -2, flags: wd, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
-		{name: "unlink", arity: -2, flags: wdf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
-		{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
-		{name: "touch", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
-		{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseType},
-		{name: "rename", arity: 3, flags: wd, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},
-		{name: "renamenx", arity: 3, flags: wdf, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},
-		{name: "keys", arity: 2, flags: r, group: "generic", parse: parseKeys},
-		{name: "scan", arity: -2, flags: r, group: "generic", parse: parseScan},
-		{name: "randomkey", arity: 1, flags: r, group: "generic", parse: parseRandomKey},
-		{name: "expire", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
-		{name: "pexpire", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
-		{name: "expireat", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
-		{name: "pexpireat", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
-		{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
-		{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
-		{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
-		{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
-		{name: "persist", arity: 2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parsePersist},
-
 		// server
 		{name: "dbsize", arity: 1, flags: rf, group: "server", parse: parseDBSize},
 		{name: "flushdb", arity: -1, flags: wd, group: "server", parse: parseFlush},
@@ -138,10 +103,14 @@ func commandTable() map[string]*command {
 		{name: "kvs.forward", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
 	}
+	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))
 	for i := range list {
 		if len(list[i].name) > maxCommandName {
 			panic("server: command name too long: " + list[i].name)
+		}
+		if m[list[i].name] != nil {
+			panic("server: command registered twice: " + list[i].name)
 		}
 		m[list[i].name] = &list[i]
 	}

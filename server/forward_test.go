@@ -119,7 +119,7 @@ func TestForwardDecodeRejects(t *testing.T) {
 		"old version":   {1, 0},
 		"old version 2": {2, 1, byte(fsm.ReplyNil)},
 		"no index":      {forwardVersion, 1, 0, 0},
-		"unknown kind":  {forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, 9},
+		"unknown kind":  {forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, 99},
 		"too deep":      deep,
 		"line break":    appendReplies(nil, 1, []fsm.Reply{{Kind: fsm.ReplyError, Str: "ERR a\r\n+OK"}}),
 		"truncated":     {forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1, byte(fsm.ReplyBulk), 5, 'a'},

@@ -107,6 +107,46 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 			b = appendReply(b, &r.Array[i], proto)
 		}
 		return b
+	case fsm.ReplyDouble:
+		if proto >= 3 {
+			b = append(b, ',')
+			b = append(b, r.Bulk...)
+			return append(b, '\r', '\n')
+		}
+		return appendBulk(b, r.Bulk)
+	case fsm.ReplyMap:
+		b = appendMapLen(b, len(r.Array)/2, proto)
+		for i := range r.Array {
+			b = appendReply(b, &r.Array[i], proto)
+		}
+		return b
+	case fsm.ReplySet:
+		b = appendSetLen(b, len(r.Array), proto)
+		for i := range r.Array {
+			b = appendReply(b, &r.Array[i], proto)
+		}
+		return b
+	case fsm.ReplyNilArray:
+		if proto >= 3 {
+			return append(b, '_', '\r', '\n')
+		}
+		return append(b, '*', '-', '1', '\r', '\n')
+	case fsm.ReplyPairs:
+		// RESP3 nests the pairs; RESP2 flattens them, as Redis does.
+		if proto >= 3 {
+			b = appendArrayLen(b, len(r.Array))
+			for i := range r.Array {
+				b = appendReply(b, &r.Array[i], proto)
+			}
+			return b
+		}
+		b = appendArrayLen(b, 2*len(r.Array))
+		for i := range r.Array {
+			for j := range r.Array[i].Array {
+				b = appendReply(b, &r.Array[i].Array[j], proto)
+			}
+		}
+		return b
 	}
 	return appendError(b, errInternal)
 }

@@ -251,7 +251,7 @@ func (c *client) redirectKeyedWrites() {
 		cmd := c.batch[j]
 		j++
 		if key, ok := writeKey(&cmd); ok {
-			c.pending[i].err = errMoved(keySlot(key), l.RESPAddr)
+			c.pending[i].err = errMoved(fsm.KeySlot(key), l.RESPAddr)
 			continue
 		}
 		kept = append(kept, cmd)

@@ -7,6 +7,30 @@ import (
 	"kvs/fsm"
 )
 
+func init() {
+	registerCommands([]command{
+		{name: "del", arity: -2, flags: wd, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
+		{name: "unlink", arity: -2, flags: wdf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseDel},
+		{name: "exists", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
+		{name: "touch", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "generic", parse: parseExists},
+		{name: "type", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseType},
+		{name: "rename", arity: 3, flags: wd, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},
+		{name: "renamenx", arity: 3, flags: wdf, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseRename},
+		{name: "keys", arity: 2, flags: r, group: "generic", parse: parseKeys},
+		{name: "scan", arity: -2, flags: r, group: "generic", parse: parseScan},
+		{name: "randomkey", arity: 1, flags: r, group: "generic", parse: parseRandomKey},
+		{name: "expire", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
+		{name: "pexpire", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
+		{name: "expireat", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
+		{name: "pexpireat", arity: -3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseExpire},
+		{name: "ttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
+		{name: "pttl", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
+		{name: "expiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
+		{name: "pexpiretime", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseTTL},
+		{name: "persist", arity: 2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parsePersist},
+	}...)
+}
+
 // Parsers of the keyspace and server data commands.
 
 func parseDel(c *client, args [][]byte) (fsm.Command, string) {

@@ -8,6 +8,32 @@ import (
 	"kvs/fsm"
 )
 
+func init() {
+	registerCommands([]command{
+		{name: "get", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGet},
+		{name: "set", arity: -3, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSet},
+		{name: "setnx", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetNX},
+		{name: "setex", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetEx},
+		{name: "psetex", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetEx},
+		{name: "getset", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetSet},
+		{name: "getdel", arity: 2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetDel},
+		{name: "getex", arity: -2, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetEx},
+		{name: "mget", arity: -2, flags: rf, firstKey: 1, lastKey: -1, keyStep: 1, group: "string", parse: parseMGet},
+		{name: "mset", arity: -3, flags: w, firstKey: 1, lastKey: -1, keyStep: 2, group: "string", parse: parseMSet},
+		{name: "msetnx", arity: -3, flags: w, firstKey: 1, lastKey: -1, keyStep: 2, group: "string", parse: parseMSet},
+		{name: "append", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseAppend},
+		{name: "strlen", arity: 2, flags: rf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseStrLen},
+		{name: "getrange", arity: 4, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetRange},
+		{name: "substr", arity: 4, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseGetRange},
+		{name: "setrange", arity: 4, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseSetRange},
+		{name: "incr", arity: 2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncr},
+		{name: "decr", arity: 2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncr},
+		{name: "incrby", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrBy},
+		{name: "decrby", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrBy},
+		{name: "incrbyfloat", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "string", parse: parseIncrByFloat},
+	}...)
+}
+
 // Parsers of the string commands. Each checks what Redis checks before it
 // touches the keyspace, in Redis's order, and returns Redis's error text for
 // the first failure.

@@ -1,0 +1,296 @@
+package fsm
+
+import (
+	"math/rand/v2"
+	"strconv"
+)
+
+// Commands on keys of any type (DEL, RENAME, EXPIRE and friends, TYPE,
+// SCAN, ...) and on the whole keyspace (FLUSHALL, DBSIZE), and the
+// replicated cluster metadata.
+
+func init() {
+	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), apply: applyDel, keys: keysAll})
+	registerOp(OpRename, opSpec{name: "RENAME", write: true, args: 2, keys: keysFirst(2),
+		apply: func(s *Store, now int64, c *Command) Reply { return s.renameLocked(now, c.Args[0], c.Args[1], false) }})
+	registerOp(OpRenameNX, opSpec{name: "RENAMENX", write: true, args: 2, keys: keysFirst(2),
+		apply: func(s *Store, now int64, c *Command) Reply { return s.renameLocked(now, c.Args[0], c.Args[1], true) }})
+	registerOp(OpExpireAt, opSpec{name: "EXPIREAT", write: true, args: 1, flags: FlagNX | FlagXX | FlagGT | FlagLT,
+		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
+	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
+	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, apply: applyFlushAll})
+	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll})
+	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
+		check: func(c *Command) error {
+			if len(c.Args[0]) == 0 {
+				return errorString("empty name")
+			}
+			return nil
+		}})
+
+	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), read: readExists})
+	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
+	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
+		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
+	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, check: scanCheck,
+		read: func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c) }})
+	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0,
+		read: func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now) }})
+	for _, op := range []Op{OpTTL, OpPTTL, OpExpireTime, OpPExpireTime} {
+		registerOp(op, opSpec{name: map[Op]string{OpTTL: "TTL", OpPTTL: "PTTL", OpExpireTime: "EXPIRETIME",
+			OpPExpireTime: "PEXPIRETIME"}[op], args: 1,
+			read: func(s *Store, now int64, c *Command) Reply { return ttlReply(c.Op, now, s, c.Args[0]) }})
+	}
+	registerOp(OpDBSize, opSpec{name: "DBSIZE", args: 0,
+		read: func(s *Store, now int64, c *Command) Reply {
+			return IntReply(int64(s.keys.Len() - s.countExpiredLocked(now)))
+		}})
+	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, read: readMemoryUsage})
+}
+
+func scanCheck(c *Command) error {
+	if len(c.Args) > 2 {
+		return errorString("want at most 2")
+	}
+	if c.Int < 0 {
+		return errorString("negative cursor")
+	}
+	return nil
+}
+
+func applyDel(s *Store, now int64, c *Command) Reply {
+	var n int64
+	for _, k := range c.Args {
+		if old, ok := s.deleteLocked(k); ok && !old.expired(now) {
+			n++
+		}
+	}
+	return IntReply(n)
+}
+
+func applyPersist(s *Store, now int64, c *Command) Reply {
+	old, ok := s.liveLocked(c.Args[0], now)
+	if !ok || old.exp == 0 {
+		return replyZero
+	}
+	old.exp = 0
+	s.putLocked(old)
+	return replyOne
+}
+
+func applyFlushAll(s *Store, now int64, c *Command) Reply {
+	// Cluster metadata is not data: it survives FLUSHALL.
+	s.keys, s.expires, s.bytes = newKeys(), newExpires(), 0
+	return replyOK
+}
+
+func applyDelExpired(s *Store, now int64, c *Command) Reply {
+	var n int64
+	for _, k := range c.Args {
+		if old, ok := s.getLocked(k); ok && old.expired(now) {
+			s.deleteLocked(k)
+			n++
+		}
+	}
+	return IntReply(n)
+}
+
+func applyMetaSet(s *Store, now int64, c *Command) Reply {
+	s.setMetaLocked(string(c.Args[0]), string(c.Args[1]))
+	return replyOK
+}
+
+func readExists(s *Store, now int64, c *Command) Reply {
+	var n int64
+	for _, k := range c.Args {
+		if _, ok := s.liveLocked(k, now); ok {
+			n++
+		}
+	}
+	return IntReply(n)
+}
+
+func readType(s *Store, now int64, c *Command) Reply {
+	it, ok := s.liveLocked(c.Args[0], now)
+	if !ok {
+		return Reply{Kind: ReplyStatus, Str: "none"}
+	}
+	return Reply{Kind: ReplyStatus, Str: it.kind.typeName()}
+}
+
+func readMemoryUsage(s *Store, now int64, c *Command) Reply {
+	it, ok := s.liveLocked(c.Args[0], now)
+	if !ok {
+		return replyNil
+	}
+	return IntReply(it.size())
+}
+
+func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {
+	old, ok := s.liveLocked(src, now)
+	if !ok {
+		return ErrorReply(ErrNoSuchKey)
+	}
+	if string(src) == string(dst) {
+		if nx {
+			return replyZero
+		}
+		return replyOK
+	}
+	if nx {
+		if _, exists := s.liveLocked(dst, now); exists {
+			return replyZero
+		}
+	}
+	s.deleteLocked(src)
+	// The value moves as it is: a collection's packed bytes and large
+	// form are shared by nothing but the item (and snapshots, which never
+	// write them), so only the key is new.
+	moved := newItem(dst, nil, old.exp)
+	moved.val, moved.obj, moved.kind = old.val, old.obj, old.kind
+	s.putLocked(moved)
+	if nx {
+		return replyOne
+	}
+	return replyOK
+}
+
+// expireLocked follows Redis's expireGenericCommand: the NX/XX/GT/LT
+// conditions first (a key without TTL counts as an infinite one), then a
+// deadline not after now deletes the key.
+func (s *Store) expireLocked(now int64, key []byte, at int64, f Flags) Reply {
+	old, ok := s.liveLocked(key, now)
+	if !ok {
+		return replyZero
+	}
+	cur := old.exp
+	switch {
+	case f&FlagNX != 0 && cur != 0,
+		f&FlagXX != 0 && cur == 0,
+		f&FlagGT != 0 && (cur == 0 || at <= cur),
+		f&FlagLT != 0 && cur != 0 && at >= cur:
+		return replyZero
+	}
+	if at <= now {
+		s.deleteLocked(key)
+		return replyOne
+	}
+	old.exp = at
+	s.putLocked(old)
+	return replyOne
+}
+
+func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
+	it, ok := s.liveLocked(key, now)
+	switch {
+	case !ok:
+		return IntReply(-2)
+	case it.exp == 0:
+		return IntReply(-1)
+	}
+	// As Redis's ttlGenericCommand: seconds are rounded to the nearest,
+	// for the absolute forms too.
+	ms := max(it.exp-now, 0)
+	if op == OpExpireTime || op == OpPExpireTime {
+		ms = it.exp
+	}
+	if op == OpTTL || op == OpExpireTime {
+		// (ms+500)/1000 without overflowing near the largest deadline.
+		return IntReply(ms/1000 + (ms%1000+500)/1000)
+	}
+	return IntReply(ms)
+}
+
+func (s *Store) keysLocked(now int64, pattern string) Reply {
+	out := []Reply{}
+	if globIsLiteral(pattern) {
+		if _, ok := s.liveLocked([]byte(pattern), now); ok {
+			out = append(out, BulkReply([]byte(pattern)))
+		}
+		return Reply{Kind: ReplyArray, Array: out}
+	}
+	all := pattern == "*"
+	s.keys.Scan(func(it item) bool {
+		if !it.expired(now) && (all || matchGlob(pattern, it.key)) {
+			out = append(out, BulkReply([]byte(it.key)))
+		}
+		return true
+	})
+	return Reply{Kind: ReplyArray, Array: out}
+}
+
+// scanLocked visits about Int2 keys from the cursor Int on, in hash order.
+// The next cursor is the hash of the first key not visited, so a key that
+// exists for the whole iteration is returned at least once however the
+// keyspace changes between calls. A batch never ends inside a run of equal
+// hashes, so even colliding keys cannot make the cursor stand still.
+func (s *Store) scanLocked(now int64, c Command) Reply {
+	count := c.Int2
+	if count <= 0 {
+		count = 10
+	}
+	var pattern, typ string
+	if len(c.Args) > 0 {
+		pattern = string(c.Args[0])
+	}
+	if len(c.Args) > 1 {
+		typ = string(c.Args[1])
+	}
+	usePattern := pattern != "" && pattern != "*"
+	var out []Reply
+	var visited int64
+	var last, next uint64
+	s.keys.Ascend(item{hash: uint64(c.Int)}, func(it item) bool {
+		if visited >= count && it.hash != last {
+			next = it.hash
+			return false
+		}
+		visited++
+		last = it.hash
+		if it.expired(now) ||
+			(typ != "" && it.kind.typeName() != typ) ||
+			(usePattern && !matchGlob(pattern, it.key)) {
+			return true
+		}
+		out = append(out, BulkReply([]byte(it.key)))
+		return true
+	})
+	if out == nil {
+		out = []Reply{}
+	}
+	cursor := strconv.AppendUint(nil, next, 10)
+	return Reply{Kind: ReplyArray, Array: []Reply{BulkReply(cursor), {Kind: ReplyArray, Array: out}}}
+}
+
+// randomKeyLocked picks a key uniformly by rank (the tree keeps subtree
+// counts). Expired keys are skipped; if the sample keeps hitting them, a walk
+// from a random point finds a live one or proves there is none.
+func (s *Store) randomKeyLocked(now int64) Reply {
+	n := s.keys.Len()
+	if n == 0 {
+		return replyNil
+	}
+	for range 100 {
+		it, _ := s.keys.GetAt(rand.IntN(n))
+		if !it.expired(now) {
+			return BulkReply([]byte(it.key))
+		}
+	}
+	var found *item
+	visit := func(it item) bool {
+		if !it.expired(now) {
+			found = &it
+			return false
+		}
+		return true
+	}
+	start, _ := s.keys.GetAt(rand.IntN(n))
+	s.keys.Ascend(start, visit)
+	if found == nil {
+		s.keys.Scan(visit)
+	}
+	if found == nil {
+		return replyNil
+	}
+	return BulkReply([]byte(found.key))
+}
