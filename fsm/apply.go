@@ -20,8 +20,13 @@ func (s *Store) Apply(index uint64, now int64, cmds []Command) []Reply {
 // its reply buffer.
 func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.applyEntryLocked(dst, index, now, cmds)
+	dst = s.applyEntryLocked(dst, index, now, cmds)
+	ready, hook := s.takeReadyLocked()
+	s.mu.Unlock()
+	if hook != nil {
+		hook(ready)
+	}
+	return dst
 }
 
 // Entry is one decoded log entry: its position, the proposer's clock and
@@ -43,11 +48,15 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 	all := make([]Reply, 0, n)
 	out := make([][]Reply, len(entries))
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i, e := range entries {
 		start := len(all)
 		all = s.applyEntryLocked(all, e.Index, e.Now, e.Cmds)
 		out[i] = all[start:len(all):len(all)]
+	}
+	ready, hook := s.takeReadyLocked()
+	s.mu.Unlock()
+	if hook != nil {
+		hook(ready)
 	}
 	return out
 }

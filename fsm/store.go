@@ -149,6 +149,11 @@ type Store struct {
 	expires *btree.BTreeG[expiry] // exactly the items with exp != 0
 	bytes   int64                 // sum of item.size() over keys
 	applied uint64                // index of the last applied entry
+	limits  Limits                // encoding thresholds (limits.go)
+	// ready holds the keys signalled for blocked clients during the
+	// current Apply; readyHook receives them after it (limits.go).
+	ready     []string
+	readyHook func(keys []string)
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
@@ -162,7 +167,7 @@ func newExpires() *btree.BTreeG[expiry] {
 
 // NewStore returns an empty store with AppliedIndex 0.
 func NewStore() *Store {
-	return &Store{keys: newKeys(), expires: newExpires()}
+	return &Store{keys: newKeys(), expires: newExpires(), limits: DefaultLimits()}
 }
 
 // Stats describes the keyspace at a moment.

@@ -327,9 +327,16 @@ func (d *differ) dump(c *rawConn) []keyState {
 	keys := c.Do("KEYS", "*")
 	var out []keyState
 	for _, k := range keys.Elems {
+		typ := c.Do("TYPE", k.Str).Str
+		value := typ + ":"
+		if dt := diffTypeByName(typ); dt != nil {
+			value += dt.dump(c, k.Str)
+		} else {
+			value += c.Do("GET", k.Str).Str
+		}
 		out = append(out, keyState{
 			key:   k.Str,
-			value: c.Do("GET", k.Str).Str,
+			value: value,
 			pttl:  atoi64(c.Do("PTTL", k.Str).Str),
 		})
 	}
@@ -358,7 +365,21 @@ func sameReply(cmd []string, ref, got string) bool {
 	if err1 != nil || err2 != nil || rv.Kind != gv.Kind {
 		return false
 	}
-	switch strings.ToUpper(cmd[0]) {
+	name := strings.ToUpper(cmd[0])
+	for _, dt := range diffTypes {
+		if dt.same != nil {
+			if equal, handled := dt.same(cmd, rv, gv); handled {
+				return equal
+			}
+		}
+		switch dt.unordered[name] {
+		case "pairs":
+			return slices.Equal(sortedPairs(rv.Elems), sortedPairs(gv.Elems))
+		case "elems":
+			return slices.Equal(sortedRaw(rv.Elems), sortedRaw(gv.Elems))
+		}
+	}
+	switch name {
 	case "KEYS":
 		return slices.Equal(sortedStrs(rv.Elems), sortedStrs(gv.Elems))
 	case "RANDOMKEY":
@@ -378,6 +399,31 @@ func withinTolerance(a, b, tol int64) bool {
 		return a == b
 	}
 	return a-b <= tol && b-a <= tol
+}
+
+// sortedRaw is the elements' raw bytes, sorted: a multiset that keeps each
+// element's type (bulk or double, nested arrays and all).
+func sortedRaw(vs []Value) []string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v.Raw)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// sortedPairs is sortedRaw of consecutive pairs (a map's or a flat
+// field-value array's entries); an odd element count never matches.
+func sortedPairs(vs []Value) []string {
+	if len(vs)%2 != 0 {
+		return []string{"odd"}
+	}
+	s := make([]string, 0, len(vs)/2)
+	for i := 0; i < len(vs); i += 2 {
+		s = append(s, string(vs[i].Raw)+string(vs[i+1].Raw))
+	}
+	slices.Sort(s)
+	return s
 }
 
 func sortedStrs(vs []Value) []string {

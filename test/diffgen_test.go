@@ -199,7 +199,59 @@ func (g *cmdGen) next() []string {
 	return cmd
 }
 
+// diffType is one data type's part of the differential test, registered
+// from its own file (diff_hash_test.go, ...) with registerDiffType.
+type diffType struct {
+	name string // the type as TYPE names it
+	// weight is how often the generator picks this type's commands,
+	// against 46 for the string and key commands.
+	weight int
+	// gen returns one of the type's commands, with arguments drawn to
+	// hit edge cases; it uses the same keys as every other type, so that
+	// commands meet keys of the wrong type.
+	gen func(g *cmdGen) []string
+	// dump returns a canonical rendering of the value at key (which
+	// holds this type) for comparing whole keyspaces, e.g. the sorted
+	// field-value pairs of a hash.
+	dump func(c *rawConn, key string) string
+	// unordered names the commands (upper case) whose reply is an array
+	// (or map, or set) in an order Redis leaves undefined; replies are
+	// compared as multisets of elements, or of consecutive pairs when
+	// the value is "pairs" (HGETALL's field-value pairs).
+	unordered map[string]string
+	// same, when set, compares two replies to one of this type's
+	// commands that are not byte-identical: handled says whether it
+	// decided, for random picks (SRANDMEMBER's members) and the like.
+	same func(cmd []string, ref, got Value) (equal, handled bool)
+}
+
+var diffTypes []diffType
+
+func registerDiffType(t diffType) { diffTypes = append(diffTypes, t) }
+
+// diffTypeByName returns the registered type TYPE calls name, or nil.
+func diffTypeByName(name string) *diffType {
+	for i := range diffTypes {
+		if diffTypes[i].name == name {
+			return &diffTypes[i]
+		}
+	}
+	return nil
+}
+
 func (g *cmdGen) command() []string {
+	total := 46
+	for _, t := range diffTypes {
+		total += t.weight
+	}
+	if n := g.r.Intn(total) - 46; n >= 0 {
+		for _, t := range diffTypes {
+			if n < t.weight {
+				return t.gen(g)
+			}
+			n -= t.weight
+		}
+	}
 	k := g.key()
 	switch g.r.Intn(46) {
 	case 0, 1, 2:
