@@ -23,6 +23,11 @@ type kindSpec struct {
 	// (counts, order, no duplicates): on bad input it calls r.fail with
 	// an error wrapping ErrCorrupt and returns.
 	read func(r *snapReader, it *item)
+	// elements calls fn for each element of a collection in its order
+	// (a list's from head to tail, a set's members, a sorted set's
+	// members by score), until fn returns false: SORT reads lists, sets
+	// and sorted sets through it. nil for strings and hashes.
+	elements func(it *item, fn func(elem []byte) bool)
 }
 
 var kindTable [16]kindSpec

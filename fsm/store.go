@@ -114,6 +114,17 @@ const slotHashShift = 49
 // slotHash is the smallest hash of a key in slot.
 func slotHash(slot int) uint64 { return uint64(slot) << slotHashShift }
 
+// memberHash orders the members of a hash (its fields) and of a set, in
+// both their packed and large forms: the order is then the same on every
+// replica whatever encoding each chose, and HSCAN and SSCAN get SCAN's
+// integer cursor, the hash of the next member to visit. Like keyHash it is
+// never 0 and below 2^63. It must never change: snapshots hold members in
+// this order.
+func memberHash(m []byte) uint64 { return xxhash.Sum64(m)>>1 | 1 }
+
+// memberHashString is memberHash of a string, without converting it.
+func memberHashString(m string) uint64 { return xxhash.Sum64String(m)>>1 | 1 }
+
 // legacyKeyHash is the order of snapshots before version 3 (xxhash64
 // shifted to 63 bits with the low bit set), kept to validate them.
 func legacyKeyHash(key string) uint64 { return xxhash.Sum64String(key)>>1 | 1 }
