@@ -13,6 +13,18 @@ func (s *Store) Read(now int64, c Command) Reply {
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		return s.get(now, c.Args[0])
 	}
+	cp := new(Command)
+	*cp = c
+	return s.ReadRef(now, cp)
+}
+
+// ReadRef is Read of *c, for callers whose command already lives on the
+// heap (a batch, a connection's state): the op table's read functions take
+// a pointer, which escapes, so Read by value allocates a copy.
+func (s *Store) ReadRef(now int64, c *Command) Reply {
+	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
+		return s.get(now, c.Args[0])
+	}
 	if err := c.Validate(); err != nil {
 		panic(err)
 	}
@@ -22,7 +34,7 @@ func (s *Store) Read(now int64, c Command) Reply {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return sp.read(s, now, &c)
+	return sp.read(s, now, c)
 }
 
 // get is GET, the most frequent command, without Read's general checks and

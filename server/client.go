@@ -29,6 +29,8 @@ type client struct {
 
 	rd  reqReader
 	out []byte
+	// readCmd holds a local read while the store answers it (readLocal).
+	readCmd fsm.Command
 
 	proto int // 2 or 3, set by HELLO
 	quit  bool
@@ -339,7 +341,11 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = appendError(c.out, errLoading)
 		return
 	}
-	r := c.s.cfg.Store.Read(c.now, fc)
+	// Through a field, not &fc: the pointer escapes, and the field
+	// lives with the connection, so the read allocates no copy.
+	c.readCmd = fc
+	r := c.s.cfg.Store.ReadRef(c.now, &c.readCmd)
+	c.readCmd = fsm.Command{}
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {
 			r = fsm.Reply{Kind: fsm.ReplyError, Str: c.errIfFound}

@@ -182,7 +182,7 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		} else {
 			now := time.Now().UnixMilli()
 			for k := range run {
-				out = append(out, s.cfg.Store.Read(now, run[k]))
+				out = append(out, s.cfg.Store.ReadRef(now, &run[k]))
 			}
 		}
 		i = j
