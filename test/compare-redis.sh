@@ -13,8 +13,15 @@
 #    appendonly no, always and everysec. The cluster is compared with redis
 #    appendfsync always: both acknowledge a write once it is on disk.
 #    memtier_benchmark runs it if installed, kvs bench otherwise.
-# 3. valkey's benchmark table: redis-benchmark -t set,get,incr -c 50 at
-#    -d 16, 128 and 1024 and -P 1 and 10, kvs memory vs redis appendonly no.
+# 3. valkey's benchmark table: redis-benchmark -t
+#    set,get,rpush,lpush,lpop,sadd,spop,hset (valkey's commands) and incr
+#    -c 50 at -d 16, 128 and 1024 and -P 1 and 10, kvs memory vs redis
+#    appendonly no.
+# 4. redis-benchmark's default suite (every test it runs without -t: PING,
+#    SET, GET, INCR, LPUSH, RPUSH, LPOP, RPOP, SADD, HSET, SPOP, ZADD,
+#    ZPOPMIN, LPUSH for LRANGE, LRANGE_100..600, MSET) at -P 1 and 16:
+#    kvs memory vs redis appendonly no, and kvs durable (fsync always) vs
+#    redis appendfsync always.
 #
 # Servers run on core 0 and the client on core 1 (taskset), so the client is
 # never competing with the server it measures. Each configuration runs
@@ -26,7 +33,7 @@
 # run, default 20), PORT (default 16390; a cluster also takes PORT+1, +2
 # and +100..+102), OUT (markdown file, default dist/compare.md), MODES
 # (default "memory always everysec cluster"; a subset runs only those),
-# TABLES (default "redis-benchmark memtier valkey").
+# TABLES (default "redis-benchmark memtier valkey suite").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source test/memtier.sh
@@ -37,7 +44,7 @@ BENCH_TIME=${BENCH_TIME:-20}
 PORT=${PORT:-16390}
 OUT=${OUT:-dist/compare.md}
 MODES=${MODES:-memory always everysec cluster}
-TABLES=${TABLES:-redis-benchmark memtier valkey}
+TABLES=${TABLES:-redis-benchmark memtier valkey suite}
 mkdir -p dist
 for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "compare: $tool not found (apt-get install redis-server redis-tools)" >&2; exit 1; }
@@ -90,12 +97,18 @@ ratio() { awk -v k="$1" -v r="$2" 'BEGIN { if (r > 0) printf "%.2f", k/r; else p
 
 declare -A results
 
-# redis-benchmark TESTS PIPELINE [MORE FLAGS]: prints "TEST rps p50" lines.
+# redis-benchmark TESTS PIPELINE [MORE FLAGS]: prints "TEST rps p50" lines
+# (TESTS "all": the default suite, no -t). Test names lose their spaces and
+# parenthesised notes: "LPUSH (needed to benchmark LRANGE)" is LPUSH_LRANGE,
+# "LRANGE_100 (first 100 elements)" is LRANGE_100.
 rbench() {
-  local tests=$1 p=$2
+  local tests=$1 p=$2 t=()
   shift 2
-  "${CLIENT[@]}" redis-benchmark -p "$LOAD_PORT" -t "$tests" -c 50 -r 100000 -n "$REQUESTS" -P "$p" "$@" --csv 2>/dev/null |
-    awk -F'","' 'NR>1 { gsub(/"/, "", $1); gsub(/"/, "", $2); print $1, $2, $5 }'
+  [ "$tests" != all ] && t=(-t "$tests")
+  "${CLIENT[@]}" redis-benchmark -p "$LOAD_PORT" "${t[@]}" -c 50 -r 100000 -n "$REQUESTS" -P "$p" "$@" --csv 2>/dev/null |
+    awk -F'","' 'NR>1 { gsub(/"/, "", $1); gsub(/"/, "", $2)
+      n = $1; if (n ~ /needed to benchmark LRANGE/) n = "LPUSH_LRANGE"; sub(/ \(.*\)$/, "", n); gsub(/ /, "_", n)
+      print n, $2, $5 }'
 }
 
 # Table 1: redis-benchmark SET and GET.
@@ -158,10 +171,32 @@ if has "$TABLES" valkey && has "$MODES" memory; then
             results["vk-$who-$t-$d-$p"]+="$rps "
             results["vk-$who-$t-$d-$p-p50"]+="$p50 "
             echo "round $round valkey $who $t -d $d -P $p: $rps" >&2
-          done < <(rbench set,get,incr "$p" -d "$d")
+          done < <(rbench set,get,incr,rpush,lpush,lpop,sadd,spop,hset "$p" -d "$d")
         done
       done
       stop
+    done
+  done
+fi
+
+# Table 4: redis-benchmark's default suite.
+suite_tests="PING_INLINE PING_MBULK SET GET INCR LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN LPUSH_LRANGE LRANGE_100 LRANGE_300 LRANGE_500 LRANGE_600 MSET"
+suite_writes=" SET INCR LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN LPUSH_LRANGE MSET "
+suite_pairs=()
+for m in memory always; do has "$MODES" $m && suite_pairs+=($m); done
+if has "$TABLES" suite && [ ${#suite_pairs[@]} -gt 0 ]; then
+  for round in $(seq 1 "$ROUNDS"); do
+    for pair in "${suite_pairs[@]}"; do
+      for who in kvs redis; do
+        start "$who-$pair"
+        for p in 1 16; do
+          while read -r t rps _; do
+            results["st-$who-$pair-$t-$p"]+="$rps "
+            echo "round $round suite $who-$pair $t -P $p: $rps" >&2
+          done < <(rbench all "$p")
+        done
+        stop
+      done
     done
   done
 fi
@@ -228,7 +263,7 @@ have_memtier && tool=memtier_benchmark
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for d in 16 128 1024; do
       for p in 10 1; do
-        for t in SET GET INCR; do
+        for t in SET GET INCR RPUSH LPUSH LPOP SADD SPOP HSET; do
           k=$(med "vk-kvs-$t-$d-$p") r=$(med "vk-redis-$t-$d-$p")
           printf "| %s | %s | %s | %.0f | %.0f | %s | %.3f | %.3f |\n" "$t" "$d" "$p" "$k" "$r" "$(ratio "$k" "$r")" \
             "$(med "vk-kvs-$t-$d-$p-p50")" "$(med "vk-redis-$t-$d-$p-p50")"
@@ -236,6 +271,22 @@ have_memtier && tool=memtier_benchmark
       done
     done
     echo
-    echo "redis-benchmark -t set,get,incr -c 50 -r 100000 -n $REQUESTS, kvs memory vs redis appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo "redis-benchmark -t set,get,incr,rpush,lpush,lpop,sadd,spop,hset -c 50 -r 100000 -n $REQUESTS, kvs memory vs redis appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo
+  fi
+  if has "$TABLES" suite && [ ${#suite_pairs[@]} -gt 0 ]; then
+    echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: |"
+    for pair in "${suite_pairs[@]}"; do
+      for t in $suite_tests; do
+        [ "$pair" != memory ] && [[ "$suite_writes" != *" $t "* ]] && continue
+        for p in 1 16; do
+          k=$(med "st-kvs-$pair-$t-$p") r=$(med "st-redis-$pair-$t-$p")
+          printf "| %s | %s | %s | %.0f | %.0f | %s |\n" "$(label "$pair")" "$t" "$p" "$k" "$r" "$(ratio "$k" "$r")"
+        done
+      done
+    done
+    echo
+    echo "redis-benchmark's default suite (no -t), -c 50 -r 100000 -n $REQUESTS, median of $ROUNDS rounds; durable rows are the suite's writes; server on core $SERVER_CPU, client on core $CLIENT_CPU"
   fi
 } | tee "$OUT"
