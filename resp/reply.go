@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -219,10 +220,62 @@ func (ri *ReplyInfo) IsError() bool { return ri.Kind == KindError || ri.Kind == 
 // SkipReply reads one reply from br, validating it as ReadReply does but
 // keeping nothing of it: a reply read without error allocates nothing.
 func SkipReply(br *bufio.Reader, lim Limits) (ReplyInfo, error) {
+	if ri, ok := skipSimple(br, lim); ok {
+		return ri, nil
+	}
+	return skipReply(br, lim)
+}
+
+func skipReply(br *bufio.Reader, lim Limits) (ReplyInfo, error) {
 	lim = lim.withDefaults()
 	var ri ReplyInfo
 	err := skipValue(br, &lim, 0, &ri)
 	return ri, err
+}
+
+// skipSimple is SkipReply's fast path for the replies a load generator
+// sees most, a status, an error or a bulk string whose bytes are all
+// buffered: it reads one and reports true, or reads nothing and reports
+// false, leaving every other case (and every error) to skipValue.
+func skipSimple(br *bufio.Reader, lim Limits) (ReplyInfo, bool) {
+	b := br.Buffered()
+	if b < 3 {
+		return ReplyInfo{}, false
+	}
+	p, _ := br.Peek(b)
+	i := bytes.IndexByte(p, '\n')
+	if i < 2 || p[i-1] != '\r' {
+		return ReplyInfo{}, false
+	}
+	body := p[1 : i-1]
+	switch Kind(p[0]) {
+	case KindStatus:
+		br.Discard(i + 1)
+		return ReplyInfo{Kind: KindStatus, Size: i + 1}, true
+	case KindError:
+		br.Discard(i + 1)
+		return ReplyInfo{Kind: KindError, Size: i + 1, Text: body}, true
+	case KindBulk:
+		n, ok := parseInt(body)
+		maxBulk := lim.MaxBulk
+		if maxBulk <= 0 {
+			maxBulk = DefaultMaxBulk
+		}
+		if !ok || n < -1 || n > maxBulk {
+			return ReplyInfo{}, false
+		}
+		if n == -1 {
+			br.Discard(i + 1)
+			return ReplyInfo{Kind: KindBulk, Null: true, Size: i + 1}, true
+		}
+		end := i + 1 + int(n)
+		if end+2 > len(p) || p[end] != '\r' || p[end+1] != '\n' {
+			return ReplyInfo{}, false
+		}
+		br.Discard(end + 2)
+		return ReplyInfo{Kind: KindBulk, Size: end + 2}, true
+	}
+	return ReplyInfo{}, false
 }
 
 func skipValue(br *bufio.Reader, lim *Limits, depth int, ri *ReplyInfo) error {
@@ -274,6 +327,16 @@ func skipValue(br *bufio.Reader, lim *Limits, depth int, ri *ReplyInfo) error {
 			if f[3] != ':' {
 				return errNoFormat
 			}
+		}
+		if n+2 <= br.Buffered() {
+			// The common case, checked in place.
+			p, _ := br.Peek(n + 2)
+			if p[n] != '\r' || p[n+1] != '\n' {
+				return errNoCRLF
+			}
+			br.Discard(n + 2)
+			ri.Size += n + 2
+			return nil
 		}
 		d, err := br.Discard(n)
 		ri.Size += d
@@ -411,7 +474,7 @@ func readCRLF(br *bufio.Reader) error {
 		return unexpectedEOF(err)
 	}
 	if cr != '\r' || lf != '\n' {
-		return fmt.Errorf("%w: a string not followed by CRLF", ErrProtocol)
+		return errNoCRLF
 	}
 	return nil
 }
@@ -502,7 +565,10 @@ func isBigNumber(b []byte) bool {
 	return true
 }
 
-var errNoFormat = fmt.Errorf("%w: a verbatim string without a format", ErrProtocol)
+var (
+	errNoFormat = fmt.Errorf("%w: a verbatim string without a format", ErrProtocol)
+	errNoCRLF   = fmt.Errorf("%w: a string not followed by CRLF", ErrProtocol)
+)
 
 func protoErr(what string, body []byte) error {
 	return fmt.Errorf("%w: invalid %s %q", ErrProtocol, what, truncate(body))

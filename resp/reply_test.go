@@ -388,3 +388,20 @@ func equalValues(a, b *Value) bool {
 	}
 	return true
 }
+
+// BenchmarkSkipReply reads the replies kvs bench sees most.
+func BenchmarkSkipReply(b *testing.B) {
+	in := []byte("+OK\r\n$5\r\nvalue\r\n$-1\r\n")
+	r := bytes.NewReader(in)
+	br := bufio.NewReader(r)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(in)
+		br.Reset(r)
+		for range 3 {
+			if _, err := SkipReply(br, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -161,3 +161,25 @@ func encodeCommand(args ...string) []byte {
 	}
 	return b
 }
+
+// BenchmarkReader parses pipelines of 64 GET requests.
+func BenchmarkReader(b *testing.B) {
+	var pipeline []byte
+	for range 64 {
+		pipeline = append(pipeline, encodeCommand("GET", "key:000123")...)
+	}
+	r := &repeatReader{data: pipeline}
+	rr := NewReader(r, func() int64 { return 512 << 20 })
+	b.SetBytes(int64(len(pipeline)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rr.ReadCommands(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// repeatReader returns data whole on every read.
+type repeatReader struct{ data []byte }
+
+func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil }
