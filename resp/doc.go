@@ -21,5 +21,18 @@
 // the form redis-server falls back to in RESP2: a map becomes a flat array
 // of its pairs, a set or push an array, a double or a big number or a
 // verbatim string a bulk string, a boolean the integer 1 or 0, null the
-// null bulk string ("$-1") or the null array ("*-1").
+// null bulk string ("$-1") or the null array ("*-1"). Doubles are
+// formatted as redis-server 7.0 formats them ("%.17g", "inf", "-inf").
+//
+// # Reading replies
+//
+// ReadReply reads one reply of any RESP2 or RESP3 type into a Value, a
+// copy that outlives the buffer; SkipReply reads one and reports only its
+// kind, size, nullness and error text, allocating nothing. Both validate
+// every byte: lengths, counts and nesting are bounded by Limits, memory
+// grows only as bytes arrive, and bad input is an error wrapping
+// ErrProtocol, never a panic. RESP3 attributes are dropped; streamed
+// strings and aggregates are not supported.
+//
+// Nothing here is safe for concurrent use; nothing starts a goroutine.
 package resp
