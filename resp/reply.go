@@ -15,8 +15,8 @@ import (
 // without keeping it, reporting only what kvs bench counts, and allocates
 // nothing. Both validate every byte they read: a malformed reply or one
 // past the Limits is an error wrapping ErrProtocol, never a panic, and
-// nothing is allocated for the size a header announces before the bytes
-// arrive. After an error the stream's position is unknown: the connection
+// beyond a first buffer of at most 1 MB (or 1024 elements) memory grows
+// only as the bytes a header announces arrive. After an error the stream's position is unknown: the connection
 // must be closed.
 //
 // Attributes ("|", RESP3 metadata ahead of a reply) are read and
