@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"kvs/fsm"
+	"kvs/resp"
 )
 
 // outFlushSize is the output size at which a long pipeline's replies are
@@ -27,7 +28,7 @@ type client struct {
 	laddr   string
 	created time.Time
 
-	rd  reqReader
+	rd  *resp.Reader
 	out []byte
 	// readCmd holds a local read while the store answers it (readLocal).
 	readCmd fsm.Command
@@ -143,7 +144,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
-	c.rd = reqReader{r: nc, maxBulk: s.maxBulk.Load}
+	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c
 }
@@ -197,9 +198,9 @@ func (c *client) panicked(r any) {
 // readFailed answers a framing error before the connection is closed. I/O
 // errors (the peer left, Shutdown's read deadline) close it silently.
 func (c *client) readFailed(err error) {
-	var pe *protoError
+	var pe *resp.ProtocolError
 	if errors.As(err, &pe) {
-		c.out = appendError(c.out, pe.text)
+		c.out = appendError(c.out, pe.Text)
 		c.flush()
 	}
 }

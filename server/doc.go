@@ -42,11 +42,12 @@
 // Where a write waits otherwise (for Raft), and with
 // Config.ConnGoroutines, each connection has a goroutine of its own, which
 // waits without holding up the others. Each
-// connection's reqReader parses requests in place in its read buffer, with
-// no allocation per request, and enforces proto-max-bulk-len and Redis's
-// framing limits as it parses (answered with Redis's "Protocol error"
-// texts, then the connection is closed). It skips empty requests as Redis
-// does and splits inline (telnet-style) requests with Redis's quoting rules.
+// connection's resp.Reader parses requests in place in its read buffer,
+// with no allocation per request, and enforces proto-max-bulk-len and
+// Redis's framing limits as it parses (answered with Redis's "Protocol
+// error" texts, then the connection is closed). It skips empty requests as
+// Redis does and splits inline (telnet-style) requests with Redis's quoting
+// rules. Replies are written with package resp's writer.
 //
 // # Cluster mode
 //

@@ -5,12 +5,15 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"kvs/resp"
 )
 
 // Every error text a client can receive from the server package is built in
 // this file, in Redis 7's exact wording, so that a reply can be compared byte
 // for byte with redis-server's. The texts carry no leading '-' and no CRLF;
-// the writer adds them.
+// the writer adds them. Request framing errors come from package resp,
+// which parses requests; the errProto names below are its texts.
 
 const (
 	errSyntax          = "ERR syntax error"
@@ -30,12 +33,12 @@ const (
 	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
 	errInternal        = "ERR internal error"
 	errLoading         = "LOADING kvs is loading the dataset in memory"
-	errProtoBulk       = "ERR Protocol error: invalid bulk length"
-	errProtoMultiBulk  = "ERR Protocol error: invalid multibulk length"
-	errProtoInline     = "ERR Protocol error: too big inline request"
-	errProtoQuotes     = "ERR Protocol error: unbalanced quotes in request"
-	errProtoMbulkCount = "ERR Protocol error: too big mbulk count string"
-	errProtoBulkCount  = "ERR Protocol error: too big bulk count string"
+	errProtoBulk       = resp.MsgInvalidBulkLength
+	errProtoMultiBulk  = resp.MsgInvalidMultiBulkLength
+	errProtoInline     = resp.MsgInlineTooBig
+	errProtoQuotes     = resp.MsgUnbalancedQuotes
+	errProtoMbulkCount = resp.MsgMultiBulkCountTooBig
+	errProtoBulkCount  = resp.MsgBulkCountTooBig
 )
 
 // errUnknownCommand is Redis's reply to a command name it does not know: the

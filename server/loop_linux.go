@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"kvs/fsm"
+	"kvs/resp"
 )
 
 // A loop serves connections the way redis-server's event loop does: one
@@ -79,8 +80,8 @@ type loop struct {
 	exited   bool       // the loop returned; add closes the connection
 }
 
-// fdReader reads a non-blocking socket, reporting EAGAIN as errAgain
-// (which reqReader.readReady understands).
+// fdReader reads a non-blocking socket, reporting EAGAIN as resp.ErrAgain
+// (which resp.Reader.ReadReady understands).
 type fdReader struct{ fd int }
 
 func (r fdReader) Read(p []byte) (int, error) {
@@ -90,7 +91,7 @@ func (r fdReader) Read(p []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return 0, errAgain
+			return 0, resp.ErrAgain
 		case err != nil:
 			return 0, err
 		case n == 0 && len(p) > 0:
@@ -198,7 +199,7 @@ func (lp *loop) add(c *client) bool {
 	c.nc.Close()
 	c.fd = fd
 	c.lp = lp
-	c.rd.r = fdReader{fd}
+	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -427,12 +428,12 @@ func (lp *loop) input(c *client) {
 			lp.close(c)
 			return
 		}
-		cmds, more, err := c.rd.readReady()
+		cmds, more, err := c.rd.ReadReady()
 		c.more = more
 		if err != nil {
-			var pe *protoError
+			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
-				c.out = appendError(c.out, pe.text)
+				c.out = appendError(c.out, pe.Text)
 				c.quit = true
 				lp.dirty = append(lp.dirty, c)
 				return

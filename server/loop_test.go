@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kvs/resp"
 )
 
 // The tests in this file drive what is particular to memory mode's event
@@ -40,7 +42,7 @@ func TestLoopServesOnLinux(t *testing.T) {
 func TestLoopLargeValues(t *testing.T) {
 	s := startServer(t, Config{})
 	rc := dialRaw(t, s)
-	for _, size := range []int{readChunk - 1, readChunk, readChunk + 1, 1 << 20, 16 << 20} {
+	for _, size := range []int{resp.ReadChunk - 1, resp.ReadChunk, resp.ReadChunk + 1, 1 << 20, 16 << 20} {
 		val := strings.Repeat("v", size)
 		if got := rc.do("SET", "big", val); got != "+OK\r\n" {
 			t.Fatalf("SET of %d bytes: %q", size, got)

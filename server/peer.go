@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"kvs/resp"
 )
 
 // The pool of connections a follower keeps to the leader's RESP address,
@@ -207,40 +207,24 @@ func encodeArgs(args ...string) []byte {
 
 var errPeerProtocol = errors.New("protocol error in the leader's reply")
 
+// peerLimits bound a leader's reply: a bulk string of at most
+// maxPeerReply bytes (the replies of one forwarded batch).
+var peerLimits = resp.Limits{MaxBulk: maxPeerReply}
+
 // readPeerReply reads one status, error or bulk reply, the only kinds a
-// leader sends to a peer connection. A bulk is read into a buffer of its
-// own, so it stays valid after the connection is reused.
+// leader sends to a peer connection; any other is a protocol error. A bulk
+// is read into a buffer of its own, so it stays valid after the connection
+// is reused.
 func readPeerReply(br *bufio.Reader) (peerReply, error) {
-	line, err := br.ReadSlice('\n')
+	v, err := resp.ReadReply(br, peerLimits)
 	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return peerReply{}, errPeerProtocol
-		}
 		return peerReply{}, err
 	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return peerReply{}, errPeerProtocol
+	switch v.Kind {
+	case resp.KindStatus, resp.KindError:
+		return peerReply{kind: byte(v.Kind), text: string(v.Str)}, nil
+	case resp.KindBulk:
+		return peerReply{kind: '$', bulk: v.Str}, nil
 	}
-	kind, body := line[0], line[1:len(line)-2]
-	switch kind {
-	case '+', '-':
-		return peerReply{kind: kind, text: string(body)}, nil
-	case '$':
-		n, err := strconv.ParseInt(string(body), 10, 64)
-		if err != nil || n < -1 || n > maxPeerReply {
-			return peerReply{}, errPeerProtocol
-		}
-		if n == -1 {
-			return peerReply{kind: '$'}, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return peerReply{}, err
-		}
-		if buf[n] != '\r' || buf[n+1] != '\n' {
-			return peerReply{}, errPeerProtocol
-		}
-		return peerReply{kind: '$', bulk: buf[:n:n]}, nil
-	}
-	return peerReply{}, errPeerProtocol
+	return peerReply{}, fmt.Errorf("%w: a reply of type %q", errPeerProtocol, byte(v.Kind))
 }

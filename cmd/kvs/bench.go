@@ -21,8 +21,9 @@ package main
 // event loop per thread.
 //
 // Files: bench.go (flags, configuration, running), bench_client.go (one
-// connection's hot path: encoder, parser, workload), bench_report.go
-// (statistics, the summary table and the JSON file).
+// connection's hot path: encoder, workload, replies read with
+// resp.SkipReply), bench_report.go (statistics, the summary table and the
+// JSON file).
 
 import (
 	"context"

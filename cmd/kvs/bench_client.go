@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,13 +10,16 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"kvs/resp"
 )
 
 // One benchClient is one connection and everything its hot path touches:
 // the next request is encoded straight into a bufio.Writer from prebuilt
 // pieces and a reused digit buffer, replies are parsed in place in the
-// bufio.Reader's buffer, and latencies go into preallocated histograms, so
-// a request allocates nothing (TestBenchClientAllocs holds it to that).
+// bufio.Reader's buffer (resp.SkipReply), and latencies go into
+// preallocated histograms, so a request allocates nothing
+// (TestBenchClientAllocs holds it to that).
 
 // opKind is a request's command; it indexes benchClient.stats.
 type opKind int
@@ -35,9 +37,6 @@ const (
 	histMaxMicros = int64(time.Hour / time.Microsecond)
 	histSigFigs   = 3
 )
-
-// errProtocol is a reply the parser does not understand; the client stops.
-var errProtocol = errors.New("bench: protocol error in reply")
 
 // opStats are one client's counts for one command. Only the client's own
 // goroutine touches them while it runs.
@@ -301,27 +300,27 @@ func (c *benchClient) writeKey() int {
 
 // complete reads the reply to the oldest request in flight and records it.
 func (c *benchClient) complete() error {
-	isNil, rx, errText, err := c.readReply()
+	ri, err := resp.SkipReply(c.r, resp.Limits{})
 	if err != nil {
-		return err
+		return fmt.Errorf("bench: reading reply: %w", err)
 	}
 	kind, sent := c.inflightKind[c.head], c.inflightSent[c.head]
 	c.head = (c.head + 1) % len(c.inflightKind)
 	c.n--
 	lat := int64(time.Since(c.base)) - sent
 	s := &c.stats[kind]
-	s.rxBytes += int64(rx)
-	c.live.bytes.Add(int64(rx))
-	if errText != nil {
+	s.rxBytes += int64(ri.Size)
+	c.live.bytes.Add(int64(ri.Size))
+	if ri.IsError() {
 		s.errors++
 		if c.firstErr == "" {
-			c.firstErr = string(errText)
+			c.firstErr = string(ri.Text)
 		}
 		return nil
 	}
 	s.ops++
 	if kind == opGet {
-		if isNil {
+		if ri.Null {
 			s.misses++
 		} else {
 			s.hits++
@@ -339,79 +338,4 @@ func (c *benchClient) complete() error {
 	c.live.ops.Add(1)
 	c.live.latNs.Add(lat)
 	return nil
-}
-
-// readReply reads one RESP2 reply (RESP3 null too) and returns whether it
-// was nil, its size in bytes and, for an error reply, its text without the
-// leading '-' (valid until the next read).
-func (c *benchClient) readReply() (isNil bool, size int, errText []byte, err error) {
-	line, err := c.r.ReadSlice('\n')
-	if err != nil {
-		return false, 0, nil, fmt.Errorf("bench: reading reply: %w", err)
-	}
-	size = len(line)
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return false, size, nil, fmt.Errorf("%w: %q", errProtocol, line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+', ':', ',':
-		return false, size, nil, nil
-	case '-':
-		return false, size, body, nil
-	case '_':
-		return true, size, nil, nil
-	case '$':
-		n, ok := parseReplyInt(body)
-		if !ok {
-			return false, size, nil, fmt.Errorf("%w: bulk length %q", errProtocol, body)
-		}
-		if n < 0 {
-			return true, size, nil, nil
-		}
-		d, err := c.r.Discard(n + 2)
-		if err != nil {
-			return false, size + d, nil, fmt.Errorf("bench: reading reply: %w", err)
-		}
-		return false, size + d, nil, nil
-	case '*':
-		n, ok := parseReplyInt(body)
-		if !ok {
-			return false, size, nil, fmt.Errorf("%w: array length %q", errProtocol, body)
-		}
-		if n < 0 {
-			return true, size, nil, nil
-		}
-		for i := 0; i < n; i++ {
-			_, m, _, err := c.readReply()
-			size += m
-			if err != nil {
-				return false, size, nil, err
-			}
-		}
-		return false, size, nil, nil
-	}
-	return false, size, nil, fmt.Errorf("%w: %q", errProtocol, line)
-}
-
-// parseReplyInt parses a RESP length without allocating.
-func parseReplyInt(b []byte) (int, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	n := 0
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		n = n*10 + int(ch-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
 }

@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"bytes"
@@ -33,14 +33,14 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 // drain parses everything in, read in reads of the given sizes, and
 // returns the requests re-encoded as RESP and the error it stops with.
 func drain(in []byte, sizes []int) ([]byte, error) {
-	rr := &reqReader{r: &chunkReader{data: in, sizes: sizes}, maxBulk: func() int64 { return 1 << 20 }}
+	rr := NewReader(&chunkReader{data: in, sizes: sizes}, func() int64 { return 1 << 20 })
 	var out []byte
 	for {
 		cmds, err := rr.ReadCommands()
 		for _, args := range cmds {
-			out = appendArrayLen(out, len(args))
+			out = AppendArrayLen(out, len(args))
 			for _, a := range args {
-				out = appendBulk(out, a)
+				out = AppendBulk(out, a)
 			}
 		}
 		if err != nil {
@@ -49,7 +49,7 @@ func drain(in []byte, sizes []int) ([]byte, error) {
 	}
 }
 
-func TestReqReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	big := strings.Repeat("x", 100000)
 	cases := []struct {
 		name, in, out string
@@ -59,25 +59,25 @@ func TestReqReader(t *testing.T) {
 		{"big payload passes", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", "*2\r\n$4\r\nECHO\r\n$100000\r\n" + big + "\r\n", ""},
 		{"empty requests dropped", "*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n", "*1\r\n$4\r\nPING\r\n", ""},
 		{"inline becomes RESP", "PING\r\n \r\nECHO a\n", "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1\r\na\r\n", ""},
-		{"inline unbalanced", "PING\r\nECHO \"a\r\n", "*1\r\n$4\r\nPING\r\n", errProtoQuotes},
-		{"bulk too long", "*1\r\n$4\r\nPING\r\n*1\r\n$1048577\r\n", "*1\r\n$4\r\nPING\r\n", errProtoBulk},
-		{"payload without CRLF", "*1\r\n$4\r\nPING\r\n*1\r\n$1\r\nxyz", "*1\r\n$4\r\nPING\r\n", errProtoBulk},
-		{"negative bulk length", "*1\r\n$-1\r\n", "", errProtoBulk},
-		{"bad count", "*1\r\n$4\r\nPING\r\n*x\r\n", "*1\r\n$4\r\nPING\r\n", errProtoMultiBulk},
-		{"count with plus", "*+1\r\n", "", errProtoMultiBulk},
+		{"inline unbalanced", "PING\r\nECHO \"a\r\n", "*1\r\n$4\r\nPING\r\n", MsgUnbalancedQuotes},
+		{"bulk too long", "*1\r\n$4\r\nPING\r\n*1\r\n$1048577\r\n", "*1\r\n$4\r\nPING\r\n", MsgInvalidBulkLength},
+		{"payload without CRLF", "*1\r\n$4\r\nPING\r\n*1\r\n$1\r\nxyz", "*1\r\n$4\r\nPING\r\n", MsgInvalidBulkLength},
+		{"negative bulk length", "*1\r\n$-1\r\n", "", MsgInvalidBulkLength},
+		{"bad count", "*1\r\n$4\r\nPING\r\n*x\r\n", "*1\r\n$4\r\nPING\r\n", MsgInvalidMultiBulkLength},
+		{"count with plus", "*+1\r\n", "", MsgInvalidMultiBulkLength},
 		{"no dollar", "*1\r\n:1\r\n", "", "ERR Protocol error: expected '$', got ':'"},
-		{"header line too long", "*1\r\n$" + strings.Repeat("1", maxInlineLen+1), "", errProtoBulkCount},
-		{"inline too long", strings.Repeat("a", maxInlineLen+1), "", errProtoInline},
-		{"inline line too long", "PING\n" + strings.Repeat("a", maxInlineLen+1) + "\n", "*1\r\n$4\r\nPING\r\n", errProtoInline},
+		{"header line too long", "*1\r\n$" + strings.Repeat("1", maxInlineLen+1), "", MsgBulkCountTooBig},
+		{"inline too long", strings.Repeat("a", maxInlineLen+1), "", MsgInlineTooBig},
+		{"inline line too long", "PING\n" + strings.Repeat("a", maxInlineLen+1) + "\n", "*1\r\n$4\r\nPING\r\n", MsgInlineTooBig},
 	}
 	for _, tc := range cases {
 		for _, sizes := range [][]int{nil, {1}, {3, 7, 1}, {4096}} {
 			out, err := drain([]byte(tc.in), sizes)
-			var pe *protoError
+			var pe *ProtocolError
 			switch {
 			case tc.err == "" && err != io.EOF:
 				t.Errorf("%s %v: error %v", tc.name, sizes, err)
-			case tc.err != "" && (!errors.As(err, &pe) || pe.text != tc.err):
+			case tc.err != "" && (!errors.As(err, &pe) || pe.Text != tc.err):
 				t.Errorf("%s %v: error %v, want %q", tc.name, sizes, err, tc.err)
 			}
 			if string(out) != tc.out {
@@ -87,10 +87,10 @@ func TestReqReader(t *testing.T) {
 	}
 }
 
-// FuzzReqReader checks that how the input is split into reads changes
-// neither the requests reqReader returns nor how it stops, and that nothing
+// FuzzReader checks that how the input is split into reads changes
+// neither the requests the Reader returns nor how it stops, and that nothing
 // panics.
-func FuzzReqReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	f.Add([]byte("*1\r\n$4\r\nPING\r\n*0\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), []byte{1, 2, 3})
 	f.Add([]byte("*1\r\n$99999999\r\n"), []byte{5})
 	f.Add([]byte("PING\r\n*1\r\nx"), []byte{2})
@@ -152,3 +152,34 @@ func TestInlineSplitting(t *testing.T) {
 		}
 	}
 }
+
+// encodeCommand is args as a RESP request.
+func encodeCommand(args ...string) []byte {
+	b := AppendArrayLen(nil, len(args))
+	for _, a := range args {
+		b = AppendBulkString(b, a)
+	}
+	return b
+}
+
+// BenchmarkReader parses pipelines of 64 GET requests.
+func BenchmarkReader(b *testing.B) {
+	var pipeline []byte
+	for range 64 {
+		pipeline = append(pipeline, encodeCommand("GET", "key:000123")...)
+	}
+	r := &repeatReader{data: pipeline}
+	rr := NewReader(r, func() int64 { return 512 << 20 })
+	b.SetBytes(int64(len(pipeline)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rr.ReadCommands(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// repeatReader returns data whole on every read.
+type repeatReader struct{ data []byte }
+
+func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil }

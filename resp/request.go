@@ -1,8 +1,7 @@
-package server
+package resp
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 )
@@ -14,34 +13,33 @@ const (
 	maxInlineLen = 64 << 10
 	// maxMultiBulkLen caps the argument count of one request.
 	maxMultiBulkLen = math.MaxInt32
-	// readChunk is the initial read buffer of a connection.
-	readChunk = 16 << 10
 )
 
-// protoError is a request framing error; text is the client-facing error
-// (from errors.go). The connection is answered with it and closed, as Redis
-// does, because the stream cannot be resynchronised.
-type protoError struct{ text string }
+// ReadChunk is the size of a Reader's first read buffer and of the room it
+// makes before a read; the buffer grows past it only for requests that do
+// not fit.
+const ReadChunk = 16 << 10
 
-func (e *protoError) Error() string { return e.text }
-
-// reqReader reads requests from the connection and parses them in place:
-// the arguments it returns alias its read buffer, and the slices holding
-// them are reused, so a pipeline of small requests costs no allocation. The
-// arguments stay valid until the next ReadCommands call.
+// Reader reads requests from a connection and parses them in place: the
+// arguments it returns alias its read buffer, and the slices holding them
+// are reused, so a pipeline of small requests costs no allocation. The
+// arguments stay valid until the next ReadCommands or ReadReady call.
 //
-// It enforces Redis's framing limits as it parses, with Redis's error texts:
+// It enforces Redis's framing limits as it parses, with Redis's error
+// texts:
 //
 //   - A header line ("*<count>" or "$<len>") is checked as soon as it is
-//     complete: a bulk length above proto-max-bulk-len, a malformed count,
-//     a missing '$' or an overlong line stops the stream there, before the
-//     payload it announces is read. The complete requests before it still
-//     run; the protoError comes with the next ReadCommands.
+//     complete: a bulk length above maxBulk, a malformed count, a missing
+//     '$' or an overlong line stops the stream there, before the payload it
+//     announces is read. The complete requests before it still come back
+//     first; the *ProtocolError comes with the next call.
 //   - An empty request ("*0" or "*-1") is skipped, as Redis ignores it.
 //   - An inline (telnet-style) request is split into arguments as Redis's
 //     sdssplitargs splits it (see appendInline).
 //   - A payload not followed by CRLF is an invalid bulk length.
-type reqReader struct {
+//
+// A Reader is not safe for concurrent use.
+type Reader struct {
 	r       io.Reader
 	maxBulk func() int64
 
@@ -61,35 +59,38 @@ type reqReader struct {
 	inline []byte     // inline requests rewritten as RESP, reused
 }
 
-// errAgain is a non-blocking read's "nothing to read now" (EAGAIN).
-var errAgain = errors.New("server: read would block")
+// NewReader returns a Reader of the requests arriving on r. maxBulk is
+// called once per request parsed and returns the largest bulk argument
+// accepted (Redis's proto-max-bulk-len, which CONFIG SET may change while
+// the connection lives).
+func NewReader(r io.Reader, maxBulk func() int64) *Reader {
+	return &Reader{r: r, maxBulk: maxBulk}
+}
 
-// parse outcomes besides a complete request
-const (
-	parseMore = -1 // the request is incomplete
-	parseFail = -2 // a framing error, in reqReader.fail
-)
+// parseMore is the parse outcome of a request not yet complete.
+const parseMore = -1
 
 // ReadCommands returns the next requests: every complete request buffered,
 // reading from the connection first if there is none. It returns a
-// *protoError for a framing violation and the read error otherwise.
-func (rr *reqReader) ReadCommands() ([][][]byte, error) {
+// *ProtocolError for a framing violation and the read error otherwise.
+func (rr *Reader) ReadCommands() ([][][]byte, error) {
 	for {
-		// On a blocking connection each readReady reads (waiting) until
+		// On a blocking connection each ReadReady reads (waiting) until
 		// a request is complete or the connection fails.
-		if cmds, _, err := rr.readReady(); len(cmds) > 0 || err != nil {
+		if cmds, _, err := rr.ReadReady(); len(cmds) > 0 || err != nil {
 			return cmds, err
 		}
 	}
 }
 
-// readReady is ReadCommands for a non-blocking connection (the event
-// loop's): it returns the requests buffered, reading once first if there
-// are none, and never waits. more reports whether the socket may hold
+// ReadReady is ReadCommands for a non-blocking connection (an event
+// loop's), whose Read returns ErrAgain when it has nothing to give: it
+// returns the requests buffered, reading once first if there are none,
+// and never waits. more reports whether the socket may hold
 // bytes not yet read (the read filled the space it was given, or an error
 // is still to be reported); otherwise the next bytes will be announced by
 // the poller. No requests and no error: nothing complete has arrived.
-func (rr *reqReader) readReady() (cmds [][][]byte, more bool, err error) {
+func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	rr.cmds = rr.cmds[:0]
 	rr.args = rr.args[:0]
 	rr.inline = rr.inline[:0]
@@ -104,7 +105,7 @@ func (rr *reqReader) readReady() (cmds [][][]byte, more bool, err error) {
 		return nil, false, rr.err
 	}
 	full := rr.fill()
-	if rr.err == errAgain {
+	if rr.err == ErrAgain {
 		rr.err = nil
 		full = false
 	}
@@ -128,7 +129,7 @@ func (rr *reqReader) readReady() (cmds [][][]byte, more bool, err error) {
 // whether the read filled the room. The buffer grows as data arrives, not
 // to the size a header announces, so memory is spent only on bytes the
 // client actually sent.
-func (rr *reqReader) fill() bool {
+func (rr *Reader) fill() bool {
 	if rr.start == rr.end {
 		rr.start, rr.end = 0, 0
 		if len(rr.buf) > 1<<20 {
@@ -136,10 +137,10 @@ func (rr *reqReader) fill() bool {
 		}
 	}
 	if rr.buf == nil {
-		rr.buf = make([]byte, readChunk)
+		rr.buf = make([]byte, ReadChunk)
 	}
 	pending := rr.end - rr.start
-	if want := pending + readChunk/4; len(rr.buf)-rr.start < want {
+	if want := pending + ReadChunk/4; len(rr.buf)-rr.start < want {
 		if pending <= len(rr.buf)/2 {
 			copy(rr.buf, rr.buf[rr.start:rr.end])
 		} else {
@@ -164,7 +165,7 @@ func (rr *reqReader) fill() bool {
 
 // parseAll parses every complete request in the buffer into cmds. It
 // returns a framing error only when it is at the first unparsed byte.
-func (rr *reqReader) parseAll() error {
+func (rr *Reader) parseAll() error {
 	rr.need = 0
 	for rr.start < rr.end {
 		b := rr.buf[rr.start:rr.end]
@@ -189,8 +190,8 @@ func (rr *reqReader) parseAll() error {
 
 // parseMultiBulk parses the RESP request at the start of b and appends it
 // to cmds. It returns the bytes it took, or parseMore (setting need).
-func (rr *reqReader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
-	count, p, err := rr.header(b, 0, errProtoMultiBulk, errProtoMbulkCount, maxMultiBulkLen)
+func (rr *Reader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
+	count, p, err := rr.header(b, 0, MsgInvalidMultiBulkLength, MsgMultiBulkCountTooBig, maxMultiBulkLen)
 	if p < 0 || err != nil {
 		return p, err
 	}
@@ -204,16 +205,16 @@ func (rr *reqReader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
 		}
 		if b[p] != '$' {
 			rr.args = rr.args[:first]
-			return 0, &protoError{"ERR Protocol error: expected '$', got '" + string(b[p:p+1]) + "'"}
+			return 0, &ProtocolError{msgExpectedDollar(b[p])}
 		}
-		size, q, err := rr.header(b, p, errProtoBulk, errProtoBulkCount, maxBulk)
+		size, q, err := rr.header(b, p, MsgInvalidBulkLength, MsgBulkCountTooBig, maxBulk)
 		if q < 0 || err != nil {
 			rr.args = rr.args[:first]
 			return q, err
 		}
 		if size < 0 {
 			rr.args = rr.args[:first]
-			return 0, &protoError{errProtoBulk}
+			return 0, &ProtocolError{MsgInvalidBulkLength}
 		}
 		end := q + int(size)
 		if end+2 > len(b) {
@@ -221,7 +222,7 @@ func (rr *reqReader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
 		}
 		if b[end] != '\r' || b[end+1] != '\n' {
 			rr.args = rr.args[:first]
-			return 0, &protoError{errProtoBulk}
+			return 0, &ProtocolError{MsgInvalidBulkLength}
 		}
 		rr.args = append(rr.args, b[q:end:end])
 		p = end + 2
@@ -231,7 +232,7 @@ func (rr *reqReader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
 }
 
 // more drops a partly parsed request's arguments and asks for n bytes.
-func (rr *reqReader) more(first, n int) (int, error) {
+func (rr *Reader) more(first, n int) (int, error) {
 	rr.args = rr.args[:first]
 	rr.need = n
 	return parseMore, nil
@@ -242,7 +243,7 @@ func (rr *reqReader) more(first, n int) (int, error) {
 // that does not parse or exceeds limit is invalid; a line longer than
 // maxInlineLen without its end is tooLong. A line not yet complete returns
 // parseMore.
-func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int64) (int64, int, error) {
+func (rr *Reader) header(b []byte, p int, invalid, tooLong string, limit int64) (int64, int, error) {
 	// The common case first: a positive number of up to 18 digits (no
 	// leading zero, no overflow) and CRLF, in one pass.
 	if q := p + 1; q < len(b) && b[q] >= '1' && b[q] <= '9' {
@@ -252,7 +253,7 @@ func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int6
 		}
 		if q+1 < len(b) && b[q] == '\r' && b[q+1] == '\n' {
 			if n > limit {
-				return 0, 0, &protoError{invalid}
+				return 0, 0, &ProtocolError{invalid}
 			}
 			return n, q + 2, nil
 		}
@@ -260,25 +261,25 @@ func (rr *reqReader) header(b []byte, p int, invalid, tooLong string, limit int6
 	i := rr.lineEnd(b, p)
 	if i < 0 {
 		if len(b)-p > maxInlineLen {
-			return 0, 0, &protoError{tooLong}
+			return 0, 0, &ProtocolError{tooLong}
 		}
 		rr.need = len(b) + 1
 		return 0, parseMore, nil
 	}
 	line := b[p+1 : p+i]
 	if len(line) == 0 || line[len(line)-1] != '\r' {
-		return 0, 0, &protoError{invalid}
+		return 0, 0, &ProtocolError{invalid}
 	}
 	n, ok := parseInt(line[:len(line)-1])
 	if !ok || n > limit {
-		return 0, 0, &protoError{invalid}
+		return 0, 0, &ProtocolError{invalid}
 	}
 	return n, p + i + 1, nil
 }
 
 // lineEnd returns the offset from p of the first '\n' in b at or after p,
 // or -1, skipping what an earlier call found to hold none.
-func (rr *reqReader) lineEnd(b []byte, p int) int {
+func (rr *Reader) lineEnd(b []byte, p int) int {
 	from := p
 	if rr.nlFrom == p && rr.nlTo > p {
 		from = rr.nlTo
@@ -292,17 +293,17 @@ func (rr *reqReader) lineEnd(b []byte, p int) int {
 }
 
 // parseInline parses the inline request line at the start of b.
-func (rr *reqReader) parseInline(b []byte) (int, error) {
+func (rr *Reader) parseInline(b []byte) (int, error) {
 	i := rr.lineEnd(b, 0)
 	if i < 0 {
 		if len(b) > maxInlineLen {
-			return 0, &protoError{errProtoInline}
+			return 0, &ProtocolError{MsgInlineTooBig}
 		}
 		rr.need = len(b) + 1
 		return parseMore, nil
 	}
 	if i > maxInlineLen {
-		return 0, &protoError{errProtoInline}
+		return 0, &ProtocolError{MsgInlineTooBig}
 	}
 	line := b[:i]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
@@ -312,7 +313,7 @@ func (rr *reqReader) parseInline(b []byte) (int, error) {
 	var ok bool
 	if rr.inline, ok = appendInline(rr.inline, line); !ok {
 		rr.inline = rr.inline[:start]
-		return 0, &protoError{errProtoQuotes}
+		return 0, &ProtocolError{MsgUnbalancedQuotes}
 	}
 	if len(rr.inline) > start {
 		// Earlier inline requests keep aliasing the old array if
@@ -426,9 +427,9 @@ func appendInline(out, line []byte) ([]byte, bool) {
 	if len(args) == 0 {
 		return out, true
 	}
-	out = appendArrayLen(out, len(args))
+	out = AppendArrayLen(out, len(args))
 	for _, a := range args {
-		out = appendBulk(out, a)
+		out = AppendBulk(out, a)
 	}
 	return out, true
 }
