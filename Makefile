@@ -4,7 +4,7 @@ BENCH_COUNT ?= 6
 BENCH_TIME  ?= 60
 BENCH_MODE  ?= memory
 
-.PHONY: build test test-short race vet fmt bench fuzz compare clean
+.PHONY: build test test-short race vet fmt bench fuzz compare memory clean
 
 build:
 	@mkdir -p dist
@@ -63,6 +63,13 @@ memtier: build
 # it; see the script's header.
 compare: build
 	bash test/compare-redis.sh
+
+# Memory beside redis-server: the RSS each adds holding 1M 10-field hashes,
+# one 1M-field hash, one 1M-member sorted set, one 1M-element list and 1M
+# strings (N and DATASETS narrow it). dist/memory.md gets the table.
+.PHONY: memory
+memory: build
+	bash test/memory-compare.sh
 
 # The chaos tests alone: a seeded schedule of kills, pauses, restarts,
 # raft network faults (a node deaf, slow or flapping; the leader isolated,

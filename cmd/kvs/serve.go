@@ -159,6 +159,7 @@ func serve(args []string, stderr io.Writer) int {
 // next, so that a taken port stops startup before a long recovery, and
 // /healthz says 503 until the node serves.
 func runServe(f serveFlags, logger *slog.Logger) error {
+	defer startGCTuner()()
 	if f.dataDir != "" {
 		lock, err := lockDataDir(f.dataDir)
 		if err != nil {
