@@ -81,10 +81,12 @@ const (
 )
 
 // MaxHRandFieldRepeats bounds a negative HRANDFIELD count (picks with
-// repeats), whose reply is built in memory: Redis streams such a reply
-// and would send a count of -2^62 for ever, kvs refuses it (the server
-// answers Redis's "value is out of range").
+// repeats) on an existing hash, whose reply is built in memory: Redis
+// streams such a reply and would send a count of -2^62 for ever; kvs
+// answers Redis's "value is out of range" instead.
 const MaxHRandFieldRepeats = 1 << 22
+
+const errOutOfRange = "ERR value is out of range"
 
 // Error texts only hashes use.
 const (
@@ -110,12 +112,6 @@ func init() {
 	registerOp(OpHStrLen, opSpec{name: "HSTRLEN", args: 2, read: readHStrLen})
 	registerOp(OpHExists, opSpec{name: "HEXISTS", args: 2, read: readHExists})
 	registerOp(OpHRandField, opSpec{name: "HRANDFIELD", args: 1, flags: FlagHashCount | FlagHashWithValues,
-		check: func(c *Command) error {
-			if c.Int < -MaxHRandFieldRepeats {
-				return errorString("count below -MaxHRandFieldRepeats")
-			}
-			return nil
-		},
 		read: readHRandField})
 	registerOp(OpHScan, opSpec{name: "HSCAN", args: 2, flags: FlagHScanSyntax | FlagHScanNotInteger,
 		read: readHScan})

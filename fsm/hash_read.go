@@ -54,6 +54,8 @@ func readHRandField(s *Store, now int64, c *Command) Reply {
 	switch {
 	case count == 0:
 		return empty
+	case count < -MaxHRandFieldRepeats:
+		return ErrorReply(errOutOfRange)
 	case count < 0:
 		idx = make([]int, -count)
 		for i := range idx {

@@ -331,6 +331,8 @@ func TestHashRandField(t *testing.T) {
 			{t0, c(OpHRandField, "nokey").fl(FlagHashCount).i(3), bulks()},
 			{t0, c(OpHRandField, "s").fl(FlagHashCount).i(0), errr(ErrWrongType)},
 			{t0, c(OpHRandField, "h").fl(FlagHashCount).i(0), bulks()},
+			{t0, c(OpHRandField, "h").fl(FlagHashCount).i(-MaxHRandFieldRepeats - 1), errr(errOutOfRange)},
+			{t0, c(OpHRandField, "nokey").fl(FlagHashCount).i(-MaxHRandFieldRepeats - 1), bulks()},
 		})
 		for range 20 {
 			if f := s.Read(t0, c(OpHRandField, "h")); value[string(f.Bulk)] == "" {

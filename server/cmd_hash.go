@@ -121,9 +121,6 @@ func parseHRandField(c *client, args [][]byte) (fsm.Command, string) {
 			return fsm.Command{}, errOutOfRange
 		}
 	}
-	if n < -fsm.MaxHRandFieldRepeats {
-		return fsm.Command{}, errOutOfRange
-	}
 	return cmd, ""
 }
 
