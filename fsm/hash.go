@@ -63,7 +63,8 @@ const (
 	// negative allows repeats; the server bounds it), and
 	// FlagHashWithValues returns field-value pairs.
 	OpHRandField
-	// OpHScan: Args = key, match pattern ("" for all); Int = cursor as
+	// OpHScan: Args = key, match pattern (with FlagHScanMatch; else all,
+	// since an empty pattern matches only the empty field); Int = cursor as
 	// the bits of a uint64 (negative: at or past 2^63, after every kvs
 	// cursor), Int2 = count. FlagHScanSyntax and FlagHScanNotInteger
 	// carry an option error the server found, which Redis reports only
@@ -78,6 +79,7 @@ const (
 	FlagHashWithValues  = FlagXX // OpHRandField: WITHVALUES
 	FlagHScanSyntax     = FlagNX // OpHScan: answer ERR syntax error
 	FlagHScanNotInteger = FlagXX // OpHScan: answer ERR value is not an integer
+	FlagHScanMatch      = FlagGT // OpHScan: Args[1] is a pattern even when empty
 )
 
 // MaxHRandFieldRepeats bounds a negative HRANDFIELD count (picks with
@@ -113,7 +115,7 @@ func init() {
 	registerOp(OpHExists, opSpec{name: "HEXISTS", args: 2, read: readHExists})
 	registerOp(OpHRandField, opSpec{name: "HRANDFIELD", args: 1, flags: FlagHashCount | FlagHashWithValues,
 		read: readHRandField})
-	registerOp(OpHScan, opSpec{name: "HSCAN", args: 2, flags: FlagHScanSyntax | FlagHScanNotInteger,
+	registerOp(OpHScan, opSpec{name: "HSCAN", args: 2, flags: FlagHScanSyntax | FlagHScanNotInteger | FlagHScanMatch,
 		read: readHScan})
 
 	registerKind(kindHash, kindSpec{

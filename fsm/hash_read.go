@@ -122,7 +122,7 @@ func readHScan(s *Store, now int64, c *Command) Reply {
 		return ErrorReply(ErrNotInteger)
 	}
 	pattern := string(c.Args[1])
-	usePattern := pattern != "" && pattern != "*"
+	usePattern := c.Flags&FlagHScanMatch != 0 && pattern != "*"
 	out := []Reply{}
 	add := func(f, v []byte) {
 		if !usePattern || matchGlob(pattern, unsafeString(f)) {

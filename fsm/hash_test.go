@@ -281,7 +281,8 @@ func TestHashScan(t *testing.T) {
 			{t0, c(OpHScan, "s", "").fl(FlagHScanSyntax), errr(ErrWrongType)},
 			{t0, c(OpHScan, "h", "").fl(FlagHScanSyntax), errr("ERR syntax error")},
 			{t0, c(OpHScan, "h", "").fl(FlagHScanNotInteger), errr(ErrNotInteger)},
-			{t0, c(OpHScan, "h", "f1?").i2(1000), arr(bulk("0"), bulks(inHashOrder(args[20:40]...)...))},
+			{t0, c(OpHScan, "h", "f1?").fl(FlagHScanMatch).i2(1000), arr(bulk("0"), bulks(inHashOrder(args[20:40]...)...))},
+			{t0, c(OpHScan, "h", "").fl(FlagHScanMatch).i2(1000), arr(bulk("0"), bulks())},
 		})
 	}
 	// Past every cursor: a large hash has nothing after it; a packed one

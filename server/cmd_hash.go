@@ -26,6 +26,27 @@ func init() {
 		{name: "hrandfield", arity: -2, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "hash", parse: parseHRandField},
 		{name: "hscan", arity: -3, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "hash", parse: parseHScan},
 	}...)
+	// COMMAND DOCS, in redis-server 7.0's words.
+	for name, doc := range map[string][2]string{
+		"hset":         {"Set the string value of a hash field", "2.0.0"},
+		"hmset":        {"Set multiple hash fields to multiple values", "2.0.0"},
+		"hsetnx":       {"Set the value of a hash field, only if the field does not exist", "2.0.0"},
+		"hdel":         {"Delete one or more hash fields", "2.0.0"},
+		"hincrby":      {"Increment the integer value of a hash field by the given number", "2.0.0"},
+		"hincrbyfloat": {"Increment the float value of a hash field by the given amount", "2.6.0"},
+		"hget":         {"Get the value of a hash field", "2.0.0"},
+		"hmget":        {"Get the values of all the given hash fields", "2.0.0"},
+		"hgetall":      {"Get all the fields and values in a hash", "2.0.0"},
+		"hkeys":        {"Get all the fields in a hash", "2.0.0"},
+		"hvals":        {"Get all the values in a hash", "2.0.0"},
+		"hlen":         {"Get the number of fields in a hash", "2.0.0"},
+		"hstrlen":      {"Get the length of the value of a hash field", "3.2.0"},
+		"hexists":      {"Determine if a hash field exists", "2.0.0"},
+		"hrandfield":   {"Get one or multiple random fields from a hash", "6.2.0"},
+		"hscan":        {"Incrementally iterate hash fields and associated values", "2.8.0"},
+	} {
+		commandDocs[name] = doc
+	}
 }
 
 // Error texts only the hash commands use.
@@ -131,9 +152,18 @@ func parseHRandField(c *client, args [][]byte) (fsm.Command, string) {
 func parseHScan(c *client, args [][]byte) (fsm.Command, string) {
 	cmd, e := parseCollectionScan(fsm.OpHScan, args)
 	var flags fsm.Flags
+	var match []byte
+	for j := 3; j+1 < len(args); j += 2 {
+		if is(args[j], "match") {
+			// MATCH "" matches the empty field only.
+			flags |= fsm.FlagHScanMatch
+			match = args[j+1]
+		}
+	}
 	switch e {
 	case "":
 		if cmd.Op == fsm.OpHScan {
+			cmd.Flags = flags
 			return cmd, ""
 		}
 	case errSyntax:
@@ -146,5 +176,5 @@ func parseHScan(c *client, args [][]byte) (fsm.Command, string) {
 	// An option error, or a cursor at or past 2^63: rebuild the command,
 	// the cursor's bits in Int (negative for the latter).
 	cursor, _ := parseCursor(args[2])
-	return fsm.Command{Op: fsm.OpHScan, Flags: flags, Args: [][]byte{args[1], nil}, Int: int64(cursor), Int2: 10}, ""
+	return fsm.Command{Op: fsm.OpHScan, Flags: flags, Args: [][]byte{args[1], match}, Int: int64(cursor), Int2: 10}, ""
 }

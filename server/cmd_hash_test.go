@@ -58,9 +58,18 @@ func TestHashCommandReplies(t *testing.T) {
 		{"hdel h b", ":1\r\n"},
 		{"hset p a 3", ":1\r\n"},
 		{"hscan p 18446744073709551615 match a", "*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\n3\r\n"},
+		{"hset p '' e", ":1\r\n"},
+		{"hscan p 0 match ''", "*2\r\n$1\r\n0\r\n*2\r\n$0\r\n\r\n$1\r\ne\r\n"},
+		{"hdel p ''", ":1\r\n"},
 		{"hscan p -1", "*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\n3\r\n"},
 	} {
-		got := rc.do(strings.Fields(tc.cmd)...)
+		args := strings.Fields(tc.cmd)
+		for i, a := range args {
+			if a == "''" {
+				args[i] = ""
+			}
+		}
+		got := rc.do(args...)
 		if got != tc.want && (strings.HasSuffix(tc.want, "\r\n") || !strings.HasPrefix(got, tc.want)) {
 			t.Errorf("%s: got %q, want %q", tc.cmd, got, tc.want)
 		}
