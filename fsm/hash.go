@@ -279,22 +279,65 @@ func packedDecode(b []byte, extra int) []hpair {
 	return out
 }
 
-// packedEncode builds a new packed buffer holding ps, which are in order.
+func packedEntryLen(f, v []byte) int {
+	return uvarintLen(uint64(len(f))) + len(f) + uvarintLen(uint64(len(v))) + len(v)
+}
+
+func appendPackedEntry(buf, f, v []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(f)))
+	buf = append(buf, f...)
+	buf = binary.AppendUvarint(buf, uint64(len(v)))
+	return append(buf, v...)
+}
+
+// packedEncode builds a new packed buffer holding ps, which are in order,
+// in one allocation of the exact size (cap counts in item.size).
 func packedEncode(ps []hpair) []byte {
-	n := binary.MaxVarintLen64
+	n := uvarintLen(uint64(len(ps)))
 	for _, p := range ps {
-		n += 2*binary.MaxVarintLen32 + len(p.f) + len(p.v)
+		n += packedEntryLen(p.f, p.v)
 	}
 	buf := make([]byte, 0, n)
 	buf = binary.AppendUvarint(buf, uint64(len(ps)))
 	for _, p := range ps {
-		buf = binary.AppendUvarint(buf, uint64(len(p.f)))
-		buf = append(buf, p.f...)
-		buf = binary.AppendUvarint(buf, uint64(len(p.v)))
-		buf = append(buf, p.v...)
+		buf = appendPackedEntry(buf, p.f, p.v)
 	}
-	// Exact size: cap counts in item.size, and the slack would be kept.
-	return append(make([]byte, 0, len(buf)), buf...)
+	return buf
+}
+
+// packedFind locates field f (of hash h) in a packed buffer: the byte
+// range of its entry when found, else the empty range where it goes.
+func packedFind(b []byte, h uint64, f []byte) (start, end int, found bool) {
+	n, off := binary.Uvarint(b)
+	for ; n > 0; n-- {
+		es := off
+		l, w := binary.Uvarint(b[off:])
+		off += w
+		ef := b[off : off+int(l)]
+		off += int(l)
+		l, w = binary.Uvarint(b[off:])
+		off += w + int(l)
+		eh := memberHash(ef)
+		if eh == h && string(ef) == string(f) {
+			return es, off, true
+		}
+		if hpairLess(h, f, hpair{eh, ef, nil}) {
+			return es, es, false
+		}
+	}
+	return len(b), len(b), false
+}
+
+// packedSplice returns a new buffer: b with the bytes from start to end
+// replaced by the entry f, v, and count fields in all.
+func packedSplice(b []byte, start, end, count int, f, v []byte) []byte {
+	_, hdr := binary.Uvarint(b)
+	n := uvarintLen(uint64(count)) + start - hdr + packedEntryLen(f, v) + len(b) - end
+	buf := make([]byte, 0, n)
+	buf = binary.AppendUvarint(buf, uint64(count))
+	buf = append(buf, b[hdr:start]...)
+	buf = appendPackedEntry(buf, f, v)
+	return append(buf, b[end:]...)
 }
 
 func hpairLess(h uint64, f []byte, p hpair) bool {
@@ -365,6 +408,20 @@ func (s *Store) hashSetLocked(key []byte, it item, exists bool, pairs [][]byte) 
 		s.endEditLocked(it, before)
 		return added
 	}
+	if len(pairs) == 2 && s.fitsPacked(len(pairs[0])) && s.fitsPacked(len(pairs[1])) {
+		// One field, the common case: splice it into a copy of the
+		// buffer, unless it is new and one too many.
+		f, v := pairs[0], pairs[1]
+		start, end, found := packedFind(it.val, memberHash(f), f)
+		count := packedLen(it.val)
+		if !found {
+			count++
+		}
+		if int64(count) <= s.limits.HashMaxListpackEntries {
+			s.putHashLocked(key, it, exists, packedSplice(it.val, start, end, count, f, v), nil)
+			return boolInt(!found)
+		}
+	}
 	large := false
 	for _, a := range pairs {
 		if !s.fitsPacked(len(a)) {
@@ -404,6 +461,13 @@ func (s *Store) hashSetLocked(key []byte, it item, exists bool, pairs [][]byte) 
 	}
 	s.putHashLocked(key, it, exists, val, obj)
 	return added
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // putHashLocked stores a hash's new packed buffer or new large form.
