@@ -48,6 +48,8 @@ func TestHashCommandReplies(t *testing.T) {
 		{"hrandfield nokey -4611686018427387903 withvalues", "*0\r\n"},
 		{"hrandfield h -4194305", "-ERR value is out of range\r\n"}, // kvs's bound (Redis sends them all)
 		{"hscan h abc", "-ERR invalid cursor\r\n"},
+		{"hscan nokey ''", "*2\r\n$1\r\n0\r\n*0\r\n"}, // strtoul leaves nothing unparsed
+		{"incrbyfloat h abc", wrongType},              // the type before the increment
 		{"hscan s abc", "-ERR invalid cursor\r\n"},
 		{"hscan nokey 0 count abc", "*2\r\n$1\r\n0\r\n*0\r\n"},
 		{"hscan s 0 count abc", wrongType},
