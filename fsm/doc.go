@@ -82,6 +82,18 @@
 // and lists, hashes, sets and sorted sets can be added; the tag's values
 // appear in snapshots.
 //
+// # Hashes
+//
+// A hash (hash.go) is packed into the item's val while small (at most
+// Limits.HashMaxListpackEntries fields, none longer than
+// Limits.HashMaxListpackValue): a count, then length-prefixed fields and
+// values, immutable, rebuilt by each write. Past either limit it becomes a
+// hashObj, a copy-on-write B-tree of entries holding field and value in one
+// allocation, and stays one. Both forms order fields by (memberHash(field),
+// field), so replies, HSCAN's cursor (the hash of the next field) and
+// snapshots are the same on every replica whatever form each holds. A
+// snapshot record says which form it had, so a restart keeps it.
+//
 // # Formats
 //
 // Entries (encoding.go) and snapshots (snapshot.go) start with a version

@@ -133,7 +133,14 @@ func TestDecodeEntryRejects(t *testing.T) {
 	}
 }
 
+// entrySeeds are more FuzzDecodeEntry seeds, commands of each type's ops,
+// added from the type's test file's init function.
+var entrySeeds [][]Command
+
 func FuzzDecodeEntry(f *testing.F) {
+	for _, cmds := range entrySeeds {
+		f.Add(EncodeEntry(nil, t0, cmds))
+	}
 	f.Add(EncodeEntry(nil, t0, sampleCmds))
 	f.Add(EncodeEntry(nil, 0, nil))
 	f.Add(EncodeEntry(nil, -5, sampleCmds[:3]))

@@ -321,7 +321,14 @@ func appendCRC(b []byte) []byte {
 	return binary.LittleEndian.AppendUint32(b, crcUpdate(0, b))
 }
 
+// restoreSeeds are more FuzzRestore seeds, one list per type's test file
+// (hash_test.go, ...), added from its init function.
+var restoreSeeds []func(t testing.TB) []byte
+
 func FuzzRestore(f *testing.F) {
+	for _, seed := range restoreSeeds {
+		f.Add(seed(f))
+	}
 	s := NewStore()
 	s.Apply(9, t0, []Command{c(OpMSet, "a", "1", "b", "22"), c(OpExpireAt, "a").i(t0 + 10)})
 	f.Add(snapshotBytes(f, s))

@@ -263,10 +263,9 @@ func parseIncrBy(c *client, args [][]byte) (fsm.Command, string) {
 
 func parseIncrByFloat(c *client, args [][]byte) (fsm.Command, string) {
 	// Redis accepts what strtold accepts (hex, "inf", long double range),
-	// which strconv.ParseFloat does not; fsm implements that check.
-	if !fsm.ValidFloat(args[2]) {
-		return fsm.Command{}, errNotFloat
-	}
+	// which strconv.ParseFloat does not, and checks it only after the
+	// key's type (a hash answers WRONGTYPE whatever the increment): the
+	// store does both, from the increment's text.
 	f, _ := strconv.ParseFloat(string(args[2]), 64)
 	// The increment's text goes along so that the store can add it in long
 	// double precision as Redis does (0.1 + 0.2 is "0.3").

@@ -71,8 +71,12 @@ func parseInt(b []byte) (int64, bool) {
 }
 
 // parseCursor parses a SCAN cursor as Redis's strtoul-based check does: an
-// optional sign, and a negative number wraps around as in C.
+// optional sign, and a negative number wraps around as in C. An empty
+// cursor is 0, as strtoul leaves nothing unparsed.
 func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
 	neg := false
 	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
 		neg = b[0] == '-'
