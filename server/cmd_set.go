@@ -27,6 +27,28 @@ func init() {
 		{name: "sdiffstore", arity: -3, flags: w, firstKey: 1, lastKey: -1, keyStep: 1, group: "set", parse: parseSetArgs(fsm.OpSDiffStore)},
 		{name: "sscan", arity: -3, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "set", parse: parseSScan},
 	}...)
+	// COMMAND DOCS, in redis-server 7.0's words.
+	for name, doc := range map[string][2]string{
+		"sadd":        {"Add one or more members to a set", "1.0.0"},
+		"srem":        {"Remove one or more members from a set", "1.0.0"},
+		"smove":       {"Move a member from one set to another", "1.0.0"},
+		"sismember":   {"Determine if a given value is a member of a set", "1.0.0"},
+		"smismember":  {"Returns the membership associated with the given elements for a set", "6.2.0"},
+		"scard":       {"Get the number of members in a set", "1.0.0"},
+		"smembers":    {"Get all the members in a set", "1.0.0"},
+		"spop":        {"Remove and return one or multiple random members from a set", "1.0.0"},
+		"srandmember": {"Get one or multiple random members from a set", "1.0.0"},
+		"sinter":      {"Intersect multiple sets", "1.0.0"},
+		"sintercard":  {"Intersect multiple sets and return the cardinality of the result", "7.0.0"},
+		"sinterstore": {"Intersect multiple sets and store the resulting set in a key", "1.0.0"},
+		"sunion":      {"Add multiple sets", "1.0.0"},
+		"sunionstore": {"Add multiple sets and store the resulting set in a key", "1.0.0"},
+		"sdiff":       {"Subtract multiple sets", "1.0.0"},
+		"sdiffstore":  {"Subtract multiple sets and store the resulting set in a key", "1.0.0"},
+		"sscan":       {"Incrementally iterate Set elements", "2.8.0"},
+	} {
+		commandDocs[name] = doc
+	}
 }
 
 // Error texts only the set commands send, in Redis 7.0's words.
