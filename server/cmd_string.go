@@ -263,10 +263,10 @@ func parseIncrBy(c *client, args [][]byte) (fsm.Command, string) {
 
 func parseIncrByFloat(c *client, args [][]byte) (fsm.Command, string) {
 	// Redis accepts what strtold accepts (hex, "inf", long double range),
-	// which strconv.ParseFloat does not; fsm implements that check.
-	if !fsm.ValidFloat(args[2]) {
-		return fsm.Command{}, errNotFloat
-	}
+	// which strconv.ParseFloat does not; fsm implements that check. Redis
+	// checks the key's type before the increment, so an invalid one goes
+	// to the store too, which answers WRONGTYPE for a key of another type
+	// and ERR value is not a valid float otherwise.
 	f, _ := strconv.ParseFloat(string(args[2]), 64)
 	// The increment's text goes along so that the store can add it in long
 	// double precision as Redis does (0.1 + 0.2 is "0.3").
