@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/tidwall/btree"
 )
 
 // Sets: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP SRANDMEMBER
@@ -581,6 +583,11 @@ func mergeSets(sets []setView, fn func(h uint64, m []byte)) {
 		return
 	}
 	for _, sc := range hs {
+		if sc.v.o != nil {
+			sc.it = sc.v.o.tree.Iter()
+			defer sc.it.Release()
+			sc.it.First()
+		}
 		sc.load()
 	}
 	heap.Init(&hs)
@@ -597,22 +604,32 @@ func mergeSets(sets []setView, fn func(h uint64, m []byte)) {
 		if sc.i == sc.n {
 			heap.Pop(&hs)
 		} else {
+			if sc.v.o != nil {
+				sc.it.Next()
+			}
 			sc.load()
 			heap.Fix(&hs, 0)
 		}
 	}
 }
 
-// setCursor walks one set by rank.
+// setCursor walks one set in member order: a large one with a tree
+// iterator, a packed one by index.
 type setCursor struct {
 	v    setView
+	it   btree.IterG[setMember]
 	i, n int
 	h    uint64
 	m    []byte
 }
 
 func (sc *setCursor) load() {
-	sc.m = sc.v.at(sc.i)
+	if sc.v.o != nil {
+		sm := sc.it.Item()
+		sc.h, sc.m = sm.hash, stringBytes(sm.m)
+		return
+	}
+	sc.m = packedAt(sc.v.p, sc.i)
 	sc.h = memberHash(sc.m)
 }
 
@@ -675,7 +692,18 @@ func readSetAlgebra(s *Store, now int64, c *Command) Reply {
 	if op == OpSMembers {
 		op = OpSInter
 	}
-	out := []Reply{}
+	// A bound on the answer's size: the first set's for SDIFF, the
+	// smallest's for SINTER, the sum for SUNION.
+	size := views[0].len()
+	for _, v := range views[1:] {
+		switch op {
+		case OpSUnion:
+			size += v.len()
+		case OpSInter:
+			size = min(size, v.len())
+		}
+	}
+	out := make([]Reply, 0, size)
 	setAlgebra(op, views, 0, func(_ uint64, m []byte) { out = append(out, BulkReply(m)) })
 	return Reply{Kind: ReplySet, Array: out}
 }
