@@ -134,11 +134,13 @@ func memberCost(m string) int64 { return setMemberBytes + int64(roundAlloc(len(m
 
 // add inserts m (copied) and reports whether it was new.
 func (o *setObj) add(h uint64, m []byte) bool {
-	if _, ok := o.tree.Get(setMember{h, unsafeString(m)}); ok {
+	// The hint makes the insert reuse the lookup's path down the tree.
+	var hint btree.PathHint
+	if _, ok := o.tree.GetHint(setMember{h, unsafeString(m)}, &hint); ok {
 		return false
 	}
 	sm := setMember{h, string(m)}
-	o.tree.Set(sm)
+	o.tree.SetHint(sm, &hint)
 	o.bytes += memberCost(sm.m)
 	return true
 }
