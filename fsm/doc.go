@@ -94,6 +94,19 @@
 // snapshots are the same on every replica whatever form each holds. A
 // snapshot record says which form it had, so a restart keeps it.
 //
+// # Sets
+//
+// A set (set.go, set_repr.go) is packed into item.val while small: one
+// immutable buffer of member offsets and bytes, an intset (Redis's
+// encoding name, kept sticky as Redis keeps it) while it holds only
+// integers and at most set-max-intset-entries of them, or at most
+// set-max-listpack-entries members of at most set-max-listpack-value
+// bytes. Past that it is a copy-on-write B-tree in item.obj. Both forms
+// order the members by (memberHash, member), so iteration, SSCAN's cursor
+// and SPOP's picks (by rank, from a PCG seeded by the command) are the same
+// on every replica whatever thresholds each runs with; the set algebra
+// merges in that order and stores its results without sorting.
+//
 // # Formats
 //
 // Entries (encoding.go) and snapshots (snapshot.go) start with a version
