@@ -283,6 +283,9 @@ func (r *zrange) collect(v zview) []zent {
 	if r.limit >= 0 && r.limit < n {
 		n = r.limit
 	}
+	if n == 0 {
+		return nil
+	}
 	out := make([]zent, 0, n)
 	start := from + int(r.offset)
 	if r.rev {
@@ -512,7 +515,7 @@ func readZRandMember(s *Store, now int64, c *Command) Reply {
 		return replyWrongType
 	case !ok && c.Flags&FlagZCount == 0:
 		return replyNil
-	case !ok || c.Int == 0:
+	case !ok || c.Int == 0 && c.Flags&FlagZCount != 0:
 		return replyEmptyArray
 	}
 	v := zsetView(&it)
