@@ -115,7 +115,7 @@ func listLPosCheck(c *Command) error {
 		return errorString("rank 0")
 	case c.Int2 < 0:
 		return errorString("negative count")
-	case !(c.Float >= 0) || c.Float != float64(int64(c.Float)):
+	case !(c.Float >= 0 && c.Float <= 1<<53) || c.Float != float64(int64(c.Float)):
 		return errorString("bad maxlen")
 	}
 	return nil
