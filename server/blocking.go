@@ -134,6 +134,9 @@ type waiter struct {
 	wake func()
 	// woken is signalled by wake for a client on a goroutine of its own.
 	woken chan struct{}
+	// blocked: the waiter has blocked at least once (INFO's
+	// blocked_clients, CLIENT LIST's flag b).
+	blocked bool
 }
 
 // blockRegistry holds the blocked clients of a server, queued per key.
@@ -242,7 +245,7 @@ func (br *blockRegistry) unblock(id int64, withError bool) bool {
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	w := br.byID[id]
-	if w == nil {
+	if w == nil || !w.blocked {
 		return false
 	}
 	if withError {
@@ -274,7 +277,55 @@ func (br *blockRegistry) next(w *waiter) (key string, try bool, done bool, reply
 		return "", false, true, fsm.Reply{Kind: fsm.ReplyNilArray}
 	}
 	w.state = waitIdle
+	w.blocked = true
 	return "", false, false, fsm.Reply{}
+}
+
+// count is INFO's blocked_clients.
+func (br *blockRegistry) count() int {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	n := 0
+	for _, w := range br.byID {
+		if w.blocked {
+			n++
+		}
+	}
+	return n
+}
+
+// isBlocked reports whether client id is blocked.
+func (br *blockRegistry) isBlocked(id int64) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	w := br.byID[id]
+	return w != nil && w.blocked
+}
+
+const errUnblockReason = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+
+// runClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR].
+func runClientUnblock(c *client, args [][]byte) {
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.out = appendError(c.out, errNotInteger)
+		return
+	}
+	withError := false
+	if len(args) == 4 {
+		switch {
+		case is(args[3], "error"):
+			withError = true
+		case !is(args[3], "timeout"):
+			c.out = appendError(c.out, errUnblockReason)
+			return
+		}
+	}
+	if c.s.blocked.unblock(id, withError) {
+		c.out = appendInt(c.out, 1)
+	} else {
+		c.out = appendInt(c.out, 0)
+	}
 }
 
 const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
