@@ -189,6 +189,22 @@ func (s *Store) putListLocked(key []byte, elems [][]byte, exp int64) {
 	s.putLocked(s.newCollection(key, kindList, nil, quicklistOf(elems), exp))
 }
 
+// restoreListLocked is putListLocked for the existing item it, keeping
+// its key (no new allocation or hash) and deadline.
+func (s *Store) restoreListLocked(it item, elems [][]byte) {
+	if len(elems) == 0 {
+		s.deleteLocked([]byte(it.key))
+		return
+	}
+	if s.limits.listFits(int64(len(elems)), listEntriesBytes(elems), false) {
+		it.val, it.obj = listPack(elems), nil
+	} else {
+		it.val, it.obj = nil, quicklistOf(elems)
+		*it.obj.cowGen() = s.keys.gen
+	}
+	s.putLocked(it)
+}
+
 // endListEditLocked stores it after its large form q changed in place
 // (begun with editLocked, which returned before): deleted when empty,
 // packed again when small.
@@ -210,7 +226,7 @@ func (s *Store) endListEditLocked(it item, q *quicklist, before int64) {
 // elements.
 func (s *Store) editListLocked(it item, packed func(elems [][]byte) [][]byte, large func(q *quicklist)) {
 	if it.obj == nil {
-		s.putListLocked([]byte(it.key), packed(listUnpack(it.val)), it.exp)
+		s.restoreListLocked(it, packed(listUnpack(it.val)))
 		return
 	}
 	before := s.editLocked(&it)
@@ -232,12 +248,13 @@ func applyPush(s *Store, now int64, c *Command) Reply {
 		return replyZero
 	case !ok:
 		s.putListLocked(key, listPushed(nil, elems, head), 0)
-	default:
-		s.pushLocked(it, elems, head)
+		s.signalReadyLocked(key)
+		return IntReply(int64(len(elems)))
 	}
+	n := listLen(&it) + int64(len(elems))
+	s.pushLocked(it, elems, head)
 	s.signalReadyLocked(key)
-	it, _ = s.getLocked(key)
-	return IntReply(listLen(&it))
+	return IntReply(n)
 }
 
 // listPushed returns list with elems listPushed at its head (each in turn, so
@@ -259,7 +276,7 @@ func (s *Store) pushLocked(it item, elems [][]byte, head bool) {
 	if it.obj == nil {
 		n := listPackedLen(it.val) + int64(len(elems))
 		if s.limits.listFits(n, len(it.val)+listEntriesBytes(elems), false) {
-			s.putListLocked([]byte(it.key), listPushed(listUnpack(it.val), elems, head), it.exp)
+			s.restoreListLocked(it, listPushed(listUnpack(it.val), elems, head))
 			return
 		}
 		// Past the packed limits: convert, then push onto the large form.
@@ -522,12 +539,7 @@ func applyLSet(s *Store, now int64, c *Command) Reply {
 	s.editListLocked(it, func(elems [][]byte) [][]byte {
 		elems[i] = v
 		return elems
-	}, func(q *quicklist) {
-		ch, j := q.locate(i)
-		elems := listEntries(nil, ch.buf, ch.n)
-		elems[j] = v
-		q.replace(ch, elems)
-	})
+	}, func(q *quicklist) { q.set(i, v) })
 	return replyOK
 }
 

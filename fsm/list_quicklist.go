@@ -312,6 +312,30 @@ func (q *quicklist) index(i int64) []byte {
 	return e
 }
 
+// set replaces element i (0 <= i < n) with v: in a new buffer for its
+// chunk, which is split only if it grows past listChunkTarget.
+func (q *quicklist) set(i int64, v []byte) {
+	c, j := q.locate(i)
+	start := 0
+	for range j {
+		_, start = listNextEntry(c.buf, start)
+	}
+	_, end := listNextEntry(c.buf, start)
+	size := len(c.buf) - (end - start) + listEntrySize(v)
+	if size > listChunkTarget && c.n > 1 {
+		elems := listEntries(nil, c.buf, c.n)
+		elems[j] = v
+		q.replace(c, elems)
+		return
+	}
+	old := c
+	buf := make([]byte, 0, size)
+	buf = append(buf, c.buf[:start]...)
+	buf = listAppendEntry(buf, v)
+	c.buf = append(buf, c.buf[end:]...)
+	q.setChunk(c, &old)
+}
+
 // rangeFrom calls fn for the elements from index start (0 <= start < n)
 // towards the tail, until fn returns false.
 func (q *quicklist) rangeFrom(start int64, fn func(e []byte) bool) {
