@@ -48,9 +48,10 @@ const (
 	// FlagZCount: Int=count (>= 0) and a pairs reply; else one element,
 	// replied [member, score].
 	OpZPop
-	// OpZMPop (ZMPOP): Args=keys, Int=count (>= 1), FlagZMax. Reply
-	// [key, [[member, score]...]] from the first non-empty key, or a nil
-	// array.
+	// OpZMPop (ZMPOP, and the non-blocking form of BZMPOP, BZPOPMIN and
+	// BZPOPMAX): Args=keys, Int=count (>= 1), FlagZMax. Reply [key,
+	// [[member, score]...]] from the first non-empty key (with FlagZBPop,
+	// BZPOPMIN's [key, member, score]), or a nil array.
 	OpZMPop
 	// OpZRangeStore: Args[0]=dst, Args[1]=src, then the range as in
 	// OpZRange (shifted by one). Reply :stored count.
@@ -120,6 +121,7 @@ const (
 	FlagZAggMin     Flags = 1 << 18
 	FlagZAggMax     Flags = 1 << 19
 	FlagZWeights    Flags = 1 << 20
+	FlagZBPop       Flags = 1 << 21
 )
 
 // OpZSetOp kinds (Int2).

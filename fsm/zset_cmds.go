@@ -22,7 +22,7 @@ func init() {
 			}
 			return nil
 		}, apply: applyZPop})
-	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax, keys: keysAll,
+	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax | FlagZBPop, keys: keysAll,
 		check: func(c *Command) error {
 			if c.Int < 1 {
 				return errorString("count below 1")
@@ -388,6 +388,9 @@ func applyZMPop(s *Store, now int64, c *Command) Reply {
 		}
 		name := e.it.key
 		popped := e.pop(int(min(c.Int, math.MaxInt32)), c.Flags&FlagZMax != 0)
+		if c.Flags&FlagZBPop != 0 {
+			return Reply{Kind: ReplyArray, Array: []Reply{memberReply(name), memberReply(popped[0].member), scoreReply(popped[0].score)}}
+		}
 		return Reply{Kind: ReplyArray, Array: []Reply{memberReply(name), {Kind: ReplyArray, Array: pairArrays(popped)}}}
 	}
 	return Reply{Kind: ReplyNilArray}

@@ -38,6 +38,9 @@ func init() {
 		k1("zpopmin", -2, wdf, parseZPop(0)),
 		k1("zpopmax", -2, wdf, parseZPop(fsm.FlagZMax)),
 		k0("zmpop", -4, wd, parseZMPop),
+		{name: "bzpopmin", arity: -3, flags: wdf | flagNoScript, firstKey: 1, lastKey: -2, keyStep: 1, group: "sorted_set", block: blockBZPop},
+		{name: "bzpopmax", arity: -3, flags: wdf | flagNoScript, firstKey: 1, lastKey: -2, keyStep: 1, group: "sorted_set", block: blockBZPop},
+		{name: "bzmpop", arity: -5, flags: wd, group: "sorted_set", block: blockBZMPop},
 		k1("zrandmember", -2, r, parseZRandMember),
 		k0("zunion", -3, r, parseZSetOp(fsm.ZSetUnion, false)),
 		k0("zinter", -3, r, parseZSetOp(fsm.ZSetInter, false)),
@@ -366,6 +369,35 @@ func parseZMPop(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{Op: fsm.OpZMPop, Flags: f, Args: keys, Int: count}, ""
 }
 
+// The blocking forms: ZMPOP over every key first, then over the key that
+// became ready, and a timeout, parsed in Redis's order.
+
+func blockBZPop(c *client, args [][]byte) (blockReq, string) {
+	timeout, e := parseTimeout(args[len(args)-1])
+	if e != "" {
+		return blockReq{}, e
+	}
+	keys := args[1 : len(args)-1]
+	cmd := fsm.Command{Op: fsm.OpZMPop, Args: keys, Int: 1, Flags: fsm.FlagZBPop}
+	if is(args[0], "bzpopmax") {
+		cmd.Flags |= fsm.FlagZMax
+	}
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+}
+
+func blockBZMPop(c *client, args [][]byte) (blockReq, string) {
+	keys, f, count, e := parseZMPopArgs(args, 2)
+	if e != "" {
+		return blockReq{}, e
+	}
+	timeout, e := parseTimeout(args[1])
+	if e != "" {
+		return blockReq{}, e
+	}
+	cmd := fsm.Command{Op: fsm.OpZMPop, Flags: f, Args: keys, Int: count}
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+}
+
 func parseZRandMember(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpZRandMember, Args: args[1:2]}
 	if len(args) < 3 {
@@ -486,4 +518,50 @@ func parseZScan(c *client, args [][]byte) (fsm.Command, string) {
 		cmd.Op, cmd.Int, cmd.Args = fsm.OpZScan, -1, [][]byte{args[1], nil}
 	}
 	return cmd, ""
+}
+
+// zsetDocs are COMMAND DOCS of the sorted set commands, as redis-server
+// 7.0 reports them.
+var zsetDocs = map[string][2]string{
+	"zadd":             {"Add one or more members to a sorted set, or update its score if it already exists", "1.2.0"},
+	"zincrby":          {"Increment the score of a member in a sorted set", "1.2.0"},
+	"zrem":             {"Remove one or more members from a sorted set", "1.2.0"},
+	"zcard":            {"Get the number of members in a sorted set", "1.2.0"},
+	"zscore":           {"Get the score associated with the given member in a sorted set", "1.2.0"},
+	"zmscore":          {"Get the score associated with the given members in a sorted set", "6.2.0"},
+	"zrank":            {"Determine the index of a member in a sorted set", "2.0.0"},
+	"zrevrank":         {"Determine the index of a member in a sorted set, with scores ordered from high to low", "2.0.0"},
+	"zcount":           {"Count the members in a sorted set with scores within the given values", "2.0.0"},
+	"zlexcount":        {"Count the number of members in a sorted set between a given lexicographical range", "2.8.9"},
+	"zrange":           {"Return a range of members in a sorted set", "1.2.0"},
+	"zrangestore":      {"Store a range of members from sorted set into another key", "6.2.0"},
+	"zrangebyscore":    {"Return a range of members in a sorted set, by score", "1.0.5"},
+	"zrevrangebyscore": {"Return a range of members in a sorted set, by score, with scores ordered from high to low", "2.2.0"},
+	"zrangebylex":      {"Return a range of members in a sorted set, by lexicographical range", "2.8.9"},
+	"zrevrangebylex":   {"Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", "2.8.9"},
+	"zrevrange":        {"Return a range of members in a sorted set, by index, with scores ordered from high to low", "1.2.0"},
+	"zremrangebyrank":  {"Remove all members in a sorted set within the given indexes", "2.0.0"},
+	"zremrangebyscore": {"Remove all members in a sorted set within the given scores", "1.2.0"},
+	"zremrangebylex":   {"Remove all members in a sorted set between the given lexicographical range", "2.8.9"},
+	"zpopmin":          {"Remove and return members with the lowest scores in a sorted set", "5.0.0"},
+	"zpopmax":          {"Remove and return members with the highest scores in a sorted set", "5.0.0"},
+	"zmpop":            {"Remove and return members with scores in a sorted set", "7.0.0"},
+	"bzpopmin":         {"Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0"},
+	"bzpopmax":         {"Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0"},
+	"bzmpop":           {"Remove and return members with scores in a sorted set or block until one is available", "7.0.0"},
+	"zrandmember":      {"Get one or multiple random elements from a sorted set", "6.2.0"},
+	"zunion":           {"Add multiple sorted sets", "6.2.0"},
+	"zinter":           {"Intersect multiple sorted sets", "6.2.0"},
+	"zdiff":            {"Subtract multiple sorted sets", "6.2.0"},
+	"zintercard":       {"Intersect multiple sorted sets and return the cardinality of the result", "7.0.0"},
+	"zunionstore":      {"Add multiple sorted sets and store the resulting sorted set in a new key", "2.0.0"},
+	"zinterstore":      {"Intersect multiple sorted sets and store the resulting sorted set in a new key", "2.0.0"},
+	"zdiffstore":       {"Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0"},
+	"zscan":            {"Incrementally iterate sorted sets elements and associated scores", "2.8.0"},
+}
+
+func init() {
+	for name, d := range zsetDocs {
+		commandDocs[name] = d
+	}
 }

@@ -273,3 +273,69 @@ func TestClusterZSet(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockingZSet: BZPOPMIN, BZPOPMAX and BZMPOP clients are served, in
+// the order they blocked, by ZADD, ZINCRBY and ZUNIONSTORE into their
+// keys, in every single-node mode and on a cluster follower.
+func TestBlockingZSet(t *testing.T) {
+	for _, m := range blockingModes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			n := startKVS(t, m.opts)
+			a, b, cz := dialRaw(t, n.Addr), dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+			a.send("BZPOPMIN", "nothing", "z", "0")
+			waitBlocked(t, n.Addr, 1)
+			b.send("BZPOPMAX", "z", "0")
+			waitBlocked(t, n.Addr, 2)
+			cz.send("BZMPOP", "0", "1", "u", "MAX", "COUNT", "2")
+			waitBlocked(t, n.Addr, 3)
+			w := dialRaw(t, n.Addr)
+			if v := w.Do("ZADD", "z", "1", "one", "2", "two", "3", "three"); v.Str != "3" {
+				t.Fatalf("ZADD: %s", v)
+			}
+			if v := a.Read(); string(v.Raw) != "*3\r\n$1\r\nz\r\n$3\r\none\r\n$1\r\n1\r\n" {
+				t.Fatalf("BZPOPMIN got %s", v)
+			}
+			if v := b.Read(); string(v.Raw) != "*3\r\n$1\r\nz\r\n$5\r\nthree\r\n$1\r\n3\r\n" {
+				t.Fatalf("BZPOPMAX got %s", v)
+			}
+			if v := w.Do("ZUNIONSTORE", "u", "1", "z", "WEIGHTS", "10"); v.Str != "1" {
+				t.Fatalf("ZUNIONSTORE: %s", v)
+			}
+			if v := cz.Read(); string(v.Raw) != "*2\r\n$1\r\nu\r\n*1\r\n*2\r\n$3\r\ntwo\r\n$2\r\n20\r\n" {
+				t.Fatalf("BZMPOP got %s", v)
+			}
+			a.send("BZPOPMIN", "inc", "0")
+			waitBlocked(t, n.Addr, 1)
+			w.Do("ZINCRBY", "inc", "2.5", "m")
+			if v := a.Read(); string(v.Raw) != "*3\r\n$3\r\ninc\r\n$1\r\nm\r\n$3\r\n2.5\r\n" {
+				t.Fatalf("BZPOPMIN after ZINCRBY got %s", v)
+			}
+			if v := a.Do("BZPOPMIN", "nothing", "0.01"); string(v.Raw) != "*-1\r\n" {
+				t.Fatalf("BZPOPMIN timeout: %s", v)
+			}
+		})
+	}
+	t.Run("follower", func(t *testing.T) {
+		nodes := startCluster(t, 3)
+		leader := waitLeader(t, nodes)
+		f := followers(nodes, leader)[0]
+		c := dialRaw(t, f.Addr)
+		c.send("BZPOPMIN", "z", "0")
+		waitBlocked(t, f.Addr, 1)
+		if v := dialRaw(t, leader.Addr).DoRetry("ZADD", "z", "1", "x", "2", "y"); v.Str != "2" {
+			t.Fatalf("ZADD on the leader: %s", v)
+		}
+		if v := c.Read(); string(v.Raw) != "*3\r\n$1\r\nz\r\n$1\r\nx\r\n$1\r\n1\r\n" {
+			t.Fatalf("blocked follower client: %s", v)
+		}
+		waitFor(t, "the pop on every node", func() error {
+			for _, n := range nodes {
+				if v := dialRaw(t, n.Addr).Do("ZRANGE", "z", "0", "-1"); string(v.Raw) != "*1\r\n$1\r\ny\r\n" {
+					return fmt.Errorf("%s: %s", n.Name, v)
+				}
+			}
+			return nil
+		})
+	})
+}

@@ -111,7 +111,7 @@ func (g *cmdGen) zrangeOptions(store bool) []string {
 func (g *cmdGen) zsetCommand() []string {
 	k := g.zkey()
 	lk := g.pick(zlexKeys...)
-	switch g.r.Intn(40) {
+	switch g.r.Intn(41) {
 	case 0, 1, 2, 3:
 		cmd := []string{"ZADD", k}
 		for n := g.r.Intn(3); n > 0; n-- {
@@ -293,7 +293,20 @@ func (g *cmdGen) zsetCommand() []string {
 		}
 		return []string{"DEL", lk}
 	case 37:
-		return []string{g.pick("ZRANGE", "ZADD", "ZPOPMIN", "ZUNION", "ZRANDMEMBER", "ZMPOP"), k}
+		return []string{g.pick("ZRANGE", "ZADD", "ZPOPMIN", "ZUNION", "ZRANDMEMBER", "ZMPOP", "BZPOPMIN", "BZMPOP"), k}
+	case 38:
+		// The blocking forms, with a key that holds something or a bad
+		// argument: answered at once. (Waiting is test/crash_zset_test.go's.)
+		timeout := g.pick("0.01", "0.01", "0.01", "abc", "-1")
+		if g.chance(0.5) {
+			return []string{g.pick("BZPOPMIN", "BZPOPMAX"), k, g.pick(k, lk), timeout}
+		}
+		cmd := append([]string{"BZMPOP", timeout}, g.zsetKeys(false)...)
+		cmd = append(cmd, g.pick("MIN", "MAX", "bogus"))
+		if g.chance(0.5) {
+			cmd = append(cmd, "COUNT", g.zcount())
+		}
+		return cmd
 	}
 	return []string{"TYPE", g.pick(k, lk)}
 }
