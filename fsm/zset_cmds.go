@@ -405,6 +405,9 @@ func applyZRangeStore(s *Store, now int64, c *Command) Reply {
 	if ok {
 		r := rangeOf(c, 1)
 		ents = r.collect(zsetView(&it))
+		if r.rev {
+			slices.Reverse(ents) // stored in order, whatever the reply order
+		}
 	}
 	s.storeZSetLocked(c.Args[0], ents)
 	return IntReply(int64(len(ents)))

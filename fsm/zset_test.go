@@ -126,6 +126,8 @@ func TestZSetLexAndStore(t *testing.T) {
 			{t0, c(OpZRemRange, "z").i(-1).i2(-1), in(1)},
 			{t0, c(OpZRangeStore, "d", "z").i(0).i2(-1), in(2)},
 			{t0, c(OpZRange, "d").i(0).i2(-1), bulks("b", "c")},
+			{t0, c(OpZRangeStore, "d", "z").i(0).i2(-1).fl(FlagZRev), in(2)},
+			{t0, c(OpZRange, "d").i(0).i2(-1), bulks("b", "c")},
 			{t0, zadd("y", 2, "b", 5, "x"), in(2)},
 			{t0, c(OpZSetOp, "z", "y").i2(ZSetUnion).fl(FlagZWithScores),
 				pairs(pair("c", "0"), pair("b", "2"), pair("x", "5"))},
