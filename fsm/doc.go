@@ -107,6 +107,17 @@
 // on every replica whatever thresholds each runs with; the set algebra
 // merges in that order and stores its results without sorting.
 //
+// # Sorted sets
+//
+// A sorted set (zset.go) is ordered by (score, member), scores as float64
+// (-0 equal to 0) and members bytewise. While small (Limits'
+// zset-max-listpack-entries and -value) it is packed in the item's buffer
+// as a count and (member, score) entries in order, rebuilt on each write;
+// past that it is a zsetObj of two copy-on-write B-trees, one by (score,
+// member) whose counted nodes give ranks, one by (memberHash, member) for
+// scores and ZSCAN's cursor. Snapshots keep the form. Writes that can wake
+// a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key.
+//
 // # Formats
 //
 // Entries (encoding.go) and snapshots (snapshot.go) start with a version

@@ -182,8 +182,10 @@ func runClient(c *client, args [][]byte) {
 		c.clientList(args[2:])
 	case is(sub, "help") && len(args) == 2:
 		c.out = appendHelp(c.out, clientHelp)
+	case is(sub, "unblock") && (len(args) == 3 || len(args) == 4):
+		runClientUnblock(c, args)
 	case is(sub, "id"), is(sub, "setname"), is(sub, "getname"), is(sub, "setinfo"),
-		is(sub, "info"), is(sub, "help"):
+		is(sub, "info"), is(sub, "help"), is(sub, "unblock"):
 		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
 	default:
 		c.out = appendError(c.out, errUnknownSubcommand(sub, "client"))
@@ -307,7 +309,11 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString(" name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle/time.Second), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
+	flags := "N"
+	if c.s.blocked.isBlocked(c.id) {
+		flags = "b"
+	}
+	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))

@@ -107,8 +107,12 @@ type client struct {
 	asyncReplies []fsm.Reply
 	asyncErr     error
 	suspended    bool
-	wantOut      bool // out[outPos:] waits for the socket to take it
-	outPos       int
+	// blk is the blocking command being executed (blocking.go); hup says
+	// the loop saw the peer hang up.
+	blk     *blockState
+	hup     bool
+	wantOut bool // out[outPos:] waits for the socket to take it
+	outPos  int
 
 	info struct {
 		sync.Mutex // guards the fields below
@@ -153,6 +157,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 // (one pipeline), execute it, write all replies with one write, repeat.
 func (c *client) serve() {
 	defer c.s.unregister(c)
+	defer c.leaveBlocked()
 	defer c.nc.Close()
 	defer func() {
 		if r := recover(); r != nil {
@@ -287,6 +292,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
+	}
+	if cmd.block != nil {
+		return c.executeBlocking(cmd, id, args)
 	}
 	if cmd.parse == nil {
 		if c.proposeBatch() {
@@ -447,6 +455,9 @@ func (c *client) proposeBatch() bool {
 func (c *client) finishAsync() {
 	replies, err := c.asyncReplies, c.asyncErr
 	c.asyncReplies, c.asyncErr = nil, nil
+	if c.blockAnswered(replies, err) {
+		return // a blocking command's pop: executeBlocking takes it
+	}
 	c.answerBatch(replies, err)
 }
 

@@ -46,6 +46,10 @@ type command struct {
 	// Every other command has run, which writes its own reply.
 	parse func(c *client, args [][]byte) (fsm.Command, string)
 	run   func(c *client, args [][]byte)
+	// A blocking command (BLPOP, BZPOPMIN, ...) has block instead: it
+	// parses the arguments into the command's non-blocking form, its keys
+	// and its timeout (blocking.go).
+	block func(c *client, args [][]byte) (blockReq, string)
 }
 
 // Flag sets the command-table rows use.

@@ -118,7 +118,7 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "clients":
 		add("connected_clients", s.connectedClients())
 		add("maxclients", s.maxClients.Load())
-		add("blocked_clients", 0)
+		add("blocked_clients", s.blocked.count())
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

@@ -74,6 +74,7 @@ type loop struct {
 
 	mu       sync.Mutex // guards the fields below
 	done     []*client  // answered by the roundProposer, to resume
+	woken    []*client  // blocked clients whose waiter was woken, to run again
 	incoming []*client  // accepted, not yet in conns
 	stopping bool       // Shutdown: close connections once their replies are written
 	closing  bool       // Close: close everything now
@@ -357,10 +358,18 @@ func (lp *loop) wake() {
 	lp.signaled.Store(false)
 	lp.resume()
 	lp.mu.Lock()
+	woken := lp.woken
+	lp.woken = nil
 	incoming := lp.incoming
 	lp.incoming = nil
 	stopping, closing := lp.stopping, lp.closing
 	lp.mu.Unlock()
+	for _, c := range woken {
+		if !c.dead && c.suspended && c.waitingBlocked() {
+			c.suspended = false
+			lp.run1(c, nil)
+		}
+	}
 	for _, c := range incoming {
 		ev := unix.EpollEvent{
 			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
@@ -383,7 +392,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if len(c.out) == 0 && !c.suspended {
+			if len(c.out) == 0 && (!c.suspended || c.waitingBlocked()) {
 				lp.close(c)
 			}
 		}
@@ -407,6 +416,14 @@ func (lp *loop) finished() bool {
 }
 
 func (lp *loop) event(c *client, events uint32) {
+	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		c.hup = true
+		if c.suspended && c.waitingBlocked() {
+			// A blocked client that hangs up leaves its queue, as in Redis.
+			lp.close(c)
+			return
+		}
+	}
 	if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 && c.wantOut {
 		lp.write(c)
 		if c.dead {
@@ -473,9 +490,28 @@ func (lp *loop) run1(c *client, cmds [][][]byte) {
 		if cmds != nil {
 			lp.answered = true
 		}
-	} else {
-		c.suspended = true
+		return
 	}
+	c.suspended = true
+	if c.waitingBlocked() && (c.hup || lp.isStopping()) {
+		lp.close(c)
+	}
+}
+
+// isStopping reports whether Shutdown or Close asked the loop to stop.
+func (lp *loop) isStopping() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return lp.stopping
+}
+
+// wakeBlocked runs the blocked client c again on the loop: its waiter was
+// woken. It is called with the block registry's lock held.
+func (lp *loop) wakeBlocked(c *client) {
+	lp.mu.Lock()
+	lp.woken = append(lp.woken, c)
+	lp.mu.Unlock()
+	lp.signal()
 }
 
 // flush writes the replies of the round, back to back.
@@ -529,6 +565,7 @@ func (lp *loop) close(c *client) {
 		return
 	}
 	c.dead = true
+	c.leaveBlocked()
 	delete(lp.conns, int32(c.fd))
 	unix.Close(c.fd)
 	lp.s.unregister(c)

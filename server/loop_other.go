@@ -12,6 +12,7 @@ func newLoops(*Server, int) ([]*loop, error) {
 	return nil, errors.New("server: no event loop on this system")
 }
 
-func (*loop) add(*client) bool { return false }
-func (*loop) run()             {}
-func (*loop) stop(bool)        {}
+func (*loop) add(*client) bool    { return false }
+func (*loop) run()                {}
+func (*loop) stop(bool)           {}
+func (*loop) wakeBlocked(*client) {}

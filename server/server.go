@@ -34,6 +34,9 @@ type Server struct {
 	rsync replicaSync
 	// behindWarn limits catchUp's warnings.
 	behindWarn rateLimit
+	// blocked holds the clients blocked in BLPOP and friends; the store's
+	// ready hook wakes them (blocking.go).
+	blocked blockRegistry
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -71,6 +74,7 @@ func New(cfg Config) (*Server, error) {
 		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
+	cfg.Store.SetReadyHook(s.blocked.signal)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil

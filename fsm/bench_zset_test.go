@@ -1,0 +1,159 @@
+package fsm
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// zsetMember8 is an 8-byte member, as in the memory comparison.
+func zsetMember8(dst []byte, i int) []byte {
+	dst = append(dst[:0], "m0000000"...)
+	s := strconv.Itoa(i)
+	copy(dst[8-len(s):], s)
+	return dst
+}
+
+// loadZSet fills key with n members of pseudo-random scores, in batches.
+func loadZSet(s *Store, key string, n int) {
+	const batch = 1000
+	x := uint64(1)
+	for i := 0; i < n; i += batch {
+		cmd := Command{Op: OpZAdd, Args: [][]byte{[]byte(key)}}
+		for j := i; j < min(i+batch, n); j++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			cmd.Args = append(cmd.Args, ScoreArg(float64(x>>40)), zsetMember8(nil, j))
+		}
+		s.Apply(0, t0, []Command{cmd})
+	}
+}
+
+func benchZAdd(b *testing.B, members int) {
+	s := NewStore()
+	loadZSet(s, "z", members)
+	b.ReportAllocs()
+	cmds := []Command{{Op: OpZAdd, Args: [][]byte{[]byte("z"), nil, nil}}}
+	var m []byte
+	i := 0
+	for b.Loop() {
+		i++
+		m = zsetMember8(m, i%members)
+		cmds[0].Args[1], cmds[0].Args[2] = ScoreArg(float64(i%1000)), m
+		s.Apply(0, t0, cmds)
+	}
+}
+
+// BenchmarkZAddSmall updates members of a 100-member (packed) set.
+func BenchmarkZAddSmall(b *testing.B) { benchZAdd(b, 100) }
+
+// BenchmarkZAddLarge updates members of a 1M-member set.
+func BenchmarkZAddLarge(b *testing.B) { benchZAdd(b, 1_000_000) }
+
+func benchZRead(b *testing.B, members int, cmd func(i int, m []byte) Command) {
+	s := NewStore()
+	loadZSet(s, "z", members)
+	b.ReportAllocs()
+	var m []byte
+	i := 0
+	for b.Loop() {
+		i++
+		m = zsetMember8(m, (i*7919)%members)
+		s.Read(t0, cmd(i, m))
+	}
+}
+
+func BenchmarkZScoreSmall(b *testing.B) {
+	benchZRead(b, 100, func(i int, m []byte) Command { return Command{Op: OpZScore, Args: [][]byte{[]byte("z"), m}} })
+}
+
+func BenchmarkZScoreLarge(b *testing.B) {
+	benchZRead(b, 1_000_000, func(i int, m []byte) Command { return Command{Op: OpZScore, Args: [][]byte{[]byte("z"), m}} })
+}
+
+func BenchmarkZRankLarge(b *testing.B) {
+	benchZRead(b, 1_000_000, func(i int, m []byte) Command { return Command{Op: OpZRank, Args: [][]byte{[]byte("z"), m}} })
+}
+
+// BenchmarkZRangeLarge reads 100 members with scores from the middle of a
+// 1M-member set.
+func BenchmarkZRangeLarge(b *testing.B) {
+	benchZRead(b, 1_000_000, func(i int, m []byte) Command {
+		return Command{Op: OpZRange, Flags: FlagZWithScores, Args: [][]byte{[]byte("z")}, Int: 500_000, Int2: 500_099}
+	})
+}
+
+func BenchmarkZRangeSmall(b *testing.B) {
+	benchZRead(b, 100, func(i int, m []byte) Command {
+		return Command{Op: OpZRange, Flags: FlagZWithScores, Args: [][]byte{[]byte("z")}, Int: 0, Int2: -1}
+	})
+}
+
+// BenchmarkZPopMinLarge pops from a 1M-member set, refilling it.
+func BenchmarkZPopMinLarge(b *testing.B) {
+	s := NewStore()
+	loadZSet(s, "z", 1_000_000)
+	b.ReportAllocs()
+	pop := []Command{{Op: OpZPop, Args: [][]byte{[]byte("z")}}}
+	add := []Command{{Op: OpZAdd, Args: [][]byte{[]byte("z"), nil, nil}}}
+	i := 0
+	for b.Loop() {
+		r := s.Apply(0, t0, pop)[0]
+		i++
+		add[0].Args[1], add[0].Args[2] = ScoreArg(float64(i)), r.Array[0].Bulk
+		s.Apply(0, t0, add)
+	}
+}
+
+// BenchmarkZSetSnapshotStall measures the longest single Apply (a ZADD to
+// the big set, or to a small one) while a snapshot of a store holding one
+// sorted set of KVS_ZSET_STALL_MEMBERS members (default 1M; the issue's
+// figure is 10M) is taken and written out: it reports max-apply-ns, the
+// stall writers see. Snapshot copies the set in O(1); WriteTo streams it
+// without the lock.
+func BenchmarkZSetSnapshotStall(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("KVS_ZSET_STALL_MEMBERS")); err == nil && v > 0 {
+		n = v
+	}
+	s := NewStore()
+	loadZSet(s, "big", n)
+	b.ResetTimer()
+	var worst time.Duration
+	for b.Loop() {
+		done := make(chan error, 1)
+		var snapTook time.Duration
+		go func() {
+			start := time.Now()
+			sn := s.Snapshot()
+			snapTook = time.Since(start)
+			_, err := sn.WriteTo(io.Discard)
+			sn.Release()
+			done <- err
+		}()
+		var m []byte
+		for i := 0; ; i++ {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+				worst = max(worst, snapTook)
+				goto next
+			default:
+			}
+			m = zsetMember8(m, (i*7919)%n)
+			key := "big"
+			if i%2 == 1 {
+				key = "small" + strconv.Itoa(i%100)
+			}
+			cmds := []Command{{Op: OpZAdd, Args: [][]byte{[]byte(key), ScoreArg(float64(i)), m}}}
+			start := time.Now()
+			s.Apply(0, t0, cmds)
+			worst = max(worst, time.Since(start))
+		}
+	next:
+	}
+	b.ReportMetric(float64(worst.Nanoseconds()), "max-apply-ns")
+}

@@ -1,0 +1,353 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestListCommands(t *testing.T) {
+	s := NewStore()
+	nilArray := Reply{Kind: ReplyNilArray}
+	run(t, s, []step{
+		{t0, c(OpLPop, "l"), nilr},
+		{t0, c(OpLPop, "l").fl(FlagListCount).i(2), nilArray},
+		{t0, c(OpLLen, "l"), in(0)},
+		{t0, c(OpLRange, "l").i(0).i2(-1), arr()},
+		{t0, c(OpLPushX, "l", "a"), in(0)},
+		{t0, c(OpLPush, "l", "a", "b", "c"), in(3)},
+		{t0, c(OpRPush, "l", "d"), in(4)},
+		{t0, c(OpLRange, "l").i(0).i2(-1), bulks("c", "b", "a", "d")},
+		{t0, c(OpLRange, "l").i(-100).i2(1), bulks("c", "b")},
+		{t0, c(OpLRange, "l").i(3).i2(1), arr()},
+		{t0, c(OpLRange, "l").i(math.MinInt64).i2(math.MaxInt64), bulks("c", "b", "a", "d")},
+		{t0, c(OpLIndex, "l").i(-1), bulk("d")},
+		{t0, c(OpLIndex, "l").i(4), nilr},
+		{t0, c(OpLIndex, "l").fl(FlagListBadIndex), errr(ErrNotInteger)},
+		{t0, c(OpLIndex, "nokey").fl(FlagListBadIndex), nilr},
+		{t0, c(OpLSet, "l", "B").i(1), ok},
+		{t0, c(OpLSet, "l", "B").i(4), errr(ErrIndexOutOfRange)},
+		{t0, c(OpLSet, "nokey", "B").i(0), errr(ErrNoSuchKey)},
+		{t0, c(OpLInsert, "l", "a", "x").fl(FlagListAfter), in(5)},
+		{t0, c(OpLInsert, "l", "zz", "x"), in(-1)},
+		{t0, c(OpLInsert, "nokey", "a", "x"), in(0)},
+		{t0, c(OpLRange, "l").i(0).i2(-1), bulks("c", "B", "a", "x", "d")},
+		{t0, c(OpLPos, "l", "x").i(1), in(3)},
+		{t0, c(OpLPos, "l", "x").i(-1), in(3)},
+		{t0, c(OpLPos, "l", "x").i(2), nilr},
+		{t0, c(OpLPos, "l", "x").fl(FlagListCount).i(1).i2(0), arr(in(3))},
+		{t0, c(OpLPos, "l", "x").i(1).f(3), nilr},
+		{t0, c(OpLPos, "nokey", "x").fl(FlagListCount).i(1), arr()},
+		{t0, c(OpLPop, "l").fl(FlagListCount).i(0), arr()},
+		{t0, c(OpRPop, "l").fl(FlagListCount).i(2), bulks("d", "x")},
+		{t0, c(OpLMove, "l", "l").fl(FlagListRight), bulk("a")},
+		{t0, c(OpLRange, "l").i(0).i2(-1), bulks("a", "c", "B")},
+		{t0, c(OpLMove, "l", "m").fl(FlagListToRight), bulk("a")},
+		{t0, c(OpLMove, "nokey", "m"), nilr},
+		{t0, c(OpLMPop, "nokey", "m", "l").fl(FlagListCount).i(5), arr(bulk("m"), bulks("a"))},
+		{t0, c(OpLLen, "m"), in(0)},
+		{t0, c(OpLMPop, "nokey", "l").fl(FlagListBPop | FlagListRight), arr(bulk("l"), bulk("B"))},
+		{t0, c(OpLMPop, "nokey"), nilArray},
+		{t0, c(OpLRem, "l", "c").i(0), in(1)},
+		{t0, c(OpLLen, "l"), in(0)},
+		{t0, c(OpSet, "s", "v"), ok},
+		{t0, c(OpLPush, "s", "a"), errr(ErrWrongType)},
+		{t0, c(OpLPop, "s").fl(FlagListCount).i(0), errr(ErrWrongType)},
+		{t0, c(OpLMPop, "nokey", "s"), errr(ErrWrongType)},
+		{t0, c(OpRPush, "l", "a"), in(1)},
+		{t0, c(OpLMove, "l", "s"), errr(ErrWrongType)},
+		{t0, c(OpLTrim, "l").i(1).i2(0), ok},
+		{t0, c(OpType, "l"), status("none")},
+	})
+}
+
+// TestListRotationKeepsTTL: LMOVE from a one-element list to itself never
+// empties it, so its TTL stays, as in Redis.
+func TestListRotationKeepsTTL(t *testing.T) {
+	s := NewStore()
+	run(t, s, []step{
+		{t0, c(OpRPush, "l", "a"), in(1)},
+		{t0, c(OpExpireAt, "l").i(t0 + 10000), in(1)},
+		{t0, c(OpLMove, "l", "l"), bulk("a")},
+		{t0, c(OpPTTL, "l"), in(10000)},
+	})
+}
+
+// TestListLPosMinRank: a rank of -2^63 stays negative when negated, as in
+// Redis, where it then counts every match from the tail.
+func TestListLPosMinRank(t *testing.T) {
+	s := NewStore()
+	run(t, s, []step{
+		{t0, c(OpRPush, "l", "a", "b", "a", "c", "a"), in(5)},
+		{t0, c(OpLPos, "l", "a").i(math.MinInt64), in(4)},
+		{t0, c(OpLPos, "l", "a").i(math.MinInt64).fl(FlagListCount).i2(2), arr(in(4), in(2), in(0))},
+	})
+}
+
+func TestListEncoding(t *testing.T) {
+	s := NewStore()
+	enc := func(key string) string {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		it, _ := s.getLocked([]byte(key))
+		return kindTable[it.kind].encoding(&it)
+	}
+	s.Apply(0, t0, []Command{c(OpRPush, "l", "a", "b")})
+	if e := enc("l"); e != "listpack" {
+		t.Fatalf("small list: %s", e)
+	}
+	big := strings.Repeat("x", 5000)
+	s.Apply(0, t0, []Command{c(OpRPush, "l", big, big)})
+	if e := enc("l"); e != "quicklist" {
+		t.Fatalf("list of 10 KB: %s", e)
+	}
+	s.Apply(0, t0, []Command{c(OpRPop, "l"), c(OpRPop, "l")})
+	if e := enc("l"); e != "listpack" {
+		t.Fatalf("list shrunk to two small elements: %s", e)
+	}
+	s.SetLimits(Limits{ListMaxListpackSize: 3})
+	s.Apply(0, t0, []Command{c(OpRPush, "l", "c", "d")})
+	if e := enc("l"); e != "quicklist" {
+		t.Fatalf("4 entries past a limit of 3: %s", e)
+	}
+	checkInvariants(t, s)
+}
+
+// listOps draws random list commands over a few keys, with elements of
+// varied sizes so that large lists have many chunks.
+func listOps(rng *rand.Rand, n int) [][]Command {
+	keys := []string{"a", "b", "c", "s"}
+	key := func() string { return keys[rng.IntN(len(keys))] }
+	elem := func() string {
+		if rng.IntN(4) == 0 {
+			return strings.Repeat(string(rune('a'+rng.IntN(3))), rng.IntN(400))
+		}
+		return strconv.Itoa(rng.IntN(6))
+	}
+	idx := func() int64 { return int64(rng.IntN(80) - 40) }
+	var out [][]Command
+	for range n {
+		var batch []Command
+		for range 1 + rng.IntN(3) {
+			var cmd Command
+			switch rng.IntN(18) {
+			case 0, 1, 2:
+				cmd = c([]Op{OpLPush, OpRPush, OpLPushX, OpRPushX}[rng.IntN(4)], key())
+				for range 1 + rng.IntN(12) {
+					cmd.Args = append(cmd.Args, []byte(elem()))
+				}
+			case 3:
+				cmd = c([]Op{OpLPop, OpRPop}[rng.IntN(2)], key())
+				if rng.IntN(2) == 0 {
+					cmd = cmd.fl(FlagListCount).i(int64(rng.IntN(8)))
+				}
+			case 4:
+				cmd = c(OpLLen, key())
+			case 5, 6:
+				cmd = c(OpLRange, key()).i(idx()).i2(idx())
+			case 7:
+				cmd = c(OpLIndex, key()).i(idx())
+			case 8:
+				cmd = c(OpLSet, key(), elem()).i(idx())
+			case 9:
+				cmd = c(OpLInsert, key(), elem(), elem())
+				if rng.IntN(2) == 0 {
+					cmd = cmd.fl(FlagListAfter)
+				}
+			case 10:
+				cmd = c(OpLRem, key(), elem()).i(int64(rng.IntN(7) - 3))
+			case 11:
+				cmd = c(OpLTrim, key()).i(idx()).i2(idx())
+			case 12:
+				cmd = c(OpLPos, key(), elem()).i([]int64{1, 2, -1, -3}[rng.IntN(4)]).f(float64(rng.IntN(3) * 7))
+				if rng.IntN(2) == 0 {
+					cmd = cmd.fl(FlagListCount).i2(int64(rng.IntN(3)))
+				}
+			case 13:
+				cmd = c(OpLMove, key(), key()).fl(Flags(rng.IntN(4)))
+			case 14:
+				cmd = c(OpLMPop, key(), key()).fl(Flags(rng.IntN(2)))
+				if rng.IntN(2) == 0 {
+					cmd = cmd.fl(FlagListCount).i(int64(1 + rng.IntN(30)))
+				}
+			case 15:
+				cmd = c(OpSet, "s", "string")
+			case 16:
+				cmd = c(OpDel, key())
+			default:
+				cmd = c(OpExpireAt, key()).i(t0 + 100000)
+			}
+			batch = append(batch, cmd)
+		}
+		out = append(out, batch)
+	}
+	return out
+}
+
+// applyOrRead runs a batch, reads one by one, writes as one entry each,
+// numbered from *index on when index is not nil.
+func applyOrRead(s *Store, index *uint64, batch []Command) []Reply {
+	var out []Reply
+	for _, cmd := range batch {
+		if cmd.Op.IsWrite() {
+			var i uint64
+			if index != nil {
+				*index++
+				i = *index
+			}
+			out = append(out, s.Apply(i, t0, []Command{cmd})...)
+		} else {
+			out = append(out, s.Read(t0, cmd))
+		}
+	}
+	return out
+}
+
+// TestListFormsAgree runs the same random commands on stores that keep
+// lists packed (large limits), large (a limit of one entry) and as Redis's
+// defaults decide, converting back and forth: every reply and every
+// snapshot must be the same, since neither depends on the form.
+func TestListFormsAgree(t *testing.T) {
+	stores := []*Store{NewStore(), NewStore(), NewStore()}
+	stores[0].SetLimits(Limits{ListMaxListpackSize: -5})
+	stores[1].SetLimits(Limits{ListMaxListpackSize: 1})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, batch := range listOps(rng, 2500) {
+		var want []Reply
+		for j, s := range stores {
+			got := applyOrRead(s, nil, batch)
+			if j == 0 {
+				want = got
+				continue
+			}
+			for k := range got {
+				if got[k].String() != want[k].String() || got[k].Kind != want[k].Kind {
+					t.Fatalf("batch %d, %v %q: store %d says %v, store 0 %v", i, batch[k].Op, batch[k].Args, j, got[k], want[k])
+				}
+			}
+		}
+		if i%500 == 499 {
+			snap := snapshotBytes(t, stores[0])
+			for j, s := range stores {
+				checkInvariants(t, s)
+				if j > 0 && !bytes.Equal(snapshotBytes(t, s), snap) {
+					t.Fatalf("batch %d: store %d's snapshot differs from store 0's", i, j)
+				}
+			}
+		}
+	}
+}
+
+// TestListSnapshotWhileWriting: a snapshot of large lists taken while
+// pushes, pops and edits go on shows the lists as they were.
+func TestListSnapshotWhileWriting(t *testing.T) {
+	s := NewStore()
+	s.SetLimits(Limits{ListMaxListpackSize: 1})
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, batch := range listOps(rng, 2000) {
+		applyOrRead(s, nil, batch)
+	}
+	want := snapshotBytes(t, s)
+	sn := s.Snapshot()
+	defer sn.Release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, batch := range listOps(rng, 2000) {
+			applyOrRead(s, nil, batch)
+		}
+	}()
+	var buf bytes.Buffer
+	if _, err := sn.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatal("snapshot changed under concurrent list writes")
+	}
+	r := NewStore()
+	if _, err := r.Restore(bytes.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, r), want) {
+		t.Fatal("restored lists do not round-trip")
+	}
+	checkInvariants(t, r)
+	checkInvariants(t, s)
+}
+
+// TestListReplyAliases: a reply taken from a large list keeps its bytes
+// however the list is written afterwards (replies alias the store).
+func TestListReplyAliases(t *testing.T) {
+	s := NewStore()
+	s.SetLimits(Limits{ListMaxListpackSize: 1})
+	s.Apply(0, t0, []Command{c(OpRPush, "l", "a1", "a2", "a3")})
+	tail := s.Read(t0, c(OpLRange, "l").i(0).i2(-1))
+	popped := s.Apply(0, t0, []Command{c(OpRPop, "l")})[0]
+	s.Apply(0, t0, []Command{c(OpRPush, "l", "XX", "YY")})
+	if got := tail.String(); got != `["a1" "a2" "a3"]` {
+		t.Fatalf("LRANGE reply changed to %s", got)
+	}
+	if got := popped.String(); got != `"a3"` {
+		t.Fatalf("RPOP reply changed to %s", got)
+	}
+}
+
+// TestListDeterminism: the same entries give the same replies and
+// byte-identical snapshots.
+func TestListDeterminism(t *testing.T) {
+	var snaps [][]byte
+	var replies []string
+	for range 2 {
+		s := NewStore()
+		rng := rand.New(rand.NewPCG(5, 6))
+		var b strings.Builder
+		var index uint64
+		for _, batch := range listOps(rng, 1500) {
+			for _, r := range applyOrRead(s, &index, batch) {
+				b.WriteString(r.String())
+			}
+		}
+		snaps = append(snaps, snapshotBytes(t, s))
+		replies = append(replies, b.String())
+	}
+	if replies[0] != replies[1] || !bytes.Equal(snaps[0], snaps[1]) {
+		t.Fatal("the same entries gave different replies or snapshots")
+	}
+}
+
+// listSnapshot is a snapshot holding one list key, small or large.
+func listSnapshot(t testing.TB, n int) []byte {
+	s := NewStore()
+	cmd := c(OpRPush, "l")
+	for i := range n {
+		cmd.Args = append(cmd.Args, []byte(strings.Repeat("v", i%50)))
+	}
+	s.Apply(0, t0, []Command{cmd, c(OpExpireAt, "l").i(t0 + 5000)})
+	return snapshotBytes(t, s)
+}
+
+func TestListRestoreRejectsCorrupt(t *testing.T) {
+	for _, n := range []int{3, 500} {
+		good := listSnapshot(t, n)
+		if _, err := NewStore().Restore(bytes.NewReader(good)); err != nil {
+			t.Fatalf("%d elements: %v", n, err)
+		}
+		for cut := 1; cut < len(good); cut += 1 + len(good)/50 {
+			if _, err := NewStore().Restore(bytes.NewReader(good[:cut])); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%d elements cut at %d: %v", n, cut, err)
+			}
+		}
+		for i := range good {
+			bad := bytes.Clone(good)
+			bad[i] ^= 0x41
+			if _, err := NewStore().Restore(bytes.NewReader(bad)); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%d elements, byte %d flipped: %v", n, i, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,563 @@
+package server
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"sync"
+	"time"
+
+	"kvs/fsm"
+)
+
+// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, and the
+// sorted sets' BZPOPMIN, BZPOPMAX, BZMPOP).
+//
+// # Adding one
+//
+// A blocking command's row has block instead of parse:
+//
+//	{name: "bzpopmin", arity: -3, flags: wd | flagNoScript, ..., block: blockBZPop}
+//
+// block parses the arguments in Redis's order into a blockReq: cmd, the
+// command's non-blocking form over all its keys (a write op whose reply is
+// nil or a null array when there is nothing to pop); keys, the keys to
+// wait on; the timeout (parseTimeout gives Redis's errors; 0 waits
+// forever); and retry, which builds the form to run when one key became
+// ready (retryOnKey: cmd with that key as its only argument, for ops whose
+// arguments are just their keys; nil: cmd itself). The op's apply must call
+// s.signalReadyLocked(key) for every key a write may make poppable (ZADD,
+// ZINCRBY, ZUNIONSTORE... into a sorted set).
+//
+// # How a blocking command runs
+//
+//  1. The writes queued before it in the pipeline are proposed first, so
+//     its effects keep the pipeline's order.
+//  2. The client is queued as a waiter on each of its keys, then cmd goes
+//     through the normal write path (the Proposer, or forwarded to the
+//     leader from a follower). A reply that is not empty (an element, or
+//     an error such as WRONGTYPE) answers the client at once.
+//  3. Otherwise the client blocks: it reads none of its further
+//     pipelined requests until it is answered, as in Redis. When the
+//     store applies a write that signals one of its keys (every replica
+//     applies every write, so a follower wakes its own clients), the
+//     signal goes to the first waiter in that key's queue, which runs
+//     retry(key) through the write path again. It is served if the pop
+//     found something (and then passes the signal on to the next waiter,
+//     since the key may hold more), or blocks again in its place.
+//     Signals that arrive while a waiter's pop is on its way are kept
+//     and tried next, so a push is never missed between the pop and the
+//     block. One waiter per key pops at a time, so clients are served in
+//     the order they blocked.
+//  4. The timeout answers a null array (RESP3 null); a disconnect removes
+//     the waiter; shutdown closes the connection.
+//
+// A pop's outcome is the write path's: if the proposal fails with an
+// error (no leader, the leader unreachable, an unknown outcome), the
+// client gets that error and is no longer blocked. TRYAGAIN and
+// CLUSTERDOWN say the pop did not happen; UNCERTAIN says it may have (the
+// leader was lost after the pop was sent): see docs/compatibility.md.
+//
+// Inside MULTI (not yet supported) blocking commands will run as their
+// non-blocking forms, as in Redis.
+//
+// # Locks
+//
+// blockRegistry.mu guards every waiter's state. It may be held while a
+// loop's mu is taken (to wake a client on a loop), never the other way.
+
+// blockReq is what a blocking command's parser returns.
+type blockReq struct {
+	cmd     fsm.Command
+	keys    [][]byte
+	timeout time.Duration // 0: forever
+	retry   func(cmd fsm.Command, key []byte) fsm.Command
+}
+
+// retryOnKey is blockReq.retry for ops whose arguments are their keys.
+func retryOnKey(cmd fsm.Command, key []byte) fsm.Command {
+	cmd.Args = [][]byte{key}
+	return cmd
+}
+
+// parseTimeout parses a blocking command's timeout in seconds as Redis
+// 7.0 does: a long double, truncated to milliseconds; a value that does
+// not fit is negative there too.
+func parseTimeout(arg []byte) (time.Duration, string) {
+	if !fsm.ValidFloat(arg) {
+		return 0, errTimeoutNotFloat
+	}
+	f, err := strconv.ParseFloat(string(arg), 64)
+	if err != nil {
+		if bf, _, perr := big.ParseFloat(string(arg), 0, 64, big.ToZero); perr == nil {
+			f, _ = bf.Float64()
+		} else {
+			f = math.Inf(1) // out of float64's range: out of int64's too
+		}
+	}
+	ms := f * 1000
+	if !(ms < math.MaxInt64 && ms >= math.MinInt64) {
+		return 0, errTimeoutNegative // (long long) of a value out of range
+	}
+	n := int64(ms)
+	if n < 0 {
+		return 0, errTimeoutNegative
+	}
+	if n > int64(math.MaxInt64/time.Millisecond) {
+		return 0, "" // beyond any deadline: forever
+	}
+	return time.Duration(n) * time.Millisecond, ""
+}
+
+// waiter states
+const (
+	waitTrying = iota // its pop is on its way (or about to be)
+	waitIdle          // blocked, waiting for a signal, its timeout or a hang-up
+	waitWoken         // signalled, timed out or unblocked: its executor will look
+)
+
+// waiter is one blocked client.
+type waiter struct {
+	c     *client
+	req   blockReq
+	keys  []string
+	state int
+	// ready are keys signalled to this waiter and not yet tried, in
+	// order; timedOut and unblockErr say why else it was woken.
+	ready      []string
+	timedOut   bool
+	unblockErr bool
+	timer      *time.Timer // loop clients' timeout
+	deadline   time.Time   // zero: none
+	// wake tells the client's executor to look at the waiter: it is
+	// called with the registry's lock held and must not block.
+	wake func()
+	// woken is signalled by wake for a client on a goroutine of its own.
+	woken chan struct{}
+	// blocked: the waiter has blocked at least once (INFO's
+	// blocked_clients, CLIENT LIST's flag b).
+	blocked bool
+}
+
+// blockRegistry holds the blocked clients of a server, queued per key.
+type blockRegistry struct {
+	mu   sync.Mutex
+	keys map[string][]*waiter
+	byID map[int64]*waiter
+}
+
+func (br *blockRegistry) add(w *waiter) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.keys == nil {
+		br.keys, br.byID = make(map[string][]*waiter), make(map[int64]*waiter)
+	}
+	for _, k := range w.keys {
+		q := br.keys[k]
+		if len(q) > 0 && q[len(q)-1] == w {
+			continue // a key named twice
+		}
+		br.keys[k] = append(q, w)
+	}
+	br.byID[w.c.id] = w
+}
+
+// remove takes w out of every queue. served is the key it popped from
+// ("" when it was not served): that key may hold more, so its next waiter
+// is signalled, as are the keys w was signalled for and never tried.
+func (br *blockRegistry) remove(w *waiter, served string) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	for _, k := range w.keys {
+		q := br.keys[k]
+		for i, x := range q {
+			if x == w {
+				q = append(q[:i:i], q[i+1:]...)
+				break
+			}
+		}
+		if len(q) == 0 {
+			delete(br.keys, k)
+		} else {
+			br.keys[k] = q
+		}
+	}
+	if br.byID[w.c.id] == w {
+		delete(br.byID, w.c.id)
+	}
+	pass := w.ready
+	if served != "" {
+		pass = append(pass, served)
+	}
+	w.ready = nil
+	br.signalLocked(pass)
+}
+
+// signal is the store's ready hook: it wakes the first waiter of each key.
+func (br *blockRegistry) signal(keys []string) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	br.signalLocked(keys)
+}
+
+func (br *blockRegistry) signalLocked(keys []string) {
+	for _, k := range keys {
+		q := br.keys[k]
+		if len(q) == 0 {
+			continue
+		}
+		w := q[0]
+		if !containsString(w.ready, k) {
+			w.ready = append(w.ready, k)
+		}
+		if w.state == waitIdle {
+			w.state = waitWoken
+			w.wake()
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// timeout is the timer of a waiter on a loop.
+func (br *blockRegistry) timeout(w *waiter) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	w.timedOut = true
+	if w.state == waitIdle {
+		w.state = waitWoken
+		w.wake()
+	}
+}
+
+// unblock is CLIENT UNBLOCK: it reports whether client id was blocked.
+func (br *blockRegistry) unblock(id int64, withError bool) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	w := br.byID[id]
+	if w == nil || !w.blocked {
+		return false
+	}
+	if withError {
+		w.unblockErr = true
+	} else {
+		w.timedOut = true
+	}
+	if w.state == waitIdle {
+		w.state = waitWoken
+		w.wake()
+	}
+	return true
+}
+
+// next decides what a waiter whose pop came back empty does: the key to
+// try next, or done with the reply to give (a timeout's), or neither:
+// wait. It moves the waiter to the matching state.
+func (br *blockRegistry) next(w *waiter) (key string, try bool, done bool, reply fsm.Reply) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	switch {
+	case len(w.ready) > 0:
+		key, w.ready = w.ready[0], w.ready[1:]
+		w.state = waitTrying
+		return key, true, false, fsm.Reply{}
+	case w.unblockErr:
+		return "", false, true, fsm.Reply{Kind: fsm.ReplyError, Str: errUnblocked}
+	case w.timedOut || (!w.deadline.IsZero() && !time.Now().Before(w.deadline)):
+		return "", false, true, fsm.Reply{Kind: fsm.ReplyNilArray}
+	}
+	w.state = waitIdle
+	w.blocked = true
+	return "", false, false, fsm.Reply{}
+}
+
+// count is INFO's blocked_clients.
+func (br *blockRegistry) count() int {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	n := 0
+	for _, w := range br.byID {
+		if w.blocked {
+			n++
+		}
+	}
+	return n
+}
+
+// isBlocked reports whether client id is blocked.
+func (br *blockRegistry) isBlocked(id int64) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	w := br.byID[id]
+	return w != nil && w.blocked
+}
+
+const errUnblockReason = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+
+// runClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR].
+func runClientUnblock(c *client, args [][]byte) {
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.out = appendError(c.out, errNotInteger)
+		return
+	}
+	withError := false
+	if len(args) == 4 {
+		switch {
+		case is(args[3], "error"):
+			withError = true
+		case !is(args[3], "timeout"):
+			c.out = appendError(c.out, errUnblockReason)
+			return
+		}
+	}
+	if c.s.blocked.unblock(id, withError) {
+		c.out = appendInt(c.out, 1)
+	} else {
+		c.out = appendInt(c.out, 0)
+	}
+}
+
+const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+
+// blockState is a client's blocking command in progress. It is the
+// client's own: only the client's executor (its loop or goroutine) uses it.
+type blockState struct {
+	w   *waiter
+	cmd fsm.Command // the pop to run next (or on its way)
+	key string      // the key cmd was built for; "" for the first try
+	id  int         // the command's index in the statistics
+	// waiting: the last pop came back empty and the client waits for its
+	// waiter to be woken. sent: cmd went to a roundProposer; answered and
+	// the fields after it hold the answer once it came.
+	waiting  bool
+	sent     bool
+	answered bool
+	replies  []fsm.Reply
+	err      error
+}
+
+// executeBlocking runs a blocking command (see the top of the file). It
+// reports false when the client must wait (for a roundProposer's answer
+// or, on an event loop, for its waiter to be woken): the loop runs the
+// command again then, and it continues from where it stopped. A client
+// served by a goroutine of its own waits inside.
+func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
+	if c.blk == nil {
+		if c.proposeBatch() {
+			return false
+		}
+		req, e := cmd.block(c, args)
+		if e != "" {
+			c.replyError(id, false, e)
+			return true
+		}
+		w := &waiter{c: c, req: req, state: waitTrying}
+		for _, k := range req.keys {
+			w.keys = append(w.keys, string(k))
+		}
+		if req.timeout > 0 {
+			w.deadline = time.Now().Add(req.timeout)
+		}
+		c.blk = &blockState{w: w, cmd: req.cmd, id: id}
+		c.startWaiting(w)
+		c.s.blocked.add(w)
+	}
+	b := c.blk
+	for {
+		if b.waiting {
+			if !c.nextTry(b) {
+				switch {
+				case c.blk == nil:
+					return true // answered: timed out or unblocked
+				case c.fd >= 0:
+					return false // on a loop: run again when woken
+				case !c.waitBlocked(b.w):
+					c.quit = true // hung up, or the server is stopping
+					c.leaveBlocked()
+					return true
+				}
+				continue
+			}
+			b.waiting = false
+		}
+		r, err, ok := c.tryPop(b)
+		if !ok {
+			return false
+		}
+		c.now = time.Now().UnixMilli()
+		switch {
+		case err != nil:
+			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
+			return true
+		case r.Kind == fsm.ReplyError:
+			c.finishBlocking(&r, "")
+			return true
+		case r.Kind != fsm.ReplyNil && r.Kind != fsm.ReplyNilArray:
+			c.finishBlocking(&r, servedKey(b, &r))
+			return true
+		}
+		b.waiting = true
+	}
+}
+
+// tryPop runs b.cmd through the write path. ok is false while the answer
+// of a roundProposer is awaited.
+func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
+	switch {
+	case b.sent && !b.answered:
+		return fsm.Reply{}, nil, false
+	case b.sent:
+		b.sent, b.answered = false, false
+		r, err = firstReply(b.replies, b.err)
+		b.replies, b.err = nil, nil
+		return r, err, true
+	case c.rounds != nil:
+		b.sent = true
+		c.rounds.Enqueue([]fsm.Command{b.cmd}, c.asyncDone)
+		c.lp.enqueued++
+		c.lp.outstanding++
+		return fsm.Reply{}, nil, false
+	}
+	replies, perr := c.s.Propose([]fsm.Command{b.cmd})
+	r, err = firstReply(replies, perr)
+	return r, err, true
+}
+
+// servedKey is the key a pop took from: the one it was retried on, or the
+// one its reply names first (BLPOP's and BZPOPMIN's shapes), or its only
+// key (BLMOVE's source).
+func servedKey(b *blockState, r *fsm.Reply) string {
+	switch {
+	case b.key != "":
+		return b.key
+	case r.Kind == fsm.ReplyArray && len(r.Array) > 0 && r.Array[0].Kind == fsm.ReplyBulk:
+		return string(r.Array[0].Bulk)
+	case len(b.w.keys) > 0:
+		return b.w.keys[0]
+	}
+	return ""
+}
+
+// nextTry sets up the next pop of a waiter whose last came back empty, or
+// answers it (a timeout). It reports whether there is a pop to run; when
+// not and c.blk is still set, the client waits.
+func (c *client) nextTry(b *blockState) bool {
+	key, try, done, reply := c.s.blocked.next(b.w)
+	switch {
+	case try:
+		b.key = key
+		b.cmd = b.w.req.cmd
+		if b.w.req.retry != nil {
+			b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
+		}
+		return true
+	case done:
+		c.finishBlocking(&reply, "")
+	}
+	return false
+}
+
+// finishBlocking answers the blocking command with r and forgets its
+// waiter.
+func (c *client) finishBlocking(r *fsm.Reply, served string) {
+	b := c.blk
+	c.blk = nil
+	c.s.blocked.remove(b.w, served)
+	at := len(c.out)
+	c.out = appendReply(c.out, r, c.proto)
+	c.answered(b.id, false, at)
+}
+
+func firstReply(replies []fsm.Reply, err error) (fsm.Reply, error) {
+	if err == nil && len(replies) != 1 {
+		err = errReplyCount(len(replies), 1)
+	}
+	if err != nil {
+		return fsm.Reply{}, err
+	}
+	return replies[0], nil
+}
+
+// waitingBlocked reports whether c is blocked, waiting to be woken (not
+// with a pop on its way).
+func (c *client) waitingBlocked() bool { return c.blk != nil && c.blk.waiting }
+
+// startWaiting sets how w's client is woken: on a loop, by running it
+// again there (and a timer for its timeout); on a goroutine, by
+// interrupting the wait in waitBlocked.
+func (c *client) startWaiting(w *waiter) {
+	if c.fd >= 0 {
+		lp := c.lp
+		w.wake = func() { lp.wakeBlocked(c) }
+		if !w.deadline.IsZero() {
+			br := &c.s.blocked
+			w.timer = time.AfterFunc(time.Until(w.deadline), func() { br.timeout(w) })
+		}
+		return
+	}
+	w.woken = make(chan struct{}, 1)
+	w.wake = func() {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+		select {
+		case w.woken <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// blockAnswered takes a roundProposer's answer to a blocking command's
+// pop; it reports false when the answer is for the pipeline's batch.
+func (c *client) blockAnswered(replies []fsm.Reply, err error) bool {
+	if c.blk == nil || !c.blk.sent {
+		return false
+	}
+	c.blk.answered, c.blk.replies, c.blk.err = true, replies, err
+	return true
+}
+
+// leaveBlocked forgets the waiter of a client that is going away.
+func (c *client) leaveBlocked() {
+	if c.blk != nil {
+		b := c.blk
+		c.blk = nil
+		c.s.blocked.remove(b.w, "")
+	}
+}
+
+// waitBlockedPlain is waitBlocked without watching the socket, where the
+// connection offers no descriptor to poll: it waits for the wake-up, the
+// deadline or the server's stop, and notices a hang-up only when the
+// answer is written.
+func (c *client) waitBlockedPlain(w *waiter) bool {
+	var deadline <-chan time.Time
+	if !w.deadline.IsZero() {
+		t := time.NewTimer(time.Until(w.deadline))
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-w.woken:
+	case <-deadline:
+	case <-c.s.cronStopChan():
+		return false
+	}
+	return true
+}
+
+// idle reports whether w still waits to be woken.
+func (br *blockRegistry) idle(w *waiter) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return w.state == waitIdle
+}
