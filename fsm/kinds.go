@@ -52,8 +52,12 @@ func init() {
 }
 
 // stringEncoding is OBJECT ENCODING of a string, as Redis 7 decides it: an
-// integer that fits a long is "int", up to 44 bytes "embstr", else "raw".
+// integer that fits a long is "int", up to 44 bytes "embstr", else "raw";
+// a string changed in place (item.raw) stays "raw".
 func stringEncoding(it *item) string {
+	if it.raw {
+		return "raw"
+	}
 	if len(it.val) <= 20 {
 		if _, ok := parseInt(it.val); ok {
 			return "int"

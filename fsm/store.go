@@ -55,6 +55,12 @@ type item struct {
 	obj  object // a collection's large form, or nil
 	exp  int64  // absolute Unix ms; 0: no TTL
 	kind kind
+	// raw marks a string last written in place by APPEND, SETRANGE,
+	// SETBIT, BITFIELD or BITOP, which Redis keeps in its "raw" encoding
+	// whatever the length (OBJECT ENCODING). It costs no memory (the
+	// struct's padding) and is not kept in snapshots, as Redis forgets it
+	// on reload.
+	raw bool
 }
 
 // object is a collection's large form.
