@@ -190,7 +190,7 @@ func (s *Store) putBitsLocked(key []byte, old item, ok bool, buf []byte) {
 	if ok {
 		exp = old.exp
 	}
-	it := item{hash: keyHash(unsafeString(key)), val: buf, exp: exp, kind: kindString, raw: true}
+	it := item{hash: keyHash(unsafeString(key)), val: buf, exp: exp, kind: kindString, enc: encRaw}
 	if ok {
 		it.key = old.key // the same key; its allocation may be shared
 	} else {
@@ -213,8 +213,8 @@ func applySetBit(s *Store, now int64, c *Command) Reply {
 		if prev == on {
 			// Nothing changes but the encoding, as in Redis (which
 			// unshares the value first).
-			if !old.raw {
-				old.raw = true
+			if old.enc != encRaw {
+				old.enc = encRaw
 				s.putLocked(old)
 			}
 			return IntReply(int64(prev))
@@ -464,7 +464,7 @@ func applyBitOp(s *Store, now int64, c *Command) Reply {
 	}
 	// The destination is set as SET sets it: any TTL goes.
 	it := newItem(dst, nil, 0)
-	it.val, it.raw = res, true
+	it.val, it.enc = res, encRaw
 	s.putLocked(it)
 	return IntReply(int64(maxLen))
 }

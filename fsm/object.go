@@ -83,7 +83,7 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 		cp.obj = old.obj.clone()
 		*cp.obj.cowGen() = s.keys.gen
 	}
-	cp.raw = old.raw
+	cp.enc = old.enc
 	s.putLocked(cp)
 	if old.kind == kindList || old.kind == kindZSet {
 		// A client blocked on the destination may now pop from it.

@@ -228,7 +228,7 @@ func (s *Store) appendLocked(now int64, key, suffix []byte) Reply {
 		return ErrorReply(ErrStringTooLong)
 	}
 	old.val = append(old.val, suffix...)
-	old.raw = true
+	old.enc = encRaw
 	s.putLocked(old)
 	return IntReply(int64(len(old.val)))
 }
@@ -255,7 +255,7 @@ func (s *Store) setRangeLocked(now int64, key []byte, offset int64, val []byte) 
 		exp = old.exp
 	}
 	it := newItem(key, buf, exp)
-	it.raw = true
+	it.enc = encRaw
 	s.putLocked(it)
 	return IntReply(int64(n))
 }

@@ -40,6 +40,7 @@ const (
 	errBitFieldRO     = "ERR BITFIELD_RO only supports the GET subcommand"
 	errLCSLenAndIdx   = "ERR If you want both the length and indexes, please just use IDX."
 	errSameObject     = "ERR source and destination objects are the same"
+	errIntRange       = "ERR value is out of range, value must between -2147483648 and 2147483647"
 	errInvalidSlot    = "ERR Invalid slot"
 	errInvalidSlotKey = "ERR Invalid slot or number of keys"
 )

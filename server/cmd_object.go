@@ -29,8 +29,11 @@ func parseCopy(c *client, args [][]byte) (fsm.Command, string) {
 			cmd.Flags |= fsm.FlagReplace
 		case is(args[j], "db") && j+1 < len(args):
 			db, ok := parseInt(args[j+1])
-			if !ok || db != int64(int32(db)) {
+			if !ok {
 				return fsm.Command{}, errNotInteger
+			}
+			if db != int64(int32(db)) {
+				return fsm.Command{}, errIntRange
 			}
 			if db != 0 {
 				return fsm.Command{}, errDBIndex
