@@ -311,11 +311,16 @@ func popcount(b []byte) int64 {
 // bit in b; when there is none, -1 looking for a 1 and len(b)*8 looking
 // for a 0 (the string is taken as zero padded on the right).
 func firstBit(b []byte, bit byte) int64 {
-	skip := byte(0)
+	skip, skip64 := byte(0), uint64(0)
 	if bit == 0 {
-		skip = 0xff
+		skip, skip64 = 0xff, ^uint64(0)
 	}
-	for i, x := range b {
+	i0 := 0
+	for i0+8 <= len(b) && binary.LittleEndian.Uint64(b[i0:]) == skip64 {
+		i0 += 8
+	}
+	for i := i0; i < len(b); i++ {
+		x := b[i]
 		if x == skip {
 			continue
 		}
@@ -434,39 +439,55 @@ func applyBitOp(s *Store, now int64, c *Command) Reply {
 		s.deleteLocked(dst)
 		return replyZero
 	}
-	res := make([]byte, maxLen)
-	at := func(v []byte, j int) byte {
-		if j < len(v) {
-			return v[j]
-		}
-		return 0
-	}
-	op := c.Int
-	for j := range res {
-		out := at(vals[0], j)
-		switch op {
-		case BitOpNot:
-			out = ^out
-		case BitOpAnd:
-			for _, v := range vals[1:] {
-				out &= at(v, j)
-			}
-		case BitOpOr:
-			for _, v := range vals[1:] {
-				out |= at(v, j)
-			}
-		case BitOpXor:
-			for _, v := range vals[1:] {
-				out ^= at(v, j)
-			}
-		}
-		res[j] = out
-	}
+	res := bitOp(int(c.Int), vals, maxLen)
 	// The destination is set as SET sets it: any TTL goes.
 	it := newItem(dst, nil, 0)
 	it.val, it.enc = res, encRaw
 	s.putLocked(it)
 	return IntReply(int64(maxLen))
+}
+
+// bitOp computes BITOP's result of length n: shorter strings count as zero
+// padded. It works eight bytes at a time.
+func bitOp(op int, vals [][]byte, n int) []byte {
+	res := make([]byte, n)
+	copy(res, vals[0])
+	if op == BitOpNot {
+		for j := range res {
+			res[j] = ^res[j]
+		}
+		return res
+	}
+	for _, v := range vals[1:] {
+		if op == BitOpAnd {
+			clear(res[len(v):])
+		}
+		m := min(len(v), n)
+		j := 0
+		for ; j+8 <= m; j += 8 {
+			a, b := binary.LittleEndian.Uint64(res[j:]), binary.LittleEndian.Uint64(v[j:])
+			switch op {
+			case BitOpAnd:
+				a &= b
+			case BitOpOr:
+				a |= b
+			default:
+				a ^= b
+			}
+			binary.LittleEndian.PutUint64(res[j:], a)
+		}
+		for ; j < m; j++ {
+			switch op {
+			case BitOpAnd:
+				res[j] &= v[j]
+			case BitOpOr:
+				res[j] |= v[j]
+			default:
+				res[j] ^= v[j]
+			}
+		}
+	}
+	return res
 }
 
 // BITFIELD subcommands. Each travels as 20 bytes: opcode, overflow,
