@@ -84,6 +84,11 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 		*cp.obj.cowGen() = s.keys.gen
 	}
 	cp.enc = old.enc
+	if old.enc == encByContent {
+		// Redis duplicates the value, so an integer it shared is
+		// now its own (OBJECT REFCOUNT 1).
+		cp.enc = encUnshared
+	}
 	s.putLocked(cp)
 	if old.kind == kindList || old.kind == kindZSet {
 		// A client blocked on the destination may now pop from it.
@@ -110,7 +115,7 @@ func readObject(s *Store, now int64, c *Command) Reply {
 		// kvs keeps no access times: every key is as fresh as can be.
 		return replyZero
 	}
-	if it.kind == kindString && stringEncoding(&it) == "int" {
+	if it.kind == kindString && it.enc != encUnshared && stringEncoding(&it) == "int" {
 		if v, _ := parseInt(it.val); v >= 0 && v < 10000 {
 			return IntReply(sharedRefCount)
 		}

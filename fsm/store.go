@@ -70,6 +70,7 @@ const (
 	encByContent stringEnc = iota // int, embstr or raw by the bytes (SET and most writes)
 	encRaw                        // written in place (APPEND, SETRANGE, SETBIT, BITFIELD, BITOP): raw
 	encNoInt                      // a formatted number (INCRBYFLOAT): embstr or raw, never int
+	encUnshared                   // by content, but a copy (COPY): never one of Redis's shared integers
 )
 
 // object is a collection's large form.
