@@ -119,3 +119,25 @@ func TestConfigLimits(t *testing.T) {
 		t.Errorf("limits %+v, want %+v", got, want)
 	}
 }
+
+// TestConfigSetOrder: names are checked before values, as in Redis 7.0.
+func TestConfigSetOrder(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CONFIG", "SET", "hash-max-listpack-entries", "abc", "bogus", "1"},
+			"-ERR Unknown option or number of arguments for CONFIG SET - 'bogus'\r\n"},
+		{[]string{"CONFIG", "SET", "hash-max-listpack-entries", "abc", "maxclients", "1", "maxclients", "2"},
+			"-ERR CONFIG SET failed (possibly related to argument 'maxclients') - duplicate parameter\r\n"},
+		{[]string{"CONFIG", "SET", "hash-max-listpack-entries", "abc", "maxclients", "x"},
+			"-ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - argument couldn't be parsed into an integer\r\n"},
+		{[]string{"CONFIG", "SET", "hash-max-listpack-entries", "1", "hash-max-ziplist-entries", "2"}, "+OK\r\n"},
+	} {
+		if got := rc.do(tt.args...); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}

@@ -121,3 +121,31 @@ func parseMemory(b []byte) (int64, bool) {
 	}
 	return int64(v * mul), true
 }
+
+// configSetNames checks the names of CONFIG SET's pairs before any value,
+// as Redis 7.0 does: the first unknown, immutable or repeated name is the
+// error, even after a pair whose value is wrong.
+func configSetNames(pairs [][]byte, known map[string]string) string {
+	seen := map[string]bool{}
+	for j := 0; j < len(pairs); j += 2 {
+		name := strings.ToLower(string(pairs[j]))
+		_, isLimit := limitParams[name]
+		switch {
+		case isLimit, name == "maxclients", name == "proto-max-bulk-len":
+		case hasParam(known, name):
+			return errConfigSetFailed(name, "can't set immutable config")
+		default:
+			return errConfigSetUnknown(pairs[j])
+		}
+		if seen[name] {
+			return errConfigSetFailed(name, "duplicate parameter")
+		}
+		seen[name] = true
+	}
+	return ""
+}
+
+func hasParam(params map[string]string, name string) bool {
+	_, ok := params[name]
+	return ok
+}

@@ -121,6 +121,10 @@ func (c *client) configSet(pairs [][]byte) {
 		return
 	}
 	known := c.s.configParams()
+	if e := configSetNames(pairs, known); e != "" {
+		c.out = appendError(c.out, e)
+		return
+	}
 	type change struct {
 		name string
 		v    int64
