@@ -123,7 +123,10 @@ var limitParams = [][2]string{
 
 func (g *cmdGen) configLimits() []string {
 	p := limitParams[g.r.Intn(len(limitParams))]
-	switch g.r.Intn(5) {
+	switch g.r.Intn(6) {
+	case 5:
+		// A bad value before a bad name: the name's error wins.
+		return []string{"CONFIG", "SET", p[0], "abc", g.pick("bogus-param", p[0]), p[1]}
 	case 0:
 		return []string{"CONFIG", "GET", g.pick("hash-max-*", "*ziplist*", "zset-*", "list-*", "*-entries",
 			"hash-max-listpack-entries", "list-compress*", "set-max-intset-entries", "zset-max-listpack-value")}
