@@ -118,6 +118,20 @@
 // scores and ZSCAN's cursor. Snapshots keep the form. Writes that can wake
 // a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key.
 //
+// # Bitmaps, COPY, slots
+//
+// Bitmaps are strings (bits.go): bit 0 is the top bit of the first byte, as
+// in Redis. A bit write that changes bytes inside the string builds a new
+// buffer, since replies and snapshots share the old one without the lock;
+// one that only grows the string writes past its length into spare
+// capacity, which nothing else can see, so a bitmap built at rising offsets
+// costs amortised O(1) per SETBIT. A string remembers (item.enc, not kept in
+// snapshots) whether it was last written in place or by INCRBYFLOAT, only
+// for OBJECT ENCODING's sake. COPY shares a string's bytes with its source
+// but not their spare capacity, and clones a large collection (O(1),
+// copy-on-write). CLUSTER COUNTKEYSINSLOT counts a slot's keys by rank in
+// the slot-ordered keyspace, without visiting them.
+//
 // # Formats
 //
 // Entries (encoding.go) and snapshots (snapshot.go) start with a version

@@ -144,6 +144,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(EncodeEntry(nil, t0, sampleCmds))
 	f.Add(EncodeEntry(nil, 0, nil))
 	f.Add(EncodeEntry(nil, -5, sampleCmds[:3]))
+	f.Add(EncodeEntry(nil, t0, bitsSampleCmds))
 	f.Add([]byte{1, 0, 1, byte(OpDel), 0, 0, 1, 0})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -162,7 +163,7 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("re-encoding changed the entry: %v", err)
 		}
 		for _, c := range cmds {
-			if c.Op == OpSetRange && c.Int > 1<<20 {
+			if c.Op == OpSetRange && c.Int > 1<<20 || bitsAllocate(c) > 1<<20 {
 				return // valid, but would allocate up to 512 MB per run
 			}
 		}

@@ -60,7 +60,9 @@ func (s *Store) incrByFloatLocked(now int64, c *Command) Reply {
 		return ErrorReply(ErrNaNOrInfinity)
 	}
 	text := formatLongDouble(sum)
-	s.putLocked(newItem(key, text, old.exp))
+	it := newItem(key, text, old.exp)
+	it.enc = encNoInt
+	s.putLocked(it)
 	return BulkReply(text)
 }
 

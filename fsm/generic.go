@@ -147,7 +147,7 @@ func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {
 	// form are shared by nothing but the item (and snapshots, which never
 	// write them), so only the key is new.
 	moved := newItem(dst, nil, old.exp)
-	moved.val, moved.obj, moved.kind = old.val, old.obj, old.kind
+	moved.val, moved.obj, moved.kind, moved.enc = old.val, old.obj, old.kind, old.enc
 	s.putLocked(moved)
 	if nx {
 		return replyOne

@@ -179,6 +179,9 @@ func TestHashKeepsTTL(t *testing.T) {
 // never converted back.
 func TestHashConversion(t *testing.T) {
 	s := NewStore()
+	lim := DefaultLimits()
+	lim.HashMaxListpackEntries = 128
+	s.SetLimits(lim)
 	var args []string
 	for i := range 128 {
 		args = append(args, "f"+itoa(i), "v")

@@ -52,9 +52,14 @@ func init() {
 }
 
 // stringEncoding is OBJECT ENCODING of a string, as Redis 7 decides it: an
-// integer that fits a long is "int", up to 44 bytes "embstr", else "raw".
+// integer that fits a long is "int", up to 44 bytes "embstr", else "raw";
+// a string changed in place stays "raw" and INCRBYFLOAT's result is never
+// "int" (item.enc).
 func stringEncoding(it *item) string {
-	if len(it.val) <= 20 {
+	if it.enc == encRaw {
+		return "raw"
+	}
+	if len(it.val) <= 20 && it.enc != encNoInt {
 		if _, ok := parseInt(it.val); ok {
 			return "int"
 		}

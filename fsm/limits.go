@@ -21,7 +21,7 @@ type Limits struct {
 // DefaultLimits are Redis 7's defaults.
 func DefaultLimits() Limits {
 	return Limits{
-		HashMaxListpackEntries: 128, HashMaxListpackValue: 64,
+		HashMaxListpackEntries: 512, HashMaxListpackValue: 64,
 		SetMaxIntsetEntries: 512, SetMaxListpackEntries: 128, SetMaxListpackValue: 64,
 		ZSetMaxListpackEntries: 128, ZSetMaxListpackValue: 64,
 		ListMaxListpackSize: -2, ListCompressDepth: 0,

@@ -55,7 +55,23 @@ type item struct {
 	obj  object // a collection's large form, or nil
 	exp  int64  // absolute Unix ms; 0: no TTL
 	kind kind
+	// enc is what OBJECT ENCODING remembers of how a string was last
+	// written, where Redis's answer depends on it and not only on the
+	// bytes (see stringEncoding). It costs no memory (the struct's
+	// padding) and is not kept in snapshots, as Redis forgets it on
+	// reload.
+	enc stringEnc
 }
+
+// stringEnc is item.enc.
+type stringEnc uint8
+
+const (
+	encByContent stringEnc = iota // int, embstr or raw by the bytes (SET and most writes)
+	encRaw                        // written in place (APPEND, SETRANGE, SETBIT, BITFIELD, BITOP): raw
+	encNoInt                      // a formatted number (INCRBYFLOAT): embstr or raw, never int
+	encUnshared                   // by content, but a copy (COPY): never one of Redis's shared integers
+)
 
 // object is a collection's large form.
 type object interface {

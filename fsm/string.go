@@ -228,6 +228,7 @@ func (s *Store) appendLocked(now int64, key, suffix []byte) Reply {
 		return ErrorReply(ErrStringTooLong)
 	}
 	old.val = append(old.val, suffix...)
+	old.enc = encRaw
 	s.putLocked(old)
 	return IntReply(int64(len(old.val)))
 }
@@ -253,7 +254,9 @@ func (s *Store) setRangeLocked(now int64, key []byte, offset int64, val []byte) 
 	if ok {
 		exp = old.exp
 	}
-	s.putLocked(newItem(key, buf, exp))
+	it := newItem(key, buf, exp)
+	it.enc = encRaw
+	s.putLocked(it)
 	return IntReply(int64(n))
 }
 

@@ -140,6 +140,9 @@ func runCluster(c *client, args [][]byte) {
 	case "help":
 		c.out = appendHelp(c.out, clusterHelp)
 		return
+	case "countkeysinslot", "getkeysinslot":
+		c.clusterKeysInSlot(name, args)
+		return
 	}
 	t, err := c.s.topology()
 	if err != nil {
@@ -169,6 +172,10 @@ func runCluster(c *client, args [][]byte) {
 
 var clusterHelp = []string{
 	"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"COUNTKEYSINSLOT <slot>",
+	"    Return the number of keys in <slot>.",
+	"GETKEYSINSLOT <slot> <count>",
+	"    Return key names stored by current node in a slot.",
 	"INFO",
 	"    Return information about the cluster.",
 	"KEYSLOT <key>",

@@ -33,6 +33,7 @@ func (s *Server) configParams() map[string]string {
 		"cluster-enabled":    "no",
 		"requirepass":        "",
 	}
+	s.addLimitParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -120,14 +121,32 @@ func (c *client) configSet(pairs [][]byte) {
 		return
 	}
 	known := c.s.configParams()
+	if e := configSetNames(pairs, known); e != "" {
+		c.out = appendError(c.out, e)
+		return
+	}
 	type change struct {
 		name string
 		v    int64
 	}
 	var changes []change
+	limits := c.s.cfg.Store.Limits()
+	limitsSet := map[string]bool{}
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
+		if limitsSet[name] {
+			c.out = appendError(c.out, errConfigSetFailed(name, "duplicate parameter"))
+			return
+		}
+		if known, e := setLimitParam(&limits, name, val); known {
+			if e != "" {
+				c.out = appendError(c.out, e)
+				return
+			}
+			limitsSet[name] = true
+			continue
+		}
 		switch name {
 		case "maxclients", "proto-max-bulk-len":
 			v, ok := parseInt(val)
@@ -149,6 +168,9 @@ func (c *client) configSet(pairs [][]byte) {
 			}
 			return
 		}
+	}
+	if len(limitsSet) > 0 {
+		c.s.cfg.Store.SetLimits(limits)
 	}
 	for _, ch := range changes {
 		switch ch.name {

@@ -1,0 +1,190 @@
+package fsm
+
+import "sort"
+
+// Commands on keys of any type added with the data types: COPY, OBJECT,
+// and the slot queries CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT, which
+// the slot-ordered keyspace answers with a range of the tree.
+
+const (
+	// OpCopy: Args[0]=source, Args[1]=destination (not the same key,
+	// checked by the server); FlagReplace overwrites an existing
+	// destination. The copy keeps the TTL. Reply :1 copied, :0 not.
+	OpCopy Op = opBaseBits + 50 + iota
+	// OpObject: Args[0]=key, Int=ObjectEncoding..ObjectRefCount.
+	// Reply nil for a missing key, else the answer (an error for FREQ:
+	// kvs has no LFU policy).
+	OpObject
+	// OpCountKeysInSlot: Int=slot (0..16383). Reply :keys not expired.
+	OpCountKeysInSlot
+	// OpGetKeysInSlot: Int=slot (0..16383), Int2=count (>= 0). Reply an
+	// array of up to count keys of the slot, in keyspace order.
+	OpGetKeysInSlot
+)
+
+// FlagReplace is COPY's REPLACE.
+const FlagReplace Flags = 1
+
+// OBJECT subcommands, in OpObject's Int.
+const (
+	ObjectEncoding = iota
+	ObjectFreq
+	ObjectIdleTime
+	ObjectRefCount
+)
+
+// ErrNoLFU is OBJECT FREQ's answer while maxmemory-policy is not an LFU
+// one, which in kvs is always.
+const ErrNoLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+
+// sharedRefCount is what Redis reports as the reference count of its
+// shared integers (0 to 9999), which its "int" strings use when
+// maxmemory is 0.
+const sharedRefCount = 2147483647
+
+func init() {
+	registerOp(OpCopy, opSpec{name: "COPY", write: true, args: 2, flags: FlagReplace, keys: keysFirst(2),
+		apply: applyCopy})
+	registerOp(OpObject, opSpec{name: "OBJECT", args: 1, read: readObject,
+		check: func(c *Command) error {
+			if c.Int < ObjectEncoding || c.Int > ObjectRefCount {
+				return errorString("unknown OBJECT subcommand")
+			}
+			return nil
+		}})
+	registerOp(OpCountKeysInSlot, opSpec{name: "CLUSTER COUNTKEYSINSLOT", args: 0, check: slotCheck,
+		read: func(s *Store, now int64, c *Command) Reply { return IntReply(s.countKeysInSlotLocked(now, int(c.Int))) }})
+	registerOp(OpGetKeysInSlot, opSpec{name: "CLUSTER GETKEYSINSLOT", args: 0, check: slotCheck,
+		read: readGetKeysInSlot})
+}
+
+func slotCheck(c *Command) error {
+	if c.Int < 0 || c.Int >= ClusterSlots || c.Int2 < 0 {
+		return errorString("slot or count out of range")
+	}
+	return nil
+}
+
+func applyCopy(s *Store, now int64, c *Command) Reply {
+	src, dst := c.Args[0], c.Args[1]
+	old, ok := s.liveLocked(src, now)
+	if !ok {
+		return replyZero
+	}
+	if _, exists := s.liveLocked(dst, now); exists && c.Flags&FlagReplace == 0 {
+		return replyZero
+	}
+	// Bytes below len are immutable, so the copy shares them; its
+	// capacity is clipped so that an APPEND or SETBIT growing either
+	// string in place can never write where the other would see it. A
+	// large collection is cloned (O(1), copy-on-write).
+	cp := s.newCollection(dst, old.kind, old.val[:len(old.val):len(old.val)], nil, old.exp)
+	if old.obj != nil {
+		cp.obj = old.obj.clone()
+		*cp.obj.cowGen() = s.keys.gen
+	}
+	cp.enc = old.enc
+	if old.enc == encByContent {
+		// Redis duplicates the value, so an integer it shared is
+		// now its own (OBJECT REFCOUNT 1).
+		cp.enc = encUnshared
+	}
+	s.putLocked(cp)
+	if old.kind == kindList || old.kind == kindZSet {
+		// A client blocked on the destination may now pop from it.
+		s.signalReadyLocked(dst)
+	}
+	return replyOne
+}
+
+func readObject(s *Store, now int64, c *Command) Reply {
+	it, ok := s.liveLocked(c.Args[0], now)
+	if !ok {
+		return replyNil
+	}
+	switch c.Int {
+	case ObjectEncoding:
+		enc := "unknown"
+		if f := kindTable[it.kind].encoding; f != nil {
+			enc = f(&it)
+		}
+		return BulkReply([]byte(enc))
+	case ObjectFreq:
+		return ErrorReply(ErrNoLFU)
+	case ObjectIdleTime:
+		// kvs keeps no access times: every key is as fresh as can be.
+		return replyZero
+	}
+	if it.kind == kindString && it.enc != encUnshared && stringEncoding(&it) == "int" {
+		if v, _ := parseInt(it.val); v >= 0 && v < 10000 {
+			return IntReply(sharedRefCount)
+		}
+	}
+	return replyOne
+}
+
+// slotBounds returns the keyspace range of slot: its shard, and the
+// hashes from lo up to (not including) hi; hi is 0 for the last slot.
+func slotBounds(slot int) (lo, hi uint64) {
+	lo = slotHash(slot)
+	if slot+1 < ClusterSlots {
+		hi = slotHash(slot + 1)
+	}
+	return lo, hi
+}
+
+// rankInShard is the number of items of shard i with a hash below h: a
+// binary search over the tree's ranks, O(log² n).
+func (ks *keyspace) rankInShard(i int, h uint64) int {
+	t := ks.shards[i]
+	if t == nil {
+		return 0
+	}
+	return sort.Search(t.Len(), func(r int) bool {
+		it, _ := t.GetAt(r)
+		return it.hash >= h
+	})
+}
+
+// countKeysInSlotLocked counts the live keys of slot without visiting
+// them: two ranks in the slot's shard, less the slot's expired keys.
+func (s *Store) countKeysInSlotLocked(now int64, slot int) int64 {
+	lo, hi := slotBounds(slot)
+	shard := shardOf(lo)
+	n := 0
+	if t := s.keys.shards[shard]; t != nil {
+		end := t.Len()
+		if hi != 0 && shardOf(hi) == shard {
+			end = s.keys.rankInShard(shard, hi)
+		}
+		n = end - s.keys.rankInShard(shard, lo)
+	}
+	s.expires.Scan(func(e expiry) bool {
+		if e.at > now {
+			return false
+		}
+		if KeySlot(e.key) == slot {
+			n--
+		}
+		return true
+	})
+	return int64(n)
+}
+
+func readGetKeysInSlot(s *Store, now int64, c *Command) Reply {
+	lo, hi := slotBounds(int(c.Int))
+	out := []Reply{}
+	if c.Int2 == 0 {
+		return Reply{Kind: ReplyArray, Array: out}
+	}
+	s.keys.Ascend(item{hash: lo}, func(it item) bool {
+		if hi != 0 && it.hash >= hi {
+			return false
+		}
+		if !it.expired(now) {
+			out = append(out, BulkReply([]byte(it.key)))
+		}
+		return int64(len(out)) < c.Int2
+	})
+	return Reply{Kind: ReplyArray, Array: out}
+}

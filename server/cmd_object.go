@@ -1,0 +1,128 @@
+package server
+
+import (
+	"time"
+
+	"kvs/fsm"
+)
+
+// COPY, OBJECT and the slot queries of CLUSTER: commands on keys of every
+// type.
+
+func init() {
+	registerCommands([]command{
+		{name: "copy", arity: -3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseCopy},
+		{name: "object", arity: -2, flags: r, group: "generic", run: runObject},
+	}...)
+	commandDocs["copy"] = [2]string{"Copies the value of a key to a new key.", "6.2.0"}
+	commandDocs["object"] = [2]string{"A container for object introspection commands.", "2.2.3"}
+}
+
+// parseCopy parses COPY source destination [DB n] [REPLACE] in Redis's
+// order: the options, then whether source and destination are one key.
+// kvs has one database, so DB accepts 0 alone, with SELECT's error.
+func parseCopy(c *client, args [][]byte) (fsm.Command, string) {
+	cmd := fsm.Command{Op: fsm.OpCopy, Args: args[1:3]}
+	for j := 3; j < len(args); j++ {
+		switch {
+		case is(args[j], "replace"):
+			cmd.Flags |= fsm.FlagReplace
+		case is(args[j], "db") && j+1 < len(args):
+			db, ok := parseInt(args[j+1])
+			if !ok {
+				return fsm.Command{}, errNotInteger
+			}
+			if db != int64(int32(db)) {
+				return fsm.Command{}, errIntRange
+			}
+			if db != 0 {
+				return fsm.Command{}, errDBIndex
+			}
+			j++
+		default:
+			return fsm.Command{}, errSyntax
+		}
+	}
+	if string(args[1]) == string(args[2]) {
+		return fsm.Command{}, errSameObject
+	}
+	return cmd, ""
+}
+
+var objectSubcommands = map[string]struct {
+	arity int
+	sub   int64
+}{
+	"encoding": {3, fsm.ObjectEncoding},
+	"freq":     {3, fsm.ObjectFreq},
+	"idletime": {3, fsm.ObjectIdleTime},
+	"refcount": {3, fsm.ObjectRefCount},
+	"help":     {2, -1},
+}
+
+// runObject answers OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key and OBJECT
+// HELP from the node's store, as MEMORY USAGE does.
+func runObject(c *client, args [][]byte) {
+	sub := args[1]
+	c.noteSubcommand("object", sub)
+	name := lowerName(sub)
+	spec, ok := objectSubcommands[name]
+	switch {
+	case !ok:
+		c.out = appendError(c.out, errUnknownSubcommand(sub, "object"))
+	case len(args) != spec.arity:
+		c.out = appendError(c.out, errWrongArgs("object|"+name))
+	case spec.sub < 0:
+		c.out = appendHelp(c.out, objectHelp)
+	default:
+		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: spec.sub})
+		c.out = appendReply(c.out, &r, c.proto)
+	}
+}
+
+var objectHelp = []string{
+	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// clusterKeysInSlot answers CLUSTER COUNTKEYSINSLOT slot and CLUSTER
+// GETKEYSINSLOT slot count (cluster mode) from the node's store, with
+// Redis's checks: the keys of one slot are one range of the keyspace.
+func (c *client) clusterKeysInSlot(name string, args [][]byte) {
+	slot, ok := parseInt(args[2])
+	if !ok {
+		c.out = appendError(c.out, errNotInteger)
+		return
+	}
+	cmd := fsm.Command{Op: fsm.OpCountKeysInSlot, Int: slot}
+	if name == "getkeysinslot" {
+		n, ok := parseInt(args[3])
+		if !ok {
+			c.out = appendError(c.out, errNotInteger)
+			return
+		}
+		if slot < 0 || slot >= fsm.ClusterSlots || n < 0 {
+			c.out = appendError(c.out, errInvalidSlotKey)
+			return
+		}
+		cmd.Op, cmd.Int2 = fsm.OpGetKeysInSlot, n
+	} else if slot < 0 || slot >= fsm.ClusterSlots {
+		c.out = appendError(c.out, errInvalidSlot)
+		return
+	}
+	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), cmd)
+	c.out = appendReply(c.out, &r, c.proto)
+}
