@@ -400,6 +400,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		case err != nil:
 			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
 			return true
+		case r.Kind == fsm.ReplyError && b.key != "" && b.w.req.retry != nil && r.Str == fsm.ErrWrongType:
+			// The ready key holds another type by now (pushed, then
+			// overwritten): as in Redis 7.0, the client stays blocked.
 		case r.Kind == fsm.ReplyError:
 			c.finishBlocking(&r, "")
 			return true
