@@ -264,7 +264,7 @@ func blockBPop(c *client, args [][]byte) (blockReq, string) {
 	if is(args[0], "brpop") {
 		cmd.Flags |= fsm.FlagListRight
 	}
-	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
 }
 
 func blockBLMove(c *client, args [][]byte) (blockReq, string) {
@@ -276,7 +276,7 @@ func blockBLMove(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
 }
 
 func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
@@ -285,7 +285,7 @@ func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
 		return blockReq{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpLMove, Args: args[1:3], Flags: fsm.FlagListRight}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
 }
 
 func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
@@ -297,5 +297,5 @@ func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
 }
