@@ -74,7 +74,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-
 // startLossyPair is startPair (replicating) with a lossyProposer.
 func startLossyPair(t *testing.T, committed bool) *pair {
 	t.Helper()
