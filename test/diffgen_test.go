@@ -188,7 +188,9 @@ func (g *cmdGen) next() []string {
 		// Never for SET: an appended value could complete a bare "exat"
 		// into a deadline in the past, which Redis counts until a timing-
 		// dependent background cycle removes it (see expiryOption).
-		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET")) {
+		// Nor for a command whose last argument is a timeout (BLPOP):
+		// a value appended would become a timeout of 0, forever.
+		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET") || timeoutLast(cmd[0])) {
 			cmd = cmd[:len(cmd)-1]
 		} else {
 			cmd = append(cmd, g.value())
