@@ -27,7 +27,11 @@ import (
 // wait on; the timeout (parseTimeout gives Redis's errors; 0 waits
 // forever); and retry, which builds the form to run when one key became
 // ready (retryOnKey: cmd with that key as its only argument, for ops whose
-// arguments are just their keys; nil: cmd itself). The op's apply must call
+// arguments are just their keys; nil: cmd itself); and tokenized, when
+// the op takes a result token in Int2 and reports its reply with it
+// (register its apply as withResultToken(apply) in fsm, as LMPOP does), so
+// that a pop whose outcome a lost leader left unknown is resolved rather
+// than answered UNCERTAIN. The op's apply must call
 // s.signalReadyLocked(key) for every key a write may make poppable (ZADD,
 // ZINCRBY, ZUNIONSTORE... into a sorted set).
 //
@@ -54,11 +58,13 @@ import (
 //  4. The timeout answers a null array (RESP3 null); a disconnect removes
 //     the waiter; shutdown closes the connection.
 //
-// A pop's outcome is the write path's: if the proposal fails with an
-// error (no leader, the leader unreachable, an unknown outcome), the
-// client gets that error and is no longer blocked. TRYAGAIN and
-// CLUSTERDOWN say the pop did not happen; UNCERTAIN says it may have (the
-// leader was lost after the pop was sent): see docs/compatibility.md.
+// A pop that fails with an error that says it did not happen (TRYAGAIN,
+// CLUSTERDOWN: no leader, the leader unreachable) answers the client with
+// it, which it can retry. A pop whose outcome is unknown (the leader was
+// lost after the pop was sent) is resolved by resolvePop: the client gets
+// the element the pop took, or stays blocked if it took none, and gets
+// UNCERTAIN only if no leader answers before its timeout. See
+// docs/compatibility.md.
 //
 // Inside MULTI (not yet supported) blocking commands will run as their
 // non-blocking forms, as in Redis.
