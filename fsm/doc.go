@@ -132,6 +132,24 @@
 // copy-on-write). CLUSTER COUNTKEYSINSLOT counts a slot's keys by rank in
 // the slot-ordered keyspace, without visiting them.
 //
+// # Lists
+//
+// A list (list.go, list_quicklist.go) is packed into item.val while it is
+// within list-max-listpack-size (Limits.ListMaxListpackSize: 8 KiB of
+// entries by default), as a count and length-prefixed entries; a write
+// builds a new buffer. Past that it becomes a copy-on-write B-tree of
+// chunks of about 1 KiB of entries each, keyed by sequence numbers with
+// room between neighbours: pushes and pops touch one end chunk, LINDEX,
+// LSET and LRANGE walk chunks from the nearer end, and a snapshot shares
+// every chunk (a chunk's bytes below its length never change; RPUSH
+// appends in spare capacity no one else sees). It is packed again once it
+// shrinks to half the limit. Snapshots hold a list as its length and
+// elements, whatever its form. Pushes (and LMOVE, RENAME onto a key)
+// signal their key ready for blocked clients; LMPOP and LMOVE with a
+// token in Int2 report their reply through the ready hook (ResultOf), so
+// a server can learn the outcome of a blocked client's pop from its own
+// replica.
+//
 // # Formats
 //
 // Entries (encoding.go) and snapshots (snapshot.go) start with a version

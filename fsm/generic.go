@@ -149,6 +149,9 @@ func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {
 	moved := newItem(dst, nil, old.exp)
 	moved.val, moved.obj, moved.kind, moved.enc = old.val, old.obj, old.kind, old.enc
 	s.putLocked(moved)
+	// A list or sorted set arriving under a name may serve clients blocked
+	// on it, as Redis signals every key it adds.
+	s.signalReadyLocked(dst)
 	if nx {
 		return replyOne
 	}

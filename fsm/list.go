@@ -48,13 +48,15 @@ const (
 	// OpLMove (LMOVE, RPOPLPUSH, and BLMOVE's non-blocking form):
 	// Args[0]=source, Args[1]=destination; FlagListRight pops the
 	// source's tail, FlagListToRight pushes at the destination's tail.
-	// Reply the element, or nil when the source is missing.
+	// Reply the element, or nil when the source is missing. Int2, when
+	// not 0, is a result token (see NoteResult).
 	OpLMove
 	// OpLMPop (LMPOP, and the non-blocking form of BLMPOP, BLPOP and
 	// BRPOP): Args = keys; FlagListRight pops tails; FlagListCount:
 	// Int=count (> 0), else 1. Pops from the first non-empty list. Reply
 	// [key, [elements]], or with FlagListBPop [key, element] (BLPOP's
-	// shape); a null array when every key is missing.
+	// shape); a null array when every key is missing. Int2, when not 0,
+	// is a result token (see NoteResult).
 	OpLMPop
 )
 
@@ -91,9 +93,9 @@ func init() {
 	registerOp(OpLTrim, opSpec{name: "LTRIM", write: true, args: 1, apply: applyLTrim})
 	registerOp(OpLPos, opSpec{name: "LPOS", args: 2, flags: FlagListCount, check: listLPosCheck, read: readLPos})
 	registerOp(OpLMove, opSpec{name: "LMOVE", write: true, args: 2, flags: FlagListRight | FlagListToRight,
-		keys: keysAll, apply: applyLMove})
+		keys: keysAll, apply: withResultToken(applyLMove)})
 	registerOp(OpLMPop, opSpec{name: "LMPOP", write: true, args: argsAtLeast(1),
-		flags: FlagListRight | FlagListCount | FlagListBPop, keys: keysAll, check: listLMPopCheck, apply: applyLMPop})
+		flags: FlagListRight | FlagListCount | FlagListBPop, keys: keysAll, check: listLMPopCheck, apply: withResultToken(applyLMPop)})
 
 	registerKind(kindList, kindSpec{
 		name: "list",
@@ -874,4 +876,49 @@ func listElements(it *item, fn func(elem []byte) bool) {
 			return
 		}
 	}
+}
+
+// Result tokens. A blocked client's pop on a cluster may be committed and
+// its reply lost with the leader; the server then learns the reply from
+// its own replica's apply. A pop carrying a token (a random number the
+// server drew) reports its reply through the ready hook under a key no
+// client can name, which ResultOf decodes; every replica reports it, since
+// every replica applies the entry.
+
+const resultKeyPrefix = "\x00kvs-result\x00"
+
+// withResultToken wraps a pop's apply so that a token in Int2 reports the
+// reply.
+func withResultToken(apply func(s *Store, now int64, c *Command) Reply) func(s *Store, now int64, c *Command) Reply {
+	return func(s *Store, now int64, c *Command) Reply {
+		r := apply(s, now, c)
+		if c.Int2 != 0 {
+			s.noteResultLocked(c.Int2, r)
+		}
+		return r
+	}
+}
+
+// noteResultLocked reports r as the reply of the command with token.
+func (s *Store) noteResultLocked(token int64, r Reply) {
+	if s.readyHook == nil {
+		return
+	}
+	key := binary.BigEndian.AppendUint64([]byte(resultKeyPrefix), uint64(token))
+	s.signalReadyLocked(AppendReplies(key, []Reply{r}))
+}
+
+// ResultOf decodes a key the ready hook received: if it reports a
+// command's reply (see withResultToken), it returns the command's token
+// and reply.
+func ResultOf(key string) (token int64, r Reply, ok bool) {
+	if len(key) < len(resultKeyPrefix)+8 || key[:len(resultKeyPrefix)] != resultKeyPrefix {
+		return 0, Reply{}, false
+	}
+	b := []byte(key[len(resultKeyPrefix):])
+	replies, err := DecodeReplies(b[8:])
+	if err != nil || len(replies) != 1 {
+		return 0, Reply{}, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), replies[0], true
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -25,7 +27,11 @@ import (
 // wait on; the timeout (parseTimeout gives Redis's errors; 0 waits
 // forever); and retry, which builds the form to run when one key became
 // ready (retryOnKey: cmd with that key as its only argument, for ops whose
-// arguments are just their keys; nil: cmd itself). The op's apply must call
+// arguments are just their keys; nil: cmd itself); and tokenized, when
+// the op takes a result token in Int2 and reports its reply with it
+// (register its apply as withResultToken(apply) in fsm, as LMPOP does), so
+// that a pop whose outcome a lost leader left unknown is resolved rather
+// than answered UNCERTAIN. The op's apply must call
 // s.signalReadyLocked(key) for every key a write may make poppable (ZADD,
 // ZINCRBY, ZUNIONSTORE... into a sorted set).
 //
@@ -52,11 +58,13 @@ import (
 //  4. The timeout answers a null array (RESP3 null); a disconnect removes
 //     the waiter; shutdown closes the connection.
 //
-// A pop's outcome is the write path's: if the proposal fails with an
-// error (no leader, the leader unreachable, an unknown outcome), the
-// client gets that error and is no longer blocked. TRYAGAIN and
-// CLUSTERDOWN say the pop did not happen; UNCERTAIN says it may have (the
-// leader was lost after the pop was sent): see docs/compatibility.md.
+// A pop that fails with an error that says it did not happen (TRYAGAIN,
+// CLUSTERDOWN: no leader, the leader unreachable) answers the client with
+// it, which it can retry. A pop whose outcome is unknown (the leader was
+// lost after the pop was sent) is resolved by resolvePop: the client gets
+// the element the pop took, or stays blocked if it took none, and gets
+// UNCERTAIN only if no leader answers before its timeout. See
+// docs/compatibility.md.
 //
 // Inside MULTI (not yet supported) blocking commands will run as their
 // non-blocking forms, as in Redis.
@@ -72,6 +80,10 @@ type blockReq struct {
 	keys    [][]byte
 	timeout time.Duration // 0: forever
 	retry   func(cmd fsm.Command, key []byte) fsm.Command
+	// tokenized: the op takes a result token in Int2 and reports its
+	// reply with it (fsm's withResultToken), so that a pop whose outcome
+	// is unknown can be resolved (see resolvePop).
+	tokenized bool
 }
 
 // retryOnKey is blockReq.retry for ops whose arguments are their keys.
@@ -139,11 +151,45 @@ type waiter struct {
 	blocked bool
 }
 
-// blockRegistry holds the blocked clients of a server, queued per key.
+// blockRegistry holds the blocked clients of a server, queued per key,
+// and the result tokens of pops whose replies are awaited.
 type blockRegistry struct {
-	mu   sync.Mutex
-	keys map[string][]*waiter
-	byID map[int64]*waiter
+	mu      sync.Mutex
+	keys    map[string][]*waiter
+	byID    map[int64]*waiter
+	results map[int64]*popResult
+}
+
+// popResult is the reply a replica's apply reported for a pop's token.
+type popResult struct {
+	done  chan struct{} // closed once r is set
+	r     fsm.Reply
+	found bool
+}
+
+// watch starts collecting the reply of the pop with token.
+func (br *blockRegistry) watch(token int64) *popResult {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.results == nil {
+		br.results = make(map[int64]*popResult)
+	}
+	pr := &popResult{done: make(chan struct{})}
+	br.results[token] = pr
+	return pr
+}
+
+func (br *blockRegistry) unwatch(token int64) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	delete(br.results, token)
+}
+
+// result returns the reply reported for pr, if any.
+func (br *blockRegistry) result(pr *popResult) (fsm.Reply, bool) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return pr.r, pr.found
 }
 
 func (br *blockRegistry) add(w *waiter) {
@@ -205,6 +251,13 @@ func (br *blockRegistry) signal(keys []string) {
 
 func (br *blockRegistry) signalLocked(keys []string) {
 	for _, k := range keys {
+		if token, r, ok := fsm.ResultOf(k); ok {
+			if pr := br.results[token]; pr != nil && !pr.found {
+				pr.r, pr.found = r, true
+				close(pr.done)
+			}
+			continue
+		}
 		q := br.keys[k]
 		if len(q) == 0 {
 			continue
@@ -400,6 +453,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		case err != nil:
 			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
 			return true
+		case r.Kind == fsm.ReplyError && b.key != "" && b.w.req.retry != nil && r.Str == fsm.ErrWrongType:
+			// The ready key holds another type by now (pushed, then
+			// overwritten): as in Redis 7.0, the client stays blocked.
 		case r.Kind == fsm.ReplyError:
 			c.finishBlocking(&r, "")
 			return true
@@ -429,10 +485,77 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		c.lp.outstanding++
 		return fsm.Reply{}, nil, false
 	}
-	replies, perr := c.s.Propose([]fsm.Command{b.cmd})
-	r, err = firstReply(replies, perr)
-	return r, err, true
+	if c.s.cfg.Cluster == nil || !b.w.req.tokenized {
+		replies, perr := c.s.Propose([]fsm.Command{b.cmd})
+		r, err = firstReply(replies, perr)
+		return r, err, true
+	}
+	for {
+		token := rand.Int64() | 1
+		b.cmd.Int2 = token
+		pr := c.s.blocked.watch(token)
+		replies, perr := c.s.Propose([]fsm.Command{b.cmd})
+		if errors.Is(perr, ErrUnknownOutcome) {
+			var applied bool
+			r, applied, perr = c.resolvePop(b, pr, perr)
+			if !applied && perr == nil {
+				c.s.blocked.unwatch(token)
+				continue // the pop never happened: run it again
+			}
+			replies = []fsm.Reply{r}
+		}
+		c.s.blocked.unwatch(token)
+		r, err = firstReply(replies, perr)
+		return r, err, true
+	}
 }
+
+// resolvePop finds out what became of a pop whose outcome is unknown (the
+// leader was lost, or timed out, after the pop was sent), so that an
+// element it took is not lost with the reply. If the pop was committed,
+// this node applies it too and its token reports the reply (applied). To
+// learn that it was not, the node proposes a write of no effect through
+// the current leader and catches up with it: a leader that commits an
+// entry of its own term has committed every earlier entry that can ever
+// be committed, so a pop not applied by then never will be (not applied,
+// no error). Until a leader answers, it retries every resolveRetry; at the
+// client's timeout, or when the server stops, it gives up with the
+// original error.
+func (c *client) resolvePop(b *blockState, pr *popResult, cause error) (r fsm.Reply, applied bool, err error) {
+	var deadline <-chan time.Time
+	if !b.w.deadline.IsZero() {
+		t := time.NewTimer(time.Until(b.w.deadline))
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		if r, ok := c.s.blocked.result(pr); ok {
+			return r, true, nil
+		}
+		_, berr := c.s.Propose([]fsm.Command{{Op: fsm.OpDelExpired}})
+		if r, ok := c.s.blocked.result(pr); ok {
+			return r, true, nil
+		}
+		if berr == nil {
+			return fsm.Reply{}, false, nil
+		}
+		retry := time.NewTimer(resolveRetry)
+		select {
+		case <-pr.done:
+		case <-retry.C:
+		case <-deadline:
+			retry.Stop()
+			return fsm.Reply{}, false, cause
+		case <-c.s.cronStopChan():
+			retry.Stop()
+			return fsm.Reply{}, false, cause
+		}
+		retry.Stop()
+	}
+}
+
+// resolveRetry is how often resolvePop asks again for a leader.
+const resolveRetry = 100 * time.Millisecond
 
 // servedKey is the key a pop took from: the one it was retried on, or the
 // one its reply names first (BLPOP's and BZPOPMIN's shapes), or its only

@@ -264,7 +264,7 @@ func blockBPop(c *client, args [][]byte) (blockReq, string) {
 	if is(args[0], "brpop") {
 		cmd.Flags |= fsm.FlagListRight
 	}
-	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
 }
 
 func blockBLMove(c *client, args [][]byte) (blockReq, string) {
@@ -276,7 +276,7 @@ func blockBLMove(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
 }
 
 func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
@@ -285,7 +285,7 @@ func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
 		return blockReq{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpLMove, Args: args[1:3], Flags: fsm.FlagListRight}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
 }
 
 func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
@@ -297,5 +297,34 @@ func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
+}
+
+func init() {
+	for name, doc := range map[string][2]string{
+		"lpush":      {"Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"},
+		"rpush":      {"Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"},
+		"lpushx":     {"Prepends one or more elements to a list only when the list exists.", "2.2.0"},
+		"rpushx":     {"Appends an element to a list only when the list exists.", "2.2.0"},
+		"lpop":       {"Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0"},
+		"rpop":       {"Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "1.0.0"},
+		"llen":       {"Returns the length of a list.", "1.0.0"},
+		"lrange":     {"Returns a range of elements from a list.", "1.0.0"},
+		"lindex":     {"Returns an element from a list by its index.", "1.0.0"},
+		"lset":       {"Sets the value of an element in a list by its index.", "1.0.0"},
+		"linsert":    {"Inserts an element before or after another element in a list.", "2.2.0"},
+		"lrem":       {"Removes elements from a list. Deletes the list if the last element was removed.", "1.0.0"},
+		"ltrim":      {"Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "1.0.0"},
+		"lpos":       {"Returns the index of matching elements in a list.", "6.0.6"},
+		"lmove":      {"Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "6.2.0"},
+		"rpoplpush":  {"Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0"},
+		"lmpop":      {"Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0"},
+		"blpop":      {"Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "2.0.0"},
+		"brpop":      {"Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "2.0.0"},
+		"blmove":     {"Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", "6.2.0"},
+		"brpoplpush": {"Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", "2.2.0"},
+		"blmpop":     {"Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "7.0.0"},
+	} {
+		commandDocs[name] = doc
+	}
 }

@@ -2,13 +2,11 @@ package test
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Blocking commands end to end: order of service, timeouts, BLMOVE,
@@ -299,5 +297,17 @@ func isRetryable(text string) bool {
 	return false
 }
 
-var _ = errors.New
-var _ = time.Second
+// TestBlockingRename: a list renamed onto the key a client waits on
+// serves it, as in Redis.
+func TestBlockingRename(t *testing.T) {
+	n := startKVS(t, KVSOptions{})
+	c := dialRaw(t, n.Addr)
+	c.send("BLPOP", "target", "0")
+	waitBlocked(t, n.Addr, 1)
+	o := dialRaw(t, n.Addr)
+	o.Do("RPUSH", "source", "moved")
+	o.Do("RENAME", "source", "target")
+	if v := c.Read(); string(v.Raw) != "*2\r\n$6\r\ntarget\r\n$5\r\nmoved\r\n" {
+		t.Fatalf("BLPOP after RENAME onto its key: %s", v)
+	}
+}

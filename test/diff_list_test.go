@@ -151,3 +151,14 @@ func dumpList(c *rawConn, key string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// timeoutLast reports whether a command's last argument is its timeout,
+// whatever the number of arguments (BLPOP key... timeout), so that the
+// generator never appends an argument to it.
+func timeoutLast(name string) bool {
+	switch strings.ToUpper(name) {
+	case "BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX":
+		return true
+	}
+	return false
+}

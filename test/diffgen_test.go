@@ -187,9 +187,11 @@ func (g *cmdGen) next() []string {
 	case g.chance(0.03): // wrong arity: drop or add an argument
 		// Never for SET: an appended value could complete a bare "exat"
 		// into a deadline in the past, which Redis counts until a timing-
-		// dependent background cycle removes it (see expiryOption). Never
-		// dropped for SPOP: without its count it pops at random.
-		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET")) && !strings.EqualFold(cmd[0], "SPOP") {
+		// dependent background cycle removes it (see expiryOption). Nor
+		// for a command whose last argument is a timeout (BLPOP): a value
+		// appended would become a timeout of 0, forever. Never dropped
+		// for SPOP: without its count it pops at random.
+		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET") || timeoutLast(cmd[0])) && !strings.EqualFold(cmd[0], "SPOP") {
 			cmd = cmd[:len(cmd)-1]
 		} else {
 			cmd = append(cmd, g.value())
