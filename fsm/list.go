@@ -99,12 +99,10 @@ func init() {
 
 	registerKind(kindList, kindSpec{
 		name: "list",
-		encoding: func(it *item) string {
-			if it.obj != nil {
-				return "quicklist"
-			}
-			return "listpack"
-		},
+		// Redis 7.0 keeps every list in a quicklist (7.2 added listpack
+		// lists) and OBJECT ENCODING says so whatever the size; kvs's
+		// packed form is its own business.
+		encoding: func(it *item) string { return "quicklist" },
 		write:    writeList,
 		read:     readList,
 		elements: listElements,

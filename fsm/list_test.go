@@ -90,28 +90,34 @@ func TestListLPosMinRank(t *testing.T) {
 
 func TestListEncoding(t *testing.T) {
 	s := NewStore()
-	enc := func(key string) string {
+	form := func(key string) string {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		it, _ := s.getLocked([]byte(key))
-		return kindTable[it.kind].encoding(&it)
+		if enc := kindTable[it.kind].encoding(&it); enc != "quicklist" {
+			t.Fatalf("OBJECT ENCODING %s, want quicklist as Redis 7.0 answers", enc)
+		}
+		if it.obj != nil {
+			return "large"
+		}
+		return "packed"
 	}
 	s.Apply(0, t0, []Command{c(OpRPush, "l", "a", "b")})
-	if e := enc("l"); e != "listpack" {
+	if e := form("l"); e != "packed" {
 		t.Fatalf("small list: %s", e)
 	}
 	big := strings.Repeat("x", 5000)
 	s.Apply(0, t0, []Command{c(OpRPush, "l", big, big)})
-	if e := enc("l"); e != "quicklist" {
+	if e := form("l"); e != "large" {
 		t.Fatalf("list of 10 KB: %s", e)
 	}
 	s.Apply(0, t0, []Command{c(OpRPop, "l"), c(OpRPop, "l")})
-	if e := enc("l"); e != "listpack" {
+	if e := form("l"); e != "packed" {
 		t.Fatalf("list shrunk to two small elements: %s", e)
 	}
 	s.SetLimits(Limits{ListMaxListpackSize: 3})
 	s.Apply(0, t0, []Command{c(OpRPush, "l", "c", "d")})
-	if e := enc("l"); e != "quicklist" {
+	if e := form("l"); e != "large" {
 		t.Fatalf("4 entries past a limit of 3: %s", e)
 	}
 	checkInvariants(t, s)

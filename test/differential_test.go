@@ -362,10 +362,20 @@ func sameReply(cmd []string, ref, got string) bool {
 	}
 	rv, err1 := parseValue(ref)
 	gv, err2 := parseValue(got)
-	if err1 != nil || err2 != nil || rv.Kind != gv.Kind {
+	if err1 != nil || err2 != nil {
 		return false
 	}
 	name := strings.ToUpper(cmd[0])
+	for _, dt := range diffTypes {
+		if dt.sameKinds != nil {
+			if equal, handled := dt.sameKinds(cmd, rv, gv); handled {
+				return equal
+			}
+		}
+	}
+	if rv.Kind != gv.Kind {
+		return false
+	}
 	for _, dt := range diffTypes {
 		if dt.same != nil {
 			if equal, handled := dt.same(cmd, rv, gv); handled {

@@ -226,6 +226,10 @@ type diffType struct {
 	// commands that are not byte-identical: handled says whether it
 	// decided, for random picks (SRANDMEMBER's members) and the like.
 	same func(cmd []string, ref, got Value) (equal, handled bool)
+	// sameKinds is same for replies that may differ in kind (an error
+	// from one server, an array from the other); same only ever sees
+	// replies of one kind.
+	sameKinds func(cmd []string, ref, got Value) (equal, handled bool)
 }
 
 var diffTypes []diffType

@@ -1,0 +1,66 @@
+package server
+
+import "kvs/fsm"
+
+func init() {
+	registerCommands([]command{
+		{name: "sort", arity: -2, flags: w, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseSort},
+		{name: "sort_ro", arity: -2, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", parse: parseSort},
+	}...)
+	commandDocs["sort"] = [2]string{"Sort the elements in a list, set or sorted set", "1.0.0"}
+	commandDocs["sort_ro"] = [2]string{"Sort the elements in a list, set or sorted set. Read-only variant of SORT.", "7.0.0"}
+}
+
+// parseSort parses SORT and SORT_RO key [BY pattern] [LIMIT offset count]
+// [GET pattern ...] [ASC|DESC] [ALPHA] [STORE destination] as Redis's
+// sortCommandGeneric does: options in any order, the last of each winning,
+// STORE a syntax error in SORT_RO. SORT without STORE is a read; with STORE
+// a write.
+func parseSort(c *client, args [][]byte) (fsm.Command, string) {
+	readonly := is(args[0], "sort_ro")
+	cmd := fsm.Command{Int2: -1}
+	var by, store []byte
+	var gets [][]byte
+	for j := 2; j < len(args); j++ {
+		left := len(args) - j - 1
+		switch {
+		case is(args[j], "asc"):
+			cmd.Flags &^= fsm.FlagSortDesc
+		case is(args[j], "desc"):
+			cmd.Flags |= fsm.FlagSortDesc
+		case is(args[j], "alpha"):
+			cmd.Flags |= fsm.FlagSortAlpha
+		case is(args[j], "limit") && left >= 2:
+			off, ok1 := parseInt(args[j+1])
+			n, ok2 := parseInt(args[j+2])
+			if !ok1 || !ok2 {
+				return fsm.Command{}, errNotInteger
+			}
+			cmd.Int, cmd.Int2 = off, n
+			j += 2
+		case !readonly && is(args[j], "store") && left >= 1:
+			store = args[j+1]
+			j++
+		case is(args[j], "by") && left >= 1:
+			by = args[j+1]
+			cmd.Flags |= fsm.FlagSortBy
+			j++
+		case is(args[j], "get") && left >= 1:
+			gets = append(gets, args[j+1])
+			j++
+		default:
+			return fsm.Command{}, errSyntax
+		}
+	}
+	if by == nil {
+		by = []byte{}
+	}
+	if store != nil {
+		cmd.Op = fsm.OpSortStore
+		cmd.Args = append([][]byte{args[1], store, by}, gets...)
+	} else {
+		cmd.Op = fsm.OpSort
+		cmd.Args = append([][]byte{args[1], by}, gets...)
+	}
+	return cmd, ""
+}
