@@ -90,7 +90,8 @@ func killRounds(t *testing.T, n *Node, ledger *ackLedger, rounds int, rng *rand.
 		}
 		n.Start()
 		ledger.verify(t, n, true)
-		t.Logf("round %d: %d SETs acknowledged of %d sent so far%s", round, len(ledger.acked), ledger.attempted, note)
+		t.Logf("round %d: %d SETs and %d hash, list, set and sorted-set members acknowledged, of %d sent so far%s",
+			round, len(ledger.acked), ledger.collAckedCount(), ledger.attempted, note)
 		if t.Failed() {
 			t.Fatalf("round %d lost acknowledged writes\n%s", round, n.LogTail(30))
 		}

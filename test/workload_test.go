@@ -19,15 +19,61 @@ type ackLedger struct {
 	attempted int               // SETs sent, acknowledged or not
 	ctrAcked  []int64           // per writer: highest INCR reply received
 	ctrSent   []int64           // per writer: INCRs sent, acknowledged or not
-	surprises []string          // replies that are neither success nor a broken connection
+	// Collections: each writer also adds unique members to a hash, a
+	// list, a set and a sorted set of its own (collKeys), one of them per
+	// SET, in turn. collAcked holds the members acknowledged, collSent
+	// every member sent, per writer and type.
+	collAcked [][collTypes]map[string]bool
+	collSent  [][collTypes]map[string]bool
+	surprises []string // replies that are neither success nor a broken connection
+}
+
+// The collection types every writer writes, and the command that adds a
+// member to each.
+const (
+	collHash = iota
+	collList
+	collSet
+	collZSet
+	collTypes
+)
+
+func collKey(w, typ int) string {
+	return fmt.Sprintf("%s:%02d", [collTypes]string{"hash", "list", "set", "zset"}[typ], w)
+}
+
+// collAdd is the command adding member m to writer w's collection of typ,
+// and the reply that acknowledges it.
+func collAdd(w, typ int, m string) ([]byte, func(Value) bool) {
+	key := collKey(w, typ)
+	isOne := func(v Value) bool { return string(v.Raw) == ":1\r\n" }
+	switch typ {
+	case collHash:
+		return encodeCommand("HSET", key, m, "v"+m), isOne
+	case collList:
+		// RPUSH answers the new length.
+		return encodeCommand("RPUSH", key, m), func(v Value) bool { return v.Kind == ':' && atoi64(v.Str) > 0 }
+	case collSet:
+		return encodeCommand("SADD", key, m), isOne
+	}
+	return encodeCommand("ZADD", key, "1", m), isOne
 }
 
 func newAckLedger(writers int) *ackLedger {
-	return &ackLedger{
-		acked:    make(map[string]string),
-		ctrAcked: make([]int64, writers),
-		ctrSent:  make([]int64, writers),
+	l := &ackLedger{
+		acked:     make(map[string]string),
+		ctrAcked:  make([]int64, writers),
+		ctrSent:   make([]int64, writers),
+		collAcked: make([][collTypes]map[string]bool, writers),
+		collSent:  make([][collTypes]map[string]bool, writers),
 	}
+	for w := range writers {
+		for typ := range collTypes {
+			l.collAcked[w][typ] = make(map[string]bool)
+			l.collSent[w][typ] = make(map[string]bool)
+		}
+	}
+	return l
 }
 
 func counterKey(w int) string { return fmt.Sprintf("ctr:%02d", w) }
@@ -35,7 +81,9 @@ func counterKey(w int) string { return fmt.Sprintf("ctr:%02d", w) }
 // load runs one writer per ledger slot against addr until stop is closed or
 // its connection breaks (as it does when the server is killed or stopped).
 // Each writer alternates a SET of a key never used before with an INCR of
-// its own counter and records each acknowledgement.
+// its own counter and the addition of a new member to one of its
+// collections (a hash, a list, a set, a sorted set in turn), and records
+// each acknowledgement.
 // load returns once every writer has returned.
 func (l *ackLedger) load(t testing.TB, addr string, round int, stop <-chan struct{}) {
 	t.Helper()
@@ -77,18 +125,30 @@ func (l *ackLedger) write(c net.Conn, w, round int, stop <-chan struct{}) {
 		var req []byte
 		keys := make([]string, depth)
 		vals := make([]string, depth)
+		members := make([]string, depth)
+		acks := make([]func(Value) bool, depth)
+		types := make([]int, depth)
 		for j := range keys {
 			keys[j] = fmt.Sprintf("r%d:w%02d:%06d", round, w, i)
 			vals[j] = fmt.Sprintf("v%d.%d.%d", round, w, i)
+			// Zero-padded, so a writer's list members ascend.
+			members[j] = fmt.Sprintf("%03d.%07d", round, i)
 			i++
 			req = append(req, encodeCommand("SET", keys[j], vals[j])...)
 			req = append(req, encodeCommand("INCR", counterKey(w))...)
+			types[j] = i % collTypes
+			var add []byte
+			add, acks[j] = collAdd(w, types[j], members[j])
+			req = append(req, add...)
 		}
 		// Counted before sending: any of these may apply even if its
 		// reply is lost.
 		l.mu.Lock()
 		l.attempted += depth
 		l.ctrSent[w] += int64(depth)
+		for j := range keys {
+			l.collSent[w][types[j]][members[j]] = true
+		}
 		l.mu.Unlock()
 		c.SetDeadline(time.Now().Add(ioTimeout))
 		if _, err := c.Write(req); err != nil {
@@ -105,6 +165,11 @@ func (l *ackLedger) write(c net.Conn, w, round int, stop <-chan struct{}) {
 				return
 			}
 			l.recordIncr(w, incr)
+			add, err := readValue(r)
+			if err != nil {
+				return
+			}
+			l.recordAdd(w, types[j], members[j], add, acks[j])
 		}
 	}
 }
@@ -117,6 +182,29 @@ func (l *ackLedger) recordSet(key, val string, v Value) {
 		return
 	}
 	l.surprises = append(l.surprises, fmt.Sprintf("SET %s: %q", key, v.Raw))
+}
+
+// collAckedCount is the number of collection members acknowledged.
+func (l *ackLedger) collAckedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for w := range l.collAcked {
+		for typ := range collTypes {
+			n += len(l.collAcked[w][typ])
+		}
+	}
+	return n
+}
+
+func (l *ackLedger) recordAdd(w, typ int, m string, v Value, ok func(Value) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ok(v) {
+		l.collAcked[w][typ][m] = true
+		return
+	}
+	l.surprises = append(l.surprises, fmt.Sprintf("adding %s to %s: %q", m, collKey(w, typ), v.Raw))
 }
 
 func (l *ackLedger) recordIncr(w int, v Value) {
@@ -185,8 +273,70 @@ func (l *ackLedger) verify(t testing.TB, n *Node, strict bool) {
 			t.Errorf("%s = %d, more than the %d INCRs ever sent", counterKey(w), got, l.ctrSent[w])
 		}
 	}
-	if v := rc.Do("DBSIZE"); v.Kind != ':' || atoi64(v.Str) > int64(l.attempted+len(l.ctrSent)) {
-		t.Errorf("DBSIZE = %s, more than the %d keys ever written", v, l.attempted+len(l.ctrSent))
+	for w := range l.collSent {
+		for typ := range collTypes {
+			l.verifyCollection(t, rc, w, typ, strict)
+		}
+	}
+	written := l.attempted + len(l.ctrSent)*(1+collTypes)
+	if v := rc.Do("DBSIZE"); v.Kind != ':' || atoi64(v.Str) > int64(written) {
+		t.Errorf("DBSIZE = %s, more than the %d keys ever written", v, written)
+	}
+}
+
+// verifyCollection checks one writer's collection of typ: every member
+// acknowledged is there (strict), nothing is there that was never sent, a
+// hash field holds its value, and a list holds its members in the order
+// they were pushed.
+func (l *ackLedger) verifyCollection(t testing.TB, rc *rawConn, w, typ int, strict bool) {
+	t.Helper()
+	key := collKey(w, typ)
+	var v Value
+	switch typ {
+	case collHash:
+		v = rc.Do("HGETALL", key)
+	case collList:
+		v = rc.Do("LRANGE", key, "0", "-1")
+	case collSet:
+		v = rc.Do("SMEMBERS", key)
+	default:
+		v = rc.Do("ZRANGE", key, "0", "-1")
+	}
+	if v.Kind != '*' && v.Kind != '%' && v.Kind != '~' {
+		t.Errorf("reading %s: %s", key, v)
+		return
+	}
+	present := map[string]bool{}
+	step := 1
+	if typ == collHash {
+		step = 2
+	}
+	prev := ""
+	for i := 0; i+step-1 < len(v.Elems); i += step {
+		m := v.Elems[i].Str
+		present[m] = true
+		if !l.collSent[w][typ][m] {
+			t.Errorf("%s holds %q, never sent", key, m)
+		}
+		if typ == collHash && v.Elems[i+1].Str != "v"+m {
+			t.Errorf("%s field %q = %q, want %q", key, m, v.Elems[i+1].Str, "v"+m)
+		}
+		if typ == collList && m <= prev {
+			t.Errorf("%s holds %q after %q: out of push order", key, m, prev)
+		}
+		prev = m
+	}
+	if !strict {
+		return
+	}
+	var lost []string
+	for m := range l.collAcked[w][typ] {
+		if !present[m] {
+			lost = append(lost, m)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%s lost %d of %d acknowledged members, e.g. %v", key, len(lost), len(l.collAcked[w][typ]), lost[:min(5, len(lost))])
 	}
 }
 
