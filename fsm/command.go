@@ -140,6 +140,11 @@ func (op Op) IsWrite() bool { return op < opLimit && opTable[op].write }
 // bits.
 type Flags uint32
 
+// FlagScanMatch, on SSCAN and ZSCAN: Args[1] is a MATCH pattern even when
+// empty (MATCH "" matches only the empty member); without it an empty
+// Args[1] means no MATCH, every member.
+const FlagScanMatch Flags = 1 << 24
+
 const (
 	FlagNX Flags = 1 << iota
 	FlagXX

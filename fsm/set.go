@@ -101,7 +101,7 @@ func init() {
 	}
 	registerOp(OpSInterCard, opSpec{name: "SINTERCARD", args: argsAtLeast(1), check: nonNegativeInt,
 		read: readSInterCard})
-	registerOp(OpSScan, opSpec{name: "SSCAN", args: 2, flags: FlagSetScanSyntax | FlagSetScanNotInt,
+	registerOp(OpSScan, opSpec{name: "SSCAN", args: 2, flags: FlagSetScanSyntax | FlagSetScanNotInt | FlagScanMatch,
 		check: func(c *Command) error {
 			if c.Int2 < 1 {
 				return errorString("count below 1")
@@ -789,7 +789,7 @@ func readSScan(s *Store, now int64, c *Command) Reply {
 		return ErrorReply(ErrNotInteger)
 	}
 	pattern := string(c.Args[1])
-	usePattern := pattern != "" && pattern != "*"
+	usePattern := (pattern != "" || c.Flags&FlagScanMatch != 0) && pattern != "*"
 	out := []Reply{}
 	keep := func(m []byte) {
 		if !usePattern || matchGlob(pattern, unsafeString(m)) {

@@ -84,6 +84,9 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 			return nil, replyWrongType, false
 		}
 		spec.elements(&it, func(e []byte) bool {
+			if e == nil {
+				e = []byte{} // nil marks a GET that found nothing
+			}
 			elems = append(elems, e)
 			return true
 		})
@@ -184,6 +187,8 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 		for _, g := range gets {
 			v, found := s.lookupByPattern(now, g, vec[j].elem)
 			switch {
+			case found && v == nil:
+				out = append(out, []byte{})
 			case found:
 				out = append(out, v)
 			case store:

@@ -23,6 +23,7 @@ func TestSort(t *testing.T) {
 		c(OpHSet, "h_1", "f", "q"),
 		c(OpRPush, "bad", "1", "x"),
 		c(OpSet, "str", "v"),
+		c(OpSAdd, "se", "", "b"),
 	})
 	nilR := replyNil
 	run(t, s, []step{
@@ -39,6 +40,10 @@ func TestSort(t *testing.T) {
 		{t0, sortCmd("bad", "").fl(FlagSortAlpha), bulks("1", "x")},
 		{t0, sortCmd("str", ""), errr(ErrWrongType)},
 		{t0, sortCmd("nokey", ""), arr()},
+		// An empty element is an empty bulk, not nil.
+		{t0, sortCmd("l", "").fl(FlagSortAlpha).i2(1), bulks("")},
+		{t0, sortCmd("l", "", "#").fl(FlagSortAlpha).i2(1), bulks("")},
+		{t0, sortCmd("se", "").fl(FlagSortAlpha), bulks("", "b")},
 		{t0, sortCmd("l", "").i(10), arr()},
 	})
 	// STORE: the result is a list; an empty result deletes the

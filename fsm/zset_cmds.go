@@ -53,7 +53,7 @@ func init() {
 		read: readZRandMember})
 	registerOp(OpZSetOp, opSpec{name: "ZSETOP", args: argsAtLeast(1),
 		flags: FlagZAggMin | FlagZAggMax | FlagZWeights | FlagZWithScores, check: checkSetOpAt(0), read: readZSetOp})
-	registerOp(OpZScan, opSpec{name: "ZSCAN", args: 2, read: readZScan,
+	registerOp(OpZScan, opSpec{name: "ZSCAN", args: 2, flags: FlagScanMatch, read: readZScan,
 		check: func(c *Command) error {
 			if c.Int < -1 {
 				return errorString("bad cursor")
@@ -582,7 +582,8 @@ func readZScan(s *Store, now int64, c *Command) Reply {
 		return zsetScanPage(0, []Reply{})
 	}
 	pattern := string(c.Args[1])
-	match := func(m string) bool { return pattern == "" || pattern == "*" || matchGlob(pattern, m) }
+	all := pattern == "*" || (pattern == "" && c.Flags&FlagScanMatch == 0)
+	match := func(m string) bool { return all || matchGlob(pattern, m) }
 	out := []Reply{}
 	if it.obj == nil {
 		for _, e := range decodePacked(it.val, nil) {

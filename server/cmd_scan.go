@@ -8,8 +8,9 @@ import (
 
 // parseCollectionScan parses HSCAN, SSCAN and ZSCAN: key cursor [MATCH
 // pattern] [COUNT count], with SCAN's cursor and option rules. It returns
-// a read command of op with Args[0]=key, Args[1]=pattern ("" for all),
-// Int=cursor and Int2=count (10 unless given). A cursor of 2^63 or more
+// a read command of op with Args[0]=key, Args[1]=pattern (with
+// fsm.FlagScanMatch when MATCH was given, even empty), Int=cursor and
+// Int2=count (10 unless given). A cursor of 2^63 or more
 // can come from no kvs iteration: nothing follows it, and cmd.Op is 0
 // after the options are checked; the caller answers an empty page.
 func parseCollectionScan(op fsm.Op, args [][]byte) (fsm.Command, string) {
@@ -35,6 +36,7 @@ func parseCollectionScan(op fsm.Op, args [][]byte) (fsm.Command, string) {
 			cmd.Int2 = n
 		case is(args[j], "match"):
 			match = args[j+1]
+			cmd.Flags |= fsm.FlagScanMatch
 		default:
 			return fsm.Command{}, errSyntax
 		}

@@ -137,6 +137,7 @@ func parseSScan(c *client, args [][]byte) (fsm.Command, string) {
 	}
 	cmd := fsm.Command{Op: fsm.OpSScan, Int: int64(cursor), Int2: 10}
 	var match []byte
+	matched := false
 options:
 	for j := 3; j < len(args); j += 2 {
 		switch {
@@ -156,6 +157,7 @@ options:
 			cmd.Int2 = n
 		case is(args[j], "match"):
 			match = args[j+1]
+			matched = true
 		default:
 			cmd.Flags = fsm.FlagSetScanSyntax
 			break options
@@ -163,6 +165,8 @@ options:
 	}
 	if cmd.Flags != 0 {
 		cmd.Int2 = 10
+	} else if matched {
+		cmd.Flags = fsm.FlagScanMatch
 	}
 	cmd.Args = [][]byte{args[1], match}
 	return cmd, ""
