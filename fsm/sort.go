@@ -24,6 +24,9 @@ const (
 	FlagSortDesc  Flags = 1 << 0
 	FlagSortAlpha Flags = 1 << 1
 	FlagSortBy    Flags = 1 << 2 // a BY pattern is given
+	// FlagSortNoSort: some BY pattern had no '*' (Redis then does not
+	// sort, even when a later BY has one).
+	FlagSortNoSort Flags = 1 << 3
 )
 
 // ErrSortScore is SORT's error for an element (or weight) that is not a
@@ -31,7 +34,7 @@ const (
 const ErrSortScore = "ERR One or more scores can't be converted into double"
 
 func init() {
-	const flags = FlagSortDesc | FlagSortAlpha | FlagSortBy
+	const flags = FlagSortDesc | FlagSortAlpha | FlagSortBy | FlagSortNoSort
 	// OpSort: Args[0]=key, Args[1]=BY pattern ("" without FlagSortBy),
 	// Args[2:]=GET patterns; Int=LIMIT offset, Int2=LIMIT count (-1: all).
 	// Reply: array of bulk (nil for a GET finding nothing).
@@ -94,7 +97,7 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 	desc := c.Flags&FlagSortDesc != 0
 	alpha := c.Flags&FlagSortAlpha != 0
 	hasBy := c.Flags&FlagSortBy != 0
-	dontsort := hasBy && bytes.IndexByte(by, '*') < 0
+	dontsort := c.Flags&FlagSortNoSort != 0 || (hasBy && bytes.IndexByte(by, '*') < 0)
 	if dontsort && ok && it.kind == kindSet && store {
 		// Redis sorts a set anyway when storing, so the stored list does
 		// not depend on the set's internal order.

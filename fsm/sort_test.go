@@ -36,6 +36,8 @@ func TestSort(t *testing.T) {
 			arr(bulk("y"), bulk("2"), nilR, bulk("x"), bulk("1"), bulk("q"))},
 		// A constant BY keeps a list's order, DESC reverses it.
 		{t0, sortCmd("l", "nosort").fl(FlagSortDesc), bulks("", " 5", "10", "2", "1", "3")},
+		// A constant BY stops the sorting even when a later BY has a '*'.
+		{t0, sortCmd("l", "w_*").fl(FlagSortNoSort), bulks("3", "1", "2", "10", " 5", "")},
 		{t0, sortCmd("bad", ""), errr(ErrSortScore)},
 		{t0, sortCmd("bad", "").fl(FlagSortAlpha), bulks("1", "x")},
 		{t0, sortCmd("str", ""), errr(ErrWrongType)},

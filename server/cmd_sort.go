@@ -1,6 +1,10 @@
 package server
 
-import "kvs/fsm"
+import (
+	"bytes"
+
+	"kvs/fsm"
+)
 
 func init() {
 	registerCommands([]command{
@@ -44,6 +48,11 @@ func parseSort(c *client, args [][]byte) (fsm.Command, string) {
 		case is(args[j], "by") && left >= 1:
 			by = args[j+1]
 			cmd.Flags |= fsm.FlagSortBy
+			if bytes.IndexByte(by, '*') < 0 {
+				// Redis stops sorting at a constant BY, and a later
+				// BY does not undo it.
+				cmd.Flags |= fsm.FlagSortNoSort
+			}
 			j++
 		case is(args[j], "get") && left >= 1:
 			gets = append(gets, args[j+1])

@@ -103,12 +103,15 @@ func sameSortReply(cmd []string, ref, got Value) (equal, handled bool) {
 		return string(ref.Raw) == string(got.Raw), true
 	}
 	var by string
-	alpha := false
+	alpha, constBy := false, false
 	for i := 2; i < len(cmd); i++ {
 		switch strings.ToUpper(cmd[i]) {
 		case "BY":
 			if i+1 < len(cmd) {
+				// The last BY is the pattern; any constant one stops
+				// the sorting.
 				by = cmd[i+1]
+				constBy = constBy || !strings.Contains(by, "*")
 				i++
 			}
 		case "ALPHA":
@@ -119,9 +122,10 @@ func sameSortReply(cmd []string, ref, got Value) (equal, handled bool) {
 			i++
 		}
 	}
-	constBy := by != "" && !strings.Contains(by, "*")
 	limited := slices.ContainsFunc(cmd, func(a string) bool { return strings.EqualFold(a, "LIMIT") })
-	if (constBy && cmd[1] == "sorts") || (alpha && by != "" && !constBy) {
+	// Unsorted, only a list's and a sorted set's order is defined; the
+	// shared keys may hold a set.
+	if (constBy && cmd[1] != "sortl" && cmd[1] != "sortz") || (alpha && by != "" && !constBy) {
 		if limited {
 			// Which elements a LIMIT keeps depends on the order.
 			return len(ref.Elems) == len(got.Elems), true
