@@ -2,10 +2,11 @@ package resp
 
 import "math"
 
-// parseInt parses a 64-bit integer exactly as Redis's string2ll does: an
+// ParseInt parses a 64-bit integer exactly as Redis's string2ll does: an
 // optional '-', no '+', no spaces, no leading zeros, no "-0". Redis reads
-// request header lines with it, so the parser must accept what it accepts.
-func parseInt(b []byte) (int64, bool) {
+// request header lines and integer arguments with it, so the parser must
+// accept what it accepts.
+func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}

@@ -256,7 +256,7 @@ func skipSimple(br *bufio.Reader, lim Limits) (ReplyInfo, bool) {
 		br.Discard(i + 1)
 		return ReplyInfo{Kind: KindError, Size: i + 1, Text: body}, true
 	case KindBulk:
-		n, ok := parseInt(body)
+		n, ok := ParseInt(body)
 		maxBulk := lim.MaxBulk
 		if maxBulk <= 0 {
 			maxBulk = DefaultMaxBulk
@@ -416,7 +416,7 @@ func readLine(br *bufio.Reader, inside bool) (Kind, []byte, error) {
 
 // bulkLen parses a bulk header's length: -1 for RESP2's null bulk string.
 func bulkLen(kind Kind, body []byte, lim *Limits) (int, error) {
-	n, ok := parseInt(body)
+	n, ok := ParseInt(body)
 	switch {
 	case !ok || n < -1 || (n == -1 && kind != KindBulk):
 		return 0, protoErr("length", body)
@@ -429,7 +429,7 @@ func bulkLen(kind Kind, body []byte, lim *Limits) (int, error) {
 // aggregateLen parses an aggregate header's count, in elements (a map's
 // and an attribute's doubled): -1 for RESP2's null array.
 func aggregateLen(kind Kind, body []byte, lim *Limits, depth int) (int, error) {
-	n, ok := parseInt(body)
+	n, ok := ParseInt(body)
 	switch {
 	case !ok || n < -1 || (n == -1 && kind != KindArray):
 		return 0, protoErr("count", body)
@@ -480,7 +480,7 @@ func readCRLF(br *bufio.Reader) error {
 }
 
 func parseIntBody(body []byte) (int64, error) {
-	n, ok := parseInt(body)
+	n, ok := ParseInt(body)
 	if !ok {
 		return 0, protoErr("integer", body)
 	}

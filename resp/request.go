@@ -270,7 +270,7 @@ func (rr *Reader) header(b []byte, p int, invalid, tooLong string, limit int64) 
 	if len(line) == 0 || line[len(line)-1] != '\r' {
 		return 0, 0, &ProtocolError{invalid}
 	}
-	n, ok := parseInt(line[:len(line)-1])
+	n, ok := ParseInt(line[:len(line)-1])
 	if !ok || n > limit {
 		return 0, 0, &ProtocolError{invalid}
 	}

@@ -1,9 +1,10 @@
 package server
 
 import (
-	"math"
 	"strconv"
 	"strings"
+
+	"kvs/resp"
 )
 
 // is reports whether arg equals the lowercase word w, ignoring ASCII case.
@@ -26,49 +27,9 @@ func is(arg []byte, w string) bool {
 // lowerName is a command name as Redis quotes it in errors.
 func lowerName(arg []byte) string { return strings.ToLower(string(arg)) }
 
-// parseInt parses a 64-bit integer exactly as Redis's string2ll does: an
-// optional '-', no '+', no spaces, no leading zeros, no "-0".
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	i := 0
-	if b[0] == '-' {
-		neg = true
-		i = 1
-		if len(b) == 1 {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
+// parseInt parses a 64-bit integer argument exactly as Redis's string2ll
+// does (see resp.ParseInt).
+func parseInt(b []byte) (int64, bool) { return resp.ParseInt(b) }
 
 // parseCursor parses a SCAN cursor as Redis's strtoul-based check does: an
 // optional sign, and a negative number wraps around as in C. An empty
