@@ -140,9 +140,9 @@ func (op Op) IsWrite() bool { return op < opLimit && opTable[op].write }
 // bits.
 type Flags uint32
 
-// FlagScanMatch, on SSCAN and ZSCAN: Args[1] is a MATCH pattern even when
-// empty (MATCH "" matches only the empty member); without it an empty
-// Args[1] means no MATCH, every member.
+// FlagScanMatch, on SCAN (Args[0]), SSCAN and ZSCAN: the pattern even when
+// is a MATCH pattern even when empty (MATCH "" matches only the empty key
+// or member); without it an empty pattern means no MATCH.
 const FlagScanMatch Flags = 1 << 24
 
 const (

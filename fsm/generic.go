@@ -32,7 +32,7 @@ func init() {
 	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
 	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
-	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, check: scanCheck,
+	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, flags: FlagScanMatch, check: scanCheck,
 		read: func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c) }})
 	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0,
 		read: func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now) }})
@@ -239,7 +239,7 @@ func (s *Store) scanLocked(now int64, c Command) Reply {
 	if len(c.Args) > 1 {
 		typ = string(c.Args[1])
 	}
-	usePattern := pattern != "" && pattern != "*"
+	usePattern := (pattern != "" || c.Flags&FlagScanMatch != 0) && pattern != "*"
 	var out []Reply
 	var visited int64
 	var last, next uint64

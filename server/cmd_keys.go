@@ -90,6 +90,7 @@ func parseScan(c *client, args [][]byte) (fsm.Command, string) {
 			cmd.Int2 = n
 		case is(args[j], "match"):
 			match = args[j+1]
+			cmd.Flags |= fsm.FlagScanMatch
 		case is(args[j], "type"):
 			// Redis compares type names ignoring case.
 			typ = []byte(lowerName(args[j+1]))

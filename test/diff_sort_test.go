@@ -83,6 +83,24 @@ func genSortCommand(g *cmdGen) []string {
 			cmd = append(cmd, g.pick("LIMIT", "BY", "BOGUS", "GET"))
 		}
 	}
+	if slices.Contains(cmd, "STORE") {
+		// A stored list must be the same on both servers: no BY (whose
+		// ties Redis leaves to qsort, and whose constant form leaves a
+		// set in its hash table's order), and ALPHA, since a numeric
+		// SORT in Redis may fail on a stale ERANGE (see sameSortReply).
+		var kept []string
+		for i := 0; i < len(cmd); i++ {
+			if strings.EqualFold(cmd[i], "BY") && i >= 2 && i+1 < len(cmd) {
+				i++
+				continue
+			}
+			kept = append(kept, cmd[i])
+		}
+		if strings.EqualFold(kept[len(kept)-1], "BY") {
+			kept = kept[:len(kept)-1] // else ALPHA would be its pattern
+		}
+		cmd = append(kept, "ALPHA")
+	}
 	return cmd
 }
 

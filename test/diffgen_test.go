@@ -176,7 +176,7 @@ func (g *cmdGen) absoluteExpireFlags() []string {
 }
 
 func (g *cmdGen) pattern() string {
-	return g.pick("*", "k*", "k1", "k[0-3]", "k?", "*[13579]", "k[^1]", "x*", "\\k1", "k[", "[a-z]*", "k[3-1]")
+	return g.pick("*", "k*", "k1", "k[0-3]", "k?", "*[13579]", "k[^1]", "x*", "\\k1", "k[", "[a-z]*", "k[3-1]", "")
 }
 
 // next returns the next command. SCAN stands for a whole iteration: the
