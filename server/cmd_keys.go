@@ -63,43 +63,9 @@ func parseKeys(c *client, args [][]byte) (fsm.Command, string) {
 // parseScan parses SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]. The
 // cursor is an unsigned 64-bit number carried in Int's bits.
 func parseScan(c *client, args [][]byte) (fsm.Command, string) {
-	cursor, ok := parseCursor(args[1])
-	if !ok {
-		return fsm.Command{}, errInvalidCursor
-	}
-	cmd := fsm.Command{Op: fsm.OpScan, Int: int64(cursor), Int2: 10}
-	if cursor > math.MaxInt64 {
-		// The store never hands out such a cursor: nothing follows it.
-		// Options are still checked below, as Redis checks them.
-		cmd.Op = 0
-	}
-	var match, typ []byte
-	for j := 2; j < len(args); j += 2 {
-		if j+1 >= len(args) {
-			return fsm.Command{}, errSyntax
-		}
-		switch {
-		case is(args[j], "count"):
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				return fsm.Command{}, errNotInteger
-			}
-			if n < 1 {
-				return fsm.Command{}, errSyntax
-			}
-			cmd.Int2 = n
-		case is(args[j], "match"):
-			match = args[j+1]
-			cmd.Flags |= fsm.FlagScanMatch
-		case is(args[j], "type"):
-			// Redis compares type names ignoring case.
-			typ = []byte(lowerName(args[j+1]))
-		default:
-			return fsm.Command{}, errSyntax
-		}
-	}
-	if cmd.Op == 0 {
-		return cmd, ""
+	cmd, match, typ, e := parseScanArgs(fsm.OpScan, args, 1, true)
+	if e != "" || cmd.Op == 0 {
+		return cmd, e
 	}
 	cmd.Args = [][]byte{match, typ}
 	return cmd, ""
