@@ -22,7 +22,7 @@
 //	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
 //	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
-//	    reads snapshot versions 1 and 2
+//	    reads snapshot versions 1 to 3
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM
@@ -62,10 +62,13 @@
 // # Keyspace
 //
 // Keys live in copy-on-write B-trees (tidwall/btree) ordered by
-// (hash(key), key), split into 1024 shards by the top bits of the hash. The
-// hash is fixed (xxhash64 shifted to 63 bits with the low bit set, so never
-// 0): it orders snapshots and SCAN cursors, which therefore survive restarts
-// and can move between replicas. The order gives SCAN an integer cursor,
+// (keyHash(key), key), split into 1024 shards by the top bits of the hash.
+// The hash is fixed: the key's Redis Cluster slot in the top 14 of 63 bits,
+// then 49 bits of xxhash64 with the low bit set, so never 0. Each slot's
+// keys are one range of the order (CLUSTER COUNTKEYSINSLOT and
+// GETKEYSINSLOT are rank and range lookups), and the order fixes snapshots
+// and SCAN cursors, which therefore survive restarts and can move between
+// replicas. The order gives SCAN an integer cursor,
 // the hash of the next key to visit, that returns every key present for the
 // whole scan (a batch never ends inside a run of equal hashes). Snapshot
 // copies the array of shard pointers; a shard is cloned in O(1) when first
@@ -78,9 +81,12 @@
 // OpMetaSet entries: it is replicated and snapshotted like the keys, but no
 // key command sees it and FLUSHALL leaves it alone.
 //
-// Values carry a type tag (only strings exist today) so WRONGTYPE is exact
-// and lists, hashes, sets and sorted sets can be added; the tag's values
-// appear in snapshots.
+// Values carry a type tag (a kind: string, hash, list, set, sorted set) so
+// WRONGTYPE is exact (lookupLocked); the tags appear in snapshots. Each
+// type's file registers its ops in the op table (ops.go) and its kind in
+// the kind table (kinds.go): its name, OBJECT ENCODING, and how a value is
+// written to a snapshot and read back. A collection is packed in item.val
+// while small and held in item.obj, copy-on-write, once large (store.go).
 //
 // # Hashes
 //
