@@ -287,3 +287,36 @@ func TestInfoPersistenceFsync(t *testing.T) {
 		t.Fatalf("wal_fsyncs = %q after an acknowledged SET under fsync always\n%s", fields["wal_fsyncs"], info)
 	}
 }
+
+// TestPprof: --pprof serves Go's profiler on the metrics endpoint, and only
+// with it; without --metrics-addr it refuses to start.
+func TestPprof(t *testing.T) {
+	t.Parallel()
+	maddr := freeAddr(t)
+	startKVS(t, KVSOptions{Extra: []string{"--metrics-addr", maddr, "--pprof"}})
+	resp, err := httpGet(maddr, "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile") {
+		t.Fatalf("/debug/pprof/goroutine: %d %.200q", resp.StatusCode, body)
+	}
+
+	plain := freeAddr(t)
+	startKVS(t, KVSOptions{Extra: []string{"--metrics-addr", plain}})
+	resp, err = httpGet(plain, "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ without --pprof: %d, want 404", resp.StatusCode)
+	}
+
+	out, code := runKVS(t, startTimeout, "serve", "--addr", freeAddr(t), "--pprof")
+	if code == 0 || !strings.Contains(out, "--pprof needs --metrics-addr") {
+		t.Fatalf("--pprof without --metrics-addr: exit %d, %q", code, out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,8 +85,9 @@ type metricsServer struct {
 }
 
 // startMetrics binds addr, so that a taken port is reported before anything
-// else starts, and serves /metrics and /healthz until shutdown.
-func startMetrics(addr string, h *health, logger *slog.Logger) (*metricsServer, error) {
+// else starts, and serves /metrics and /healthz (and with withPprof Go's
+// /debug/pprof/) until shutdown.
+func startMetrics(addr string, withPprof bool, h *health, logger *slog.Logger) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -100,6 +102,13 @@ func startMetrics(addr string, h *health, logger *slog.Logger) (*metricsServer, 
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	})))
 	mux.HandleFunc("/healthz", h.serveHTTP)
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	m := &metricsServer{
 		reg: reg,
 		srv: &http.Server{

@@ -34,6 +34,7 @@ type serveFlags struct {
 	segment     int64
 	compact     int64
 	metrics     string // --metrics-addr; empty: no metrics endpoint
+	pprof       bool   // --pprof: Go's /debug/pprof on the metrics endpoint
 	io          string // --io: loop or goroutines
 
 	// Cluster mode: set by --node-id and --raft-addr.
@@ -63,6 +64,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
@@ -92,6 +94,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 func (f serveFlags) validate() error {
 	if f.io != "loop" && f.io != "goroutines" {
 		return fmt.Errorf("--io %q: want loop or goroutines", f.io)
+	}
+	if f.pprof && f.metrics == "" {
+		return errors.New("--pprof needs --metrics-addr: the profiler is served on the metrics endpoint")
 	}
 	if f.metrics != "" {
 		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
@@ -171,7 +176,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	var metrics *metricsServer
 	if f.metrics != "" {
 		var err error
-		if metrics, err = startMetrics(f.metrics, hc, logger); err != nil {
+		if metrics, err = startMetrics(f.metrics, f.pprof, hc, logger); err != nil {
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		defer metrics.close()
