@@ -467,19 +467,10 @@ func readLRange(s *Store, now int64, c *Command) Reply {
 	if !ok {
 		return empty
 	}
-	n := listLen(&it)
-	start, stop := c.Int, c.Int2
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	if start > stop || start >= n {
+	start, stop, inRange := rankRange(c.Int, c.Int2, listLen(&it))
+	if !inRange {
 		return empty
 	}
-	stop = min(stop, n-1)
 	out := make([]Reply, 0, stop-start+1)
 	listRange(&it, start, stop, func(e []byte) { out = append(out, BulkReply(e)) })
 	return Reply{Kind: ReplyArray, Array: out}
@@ -679,19 +670,8 @@ func applyLTrim(s *Store, now int64, c *Command) Reply {
 		return replyOK
 	}
 	n := listLen(&it)
-	start, stop := c.Int, c.Int2
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	var ltrim, rtrim int64
-	if start > stop || start >= n {
-		ltrim, rtrim = n, 0
-	} else {
-		stop = min(stop, n-1)
+	ltrim, rtrim := n, int64(0) // an empty range trims everything
+	if start, stop, inRange := rankRange(c.Int, c.Int2, n); inRange {
 		ltrim, rtrim = start, n-stop-1
 	}
 	if ltrim == 0 && rtrim == 0 {

@@ -253,18 +253,10 @@ func (r *zrange) span(v zview) (from, to int) {
 		from = v.search(func(e zent) bool { return !r.lmin.gteMin(e.member) })
 		to = v.search(func(e zent) bool { return r.lmax.lteMax(e.member) })
 	default:
-		start, end := r.start, r.end
-		if start < 0 {
-			start += n
-		}
-		if end < 0 {
-			end += n
-		}
-		start = max(start, 0)
-		if start > end || start >= n {
+		start, end, ok := rankRange(r.start, r.end, n)
+		if !ok {
 			return 0, 0
 		}
-		end = min(end, n-1)
 		if r.rev {
 			return int(n - 1 - end), int(n - start)
 		}

@@ -45,7 +45,7 @@ func TestChaosList(t *testing.T) {
 	for k := range 8 {
 		keys = append(keys, fmt.Sprintf("chaoslist:%c", 'a'+k))
 	}
-	h := &listHistory{origin: time.Now()}
+	h := &listHistory{opHistory[listOp]{origin: time.Now()}}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range chaosWorkers {
@@ -88,7 +88,7 @@ func TestChaosList(t *testing.T) {
 		}
 	}
 
-	ops := h.all()
+	ops := h.Ops()
 	ok, pushes := 0, 0
 	byOutcome := map[Outcome]int{}
 	for _, o := range ops {
@@ -139,30 +139,12 @@ type listOp struct {
 	ErrReply bool
 }
 
-type listHistory struct {
-	origin time.Time
-
-	mu  sync.Mutex // guards ops
-	ops []listOp
-}
-
-func (h *listHistory) now() int64 { return int64(time.Since(h.origin)) }
-
-func (h *listHistory) add(op listOp) {
-	h.mu.Lock()
-	h.ops = append(h.ops, op)
-	h.mu.Unlock()
-}
-
-func (h *listHistory) all() []listOp {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]listOp(nil), h.ops...)
-}
+// listHistory is the list workload's history, with its own waits.
+type listHistory struct{ opHistory[listOp] }
 
 func (h *listHistory) countOK() int {
 	n := 0
-	for _, o := range h.all() {
+	for _, o := range h.Ops() {
 		if o.Outcome == OutcomeOK {
 			n++
 		}
@@ -237,14 +219,14 @@ func (w *listHistWorker) run(stop <-chan struct{}) {
 // do runs one operation and records it; it reports whether the
 // connection is still usable.
 func (w *listHistWorker) do(c net.Conn, r *bufio.Reader, op *listOp, args []string) bool {
-	op.Invoke = w.h.now()
+	op.Invoke = w.h.Now()
 	c.SetDeadline(time.Now().Add(histOpTimeout))
 	var v Value
 	_, err := c.Write(encodeCommand(args...))
 	if err == nil {
 		v, err = readValue(r)
 	}
-	op.Return = w.h.now()
+	op.Return = w.h.Now()
 	switch {
 	case err != nil:
 		op.Outcome, op.Result = OutcomeUnknown, err.Error()
@@ -267,7 +249,7 @@ func (w *listHistWorker) do(c net.Conn, r *bufio.Reader, op *listOp, args []stri
 	if op.Outcome == OutcomeUnknown {
 		op.Return = math.MaxInt64
 	}
-	w.h.add(*op)
+	w.h.Add(*op)
 	if op.Outcome == OutcomeUnknown {
 		w.client += w.stride // porcupine's clients must not overlap
 	}

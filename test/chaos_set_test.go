@@ -160,16 +160,7 @@ func (c *chaos) finalSets(keys []string) map[string]map[string]bool {
 	read := func(n *Node) (map[string][]string, error) {
 		rc := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
 		defer rc.Close()
-		out := map[string][]string{}
-		for _, k := range keys {
-			ms, err := rc.SMembers(ctx, k).Result()
-			if err != nil {
-				return nil, err
-			}
-			slices.Sort(ms)
-			out[k] = ms
-		}
-		return out, nil
+		return setContents(ctx, rc, keys)
 	}
 	var want map[string][]string
 	waitFor(t, "the final sets", func() error {

@@ -222,16 +222,7 @@ func TestClusterSets(t *testing.T) {
 	contents := func(n *Node) (map[string][]string, error) {
 		fc := redis.NewClient(&redis.Options{Addr: n.Addr})
 		defer fc.Close()
-		out := map[string][]string{}
-		for _, k := range keys {
-			ms, err := fc.SMembers(ctx, k).Result()
-			if err != nil {
-				return nil, err
-			}
-			slices.Sort(ms)
-			out[k] = ms
-		}
-		return out, nil
+		return setContents(ctx, fc, keys)
 	}
 	want, err := contents(leader)
 	if err != nil {
@@ -254,4 +245,18 @@ func TestClusterSets(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// setContents reads the sets at keys, each member list sorted.
+func setContents(ctx context.Context, rc *redis.Client, keys []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, k := range keys {
+		ms, err := rc.SMembers(ctx, k).Result()
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(ms)
+		out[k] = ms
+	}
+	return out, nil
 }

@@ -78,20 +78,24 @@ func (o HistOp) String() string {
 }
 
 // History collects operations from concurrent workers.
-type History struct {
-	origin time.Time // Invoke and Return count from here
-
-	mu  sync.Mutex // guards ops
-	ops []HistOp
-}
+type History = opHistory[HistOp]
 
 func NewHistory() *History { return &History{origin: time.Now()} }
 
+// opHistory collects finished operations of any workload (the string
+// workload's HistOp, the list workload's listOp) with one clock.
+type opHistory[T any] struct {
+	origin time.Time // Invoke and Return count from here
+
+	mu  sync.Mutex // guards ops
+	ops []T
+}
+
 // Now is the current time on h's clock.
-func (h *History) Now() int64 { return int64(time.Since(h.origin)) }
+func (h *opHistory[T]) Now() int64 { return int64(time.Since(h.origin)) }
 
 // Add appends a finished operation.
-func (h *History) Add(op HistOp) {
+func (h *opHistory[T]) Add(op T) {
 	h.mu.Lock()
 	h.ops = append(h.ops, op)
 	h.mu.Unlock()
@@ -99,10 +103,10 @@ func (h *History) Add(op HistOp) {
 
 // Ops returns a copy of the operations added so far, in the order they
 // finished.
-func (h *History) Ops() []HistOp {
+func (h *opHistory[T]) Ops() []T {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]HistOp(nil), h.ops...)
+	return append([]T(nil), h.ops...)
 }
 
 // histOpTimeout bounds one request. Past it the outcome is unknown and the
