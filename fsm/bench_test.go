@@ -194,3 +194,27 @@ func BenchmarkRestore1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIncr is Apply of INCR on one key, as redis-benchmark's INCR
+// test sends it: a read, an integer parse and format, and a write.
+func BenchmarkIncr(b *testing.B) {
+	s := NewStore()
+	b.ReportAllocs()
+	cmds := []Command{{Op: OpIncrBy, Args: [][]byte{[]byte("counter:__rand_int__")}, Int: 1}}
+	replies := make([]Reply, 0, 1)
+	for b.Loop() {
+		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
+	}
+}
+
+// BenchmarkSetOneKey is SET of a 3-byte value on one key, redis-benchmark's
+// SET test, beside BenchmarkIncr.
+func BenchmarkSetOneKey(b *testing.B) {
+	s := NewStore()
+	b.ReportAllocs()
+	cmds := []Command{{Op: OpSet, Args: [][]byte{[]byte("key:__rand_int__"), []byte("xxx")}}}
+	replies := make([]Reply, 0, 1)
+	for b.Loop() {
+		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
+	}
+}

@@ -60,7 +60,7 @@ func (s *Store) incrByFloatLocked(now int64, c *Command) Reply {
 		return ErrorReply(ErrNaNOrInfinity)
 	}
 	text := formatLongDouble(sum)
-	it := newItem(key, text, old.exp)
+	it := newItemHash(key, text, old.exp, old.hash)
 	it.enc = encNoInt
 	s.putLocked(it)
 	return BulkReply(text)

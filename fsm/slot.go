@@ -8,10 +8,13 @@ package fsm
 // ClusterSlots is the number of hash slots of a Redis Cluster.
 const ClusterSlots = 16384
 
-// crc16Table is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the
-// checksum Redis Cluster hashes keys with.
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
+// crc16Tables are CRC-16/XMODEM (polynomial 0x1021, initial value 0), the
+// checksum Redis Cluster hashes keys with, for slicing by four: table k
+// holds the CRC of a byte followed by k zero bytes, so four bytes fold in
+// with four independent lookups instead of a chain of four. Keys are
+// hashed on every command, twice for a read-modify-write.
+var crc16Tables = func() (t [4][256]uint16) {
+	for i := range t[0] {
 		crc := uint16(i) << 8
 		for range 8 {
 			if crc&0x8000 != 0 {
@@ -20,15 +23,26 @@ var crc16Table = func() (t [256]uint16) {
 				crc <<= 1
 			}
 		}
-		t[i] = crc
+		t[0][i] = crc
+	}
+	for k := 1; k < 4; k++ {
+		for i := range t[k] {
+			prev := t[k-1][i]
+			t[k][i] = prev<<8 ^ t[0][prev>>8]
+		}
 	}
 	return t
 }()
 
 func crc16[T string | []byte](b T) uint16 {
 	var crc uint16
+	t := &crc16Tables
+	for len(b) >= 4 {
+		crc = t[3][byte(crc>>8)^b[0]] ^ t[2][byte(crc)^b[1]] ^ t[1][b[2]] ^ t[0][b[3]]
+		b = b[4:]
+	}
 	for i := 0; i < len(b); i++ {
-		crc = crc<<8 ^ crc16Table[byte(crc>>8)^b[i]]
+		crc = crc<<8 ^ t[0][byte(crc>>8)^b[i]]
 	}
 	return crc
 }

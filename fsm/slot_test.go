@@ -27,3 +27,40 @@ func TestKeySlot(t *testing.T) {
 		}
 	}
 }
+
+// TestCRC16Slicing checks the sliced crc16 against the CRC's definition,
+// bit by bit, for every length around the four-byte steps.
+func TestCRC16Slicing(t *testing.T) {
+	bitwise := func(b []byte) uint16 {
+		var crc uint16
+		for _, c := range b {
+			crc ^= uint16(c) << 8
+			for range 8 {
+				if crc&0x8000 != 0 {
+					crc = crc<<1 ^ 0x1021
+				} else {
+					crc <<= 1
+				}
+			}
+		}
+		return crc
+	}
+	buf := make([]byte, 64)
+	x := uint32(2463534242)
+	for n := range len(buf) {
+		for range 20 {
+			for i := range buf[:n] {
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				buf[i] = byte(x)
+			}
+			if got, want := crc16(buf[:n]), bitwise(buf[:n]); got != want {
+				t.Fatalf("crc16(%x) = %#x, want %#x", buf[:n], got, want)
+			}
+			if got, want := crc16(string(buf[:n])), bitwise(buf[:n]); got != want {
+				t.Fatalf("crc16(string %x) = %#x, want %#x", buf[:n], got, want)
+			}
+		}
+	}
+}

@@ -317,6 +317,12 @@ func (s *Store) liveLocked(key []byte, now int64) (item, bool) {
 // newItem builds a string item owning copies of key and val in one
 // allocation: the hot SET path costs one allocation.
 func newItem(key, val []byte, exp int64) item {
+	return newItemHash(key, val, exp, 0)
+}
+
+// newItemHash is newItem for a key whose keyHash is known already (a
+// read-modify-write such as INCR looked the key up first); 0 means unknown.
+func newItemHash(key, val []byte, exp int64, hash uint64) item {
 	n := len(key) + len(val)
 	if n == 0 {
 		return item{hash: keyHash(""), val: []byte{}, exp: exp, kind: kindString}
@@ -325,7 +331,10 @@ func newItem(key, val []byte, exp int64) item {
 	copy(buf, key)
 	copy(buf[len(key):], val)
 	k := unsafe.String(&buf[0], len(key))
-	return item{hash: keyHash(k), key: k, val: buf[len(key):], exp: exp, kind: kindString}
+	if hash == 0 {
+		hash = keyHash(k)
+	}
+	return item{hash: hash, key: k, val: buf[len(key):], exp: exp, kind: kindString}
 }
 
 // ownItem builds a string item whose key is buf[:klen] and value the rest,

@@ -254,7 +254,7 @@ func (s *Store) setRangeLocked(now int64, key []byte, offset int64, val []byte) 
 	if ok {
 		exp = old.exp
 	}
-	it := newItem(key, buf, exp)
+	it := newItemHash(key, buf, exp, old.hash)
 	it.enc = encRaw
 	s.putLocked(it)
 	return IntReply(int64(n))
@@ -277,7 +277,7 @@ func (s *Store) incrByLocked(now int64, key []byte, delta int64) Reply {
 	}
 	cur += delta
 	var buf [20]byte
-	s.putLocked(newItem(key, strconv.AppendInt(buf[:0], cur, 10), old.exp))
+	s.putLocked(newItemHash(key, strconv.AppendInt(buf[:0], cur, 10), old.exp, old.hash))
 	return IntReply(cur)
 }
 
