@@ -22,7 +22,11 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 	s.mu.Lock()
 	dst = s.applyEntryLocked(dst, index, now, cmds)
 	ready, hook := s.takeReadyLocked()
+	events, notify := s.takeEventsLocked()
 	s.mu.Unlock()
+	if notify != nil {
+		notify(events)
+	}
 	if hook != nil {
 		hook(ready)
 	}
@@ -54,7 +58,11 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 		out[i] = all[start:len(all):len(all)]
 	}
 	ready, hook := s.takeReadyLocked()
+	events, notify := s.takeEventsLocked()
 	s.mu.Unlock()
+	if notify != nil {
+		notify(events)
+	}
 	if hook != nil {
 		hook(ready)
 	}

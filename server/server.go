@@ -37,6 +37,14 @@ type Server struct {
 	// blocked holds the clients blocked in BLPOP and friends; the store's
 	// ready hook wakes them (blocking.go).
 	blocked blockRegistry
+	// pubsub holds the subscriptions (pubsub.go), pubsubLimit
+	// client-output-buffer-limit's pubsub class (nil: no limit), bcast
+	// the links that carry PUBLISH to the other nodes (cluster mode).
+	pubsub      pubsubRegistry
+	pubsubLimit atomic.Pointer[outputLimit]
+	bcast       broadcaster
+	psConfigMu  sync.Mutex   // guards psConfig
+	psConfig    pubsubConfig // config_pubsub.go
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -74,6 +82,8 @@ func New(cfg Config) (*Server, error) {
 		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
+	s.psConfig = defaultPubsubConfig()
+	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
@@ -269,6 +279,9 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	if c.ps != nil && c.fd >= 0 {
+		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
+	}
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
