@@ -22,7 +22,6 @@ func ioModes(t *testing.T, f func(t *testing.T, cfg Config)) {
 	}
 }
 
-
 func subReply(proto int, kind, ch string, n int) string {
 	h := "*3\r\n"
 	if proto == 3 {
