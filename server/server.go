@@ -340,11 +340,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.peers.close()
+		s.bcast.close()
 		return nil
 	case <-ctx.Done():
 		s.closeClients()
 		s.peers.close()
 		<-done
+		s.bcast.close()
 		return ctx.Err()
 	}
 }
@@ -358,6 +360,7 @@ func (s *Server) Close() error {
 	s.closeClients()
 	s.peers.close() // a connection waiting for the leader stops waiting
 	s.wg.Wait()
+	s.bcast.close()
 	return nil
 }
 
