@@ -90,5 +90,9 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
-	return sp.apply(s, now, c)
+	r := sp.apply(s, now, c)
+	if s.notify.classes.Load() != 0 {
+		s.notifyOpLocked(c, &r)
+	}
+	return r
 }

@@ -87,3 +87,88 @@ func (s *Store) takeEventsLocked() ([]Event, func([]Event)) {
 	s.notify.events = nil
 	return ev, s.notify.hook
 }
+
+// The events of the ops whose effect is on their first key (the hash,
+// list, set and sorted-set writes, INCRBYFLOAT, SETBIT), applied after
+// the op by applyLocked from this table, so the type files need no change:
+// the event when the reply says the op changed something, then "del" when
+// it left the key empty and Redis deleted it. The ops that name several
+// keys or whose event depends on more than the reply (DEL, RENAME, EXPIRE,
+// SET, the expired-key deletion, ...) call notifyLocked themselves.
+type opEvent struct {
+	class NotifyClass
+	name  func(c *Command) string
+	when  func(r *Reply) bool // nil: any reply but an error
+}
+
+func named(s string) func(*Command) string { return func(*Command) string { return s } }
+
+func positive(r *Reply) bool { return r.Kind == ReplyInt && r.Int > 0 }
+
+func notNil(r *Reply) bool {
+	switch r.Kind {
+	case ReplyNil:
+		return false
+	case ReplyArray:
+		return len(r.Array) > 0
+	}
+	return true
+}
+
+var opEvents = map[Op]opEvent{
+	OpIncrByFloat:  {NotifyString, named("incrbyfloat"), nil},
+	OpSetBit:       {NotifyString, named("setbit"), nil},
+	OpHSet:         {NotifyHash, named("hset"), nil},
+	OpHSetNX:       {NotifyHash, named("hset"), positive},
+	OpHDel:         {NotifyHash, named("hdel"), positive},
+	OpHIncrBy:      {NotifyHash, named("hincrby"), nil},
+	OpHIncrByFloat: {NotifyHash, named("hincrbyfloat"), nil},
+	OpLPush:        {NotifyList, named("lpush"), nil},
+	OpLPushX:       {NotifyList, named("lpush"), positive},
+	OpRPush:        {NotifyList, named("rpush"), nil},
+	OpRPushX:       {NotifyList, named("rpush"), positive},
+	OpLPop:         {NotifyList, named("lpop"), notNil},
+	OpRPop:         {NotifyList, named("rpop"), notNil},
+	OpLSet:         {NotifyList, named("lset"), nil},
+	OpLInsert:      {NotifyList, named("linsert"), positive},
+	OpLRem:         {NotifyList, named("lrem"), positive},
+	OpLTrim:        {NotifyList, named("ltrim"), nil},
+	OpSAdd:         {NotifySet, named("sadd"), positive},
+	OpSRem:         {NotifySet, named("srem"), positive},
+	OpSPop:         {NotifySet, named("spop"), notNil},
+	OpZAdd: {NotifyZSet, func(c *Command) string {
+		if c.Flags&FlagZIncr != 0 {
+			return "zincr"
+		}
+		return "zadd"
+	}, notNil},
+	OpZRem: {NotifyZSet, named("zrem"), positive},
+	OpZPop: {NotifyZSet, func(c *Command) string {
+		if c.Flags&FlagZMax != 0 {
+			return "zpopmax"
+		}
+		return "zpopmin"
+	}, notNil},
+	OpZRemRange: {NotifyZSet, func(c *Command) string {
+		switch {
+		case c.Flags&FlagZByScore != 0:
+			return "zremrangebyscore"
+		case c.Flags&FlagZByLex != 0:
+			return "zremrangebylex"
+		}
+		return "zremrangebyrank"
+	}, positive},
+}
+
+// notifyOpLocked emits the table's events for c, which returned r.
+func (s *Store) notifyOpLocked(c *Command, r *Reply) {
+	ev, ok := opEvents[c.Op]
+	if !ok || r.Kind == ReplyError || ev.when != nil && !ev.when(r) {
+		return
+	}
+	key := c.Args[0]
+	s.notifyLocked(ev.class, ev.name(c), key)
+	if _, exists := s.getLocked(key); !exists {
+		s.notifyLocked(NotifyGeneric, "del", key)
+	}
+}

@@ -315,6 +315,7 @@ func (c *client) leavePubsub() {
 		return
 	}
 	c.s.pubsub.removeAll(c)
+	c.s.updateNotify()
 	if ps.stop != nil {
 		select {
 		case <-ps.stop:

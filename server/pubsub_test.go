@@ -228,3 +228,57 @@ func TestPubsubOutputLimit(t *testing.T) {
 		slow.readEOF() // ends: the server closed the connection
 	})
 }
+
+// Keyspace notifications: Redis's events for a write, on both channels,
+// and none once notify-keyspace-events is empty.
+func TestKeyspaceNotifications(t *testing.T) {
+	ioModes(t, func(t *testing.T, cfg Config) {
+		s := startServer(t, cfg)
+		sub := dialRaw(t, s)
+		w := dialRaw(t, s)
+		if got := w.do("CONFIG", "SET", "notify-keyspace-events", "KEA"); got != "+OK\r\n" {
+			t.Fatalf("CONFIG SET: %q", got)
+		}
+		if got := w.do("CONFIG", "GET", "notify-keyspace-events"); got != "*2\r\n"+bulk("notify-keyspace-events")+bulk("AKE") {
+			t.Fatalf("CONFIG GET: %q", got)
+		}
+		sub.do("PSUBSCRIBE", "__key*")
+		pm := func(ch, msg string) string {
+			return "*4\r\n" + bulk("pmessage") + bulk("__key*") + bulk(ch) + bulk(msg)
+		}
+		w.do("SET", "k", "v", "EX", "100")
+		w.do("HDEL", "nohash", "f") // no event: nothing deleted
+		w.do("HSET", "h", "f", "v")
+		w.do("HDEL", "h", "f")
+		for _, want := range []string{
+			pm("__keyspace@0__:k", "set"), pm("__keyevent@0__:set", "k"),
+			pm("__keyspace@0__:k", "expire"), pm("__keyevent@0__:expire", "k"),
+			pm("__keyspace@0__:h", "hset"), pm("__keyevent@0__:hset", "h"),
+			pm("__keyspace@0__:h", "hdel"), pm("__keyevent@0__:hdel", "h"),
+			pm("__keyspace@0__:h", "del"), pm("__keyevent@0__:del", "h"),
+		} {
+			if got := sub.reply(); got != want {
+				t.Fatalf("event %q, want %q", got, want)
+			}
+		}
+		w.do("CONFIG", "SET", "notify-keyspace-events", "")
+		w.do("SET", "k", "v2")
+		w.do("PUBLISH", "__keyspace@0__:marker", "m")
+		if got, want := sub.reply(), pm("__keyspace@0__:marker", "m"); got != want {
+			t.Fatalf("after turning notifications off: %q, want only the marker %q", got, want)
+		}
+	})
+}
+
+// Active expiry's deletion is an expired event.
+func TestKeyspaceExpired(t *testing.T) {
+	s := startServer(t, Config{})
+	sub := dialRaw(t, s)
+	w := dialRaw(t, s)
+	w.do("CONFIG", "SET", "notify-keyspace-events", "Ex")
+	sub.do("SUBSCRIBE", "__keyevent@0__:expired")
+	w.do("SET", "k", "v", "PX", "1")
+	if got, want := sub.reply(), "*3\r\n"+bulk("message")+bulk("__keyevent@0__:expired")+bulk("k"); got != want {
+		t.Fatalf("expired event: %q, want %q", got, want)
+	}
+}

@@ -45,6 +45,7 @@ type Server struct {
 	bcast       broadcaster
 	psConfigMu  sync.Mutex   // guards psConfig
 	psConfig    pubsubConfig // config_pubsub.go
+	notifyFlags atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -85,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
+	cfg.Store.SetNotifyHook(s.keyspaceEvents)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil
@@ -281,6 +283,7 @@ func (s *Server) register(c *client) bool {
 func (s *Server) unregister(c *client) {
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
+		s.updateNotify()
 	}
 	s.mu.Lock()
 	delete(s.clients, c)
