@@ -43,8 +43,8 @@ type Server struct {
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
 	bcast       broadcaster
-	psConfigMu  sync.Mutex   // guards psConfig
-	psConfig    pubsubConfig // config_pubsub.go
+	psConfigMu  sync.Mutex    // guards psConfig
+	psConfig    pubsubConfig  // config_pubsub.go
 	notifyFlags atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
