@@ -256,3 +256,21 @@ func runReset(c *client, args [][]byte) {
 	c.info.Unlock()
 	c.out = appendStatus(c.out, "RESET")
 }
+
+func init() {
+	for name, d := range map[string][2]string{
+		"subscribe":    {"Listens for messages published to channels.", "2.0.0"},
+		"psubscribe":   {"Listens for messages published to channels that match one or more patterns.", "2.0.0"},
+		"ssubscribe":   {"Listens for messages published to shard channels.", "7.0.0"},
+		"unsubscribe":  {"Stops listening to messages posted to channels.", "2.0.0"},
+		"punsubscribe": {"Stops listening to messages published to channels that match one or more patterns.", "2.0.0"},
+		"sunsubscribe": {"Stops listening to messages posted to shard channels.", "7.0.0"},
+		"publish":      {"Posts a message to a channel.", "2.0.0"},
+		"spublish":     {"Post a message to a shard channel", "7.0.0"},
+		"pubsub":       {"A container for Pub/Sub commands.", "2.8.0"},
+		"reset":        {"Resets the connection.", "6.2.0"},
+		"kvs.publish":  {"Delivers another cluster node's message to this node's subscribers (internal).", "-"},
+	} {
+		commandDocs[name] = d
+	}
+}
