@@ -22,7 +22,11 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 	s.mu.Lock()
 	dst = s.applyEntryLocked(dst, index, now, cmds)
 	ready, hook := s.takeReadyLocked()
+	events, notify := s.takeEventsLocked()
 	s.mu.Unlock()
+	if notify != nil {
+		notify(events)
+	}
 	if hook != nil {
 		hook(ready)
 	}
@@ -54,7 +58,11 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 		out[i] = all[start:len(all):len(all)]
 	}
 	ready, hook := s.takeReadyLocked()
+	events, notify := s.takeEventsLocked()
 	s.mu.Unlock()
+	if notify != nil {
+		notify(events)
+	}
 	if hook != nil {
 		hook(ready)
 	}
@@ -82,5 +90,9 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
-	return sp.apply(s, now, c)
+	r := sp.apply(s, now, c)
+	if s.notify.classes.Load() != 0 {
+		s.notifyOpLocked(c, &r)
+	}
+	return r
 }

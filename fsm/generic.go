@@ -63,6 +63,7 @@ func applyDel(s *Store, now int64, c *Command) Reply {
 	for _, k := range c.Args {
 		if old, ok := s.deleteLocked(k); ok && !old.expired(now) {
 			n++
+			s.notifyLocked(NotifyGeneric, "del", k)
 		}
 	}
 	return IntReply(n)
@@ -75,6 +76,7 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 	}
 	old.exp = 0
 	s.putLocked(old)
+	s.notifyLocked(NotifyGeneric, "persist", c.Args[0])
 	return replyOne
 }
 
@@ -90,6 +92,7 @@ func applyDelExpired(s *Store, now int64, c *Command) Reply {
 		if old, ok := s.getLocked(k); ok && old.expired(now) {
 			s.deleteLocked(k)
 			n++
+			s.notifyLocked(NotifyExpired, "expired", k)
 		}
 	}
 	return IntReply(n)
@@ -152,6 +155,8 @@ func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {
 	// A list or sorted set arriving under a name may serve clients blocked
 	// on it, as Redis signals every key it adds.
 	s.signalReadyLocked(dst)
+	s.notifyLocked(NotifyGeneric, "rename_from", src)
+	s.notifyLocked(NotifyGeneric, "rename_to", dst)
 	if nx {
 		return replyOne
 	}
@@ -176,10 +181,12 @@ func (s *Store) expireLocked(now int64, key []byte, at int64, f Flags) Reply {
 	}
 	if at <= now {
 		s.deleteLocked(key)
+		s.notifyLocked(NotifyGeneric, "del", key)
 		return replyOne
 	}
 	old.exp = at
 	s.putLocked(old)
+	s.notifyLocked(NotifyGeneric, "expire", key)
 	return replyOne
 }
 

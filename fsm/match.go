@@ -11,6 +11,10 @@ func matchGlob(pattern, str string) bool {
 	return matchGlobImpl(pattern, str, &skipLongerMatches, 0)
 }
 
+// MatchGlob is matchGlob for the server: PUBSUB CHANNELS and pattern
+// subscriptions match channels as Redis matches keys.
+func MatchGlob(pattern, str string) bool { return matchGlob(pattern, str) }
+
 // matchGlobImpl is stringmatchlen_impl. skipLongerMatches short-cuts the
 // exponential case: once a '*' suffix failed against a string's tail, it
 // fails against every shorter tail too. nesting bounds the recursion depth

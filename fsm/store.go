@@ -181,6 +181,8 @@ type Store struct {
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
 	readyHook func(keys []string)
+	// notify holds keyspace notifications (notify.go).
+	notify notifier
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.

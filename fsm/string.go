@@ -61,6 +61,7 @@ func applySetNX(s *Store, now int64, c *Command) Reply {
 		return replyZero
 	}
 	s.putLocked(newItem(a[0], a[1], 0))
+	s.notifyLocked(NotifyString, "set", a[0])
 	return replyOne
 }
 
@@ -71,6 +72,7 @@ func applyGetSet(s *Store, now int64, c *Command) Reply {
 		return replyWrongType
 	}
 	s.putLocked(newItem(a[0], a[1], 0))
+	s.notifyLocked(NotifyString, "set", a[0])
 	if !ok {
 		return replyNil
 	}
@@ -87,6 +89,7 @@ func applyGetDel(s *Store, now int64, c *Command) Reply {
 		return replyWrongType
 	}
 	s.deleteLocked(a[0])
+	s.notifyLocked(NotifyGeneric, "del", a[0])
 	return valueReply(old.val)
 }
 
@@ -94,6 +97,7 @@ func applyMSet(s *Store, now int64, c *Command) Reply {
 	a := c.Args
 	for i := 0; i < len(a); i += 2 {
 		s.putLocked(newItem(a[i], a[i+1], 0))
+		s.notifyLocked(NotifyString, "set", a[i])
 	}
 	return replyOK
 }
@@ -107,6 +111,7 @@ func applyMSetNX(s *Store, now int64, c *Command) Reply {
 	}
 	for i := 0; i < len(a); i += 2 {
 		s.putLocked(newItem(a[i], a[i+1], 0))
+		s.notifyLocked(NotifyString, "set", a[i])
 	}
 	return replyOne
 }
@@ -157,6 +162,7 @@ func (s *Store) setLocked(now int64, c *Command) Reply {
 		} else {
 			s.putLocked(newItem(key, val, c.Int))
 		}
+		s.notifySetLocked(key, c.Int)
 		return replyOK
 	}
 	old, exists := s.liveLocked(key, now)
@@ -187,7 +193,16 @@ func (s *Store) setLocked(now int64, c *Command) Reply {
 	} else {
 		s.putLocked(newItem(key, val, exp))
 	}
+	s.notifySetLocked(key, c.Int)
 	return reply
+}
+
+// notifySetLocked announces a SET, and its expiry if it had one.
+func (s *Store) notifySetLocked(key []byte, exp int64) {
+	s.notifyLocked(NotifyString, "set", key)
+	if exp != 0 {
+		s.notifyLocked(NotifyGeneric, "expire", key)
+	}
 }
 
 func (s *Store) getExLocked(now int64, c *Command) Reply {
@@ -202,12 +217,15 @@ func (s *Store) getExLocked(now int64, c *Command) Reply {
 	switch {
 	case c.Flags&FlagExpire != 0 && c.Int <= now:
 		s.deleteLocked(key)
+		s.notifyLocked(NotifyGeneric, "del", key)
 	case c.Flags&FlagExpire != 0:
 		old.exp = c.Int
 		s.putLocked(old)
+		s.notifyLocked(NotifyGeneric, "expire", key)
 	case c.Flags&FlagPersist != 0 && old.exp != 0:
 		old.exp = 0
 		s.putLocked(old)
+		s.notifyLocked(NotifyGeneric, "persist", key)
 	}
 	return valueReply(old.val)
 }
@@ -219,6 +237,7 @@ func (s *Store) appendLocked(now int64, key, suffix []byte) Reply {
 	old, ok := s.liveLocked(key, now)
 	if !ok {
 		s.putLocked(newItem(key, suffix, 0))
+		s.notifyLocked(NotifyString, "append", key)
 		return IntReply(int64(len(suffix)))
 	}
 	if old.kind != kindString {
@@ -230,6 +249,7 @@ func (s *Store) appendLocked(now int64, key, suffix []byte) Reply {
 	old.val = append(old.val, suffix...)
 	old.enc = encRaw
 	s.putLocked(old)
+	s.notifyLocked(NotifyString, "append", key)
 	return IntReply(int64(len(old.val)))
 }
 
@@ -257,6 +277,7 @@ func (s *Store) setRangeLocked(now int64, key []byte, offset int64, val []byte) 
 	it := newItemHash(key, buf, exp, old.hash)
 	it.enc = encRaw
 	s.putLocked(it)
+	s.notifyLocked(NotifyString, "setrange", key)
 	return IntReply(int64(n))
 }
 
@@ -278,6 +299,7 @@ func (s *Store) incrByLocked(now int64, key []byte, delta int64) Reply {
 	cur += delta
 	var buf [20]byte
 	s.putLocked(newItemHash(key, strconv.AppendInt(buf[:0], cur, 10), old.exp, old.hash))
+	s.notifyLocked(NotifyString, "incrby", key)
 	return IntReply(cur)
 }
 

@@ -11,6 +11,17 @@ import (
 // Connection and server commands, answered by the server itself.
 
 func runPing(c *client, args [][]byte) {
+	if c.subscribedMode() && len(args) <= 2 {
+		// RESP2's subscribed mode answers as a push: pong and the argument.
+		c.out = appendArrayLen(c.out, 2)
+		c.out = appendBulkString(c.out, "pong")
+		if len(args) == 2 {
+			c.out = appendBulk(c.out, args[1])
+		} else {
+			c.out = appendBulkString(c.out, "")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.out = appendStatus(c.out, "PONG")
@@ -106,8 +117,7 @@ func runHello(c *client, args [][]byte) {
 		c.info.name = string(name)
 		c.info.Unlock()
 	}
-	c.proto = proto
-	c.protoSeen.Store(int32(proto))
+	c.setProto(proto)
 	b := appendMapLen(c.out, 7, proto)
 	b = appendBulkString(b, "server")
 	b = appendBulkString(b, "redis")

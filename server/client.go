@@ -36,6 +36,10 @@ type client struct {
 	proto int // 2 or 3, set by HELLO
 	quit  bool
 
+	// ps is the connection's subscriptions and the output messages take,
+	// from its first SUBSCRIBE on (pubsub.go).
+	ps *pushState
+
 	// Cluster mode: readonly is set by READONLY (a cluster-aware client,
 	// redirected with MOVED instead of forwarded); peer marks another
 	// node's pool connection (KVS.PEER), whose requests are never relayed
@@ -159,6 +163,7 @@ func (c *client) serve() {
 	defer c.s.unregister(c)
 	defer c.leaveBlocked()
 	defer c.nc.Close()
+	defer c.leavePubsub()
 	defer func() {
 		if r := recover(); r != nil {
 			c.panicked(r)
@@ -189,6 +194,9 @@ func (c *client) runPipeline(cmds [][][]byte) bool {
 	c.lastActive.Store(now)
 	c.beginTiming(start)
 	c.s.stats.commands.Add(int64(len(cmds)))
+	if c.ps != nil {
+		c.mergeOutput() // messages delivered before this pipeline go first
+	}
 	return c.execute(cmds)
 }
 
@@ -211,6 +219,9 @@ func (c *client) readFailed(err error) {
 }
 
 func (c *client) flush() error {
+	if c.ps != nil {
+		return c.flushPush()
+	}
 	if len(c.out) == 0 {
 		return nil
 	}
@@ -292,6 +303,12 @@ func (c *client) executeOne(args [][]byte) bool {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
+	}
+	if c.ps != nil {
+		if e := c.subscribedRefusal(cmd, args); e != "" {
+			c.replyError(id, true, e)
+			return true
+		}
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)

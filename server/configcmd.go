@@ -34,6 +34,7 @@ func (s *Server) configParams() map[string]string {
 		"requirepass":        "",
 	}
 	s.addLimitParams(p)
+	s.addPubsubParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -130,6 +131,7 @@ func (c *client) configSet(pairs [][]byte) {
 		v    int64
 	}
 	var changes []change
+	var applies []func()
 	limits := c.s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
 	for j := 0; j < len(pairs); j += 2 {
@@ -145,6 +147,15 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			limitsSet[name] = true
+			continue
+		}
+		if isPubsubParam(name) {
+			apply, e := c.s.checkPubsubParam(name, val)
+			if e != "" {
+				c.out = appendError(c.out, e)
+				return
+			}
+			applies = append(applies, apply)
 			continue
 		}
 		switch name {
@@ -171,6 +182,9 @@ func (c *client) configSet(pairs [][]byte) {
 	}
 	if len(limitsSet) > 0 {
 		c.s.cfg.Store.SetLimits(limits)
+	}
+	for _, apply := range applies {
+		apply()
 	}
 	for _, ch := range changes {
 		switch ch.name {

@@ -108,6 +108,15 @@
 // Cluster, CLUSTER, READONLY, READWRITE and the KVS.* commands answer
 // "ERR This instance has cluster support disabled", as redis-server does.
 //
+// # Pub/sub
+//
+// Subscriptions are per node and per connection (pubsub.go draws how
+// messages reach subscribers on other event loops and goroutines, and how
+// client-output-buffer-limit pubsub bounds a slow one); in cluster mode a
+// PUBLISH is also sent to every other member over one ordered link each
+// (pubsub_cluster.go), at most once. Keyspace notifications are emitted by
+// the store's apply through a hook (notify.go).
+//
 // # Caveats
 //
 // Where kvs answers differently from redis-server 7, on purpose:

@@ -74,6 +74,12 @@ func writeCapped(b *strings.Builder, s []byte) {
 	}
 }
 
+// errSubscribedMode refuses a command in RESP2's subscribed mode; name is
+// Redis's full name of the command ("get", "config|get").
+func errSubscribedMode(name string) string {
+	return "ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
+
 // errWrongArgs is Redis's arity error; name is the lowercase command name,
 // or "command|subcommand".
 func errWrongArgs(name string) string {

@@ -75,6 +75,7 @@ type loop struct {
 	mu       sync.Mutex // guards the fields below
 	done     []*client  // answered by the roundProposer, to resume
 	woken    []*client  // blocked clients whose waiter was woken, to run again
+	pushed   []*client  // subscribers with messages queued (pushReady)
 	incoming []*client  // accepted, not yet in conns
 	stopping bool       // Shutdown: close connections once their replies are written
 	closing  bool       // Close: close everything now
@@ -360,6 +361,8 @@ func (lp *loop) wake() {
 	lp.mu.Lock()
 	woken := lp.woken
 	lp.woken = nil
+	pushed := lp.pushed
+	lp.pushed = nil
 	incoming := lp.incoming
 	lp.incoming = nil
 	stopping, closing := lp.stopping, lp.closing
@@ -369,6 +372,9 @@ func (lp *loop) wake() {
 			c.suspended = false
 			lp.run1(c, nil)
 		}
+	}
+	for _, c := range pushed {
+		lp.takePushes(c)
 	}
 	for _, c := range incoming {
 		ev := unix.EpollEvent{
@@ -514,6 +520,39 @@ func (lp *loop) wakeBlocked(c *client) {
 	lp.signal()
 }
 
+// pushReady hands the loop a subscriber with messages queued (or killed
+// for its output buffer); it is called by publishers, on any goroutine.
+func (lp *loop) pushReady(c *client) {
+	lp.mu.Lock()
+	lp.pushed = append(lp.pushed, c)
+	lp.mu.Unlock()
+	lp.signal()
+}
+
+// takePushes moves the messages queued for c into its output, to be
+// written with the round's replies, or closes c if it was killed for its
+// output buffer.
+func (lp *loop) takePushes(c *client) {
+	if c.dead {
+		return
+	}
+	ps := c.ps
+	ps.mu.Lock()
+	ps.queued = false
+	killed := ps.killed
+	if !killed {
+		c.mergeOutputLocked(ps)
+	}
+	ps.mu.Unlock()
+	if killed {
+		lp.close(c)
+		return
+	}
+	if !c.wantOut {
+		lp.dirty = append(lp.dirty, c)
+	}
+}
+
 // flush writes the replies of the round, back to back.
 func (lp *loop) flush() {
 	for i, c := range lp.dirty {
@@ -536,6 +575,11 @@ func (lp *loop) write(c *client) {
 			continue
 		case err == unix.EAGAIN:
 			c.wantOut = true
+			if c.ps != nil {
+				c.ps.mu.Lock()
+				c.ps.inflight = len(c.out) - c.outPos
+				c.ps.mu.Unlock()
+			}
 			return
 		case err != nil:
 			lp.close(c)
@@ -545,6 +589,11 @@ func (lp *loop) write(c *client) {
 	}
 	c.wantOut = false
 	c.outPos = 0
+	if c.ps != nil {
+		c.ps.mu.Lock()
+		c.ps.inflight = 0
+		c.ps.mu.Unlock()
+	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a huge buffer for an idle connection
 	} else {

@@ -16,3 +16,4 @@ func (*loop) add(*client) bool    { return false }
 func (*loop) run()                {}
 func (*loop) stop(bool)           {}
 func (*loop) wakeBlocked(*client) {}
+func (*loop) pushReady(*client)   {}

@@ -37,6 +37,15 @@ type Server struct {
 	// blocked holds the clients blocked in BLPOP and friends; the store's
 	// ready hook wakes them (blocking.go).
 	blocked blockRegistry
+	// pubsub holds the subscriptions (pubsub.go), pubsubLimit
+	// client-output-buffer-limit's pubsub class (nil: no limit), bcast
+	// the links that carry PUBLISH to the other nodes (cluster mode).
+	pubsub      pubsubRegistry
+	pubsubLimit atomic.Pointer[outputLimit]
+	bcast       broadcaster
+	psConfigMu  sync.Mutex    // guards psConfig
+	psConfig    pubsubConfig  // config_pubsub.go
+	notifyFlags atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -74,7 +83,10 @@ func New(cfg Config) (*Server, error) {
 		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
+	s.psConfig = defaultPubsubConfig()
+	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
+	cfg.Store.SetNotifyHook(s.keyspaceEvents)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil
@@ -269,6 +281,10 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	if c.ps != nil && c.fd >= 0 {
+		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
+		s.updateNotify()
+	}
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
@@ -327,11 +343,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.peers.close()
+		s.bcast.close()
 		return nil
 	case <-ctx.Done():
 		s.closeClients()
 		s.peers.close()
 		<-done
+		s.bcast.close()
 		return ctx.Err()
 	}
 }
@@ -345,6 +363,7 @@ func (s *Server) Close() error {
 	s.closeClients()
 	s.peers.close() // a connection waiting for the leader stops waiting
 	s.wg.Wait()
+	s.bcast.close()
 	return nil
 }
 

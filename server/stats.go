@@ -22,6 +22,10 @@ type stats struct {
 	// leader's index (route.go, replicasync.go).
 	staleForwards        atomic.Int64
 	unsyncedReplicaReads atomic.Int64
+	// outputLimitKills counts subscribers closed for their output buffer
+	// (INFO's client_output_buffer_limit_disconnections... as Redis 7.2
+	// names it; pubsub.go).
+	outputLimitKills atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
 	errors errorStats   // error replies by prefix (metrics.go)

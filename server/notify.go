@@ -1,0 +1,44 @@
+package server
+
+import (
+	"kvs/fsm"
+)
+
+// Keyspace notifications: the store emits Redis's events from apply
+// (fsm/notify.go), on every node for that node's subscribers, and the
+// server publishes each as Redis's notifyKeyspaceEvent does, to
+// __keyspace@0__:<key> (the event as message) with K and to
+// __keyevent@0__:<event> (the key as message) with E. Events are
+// collected only while notify-keyspace-events names a class and some
+// client on this node is subscribed to a channel or pattern.
+
+// updateNotify tells the store which classes to collect.
+func (s *Server) updateNotify() {
+	s.psConfigMu.Lock()
+	f := s.psConfig.notify
+	s.psConfigMu.Unlock()
+	if s.pubsub.subscribed.Load() == 0 {
+		f = 0
+	}
+	s.notifyFlags.Store(uint32(f))
+	s.cfg.Store.SetNotifyClasses(f)
+}
+
+// keyspaceEvents is the store's notify hook.
+func (s *Server) keyspaceEvents(events []fsm.Event) {
+	f := fsm.NotifyClass(s.notifyFlags.Load())
+	var ch []byte
+	for _, e := range events {
+		if f&e.Class == 0 {
+			continue
+		}
+		if f&fsm.NotifyKeyspace != 0 {
+			ch = append(append(ch[:0], "__keyspace@0__:"...), e.Key...)
+			s.publish(false, ch, []byte(e.Name))
+		}
+		if f&fsm.NotifyKeyevent != 0 {
+			ch = append(append(ch[:0], "__keyevent@0__:"...), e.Name...)
+			s.publish(false, ch, []byte(e.Key))
+		}
+	}
+}
