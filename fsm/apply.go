@@ -92,7 +92,7 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	}
 	r := sp.apply(s, now, c)
 	if s.notify.classes.Load() != 0 {
-		s.notifyOpLocked(c, &r)
+		s.notifyOpLocked(c, r)
 	}
 	return r
 }

@@ -161,9 +161,12 @@ var opEvents = map[Op]opEvent{
 }
 
 // notifyOpLocked emits the table's events for c, which returned r.
-func (s *Store) notifyOpLocked(c *Command, r *Reply) {
+//
+// r comes by value: a pointer to apply's reply would make every reply
+// escape to the heap, notifications on or off.
+func (s *Store) notifyOpLocked(c *Command, r Reply) {
 	ev, ok := opEvents[c.Op]
-	if !ok || r.Kind == ReplyError || ev.when != nil && !ev.when(r) {
+	if !ok || r.Kind == ReplyError || ev.when != nil && !ev.when(&r) {
 		return
 	}
 	key := c.Args[0]
