@@ -21,6 +21,9 @@ type Server struct {
 	// read; CONFIG SET changes them.
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
+	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
+	// the default; scripts are proposed with the budget it gives.
+	luaLimit atomic.Pointer[int64]
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -75,6 +78,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	cfg.Store.SetReadyHook(s.blocked.signal)
+	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil
