@@ -308,9 +308,14 @@ func luaGetMetatable(L *lua.LState) int {
 	return 1
 }
 
+// readOnly reports whether t is a library proxy or a run's globals.
+func (vm *luaVM) readOnly(t *lua.LTable) bool {
+	return vm.protected[t] || t.Metatable == vm.envMeta
+}
+
 func (vm *luaVM) rawset(L *lua.LState) int {
 	t := L.CheckTable(1)
-	if vm.protected[t] {
+	if vm.readOnly(t) {
 		L.RaiseError(errReadonlyTable)
 	}
 	t.RawSet(L.CheckAny(2), L.CheckAny(3))
@@ -322,7 +327,7 @@ func (vm *luaVM) rawset(L *lua.LState) int {
 // argument so that it refuses the read-only tables.
 func (vm *luaVM) guardTable(orig *lua.LFunction) lua.LGFunction {
 	return func(L *lua.LState) int {
-		if t, ok := L.Get(1).(*lua.LTable); ok && vm.protected[t] {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.readOnly(t) {
 			L.RaiseError(errReadonlyTable)
 		}
 		return orig.GFunction(L)
