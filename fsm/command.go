@@ -189,6 +189,10 @@ const (
 	// HRANDFIELD WITHVALUES): RESP3 writes it nested, RESP2 flattened
 	// into one array of 2n elements, as Redis does.
 	ReplyPairs
+	// Script replies (Lua's RESP3 conversions):
+	ReplyBool      // RESP3 #t/#f (Int 1/0); RESP2 :1/:0
+	ReplyBigNumber // RESP3 (Bulk; RESP2 a bulk string
+	ReplyVerbatim  // RESP3 =len Str:Bulk (Str the 3-letter format); RESP2 a bulk string
 )
 
 // Reply is the result of one command, independent of the protocol version.

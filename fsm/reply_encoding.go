@@ -19,8 +19,8 @@ import (
 // own protocol version.
 
 // maxReplyDepth bounds the nesting of decoded arrays; kvs's replies nest
-// two deep at most (SCAN).
-const maxReplyDepth = 8
+// two deep at most (SCAN), a script's reply up to maxReplyNesting.
+const maxReplyDepth = 40
 
 // AppendReplies appends the encoding of replies to dst.
 func AppendReplies(dst []byte, replies []Reply) []byte {
@@ -37,9 +37,14 @@ func appendReply(dst []byte, r *Reply) []byte {
 	case ReplyStatus, ReplyError:
 		dst = binary.AppendUvarint(dst, uint64(len(r.Str)))
 		dst = append(dst, r.Str...)
-	case ReplyInt:
+	case ReplyInt, ReplyBool:
 		dst = binary.AppendVarint(dst, r.Int)
-	case ReplyBulk, ReplyDouble:
+	case ReplyVerbatim:
+		dst = binary.AppendUvarint(dst, uint64(len(r.Str)))
+		dst = append(dst, r.Str...)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
+		dst = append(dst, r.Bulk...)
+	case ReplyBulk, ReplyDouble, ReplyBigNumber:
 		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
 		dst = append(dst, r.Bulk...)
 	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
@@ -90,9 +95,15 @@ func (d *decoder) replies(depth int) []Reply {
 				d.fail("line break in a status or error")
 			}
 			r.Str = string(b)
-		case ReplyInt:
+		case ReplyInt, ReplyBool:
 			r.Int = d.varint()
-		case ReplyBulk, ReplyDouble:
+		case ReplyVerbatim:
+			r.Str = string(d.bytes())
+			if len(r.Str) != 3 {
+				d.fail("verbatim format not 3 bytes")
+			}
+			fallthrough
+		case ReplyBulk, ReplyDouble, ReplyBigNumber:
 			r.Bulk = d.bytes()
 			if r.Bulk == nil {
 				r.Bulk = []byte{}

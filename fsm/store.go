@@ -187,6 +187,10 @@ type Store struct {
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
 	meta map[string]string
+	// parser parses the commands scripts call (SetCommandParser); vms
+	// are the Lua interpreters scripts run in (lua.go).
+	parser CommandParser
+	vms    vmPool
 }
 
 func newKeys() *keyspace { return new(keyspace) }

@@ -84,6 +84,10 @@ type client struct {
 	mark      time.Duration
 	run       cmdRun
 
+	// script is set on the scratch client that parses a script's
+	// commands: the script's clock and random source (cmd_script.go).
+	script *fsm.ParseContext
+
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
 	errIfFound string

@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"time"
 
 	"kvs/fsm"
 )
@@ -112,7 +111,7 @@ func parseExpire(c *client, args [][]byte) (fsm.Command, string) {
 		when *= 1000
 	}
 	if name == "expire" || name == "pexpire" {
-		now := time.Now().UnixMilli()
+		now := c.clockMs()
 		if when > math.MaxInt64-now {
 			return fsm.Command{}, errInvalidExpire(name)
 		}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"math/rand/v2"
 
 	"kvs/fsm"
 )
@@ -71,7 +70,7 @@ func parseSetArgs(op fsm.Op) func(c *client, args [][]byte) (fsm.Command, string
 // parseSPop draws the seed the store picks members with, so that every
 // replica and every replay of the log removes the same ones.
 func parseSPop(c *client, args [][]byte) (fsm.Command, string) {
-	cmd := fsm.Command{Op: fsm.OpSPop, Args: args[1:2], Int2: rand.Int64()}
+	cmd := fsm.Command{Op: fsm.OpSPop, Args: args[1:2], Int2: c.seed()}
 	switch {
 	case len(args) > 3:
 		return fsm.Command{}, errSyntax

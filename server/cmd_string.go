@@ -3,7 +3,6 @@ package server
 import (
 	"math"
 	"strconv"
-	"time"
 
 	"kvs/fsm"
 )
@@ -106,7 +105,7 @@ func setOptions(opts [][]byte, forGetEx bool) (flags fsm.Flags, unit int, expire
 // deadline turns an expiry argument of SET, GETEX, SETEX or PSETEX into an
 // absolute Unix time in milliseconds, with Redis's checks: not an integer,
 // not positive, or overflowing once converted is an error.
-func deadline(arg []byte, unit int, cmdName string) (int64, string) {
+func (c *client) deadline(arg []byte, unit int, cmdName string) (int64, string) {
 	v, ok := parseInt(arg)
 	if !ok {
 		return 0, errNotInteger
@@ -121,7 +120,7 @@ func deadline(arg []byte, unit int, cmdName string) (int64, string) {
 		v *= 1000
 	}
 	if unit == expSeconds || unit == expMillis {
-		now := time.Now().UnixMilli()
+		now := c.clockMs()
 		if v > math.MaxInt64-now {
 			return 0, errInvalidExpire(cmdName)
 		}
@@ -137,7 +136,7 @@ func parseSet(c *client, args [][]byte) (fsm.Command, string) {
 	}
 	cmd := fsm.Command{Op: fsm.OpSet, Flags: flags, Args: args[1:3]}
 	if expire != nil {
-		if cmd.Int, e = deadline(expire, unit, "set"); e != "" {
+		if cmd.Int, e = c.deadline(expire, unit, "set"); e != "" {
 			return fsm.Command{}, e
 		}
 	}
@@ -154,7 +153,7 @@ func parseSetEx(c *client, args [][]byte) (fsm.Command, string) {
 	if is(args[0], "psetex") {
 		unit, name = expMillis, "psetex"
 	}
-	d, e := deadline(args[2], unit, name)
+	d, e := c.deadline(args[2], unit, name)
 	if e != "" {
 		return fsm.Command{}, e
 	}
@@ -178,7 +177,7 @@ func parseGetEx(c *client, args [][]byte) (fsm.Command, string) {
 	}
 	cmd := fsm.Command{Op: fsm.OpGetEx, Flags: flags, Args: args[1:2]}
 	if expire != nil {
-		if cmd.Int, e = deadline(expire, unit, "getex"); e != "" {
+		if cmd.Int, e = c.deadline(expire, unit, "getex"); e != "" {
 			// Redis looks the key up before it checks the time: a
 			// missing key is nil and another type WRONGTYPE, whatever
 			// the time. So read the key, and answer e only if it holds

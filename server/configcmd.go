@@ -33,6 +33,8 @@ func (s *Server) configParams() map[string]string {
 		"cluster-enabled":    "no",
 		"requirepass":        "",
 	}
+	p["lua-time-limit"] = strconv.FormatInt(s.luaTimeLimit(), 10)
+	p["busy-reply-threshold"] = p["lua-time-limit"]
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
 	for k, v := range s.cfg.ConfigParams {
@@ -159,7 +161,7 @@ func (c *client) configSet(pairs [][]byte) {
 			continue
 		}
 		switch name {
-		case "maxclients", "proto-max-bulk-len":
+		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
 			v, ok := parseInt(val)
 			if !ok {
 				c.out = appendError(c.out, errConfigSetFailed(name, "argument couldn't be parsed into an integer"))
@@ -192,6 +194,9 @@ func (c *client) configSet(pairs [][]byte) {
 			c.s.maxClients.Store(ch.v)
 		case "proto-max-bulk-len":
 			c.s.maxBulk.Store(ch.v)
+		case "lua-time-limit", "busy-reply-threshold":
+			v := ch.v
+			c.s.luaLimit.Store(&v)
 		}
 	}
 	c.out = appendStatus(c.out, "OK")
@@ -199,8 +204,11 @@ func (c *client) configSet(pairs [][]byte) {
 
 // configRange is the range Redis accepts for a settable parameter.
 func configRange(name string) (lo, hi int64) {
-	if name == "proto-max-bulk-len" {
+	switch name {
+	case "proto-max-bulk-len":
 		return 1 << 20, math.MaxInt64
+	case "lua-time-limit", "busy-reply-threshold":
+		return 0, math.MaxInt64 / instructionsPerMs
 	}
 	return 1, math.MaxUint32
 }

@@ -110,7 +110,7 @@ func TestForwardDecodeRejects(t *testing.T) {
 		}
 	}
 	deep := []byte{forwardVersion, 0, 0, 0, 0, 0, 0, 0, 0, 1}
-	for range 10 {
+	for range 50 { // past fsm's bound on reply nesting
 		deep = append(deep, byte(fsm.ReplyArray), 1)
 	}
 	deep = append(deep, byte(fsm.ReplyNil))

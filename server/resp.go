@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strconv"
+
 	"kvs/fsm"
 	"kvs/resp"
 )
@@ -66,6 +68,21 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 			return append(b, '_', '\r', '\n')
 		}
 		return append(b, '*', '-', '1', '\r', '\n')
+	case fsm.ReplyBool:
+		return resp.AppendBool(b, r.Int != 0, proto)
+	case fsm.ReplyBigNumber:
+		return resp.AppendBigNumber(b, string(r.Bulk), proto)
+	case fsm.ReplyVerbatim:
+		if proto < 3 {
+			return resp.AppendBulk(b, r.Bulk)
+		}
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(len(r.Bulk)+4), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, r.Str...)
+		b = append(b, ':')
+		b = append(b, r.Bulk...)
+		return append(b, '\r', '\n')
 	case fsm.ReplyPairs:
 		// RESP3 nests the pairs; RESP2 flattens them, as Redis does.
 		if proto >= 3 {

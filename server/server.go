@@ -21,6 +21,9 @@ type Server struct {
 	// read; CONFIG SET changes them.
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
+	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
+	// the default; scripts are proposed with the budget it gives.
+	luaLimit atomic.Pointer[int64]
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -87,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
+	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	return s, nil

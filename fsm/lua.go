@@ -1,0 +1,512 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// The Lua runtime scripts run in (gopher-lua), sandboxed as Redis 7.0's:
+// the base, table, string and math libraries, plus cjson, bit, struct-less
+// redis; no io, os, debug, coroutine, print, loadfile or dofile. Every
+// global and every library table is read-only: a script cannot create a
+// global ("Attempt to modify a readonly table"), read a missing one
+// ("Script attempted to access nonexistent global variable"), or change a
+// library, so nothing a script does outlives it in the interpreter. That
+// is what lets one interpreter serve many scripts while every replica, and
+// every replay from a snapshot, stays identical.
+//
+// What would leak node-local state into a script is replaced: math.random
+// draws from the run's seeded source, tostring of a table or function
+// numbers it in the order the run first printed it (not its address), and
+// collectgarbage does nothing.
+
+// CommandParser turns the arguments of a redis.call into a command the
+// store applies or reads, or answers it itself (TIME, PING, errors). The
+// server installs it (SetCommandParser): argument parsing lives there.
+// It is called under the store's lock, so it must not call the store.
+type CommandParser func(p *ParseContext, args [][]byte) (cmd Command, r Reply, answered bool)
+
+// ParseContext is what a CommandParser may use: the script's clock (the
+// entry's now) instead of the wall clock, its seeded random source for
+// choices the parser makes (SPOP's seed), and whether the script is read
+// only. Scratch is the parser's own, kept for the run.
+type ParseContext struct {
+	Now      int64
+	Rand     *rand.Rand
+	ReadOnly bool
+	Scratch  any
+}
+
+// SetCommandParser installs the parser redis.call uses. Without one,
+// every redis.call fails with "Unknown Redis command called from script".
+func (s *Store) SetCommandParser(p CommandParser) {
+	s.mu.Lock()
+	s.parser = p
+	s.mu.Unlock()
+}
+
+// scriptRun is one execution of a script or function.
+type scriptRun struct {
+	s        *Store
+	now      int64
+	readOnly bool
+	name     string // the SHA1, or the function's name, for error texts
+	source   string // "@user_script" or "@user_function"
+	rnd      *rand.Rand
+	budget   *budget
+	resp     int // the protocol redis.call replies are converted from (redis.setresp)
+	pc       ParseContext
+	ids      map[lua.LValue]int // tostring's numbering
+}
+
+// budget is the context a run's interpreter checks once per instruction
+// (gopher-lua's mainLoopWithContext calls Done before each): after max
+// calls it reports the run over, at the same instruction on every replica.
+type budget struct {
+	left     int64
+	limited  bool
+	exceeded bool
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// errBudget is what the interpreter raises once the budget is spent.
+var errBudget = errors.New("script instruction budget exceeded")
+
+func newBudget(max int64) *budget { return &budget{left: max, limited: max > 0} }
+
+func (b *budget) Done() <-chan struct{} {
+	if !b.limited {
+		return nil
+	}
+	if b.left <= 0 {
+		b.exceeded = true
+		return closedChan
+	}
+	b.left--
+	return nil
+}
+func (b *budget) Err() error                              { return errBudget }
+func (b *budget) Deadline() (deadline time.Time, ok bool) { return time.Time{}, false }
+func (b *budget) Value(key any) any                       { return nil }
+
+// ErrBudget is the reply to a script stopped by its instruction budget,
+// of Redis's busy-script error class. The writes it made before it was
+// stopped stay, as Redis keeps a script's writes when it fails.
+const ErrBudget = "BUSY Redis is busy running a script. The script ran past its instruction budget (busy-reply-threshold) and was stopped"
+
+// compiled caches compiled scripts by SHA1 (and functions' libraries by
+// the SHA1 of their code). Compiled protos are immutable and shared by
+// every interpreter; the cache is per process and never replicated.
+var compiled struct {
+	sync.Mutex
+	m map[string]*lua.FunctionProto
+}
+
+const maxCompiled = 10000
+
+// compileScript returns body compiled, or Redis's error text for a body
+// that does not compile.
+func compileScript(sha string, body []byte) (*lua.FunctionProto, string) {
+	compiled.Lock()
+	p := compiled.m[sha]
+	compiled.Unlock()
+	if p != nil {
+		return p, ""
+	}
+	p, err := compileLua(string(body), "user_script")
+	if err != nil {
+		return nil, "ERR Error compiling script (new function): " + oneLine(err.Error())
+	}
+	compiled.Lock()
+	if compiled.m == nil || len(compiled.m) >= maxCompiled {
+		compiled.m = make(map[string]*lua.FunctionProto)
+	}
+	compiled.m[sha] = p
+	compiled.Unlock()
+	return p, ""
+}
+
+// CompileScript reports Redis's error text if body does not compile
+// (SCRIPT LOAD checks before proposing), caching the compiled form.
+func CompileScript(body []byte) string {
+	_, e := compileScript(ScriptSHA(body), body)
+	return e
+}
+
+func compileLua(src, name string) (*lua.FunctionProto, error) {
+	// A shebang line (#!lua flags=...) is Redis's, not Lua's: blank it,
+	// keeping the line count.
+	if strings.HasPrefix(src, "#!") {
+		if i := strings.IndexByte(src, '\n'); i >= 0 {
+			src = src[i:]
+		} else {
+			src = ""
+		}
+	}
+	chunk, err := parse.Parse(strings.NewReader(src), name)
+	if err != nil {
+		return nil, err
+	}
+	return lua.Compile(chunk, name)
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// vmPool holds the interpreters of a store: one for writes, used only
+// under the exclusive lock, and a pool for reads, which run concurrently.
+type vmPool struct {
+	mu    sync.Mutex // guards write's creation
+	write *luaVM
+	read  sync.Pool
+}
+
+func (p *vmPool) get(readOnly bool) *luaVM {
+	if !readOnly {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.write == nil {
+			p.write = newLuaVM()
+		}
+		return p.write
+	}
+	if vm, ok := p.read.Get().(*luaVM); ok {
+		return vm
+	}
+	return newLuaVM()
+}
+
+func (p *vmPool) put(vm *luaVM, readOnly bool) {
+	if readOnly {
+		p.read.Put(vm)
+	}
+}
+
+// luaVM is one sandboxed interpreter.
+type luaVM struct {
+	L       *lua.LState
+	hidden  *lua.LTable // the real globals, reachable only through proxies
+	envMeta *lua.LTable // metatable of each run's global environment
+	// protected are the read-only proxies, which rawset and the table
+	// library refuse to change.
+	protected  map[*lua.LTable]bool
+	errHandler *lua.LFunction
+	run        *scriptRun
+}
+
+const (
+	errReadonlyTable = "Attempt to modify a readonly table"
+	maxReplyNesting  = 32
+)
+
+func newLuaVM() *luaVM {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024 * 4, RegistryMaxSize: 1024 * 1024})
+	vm := &luaVM{L: L, protected: make(map[*lua.LTable]bool)}
+	for _, open := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(open.fn))
+		L.Push(lua.LString(open.name))
+		L.Call(1, 0)
+	}
+	G := L.G.Global
+	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "module", "require", "newproxy", "coroutine", "_VERSION"} {
+		G.RawSetString(name, lua.LNil)
+	}
+	G.RawSetString("_VERSION", lua.LString("Lua 5.1"))
+	G.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	G.RawSetString("tostring", L.NewFunction(vm.tostring))
+	G.RawSetString("getmetatable", L.NewFunction(luaGetMetatable))
+	G.RawSetString("rawset", L.NewFunction(vm.rawset))
+	tbl := G.RawGetString("table").(*lua.LTable)
+	for _, name := range []string{"insert", "remove", "sort"} {
+		orig := tbl.RawGetString(name).(*lua.LFunction)
+		tbl.RawSetString(name, L.NewFunction(vm.guardTable(orig)))
+	}
+	math := G.RawGetString("math").(*lua.LTable)
+	math.RawSetString("random", L.NewFunction(vm.mathRandom))
+	math.RawSetString("randomseed", L.NewFunction(vm.mathRandomSeed))
+	G.RawSetString("redis", vm.redisLib())
+	G.RawSetString("cjson", cjsonLib(L))
+	G.RawSetString("bit", bitLib(L))
+
+	// Protect the string metatable (reachable from any string).
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__metatable", lua.LFalse)
+	}
+	// Hide the real globals behind proxies: the library tables first, then
+	// the global table itself.
+	G.ForEach(func(k, v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok && k.String() != "_G" {
+			G.RawSet(k, vm.proxy(t))
+		}
+	})
+	vm.hidden = G
+	G.RawSetString("_G", lua.LNil)
+	pub := vm.proxy(G)
+	L.G.Global = pub
+	L.Env = pub
+
+	vm.envMeta = L.NewTable()
+	vm.envMeta.RawSetString("__index", L.NewFunction(vm.globalIndex))
+	vm.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
+	vm.envMeta.RawSetString("__metatable", lua.LFalse)
+	vm.errHandler = L.NewFunction(vm.onError)
+	return vm
+}
+
+// proxy returns an empty read-only table reading through to t.
+func (vm *luaVM) proxy(t *lua.LTable) *lua.LTable {
+	L := vm.L
+	p := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(raiseReadonly))
+	mt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(p, mt)
+	vm.protected[p] = true
+	return p
+}
+
+func raiseReadonly(L *lua.LState) int {
+	L.RaiseError(errReadonlyTable)
+	return 0
+}
+
+// globalIndex is the __index of a run's environment: a global the sandbox
+// does not define is an error, as in Redis.
+func (vm *luaVM) globalIndex(L *lua.LState) int {
+	k := L.Get(2)
+	v := vm.hidden.RawGet(k)
+	if v == lua.LNil {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", k.String())
+	}
+	L.Push(v)
+	return 1
+}
+
+func luaGetMetatable(L *lua.LState) int {
+	mt := L.GetMetatable(L.CheckAny(1))
+	if t, ok := mt.(*lua.LTable); ok {
+		if p := t.RawGetString("__metatable"); p != lua.LNil {
+			L.Push(p)
+			return 1
+		}
+	}
+	L.Push(mt)
+	return 1
+}
+
+// readOnly reports whether t is a library proxy or a run's globals.
+func (vm *luaVM) readOnly(t *lua.LTable) bool {
+	return vm.protected[t] || t.Metatable == vm.envMeta
+}
+
+func (vm *luaVM) rawset(L *lua.LState) int {
+	t := L.CheckTable(1)
+	if vm.readOnly(t) {
+		L.RaiseError(errReadonlyTable)
+	}
+	t.RawSet(L.CheckAny(2), L.CheckAny(3))
+	L.Push(t)
+	return 1
+}
+
+// guardTable wraps a table-library function that changes its first
+// argument so that it refuses the read-only tables.
+func (vm *luaVM) guardTable(orig *lua.LFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		if t, ok := L.Get(1).(*lua.LTable); ok && vm.readOnly(t) {
+			L.RaiseError(errReadonlyTable)
+		}
+		return orig.GFunction(L)
+	}
+}
+
+// tostring is Lua's, except that a table, function or other reference is
+// numbered by the order the run first converted it, not by its address,
+// which differs between replicas.
+func (vm *luaVM) tostring(L *lua.LState) int {
+	v := L.CheckAny(1)
+	if mt, ok := L.GetMetatable(v).(*lua.LTable); ok {
+		if f := mt.RawGetString("__tostring"); f != lua.LNil {
+			L.Push(f)
+			L.Push(v)
+			L.Call(1, 1)
+			return 1
+		}
+	}
+	switch v.Type() {
+	case lua.LTTable, lua.LTFunction, lua.LTUserData, lua.LTThread, lua.LTChannel:
+		run := vm.run
+		if run.ids == nil {
+			run.ids = make(map[lua.LValue]int)
+		}
+		id, ok := run.ids[v]
+		if !ok {
+			id = len(run.ids) + 1
+			run.ids[v] = id
+		}
+		L.Push(lua.LString(v.Type().String() + ": 0x" + strconv.FormatInt(int64(id), 16)))
+	default:
+		L.Push(lua.LString(v.String()))
+	}
+	return 1
+}
+
+// mathRandom is Lua 5.1's math.random over the run's seeded source.
+func (vm *luaVM) mathRandom(L *lua.LState) int {
+	r := vm.run.rnd.Float64()
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := L.CheckInt64(1)
+		if u < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(int64(r*float64(u)) + 1))
+	default:
+		l, u := L.CheckInt64(1), L.CheckInt64(2)
+		if l > u {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(int64(r*float64(u-l+1)) + l))
+	}
+	return 1
+}
+
+func (vm *luaVM) mathRandomSeed(L *lua.LState) int {
+	vm.run.rnd = rand.New(rand.NewPCG(uint64(L.CheckInt64(1)), 0x5c1a))
+	return 0
+}
+
+// newEnv returns a fresh global environment for one run, holding keys and
+// args as KEYS and ARGV (nil for a function).
+func (vm *luaVM) newEnv(keys, args [][]byte) *lua.LTable {
+	L := vm.L
+	env := L.CreateTable(0, 3)
+	if keys != nil || args != nil {
+		env.RawSetString("KEYS", stringsTable(L, keys))
+		env.RawSetString("ARGV", stringsTable(L, args))
+	}
+	env.RawSetString("_G", env)
+	L.SetMetatable(env, vm.envMeta)
+	return env
+}
+
+func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for _, b := range items {
+		t.Append(lua.LString(b))
+	}
+	return t
+}
+
+// runEval runs a script's compiled body.
+func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args [][]byte) Reply {
+	L := vm.L
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = vm.newEnv(keys, args)
+	run.source = "@user_script"
+	return vm.call(run, fn)
+}
+
+// call runs fn (with the arguments already pushed after it, nargs of
+// them) as run and converts its result.
+func (vm *luaVM) call(run *scriptRun, fn *lua.LFunction, fnArgs ...lua.LValue) Reply {
+	L := vm.L
+	run.resp = 2
+	run.pc = ParseContext{Now: run.now, Rand: run.rnd, ReadOnly: run.readOnly}
+	vm.run = run
+	L.SetContext(run.budget)
+	defer func() {
+		vm.run = nil
+		L.RemoveContext()
+		L.SetTop(0)
+	}()
+	L.Push(fn)
+	for _, a := range fnArgs {
+		L.Push(a)
+	}
+	err := L.PCall(len(fnArgs), 1, vm.errHandler)
+	if run.budget.exceeded {
+		return errorReply(ErrBudget)
+	}
+	if err != nil {
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			return vm.errorFromObject(run, ae.Object)
+		}
+		return errorReply("ERR " + oneLine(err.Error()))
+	}
+	return luaToReply(run, L.Get(-1), 0)
+}
+
+// onError is the message handler of a run (Redis's __redis__err__handler):
+// it turns the error into a table {err=..., source=..., line=...} with the
+// position of the Lua code that raised it.
+func (vm *luaVM) onError(L *lua.LState) int {
+	e := L.Get(1)
+	t, ok := e.(*lua.LTable)
+	if !ok || t.RawGetString("err").Type() != lua.LTString {
+		msg := "nil"
+		if e != lua.LNil {
+			msg = lua.LVAsString(e)
+			if msg == "" && e.Type() != lua.LTString {
+				msg = e.String()
+			}
+		}
+		t = L.NewTable()
+		t.RawSetString("err", lua.LString("ERR "+msg))
+	}
+	for level := 0; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			break
+		}
+		if dbg.What != "G" && dbg.CurrentLine > 0 {
+			t.RawSetString("line", lua.LNumber(dbg.CurrentLine))
+			break
+		}
+	}
+	L.Push(t)
+	return 1
+}
+
+// errorFromObject is the reply to a run that raised e (after onError).
+func (vm *luaVM) errorFromObject(run *scriptRun, e lua.LValue) Reply {
+	t, ok := e.(*lua.LTable)
+	if !ok {
+		return errorReply("ERR Error running script " + run.name + ", " + oneLine(lua.LVAsString(e)))
+	}
+	msg := oneLine(lua.LVAsString(t.RawGetString("err")))
+	if line, ok := t.RawGetString("line").(lua.LNumber); ok {
+		msg += " script: " + run.name + ", on " + run.source + ":" + strconv.Itoa(int(line)) + "."
+	}
+	return errorReply(msg)
+}
+
+// raiseErrorTable raises a Redis error table {err=text} from a Go function.
+func raiseErrorTable(L *lua.LState, text string) {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(text))
+	L.Error(t, 1)
+}
+
+// context.Context is what gopher-lua takes; budget is one.
+var _ context.Context = (*budget)(nil)

@@ -1,0 +1,189 @@
+package fsm
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// testParser stands in for the server's parser: SET, GET, INCR, SADD,
+// SPOP (seeded from the script) and TIME, enough to drive scripts.
+func testParser(p *ParseContext, args [][]byte) (Command, Reply, bool) {
+	switch strings.ToLower(string(args[0])) {
+	case "set":
+		return Command{Op: OpSet, Args: args[1:3]}, Reply{}, false
+	case "get":
+		return Command{Op: OpGet, Args: args[1:2]}, Reply{}, false
+	case "incr":
+		return Command{Op: OpIncrBy, Args: args[1:2], Int: 1}, Reply{}, false
+	case "sadd":
+		return Command{Op: OpSAdd, Args: args[1:]}, Reply{}, false
+	case "spop":
+		return Command{Op: OpSPop, Args: args[1:2], Int2: p.Rand.Int64()}, Reply{}, false
+	case "time":
+		return Command{}, arr(bulk(strconv.FormatInt(p.Now/1000, 10)), bulk(strconv.FormatInt(p.Now%1000*1000, 10))), true
+	}
+	return Command{}, errr("ERR Unknown Redis command called from script"), true
+}
+
+func newScriptStore() *Store {
+	s := NewStore()
+	s.SetCommandParser(testParser)
+	return s
+}
+
+func eval(body string, seed int64, budget float64, keysAndArgs ...string) Command {
+	cmd := c(OpEval, append([]string{body}, keysAndArgs...)...)
+	cmd.Int2, cmd.Float = seed, budget
+	return cmd
+}
+
+// TestScriptDeterminism replays the same entries, with scripts that use
+// math.random, TIME, table iteration, tostring of tables, SPOP and a
+// runaway loop stopped by its budget, on two stores: the replies and the
+// snapshots must be identical.
+func TestScriptDeterminism(t *testing.T) {
+	scripts := []string{
+		`for i = 1, 20 do redis.call('set', 'r' .. i, math.random(1000000)) end return math.random()`,
+		`local t = redis.call('time') return redis.call('set', 'now', t[1] .. '.' .. t[2])`,
+		`local t = {} for i = 1, 50 do t['k' .. (i * 7919 % 101)] = i end
+		 t.k3 = nil t.z = 1
+		 local s = '' for k, v in pairs(t) do s = s .. k .. '=' .. v .. ',' end
+		 return redis.call('set', 'order', s)`,
+		`return redis.call('set', 'addr', tostring({}) .. tostring(tostring) .. tostring(function() end))`,
+		`for i = 1, 30 do redis.call('sadd', 's', 'm' .. i) end
+		 return redis.call('set', 'popped', redis.call('spop', 's') .. redis.call('spop', 's'))`,
+		`local i = 0 while true do i = i + 1 redis.call('set', 'spin', i) end`,
+	}
+	run := func() ([][]Reply, []byte) {
+		s := newScriptStore()
+		var replies [][]Reply
+		for i, body := range scripts {
+			replies = append(replies, s.Apply(uint64(i+1), 1700000000123+int64(i), []Command{eval(body, 42+int64(i), 5000)}))
+		}
+		return replies, snapshotBytes(t, s)
+	}
+	r1, snap1 := run()
+	r2, snap2 := run()
+	for i := range r1 {
+		if !replyEqual(r1[i][0], r2[i][0]) {
+			t.Errorf("script %d: replies differ: %v and %v", i, r1[i][0], r2[i][0])
+		}
+	}
+	if !bytes.Equal(snap1, snap2) {
+		t.Fatal("snapshots of the same entries differ")
+	}
+	if r1[len(r1)-1][0].Kind != ReplyError || !strings.HasPrefix(r1[len(r1)-1][0].Str, "BUSY ") {
+		t.Fatalf("runaway script: %v, want a BUSY error", r1[len(r1)-1][0])
+	}
+	s := NewStore()
+	if _, err := s.Restore(bytes.NewReader(snap1)); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Read(0, c(OpGet, "now")); string(r.Bulk) != "1700000000.124000" {
+		t.Errorf("TIME in a script: %q, want the entry's clock", r.Bulk)
+	}
+	if r := s.Read(0, c(OpGet, "spin")); r.Kind != ReplyBulk {
+		t.Errorf("writes of the stopped script: %v, want kept", r)
+	}
+}
+
+func replyEqual(a, b Reply) bool {
+	return string(AppendReplies(nil, []Reply{a})) == string(AppendReplies(nil, []Reply{b}))
+}
+
+// TestScriptBudgetExact checks the budget counts instructions: a script
+// stopped at n instructions has done the same work every time, and one
+// more instruction of budget lets it do no less.
+func TestScriptBudgetExact(t *testing.T) {
+	body := `local i = 0 while true do i = i + 1 redis.call('set', 'n', i) end`
+	var prev int64
+	for _, budget := range []float64{1000, 1000, 1001, 5000} {
+		s := newScriptStore()
+		s.Apply(1, 1, []Command{eval(body, 1, budget)})
+		n, _ := strconv.ParseInt(string(s.Read(1, c(OpGet, "n")).Bulk), 10, 64)
+		if n < prev || n == 0 {
+			t.Fatalf("budget %v: n=%d after %d", budget, n, prev)
+		}
+		prev = n
+	}
+}
+
+func TestScriptSandbox(t *testing.T) {
+	s := newScriptStore()
+	for _, tc := range []struct{ body, want string }{
+		{`x = 1`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`return tostring(os)`, "ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: "},
+		{`string.foo = 1`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`rawset(_G, 'x', 1)`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`getfenv(0).redis = nil`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`table.insert(string, 1)`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`getmetatable('').__index.upper = nil`, "ERR user_script:1: attempt to index a non-table object(boolean) with key '__index' script: "},
+		{`return redis.call('nosuch')`, "ERR Unknown Redis command called from script script: "},
+		{`error('boom')`, "ERR user_script:1: boom script: "},
+	} {
+		r := s.Apply(0, 1, []Command{eval(tc.body, 1, 0)})[0]
+		if r.Kind != ReplyError || !strings.HasPrefix(r.Str, tc.want) {
+			t.Errorf("%s: %v, want %q...", tc.body, r, tc.want)
+		}
+	}
+	// Nothing a script did is visible to the next one.
+	if r := s.Apply(0, 1, []Command{eval(`return type(string.upper)`, 1, 0)})[0]; string(r.Bulk) != "function" {
+		t.Errorf("string.upper after the scripts: %v", r)
+	}
+}
+
+func TestScriptCacheAndFlush(t *testing.T) {
+	s := newScriptStore()
+	body := "return redis.call('incr', KEYS[1])"
+	sha := ScriptSHA([]byte(body))
+	if r := s.Apply(0, 1, []Command{c(OpEval, sha, "k").i(1).fl(FlagScriptSHA)})[0]; r.Str != ErrNoScript {
+		t.Fatalf("EVALSHA before EVAL: %v", r)
+	}
+	s.Apply(0, 1, []Command{c(OpEval, body, "k").i(1)})
+	if r := s.Apply(0, 1, []Command{c(OpEval, sha, "k").i(1).fl(FlagScriptSHA)})[0]; r.Int != 2 {
+		t.Fatalf("EVALSHA after EVAL: %v", r)
+	}
+	snap := snapshotBytes(t, s)
+	restored := newScriptStore()
+	if _, err := restored.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := restored.Script(strings.ToUpper(sha)); !ok {
+		t.Fatal("script not in the snapshot")
+	}
+	s.Apply(0, 1, []Command{c(OpScriptFlush)})
+	if r := s.Read(1, c(OpScriptExists, sha)); r.Array[0].Int != 0 {
+		t.Fatal("script still there after SCRIPT FLUSH")
+	}
+}
+
+func TestScriptConversions(t *testing.T) {
+	s := newScriptStore()
+	for _, tc := range []struct {
+		body string
+		want Reply
+	}{
+		{`return {1, 'a', {2}, redis.status_reply('OK'), true, false, 3.9, nil, 5}`,
+			arr(in(1), bulk("a"), arr(in(2)), status("OK"), in(1), replyNil, in(3))},
+		{`redis.setresp(3) return {true, false, {double=1.5}, {map={a=1}}, {set={x=true}}, {big_number='123'}}`,
+			arr(Reply{Kind: ReplyBool, Int: 1}, Reply{Kind: ReplyBool}, Reply{Kind: ReplyDouble, Bulk: []byte("1.5")},
+				Reply{Kind: ReplyMap, Array: []Reply{bulk("a"), in(1)}}, Reply{Kind: ReplySet, Array: []Reply{bulk("x")}},
+				Reply{Kind: ReplyBigNumber, Bulk: []byte("123")})},
+		{`return redis.call('get', 'missing')`, replyNil},
+		{`redis.setresp(3) return tostring(redis.call('get', 'missing'))`, bulk("nil")},
+		{`return tostring(redis.call('get', 'missing'))`, bulk("false")},
+		{`return redis.pcall('nosuch')`, errr("ERR Unknown Redis command called from script")},
+		{`return cjson.encode({1, 2, {a = 'x/y'}, {}, 0.1, 1e20})`, bulk(`[1,2,{"a":"x\/y"},{},0.1,1e+20]`)},
+		{`local t = cjson.decode('{"a":[1,null,true]}') return {t.a[1], type(t.a[2]), tostring(t.a[3])}`,
+			arr(in(1), bulk("userdata"), bulk("true"))},
+		{`return bit.band(0xff, 0x0f) + bit.lshift(1, 4)`, in(31)},
+		{`return redis.sha1hex('abc')`, bulk("a9993e364706816aba3e25717850c26c9cd0d89d")},
+	} {
+		r := s.Apply(0, 1, []Command{eval(tc.body, 1, 0)})[0]
+		if !replyEqual(r, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.body, r, tc.want)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"kvs/fsm"
+)
+
+// Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. A script that
+// may write is proposed as one OpEval write, carrying the seed its
+// math.random and random commands use and its instruction budget, so it
+// runs identically inside apply on every replica; a read-only one (the
+// _RO forms, a "#!lua flags=no-writes" body) is an OpEvalRO read answered
+// locally. The commands a script calls are parsed here too, by
+// parseScriptCall, which the store calls under its lock.
+
+func init() {
+	const script = flagNoScript | flagStale
+	registerCommands(
+		command{name: "eval", arity: -3, flags: script, group: "scripting", parse: parseEval},
+		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: parseEval},
+		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseEval},
+		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseEval},
+		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript},
+	)
+	for name, doc := range map[string][2]string{
+		"eval":       {"Execute a Lua script server side", "2.6.0"},
+		"evalsha":    {"Execute a Lua script server side", "2.6.0"},
+		"eval_ro":    {"Execute a read-only Lua script server side", "7.0.0"},
+		"evalsha_ro": {"Execute a read-only Lua script server side", "7.0.0"},
+		"script":     {"A container for Lua scripts management commands", "2.6.0"},
+	} {
+		commandDocs[name] = doc
+	}
+}
+
+// instructionsPerMs turns lua-time-limit (busy-reply-threshold)
+// milliseconds into the instruction budget a script runs under: roughly
+// what gopher-lua executes in a millisecond on a current core, so the
+// default 5000 ms stops a runaway script after about that long, on every
+// replica at the same instruction.
+const instructionsPerMs = 20000
+
+const defaultLuaTimeLimit = 5000
+
+// scriptBudget is the instruction budget proposed with each script.
+func (s *Server) scriptBudget() float64 {
+	return float64(s.luaTimeLimit() * instructionsPerMs)
+}
+
+func (s *Server) luaTimeLimit() int64 {
+	if v := s.luaLimit.Load(); v != nil {
+		return *v
+	}
+	return defaultLuaTimeLimit
+}
+
+const (
+	errNegativeKeys = "ERR Number of keys can't be negative"
+	errTooManyKeys  = "ERR Number of keys can't be greater than number of args"
+)
+
+// parseEval parses EVAL script numkeys key... arg... and its forms.
+func parseEval(c *client, args [][]byte) (fsm.Command, string) {
+	name := strings.ToLower(string(args[0]))
+	sha := strings.HasPrefix(name, "evalsha")
+	ro := strings.HasSuffix(name, "_ro")
+	n, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		return fsm.Command{}, errNotInteger
+	case n < 0:
+		return fsm.Command{}, errNegativeKeys
+	case n > int64(len(args)-3):
+		return fsm.Command{}, errTooManyKeys
+	}
+	body := args[1]
+	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
+	if sha {
+		b, found := c.s.cfg.Store.Script(string(args[1]))
+		if !found {
+			return fsm.Command{}, fsm.ErrNoScript
+		}
+		body = b
+		cmd.Flags = fsm.FlagScriptSHA
+	}
+	noWrites, e := shebangNoWrites(body)
+	if e != "" {
+		return fsm.Command{}, e
+	}
+	if ro || noWrites {
+		cmd.Op = fsm.OpEvalRO
+	}
+	cmd.Args = append([][]byte{args[1]}, args[3:]...)
+	return cmd, ""
+}
+
+// shebangNoWrites reads a "#!lua flags=..." first line: whether it says
+// no-writes, or Redis's error for a shebang it does not accept.
+func shebangNoWrites(body []byte) (bool, string) {
+	if !bytes.HasPrefix(body, []byte("#!")) {
+		return false, ""
+	}
+	line := body
+	if i := bytes.IndexByte(body, '\n'); i >= 0 {
+		line = body[:i]
+	}
+	parts := strings.Fields(string(line[2:]))
+	if len(parts) == 0 || parts[0] != "lua" {
+		engine := ""
+		if len(parts) > 0 {
+			engine = parts[0]
+		}
+		return false, "ERR Unexpected engine in script shebang: " + engine
+	}
+	noWrites := false
+	for _, p := range parts[1:] {
+		flags, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return false, "ERR Unknown lua shebang option: " + p
+		}
+		for _, f := range strings.Split(flags, ",") {
+			switch f {
+			case "no-writes":
+				noWrites = true
+			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			default:
+				return false, "ERR Unexpected flag in script shebang: " + f
+			}
+		}
+	}
+	return noWrites, ""
+}
+
+// parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
+func parseScript(c *client, args [][]byte) (fsm.Command, string) {
+	sub := args[1]
+	c.noteSubcommand("script", sub)
+	switch {
+	case is(sub, "load") && len(args) == 3:
+		if e := fsm.CompileScript(args[2]); e != "" {
+			return fsm.Command{}, e
+		}
+		return fsm.Command{Op: fsm.OpScriptLoad, Args: args[2:3]}, ""
+	case is(sub, "exists") && len(args) >= 3:
+		return fsm.Command{Op: fsm.OpScriptExists, Args: args[2:]}, ""
+	case is(sub, "flush") && len(args) <= 3:
+		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+			return fsm.Command{}, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+		}
+		return fsm.Command{Op: fsm.OpScriptFlush}, ""
+	case is(sub, "kill") && len(args) == 2:
+		// A script never runs past its instruction budget, and never
+		// while another command waits for it on the same node.
+		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
+	case is(sub, "load"), is(sub, "exists"), is(sub, "flush"), is(sub, "kill"):
+		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
+	}
+	return fsm.Command{}, errUnknownSubcommand(sub, "script")
+}
+
+// parseScriptCall is the store's CommandParser: redis.call's arguments as
+// the command table parses them, with Redis's script-specific refusals.
+// TIME answers the script's clock, the entry's.
+func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
+	}
+	cmd := s.commands[strings.ToLower(string(args[0]))]
+	switch {
+	case cmd == nil:
+		return fail("ERR Unknown Redis command called from script")
+	case (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity:
+		return fail("ERR Wrong number of args calling Redis command from script")
+	case cmd.flags&flagNoScript != 0:
+		return fail("ERR This Redis command is not allowed from script")
+	}
+	c, _ := p.Scratch.(*client)
+	if c == nil {
+		c = &client{s: s, proto: 2, fd: -1}
+		p.Scratch = c
+	}
+	c.script = p
+	c.errIfFound = ""
+	switch {
+	case cmd.name == "time":
+		sec, ms := p.Now/1000, p.Now%1000
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{
+			{Kind: fsm.ReplyBulk, Bulk: strconv.AppendInt(nil, sec, 10)},
+			{Kind: fsm.ReplyBulk, Bulk: strconv.AppendInt(nil, ms*1000, 10)},
+		}}, true
+	case cmd.name == "ping":
+		if len(args) == 2 {
+			return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyBulk, Bulk: args[1]}, true
+		}
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyStatus, Str: "PONG"}, true
+	case cmd.name == "echo":
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyBulk, Bulk: args[1]}, true
+	case cmd.block != nil:
+		// Blocking commands act as their non-blocking forms, as in Redis.
+		req, e := cmd.block(c, args)
+		if e != "" {
+			return fail(e)
+		}
+		return req.cmd, fsm.Reply{}, false
+	case cmd.parse == nil:
+		return fail("ERR This Redis command is not allowed from script")
+	}
+	fc, e := cmd.parse(c, args)
+	if e != "" {
+		return fail(e)
+	}
+	if c.errIfFound != "" {
+		return fail(c.errIfFound)
+	}
+	if fc.Op == fsm.OpInvalid {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{
+			{Kind: fsm.ReplyBulk, Bulk: []byte("0")}, {Kind: fsm.ReplyArray},
+		}}, true
+	}
+	return fc, fsm.Reply{}, false
+}
+
+// clockMs is the clock a parser turns relative times into deadlines with:
+// inside a script the entry's clock, so that every replica computes the
+// same deadline; otherwise the wall clock.
+func (c *client) clockMs() int64 {
+	if c.script != nil {
+		return c.script.Now
+	}
+	return time.Now().UnixMilli()
+}
+
+// seed draws a seed for a command's random choices (SPOP): inside a
+// script from the script's seeded source, so it is the same on every
+// replica.
+func (c *client) seed() int64 {
+	if c.script != nil {
+		return c.script.Rand.Int64()
+	}
+	return rand.Int64()
+}

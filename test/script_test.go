@@ -1,0 +1,190 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Scripts as real applications use them, through go-redis's Script
+// (EVALSHA, then EVAL on NOSCRIPT), in every mode: a lock released with a
+// compare-and-delete (redsync's shape), a GCRA rate limiter, and a job
+// queue whose scheduled jobs (a sorted set) a script moves to a list that
+// a worker takes from with BLMOVE.
+
+// unlockScript is redsync's release: delete the lock only if it is still ours.
+var unlockScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+else
+	return 0
+end`)
+
+// gcraScript is a GCRA limiter in the shape of go-redis/redis_rate's
+// allow script (written anew): KEYS[1] holds the theoretical arrival
+// time; ARGV = burst, rate per period, period (s), cost. It returns
+// {allowed, remaining}.
+var gcraScript = redis.NewScript(`
+redis.replicate_commands()
+local key = KEYS[1]
+local burst = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local period = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local emission = period / rate
+local increment = emission * cost
+local tolerance = emission * burst
+local t = redis.call("TIME")
+local now = (t[1] - 1700000000) + t[2] / 1000000
+local tat = redis.call("GET", key)
+if not tat then tat = now else tat = tonumber(tat) end
+tat = math.max(tat, now)
+local new_tat = tat + increment
+local allow_at = new_tat - tolerance
+if now - allow_at < 0 then
+	return {0, 0}
+end
+redis.call("SET", key, new_tat, "EX", math.ceil(tolerance))
+return {1, math.floor((now - (new_tat - tolerance)) / emission + 0.5)}`)
+
+// promoteScript moves the scheduled jobs due by ARGV[1] from the sorted
+// set KEYS[1] to the list KEYS[2], returning how many it moved.
+var promoteScript = redis.NewScript(`
+local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[1])
+for _, job in ipairs(due) do
+	redis.call("ZREM", KEYS[1], job)
+	redis.call("RPUSH", KEYS[2], job)
+end
+return #due`)
+
+func scriptModes(t *testing.T) map[string]func(t *testing.T) *redis.Client {
+	return map[string]func(t *testing.T) *redis.Client{
+		"memory":  func(t *testing.T) *redis.Client { return scriptClient(startKVS(t, KVSOptions{}).Addr) },
+		"durable": func(t *testing.T) *redis.Client { return scriptClient(startKVS(t, KVSOptions{Durable: true}).Addr) },
+		"cluster": func(t *testing.T) *redis.Client {
+			nodes := startCluster(t, 3)
+			leader := waitLeader(t, nodes)
+			// Through a follower: the scripts are forwarded to the leader.
+			return scriptClient(followers(nodes, leader)[0].Addr)
+		},
+	}
+}
+
+func scriptClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+}
+
+func TestScriptApplications(t *testing.T) {
+	for _, mode := range []string{"memory", "durable", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			rdb := scriptModes(t)[mode](t)
+			defer rdb.Close()
+			ctx := context.Background()
+
+			// The lock: only its holder's token releases it.
+			if ok, err := rdb.SetNX(ctx, "lock", "token-a", time.Minute).Result(); err != nil || !ok {
+				t.Fatalf("acquire: %v %v", ok, err)
+			}
+			if n, err := unlockScript.Run(ctx, rdb, []string{"lock"}, "token-b").Int(); err != nil || n != 0 {
+				t.Fatalf("release with another token: %d %v", n, err)
+			}
+			if n, err := unlockScript.Run(ctx, rdb, []string{"lock"}, "token-a").Int(); err != nil || n != 1 {
+				t.Fatalf("release: %d %v", n, err)
+			}
+			if n, _ := rdb.Exists(ctx, "lock").Result(); n != 0 {
+				t.Fatal("lock still held after release")
+			}
+
+			// The limiter: a burst of 5 at 1 a minute allows exactly 5.
+			allowed := 0
+			for i := 0; i < 12; i++ {
+				res, err := gcraScript.Run(ctx, rdb, []string{"rate:user"}, 5, 1, 60, 1).Int64Slice()
+				if err != nil {
+					t.Fatalf("limiter: %v", err)
+				}
+				allowed += int(res[0])
+			}
+			if allowed != 5 {
+				t.Fatalf("limiter allowed %d of 12 with a burst of 5", allowed)
+			}
+
+			// The queue: two jobs due, one in the future.
+			rdb.ZAdd(ctx, "scheduled", redis.Z{Score: 10, Member: "job1"}, redis.Z{Score: 20, Member: "job2"},
+				redis.Z{Score: 1e12, Member: "later"})
+			if n, err := promoteScript.Run(ctx, rdb, []string{"scheduled", "ready"}, 100).Int(); err != nil || n != 2 {
+				t.Fatalf("promote: %d %v", n, err)
+			}
+			for _, want := range []string{"job1", "job2"} {
+				got, err := rdb.BLMove(ctx, "ready", "working", "LEFT", "RIGHT", time.Second).Result()
+				if err != nil || got != want {
+					t.Fatalf("BLMOVE: %q %v, want %q", got, err, want)
+				}
+			}
+			if n, _ := rdb.ZCard(ctx, "scheduled").Result(); n != 1 {
+				t.Fatalf("scheduled left: %d, want 1", n)
+			}
+		})
+	}
+}
+
+// TestScriptReplicated checks that SCRIPT LOAD on one node of a cluster
+// makes EVALSHA work on every node, also after the leader is killed, and
+// that a read-only script runs on a follower.
+func TestScriptReplicated(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	via := scriptClient(followers(nodes, leader)[0].Addr)
+	defer via.Close()
+	sha, err := via.ScriptLoad(ctx, "return redis.call('INCR', KEYS[1])").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		c := scriptClient(n.Addr)
+		waitFor(t, "the script on "+n.Name, func() error {
+			ok, err := c.ScriptExists(ctx, sha).Result()
+			if err != nil || !ok[0] {
+				return fmt.Errorf("SCRIPT EXISTS: %v %v", ok, err)
+			}
+			return nil
+		})
+		c.Close()
+	}
+	leader.Kill()
+	var rest []*Node
+	for _, n := range nodes {
+		if n != leader {
+			rest = append(rest, n)
+		}
+	}
+	newLeader := waitLeader(t, rest)
+	for _, n := range rest {
+		c := scriptClient(n.Addr)
+		waitFor(t, "EVALSHA on "+n.Name, func() error {
+			return c.EvalSha(ctx, sha, []string{"counter"}).Err()
+		})
+		c.Close()
+	}
+	c := scriptClient(followers(rest, newLeader)[0].Addr)
+	defer c.Close()
+	waitFor(t, "the counter on a follower", func() error {
+		v, err := c.EvalRO(ctx, "return redis.call('GET', KEYS[1])", []string{"counter"}).Text()
+		if err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(v); n < 2 {
+			return errors.New("counter " + v)
+		}
+		return nil
+	})
+	err = c.EvalRO(ctx, "return redis.call('SET', KEYS[1], 1)", []string{"counter"}).Err()
+	if err == nil || err.Error()[:len("ERR Write commands are not allowed from read-only scripts.")] != "ERR Write commands are not allowed from read-only scripts." {
+		t.Fatalf("a write from EVAL_RO: %v", err)
+	}
+}
