@@ -82,5 +82,6 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
+	s.keys.vers.begin(now) // the version of every item this command writes
 	return sp.apply(s, now, c)
 }

@@ -80,6 +80,11 @@ type client struct {
 	mark      time.Duration
 	run       cmdRun
 
+	// The open transaction (MULTI; nil outside one) and the keys WATCH
+	// recorded (multi.go).
+	multi   *multiState
+	watched []watchedKey
+
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
 	errIfFound string
@@ -124,6 +129,11 @@ type client struct {
 
 type pendingReply struct {
 	err string // "" takes the next batch reply
+	// status, when not "", is a status reply decided before proposing
+	// (MULTI's OK, QUEUED).
+	status string
+	// exec, an EXEC's plan: the next batch reply is its OpExec's.
+	exec *execPlan
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -282,6 +292,10 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
+		c.queueInMulti(cmd, id, args)
+		return true
+	}
 	if cmd == nil {
 		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
 		return true
@@ -295,6 +309,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
+	}
+	if cmd.tx != nil {
+		return cmd.tx(c, id, args)
 	}
 	if cmd.parse == nil {
 		if c.proposeBatch() {
@@ -482,15 +499,22 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 		switch {
 		case p.err != "":
 			c.out = appendError(c.out, p.err)
+		case p.status != "":
+			c.out = appendStatus(c.out, p.status)
 		case err != nil:
 			c.out = appendError(c.out, errProposal(err, !p.read))
 		default:
 			r := &replies[j]
 			j++
-			if p.read {
+			switch {
+			case p.exec != nil:
+				c.out = c.appendExec(c.out, p.exec, r)
+			case p.read:
 				c.finishRead(p, r)
+				c.out = appendReply(c.out, r, c.proto)
+			default:
+				c.out = appendReply(c.out, r, c.proto)
 			}
-			c.out = appendReply(c.out, r, c.proto)
 		}
 		if run.n > 0 && run.id != p.cmd {
 			st.record(&run, d, true)
