@@ -129,9 +129,9 @@ type client struct {
 
 type pendingReply struct {
 	err string // "" takes the next batch reply
-	// status, when not "", is a status reply decided before proposing
-	// (MULTI's OK, QUEUED).
-	status string
+	// raw, when not "", is a reply decided before proposing, in RESP
+	// (MULTI's +OK, +QUEUED).
+	raw string
 	// exec, an EXEC's plan: the next batch reply is its OpExec's.
 	exec *execPlan
 	// The command's index in the command statistics, and whether err
@@ -499,8 +499,8 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 		switch {
 		case p.err != "":
 			c.out = appendError(c.out, p.err)
-		case p.status != "":
-			c.out = appendStatus(c.out, p.status)
+		case p.raw != "":
+			c.out = append(c.out, p.raw...)
 		case err != nil:
 			c.out = appendError(c.out, errProposal(err, !p.read))
 		default:

@@ -123,18 +123,24 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		}
 		m.queued = append(m.queued, q)
 	}
-	c.replyStatus(id, "QUEUED")
+	c.replyRaw(id, rawQueued)
 }
 
-// replyStatus answers command id with a status, queued behind pending
-// writes so it keeps its place in the pipeline.
-func (c *client) replyStatus(id int, text string) {
+// Replies decided before proposing, for replyRaw.
+const (
+	rawOK     = "+OK\r\n"
+	rawQueued = "+QUEUED\r\n"
+)
+
+// replyRaw answers command id with a reply already in RESP, queued behind
+// pending writes so it keeps its place in the pipeline.
+func (c *client) replyRaw(id int, raw string) {
 	if len(c.pending) > 0 {
-		c.pending = append(c.pending, pendingReply{status: text, cmd: id})
+		c.pending = append(c.pending, pendingReply{raw: raw, cmd: id})
 		return
 	}
 	at := len(c.out)
-	c.out = appendStatus(c.out, text)
+	c.out = append(c.out, raw...)
 	c.answered(id, false, at)
 }
 
@@ -144,7 +150,7 @@ func txMulti(c *client, id int, args [][]byte) bool {
 		return true
 	}
 	c.multi = &multiState{}
-	c.replyStatus(id, "OK")
+	c.replyRaw(id, rawOK)
 	return true
 }
 
@@ -154,7 +160,7 @@ func txDiscard(c *client, id int, args [][]byte) bool {
 		return true
 	}
 	c.endTransaction()
-	c.replyStatus(id, "OK")
+	c.replyRaw(id, rawOK)
 	return true
 }
 
@@ -226,9 +232,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	watched := c.watched
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
-		at := len(c.out)
-		c.out = c.appendExec(c.out, plan, nil)
-		c.answered(id, false, at)
+		c.replyRaw(id, string(c.appendExec(nil, plan, nil)))
 		return true
 	}
 	keys := make([][]byte, len(watched))
