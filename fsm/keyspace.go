@@ -64,7 +64,7 @@ func (ks *keyspace) shardForWrite(hash uint64) *btree.BTreeG[item] {
 
 // Set inserts or replaces it and returns the item it replaced.
 func (ks *keyspace) Set(it item) (item, bool) {
-	it.setVersion(ks.vers.now)
+	ks.vers.storedLocked(&it, ks.gen)
 	prev, replaced := ks.shardForWrite(it.hash).Set(it)
 	if !replaced {
 		ks.n++

@@ -25,16 +25,18 @@ import (
 // a transaction that need not have been (see changed).
 //
 // A key that is absent has no item to carry a version. For those the
-// store keeps, per bucket of keys (16384 buckets by key hash, 128 KiB
-// allocated on the first delete), the highest version of an item deleted
-// from the bucket, and the counter at the last FLUSHALL. A WATCH of an
-// absent key records the counter (At); its EXEC aborts if the key exists
-// by then with a version above At (created since), or if the key is still
-// absent but an item written after At was deleted from its bucket or the
-// store was flushed since (which may be another key of the bucket: the one
-// case where kvs aborts a transaction Redis would run).
+// store keeps, per bucket of keys (16384 buckets by key hash, two tables
+// of 128 KiB allocated on first use), the highest version at which an item
+// of the bucket was deleted, and the highest at which one was written
+// (stored or deleted). A WATCH of an absent key records the counter (At);
+// its EXEC aborts if the key exists by then with a version above At
+// (created since), or if the key is still absent but an item of its
+// bucket written after At was deleted since: another key of the bucket
+// may have been, the one case where kvs aborts a transaction Redis would
+// run. FLUSHALL deletes every item: the deletion record takes the
+// written record's values.
 //
-// Versions, the counter and the deletion record are replicated state: they
+// Versions, the counter and the two records are replicated state: they
 // are in snapshots (version 4), since an EXEC's outcome depends on them
 // and must be the same on every replica.
 //
@@ -234,7 +236,7 @@ func (s *Store) changedLocked(now int64, key []byte, kv KeyVersion) bool {
 		// written since; an older item is the expired one WATCH saw.
 		return v.full(it.version()) > kv.At
 	}
-	return v.flushed > kv.At || v.goneAt(keyHash(unsafeString(key))) > kv.At
+	return v.gone.at(keyHash(unsafeString(key))) > kv.At
 }
 
 // versionMask keeps the 48 bits of a version an item holds.
@@ -247,22 +249,56 @@ func (it *item) setVersion(v uint64) {
 }
 
 // versions is the keyspace's part of WATCH's state: the write counter and
-// what is known of deleted keys.
+// what is known of the keys of each bucket (16384 buckets by key hash).
 type versions struct {
-	now     uint64 // the write counter: the version the next Set stamps
-	clock   int64  // the entry's clock of the write being applied
-	flushed uint64 // now at the last FLUSHALL (0: none)
-	// gone[b] is the highest version of an item deleted from bucket b
-	// since the last FLUSHALL; nil until the first delete. It is shared
-	// with the snapshots taken while goneGen was the keyspace's
-	// generation, and copied before it is written in a later one.
-	gone    *[goneBuckets]uint64
-	goneGen uint64
+	now   uint64 // the write counter: the version the next Set stamps
+	clock int64  // the entry's clock of the write being applied
+	// gone[b] is the highest version at which an item of bucket b was
+	// deleted; written[b] the highest at which one was stored or
+	// deleted. FLUSHALL deletes every item, so it makes gone what
+	// written was.
+	gone, written buckets
 }
 
-const goneBuckets = 1 << 14
+const numBuckets = 1 << 14
 
-func goneBucket(hash uint64) int { return int(hash>>1) & (goneBuckets - 1) }
+func bucketOf(hash uint64) int { return int(hash>>1) & (numBuckets - 1) }
+
+// buckets is a table of versions by bucket, allocated on the first write
+// (128 KiB). It is shared with the snapshots taken while gen was the
+// keyspace's generation, and copied before it is written in a later one.
+type buckets struct {
+	t   *[numBuckets]uint64
+	gen uint64
+}
+
+func (bs *buckets) at(hash uint64) uint64 {
+	if bs.t == nil {
+		return 0
+	}
+	return bs.t[bucketOf(hash)]
+}
+
+// raise makes hash's bucket at least v, in keyspace generation gen.
+func (bs *buckets) raise(hash, v, gen uint64) {
+	b := bucketOf(hash)
+	if v == 0 || (bs.t != nil && bs.t[b] >= v) {
+		return
+	}
+	switch {
+	case bs.t == nil:
+		bs.t = new([numBuckets]uint64)
+	case bs.gen != gen:
+		cp := *bs.t
+		bs.t = &cp
+	}
+	bs.gen = gen
+	bs.t[b] = v
+}
+
+// noGen is a generation no keyspace reaches: a table marked with it is
+// copied before its first write.
+const noGen = ^uint64(0)
 
 // begin advances the counter for a write command applied at the entry's
 // clock now: the version of every item it stores.
@@ -277,11 +313,10 @@ func (v *versions) full(v48 uint64) uint64 {
 	return v.now - (v.now-v48)&versionMask
 }
 
-func (v *versions) goneAt(hash uint64) uint64 {
-	if v.gone == nil {
-		return 0
-	}
-	return v.gone[goneBucket(hash)]
+// storedLocked stamps it, about to be stored in generation gen.
+func (v *versions) storedLocked(it *item, gen uint64) {
+	it.setVersion(v.now)
+	v.written.raise(it.hash, v.now, gen)
 }
 
 // deletedLocked records the deletion of prev in keyspace generation gen:
@@ -296,23 +331,13 @@ func (v *versions) deletedLocked(prev *item, gen uint64) {
 	if prev.expired(v.clock) {
 		ver = v.full(prev.version())
 	}
-	b := goneBucket(prev.hash)
-	if v.gone != nil && v.gone[b] >= ver {
-		return
-	}
-	switch {
-	case v.gone == nil:
-		v.gone = new([goneBuckets]uint64)
-	case v.goneGen != gen:
-		cp := *v.gone
-		v.gone = &cp
-	}
-	v.goneGen = gen
-	v.gone[b] = ver
+	v.gone.raise(prev.hash, ver, gen)
+	v.written.raise(prev.hash, ver, gen)
 }
 
-// flushedLocked returns the versions after a FLUSHALL: every key is gone
-// as of now, which makes the per-bucket record redundant.
+// flushedLocked returns the versions after a FLUSHALL, which deletes
+// every item: gone becomes written, shared until either is written.
 func (v versions) flushedLocked() versions {
-	return versions{now: v.now, flushed: v.now}
+	shared := buckets{t: v.written.t, gen: noGen}
+	return versions{now: v.now, clock: v.clock, gone: shared, written: shared}
 }

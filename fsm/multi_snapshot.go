@@ -12,10 +12,16 @@ import (
 // appendVersions appends v as the snapshot's versions section.
 func appendVersions(dst []byte, v *versions) []byte {
 	dst = binary.AppendUvarint(dst, v.now)
-	dst = binary.AppendUvarint(dst, v.flushed)
+	dst = appendBuckets(dst, &v.gone)
+	return appendBuckets(dst, &v.written)
+}
+
+// appendBuckets appends the non-zero entries of bs: their count, then
+// bucket and version of each in ascending bucket order.
+func appendBuckets(dst []byte, bs *buckets) []byte {
 	n := 0
-	if v.gone != nil {
-		for _, g := range v.gone {
+	if bs.t != nil {
+		for _, g := range bs.t {
 			if g != 0 {
 				n++
 			}
@@ -23,7 +29,7 @@ func appendVersions(dst []byte, v *versions) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	if n > 0 {
-		for b, g := range v.gone {
+		for b, g := range bs.t {
 			if g != 0 {
 				dst = binary.AppendUvarint(dst, uint64(b))
 				dst = binary.AppendUvarint(dst, g)
@@ -34,31 +40,50 @@ func appendVersions(dst []byte, v *versions) []byte {
 }
 
 // versions reads the versions section, validating it: nothing later than
-// the counter, buckets in range and ascending.
+// the counter, nothing deleted later than written, buckets in range and
+// ascending.
 func (s *snapReader) versions() versions {
 	var v versions
 	v.now = s.uvarint()
-	v.flushed = s.uvarint()
+	v.gone = s.buckets("deleted", v.now)
+	v.written = s.buckets("written", v.now)
+	if s.err == nil && v.gone.t != nil {
+		for b, g := range v.gone.t {
+			w := uint64(0)
+			if v.written.t != nil {
+				w = v.written.t[b]
+			}
+			if g > w {
+				s.fail(fmt.Errorf("%w: snapshot versions: bucket %d deleted at %d, written at %d", ErrCorrupt, b, g, w))
+				break
+			}
+		}
+	}
+	return v
+}
+
+func (s *snapReader) buckets(what string, now uint64) buckets {
+	var bs buckets
 	n := s.uvarint()
-	if s.err == nil && (v.flushed > v.now || n > goneBuckets) {
-		s.fail(fmt.Errorf("%w: snapshot versions: flushed %d, counter %d, %d deleted buckets", ErrCorrupt, v.flushed, v.now, n))
+	if s.err == nil && n > numBuckets {
+		s.fail(fmt.Errorf("%w: snapshot versions: %d %s buckets", ErrCorrupt, n, what))
 	}
 	prev := -1
 	for i := uint64(0); i < n && s.err == nil; i++ {
 		b, g := s.uvarint(), s.uvarint()
 		switch {
 		case s.err != nil:
-		case b >= goneBuckets || int(b) <= prev || g == 0 || g > v.now:
-			s.fail(fmt.Errorf("%w: snapshot versions: deleted bucket %d (after %d) at version %d, counter %d", ErrCorrupt, b, prev, g, v.now))
+		case b >= numBuckets || int(b) <= prev || g == 0 || g > now:
+			s.fail(fmt.Errorf("%w: snapshot versions: %s bucket %d (after %d) at version %d, counter %d", ErrCorrupt, what, b, prev, g, now))
 		default:
-			if v.gone == nil {
-				v.gone = new([goneBuckets]uint64)
+			if bs.t == nil {
+				bs.t = new([numBuckets]uint64)
 			}
-			v.gone[b] = g
+			bs.t[b] = g
 			prev = int(b)
 		}
 	}
-	return v
+	return bs
 }
 
 // itemVersion reads a record's version.

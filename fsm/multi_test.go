@@ -82,7 +82,10 @@ var watchCases = []watchCase{
 	{name: "renamed over", setup: []Command{c(OpSet, "k", "1"), c(OpSet, "src", "2")}, between: []Command{c(OpRename, "src", "k")}},
 	{name: "renamed away", setup: []Command{c(OpSet, "k", "1")}, between: []Command{c(OpRename, "k", "dst")}},
 	{name: "flushall", setup: []Command{c(OpSet, "k", "1")}, between: []Command{c(OpFlushAll)}},
-	{name: "missing, flushall", between: []Command{c(OpFlushAll)}},
+	{name: "missing, flushall", setup: []Command{c(OpSet, "other", "1")}, between: []Command{c(OpFlushAll)}, runs: true},
+	{name: "missing, flushall after a write", between: []Command{c(OpSet, "k", "1"), c(OpFlushAll)}},
+	{name: "expired at WATCH, then flushed", setup: []Command{c(OpSet, "k", "1").i(t0 + 5)}, watchAt: t0 + 10,
+		between: []Command{c(OpFlushAll)}, betweenAt: t0 + 10, execAt: t0 + 10, runs: true},
 	{name: "missing, created", between: []Command{c(OpSet, "k", "1")}},
 	{name: "missing, created and deleted", between: []Command{c(OpSet, "k", "1"), c(OpDel, "k")}},
 	{name: "missing, created and expired", between: []Command{c(OpSet, "k", "1").i(t0 + 5)}, execAt: t0 + 10},
@@ -164,7 +167,7 @@ func TestExecWatchOtherBucket(t *testing.T) {
 	var other string
 	for i := 0; ; i++ {
 		other = fmt.Sprint("o", i)
-		if goneBucket(keyHash(other)) != goneBucket(keyHash("k")) {
+		if bucketOf(keyHash(other)) != bucketOf(keyHash("k")) {
 			break
 		}
 	}
@@ -172,7 +175,7 @@ func TestExecWatchOtherBucket(t *testing.T) {
 	snap := s.Snapshot()
 	defer snap.Release()
 	applyOne(s, t0, c(OpDel, other))
-	if snap.keys.vers.gone != nil {
+	if snap.keys.vers.gone.t != nil {
 		t.Fatal("a delete after the snapshot changed the snapshot's deletion record")
 	}
 	if r := applyOne(s, t0, execOf(map[string]KeyVersion{"k": seen})); r.Kind != ReplyArray {
@@ -186,11 +189,14 @@ func versionsOf(s *Store) string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v := s.keys.vers
-	out := fmt.Sprintf("now %d flushed %d", v.now, v.flushed)
-	if v.gone != nil {
-		for b, g := range v.gone {
-			if g != 0 {
-				out += fmt.Sprintf(" gone[%d]=%d", b, g)
+	out := fmt.Sprintf("now %d", v.now)
+	for i, bs := range []*buckets{&v.gone, &v.written} {
+		name := []string{"gone", "written"}[i]
+		if bs.t != nil {
+			for b, g := range bs.t {
+				if g != 0 {
+					out += fmt.Sprintf(" %s[%d]=%d", name, b, g)
+				}
 			}
 		}
 	}
@@ -329,25 +335,27 @@ func TestSnapshotVersionsRoundTrip(t *testing.T) {
 	if _, err := r.Restore(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
 	}
-	if rv, sv := r.keys.vers, s.keys.vers; rv.now != sv.now || rv.flushed != 2 || rv.goneAt(keyHash("b")) != 4 || *rv.gone != *sv.gone {
-		t.Fatalf("restored versions %+v, want %+v", r.keys.vers, s.keys.vers)
+	rv, sv := r.keys.vers, s.keys.vers
+	if rv.now != sv.now || rv.gone.at(keyHash("b")) != 4 || *rv.gone.t != *sv.gone.t || *rv.written.t != *sv.written.t {
+		t.Fatalf("restored versions %s, want %s", versionsOf(r), versionsOf(s))
 	}
 	for _, k := range []string{"a", "c", "h"} {
 		if got, want := r.WatchKey(t0, []byte(k)), s.WatchKey(t0, []byte(k)); got != want {
 			t.Errorf("%s: restored WATCH %+v, want %+v", k, got, want)
 		}
 	}
-	// Versions section: index 1, no metadata, then counter, flushed,
-	// buckets.
+	// Versions section: index 1, no metadata, then the counter, the
+	// deleted and the written buckets.
 	head := []byte{snapshotVersion, 1, 0}
 	for name, vers := range map[string][]byte{
-		"flushed after the counter":   {1, 2, 0},
-		"deleted after the counter":   {1, 0, 1, 5, 2},
+		"deleted after the counter":   {1, 1, 5, 2, 1, 5, 2},
+		"deleted after written":       {9, 1, 5, 3, 1, 5, 2},
+		"deleted, never written":      {9, 1, 5, 3, 0},
 		"buckets out of order":        {9, 0, 2, 5, 1, 4, 1},
 		"bucket out of range":         {9, 0, 1, 0xff, 0xff, 0x7f, 1},
-		"zero deletion":               {9, 0, 1, 5, 0},
+		"zero version":                {9, 0, 1, 5, 0},
+		"more buckets than there are": {9, 0xff, 0xff, 0x7f},
 		"item version over 48 bits":   nil,
-		"more buckets than there are": {9, 0, 0xff, 0xff, 0x7f},
 	} {
 		var b []byte
 		if vers == nil {
@@ -360,5 +368,9 @@ func TestSnapshotVersionsRoundTrip(t *testing.T) {
 		if _, err := NewStore().Restore(bytes.NewReader(appendCRC(b))); err == nil {
 			t.Errorf("%s: Restore accepted it", name)
 		}
+	}
+	good := append(append([]byte{}, head...), 9, 1, 5, 2, 2, 5, 2, 7, 9, 0)
+	if _, err := NewStore().Restore(bytes.NewReader(appendCRC(good))); err != nil {
+		t.Errorf("well-formed versions: %v", err)
 	}
 }

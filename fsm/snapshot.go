@@ -17,14 +17,14 @@ import (
 //	           versions
 //	           count:uvarint record*count crc:uint32
 //	meta     = namelen:uvarint name vallen:uvarint value
-//	versions = writes:uvarint flushed:uvarint ngone:uvarint gone*ngone
-//	gone     = bucket:uvarint version:uvarint
+//	versions = writes:uvarint deleted:buckets written:buckets
+//	buckets  = count:uvarint (bucket:uvarint version:uvarint)*count
 //	record   = kind:byte keylen:uvarint key deadline:varint version:uvarint value
 //
 // versions and each record's version are what WATCH compares (multi.go):
-// the store's write counter, the counter at the last FLUSHALL, the
-// non-zero entries of the deleted-keys record in ascending bucket order,
-// and the item's version (48 bits).
+// the store's write counter, the non-zero entries of the records of
+// deleted and of written keys by bucket, in ascending bucket order, and
+// the item's version (48 bits).
 //
 // meta entries are the cluster metadata (Store.Meta), names strictly
 // ascending, neither name nor value empty. Records are in keyspace order,

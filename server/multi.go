@@ -228,8 +228,10 @@ func txExec(c *client, id int, args [][]byte) bool {
 			break
 		}
 	}
-	plan, subs := c.planExec(m.queued)
+	// The watched keys as they are now: a queued UNWATCH runs in
+	// planExec, after Redis has checked them.
 	watched := c.watched
+	plan, subs := c.planExec(m.queued)
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
 		c.replyRaw(id, string(c.appendExec(nil, plan, nil)))

@@ -69,6 +69,12 @@ var multiReplies = []struct {
 	{[]string{"SET", "k", "6"}, "+OK\r\n"},
 	{[]string{"MULTI"}, "+OK\r\n"},
 	{[]string{"EXEC"}, "*0\r\n"},
+	// A queued UNWATCH runs after EXEC's check.
+	{[]string{"WATCH", "k"}, "+OK\r\n"},
+	{[]string{"SET", "k", "7"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"UNWATCH"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*-1\r\n"},
 	// A missing key created counts; expiry counts.
 	{[]string{"WATCH", "new"}, "+OK\r\n"},
 	{[]string{"SET", "new", "1"}, "+OK\r\n"},
