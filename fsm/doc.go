@@ -22,7 +22,9 @@
 //	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
 //	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
-//	    reads snapshot versions 1 to 3
+//	    reads snapshot versions 1 to 4
+//	(*Store).WatchKey(now int64, key []byte) KeyVersion   what WATCH records
+//	ExecCommand(keys [][]byte, seen []KeyVersion, cmds []Command) Command   EXEC's OpExec
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM

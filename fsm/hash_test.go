@@ -542,7 +542,7 @@ func TestHashSnapshotIsolation(t *testing.T) {
 // hashSnapshot builds a version 3 snapshot holding one hash "h" whose
 // value record (after the deadline) is value.
 func hashSnapshot(value []byte) []byte {
-	b := []byte{snapshotVersion}
+	b := []byte{snapshotVersionV3}
 	b = binary.AppendUvarint(b, 1) // index
 	b = binary.AppendUvarint(b, 0) // metadata
 	b = binary.AppendUvarint(b, 1) // keys

@@ -19,6 +19,9 @@ type keyspace struct {
 	gen      uint64
 	shardGen [keyShards]uint64
 	n        int
+	// vers is the write counter Set stamps items with, and what WATCH
+	// needs to know of deleted keys (multi.go).
+	vers versions
 }
 
 const (
@@ -61,6 +64,7 @@ func (ks *keyspace) shardForWrite(hash uint64) *btree.BTreeG[item] {
 
 // Set inserts or replaces it and returns the item it replaced.
 func (ks *keyspace) Set(it item) (item, bool) {
+	ks.vers.storedLocked(&it, ks.gen)
 	prev, replaced := ks.shardForWrite(it.hash).Set(it)
 	if !replaced {
 		ks.n++
@@ -69,7 +73,7 @@ func (ks *keyspace) Set(it item) (item, bool) {
 }
 
 // Load is Set for items arriving in ascending order (a restore), which the
-// trees append without searching.
+// trees append without searching. It keeps the items' versions.
 func (ks *keyspace) Load(it item) {
 	if _, replaced := ks.shardForWrite(it.hash).Load(it); !replaced {
 		ks.n++
@@ -83,6 +87,7 @@ func (ks *keyspace) Delete(pivot item) (item, bool) {
 	prev, ok := ks.shardForWrite(pivot.hash).Delete(pivot)
 	if ok {
 		ks.n--
+		ks.vers.deletedLocked(&prev, ks.gen)
 	}
 	return prev, ok
 }
@@ -123,5 +128,11 @@ func (ks *keyspace) GetAt(i int) (item, bool) {
 // store's exclusive lock. The view must never be written.
 func (ks *keyspace) Copy() *keyspace {
 	ks.gen++
-	return &keyspace{shards: ks.shards, n: ks.n}
+	return &keyspace{shards: ks.shards, n: ks.n, vers: ks.vers}
+}
+
+// emptied returns an empty keyspace that goes on from ks's versions: what
+// FLUSHALL leaves.
+func (ks *keyspace) emptied() *keyspace {
+	return &keyspace{vers: ks.vers.flushedLocked()}
 }

@@ -110,7 +110,7 @@ func (c *Command) Validate() error {
 // FLUSHALL touches every key: all is true and keys is empty. Reads and
 // OpMetaSet (cluster metadata, not a key) touch none.
 func (c Command) Keys() (keys [][]byte, all bool) {
-	if c.Op == OpFlushAll {
+	if c.Op == OpFlushAll || (c.Op == OpExec && execFlushes(&c)) {
 		return nil, true
 	}
 	sp := c.Op.spec()

@@ -472,7 +472,7 @@ func TestSetSnapshotCOW(t *testing.T) {
 // setSnapshot builds a snapshot holding one set "s" with the given form
 // byte, count and members, as raw bytes.
 func setSnapshot(form byte, count int, members ...string) []byte {
-	b := []byte{snapshotVersion, 1, 0, 1, byte(kindSet), 1, 's', 0, form}
+	b := []byte{snapshotVersionV3, 1, 0, 1, byte(kindSet), 1, 's', 0, form}
 	b = binary.AppendUvarint(b, uint64(count))
 	for _, m := range members {
 		b = binary.AppendUvarint(b, uint64(len(m)))

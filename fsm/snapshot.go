@@ -9,14 +9,22 @@ import (
 	"io"
 )
 
-// Snapshot format, version 3, shared by the wal's compaction and raft's
+// Snapshot format, version 4, shared by the wal's compaction and raft's
 // snapshots:
 //
-//	snapshot = version:byte(3) index:uvarint
+//	snapshot = version:byte(4) index:uvarint
 //	           nmeta:uvarint meta*nmeta
+//	           versions
 //	           count:uvarint record*count crc:uint32
 //	meta     = namelen:uvarint name vallen:uvarint value
-//	record   = kind:byte keylen:uvarint key deadline:varint value
+//	versions = writes:uvarint deleted:buckets written:buckets
+//	buckets  = count:uvarint (bucket:uvarint version:uvarint)*count
+//	record   = kind:byte keylen:uvarint key deadline:varint version:uvarint value
+//
+// versions and each record's version are what WATCH compares (multi.go):
+// the store's write counter, the non-zero entries of the records of
+// deleted and of written keys by bucket, in ascending bucket order, and
+// the item's version (48 bits).
 //
 // meta entries are the cluster metadata (Store.Meta), names strictly
 // ascending, neither name nor value empty. Records are in keyspace order,
@@ -29,12 +37,16 @@ import (
 // file. crc is CRC-32C (Castagnoli), little-endian, over every byte before
 // it.
 //
-// Version 2 is the same with strings only and records in the order of
-// legacyKeyHash (no slot); version 1 is version 2 without nmeta and the meta
-// entries. Restore reads both (the keys are re-sorted into today's order);
-// snapshots are always written as version 3.
+// Version 3 is version 4 without versions and the records' version (a
+// store restored from one starts with every version and the counter at 0,
+// the same on every replica). Version 2 is version 3 with strings only and
+// records in the order of legacyKeyHash (no slot); version 1 is version 2
+// without nmeta and the meta entries. Restore reads them all (the keys of
+// versions 1 and 2 are re-sorted into today's order); snapshots are always
+// written as version 4.
 const (
-	snapshotVersion   = 3
+	snapshotVersion   = 4
+	snapshotVersionV3 = 3
 	snapshotVersionV2 = 2
 	snapshotVersionV1 = 1
 )
@@ -100,12 +112,14 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			buf = buf[:0]
 		}
 	}
+	buf = appendVersions(buf, &sn.keys.vers)
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
 	sw := &snapWriter{cw: cw, buf: buf}
 	sn.keys.Scan(func(it item) bool {
 		sw.buf = append(sw.buf, byte(it.kind))
 		sw.string(it.key)
 		sw.varint(it.exp)
+		sw.uvarint(it.version())
 		kindTable[it.kind].write(sw, &it)
 		return sw.ok()
 	})
@@ -171,9 +185,12 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	if v >= snapshotVersionV2 {
 		st.meta = sr.meta()
 	}
+	if v >= snapshotVersion {
+		st.keys.vers = sr.versions()
+	}
 	// Before version 3 records came in another order: check that one, and
 	// insert each key where it goes today instead of appending.
-	legacy := v < snapshotVersion
+	legacy := v < snapshotVersionV3
 	less := itemLess
 	if legacy {
 		less = func(a, b item) bool {
@@ -197,6 +214,10 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		buf := sr.bytes(nil)
 		klen := len(buf)
 		exp := sr.varint()
+		var ver uint64
+		if v >= snapshotVersion {
+			ver = sr.itemVersion()
+		}
 		var it item
 		if k == kindString {
 			buf = sr.bytes(buf)
@@ -214,6 +235,7 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		if sr.err != nil {
 			return nil, 0, fmt.Errorf("%w, in record %d of %d (starting at byte %d)", sr.err, i, count, start)
 		}
+		it.setVersion(ver)
 		if exp < 0 {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: negative deadline", ErrCorrupt, i, count, start)
 		}

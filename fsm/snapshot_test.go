@@ -187,21 +187,24 @@ func TestRestoreCorrupt(t *testing.T) {
 	dup := NewStore()
 	dup.Apply(1, t0, []Command{c(OpSet, "a", "1")})
 	one := snapshotBytes(t, dup)
-	// version, index 1, no metadata, count 2, the record twice, then a
-	// fresh CRC.
-	rec := one[4 : len(one)-4]
-	b := append([]byte{snapshotVersion, 1, 0, 2}, rec...)
+	// version, index 1, no metadata, versions (counter 1, no flush, no
+	// deletions), count 2, the record twice, then a fresh CRC.
+	rec := one[7 : len(one)-4]
+	b := append([]byte{snapshotVersion, 1, 0, 1, 0, 0, 2}, rec...)
 	b = append(b, rec...)
 	b = appendCRC(b)
 	check("duplicate key", b)
-	// The same in version 1, which has no metadata section.
+	// The same in version 1, which has no metadata section and no
+	// versions.
+	v1 := toV1(t, dup)
+	rec = v1[3 : len(v1)-4]
 	b = append([]byte{1, 1, 2}, rec...)
 	b = append(b, rec...)
 	check("duplicate key v1", appendCRC(b))
 
 	// Metadata out of order, duplicated or empty.
 	meta := func(pairs ...string) []byte {
-		b := []byte{snapshotVersion, 1, byte(len(pairs) / 2)}
+		b := []byte{snapshotVersionV3, 1, byte(len(pairs) / 2)}
 		for _, p := range pairs {
 			b = appendString(b, p)
 		}
@@ -259,6 +262,22 @@ func legacySnapshot(t testing.TB, s *Store, version byte) []byte {
 	return appendCRC(b)
 }
 
+// clearVersions sets every version of s to 0, as restoring a snapshot
+// older than version 4 leaves them.
+func clearVersions(s *Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var items []item
+	s.keys.Scan(func(it item) bool {
+		items = append(items, it)
+		return true
+	})
+	s.keys.vers = versions{}
+	for _, it := range items {
+		s.keys.Set(it)
+	}
+}
+
 // toV1 is legacySnapshot version 1 of a store without metadata.
 func toV1(t testing.TB, s *Store) []byte { return legacySnapshot(t, s, 1) }
 
@@ -269,6 +288,7 @@ func TestRestoreLegacyVersions(t *testing.T) {
 		s.Apply(uint64(i+1), nows[i], cmds)
 	}
 	v2 := legacySnapshot(t, s, 2)
+	clearVersions(s) // which a version 2 snapshot does not hold
 	want := snapshotBytes(t, s)
 	r := NewStore()
 	r.Apply(1, t0, []Command{c(OpSet, "stale", "x")})
@@ -287,6 +307,7 @@ func TestRestoreLegacyVersions(t *testing.T) {
 	for name := range s.MetaAll() {
 		s.Apply(0, t0, []Command{c(OpMetaSet, name, "")})
 	}
+	clearVersions(s)
 	want = snapshotBytes(t, s)
 	r = NewStore()
 	r.Apply(1, t0, []Command{c(OpMetaSet, "stale", "x")})

@@ -61,6 +61,12 @@ type item struct {
 	// padding) and is not kept in snapshots, as Redis forgets it on
 	// reload.
 	enc stringEnc
+	// verHi and verLo are the item's version (multi.go): the low 48 bits
+	// of the store's write counter when it was last written, which WATCH
+	// compares. They fill the struct's padding, so a version costs no
+	// memory; keyspace.Set stamps them.
+	verHi uint16
+	verLo uint32
 }
 
 // stringEnc is item.enc.

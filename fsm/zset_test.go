@@ -384,7 +384,7 @@ func TestZSetSnapshotWhileWriting(t *testing.T) {
 // zsetSnapshot is a snapshot of one sorted set key "z" whose value is
 // val, with a valid checksum.
 func zsetSnapshot(val []byte) []byte {
-	b := []byte{snapshotVersion, 1, 0, 1, byte(kindZSet)}
+	b := []byte{snapshotVersionV3, 1, 0, 1, byte(kindZSet)}
 	b = appendString(b, "z")
 	b = binary.AppendVarint(b, 0)
 	return appendCRC(append(b, val...))

@@ -66,8 +66,9 @@ import (
 // UNCERTAIN only if no leader answers before its timeout. See
 // docs/compatibility.md.
 //
-// Inside MULTI (not yet supported) blocking commands will run as their
-// non-blocking forms, as in Redis.
+// Inside MULTI blocking commands run as their non-blocking forms, as in
+// Redis: EXEC puts cmd in its entry and answers an empty result with a
+// null array (multi.go).
 //
 // # Locks
 //

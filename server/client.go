@@ -87,6 +87,10 @@ type client struct {
 	// script is set on the scratch client that parses a script's
 	// commands: the script's clock and random source (cmd_script.go).
 	script *fsm.ParseContext
+	// The open transaction (MULTI; nil outside one) and the keys WATCH
+	// recorded (multi.go).
+	multi   *multiState
+	watched []watchedKey
 
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
@@ -132,6 +136,11 @@ type client struct {
 
 type pendingReply struct {
 	err string // "" takes the next batch reply
+	// raw, when not "", is a reply decided before proposing, in RESP
+	// (MULTI's +OK, +QUEUED).
+	raw string
+	// exec, an EXEC's plan: the next batch reply is its OpExec's.
+	exec *execPlan
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -297,6 +306,10 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
+		c.queueInMulti(cmd, id, args)
+		return true
+	}
 	if cmd == nil {
 		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
 		return true
@@ -316,6 +329,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
+	}
+	if cmd.tx != nil {
+		return cmd.tx(c, id, args)
 	}
 	if cmd.parse == nil {
 		if c.proposeBatch() {
@@ -503,15 +519,22 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 		switch {
 		case p.err != "":
 			c.out = appendError(c.out, p.err)
+		case p.raw != "":
+			c.out = append(c.out, p.raw...)
 		case err != nil:
 			c.out = appendError(c.out, errProposal(err, !p.read))
 		default:
 			r := &replies[j]
 			j++
-			if p.read {
+			switch {
+			case p.exec != nil:
+				c.out = c.appendExec(c.out, p.exec, r)
+			case p.read:
 				c.finishRead(p, r)
+				c.out = appendReply(c.out, r, c.proto)
+			default:
+				c.out = appendReply(c.out, r, c.proto)
 			}
-			c.out = appendReply(c.out, r, c.proto)
 		}
 		if run.n > 0 && run.id != p.cmd {
 			st.record(&run, d, true)

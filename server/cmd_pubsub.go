@@ -237,8 +237,10 @@ func runPubsub(c *client, args [][]byte) {
 }
 
 // runReset is RESET: the connection's state as a new one's (RESP2, no
-// subscriptions, no name, READWRITE), without unsubscribe replies.
+// subscriptions, no transaction or watched keys, no name, READWRITE),
+// without unsubscribe replies.
 func runReset(c *client, args [][]byte) {
+	c.endTransaction()
 	if c.ps != nil && c.ps.total() > 0 {
 		c.changeSubscriptions(func(r *pubsubRegistry, ps *pushState) {
 			for k := range ps.subs {

@@ -50,6 +50,11 @@ type command struct {
 	// parses the arguments into the command's non-blocking form, its keys
 	// and its timeout (blocking.go).
 	block func(c *client, args [][]byte) (blockReq, string)
+	// A transaction's control command (MULTI, EXEC, DISCARD, WATCH) has
+	// tx instead: it manages the pipeline's batch itself (multi.go) and,
+	// like executeOne, reports false, having done nothing, when it first
+	// had to propose the batch and that was handed to a roundProposer.
+	tx func(c *client, id int, args [][]byte) bool
 }
 
 // Flag sets the command-table rows use.

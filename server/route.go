@@ -250,7 +250,12 @@ func (c *client) redirectKeyedWrites() {
 		}
 		cmd := c.batch[j]
 		j++
-		if key, ok := writeKey(&cmd); ok {
+		// An EXEC is forwarded: its WATCH was taken on this
+		// connection, and the versions it carries are the same on
+		// every node. A redirection would make the client start the
+		// transaction over on the leader, and go-redis's Watch hands
+		// a MOVED from its callback back to the caller instead.
+		if key, ok := writeKey(&cmd); ok && cmd.Op != fsm.OpExec {
 			c.pending[i].err = errMoved(fsm.KeySlot(key), l.RESPAddr)
 			continue
 		}

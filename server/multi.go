@@ -1,0 +1,327 @@
+package server
+
+import (
+	"kvs/fsm"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, as Redis 7.0's
+// multi.c has them.
+//
+// The queue and the watched keys are the connection's state. Between
+// MULTI and EXEC every command but EXEC, DISCARD, MULTI, WATCH, QUIT and
+// RESET is queued and answered QUEUED; an unknown command or a wrong
+// argument count is answered with its error and marks the transaction, so
+// that EXEC answers EXECABORT. Syntax errors are not queuing errors (Redis
+// checks only the name and the arity then): the command's error is its
+// element of EXEC's array.
+//
+// EXEC turns the queue into one fsm.OpExec: the data commands (parsed at
+// EXEC, so relative expiry times count from it), reads and writes alike,
+// and the watched keys with what WATCH saw of each (fsm.Store.WatchKey:
+// whether the key was live, its version, the store's write counter). The
+// OpExec joins the pipeline's batch like any write, so it goes through
+// every mode's write path (the wal, raft, forwarding from a follower) as
+// one log entry, and apply decides from replicated state whether a
+// watched key changed (nil reply, nothing run) or runs every command under
+// the one write lock: reads see the transaction's earlier writes, and a
+// crash keeps all of it or none. The commands the server answers itself
+// (PING, ECHO, INFO, CLIENT, CONFIG, ...) run at EXEC, before the entry
+// is proposed, and their replies take their places in EXEC's array.
+// Blocking commands run as their non-blocking forms: an empty result is a
+// null array at once, as in Redis.
+
+// multiState is a connection's open transaction.
+type multiState struct {
+	queued  []queuedCmd
+	aborted bool // a queuing error: EXEC answers EXECABORT
+	// buf holds the queued commands' arguments, which the connection's
+	// read buffer cannot keep.
+	buf []byte
+}
+
+type queuedCmd struct {
+	cmd  *command
+	id   int // the command's index in the command statistics
+	args [][]byte
+}
+
+// watchedKey is a key WATCH recorded.
+type watchedKey struct {
+	key  []byte
+	seen fsm.KeyVersion
+}
+
+// execSlot is one element of EXEC's reply: a reply the server wrote at
+// EXEC (raw), or the next reply of the OpExec's array.
+type execSlot struct {
+	raw     []byte
+	sub     bool
+	block   bool   // a blocking command's non-blocking form: empty is a null array
+	op      fsm.Op // a read's op, for the hit counters
+	read    bool
+	ifFound string // the parser's errIfFound
+}
+
+// execPlan is an EXEC waiting for its OpExec's reply.
+type execPlan struct{ slots []execSlot }
+
+const (
+	errExecAbort      = "EXECABORT Transaction discarded because of previous errors."
+	errMultiNested    = "ERR MULTI calls can not be nested"
+	errExecNoMulti    = "ERR EXEC without MULTI"
+	errDiscardNoMulti = "ERR DISCARD without MULTI"
+	errWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+)
+
+func init() {
+	registerCommands(
+		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txMulti},
+		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, group: "transactions", tx: txExec},
+		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txDiscard},
+		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
+		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", run: runUnwatch},
+	)
+}
+
+// queuesInMulti reports whether cmd is queued inside MULTI: all but the
+// commands that control the transaction or the connection.
+func queuesInMulti(cmd *command) bool {
+	switch cmd.name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return false
+	}
+	return true
+}
+
+// queueInMulti answers a command sent inside MULTI: QUEUED, or the error
+// that aborts the transaction.
+func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
+	m := c.multi
+	if cmd == nil {
+		m.aborted = true
+		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
+		return
+	}
+	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+		m.aborted = true
+		c.replyError(id, true, errWrongArgs(cmd.name))
+		return
+	}
+	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
+		q := queuedCmd{cmd: cmd, id: id, args: make([][]byte, len(args))}
+		n := 0
+		for _, a := range args {
+			n += len(a)
+		}
+		if cap(m.buf)-len(m.buf) < n {
+			m.buf = make([]byte, 0, max(n, 2*cap(m.buf), 256))
+		}
+		for i, a := range args {
+			start := len(m.buf)
+			m.buf = append(m.buf, a...)
+			q.args[i] = m.buf[start:len(m.buf):len(m.buf)]
+		}
+		m.queued = append(m.queued, q)
+	}
+	c.replyRaw(id, rawQueued)
+}
+
+// Replies decided before proposing, for replyRaw.
+const (
+	rawOK     = "+OK\r\n"
+	rawQueued = "+QUEUED\r\n"
+)
+
+// replyRaw answers command id with a reply already in RESP, queued behind
+// pending writes so it keeps its place in the pipeline.
+func (c *client) replyRaw(id int, raw string) {
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, pendingReply{raw: raw, cmd: id})
+		return
+	}
+	at := len(c.out)
+	c.out = append(c.out, raw...)
+	c.answered(id, false, at)
+}
+
+func txMulti(c *client, id int, args [][]byte) bool {
+	if c.multi != nil {
+		c.replyError(id, false, errMultiNested)
+		return true
+	}
+	c.multi = &multiState{}
+	c.replyRaw(id, rawOK)
+	return true
+}
+
+func txDiscard(c *client, id int, args [][]byte) bool {
+	if c.multi == nil {
+		c.replyError(id, false, errDiscardNoMulti)
+		return true
+	}
+	c.endTransaction()
+	c.replyRaw(id, rawOK)
+	return true
+}
+
+// endTransaction leaves MULTI and forgets the watched keys, as EXEC and
+// DISCARD do.
+func (c *client) endTransaction() {
+	c.multi = nil
+	c.watched = nil
+}
+
+func txWatch(c *client, id int, args [][]byte) bool {
+	if c.multi != nil {
+		c.replyError(id, false, errWatchInMulti)
+		return true
+	}
+	// WATCH sees the pipeline's writes before it.
+	if c.proposeBatch() {
+		return false
+	}
+	for _, k := range args[1:] {
+		if c.watching(k) {
+			continue
+		}
+		key := append([]byte(nil), k...)
+		c.watched = append(c.watched, watchedKey{key: key, seen: c.s.cfg.Store.WatchKey(c.now, key)})
+	}
+	at := len(c.out)
+	c.out = appendStatus(c.out, "OK")
+	c.answered(id, false, at)
+	return true
+}
+
+func (c *client) watching(k []byte) bool {
+	for i := range c.watched {
+		if string(c.watched[i].key) == string(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func runUnwatch(c *client, args [][]byte) {
+	c.watched = nil
+	c.out = appendStatus(c.out, "OK")
+}
+
+func txExec(c *client, id int, args [][]byte) bool {
+	m := c.multi
+	if m == nil {
+		c.replyError(id, false, errExecNoMulti)
+		return true
+	}
+	if m.aborted {
+		c.endTransaction()
+		c.replyError(id, false, errExecAbort)
+		return true
+	}
+	// The commands the server answers see the pipeline's writes before
+	// the EXEC, as they would in Redis.
+	for _, q := range m.queued {
+		if q.cmd.run != nil && len(c.pending) > 0 {
+			if c.proposeBatch() {
+				return false // run again once the batch is answered
+			}
+			break
+		}
+	}
+	// The watched keys as they are now: a queued UNWATCH runs in
+	// planExec, after Redis has checked them.
+	watched := c.watched
+	plan, subs := c.planExec(m.queued)
+	c.endTransaction()
+	if len(subs) == 0 && len(watched) == 0 {
+		c.replyRaw(id, string(c.appendExec(nil, plan, nil)))
+		return true
+	}
+	keys := make([][]byte, len(watched))
+	seen := make([]fsm.KeyVersion, len(watched))
+	for i, w := range watched {
+		keys[i], seen[i] = w.key, w.seen
+	}
+	c.batch = append(c.batch, fsm.ExecCommand(keys, seen, subs))
+	c.queue(pendingReply{cmd: id, exec: plan})
+	return true
+}
+
+// planExec turns the queued commands into EXEC's reply slots and the
+// OpExec's commands, running the commands the server answers itself.
+func (c *client) planExec(queued []queuedCmd) (*execPlan, []fsm.Command) {
+	plan := &execPlan{slots: make([]execSlot, len(queued))}
+	var subs []fsm.Command
+	for i, q := range queued {
+		sl := &plan.slots[i]
+		var fc fsm.Command
+		var e string
+		switch {
+		case q.cmd.block != nil:
+			var req blockReq
+			req, e = q.cmd.block(c, q.args)
+			fc, sl.block = req.cmd, true
+		case q.cmd.parse != nil:
+			fc, e = q.cmd.parse(c, q.args)
+			sl.ifFound, c.errIfFound = c.errIfFound, ""
+		default:
+			sl.raw = c.runCaptured(q.cmd, q.args)
+			continue
+		}
+		switch {
+		case e != "":
+			sl.raw = appendError(nil, e)
+		case fc.Op == fsm.OpInvalid:
+			// SCAN past the end (see readLocal).
+			sl.raw = []byte("*2\r\n$1\r\n0\r\n*0\r\n")
+		default:
+			sl.sub, sl.op, sl.read = true, fc.Op, !fc.Op.IsWrite()
+			subs = append(subs, fc)
+		}
+	}
+	return plan, subs
+}
+
+// runCaptured runs a command the server answers itself and returns its
+// reply, leaving the connection's output and pending replies as they were.
+func (c *client) runCaptured(cmd *command, args [][]byte) []byte {
+	pending, batch := c.pending, c.batch
+	c.pending, c.batch = nil, nil
+	at := len(c.out)
+	cmd.run(c, args)
+	raw := append([]byte(nil), c.out[at:]...)
+	c.out = c.out[:at]
+	c.pending, c.batch = pending, batch
+	return raw
+}
+
+// appendExec writes EXEC's reply: r is the OpExec's (nil when there was
+// none to propose).
+func (c *client) appendExec(b []byte, plan *execPlan, r *fsm.Reply) []byte {
+	if r != nil && r.Kind != fsm.ReplyArray {
+		return appendReply(b, r, c.proto) // a watched key changed: nil
+	}
+	b = appendArrayLen(b, len(plan.slots))
+	j := 0
+	for i := range plan.slots {
+		sl := &plan.slots[i]
+		if !sl.sub {
+			b = append(b, sl.raw...)
+			continue
+		}
+		sr := &r.Array[j]
+		j++
+		switch {
+		case sl.block && (sr.Kind == fsm.ReplyNil || sr.Kind == fsm.ReplyNilArray):
+			*sr = fsm.Reply{Kind: fsm.ReplyNilArray}
+		case sl.ifFound != "":
+			if sr.Kind == fsm.ReplyBulk {
+				*sr = fsm.Reply{Kind: fsm.ReplyError, Str: sl.ifFound}
+			}
+		case sl.read:
+			c.countHits(sl.op, sr)
+		}
+		b = appendReply(b, sr, c.proto)
+	}
+	return b
+}

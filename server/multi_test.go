@@ -1,0 +1,193 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"kvs/fsm"
+)
+
+// multiReplies is a transaction session and the exact bytes redis-server
+// 7.0 answers, checked against it, one command at a time.
+var multiReplies = []struct {
+	args []string
+	want string
+}{
+	{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+	{[]string{"DISCARD"}, "-ERR DISCARD without MULTI\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"BLMOVE", "a", "b", "LEFT", "RIGHT", "0"}, "+QUEUED\r\n"},
+	{[]string{"BLPOP", "a", "0"}, "+QUEUED\r\n"},
+	{[]string{"SET", "k", "v", "NX", "XX"}, "+QUEUED\r\n"},
+	{[]string{"PING"}, "+QUEUED\r\n"},
+	{[]string{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
+	{[]string{"WATCH", "x"}, "-ERR WATCH inside MULTI is not allowed\r\n"},
+	{[]string{"SET", "k", "1"}, "+QUEUED\r\n"},
+	{[]string{"INCR", "k"}, "+QUEUED\r\n"},
+	{[]string{"GET", "k"}, "+QUEUED\r\n"},
+	{[]string{"LPUSH", "k", "x"}, "+QUEUED\r\n"},
+	{[]string{"UNWATCH"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*9\r\n*-1\r\n*-1\r\n-ERR syntax error\r\n+PONG\r\n+OK\r\n:2\r\n$1\r\n2\r\n" +
+		"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
+	{[]string{"SET", "k", "2"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	{[]string{"GET", "k"}, "$1\r\n2\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"FOO"}, "-ERR unknown command 'FOO', with args beginning with: \r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"SET", "k", "3"}, "+QUEUED\r\n"},
+	{[]string{"DISCARD"}, "+OK\r\n"},
+	{[]string{"GET", "k"}, "$1\r\n2\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+	// WATCH: a change on this connection counts too.
+	{[]string{"WATCH", "k"}, "+OK\r\n"},
+	{[]string{"SET", "k", "4"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"GET", "k"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*-1\r\n"},
+	// EXEC unwatched: the next one runs.
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"GET", "k"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*1\r\n$1\r\n4\r\n"},
+	{[]string{"WATCH", "k", "nokey", "k"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+	// UNWATCH forgets; DISCARD unwatches.
+	{[]string{"WATCH", "k"}, "+OK\r\n"},
+	{[]string{"UNWATCH"}, "+OK\r\n"},
+	{[]string{"SET", "k", "5"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+	{[]string{"WATCH", "k"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"DISCARD"}, "+OK\r\n"},
+	{[]string{"SET", "k", "6"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+	// A queued UNWATCH runs after EXEC's check.
+	{[]string{"WATCH", "k"}, "+OK\r\n"},
+	{[]string{"SET", "k", "7"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"UNWATCH"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*-1\r\n"},
+	// A missing key created counts; expiry counts.
+	{[]string{"WATCH", "new"}, "+OK\r\n"},
+	{[]string{"SET", "new", "1"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*-1\r\n"},
+	{[]string{"SET", "e", "1", "PX", "1"}, "+OK\r\n"},
+	{[]string{"HELLO", "3"}, ""}, // the reply differs; not compared
+	{[]string{"WATCH", "new"}, "+OK\r\n"},
+	{[]string{"DEL", "new"}, ":1\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"BLPOP", "a", "0"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "_\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"BLPOP", "a", "0"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*1\r\n_\r\n"},
+	// RESET discards the transaction and unwatches (and returns to RESP2).
+	{[]string{"SET", "r", "1"}, "+OK\r\n"},
+	{[]string{"WATCH", "r"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"SET", "r", "2"}, "+QUEUED\r\n"},
+	{[]string{"RESET"}, "+RESET\r\n"},
+	{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+	{[]string{"GET", "r"}, "$1\r\n1\r\n"},
+	{[]string{"WATCH", "r"}, "+OK\r\n"},
+	{[]string{"RESET"}, "+RESET\r\n"},
+	{[]string{"SET", "r", "3"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+}
+
+func TestMultiExactReplies(t *testing.T) {
+	for _, name := range []string{"one by one", "pipelined"} {
+		t.Run(name, func(t *testing.T) {
+			rc := dialRaw(t, startServer(t, Config{}))
+			if name == "pipelined" {
+				var cmds [][]string
+				for _, tc := range multiReplies {
+					cmds = append(cmds, tc.args)
+				}
+				got := script(t, rc, cmds)
+				for i, tc := range multiReplies {
+					if tc.want != "" && got[i] != tc.want {
+						t.Errorf("%d %q = %q, want %q", i, tc.args, got[i], tc.want)
+					}
+				}
+				return
+			}
+			for i, tc := range multiReplies {
+				if got := rc.do(tc.args...); tc.want != "" && got != tc.want {
+					t.Errorf("%d %q = %q, want %q", i, tc.args, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWatchOtherConnection: another connection's write aborts the EXEC;
+// a write to another key does not.
+func TestWatchOtherConnection(t *testing.T) {
+	s := startServer(t, Config{})
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	a.do("SET", "k", "1")
+	a.do("WATCH", "k")
+	b.do("SET", "other", "1")
+	if got := script(t, a, [][]string{{"MULTI"}, {"INCR", "k"}, {"EXEC"}}); got[2] != "*1\r\n:2\r\n" {
+		t.Fatalf("EXEC after a write to another key = %q", got[2])
+	}
+	a.do("WATCH", "k")
+	b.do("SET", "k", "1")
+	if got := script(t, a, [][]string{{"MULTI"}, {"INCR", "k"}, {"EXEC"}}); got[2] != "*-1\r\n" {
+		t.Fatalf("EXEC after another connection's SET = %q", got[2])
+	}
+	if got := a.do("GET", "k"); got != "$1\r\n1\r\n" {
+		t.Fatalf("GET k = %q after an aborted EXEC", got)
+	}
+}
+
+// TestMultiPipelinedTransactions: many transactions in one pipeline, as
+// redis-benchmark sends them, each answered in its place.
+func TestMultiPipelinedTransactions(t *testing.T) {
+	rc := dialRaw(t, startServer(t, Config{}))
+	var cmds [][]string
+	for range 50 {
+		cmds = append(cmds, []string{"MULTI"}, []string{"INCR", "n"}, []string{"INCR", "n"}, []string{"EXEC"}, []string{"GET", "n"})
+	}
+	got := script(t, rc, cmds)
+	for i := range 50 {
+		want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+			"*2\r\n:" + strconv.Itoa(2*i+1) + "\r\n:" + strconv.Itoa(2*i+2) + "\r\n", "$" + strconv.Itoa(len(strconv.Itoa(2*i+2))) + "\r\n" + strconv.Itoa(2*i+2) + "\r\n"}
+		if strings.Join(got[5*i:5*i+5], "") != strings.Join(want, "") {
+			t.Fatalf("transaction %d: %q, want %q", i, got[5*i:5*i+5], want)
+		}
+	}
+}
+
+// TestWatchThroughFollower: WATCH on a follower records the version the
+// follower's store holds; EXEC forwarded to the leader runs when the key
+// is unchanged and aborts when the leader's copy changed since, though the
+// follower has not seen that change.
+func TestWatchThroughFollower(t *testing.T) {
+	p := startPair(t, false, false) // the follower's store sees only what the test applies
+	l, f := dialRaw(t, p.leader), dialRaw(t, p.follower)
+	// The same state on both, as replication would leave it.
+	set := []fsm.Command{{Op: fsm.OpSet, Args: [][]byte{[]byte("k"), []byte("1")}}}
+	p.leaderStore.Apply(0, 0, set)
+	p.followerStore.Apply(0, 0, set)
+	f.do("WATCH", "k")
+	if got := script(t, f, [][]string{{"MULTI"}, {"INCR", "k"}, {"EXEC"}}); got[2] != "*1\r\n:2\r\n" {
+		t.Fatalf("EXEC through the follower, unchanged = %q", got[2])
+	}
+	f.do("WATCH", "k")
+	l.do("SET", "k", "9")
+	if got := script(t, f, [][]string{{"MULTI"}, {"INCR", "k"}, {"EXEC"}}); got[2] != "*-1\r\n" {
+		t.Fatalf("EXEC through the follower after the leader's SET = %q", got[2])
+	}
+}
