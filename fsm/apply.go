@@ -90,9 +90,12 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
-	r := sp.apply(s, now, c)
-	if s.notify.classes.Load() != 0 {
-		s.notifyOpLocked(c, r)
+	s.expireMetLocked(now, c)
+	if s.notify.classes.Load() == 0 {
+		return sp.apply(s, now, c)
 	}
+	pre := s.notifyBeforeLocked(now, c)
+	r := sp.apply(s, now, c)
+	s.notifyAfterLocked(now, c, r, pre)
 	return r
 }
