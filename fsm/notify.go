@@ -2,7 +2,11 @@ package fsm
 
 // Keyspace notifications. A write that Redis announces with
 // notifyKeyspaceEvent calls s.notifyLocked(class, event, key) with Redis's
-// class and event name (src/t_*.c); once the entry is applied and the lock
+// class and event name (src/t_*.c), or has its events derived after it ran
+// from the table in notify_ops.go; "new", "keymiss" and the "expired" of a
+// key a write finds expired are derived for every op here. A read's
+// keymiss events go to the hook as the read answers, on its own node.
+// Once the entry is applied and the lock
 // released, the hook set by SetNotifyHook receives the events of the
 // entry, in order. The classes a hook wants are set with SetNotifyClasses;
 // while they are 0 (the default: notify-keyspace-events is empty, or no
