@@ -189,6 +189,13 @@ const (
 	// HRANDFIELD WITHVALUES): RESP3 writes it nested, RESP2 flattened
 	// into one array of 2n elements, as Redis does.
 	ReplyPairs
+	// ReplyBulks is an array of Int bulk strings held flat in Bulk, each
+	// as a uvarint length and its bytes (AppendBulks builds it, NextBulk
+	// reads it). It goes on the wire exactly as a ReplyArray of ReplyBulk
+	// does (RESP2 and RESP3 alike) and costs one buffer instead of a Reply
+	// per element, for long replies of bulks: LRANGE, LPOP with a count.
+	// Expanded turns it into that ReplyArray.
+	ReplyBulks
 )
 
 // Reply is the result of one command, independent of the protocol version.

@@ -1,6 +1,9 @@
 package fsm
 
-import "strconv"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // Error texts sent to clients. They match redis-server 7.x byte for byte;
 // clients and tests compare them literally, so they live here and nowhere else.
@@ -53,6 +56,40 @@ func valueReply(v []byte) Reply {
 	return Reply{Kind: ReplyBulk, Bulk: v[:len(v):len(v)]}
 }
 
+// AppendBulks appends the element e to buf, the Bulk of a ReplyBulks.
+func AppendBulks(buf, e []byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(e)))
+	return append(buf, e...)
+}
+
+// BulksReply returns the ReplyBulks of the n elements AppendBulks put in
+// buf. buf is not copied.
+func BulksReply(buf []byte, n int) Reply { return Reply{Kind: ReplyBulks, Int: int64(n), Bulk: buf} }
+
+// NextBulk returns the first element held in b, the Bulk of a ReplyBulks
+// (made by AppendBulks or checked by DecodeReplies), and the rest of b.
+// The element aliases b, its capacity clipped.
+func NextBulk(b []byte) (e, rest []byte) {
+	l, k := binary.Uvarint(b)
+	end := k + int(l)
+	return b[k:end:end], b[end:]
+}
+
+// Expanded returns r with a ReplyBulks written out as the ReplyArray of
+// ReplyBulk it stands for (aliasing r.Bulk), and any other reply as it is.
+func (r Reply) Expanded() Reply {
+	if r.Kind != ReplyBulks {
+		return r
+	}
+	out := make([]Reply, 0, r.Int)
+	for b := r.Bulk; len(b) > 0; {
+		var e []byte
+		e, b = NextBulk(b)
+		out = append(out, BulkReply(e))
+	}
+	return Reply{Kind: ReplyArray, Array: out}
+}
+
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.Kind == ReplyError }
 
@@ -82,6 +119,8 @@ func (r Reply) String() string {
 			s += e.String()
 		}
 		return s + "]"
+	case ReplyBulks:
+		return r.Expanded().String()
 	}
 	return "(invalid reply kind " + strconv.Itoa(int(r.Kind)) + ")"
 }

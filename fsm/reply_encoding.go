@@ -13,7 +13,8 @@ import (
 //	          nil, nil array: empty; status, error, bulk, double:
 //	          len:uvarint bytes; int: varint; array, map, set, pairs:
 //	          replies (a map's and pairs' elements as Reply.Array holds
-//	          them)
+//	          them); bulks: count:uvarint len:uvarint bytes (Reply.Bulk
+//	          as it is: count elements, each len:uvarint bytes)
 //
 // The follower writes the decoded replies to its client in the client's
 // own protocol version.
@@ -44,6 +45,10 @@ func appendReply(dst []byte, r *Reply) []byte {
 		dst = append(dst, r.Bulk...)
 	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
 		dst = AppendReplies(dst, r.Array)
+	case ReplyBulks:
+		dst = binary.AppendUvarint(dst, uint64(r.Int))
+		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
+		dst = append(dst, r.Bulk...)
 	}
 	return dst
 }
@@ -111,9 +116,27 @@ func (d *decoder) replies(depth int) []Reply {
 					break
 				}
 			}
+		case ReplyBulks:
+			r.Int = int64(d.count(1)) // the smallest element, empty, is its length byte
+			if r.Bulk = d.bytes(); d.err == nil && !validBulks(r.Bulk, r.Int) {
+				d.fail("bulks not holding their count of elements")
+			}
 		default:
 			d.fail(fmt.Sprintf("unknown reply kind %d", r.Kind))
 		}
 	}
 	return out
+}
+
+// validBulks reports whether b holds exactly n elements as AppendBulks
+// writes them.
+func validBulks(b []byte, n int64) bool {
+	for ; n > 0; n-- {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return false
+		}
+		b = b[k+int(l):]
+	}
+	return len(b) == 0
 }

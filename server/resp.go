@@ -1,6 +1,8 @@
 package server
 
 import (
+	"slices"
+
 	"kvs/fsm"
 	"kvs/resp"
 )
@@ -80,6 +82,16 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 			for j := range r.Array[i].Array {
 				b = appendReply(b, &r.Array[i].Array[j], proto)
 			}
+		}
+		return b
+	case fsm.ReplyBulks:
+		// The elements' bytes and about 8 bytes of framing each.
+		b = slices.Grow(b, len(r.Bulk)+8*int(r.Int)+16)
+		b = resp.AppendArrayLen(b, int(r.Int))
+		for rest := r.Bulk; len(rest) > 0; {
+			var e []byte
+			e, rest = fsm.NextBulk(rest)
+			b = resp.AppendBulk(b, e)
 		}
 		return b
 	}
