@@ -190,11 +190,12 @@ const (
 	// into one array of 2n elements, as Redis does.
 	ReplyPairs
 	// ReplyBulks is an array of Int bulk strings held flat in Bulk, each
-	// as a uvarint length and its bytes (AppendBulks builds it, NextBulk
-	// reads it). It goes on the wire exactly as a ReplyArray of ReplyBulk
-	// does (RESP2 and RESP3 alike) and costs one buffer instead of a Reply
-	// per element, for long replies of bulks: LRANGE, LPOP with a count.
-	// Expanded turns it into that ReplyArray.
+	// already as a RESP bulk string, "$3\r\nabc\r\n" (AppendBulks
+	// builds it, NextBulk reads it). It goes on the wire exactly as a
+	// ReplyArray of ReplyBulk does (RESP2 and RESP3 alike: the server
+	// writes Bulk as it is) and costs one buffer instead of a Reply per
+	// element, for long replies of bulks: LRANGE, LPOP with a count. Any
+	// command's reply can use it; Expanded turns it into that ReplyArray.
 	ReplyBulks
 )
 

@@ -354,7 +354,7 @@ func listBulkArray(elems [][]byte) Reply {
 	if len(elems) == 0 {
 		return Reply{Kind: ReplyArray, Array: []Reply{}}
 	}
-	buf := make([]byte, 0, listEntriesBytes(elems))
+	buf := make([]byte, 0, listEntriesBytes(elems)+6*len(elems))
 	for _, e := range elems {
 		buf = AppendBulks(buf, e)
 	}
@@ -462,9 +462,7 @@ func readLRange(s *Store, now int64, c *Command) Reply {
 }
 
 // listRangeReply is the reply to LRANGE of elements start..stop (valid
-// indexes, start <= stop) of it, in one flat buffer (ReplyBulks). A
-// packed list's entries are already in that buffer's format: the reply
-// aliases them.
+// indexes, start <= stop) of it, in one flat buffer (ReplyBulks).
 func listRangeReply(it *item, start, stop int64) Reply {
 	n := int(stop - start + 1)
 	q, ok := it.obj.(*quicklist)
@@ -473,16 +471,18 @@ func listRangeReply(it *item, start, stop int64) Reply {
 		for range start {
 			_, off = listNextEntry(it.val, off)
 		}
-		end := off
+		buf := make([]byte, 0, len(it.val)-off+6*n)
 		for range n {
-			_, end = listNextEntry(it.val, end)
+			var e []byte
+			e, off = listNextEntry(it.val, off)
+			buf = AppendBulks(buf, e)
 		}
-		return BulksReply(it.val[off:end:end], n)
+		return BulksReply(buf, n)
 	}
 	// Room for elements of the list's average size (chunks are nearly
-	// full of entries), so the buffer seldom grows.
+	// full of entries) and their framing, so the buffer seldom grows.
 	avg := q.bytes / max(q.n, 1)
-	buf := make([]byte, 0, int64(n)*min(avg, 256)+16)
+	buf := make([]byte, 0, int64(n)*min(avg+6, 256)+16)
 	i := start
 	q.rangeFrom(start, func(e []byte) bool {
 		buf = AppendBulks(buf, e)

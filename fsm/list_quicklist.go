@@ -75,7 +75,7 @@ const (
 	// Estimated overheads, for size(): a chunk's header and its slot in
 	// the tree (with the slack of half-full nodes), and the structure
 	// itself.
-	listChunkCost     = 112
+	listChunkCost     = 96
 	listQuicklistCost = 96
 )
 

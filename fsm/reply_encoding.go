@@ -14,7 +14,7 @@ import (
 //	          len:uvarint bytes; int: varint; array, map, set, pairs:
 //	          replies (a map's and pairs' elements as Reply.Array holds
 //	          them); bulks: count:uvarint len:uvarint bytes (Reply.Bulk
-//	          as it is: count elements, each len:uvarint bytes)
+//	          as it is: count RESP bulk strings)
 //
 // The follower writes the decoded replies to its client in the client's
 // own protocol version.
@@ -117,7 +117,7 @@ func (d *decoder) replies(depth int) []Reply {
 				}
 			}
 		case ReplyBulks:
-			r.Int = int64(d.count(1)) // the smallest element, empty, is its length byte
+			r.Int = int64(d.count(6)) // the smallest element, empty, is "$0\r\n\r\n"
 			if r.Bulk = d.bytes(); d.err == nil && !validBulks(r.Bulk, r.Int) {
 				d.fail("bulks not holding their count of elements")
 			}
@@ -126,17 +126,4 @@ func (d *decoder) replies(depth int) []Reply {
 		}
 	}
 	return out
-}
-
-// validBulks reports whether b holds exactly n elements as AppendBulks
-// writes them.
-func validBulks(b []byte, n int64) bool {
-	for ; n > 0; n-- {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return false
-		}
-		b = b[k+int(l):]
-	}
-	return len(b) == 0
 }

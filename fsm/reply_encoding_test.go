@@ -43,12 +43,20 @@ func TestDecodeRepliesRejectsBadBulks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// count 1, kind, element count, buffer length, buffer.
+	bad := func(n byte, buf string) []byte {
+		return append([]byte{1, byte(ReplyBulks), n, byte(len(buf))}, buf...)
+	}
 	for name, b := range map[string][]byte{
-		"fewer elements than counted": {1, byte(ReplyBulks), 3, 5, 2, 'a', 'b', 1, 'c'},
-		"more elements than counted":  {1, byte(ReplyBulks), 1, 5, 2, 'a', 'b', 1, 'c'},
-		"element past the buffer":     {1, byte(ReplyBulks), 2, 5, 2, 'a', 'b', 2, 'c'},
-		"huge element length":         {1, byte(ReplyBulks), 1, 11, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 'a'},
-		"buffer past the end":         {1, byte(ReplyBulks), 1, 9, 1, 'a'},
+		"fewer elements than counted": bad(3, "$2\r\nab\r\n$1\r\nc\r\n"),
+		"more elements than counted":  bad(1, "$2\r\nab\r\n$1\r\nc\r\n"),
+		"element past the buffer":     bad(2, "$2\r\nab\r\n$2\r\nc\r\n"),
+		"no line end":                 bad(1, "$2\r\nabc\n"),
+		"no length":                   bad(1, "$\r\nab\r\n"),
+		"a leading zero":              bad(1, "$02\r\nab\r\n"),
+		"a negative length":           bad(1, "$-1\r\n"),
+		"not a bulk":                  bad(1, ":1\r\n"),
+		"huge element length":         bad(1, "$99999999999999999999\r\na\r\n"),
+		"buffer past the end":         {1, byte(ReplyBulks), 1, 9, '$', '0', '\r', '\n'},
 	} {
 		if _, err := DecodeReplies(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: err = %v, want ErrCorrupt", name, err)

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"slices"
-
 	"kvs/fsm"
 	"kvs/resp"
 )
@@ -85,15 +83,9 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 		}
 		return b
 	case fsm.ReplyBulks:
-		// The elements' bytes and about 8 bytes of framing each.
-		b = slices.Grow(b, len(r.Bulk)+8*int(r.Int)+16)
+		// The elements are RESP bulk strings already.
 		b = resp.AppendArrayLen(b, int(r.Int))
-		for rest := r.Bulk; len(rest) > 0; {
-			var e []byte
-			e, rest = fsm.NextBulk(rest)
-			b = resp.AppendBulk(b, e)
-		}
-		return b
+		return append(b, r.Bulk...)
 	}
 	return resp.AppendError(b, errInternal)
 }
