@@ -83,6 +83,26 @@ func BenchmarkListPopLarge(b *testing.B) {
 	}
 }
 
+// BenchmarkListLPopLarge and BenchmarkListRPopLarge: a pop at one end,
+// pushing back at the other so the list stays large.
+func BenchmarkListLPopLarge(b *testing.B) {
+	s := largeListStore(b)
+	key := []byte("big")
+	cmds := []Command{{Op: OpLPop, Args: [][]byte{key}}, {Op: OpRPush, Args: [][]byte{key, benchElem}}}
+	for b.Loop() {
+		s.Apply(0, t0, cmds)
+	}
+}
+
+func BenchmarkListRPopLarge(b *testing.B) {
+	s := largeListStore(b)
+	key := []byte("big")
+	cmds := []Command{{Op: OpRPop, Args: [][]byte{key}}, {Op: OpLPush, Args: [][]byte{key, benchElem}}}
+	for b.Loop() {
+		s.Apply(0, t0, cmds)
+	}
+}
+
 // BenchmarkListIndexLarge: LINDEX near both ends.
 func BenchmarkListIndexLarge(b *testing.B) {
 	s := largeListStore(b)
@@ -117,6 +137,16 @@ func BenchmarkListRange100Large(b *testing.B) {
 				s.Read(t0, cmd)
 			}
 		})
+	}
+}
+
+// BenchmarkListRange600Large: LRANGE 0 599, redis-benchmark's
+// LRANGE_600.
+func BenchmarkListRange600Large(b *testing.B) {
+	s := largeListStore(b)
+	cmd := Command{Op: OpLRange, Args: [][]byte{[]byte("big")}, Int: 0, Int2: 599}
+	for b.Loop() {
+		s.Read(t0, cmd)
 	}
 }
 

@@ -193,6 +193,14 @@ const (
 	ReplyBool      // RESP3 #t/#f (Int 1/0); RESP2 :1/:0
 	ReplyBigNumber // RESP3 (Bulk; RESP2 a bulk string
 	ReplyVerbatim  // RESP3 =len Str:Bulk (Str the 3-letter format); RESP2 a bulk string
+	// ReplyBulks is an array of Int bulk strings held flat in Bulk, each
+	// already as a RESP bulk string, "$3\r\nabc\r\n" (AppendBulks
+	// builds it, NextBulk reads it). It goes on the wire exactly as a
+	// ReplyArray of ReplyBulk does (RESP2 and RESP3 alike: the server
+	// writes Bulk as it is) and costs one buffer instead of a Reply per
+	// element, for long replies of bulks: LRANGE, LPOP with a count. Any
+	// command's reply can use it; Expanded turns it into that ReplyArray.
+	ReplyBulks
 )
 
 // Reply is the result of one command, independent of the protocol version.

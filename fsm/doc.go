@@ -59,7 +59,10 @@
 // Apply copies what it keeps, so Args may alias the caller's buffers. Bulk
 // replies alias the store's memory; that is safe because stored bytes are
 // never modified below their length (APPEND may write past it, which no
-// alias can see). Treat replies as read-only.
+// alias can see). Treat replies as read-only. Long arrays of bulks (LRANGE,
+// counted pops) come as one ReplyBulks, their elements in one buffer,
+// rather than a Reply per element; Expanded gives the ReplyArray it stands
+// for.
 //
 // # Keyspace
 //
@@ -146,13 +149,16 @@
 // within list-max-listpack-size (Limits.ListMaxListpackSize: 8 KiB of
 // entries by default), as a count and length-prefixed entries; a write
 // builds a new buffer. Past that it becomes a copy-on-write B-tree of
-// chunks of about 1 KiB of entries each, keyed by sequence numbers with
-// room between neighbours: pushes and pops touch one end chunk, LINDEX,
-// LSET and LRANGE walk chunks from the nearer end, and a snapshot shares
-// every chunk (a chunk's bytes below its length never change; RPUSH
-// appends in spare capacity no one else sees). It is packed again once it
-// shrinks to half the limit. Snapshots hold a list as its length and
-// elements, whatever its form. Pushes (and LMOVE, RENAME onto a key)
+// chunks of about 1 KiB of entries each (each entry readable from either
+// end, as in a listpack), keyed by sequence numbers with room between
+// neighbours: pushes and pops change one end chunk in place (pushes into
+// room left at the chunk's front or back), LINDEX, LSET and LRANGE walk
+// chunks from the nearer end, and a snapshot or COPY shares every chunk.
+// Only the quicklist a chunk names as its owner changes it in place, and a
+// clone leaves both sides owning nothing they share; bytes that were once
+// an entry are never written again, since replies alias them. It is
+// packed again once it shrinks to half the limit. Snapshots hold a list as
+// its length and elements, whatever its form. Pushes (and LMOVE, RENAME onto a key)
 // signal their key ready for blocked clients; LMPOP and LMOVE with a
 // token in Int2 report their reply through the ready hook (ResultOf), so
 // a server can learn the outcome of a blocked client's pop from its own

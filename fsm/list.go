@@ -349,12 +349,16 @@ func applyPop(s *Store, now int64, c *Command) Reply {
 
 var listNilArray = Reply{Kind: ReplyNilArray}
 
+// listBulkArray is the array reply of elems: one flat buffer (ReplyBulks).
 func listBulkArray(elems [][]byte) Reply {
-	out := make([]Reply, len(elems))
-	for i, e := range elems {
-		out[i] = BulkReply(e)
+	if len(elems) == 0 {
+		return Reply{Kind: ReplyArray, Array: []Reply{}}
 	}
-	return Reply{Kind: ReplyArray, Array: out}
+	buf := make([]byte, 0, listEntriesBytes(elems)+6*len(elems))
+	for _, e := range elems {
+		buf = AppendBulks(buf, e)
+	}
+	return BulksReply(buf, len(elems))
 }
 
 func applyLMPop(s *Store, now int64, c *Command) Reply {
@@ -441,23 +445,6 @@ func readLLen(s *Store, now int64, c *Command) Reply {
 	return IntReply(listLen(&it))
 }
 
-// listRange calls fn for elements start..stop (valid indexes, start <=
-// stop) of it.
-func listRange(it *item, start, stop int64, fn func(e []byte)) {
-	if q, ok := it.obj.(*quicklist); ok {
-		i := start
-		q.rangeFrom(start, func(e []byte) bool {
-			fn(e)
-			i++
-			return i <= stop
-		})
-		return
-	}
-	for _, e := range listUnpack(it.val)[start : stop+1] {
-		fn(e)
-	}
-}
-
 func readLRange(s *Store, now int64, c *Command) Reply {
 	it, ok, wrong := s.lookupLocked(now, c.Args[0], kindList)
 	if wrong {
@@ -471,9 +458,38 @@ func readLRange(s *Store, now int64, c *Command) Reply {
 	if !inRange {
 		return empty
 	}
-	out := make([]Reply, 0, stop-start+1)
-	listRange(&it, start, stop, func(e []byte) { out = append(out, BulkReply(e)) })
-	return Reply{Kind: ReplyArray, Array: out}
+	return listRangeReply(&it, start, stop)
+}
+
+// listRangeReply is the reply to LRANGE of elements start..stop (valid
+// indexes, start <= stop) of it, in one flat buffer (ReplyBulks).
+func listRangeReply(it *item, start, stop int64) Reply {
+	n := int(stop - start + 1)
+	q, ok := it.obj.(*quicklist)
+	if !ok {
+		_, off := binary.Uvarint(it.val)
+		for range start {
+			_, off = listNextEntry(it.val, off)
+		}
+		buf := make([]byte, 0, len(it.val)-off+6*n)
+		for range n {
+			var e []byte
+			e, off = listNextEntry(it.val, off)
+			buf = AppendBulks(buf, e)
+		}
+		return BulksReply(buf, n)
+	}
+	// Room for elements of the list's average size (chunks are nearly
+	// full of entries) and their framing, so the buffer seldom grows.
+	avg := q.bytes / max(q.n, 1)
+	buf := make([]byte, 0, int64(n)*min(avg+6, 256)+16)
+	i := start
+	q.rangeFrom(start, func(e []byte) bool {
+		buf = AppendBulks(buf, e)
+		i++
+		return i <= stop
+	})
+	return BulksReply(buf, n)
 }
 
 // listIndex returns element i of it, or false when i is out of range
@@ -579,7 +595,7 @@ func applyLInsert(s *Store, now int64, c *Command) Reply {
 			return
 		}
 		ch, j := q.locate(at)
-		q.replace(ch, listInsertAt(listEntries(nil, ch.buf, ch.n), j, v))
+		q.replace(ch, listInsertAt(ch.entries(nil), j, v))
 	})
 	return IntReply(n + 1)
 }
@@ -634,16 +650,16 @@ func applyLRem(s *Store, now int64, c *Command) Reply {
 		return filter(elems, fromTail)
 	}, func(q *quicklist) {
 		type change struct {
-			c     qchunk
+			c     *qchunk
 			elems [][]byte
 		}
 		var changes []change
-		visit := func(ch qchunk) bool {
+		visit := func(ch *qchunk) bool {
 			if limit > 0 && removed >= limit {
 				return false
 			}
 			was := removed
-			elems := filter(listEntries(nil, ch.buf, ch.n), fromTail)
+			elems := filter(ch.entries(nil), fromTail)
 			if removed != was {
 				changes = append(changes, change{ch, elems})
 			}
@@ -681,45 +697,6 @@ func applyLTrim(s *Store, now int64, c *Command) Reply {
 		return elems[ltrim : int64(len(elems))-rtrim]
 	}, func(q *quicklist) { q.trim(ltrim, rtrim) })
 	return replyOK
-}
-
-// trim removes l elements from the head and r from the tail.
-func (q *quicklist) trim(l, r int64) {
-	for l > 0 {
-		first, _ := q.chunks.Min()
-		if int64(first.n) <= l {
-			q.deleteChunk(first)
-			q.n -= int64(first.n)
-			l -= int64(first.n)
-			continue
-		}
-		old, off := first, 0
-		for range l {
-			_, off = listNextEntry(first.buf, off)
-		}
-		first.buf, first.n = first.buf[off:], first.n-int(l)
-		q.setChunk(first, &old)
-		q.n -= l
-		l = 0
-	}
-	for r > 0 {
-		last, _ := q.chunks.Max()
-		if int64(last.n) <= r {
-			q.deleteChunk(last)
-			q.n -= int64(last.n)
-			r -= int64(last.n)
-			continue
-		}
-		old, off := last, 0
-		keep := last.n - int(r)
-		for range keep {
-			_, off = listNextEntry(last.buf, off)
-		}
-		last.buf, last.n = last.buf[:off:off], keep
-		q.setChunk(last, &old)
-		q.n -= r
-		r = 0
-	}
 }
 
 func readLPos(s *Store, now int64, c *Command) Reply {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/tidwall/btree"
 )
@@ -15,75 +16,95 @@ import (
 // The buffer is immutable like a string's bytes: a write builds a new one.
 //
 // Large (Redis's quicklist), in item.obj: a copy-on-write B-tree of chunks,
-// each holding up to about listChunkTarget bytes of listEntries in the same entry
-// format, ordered by a sequence number that leaves room between
-// neighbours (a chunk split by LINSERT takes numbers between its own and
-// the next one's; when none are left, the chunks are renumbered). Pushes
-// and pops touch the chunk at their end, so they cost O(log chunks) plus
-// the chunk's size; LINDEX, LSET and LRANGE walk the chunks from the
-// nearer end, counting elements, as Redis walks its quicklist nodes.
+// each holding up to about listChunkTarget bytes of chunk entries, ordered
+// by a sequence number that leaves room between neighbours (a chunk split
+// by LINSERT takes numbers between its own and the next one's; when none
+// are left, the chunks are renumbered). A chunk entry can be read from
+// either end, as a listpack entry can:
 //
-// Chunks are values in the tree and their bytes are never changed below
-// their length: a snapshot (or a reply) that holds a chunk sees its
-// listEntries unchanged. RPUSH appends to the last chunk in its spare
-// capacity, which no one else can see; every operation that shortens a
-// chunk at its end clips its capacity, so bytes once visible are never
-// written again, and clone clips the last chunk of the copy it returns so
-// the two can never both append into one array.
+//	chunk entry = uvarint length | bytes | the uvarint's bytes reversed
+//
+// so a pop at either end finds its element without walking the chunk.
+// Pushes and pops touch the chunk at their end and, in the common case,
+// change it in place: O(log chunks) to find it and O(1) to change it.
+// LINDEX, LSET and LRANGE walk the chunks from the nearer end, counting
+// elements, as Redis walks its quicklist nodes.
+//
+// Chunks are shared, by pointer, between a list and its clones (a
+// snapshot's view, COPY's copy), and replies alias their bytes after the
+// store's lock is released. Two rules keep both safe:
+//
+//   - A chunk is changed in place only by the quicklist whose id it
+//     carries (owner). clone gives the original and the copy new ids, so
+//     neither owns a chunk they share; the first write to one copies its
+//     header (mut) and can no longer push into the shared bytes' room.
+//   - Bytes that were ever part of a chunk's entries are never written
+//     again. A chunk's entries are buf[lo:hi]; the headRoom bytes before
+//     lo and the tailRoom bytes after hi never held an entry, and only
+//     the chunk's owner pushes into them. A pop moves lo or hi and leaves
+//     no room on its side: the popped bytes, which a reply may hold, stay
+//     as they were.
 
 // qchunk is one chunk of a large list.
 type qchunk struct {
-	seq int64
-	n   int    // listEntries in buf
-	buf []byte // listEntries; the capacity past len may be written only by the live list's tail push
+	seq                int64
+	owner              uint64 // the id of the quicklist that may change the chunk in place
+	n                  int    // entries in buf[lo:hi]
+	lo, hi             int
+	headRoom, tailRoom int    // buf[lo-headRoom:lo] and buf[hi:hi+tailRoom] never held an entry
+	buf                []byte // len(buf) == cap(buf)
 }
 
 // quicklist is a list's large form.
 type quicklist struct {
-	chunks *btree.BTreeG[qchunk]
-	n      int64 // elements
-	bytes  int64 // size(): the structure and each chunk's buffer
+	chunks *btree.BTreeG[*qchunk]
+	id     uint64 // see qchunk.owner
+	n      int64  // elements
+	bytes  int64  // size(): the structure and each chunk's buffer
 	gen    uint64
 }
 
 const (
-	// listChunkTarget is the entry bytes a chunk is filled to before the next
-	// one starts. It bounds the copy an LPUSH or LSET makes and the scan
-	// that finds a chunk's last entry.
+	// listChunkTarget is the entry bytes a chunk is filled to before the
+	// next one starts. It bounds the copy an LSET or LINSERT makes and the
+	// walk to an element inside a chunk.
 	listChunkTarget = 1024
 	// listSeqGap is the room left between the sequence numbers of chunks
-	// listPushed at either end.
+	// pushed at either end.
 	listSeqGap = 1 << 32
-	// Estimated overheads, for size(): a chunk's slot in the tree (with
-	// the slack of half-full nodes) and the structure itself.
-	listChunkCost     = 64
+	// Estimated overheads, for size(): a chunk's header and its slot in
+	// the tree (with the slack of half-full nodes), and the structure
+	// itself.
+	listChunkCost     = 96
 	listQuicklistCost = 96
 )
 
 var listChunkTreeOptions = btree.Options{NoLocks: true, Degree: 32}
 
-func listChunkLess(a, b qchunk) bool { return a.seq < b.seq }
+func listChunkLess(a, b *qchunk) bool { return a.seq < b.seq }
+
+// listIDs hands out quicklist ids. Ids only say who owns a chunk, never
+// what a command answers, so drawing them from a shared counter keeps
+// apply deterministic.
+var listIDs atomic.Uint64
 
 func newQuicklist() *quicklist {
-	return &quicklist{chunks: btree.NewBTreeGOptions(listChunkLess, listChunkTreeOptions), bytes: listQuicklistCost}
+	return &quicklist{chunks: btree.NewBTreeGOptions(listChunkLess, listChunkTreeOptions),
+		id: listIDs.Add(1), bytes: listQuicklistCost}
 }
 
 func (q *quicklist) size() int64     { return q.bytes }
 func (q *quicklist) cowGen() *uint64 { return &q.gen }
 
-// clone is O(1) but for clipping the copy's last chunk (see the top of
-// this file).
+// clone is O(1). The original and the copy both get new ids, so that
+// neither changes a chunk they share (see the top of this file).
 func (q *quicklist) clone() object {
-	c := &quicklist{chunks: q.chunks.Copy(), n: q.n, bytes: q.bytes, gen: q.gen}
-	if last, ok := c.chunks.Max(); ok && cap(last.buf) > len(last.buf) {
-		c.bytes -= int64(cap(last.buf) - len(last.buf))
-		last.buf = last.buf[:len(last.buf):len(last.buf)]
-		c.chunks.Set(last)
-	}
-	return c
+	q.id = listIDs.Add(1)
+	return &quicklist{chunks: q.chunks.Copy(), id: listIDs.Add(1), n: q.n, bytes: q.bytes, gen: q.gen}
 }
 
-// Entry encoding, shared by both forms.
+// Entry encoding. listAppendEntry and listNextEntry are the packed form's
+// (and snapshot restore's); the chunk functions are the large form's.
 
 func listAppendEntry(buf, e []byte) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(e)))
@@ -111,7 +132,8 @@ func listNextEntry(buf []byte, off int) ([]byte, int) {
 	return buf[off:end:end], end
 }
 
-// listEntries decodes n listEntries of buf, appending aliases of them to dst.
+// listEntries decodes n packed entries of buf, appending aliases of them
+// to dst.
 func listEntries(dst [][]byte, buf []byte, n int) [][]byte {
 	off := 0
 	for range n {
@@ -122,28 +144,7 @@ func listEntries(dst [][]byte, buf []byte, n int) [][]byte {
 	return dst
 }
 
-// listPackChunks splits elems into chunk buffers of about listChunkTarget bytes.
-func listPackChunks(elems [][]byte, fn func(buf []byte, n int)) {
-	var buf []byte
-	n := 0
-	for _, e := range elems {
-		sz := listEntrySize(e)
-		if n > 0 && len(buf)+sz > listChunkTarget {
-			fn(buf, n)
-			buf, n = nil, 0
-		}
-		if buf == nil {
-			buf = make([]byte, 0, max(sz, min(listChunkTarget, listEntriesBytes(elems))))
-		}
-		buf = listAppendEntry(buf, e)
-		n++
-	}
-	if n > 0 {
-		fn(buf[:len(buf):len(buf)], n)
-	}
-}
-
-// listEntriesBytes is the size of elems' listEntries.
+// listEntriesBytes is the size of elems' packed entries.
 func listEntriesBytes(elems [][]byte) int {
 	n := 0
 	for _, e := range elems {
@@ -152,135 +153,254 @@ func listEntriesBytes(elems [][]byte) int {
 	return n
 }
 
-// quicklistOf builds a large list of elems (not copied into the tree's
-// ownership: their bytes are copied into chunks).
+func chunkEntrySize(e []byte) int { return 2*listUvarintLen(uint64(len(e))) + len(e) }
+
+// putChunkEntry writes e's chunk entry at the start of dst, which has
+// exactly chunkEntrySize(e) bytes.
+func putChunkEntry(dst, e []byte) {
+	k := binary.PutUvarint(dst, uint64(len(e)))
+	copy(dst[k:], e)
+	tail := dst[k+len(e):]
+	for i := range k {
+		tail[i] = dst[k-1-i]
+	}
+}
+
+// chunkNext returns the entry starting at buf[off] (its capacity clipped)
+// and the offset after it.
+func chunkNext(buf []byte, off int) ([]byte, int) {
+	l, k := binary.Uvarint(buf[off:])
+	off += k
+	end := off + int(l)
+	return buf[off:end:end], end + k
+}
+
+// chunkPrev returns the entry ending at buf[end] (its capacity clipped)
+// and the offset where it starts.
+func chunkPrev(buf []byte, end int) ([]byte, int) {
+	var l uint64
+	k := 0
+	for shift := 0; ; shift += 7 {
+		b := buf[end-1-k]
+		k++
+		l |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			break
+		}
+	}
+	stop := end - k
+	start := stop - int(l)
+	return buf[start:stop:stop], start - k
+}
+
+// entries appends aliases of c's entries to dst.
+func (c *qchunk) entries(dst [][]byte) [][]byte {
+	for off := c.lo; off < c.hi; {
+		var e []byte
+		e, off = chunkNext(c.buf, off)
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// entryAt returns the offsets of c's entry j (0 <= j < c.n), walking from
+// the nearer end.
+func (c *qchunk) entryAt(j int) (start, end int) {
+	if j < c.n/2 {
+		start = c.lo
+		for range j {
+			_, start = chunkNext(c.buf, start)
+		}
+		_, end = chunkNext(c.buf, start)
+		return start, end
+	}
+	end = c.hi
+	for range c.n - 1 - j {
+		_, end = chunkPrev(c.buf, end)
+	}
+	_, start = chunkPrev(c.buf, end)
+	return start, end
+}
+
+// packedChunk is a new chunk holding elems' entries, exactly sized.
+func packedChunk(elems [][]byte) *qchunk {
+	size := 0
+	for _, e := range elems {
+		size += chunkEntrySize(e)
+	}
+	buf := make([]byte, size)
+	off := 0
+	for _, e := range elems {
+		sz := chunkEntrySize(e)
+		putChunkEntry(buf[off:off+sz], e)
+		off += sz
+	}
+	return &qchunk{n: len(elems), hi: size, buf: buf}
+}
+
+// listPackChunks splits elems into chunks of about listChunkTarget bytes.
+func listPackChunks(elems [][]byte, fn func(c *qchunk)) {
+	start, size := 0, 0
+	for i, e := range elems {
+		sz := chunkEntrySize(e)
+		if i > start && size+sz > listChunkTarget {
+			fn(packedChunk(elems[start:i]))
+			start, size = i, 0
+		}
+		size += sz
+	}
+	if start < len(elems) {
+		fn(packedChunk(elems[start:]))
+	}
+}
+
+// quicklistOf builds a large list of elems (their bytes are copied into
+// chunks).
 func quicklistOf(elems [][]byte) *quicklist {
 	q := newQuicklist()
-	q.appendChunks(elems)
+	seq := int64(0)
+	listPackChunks(elems, func(c *qchunk) {
+		c.seq = seq
+		q.addChunk(c)
+		seq += listSeqGap
+	})
 	return q
 }
 
-// appendChunks adds elems at the tail as new chunks.
-func (q *quicklist) appendChunks(elems [][]byte) {
-	seq := int64(0)
-	if last, ok := q.chunks.Max(); ok {
-		seq = last.seq + listSeqGap
-	}
-	listPackChunks(elems, func(buf []byte, n int) {
-		q.setChunk(qchunk{seq: seq, n: n, buf: buf}, nil)
-		q.n += int64(n)
-		seq += listSeqGap
-	})
-}
-
-// setChunk stores c, replacing old (nil: a new chunk), keeping bytes.
-func (q *quicklist) setChunk(c qchunk, old *qchunk) {
-	if old != nil {
-		q.bytes -= int64(cap(old.buf)) + listChunkCost
-	}
-	q.bytes += int64(cap(c.buf)) + listChunkCost
+// addChunk inserts the new chunk c, which q then owns.
+func (q *quicklist) addChunk(c *qchunk) {
+	c.owner = q.id
+	q.bytes += int64(len(c.buf)) + listChunkCost
+	q.n += int64(c.n)
 	q.chunks.Set(c)
 }
 
-func (q *quicklist) deleteChunk(c qchunk) {
-	q.bytes -= int64(cap(c.buf)) + listChunkCost
+func (q *quicklist) deleteChunk(c *qchunk) {
+	q.bytes -= int64(len(c.buf)) + listChunkCost
+	q.n -= int64(c.n)
 	q.chunks.Delete(c)
 }
 
-func (q *quicklist) pushTail(e []byte) {
-	sz := listEntrySize(e)
-	last, ok := q.chunks.Max()
-	switch {
-	case ok && len(last.buf)+sz <= cap(last.buf):
-		// The spare capacity is this list's alone (see the top of the file).
-		last.buf = listAppendEntry(last.buf, e)
-		last.n++
-		q.chunks.Set(last)
-	case ok && len(last.buf)+sz <= listChunkTarget:
-		old := last
-		buf := make([]byte, len(last.buf), listChunkTarget)
-		copy(buf, last.buf)
-		last.buf = listAppendEntry(buf, e)
-		last.n++
-		q.setChunk(last, &old)
-	default:
-		seq := int64(0)
-		if ok {
-			seq = last.seq + listSeqGap
-		}
-		buf := make([]byte, 0, max(sz, listChunkTarget))
-		q.setChunk(qchunk{seq: seq, n: 1, buf: listAppendEntry(buf, e)}, nil)
+// mut returns c ready to be changed in place: c itself when q owns it,
+// else a copy of its header that q owns, in c's place in the tree. The
+// copy shares c's bytes but none of their room, which c's other holders
+// may still push into.
+func (q *quicklist) mut(c *qchunk) *qchunk {
+	if c.owner == q.id {
+		return c
 	}
-	q.n++
+	m := *c
+	m.owner, m.headRoom, m.tailRoom = q.id, 0, 0
+	q.chunks.Set(&m)
+	return &m
+}
+
+// rebuffer gives the chunk c (owned by q) a new buffer of listChunkTarget
+// bytes (or just enough for its entries and need more) holding its
+// entries, with the room on the side a push of need bytes will use: the
+// front for a head push, the back for a tail push, split evenly when c is
+// the only chunk and so both ends' room.
+func (q *quicklist) rebuffer(c *qchunk, need int, head bool) {
+	used := c.hi - c.lo
+	size := max(listChunkTarget, used+need)
+	buf := make([]byte, size)
+	at := 0 // a tail push's room: all of it at the back
+	switch {
+	case q.chunks.Len() == 1 && head:
+		at = max((size-used)/2, need)
+	case q.chunks.Len() == 1:
+		at = min((size-used)/2, size-used-need)
+	case head:
+		at = size - used
+	}
+	copy(buf[at:], c.buf[c.lo:c.hi])
+	q.bytes += int64(size - len(c.buf))
+	c.buf, c.lo, c.hi, c.headRoom, c.tailRoom = buf, at, at+used, at, size-at-used
 }
 
 func (q *quicklist) pushHead(e []byte) {
-	sz := listEntrySize(e)
-	first, ok := q.chunks.Min()
-	if ok && len(first.buf)+sz <= listChunkTarget {
-		old := first
-		buf := make([]byte, 0, len(first.buf)+sz)
-		buf = listAppendEntry(buf, e)
-		first.buf = append(buf, first.buf...)
-		first.n++
-		q.setChunk(first, &old)
-	} else {
+	sz := chunkEntrySize(e)
+	c, ok := q.chunks.Min()
+	switch {
+	case ok && c.owner == q.id && c.headRoom >= sz:
+	case ok && c.hi-c.lo+sz <= listChunkTarget:
+		c = q.mut(c)
+		q.rebuffer(c, sz, true)
+	default:
 		seq := int64(0)
 		if ok {
-			seq = first.seq - listSeqGap
+			seq = c.seq - listSeqGap
 		}
-		q.setChunk(qchunk{seq: seq, n: 1, buf: listAppendEntry(make([]byte, 0, sz), e)}, nil)
+		size := max(sz, listChunkTarget)
+		c = &qchunk{seq: seq, lo: size, hi: size, headRoom: size, buf: make([]byte, size)}
+		q.addChunk(c)
 	}
+	c.lo -= sz
+	c.headRoom -= sz
+	putChunkEntry(c.buf[c.lo:c.lo+sz], e)
+	c.n++
+	q.n++
+}
+
+func (q *quicklist) pushTail(e []byte) {
+	sz := chunkEntrySize(e)
+	c, ok := q.chunks.Max()
+	switch {
+	case ok && c.owner == q.id && c.tailRoom >= sz:
+	case ok && c.hi-c.lo+sz <= listChunkTarget:
+		c = q.mut(c)
+		q.rebuffer(c, sz, false)
+	default:
+		seq := int64(0)
+		if ok {
+			seq = c.seq + listSeqGap
+		}
+		size := max(sz, listChunkTarget)
+		c = &qchunk{seq: seq, tailRoom: size, buf: make([]byte, size)}
+		q.addChunk(c)
+	}
+	putChunkEntry(c.buf[c.hi:c.hi+sz], e)
+	c.hi += sz
+	c.tailRoom -= sz
+	c.n++
 	q.n++
 }
 
 func (q *quicklist) popHead() []byte {
-	first, _ := q.chunks.Min()
-	e, off := listNextEntry(first.buf, 0)
-	if first.n == 1 {
-		q.deleteChunk(first)
-	} else {
-		old := first
-		first.buf = first.buf[off:]
-		first.n--
-		q.setChunk(first, &old)
+	c, _ := q.chunks.Min()
+	e, next := chunkNext(c.buf, c.lo)
+	if c.n == 1 {
+		q.deleteChunk(c)
+		return e
 	}
+	c = q.mut(c)
+	c.lo, c.headRoom = next, 0
+	c.n--
 	q.n--
 	return e
 }
 
 func (q *quicklist) popTail() []byte {
-	last, _ := q.chunks.Max()
-	off := listLastEntryOffset(last)
-	e, _ := listNextEntry(last.buf, off)
-	if last.n == 1 {
-		q.deleteChunk(last)
-	} else {
-		old := last
-		last.buf = last.buf[:off:off]
-		last.n--
-		q.setChunk(last, &old)
+	c, _ := q.chunks.Max()
+	e, start := chunkPrev(c.buf, c.hi)
+	if c.n == 1 {
+		q.deleteChunk(c)
+		return e
 	}
+	c = q.mut(c)
+	c.hi, c.tailRoom = start, 0
+	c.n--
 	q.n--
 	return e
 }
 
-// listLastEntryOffset is where c's last entry starts.
-func listLastEntryOffset(c qchunk) int {
-	off := 0
-	for range c.n - 1 {
-		_, off = listNextEntry(c.buf, off)
-	}
-	return off
-}
-
 // locate returns the chunk holding element i (0 <= i < n) and i's index
 // in it, walking from the nearer end.
-func (q *quicklist) locate(i int64) (qchunk, int) {
-	var found qchunk
+func (q *quicklist) locate(i int64) (*qchunk, int) {
+	var found *qchunk
 	var at int
 	if i < q.n/2 {
-		q.chunks.Scan(func(c qchunk) bool {
+		q.chunks.Scan(func(c *qchunk) bool {
 			if i < int64(c.n) {
 				found, at = c, int(i)
 				return false
@@ -290,7 +410,7 @@ func (q *quicklist) locate(i int64) (qchunk, int) {
 		})
 	} else {
 		back := q.n - 1 - i // elements after i
-		q.chunks.Reverse(func(c qchunk) bool {
+		q.chunks.Reverse(func(c *qchunk) bool {
 			if back < int64(c.n) {
 				found, at = c, c.n-1-int(back)
 				return false
@@ -304,11 +424,8 @@ func (q *quicklist) locate(i int64) (qchunk, int) {
 
 func (q *quicklist) index(i int64) []byte {
 	c, j := q.locate(i)
-	off := 0
-	var e []byte
-	for range j + 1 {
-		e, off = listNextEntry(c.buf, off)
-	}
+	start, _ := c.entryAt(j)
+	e, _ := chunkNext(c.buf, start)
 	return e
 }
 
@@ -316,40 +433,41 @@ func (q *quicklist) index(i int64) []byte {
 // chunk, which is split only if it grows past listChunkTarget.
 func (q *quicklist) set(i int64, v []byte) {
 	c, j := q.locate(i)
-	start := 0
-	for range j {
-		_, start = listNextEntry(c.buf, start)
-	}
-	_, end := listNextEntry(c.buf, start)
-	size := len(c.buf) - (end - start) + listEntrySize(v)
+	start, end := c.entryAt(j)
+	size := c.hi - c.lo - (end - start) + chunkEntrySize(v)
 	if size > listChunkTarget && c.n > 1 {
-		elems := listEntries(nil, c.buf, c.n)
+		elems := c.entries(nil)
 		elems[j] = v
 		q.replace(c, elems)
 		return
 	}
-	old := c
-	buf := make([]byte, 0, size)
-	buf = append(buf, c.buf[:start]...)
-	buf = listAppendEntry(buf, v)
-	c.buf = append(buf, c.buf[end:]...)
-	q.setChunk(c, &old)
+	buf := make([]byte, size)
+	k := copy(buf, c.buf[c.lo:start])
+	sz := chunkEntrySize(v)
+	putChunkEntry(buf[k:k+sz], v)
+	copy(buf[k+sz:], c.buf[end:c.hi])
+	c = q.mut(c)
+	q.bytes += int64(size - len(c.buf))
+	c.buf, c.lo, c.hi, c.headRoom, c.tailRoom = buf, 0, size, 0, 0
 }
 
 // rangeFrom calls fn for the elements from index start (0 <= start < n)
 // towards the tail, until fn returns false.
 func (q *quicklist) rangeFrom(start int64, fn func(e []byte) bool) {
 	c, j := q.locate(start)
-	q.chunks.Ascend(c, func(c qchunk) bool {
-		off := 0
-		for k := 0; k < c.n; k++ {
+	off, _ := c.entryAt(j)
+	q.chunks.Ascend(c, func(c *qchunk) bool {
+		if off < 0 {
+			off = c.lo
+		}
+		for off < c.hi {
 			var e []byte
-			e, off = listNextEntry(c.buf, off)
-			if k >= j && !fn(e) {
+			e, off = chunkNext(c.buf, off)
+			if !fn(e) {
 				return false
 			}
 		}
-		j = 0
+		off = -1
 		return true
 	})
 }
@@ -358,45 +476,42 @@ func (q *quicklist) rangeFrom(start int64, fn func(e []byte) bool) {
 // head, until fn returns false.
 func (q *quicklist) reverseFrom(start int64, fn func(e []byte) bool) {
 	c, j := q.locate(start)
-	var scratch [][]byte
-	q.chunks.Descend(c, func(c qchunk) bool {
-		scratch = listEntries(scratch[:0], c.buf, c.n)
-		if j < 0 {
-			j = c.n - 1
+	_, end := c.entryAt(j)
+	q.chunks.Descend(c, func(c *qchunk) bool {
+		if end < 0 {
+			end = c.hi
 		}
-		for k := j; k >= 0; k-- {
-			if !fn(scratch[k]) {
+		for end > c.lo {
+			var e []byte
+			e, end = chunkPrev(c.buf, end)
+			if !fn(e) {
 				return false
 			}
 		}
-		j = -1
+		end = -1
 		return true
 	})
 }
 
 // replace stores elems in place of chunk c: as one chunk or several (c's
 // sequence number and numbers before the next chunk's), or none.
-func (q *quicklist) replace(c qchunk, elems [][]byte) {
-	var bufs [][]byte
-	var ns []int
-	listPackChunks(elems, func(buf []byte, n int) {
-		bufs = append(bufs, buf)
-		ns = append(ns, n)
-	})
+func (q *quicklist) replace(c *qchunk, elems [][]byte) {
+	var chunks []*qchunk
+	listPackChunks(elems, func(c *qchunk) { chunks = append(chunks, c) })
+	seq := c.seq
 	step := int64(listSeqGap)
-	if next, ok := q.successor(c.seq); ok {
-		if next-c.seq < int64(len(bufs)) {
+	if next, ok := q.successor(seq); ok {
+		if next-seq < int64(len(chunks)) {
 			// No numbers left between c and its successor.
-			c.seq = q.renumber(c.seq)
-			next = c.seq + listSeqGap
+			seq = q.renumber(seq)
+			next = seq + listSeqGap
 		}
-		step = (next - c.seq) / int64(max(len(bufs), 1))
+		step = (next - seq) / int64(max(len(chunks), 1))
 	}
-	q.deleteChunk(c)
-	q.n -= int64(c.n)
-	for k, buf := range bufs {
-		q.setChunk(qchunk{seq: c.seq + int64(k)*step, n: ns[k], buf: buf}, nil)
-		q.n += int64(ns[k])
+	q.deleteChunk(&qchunk{seq: seq, n: c.n, buf: c.buf})
+	for k, nc := range chunks {
+		nc.seq = seq + int64(k)*step
+		q.addChunk(nc)
 	}
 }
 
@@ -405,7 +520,7 @@ func (q *quicklist) successor(seq int64) (next int64, ok bool) {
 	if seq == maxInt64 {
 		return 0, false
 	}
-	q.chunks.Ascend(qchunk{seq: seq + 1}, func(c qchunk) bool {
+	q.chunks.Ascend(&qchunk{seq: seq + 1}, func(c *qchunk) bool {
 		next, ok = c.seq, true
 		return false
 	})
@@ -413,16 +528,21 @@ func (q *quicklist) successor(seq int64) (next int64, ok bool) {
 }
 
 // renumber gives the chunks sequence numbers listSeqGap apart, keeping their
-// order, and returns the new number of the chunk numbered seq.
+// order, and returns the new number of the chunk numbered seq. The chunks
+// get new headers (a clone may share the old ones).
 func (q *quicklist) renumber(seq int64) int64 {
 	t := btree.NewBTreeGOptions(listChunkLess, listChunkTreeOptions)
 	next, moved := int64(0), int64(0)
-	q.chunks.Scan(func(c qchunk) bool {
+	q.chunks.Scan(func(c *qchunk) bool {
 		if c.seq == seq {
 			moved = next
 		}
-		c.seq = next
-		t.Set(c)
+		m := *c
+		if m.owner != q.id {
+			m.owner, m.headRoom, m.tailRoom = q.id, 0, 0
+		}
+		m.seq = next
+		t.Load(&m)
 		next += listSeqGap
 		return true
 	})
@@ -430,11 +550,41 @@ func (q *quicklist) renumber(seq int64) int64 {
 	return moved
 }
 
+// trim removes l elements from the head and r from the tail.
+func (q *quicklist) trim(l, r int64) {
+	for l > 0 {
+		c, _ := q.chunks.Min()
+		if int64(c.n) <= l {
+			l -= int64(c.n)
+			q.deleteChunk(c)
+			continue
+		}
+		start, _ := c.entryAt(int(l))
+		c = q.mut(c)
+		c.lo, c.headRoom, c.n = start, 0, c.n-int(l)
+		q.n -= l
+		l = 0
+	}
+	for r > 0 {
+		c, _ := q.chunks.Max()
+		if int64(c.n) <= r {
+			r -= int64(c.n)
+			q.deleteChunk(c)
+			continue
+		}
+		_, end := c.entryAt(c.n - 1 - int(r))
+		c = q.mut(c)
+		c.hi, c.tailRoom, c.n = end, 0, c.n-int(r)
+		q.n -= r
+		r = 0
+	}
+}
+
 // elementsOf returns every element of the list, head to tail.
 func (q *quicklist) elementsOf() [][]byte {
 	out := make([][]byte, 0, q.n)
-	q.chunks.Scan(func(c qchunk) bool {
-		out = listEntries(out, c.buf, c.n)
+	q.chunks.Scan(func(c *qchunk) bool {
+		out = c.entries(out)
 		return true
 	})
 	return out

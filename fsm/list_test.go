@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,6 +241,7 @@ func TestListFormsAgree(t *testing.T) {
 			snap := snapshotBytes(t, stores[0])
 			for j, s := range stores {
 				checkInvariants(t, s)
+				checkQuicklists(t, s)
 				if j > 0 && !bytes.Equal(snapshotBytes(t, s), snap) {
 					t.Fatalf("batch %d: store %d's snapshot differs from store 0's", i, j)
 				}
@@ -284,6 +286,8 @@ func TestListSnapshotWhileWriting(t *testing.T) {
 	}
 	checkInvariants(t, r)
 	checkInvariants(t, s)
+	checkQuicklists(t, r)
+	checkQuicklists(t, s)
 }
 
 // TestListReplyAliases: a reply taken from a large list keeps its bytes
@@ -356,4 +360,175 @@ func TestListRestoreRejectsCorrupt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkQuicklists checks the structure of every large list: each chunk's
+// bounds (its room within its buffer), that its entries decode
+// to exactly its count from either end, and the list's element count and
+// byte estimate.
+func checkQuicklists(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.keys.Scan(func(it item) bool {
+		q, ok := it.obj.(*quicklist)
+		if !ok {
+			return true
+		}
+		n, bytes := int64(0), int64(listQuicklistCost)
+		q.chunks.Scan(func(c *qchunk) bool {
+			if !(0 <= c.headRoom && c.headRoom <= c.lo && c.lo <= c.hi && 0 <= c.tailRoom && c.hi+c.tailRoom <= len(c.buf)) || c.n == 0 {
+				t.Fatalf("list %q: chunk %d has room %d, lo %d, hi %d, room %d, length %d, %d entries",
+					it.key, c.seq, c.headRoom, c.lo, c.hi, c.tailRoom, len(c.buf), c.n)
+			}
+			fwd := len(c.entries(nil))
+			back := 0
+			for end := c.hi; end > c.lo; back++ {
+				_, end = chunkPrev(c.buf, end)
+			}
+			if fwd != c.n || back != c.n {
+				t.Fatalf("list %q: chunk %d says %d entries, holds %d forwards and %d backwards", it.key, c.seq, c.n, fwd, back)
+			}
+			n += int64(c.n)
+			bytes += int64(len(c.buf)) + listChunkCost
+			return true
+		})
+		if n != q.n || bytes != q.bytes {
+			t.Fatalf("list %q: %d elements and %d bytes, counted %d and %d", it.key, q.n, q.bytes, n, bytes)
+		}
+		return true
+	})
+}
+
+// TestListChunksCopyOnWrite: large lists that share chunks (through COPY
+// and snapshots) are pushed, popped, set and trimmed at both ends at
+// random. Each must stay what a plain slice says, every reply taken along
+// the way must keep its bytes (replies alias chunks), and every snapshot
+// must write what the store held when it was taken.
+func TestListChunksCopyOnWrite(t *testing.T) {
+	s := NewStore()
+	s.SetLimits(Limits{ListMaxListpackSize: 1}) // large whatever the size
+	rng := rand.New(rand.NewPCG(7, 8))
+	keys := []string{"a", "b", "c"}
+	model := map[string][]string{}
+	elem := func() string {
+		if rng.IntN(8) == 0 {
+			return strings.Repeat("x", 100+rng.IntN(1200)) // some past a chunk's size
+		}
+		return strconv.Itoa(rng.IntN(1000))
+	}
+	type kept struct {
+		r    Reply
+		want string
+	}
+	var replies []kept
+	type snap struct {
+		sn   *Snapshot
+		want []byte
+	}
+	var snaps []snap
+	for range 4000 {
+		k := keys[rng.IntN(len(keys))]
+		l := model[k]
+		switch op := rng.IntN(12); {
+		case op < 3:
+			e := elem()
+			s.Apply(0, t0, []Command{c(OpLPush, k, e)})
+			model[k] = append([]string{e}, l...)
+		case op < 6:
+			e := elem()
+			s.Apply(0, t0, []Command{c(OpRPush, k, e)})
+			model[k] = append(l, e)
+		case op < 8 && len(l) > 0:
+			head := op == 6
+			cmd := c(OpRPop, k)
+			if head {
+				cmd.Op = OpLPop
+			}
+			r := s.Apply(0, t0, []Command{cmd})[0]
+			if head {
+				replies, model[k] = append(replies, kept{r, strconv.Quote(l[0])}), l[1:]
+			} else {
+				replies, model[k] = append(replies, kept{r, strconv.Quote(l[len(l)-1])}), l[:len(l)-1]
+			}
+		case op == 8 && len(l) > 0:
+			i := rng.IntN(len(l))
+			if rng.IntN(2) == 0 {
+				i = min(i, 3) // near the ends, where pushes write
+			} else {
+				i = max(i, len(l)-4)
+			}
+			e := elem()
+			s.Apply(0, t0, []Command{c(OpLSet, k, e).i(int64(i))})
+			l[i] = e
+		case op == 9 && len(l) > 2:
+			s.Apply(0, t0, []Command{c(OpLTrim, k).i(1).i2(-2)})
+			model[k] = l[1 : len(l)-1]
+		case op == 10 && len(l) > 0:
+			// Then pop both at one end (a change to a chunk they
+			// share) and push onto both at the other: into the room of
+			// a chunk they share, were it not copied first.
+			dst := keys[(slices.Index(keys, k)+1)%len(keys)]
+			head := rng.IntN(2) == 0
+			push, pop := OpRPush, OpLPop
+			if head {
+				push, pop = OpLPush, OpRPop
+			}
+			e1, e2 := elem(), elem()
+			s.Apply(0, t0, []Command{c(OpCopy, k, dst).fl(FlagReplace), c(pop, k), c(pop, dst), c(push, k, e1), c(push, dst, e2)})
+			for key, e := range map[string]string{k: e1, dst: e2} {
+				if head {
+					model[key] = append([]string{e}, l[:len(l)-1]...)
+				} else {
+					model[key] = append(slices.Clone(l[1:]), e)
+				}
+			}
+			checkListIs(t, s, dst, model[dst])
+		default:
+			snaps = append(snaps, snap{s.Snapshot(), snapshotBytes(t, s)})
+		}
+		if len(model[k]) == 0 {
+			delete(model, k)
+		}
+		r := checkListIs(t, s, k, model[k])
+		if rng.IntN(50) == 0 {
+			replies = append(replies, kept{r, r.String()})
+		}
+	}
+	checkQuicklists(t, s)
+	checkInvariants(t, s)
+	for i, kr := range replies {
+		if got := kr.r.String(); got != kr.want {
+			t.Fatalf("reply %d changed to %s, was %s", i, got, kr.want)
+		}
+	}
+	for i, sn := range snaps {
+		var buf bytes.Buffer
+		if _, err := sn.sn.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		sn.sn.Release()
+		if !bytes.Equal(buf.Bytes(), sn.want) {
+			t.Fatalf("snapshot %d changed under later writes", i)
+		}
+	}
+}
+
+// checkListIs checks that key holds the list want and returns its
+// LRANGE 0 -1.
+func checkListIs(t *testing.T, s *Store, key string, want []string) Reply {
+	t.Helper()
+	r := s.Read(t0, c(OpLRange, key).i(0).i2(-1))
+	var got []string
+	for _, e := range r.Expanded().Array {
+		got = append(got, string(e.Bulk))
+	}
+	if !slices.Equal(got, want) {
+		i := 0
+		for i < min(len(got), len(want)) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("list %q has %d elements, want %d; they differ from index %d: %.20q, want %.20q", key, len(got), len(want), i, got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
+	}
+	return r
 }

@@ -254,6 +254,14 @@ func replyToLua(L *lua.LState, resp int, r *Reply) lua.LValue {
 			t.RawSetString("set", m)
 			return t
 		}
+	case ReplyBulks:
+		t := L.CreateTable(int(r.Int), 0)
+		for b, i := r.Bulk, 1; len(b) > 0; i++ {
+			var e []byte
+			e, b = NextBulk(b)
+			t.RawSetInt(i, lua.LString(e))
+		}
+		return t
 	case ReplyPairs:
 		if resp == 2 {
 			t := L.CreateTable(2*len(r.Array), 0)

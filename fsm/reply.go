@@ -53,6 +53,79 @@ func valueReply(v []byte) Reply {
 	return Reply{Kind: ReplyBulk, Bulk: v[:len(v):len(v)]}
 }
 
+// AppendBulks appends the element e to buf, the Bulk of a ReplyBulks:
+// as a RESP bulk string ("$3\r\nabc\r\n"), which RESP2 and RESP3 write
+// alike, so the server writes the buffer as it is.
+func AppendBulks(buf, e []byte) []byte {
+	buf = append(buf, '$')
+	if len(e) < 10 {
+		buf = append(buf, byte('0'+len(e)))
+	} else {
+		buf = strconv.AppendInt(buf, int64(len(e)), 10)
+	}
+	buf = append(buf, '\r', '\n')
+	buf = append(buf, e...)
+	return append(buf, '\r', '\n')
+}
+
+// BulksReply returns the ReplyBulks of the n elements AppendBulks put in
+// buf. buf is not copied.
+func BulksReply(buf []byte, n int) Reply { return Reply{Kind: ReplyBulks, Int: int64(n), Bulk: buf} }
+
+// NextBulk returns the first element held in b, the Bulk of a ReplyBulks
+// (made by AppendBulks or checked by DecodeReplies), and the rest of b.
+// The element aliases b, its capacity clipped.
+func NextBulk(b []byte) (e, rest []byte) {
+	l, i := 0, 1
+	for ; b[i] != '\r'; i++ {
+		l = l*10 + int(b[i]-'0')
+	}
+	start := i + 2
+	end := start + l
+	return b[start:end:end], b[end+2:]
+}
+
+// validBulks reports whether b holds exactly n elements as AppendBulks
+// writes them.
+func validBulks(b []byte, n int64) bool {
+	for ; n > 0; n-- {
+		if len(b) < 4 || b[0] != '$' || b[1] < '0' || b[1] > '9' || b[1] == '0' && b[2] != '\r' {
+			return false
+		}
+		l, i := uint64(0), 1
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if i > 11 { // 11 digits: far past any bulk Redis allows
+				return false
+			}
+			l = l*10 + uint64(b[i]-'0')
+		}
+		rest := b[i:]
+		if len(rest) < 2 || rest[0] != '\r' || rest[1] != '\n' || l+2 > uint64(len(rest)-2) {
+			return false
+		}
+		if e := rest[2+l:]; e[0] != '\r' || e[1] != '\n' {
+			return false
+		}
+		b = rest[4+l:]
+	}
+	return len(b) == 0
+}
+
+// Expanded returns r with a ReplyBulks written out as the ReplyArray of
+// ReplyBulk it stands for (aliasing r.Bulk), and any other reply as it is.
+func (r Reply) Expanded() Reply {
+	if r.Kind != ReplyBulks {
+		return r
+	}
+	out := make([]Reply, 0, r.Int)
+	for b := r.Bulk; len(b) > 0; {
+		var e []byte
+		e, b = NextBulk(b)
+		out = append(out, BulkReply(e))
+	}
+	return Reply{Kind: ReplyArray, Array: out}
+}
+
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.Kind == ReplyError }
 
@@ -82,6 +155,8 @@ func (r Reply) String() string {
 			s += e.String()
 		}
 		return s + "]"
+	case ReplyBulks:
+		return r.Expanded().String()
 	}
 	return "(invalid reply kind " + strconv.Itoa(int(r.Kind)) + ")"
 }

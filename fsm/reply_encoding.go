@@ -13,7 +13,8 @@ import (
 //	          nil, nil array: empty; status, error, bulk, double:
 //	          len:uvarint bytes; int: varint; array, map, set, pairs:
 //	          replies (a map's and pairs' elements as Reply.Array holds
-//	          them)
+//	          them); bulks: count:uvarint len:uvarint bytes (Reply.Bulk
+//	          as it is: count RESP bulk strings)
 //
 // The follower writes the decoded replies to its client in the client's
 // own protocol version.
@@ -49,6 +50,10 @@ func appendReply(dst []byte, r *Reply) []byte {
 		dst = append(dst, r.Bulk...)
 	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
 		dst = AppendReplies(dst, r.Array)
+	case ReplyBulks:
+		dst = binary.AppendUvarint(dst, uint64(r.Int))
+		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
+		dst = append(dst, r.Bulk...)
 	}
 	return dst
 }
@@ -121,6 +126,11 @@ func (d *decoder) replies(depth int) []Reply {
 					d.fail("pairs holding something other than 2-element arrays")
 					break
 				}
+			}
+		case ReplyBulks:
+			r.Int = int64(d.count(6)) // the smallest element, empty, is "$0\r\n\r\n"
+			if r.Bulk = d.bytes(); d.err == nil && !validBulks(r.Bulk, r.Int) {
+				d.fail("bulks not holding their count of elements")
 			}
 		default:
 			d.fail(fmt.Sprintf("unknown reply kind %d", r.Kind))

@@ -21,6 +21,12 @@ func testParser(p *ParseContext, args [][]byte) (Command, Reply, bool) {
 		return Command{Op: OpSAdd, Args: args[1:]}, Reply{}, false
 	case "spop":
 		return Command{Op: OpSPop, Args: args[1:2], Int2: p.Rand.Int64()}, Reply{}, false
+	case "rpush":
+		return Command{Op: OpRPush, Args: args[1:]}, Reply{}, false
+	case "lrange":
+		a, _ := strconv.ParseInt(string(args[2]), 10, 64)
+		b, _ := strconv.ParseInt(string(args[3]), 10, 64)
+		return Command{Op: OpLRange, Args: args[1:2], Int: a, Int2: b}, Reply{}, false
 	case "time":
 		return Command{}, arr(bulk(strconv.FormatInt(p.Now/1000, 10)), bulk(strconv.FormatInt(p.Now%1000*1000, 10))), true
 	}
@@ -180,6 +186,9 @@ func TestScriptConversions(t *testing.T) {
 			arr(in(1), bulk("userdata"), bulk("true"))},
 		{`return bit.band(0xff, 0x0f) + bit.lshift(1, 4)`, in(31)},
 		{`return redis.sha1hex('abc')`, bulk("a9993e364706816aba3e25717850c26c9cd0d89d")},
+		// A range reply held flat (ReplyBulks) reaches Lua as a table.
+		{`redis.call('rpush', 'l', 'a', 'bb', 'ccc') local t = redis.call('lrange', 'l', 0, -1) return {#t, t[1], t[3]}`,
+			arr(in(3), bulk("a"), bulk("ccc"))},
 	} {
 		r := s.Apply(0, 1, []Command{eval(tc.body, 1, 0)})[0]
 		if !replyEqual(r, tc.want) {

@@ -94,3 +94,21 @@ func startLossyPair(t *testing.T, committed bool) *pair {
 	}
 	return p
 }
+
+// TestAppendReplyBulks: a flat array of bulks goes on the wire exactly as
+// the array of bulk replies it stands for, in RESP2 and RESP3.
+func TestAppendReplyBulks(t *testing.T) {
+	for _, r := range []fsm.Reply{bulksReply("x"), bulksReply("a", "", "b\r\nc", string(make([]byte, 300)))} {
+		x := r.Expanded()
+		for _, proto := range []int{2, 3} {
+			got, want := appendReply(nil, &r, proto), appendReply(nil, &x, proto)
+			if string(got) != string(want) {
+				t.Errorf("RESP%d: %q, want %q", proto, got, want)
+			}
+		}
+	}
+	r := bulksReply("a", "bc")
+	if got := string(appendReply([]byte("+OK\r\n"), &r, 2)); got != "+OK\r\n*2\r\n$1\r\na\r\n$2\r\nbc\r\n" {
+		t.Errorf("appended %q", got)
+	}
+}

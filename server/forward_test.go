@@ -62,6 +62,19 @@ var forwardReplies = [][]fsm.Reply{
 			{Kind: fsm.ReplyArray, Array: []fsm.Reply{{Kind: fsm.ReplyBulk, Bulk: []byte("k")}, {Kind: fsm.ReplyNil}}},
 		}},
 	},
+	{
+		bulksReply("a", "", "b\r\nc"),
+		{Kind: fsm.ReplyArray, Array: []fsm.Reply{{Kind: fsm.ReplyBulk, Bulk: []byte("k")}, bulksReply("v")}},
+	},
+}
+
+// bulksReply is the flat array of bulks (fsm.ReplyBulks) of elems.
+func bulksReply(elems ...string) fsm.Reply {
+	var buf []byte
+	for _, e := range elems {
+		buf = fsm.AppendBulks(buf, []byte(e))
+	}
+	return fsm.BulksReply(buf, len(elems))
 }
 
 func TestForwardRepliesRoundTrip(t *testing.T) {

@@ -99,6 +99,10 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 			}
 		}
 		return b
+	case fsm.ReplyBulks:
+		// The elements are RESP bulk strings already.
+		b = resp.AppendArrayLen(b, int(r.Int))
+		return append(b, r.Bulk...)
 	}
 	return resp.AppendError(b, errInternal)
 }
