@@ -484,8 +484,11 @@ func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args []
 		vm.lastProto, vm.lastFn = proto, L.NewFunctionFromProto(proto)
 	}
 	fn := vm.lastFn
+	// KEYS, ARGV and _G are the environment's only own fields, which a
+	// script may assign (as in a fresh environment): set all three again.
 	vm.env.RawSetString("KEYS", stringsTable(L, keys))
 	vm.env.RawSetString("ARGV", stringsTable(L, args))
+	vm.env.RawSetString("_G", vm.env)
 	fn.Env = vm.env
 	run.source = "@user_script"
 	return vm.call(run, fn)

@@ -143,9 +143,9 @@ func TestScriptSandbox(t *testing.T) {
 func TestScriptRunsShareNothing(t *testing.T) {
 	s := newScriptStore()
 	dirty := `KEYS[2] = 'extra' KEYS.x = 1 ARGV[1] = 'changed' setmetatable(ARGV, {__index = function() return 'meta' end})
-		math.randomseed(7) tostring({}) tostring({})
+		math.randomseed(7) tostring({}) tostring({}) _G = 'changed' KEYS = {} ARGV = nil
 		return 1`
-	probe := `return {#KEYS, KEYS[1], tostring(KEYS.x), #ARGV, ARGV[1], tostring(ARGV[5]), tostring(math.random(1000000)), tostring({})}`
+	probe := `return {#KEYS, KEYS[1], tostring(KEYS.x), #ARGV, ARGV[1], tostring(ARGV[5]), tostring(math.random(1000000)), tostring({}), type(_G), tostring(rawequal(_G, _G._G))}`
 	want := s.Apply(0, 1, []Command{eval(probe, 3, 0, "k", "a").i(1)})[0]
 	for i := 0; i < 2; i++ {
 		if r := s.Apply(0, 1, []Command{eval(dirty, 5, 0, "k", "a").i(1)})[0]; r.Kind != ReplyInt {
@@ -159,7 +159,8 @@ func TestScriptRunsShareNothing(t *testing.T) {
 		t.Fatal(r)
 	}
 	exp := arr(in(1), bulk("k"), bulk("nil"), in(1), bulk("a"), bulk("nil"))
-	if len(want.Array) != 8 || !replyEqual(Reply{Kind: ReplyArray, Array: want.Array[:6]}, exp) || string(want.Array[7].Bulk) != "table: 0x1" {
+	if len(want.Array) != 10 || !replyEqual(Reply{Kind: ReplyArray, Array: want.Array[:6]}, exp) || string(want.Array[7].Bulk) != "table: 0x1" ||
+		string(want.Array[8].Bulk) != "table" || string(want.Array[9].Bulk) != "true" {
 		t.Fatalf("probe: %v", want)
 	}
 }
