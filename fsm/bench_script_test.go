@@ -60,3 +60,18 @@ func BenchmarkEvalSHAEmpty(b *testing.B) {
 		s.Apply(0, t0, cmds)
 	}
 }
+
+// BenchmarkRateLimiterCommands applies the rate limiter's GET, INCR and
+// EXPIRE as plain commands, one batch per key: the store's share of
+// BenchmarkEvalSHA, which the difference shows the script's cost beside.
+func BenchmarkRateLimiterCommands(b *testing.B) {
+	s := loadedStore(b, benchKeys)
+	b.ReportAllocs()
+	var k keyer
+	var key []byte
+	for b.Loop() {
+		key = append(append(key[:0], "rl:"...), k.next()...)
+		s.Read(t0, Command{Op: OpGet, Args: [][]byte{key}})
+		s.Apply(0, t0, []Command{{Op: OpIncrBy, Args: [][]byte{key}, Int: 1}, {Op: OpExpireAt, Args: [][]byte{key}, Int: t0 + 60000}})
+	}
+}
