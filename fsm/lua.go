@@ -15,13 +15,15 @@ import (
 
 // The Lua runtime scripts run in (gopher-lua), sandboxed as Redis 7.0's:
 // the base, table, string and math libraries, plus cjson, bit, struct-less
-// redis; no io, os, debug, coroutine, print, loadfile or dofile. Every
-// global and every library table is read-only: a script cannot create a
-// global ("Attempt to modify a readonly table"), read a missing one
-// ("Script attempted to access nonexistent global variable"), or change a
-// library, so nothing a script does outlives it in the interpreter. That
-// is what lets one interpreter serve many scripts while every replica, and
-// every replay from a snapshot, stays identical.
+// redis; no io, os, debug, coroutine, print, loadfile, dofile, getfenv or
+// setfenv. Every global and every library table is read-only: a script
+// cannot create a global ("Attempt to modify a readonly table"), read a
+// missing one ("Script attempted to access nonexistent global variable"),
+// or change a library, so nothing a script does outlives it in the
+// interpreter. That is what lets one interpreter, and one environment
+// (whose only own fields, KEYS, ARGV and _G, are set again for each run),
+// serve many scripts while every replica, and every replay from a
+// snapshot, stays identical.
 //
 // What would leak node-local state into a script is replaced: math.random
 // draws from the run's seeded source, tostring of a table or function
