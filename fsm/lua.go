@@ -15,13 +15,15 @@ import (
 
 // The Lua runtime scripts run in (gopher-lua), sandboxed as Redis 7.0's:
 // the base, table, string and math libraries, plus cjson, bit, struct-less
-// redis; no io, os, debug, coroutine, print, loadfile or dofile. Every
-// global and every library table is read-only: a script cannot create a
-// global ("Attempt to modify a readonly table"), read a missing one
-// ("Script attempted to access nonexistent global variable"), or change a
-// library, so nothing a script does outlives it in the interpreter. That
-// is what lets one interpreter serve many scripts while every replica, and
-// every replay from a snapshot, stays identical.
+// redis; no io, os, debug, coroutine, print, loadfile, dofile, getfenv or
+// setfenv. Every global and every library table is read-only: a script
+// cannot create a global ("Attempt to modify a readonly table"), read a
+// missing one ("Script attempted to access nonexistent global variable"),
+// or change a library, so nothing a script does outlives it in the
+// interpreter. That is what lets one interpreter, and one environment
+// (whose only own fields, KEYS, ARGV and _G, are set again for each run),
+// serve many scripts while every replica, and every replay from a
+// snapshot, stays identical.
 //
 // What would leak node-local state into a script is replaced: math.random
 // draws from the run's seeded source, tostring of a table or function
@@ -65,6 +67,7 @@ type scriptRun struct {
 	resp     int // the protocol redis.call replies are converted from (redis.setresp)
 	pc       ParseContext
 	ids      map[lua.LValue]int // tostring's numbering
+	cmd      Command            // the command redis.call is running
 }
 
 // budget is the context a run's interpreter checks once per instruction
@@ -107,8 +110,14 @@ const ErrBudget = "BUSY Redis is busy running a script. The script ran past its 
 // the SHA1 of their code). Compiled protos are immutable and shared by
 // every interpreter; the cache is per process and never replicated.
 var compiled struct {
-	sync.Mutex
-	m map[string]*lua.FunctionProto
+	sync.RWMutex
+	m map[string]compiledProto
+}
+
+// compiledProto is a cached compiled script and the SHA1 it is cached by.
+type compiledProto struct {
+	proto *lua.FunctionProto
+	sha   string
 }
 
 const maxCompiled = 10000
@@ -116,10 +125,7 @@ const maxCompiled = 10000
 // compileScript returns body compiled, or Redis's error text for a body
 // that does not compile.
 func compileScript(sha string, body []byte) (*lua.FunctionProto, string) {
-	compiled.Lock()
-	p := compiled.m[sha]
-	compiled.Unlock()
-	if p != nil {
+	if p, _ := compiledScript([]byte(sha)); p != nil {
 		return p, ""
 	}
 	p, err := compileLua(string(body), "user_script")
@@ -128,11 +134,20 @@ func compileScript(sha string, body []byte) (*lua.FunctionProto, string) {
 	}
 	compiled.Lock()
 	if compiled.m == nil || len(compiled.m) >= maxCompiled {
-		compiled.m = make(map[string]*lua.FunctionProto)
+		compiled.m = make(map[string]compiledProto)
 	}
-	compiled.m[sha] = p
+	compiled.m[sha] = compiledProto{p, sha}
 	compiled.Unlock()
 	return p, ""
+}
+
+// compiledScript returns the cached compiled script sha and the cache's
+// copy of sha, or nil if it is not cached, without allocating.
+func compiledScript(sha []byte) (*lua.FunctionProto, string) {
+	compiled.RLock()
+	c := compiled.m[string(sha)]
+	compiled.RUnlock()
+	return c.proto, c.sha
 }
 
 // CompileScript reports Redis's error text if body does not compile
@@ -156,7 +171,16 @@ func compileLua(src, name string) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lua.Compile(chunk, name)
+	proto, err := lua.Compile(chunk, name)
+	if err != nil {
+		return nil, err
+	}
+	// A vararg function gets Lua 5.0's "arg" table of its extra
+	// arguments, built at every call; the main chunk's has no name a
+	// script could reach it by, so building it (a table and a 32-slot
+	// map, each run) is only garbage.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
+	return proto, nil
 }
 
 func oneLine(s string) string {
@@ -197,11 +221,31 @@ type luaVM struct {
 	L       *lua.LState
 	hidden  *lua.LTable // the real globals, reachable only through proxies
 	envMeta *lua.LTable // metatable of each run's global environment
+	// env is the global environment EVAL runs in, the same table every
+	// run: a script cannot change it (it is read-only, and setfenv is
+	// not there), so only KEYS and ARGV differ from run to run.
+	env *lua.LTable
 	// protected are the read-only proxies, which rawset and the table
 	// library refuse to change.
 	protected  map[*lua.LTable]bool
 	errHandler *lua.LFunction
 	run        *scriptRun
+
+	// What one run needs, kept from run to run so that a run allocates
+	// none of it (newRun): the run, its seeded source and its budget.
+	runBuf scriptRun
+	pcg    rand.PCG
+	rnd    *rand.Rand
+	budget budget
+	// The last script run, as a function value (runEval).
+	lastProto *lua.FunctionProto
+	lastFn    *lua.LFunction
+	// redis.call's arguments, in buffers reused from call to call: what
+	// the store keeps of a command it copies (Apply's contract), and the
+	// reply is converted to Lua values before the next call.
+	callArgs [][]byte
+	callBuf  []byte
+	callEnds []int
 }
 
 const (
@@ -221,7 +265,7 @@ func newLuaVM() *luaVM {
 		L.Call(1, 0)
 	}
 	G := L.G.Global
-	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "module", "require", "newproxy", "coroutine", "_VERSION"} {
+	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "module", "require", "newproxy", "coroutine", "_VERSION", "getfenv", "setfenv"} {
 		G.RawSetString(name, lua.LNil)
 	}
 	G.RawSetString("_VERSION", lua.LString("Lua 5.1"))
@@ -258,12 +302,34 @@ func newLuaVM() *luaVM {
 	L.G.Global = pub
 	L.Env = pub
 
+	// A run's environment reads through to the real globals, a table
+	// lookup, and only a name missing there reaches globalIndex's error.
+	missing := L.NewTable()
+	missing.RawSetString("__index", L.NewFunction(vm.globalIndex))
+	L.SetMetatable(G, missing)
 	vm.envMeta = L.NewTable()
-	vm.envMeta.RawSetString("__index", L.NewFunction(vm.globalIndex))
+	vm.envMeta.RawSetString("__index", G)
 	vm.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
 	vm.envMeta.RawSetString("__metatable", lua.LFalse)
 	vm.errHandler = L.NewFunction(vm.onError)
+	vm.env = vm.newEnv([][]byte{}, [][]byte{})
+	vm.rnd = rand.New(&vm.pcg)
 	return vm
+}
+
+// newRun returns the run of a script in vm, reusing vm's buffers: the
+// returned run is valid until the next newRun. Its random source is
+// seeded with seed, as rand.New(rand.NewPCG(seed, 0x5c1a)) would be, and
+// it stops after budget instructions (0: never).
+func (vm *luaVM) newRun(s *Store, now int64, readOnly bool, name string, seed uint64, maxInstr int64) *scriptRun {
+	ids := vm.runBuf.ids
+	clear(ids)
+	pc := vm.runBuf.pc
+	vm.pcg.Seed(seed, 0x5c1a)
+	vm.budget = budget{left: maxInstr, limited: maxInstr > 0}
+	vm.runBuf = scriptRun{s: s, now: now, readOnly: readOnly, name: name, rnd: vm.rnd, budget: &vm.budget, ids: ids,
+		pc: ParseContext{Scratch: pc.Scratch}}
+	return &vm.runBuf
 }
 
 // proxy returns an empty read-only table reading through to t.
@@ -284,16 +350,12 @@ func raiseReadonly(L *lua.LState) int {
 	return 0
 }
 
-// globalIndex is the __index of a run's environment: a global the sandbox
-// does not define is an error, as in Redis.
+// globalIndex is the __index of the real globals, reached for a name they
+// do not have: a global the sandbox does not define is an error, as in
+// Redis.
 func (vm *luaVM) globalIndex(L *lua.LState) int {
-	k := L.Get(2)
-	v := vm.hidden.RawGet(k)
-	if v == lua.LNil {
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", k.String())
-	}
-	L.Push(v)
-	return 1
+	L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.Get(2).String())
+	return 0
 }
 
 func luaGetMetatable(L *lua.LState) int {
@@ -414,11 +476,22 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
-// runEval runs a script's compiled body.
+// runEval runs a script's compiled body in vm's environment, with keys
+// and args as KEYS and ARGV.
 func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args [][]byte) Reply {
 	L := vm.L
-	fn := L.NewFunctionFromProto(proto)
-	fn.Env = vm.newEnv(keys, args)
+	// A main chunk has no upvalues, and a script cannot change its
+	// function (no setfenv), so the last one's value serves again.
+	if vm.lastProto != proto {
+		vm.lastProto, vm.lastFn = proto, L.NewFunctionFromProto(proto)
+	}
+	fn := vm.lastFn
+	// KEYS, ARGV and _G are the environment's only own fields, which a
+	// script may assign (as in a fresh environment): set all three again.
+	vm.env.RawSetString("KEYS", stringsTable(L, keys))
+	vm.env.RawSetString("ARGV", stringsTable(L, args))
+	vm.env.RawSetString("_G", vm.env)
+	fn.Env = vm.env
 	run.source = "@user_script"
 	return vm.call(run, fn)
 }
@@ -428,7 +501,7 @@ func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args []
 func (vm *luaVM) call(run *scriptRun, fn *lua.LFunction, fnArgs ...lua.LValue) Reply {
 	L := vm.L
 	run.resp = 2
-	run.pc = ParseContext{Now: run.now, Rand: run.rnd, ReadOnly: run.readOnly}
+	run.pc = ParseContext{Now: run.now, Rand: run.rnd, ReadOnly: run.readOnly, Scratch: run.pc.Scratch}
 	vm.run = run
 	L.SetContext(run.budget)
 	defer func() {

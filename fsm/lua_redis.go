@@ -78,16 +78,9 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	if n == 0 {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
-	args := make([][]byte, n)
-	for i := 1; i <= n; i++ {
-		switch v := L.Get(i).(type) {
-		case lua.LString:
-			args[i-1] = []byte(v)
-		case lua.LNumber:
-			args[i-1] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
-		default:
-			return fail("ERR Lua redis lib command arguments must be strings or integers")
-		}
+	args, ok := vm.callArguments(L, n)
+	if !ok {
+		return fail("ERR Lua redis lib command arguments must be strings or integers")
 	}
 	L.SetTop(0)
 	r := run.s.callLocked(run, args)
@@ -98,13 +91,45 @@ func (vm *luaVM) redisCall(L *lua.LState, raise bool) int {
 	return 1
 }
 
+// callArguments copies the n arguments of a redis.call, Lua strings and
+// numbers (as %.17g), into vm's buffers, which the next call reuses. Each
+// argument's capacity ends at its length, so that appending to one never
+// overwrites the next.
+func (vm *luaVM) callArguments(L *lua.LState, n int) ([][]byte, bool) {
+	buf, ends := vm.callBuf[:0], vm.callEnds[:0]
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			buf = append(buf, v...)
+		case lua.LNumber:
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
+		default:
+			return nil, false
+		}
+		ends = append(ends, len(buf))
+	}
+	args := vm.callArgs[:0]
+	start := 0
+	for _, end := range ends {
+		args = append(args, buf[start:end:end])
+		start = end
+	}
+	vm.callBuf, vm.callEnds, vm.callArgs = buf, ends, args
+	return args, true
+}
+
 // callLocked runs one command of a script under the lock the script holds.
 func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if s.parser == nil {
 		return errorReply("ERR Unknown Redis command called from script")
 	}
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
-	cmd, r, answered := s.parser(&run.pc, args)
+	var r Reply
+	var answered bool
+	// The command lives in the run, not on the heap a pointer to a local
+	// would put it on.
+	cmd := &run.cmd
+	*cmd, r, answered = s.parser(&run.pc, args)
 	if answered {
 		return r
 	}
@@ -116,12 +141,12 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 		if run.readOnly {
 			return errorReply("ERR Write commands are not allowed from read-only scripts.")
 		}
-		return s.applyLocked(run.now, &cmd)
+		return s.applyLocked(run.now, cmd)
 	}
 	if err := cmd.Validate(); err != nil {
 		panic(err)
 	}
-	return sp.read(s, run.now, &cmd)
+	return sp.read(s, run.now, cmd)
 }
 
 func redisErrorReply(L *lua.LState) int {

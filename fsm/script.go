@@ -5,8 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"strings"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // Scripts: EVAL, EVALSHA, their _RO forms, and SCRIPT LOAD / EXISTS /
@@ -95,41 +96,96 @@ func (s *Store) Script(sha string) ([]byte, bool) {
 	return []byte(body), ok
 }
 
+// ScriptShebang reports whether the script sha (any case) is loaded, and
+// returns a copy of its first line if that is a shebang ("#!..."), nil if
+// the body has none: what EVALSHA needs to know of a body before it is
+// proposed, without copying the body.
+func (s *Store) ScriptShebang(sha []byte) (shebang []byte, ok bool) {
+	var key scriptKey
+	name, valid := key.of(sha)
+	if !valid {
+		return nil, false
+	}
+	s.mu.RLock()
+	body, ok := s.meta[string(name)]
+	s.mu.RUnlock()
+	if !ok || !strings.HasPrefix(body, "#!") {
+		return nil, ok
+	}
+	if i := strings.IndexByte(body, '\n'); i >= 0 {
+		body = body[:i]
+	}
+	return []byte(body), true
+}
+
+// scriptKey builds the metadata name of a script from its SHA1 without
+// allocating: look it up as s.meta[string(name)].
+type scriptKey [len(scriptMetaPrefix) + 2*sha1.Size]byte
+
+// of returns the name of the script sha (any case) in k, or false if sha
+// is not 40 characters long, so names no script.
+func (k *scriptKey) of(sha []byte) ([]byte, bool) {
+	if len(sha) != 2*sha1.Size {
+		return nil, false
+	}
+	n := copy(k[:], scriptMetaPrefix)
+	for i, ch := range sha {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		k[n+i] = ch
+	}
+	return k[:], true
+}
+
 func applyEval(s *Store, now int64, c *Command) Reply {
-	body, sha, r, ok := s.scriptBodyLocked(c)
+	proto, sha, r, ok := s.evalScriptLocked(c)
 	if !ok {
 		return r
 	}
 	if c.Flags&FlagScriptSHA == 0 {
-		// As Redis's EVAL, keep the body for EVALSHA, once it compiles.
-		if _, e := compileScript(sha, body); e != "" {
-			return errorReply(e)
-		}
-		s.cacheScriptLocked(sha, body)
+		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
+		s.cacheScriptLocked(sha, c.Args[0])
 	}
-	return s.runScript(now, c, sha, body, false)
+	return s.runScript(now, c, sha, proto, false)
 }
 
 func readEval(s *Store, now int64, c *Command) Reply {
-	body, sha, r, ok := s.scriptBodyLocked(c)
+	proto, sha, r, ok := s.evalScriptLocked(c)
 	if !ok {
 		return r
 	}
-	return s.runScript(now, c, sha, body, true)
+	return s.runScript(now, c, sha, proto, true)
 }
 
-// scriptBodyLocked finds the body an eval command runs: its first argument,
-// or the loaded script it names.
-func (s *Store) scriptBodyLocked(c *Command) (body []byte, sha string, r Reply, ok bool) {
+// evalScriptLocked finds and compiles the script an eval command runs:
+// its first argument, or the loaded script it names. It answers the error
+// reply (NOSCRIPT, a compile error) when there is none to run.
+func (s *Store) evalScriptLocked(c *Command) (proto *lua.FunctionProto, sha string, r Reply, ok bool) {
+	var body []byte
 	if c.Flags&FlagScriptSHA == 0 {
-		return c.Args[0], ScriptSHA(c.Args[0]), Reply{}, true
+		body, sha = c.Args[0], ScriptSHA(c.Args[0])
+	} else {
+		var key scriptKey
+		name, valid := key.of(c.Args[0])
+		if !valid {
+			return nil, "", errorReply(ErrNoScript), false
+		}
+		b, found := s.meta[string(name)]
+		if !found {
+			return nil, "", errorReply(ErrNoScript), false
+		}
+		// The common case: loaded and compiled, found with no allocation.
+		if proto, sha := compiledScript(name[len(scriptMetaPrefix):]); proto != nil {
+			return proto, sha, Reply{}, true
+		}
+		body, sha = []byte(b), string(name[len(scriptMetaPrefix):])
 	}
-	sha = strings.ToLower(string(c.Args[0]))
-	b, found := s.meta[scriptMetaPrefix+sha]
-	if !found {
-		return nil, "", errorReply(ErrNoScript), false
+	proto, e := compileScript(sha, body)
+	if e != "" {
+		return nil, "", errorReply(e), false
 	}
-	return []byte(b), sha, Reply{}, true
+	return proto, sha, Reply{}, true
 }
 
 // ErrNoScript is Redis's reply to EVALSHA of a script it does not have.
@@ -183,19 +239,11 @@ func readScriptExists(s *Store, now int64, c *Command) Reply {
 	return Reply{Kind: ReplyArray, Array: out}
 }
 
-// runScript runs body (named sha) with the keys and arguments of c, under
+// runScript runs proto (named sha) with the keys and arguments of c, under
 // the lock the caller holds: exclusive for a write, shared when readOnly.
-func (s *Store) runScript(now int64, c *Command, sha string, body []byte, readOnly bool) Reply {
-	proto, e := compileScript(sha, body)
-	if e != "" {
-		return errorReply(e)
-	}
+func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly bool) Reply {
 	vm := s.vms.get(readOnly)
 	defer s.vms.put(vm, readOnly)
-	run := &scriptRun{
-		s: s, now: now, readOnly: readOnly, name: sha,
-		rnd:    rand.New(rand.NewPCG(uint64(c.Int2), 0x5c1a)),
-		budget: newBudget(int64(c.Float)),
-	}
+	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
 	return vm.runEval(run, proto, c.Args[1:1+c.Int], c.Args[1+c.Int:])
 }

@@ -123,7 +123,10 @@ func TestScriptSandbox(t *testing.T) {
 		{`return tostring(os)`, "ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: "},
 		{`string.foo = 1`, "ERR user_script:1: Attempt to modify a readonly table script: "},
 		{`rawset(_G, 'x', 1)`, "ERR user_script:1: Attempt to modify a readonly table script: "},
-		{`getfenv(0).redis = nil`, "ERR user_script:1: Attempt to modify a readonly table script: "},
+		{`getfenv(0).redis = nil`, "ERR user_script:1: Script attempted to access nonexistent global variable 'getfenv' script: "},
+		{`setfenv(1, {})`, "ERR user_script:1: Script attempted to access nonexistent global variable 'setfenv' script: "},
+		{`setmetatable(_G, {})`, "ERR user_script:1: cannot change a protected metatable script: "},
+		{`rawset(getmetatable(_G), 'x', 1)`, "ERR user_script:1: bad argument #1 to rawset (table expected, got boolean) script: "},
 		{`table.insert(string, 1)`, "ERR user_script:1: Attempt to modify a readonly table script: "},
 		{`getmetatable('').__index.upper = nil`, "ERR user_script:1: attempt to index a non-table object(boolean) with key '__index' script: "},
 		{`return redis.call('nosuch')`, "ERR Unknown Redis command called from script script: "},
@@ -137,6 +140,34 @@ func TestScriptSandbox(t *testing.T) {
 	// Nothing a script did is visible to the next one.
 	if r := s.Apply(0, 1, []Command{eval(`return type(string.upper)`, 1, 0)})[0]; string(r.Bulk) != "function" {
 		t.Errorf("string.upper after the scripts: %v", r)
+	}
+}
+
+// TestScriptRunsShareNothing checks that what one run does to KEYS, ARGV,
+// the random source and tostring's numbering is not seen by the next,
+// though the runs share one interpreter and environment.
+func TestScriptRunsShareNothing(t *testing.T) {
+	s := newScriptStore()
+	dirty := `KEYS[2] = 'extra' KEYS.x = 1 ARGV[1] = 'changed' setmetatable(ARGV, {__index = function() return 'meta' end})
+		math.randomseed(7) tostring({}) tostring({}) _G = 'changed' KEYS = {} ARGV = nil
+		return 1`
+	probe := `return {#KEYS, KEYS[1], tostring(KEYS.x), #ARGV, ARGV[1], tostring(ARGV[5]), tostring(math.random(1000000)), tostring({}), type(_G), tostring(rawequal(_G, _G._G))}`
+	want := s.Apply(0, 1, []Command{eval(probe, 3, 0, "k", "a").i(1)})[0]
+	for i := 0; i < 2; i++ {
+		if r := s.Apply(0, 1, []Command{eval(dirty, 5, 0, "k", "a").i(1)})[0]; r.Kind != ReplyInt {
+			t.Fatalf("dirty script: %v", r)
+		}
+		if r := s.Apply(0, 1, []Command{eval(probe, 3, 0, "k", "a").i(1)})[0]; !replyEqual(r, want) {
+			t.Fatalf("after a script changed its run: %v, want %v", r, want)
+		}
+	}
+	if r := s.Read(1, c(OpGet, "missing")); r.Kind != ReplyNil {
+		t.Fatal(r)
+	}
+	exp := arr(in(1), bulk("k"), bulk("nil"), in(1), bulk("a"), bulk("nil"))
+	if len(want.Array) != 10 || !replyEqual(Reply{Kind: ReplyArray, Array: want.Array[:6]}, exp) || string(want.Array[7].Bulk) != "table: 0x1" ||
+		string(want.Array[8].Bulk) != "table" || string(want.Array[9].Bulk) != "true" {
+		t.Fatalf("probe: %v", want)
 	}
 }
 

@@ -180,9 +180,17 @@ type Store struct {
 	mu      sync.RWMutex
 	keys    *keyspace
 	expires *btree.BTreeG[expiry] // exactly the items with exp != 0
-	bytes   int64                 // sum of item.size() over keys
-	applied uint64                // index of the last applied entry
-	limits  Limits                // encoding thresholds (limits.go)
+	// expHint is the path to the TTL entry last replaced or deleted, and
+	// expNewHint to the one last inserted with a new deadline: a write
+	// that touches a key's deadline twice (INCR then EXPIRE of a key
+	// with a TTL, in a script or a MULTI) finds it again in a couple of
+	// comparisons a level, and new deadlines, which cluster at the
+	// latest, land near the last. Hints only speed the search, never
+	// change its result; they are used under the exclusive lock alone.
+	expHint, expNewHint btree.PathHint
+	bytes               int64  // sum of item.size() over keys
+	applied             uint64 // index of the last applied entry
+	limits              Limits // encoding thresholds (limits.go)
 	// ready holds the keys signalled for blocked clients during the
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
@@ -368,13 +376,17 @@ func (s *Store) putLocked(it item) {
 	if replaced {
 		s.bytes -= prev.size()
 		if prev.exp != 0 && prev.exp != it.exp {
-			s.expires.Delete(expiry{prev.exp, prev.key})
+			s.expires.DeleteHint(expiry{prev.exp, prev.key}, &s.expHint)
 		}
 	}
-	if it.exp != 0 {
+	switch {
+	case it.exp == 0:
+	case replaced && prev.exp == it.exp:
 		// Also when the deadline is unchanged: the entry must hold the
 		// new item's key string, or it would pin the old allocation.
-		s.expires.Set(expiry{it.exp, it.key})
+		s.expires.SetHint(expiry{it.exp, it.key}, &s.expHint)
+	default:
+		s.expires.SetHint(expiry{it.exp, it.key}, &s.expNewHint)
 	}
 	s.bytes += it.size()
 }
@@ -393,6 +405,6 @@ func (s *Store) deleteLocked(key []byte) (item, bool) {
 func (s *Store) forgetLocked(prev item) {
 	s.bytes -= prev.size()
 	if prev.exp != 0 {
-		s.expires.Delete(expiry{prev.exp, prev.key})
+		s.expires.DeleteHint(expiry{prev.exp, prev.key}, &s.expHint)
 	}
 }

@@ -81,11 +81,12 @@ func parseEval(c *client, args [][]byte) (fsm.Command, string) {
 	body := args[1]
 	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
 	if sha {
-		b, found := c.s.cfg.Store.Script(string(args[1]))
+		// Only the shebang line matters here; the body is the store's.
+		line, found := c.s.cfg.Store.ScriptShebang(args[1])
 		if !found {
 			return fsm.Command{}, fsm.ErrNoScript
 		}
-		body = b
+		body = line
 		cmd.Flags = fsm.FlagScriptSHA
 	}
 	noWrites, e := shebangNoWrites(body)
@@ -170,7 +171,17 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
 	}
-	cmd := s.commands[strings.ToLower(string(args[0]))]
+	var cmd *command
+	if name := args[0]; len(name) <= maxCommandName {
+		var lower [maxCommandName]byte
+		for i, ch := range name {
+			if ch >= 'A' && ch <= 'Z' {
+				ch += 'a' - 'A'
+			}
+			lower[i] = ch
+		}
+		cmd = s.commands[string(lower[:len(name)])]
+	}
 	switch {
 	case cmd == nil:
 		return fail("ERR Unknown Redis command called from script")
