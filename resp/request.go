@@ -337,6 +337,14 @@ func appendInline(out, line []byte) ([]byte, bool) {
 			break
 		}
 	}
+	if bytes.IndexByte(line, '"') < 0 && bytes.IndexByte(line, '\'') < 0 {
+		return appendPlainInline(out, line), true
+	}
+	return appendQuotedInline(out, line)
+}
+
+// appendQuotedInline is appendInline for a line that may hold quotes.
+func appendQuotedInline(out, line []byte) ([]byte, bool) {
 	var args [][]byte
 	p := 0
 	for {
@@ -433,6 +441,48 @@ func appendInline(out, line []byte) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// appendPlainInline is appendInline for a line without quotes, the usual
+// case (redis-cli's pipes, mass loads): the arguments are the runs of
+// non-spaces, written straight from the line, with nothing allocated.
+func appendPlainInline(out, line []byte) []byte {
+	n := 0
+	for i := 0; i < len(line); {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		n++
+		for i < len(line) && !isSplit(line[i]) {
+			i++
+		}
+	}
+	if n == 0 {
+		return out
+	}
+	out = AppendArrayLen(out, n)
+	for i := 0; i < len(line); {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		start := i
+		for i < len(line) && !isSplit(line[i]) {
+			i++
+		}
+		out = AppendBulk(out, line[start:i])
+	}
+	return out
+}
+
+// isSplit reports whether sdssplitargs ends an unquoted argument at c. It
+// skips every isSpace byte before an argument, but \v and \f inside one
+// are kept.
+func isSplit(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'

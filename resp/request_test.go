@@ -183,3 +183,28 @@ func BenchmarkReader(b *testing.B) {
 type repeatReader struct{ data []byte }
 
 func (r *repeatReader) Read(p []byte) (int, error) { return copy(p, r.data), nil }
+
+// TestPlainInline: the quote-free fast path splits every line exactly as
+// the general splitter does, whitespace of every kind included.
+func TestPlainInline(t *testing.T) {
+	alphabet := []byte("ab \t\r\n\v\f\x01z")
+	x := uint32(1)
+	line := make([]byte, 0, 24)
+	for range 20000 {
+		line = line[:0]
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		n := int(x % 24)
+		for range n {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			line = append(line, alphabet[x%uint32(len(alphabet))])
+		}
+		want, ok := appendQuotedInline(nil, line)
+		if got := appendPlainInline(nil, line); !ok || string(got) != string(want) {
+			t.Fatalf("%q: plain %q, general %q (%v)", line, got, want, ok)
+		}
+	}
+}
