@@ -452,7 +452,8 @@ func (s *Store) functionLocked(name string) (*library, *libFunction) {
 }
 
 // Function reports whether a function named name is loaded, and whether
-// it has the no-writes flag (FCALL of it is then a read).
+// it has the no-writes flag (FCALL of it is then a read). The answer is
+// the store's as of now; OpFCall and OpFCallRO look again when they run.
 func (s *Store) Function(name string) (found, noWrites bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -513,13 +514,11 @@ func newScriptRun(s *Store, now int64, c *Command, name string, readOnly bool) *
 	}
 }
 
-// CheckFunctionLoad reports Redis's error for FUNCTION LOAD of code as
-// things stand, or "" (the server checks before proposing; Apply checks
-// again, since things may change before the entry is applied).
-func (s *Store) CheckFunctionLoad(code []byte, replace bool) string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, e := s.checkFunctionLoadLocked(string(code), replace)
+// CheckLibraryHeader reports Redis's error for FUNCTION LOAD of code
+// whose "#!lua name=<lib>" header it refuses, or "". Everything else
+// FUNCTION LOAD checks depends on the libraries loaded, so Apply checks it.
+func CheckLibraryHeader(code []byte) string {
+	_, e := libraryName(string(code))
 	return e
 }
 

@@ -26,28 +26,34 @@ func init() {
 	commandDocs["function"] = [2]string{"A container for function commands.", "7.0.0"}
 }
 
-// parseFCall parses FCALL function numkeys key... arg... and FCALL_RO, in
-// Redis's order: the function, the key count, then whether a read-only
-// call may run it.
+// parseFCall parses FCALL function numkeys key... arg... and FCALL_RO.
+// Whether the function exists, and whether it may write, is decided where
+// the call runs (apply, or the read), not here: earlier commands of the
+// same pipeline may load or delete it. Here the node's current libraries
+// decide only whether FCALL is a read (a no-writes function) or a write,
+// and which error a bad key count gets: Redis looks for the function
+// first.
 func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	ro := len(args[0]) == len("fcall_ro")
 	found, noWrites := c.s.cfg.Store.Function(string(args[1]))
-	if !found {
-		return fsm.Command{}, fsm.ErrFunctionNotFound
-	}
 	n, ok := parseInt(args[2])
+	e := ""
 	switch {
 	case !ok:
-		return fsm.Command{}, "ERR Bad number of keys provided"
+		e = "ERR Bad number of keys provided"
 	case n > int64(len(args)-3):
-		return fsm.Command{}, errTooManyKeys
+		e = errTooManyKeys
 	case n < 0:
-		return fsm.Command{}, errNegativeKeys
-	case ro && !noWrites:
-		return fsm.Command{}, fsm.ErrFunctionWriteRO
+		e = errNegativeKeys
+	}
+	if e != "" {
+		if !found {
+			e = fsm.ErrFunctionNotFound
+		}
+		return fsm.Command{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
-	if ro || noWrites {
+	if ro || (found && noWrites) {
 		cmd.Op = fsm.OpFCallRO
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
@@ -84,8 +90,10 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{}, errUnknownSubcommand(sub, "function")
 }
 
-// parseFunctionLoad parses FUNCTION LOAD [REPLACE] code, and checks the
-// code before it is proposed, as SCRIPT LOAD compiles first.
+// parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its
+// header, which Redis checks first. The rest (whether the library exists,
+// whether the code loads, whether its function names are free) is
+// decided at apply, against the libraries as the log has them there.
 func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpFunctionLoad}
 	last := len(args) - 1
@@ -95,7 +103,7 @@ func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		cmd.Flags = fsm.FlagFunctionReplace
 	}
-	if e := c.s.cfg.Store.CheckFunctionLoad(args[last], cmd.Flags != 0); e != "" {
+	if e := fsm.CheckLibraryHeader(args[last]); e != "" {
 		return fsm.Command{}, e
 	}
 	cmd.Args = args[last:]

@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -188,4 +190,55 @@ func TestFunctionReplicated(t *testing.T) {
 		})
 		c.Close()
 	}
+}
+
+// TestScriptLoadedEarlierInPipeline: a function or script loaded by an
+// earlier command of the same pipeline is there for the commands after
+// it, as in Redis, although the pipeline's commands are parsed before the
+// load is applied.
+func TestScriptLoadedEarlierInPipeline(t *testing.T) {
+	for _, mode := range []string{"memory", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			rdb := scriptModes(t)[mode](t)
+			defer rdb.Close()
+			ctx := context.Background()
+			body := "return 'from ' .. ARGV[1]"
+			var load *redis.StringCmd
+			var eval, evalsha, fc, fcro, gone *redis.Cmd
+			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				eval = p.Eval(ctx, body, nil, "eval")
+				evalsha = p.EvalSha(ctx, sha1hex(body), nil, "evalsha")
+				load = p.FunctionLoad(ctx, "#!lua name=pipe\nredis.register_function('pf', function(k, a) return a[1] end)")
+				fc = p.FCall(ctx, "pf", nil, "fcall")
+				p.FunctionDelete(ctx, "pipe")
+				p.FunctionLoad(ctx, "#!lua name=pipe\nredis.register_function{function_name='pf', callback=function(k, a) return 'ro ' .. a[1] end, flags={'no-writes'}}")
+				fcro = p.FCallRO(ctx, "pf", nil, "fcall_ro")
+				p.FunctionFlush(ctx)
+				gone = p.FCall(ctx, "pf", nil, "gone")
+				return nil
+			})
+			if err != nil && err.Error() != "ERR Function not found" {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				cmd  *redis.Cmd
+				want string
+			}{{eval, "from eval"}, {evalsha, "from evalsha"}, {fc, "fcall"}, {fcro, "ro fcall_ro"}} {
+				if v, err := c.cmd.Text(); err != nil || v != c.want {
+					t.Errorf("%v: %q %v, want %q", c.cmd.Args(), v, err, c.want)
+				}
+			}
+			if load.Val() != "pipe" {
+				t.Errorf("FUNCTION LOAD: %v", load)
+			}
+			if err := gone.Err(); err == nil || err.Error() != "ERR Function not found" {
+				t.Errorf("FCALL after FUNCTION FLUSH: %v", err)
+			}
+		})
+	}
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
