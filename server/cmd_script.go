@@ -60,8 +60,9 @@ func (s *Server) luaTimeLimit() int64 {
 }
 
 const (
-	errNegativeKeys = "ERR Number of keys can't be negative"
-	errTooManyKeys  = "ERR Number of keys can't be greater than number of args"
+	errScriptWriteRO = "ERR Write commands are not allowed from read-only scripts."
+	errNegativeKeys  = "ERR Number of keys can't be negative"
+	errTooManyKeys   = "ERR Number of keys can't be greater than number of args"
 )
 
 // parseEval parses EVAL script numkeys key... arg... and its forms.
@@ -91,6 +92,10 @@ func parseEval(c *client, args [][]byte) (fsm.Command, string) {
 	if e != "" {
 		return fsm.Command{}, e
 	}
+	if ro && !noWrites && bytes.HasPrefix(body, []byte("#!")) {
+		// A script with a shebang may write unless it says no-writes.
+		return fsm.Command{}, fsm.ErrFunctionWriteRO
+	}
 	if ro || noWrites {
 		cmd.Op = fsm.OpEvalRO
 	}
@@ -104,17 +109,14 @@ func shebangNoWrites(body []byte) (bool, string) {
 	if !bytes.HasPrefix(body, []byte("#!")) {
 		return false, ""
 	}
-	line := body
-	if i := bytes.IndexByte(body, '\n'); i >= 0 {
-		line = body[:i]
+	i := bytes.IndexByte(body, '\n')
+	if i < 0 {
+		return false, "ERR Invalid script shebang"
 	}
-	parts := strings.Fields(string(line[2:]))
-	if len(parts) == 0 || parts[0] != "lua" {
-		engine := ""
-		if len(parts) > 0 {
-			engine = parts[0]
-		}
-		return false, "ERR Unexpected engine in script shebang: " + engine
+	line := body[:i]
+	parts := strings.Fields(string(line))
+	if parts[0] != "#!lua" {
+		return false, "ERR Unexpected engine in script shebang: " + parts[0]
 	}
 	noWrites := false
 	for _, p := range parts[1:] {
@@ -177,6 +179,9 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return fail("ERR Wrong number of args calling Redis command from script")
 	case cmd.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
+	case p.ReadOnly && cmd.flags&flagWrite != 0:
+		// Refused before its arguments are parsed, as in Redis.
+		return fail(errScriptWriteRO)
 	}
 	c, _ := p.Scratch.(*client)
 	if c == nil {
