@@ -75,7 +75,7 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
 	case is(sub, "flush"):
-		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP."
+		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
 	case is(sub, "list"):
 		return parseFunctionList(args)
 	case is(sub, "stats") && len(args) == 2:
@@ -99,7 +99,7 @@ func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 	last := len(args) - 1
 	for _, opt := range args[2:last] {
 		if !is(opt, "replace") {
-			return fsm.Command{}, "ERR Unknown option given: " + string(opt)
+			return fsm.Command{}, "ERR Unknown option given: " + spacedArg(opt)
 		}
 		cmd.Flags = fsm.FlagFunctionReplace
 	}
@@ -126,8 +126,16 @@ func parseFunctionList(args [][]byte) (fsm.Command, string) {
 			cmd.Flags |= fsm.FlagFunctionPattern
 			cmd.Args = args[i : i+1]
 		default:
-			return fsm.Command{}, "ERR Unknown argument " + string(args[i])
+			return fsm.Command{}, "ERR Unknown argument " + spacedArg(args[i])
 		}
 	}
 	return cmd, ""
+}
+
+// spacedArg is an argument quoted in an error as Redis's
+// addReplyErrorFormat quotes it: trailing CR and LF cut, the others made
+// spaces, since an error reply is one line.
+func spacedArg(arg []byte) string {
+	s := strings.TrimRight(string(arg), "\r\n")
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
