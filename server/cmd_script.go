@@ -164,6 +164,19 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{}, errUnknownSubcommand(sub, "script")
 }
 
+// InstallScriptParser gives cfg.Store the parser redis.call uses before
+// the Server exists, so that the scripts and functions the store applies
+// while it recovers its log (durable mode's append log, a cluster node's
+// raft log) run their commands as they did when first applied; without it
+// every redis.call of a replayed script would fail, and the store would
+// come back without their writes. New installs its own in its place.
+func InstallScriptParser(cfg Config) {
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, commands: commandTable()}
+	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	cfg.Store.SetCommandParser(s.parseScriptCall)
+}
+
 // parseScriptCall is the store's CommandParser: redis.call's arguments as
 // the command table parses them, with Redis's script-specific refusals.
 // TIME answers the script's clock, the entry's.

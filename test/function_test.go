@@ -105,8 +105,10 @@ func TestFunctionApplications(t *testing.T) {
 	}
 }
 
-// TestFunctionSurvivesRestart: a library loaded on a durable node is
-// there after a restart, from the log and from a snapshot.
+// TestFunctionSurvivesRestart: a library loaded on a durable node, and
+// what its functions and a script wrote, are there after a restart, which
+// replays the log: the replayed FCALL and EVAL must run their commands as
+// they did the first time.
 func TestFunctionSurvivesRestart(t *testing.T) {
 	n := startKVS(t, KVSOptions{Durable: true})
 	ctx := context.Background()
@@ -114,12 +116,23 @@ func TestFunctionSurvivesRestart(t *testing.T) {
 	if err := rdb.FunctionLoad(ctx, appLibrary).Err(); err != nil {
 		t.Fatal(err)
 	}
+	for range 2 {
+		if err := rdb.FCall(ctx, "hit", []string{"h"}, 60).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.Eval(ctx, "return redis.call('SET', KEYS[1], ARGV[1])", []string{"e"}, "from eval").Err(); err != nil {
+		t.Fatal(err)
+	}
 	rdb.Close()
 	n.Restart()
 	rdb = scriptClient(n.Addr)
 	defer rdb.Close()
-	if v, err := rdb.FCall(ctx, "hit", []string{"h"}, 60).Int(); err != nil || v != 1 {
-		t.Fatalf("FCALL after restart: %d %v", v, err)
+	if v, err := rdb.Get(ctx, "e").Result(); err != nil || v != "from eval" {
+		t.Fatalf("a script's write after restart: %q %v", v, err)
+	}
+	if v, err := rdb.FCall(ctx, "hit", []string{"h"}, 60).Int(); err != nil || v != 3 {
+		t.Fatalf("FCALL after restart: %d %v, want 3", v, err)
 	}
 	if err := rdb.FunctionLoad(ctx, appLibrary).Err(); err == nil {
 		t.Fatal("FUNCTION LOAD after restart: the library is gone")
