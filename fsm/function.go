@@ -63,7 +63,11 @@ const (
 
 // Flags of the function ops.
 const (
-	FlagFunctionReplace  Flags = 1 << 0 // OpFunctionLoad: REPLACE
+	FlagFunctionReplace Flags = 1 << 0 // OpFunctionLoad: REPLACE
+	// FlagFCallBadKeys, on OpFCallRO: the call's key count was refused
+	// with the error Args[1], which is the reply unless the function is
+	// not found (Redis looks for the function first).
+	FlagFCallBadKeys     Flags = 1 << 0
 	FlagFunctionPattern  Flags = 1 << 0 // OpFunctionList: Args[0] is LIBRARYNAME's pattern
 	FlagFunctionWithCode Flags = 1 << 1 // OpFunctionList: WITHCODE
 )
@@ -88,7 +92,7 @@ const (
 func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1),
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys})
-	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1),
+	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys,
 		check: checkNumKeys, read: readFCall})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
@@ -476,8 +480,11 @@ func readFCall(s *Store, now int64, c *Command) Reply {
 // exclusive for OpFCall, shared for OpFCallRO.
 func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 	lib, f := s.functionLocked(string(c.Args[0]))
-	if f == nil {
+	switch {
+	case f == nil:
 		return errorReply(ErrFunctionNotFound)
+	case c.Flags&FlagFCallBadKeys != 0:
+		return errorReply(string(c.Args[1]))
 	}
 	noWrites := f.flags&scriptNoWrites != 0
 	if shared && !noWrites {

@@ -169,3 +169,29 @@ redis.register_function('globals', function() return KEYS end)
 		{1, fcall("globals", 1, 0, 0), errr("ERR user_function:3: Script attempted to access nonexistent global variable 'KEYS' script: globals, on @user_function:3.")},
 	})
 }
+
+// TestEvalNoWritesCached: EVAL of a no-writes script is a write entry only
+// to cache the body, and the script still may not write.
+func TestEvalNoWritesCached(t *testing.T) {
+	s := newScriptStore()
+	body := "#!lua flags=no-writes\nreturn redis.call('set', 'k', 'v')"
+	r := s.Apply(0, 1, []Command{eval(body, 1, 0).fl(FlagScriptNoWrites)})[0]
+	if !strings.HasPrefix(r.Str, "ERR Write commands are not allowed from read-only scripts.") {
+		t.Fatalf("a write from a no-writes EVAL: %v", r)
+	}
+	if _, ok := s.Script(ScriptSHA([]byte(body))); !ok {
+		t.Fatal("the no-writes script is not cached")
+	}
+}
+
+// TestFCallBadKeys: a refused key count is the reply only when the
+// function exists where the call runs.
+func TestFCallBadKeys(t *testing.T) {
+	s := newScriptStore()
+	bad := c(OpFCallRO, "bump", "ERR Bad number of keys provided").fl(FlagFCallBadKeys)
+	run(t, s, []step{
+		{1, bad, errr(ErrFunctionNotFound)},
+		{1, c(OpFunctionLoad, libCounter), bulk("counter")},
+		{1, bad, errr("ERR Bad number of keys provided")},
+	})
+}

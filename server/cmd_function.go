@@ -30,9 +30,9 @@ func init() {
 // Whether the function exists, and whether it may write, is decided where
 // the call runs (apply, or the read), not here: earlier commands of the
 // same pipeline may load or delete it. Here the node's current libraries
-// decide only whether FCALL is a read (a no-writes function) or a write,
-// and which error a bad key count gets: Redis looks for the function
-// first.
+// decide only whether FCALL is a read (a no-writes function) or a write;
+// a bad key count is a read too, answered "Function not found" first, as
+// Redis looks for the function first.
 func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	ro := len(args[0]) == len("fcall_ro")
 	found, noWrites := c.s.cfg.Store.Function(string(args[1]))
@@ -47,10 +47,8 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 		e = errNegativeKeys
 	}
 	if e != "" {
-		if !found {
-			e = fsm.ErrFunctionNotFound
-		}
-		return fsm.Command{}, e
+		// Which error it is depends on the libraries where it runs.
+		return fsm.Command{Op: fsm.OpFCallRO, Flags: fsm.FlagFCallBadKeys, Args: [][]byte{args[1], []byte(e)}}, ""
 	}
 	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
 	if ro || (found && noWrites) {

@@ -96,11 +96,24 @@ func parseEval(c *client, args [][]byte) (fsm.Command, string) {
 		// A script with a shebang may write unless it says no-writes.
 		return fsm.Command{}, fsm.ErrFunctionWriteRO
 	}
-	if ro || noWrites {
+	switch {
+	case ro:
+		cmd.Op = fsm.OpEvalRO
+	case noWrites && !sha && !c.s.scriptCached(body):
+		// EVAL caches the body, which is a write, even of a no-writes
+		// script; once cached it runs as a read.
+		cmd.Flags |= fsm.FlagScriptNoWrites
+	case noWrites:
 		cmd.Op = fsm.OpEvalRO
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	return cmd, ""
+}
+
+// scriptCached reports whether body is in the node's script cache.
+func (s *Server) scriptCached(body []byte) bool {
+	_, ok := s.cfg.Store.Script(fsm.ScriptSHA(body))
+	return ok
 }
 
 // shebangNoWrites reads a "#!lua flags=..." first line: whether it says
