@@ -156,6 +156,9 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	c.noteSubcommand("script", sub)
 	switch {
 	case is(sub, "load") && len(args) == 3:
+		if _, e := shebangNoWrites(args[2]); e != "" {
+			return fsm.Command{}, e
+		}
 		if e := fsm.CompileScript(args[2]); e != "" {
 			return fsm.Command{}, e
 		}
