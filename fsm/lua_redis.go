@@ -149,27 +149,49 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	return sp.read(s, run.now, cmd)
 }
 
+// errReplyArgs is what redis.error_reply and redis.status_reply return
+// (not raise) when not given one string, as Redis does.
+const errReplyArgs = "ERR wrong number or type of arguments"
+
 func redisErrorReply(L *lua.LState) int {
-	msg := L.CheckString(1)
-	if !strings.HasPrefix(msg, "-") {
-		msg = "-" + msg
+	msg, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, errReplyArgs))
+		return 1
+	}
+	// As Redis's luaPushErrorBuff: the first word is the error code, ERR
+	// when there is only one word.
+	text := strings.TrimPrefix(string(msg), "-")
+	if !strings.Contains(text, " ") {
+		text = "ERR " + text
 	}
 	t := L.NewTable()
-	t.RawSetString("err", lua.LString(msg[1:]))
+	t.RawSetString("err", lua.LString(text))
 	L.Push(t)
 	return 1
 }
 
 func redisStatusReply(L *lua.LState) int {
+	msg, ok := L.Get(1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, errReplyArgs))
+		return 1
+	}
 	t := L.NewTable()
-	t.RawSetString("ok", lua.LString(L.CheckString(1)))
+	t.RawSetString("ok", lua.LString(msg))
 	L.Push(t)
 	return 1
 }
 
+func errorTable(L *lua.LState, text string) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(text))
+	return t
+}
+
 func redisSHA1Hex(L *lua.LState) int {
 	if L.GetTop() != 1 {
-		L.RaiseError("wrong number of arguments")
+		raiseErrorTable(L, "ERR wrong number of arguments")
 	}
 	sum := sha1.Sum([]byte(L.ToString(1)))
 	L.Push(lua.LString(hex.EncodeToString(sum[:])))
@@ -180,24 +202,24 @@ func redisSHA1Hex(L *lua.LState) int {
 // script's log lines would be written once per replica and replay.
 func (vm *luaVM) redisLog(L *lua.LState) int {
 	if L.GetTop() < 2 {
-		L.RaiseError("redis.log() requires two arguments or more.")
+		raiseErrorTable(L, "ERR redis.log() requires two arguments or more.")
 	}
 	if _, ok := L.Get(1).(lua.LNumber); !ok {
-		L.RaiseError("First argument must be a number (log level).")
+		raiseErrorTable(L, "ERR First argument must be a number (log level).")
 	}
 	if lvl := int(L.Get(1).(lua.LNumber)); lvl < 0 || lvl > logWarn {
-		L.RaiseError("Invalid debug level.")
+		raiseErrorTable(L, "ERR Invalid debug level.")
 	}
 	return 0
 }
 
 func (vm *luaVM) redisSetResp(L *lua.LState) int {
 	if L.GetTop() != 1 {
-		L.RaiseError("redis.setresp() requires one argument.")
+		raiseErrorTable(L, "ERR redis.setresp() requires one argument.")
 	}
 	v := L.CheckInt(1)
 	if v != 2 && v != 3 {
-		L.RaiseError("RESP version must be 2 or 3.")
+		raiseErrorTable(L, "ERR RESP version must be 2 or 3.")
 	}
 	if vm.run != nil {
 		vm.run.resp = v
@@ -209,13 +231,13 @@ func (vm *luaVM) redisSetResp(L *lua.LState) int {
 // effects reach every replica through the log, so they change nothing.
 func (vm *luaVM) redisSetRepl(L *lua.LState) int {
 	if vm.run == nil {
-		L.RaiseError("redis.set_repl can only be called inside a script invocation")
+		raiseErrorTable(L, "ERR redis.set_repl can only be called inside a script invocation")
 	}
 	if L.GetTop() != 1 {
-		L.RaiseError("redis.set_repl() requires two arguments.")
+		raiseErrorTable(L, "ERR redis.set_repl() requires two arguments.")
 	}
 	if f := L.CheckInt(1); f < 0 || f > replAll {
-		L.RaiseError("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+		raiseErrorTable(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
 	}
 	return 0
 }

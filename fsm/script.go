@@ -53,12 +53,16 @@ const (
 // Flags of the script ops.
 const (
 	FlagScriptSHA Flags = 1 << 0 // OpEval, OpEvalRO: Args[0] is a SHA1
+	// FlagScriptNoWrites, on OpEval: the script says no-writes; it is a
+	// write only so that EVAL adds it to the replicated cache, and runs
+	// refusing writes.
+	FlagScriptNoWrites Flags = 1 << 1
 )
 
 const scriptMetaPrefix = "script/"
 
 func init() {
-	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA,
+	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA,
 		check: checkNumKeys, read: readEval})
@@ -147,7 +151,7 @@ func applyEval(s *Store, now int64, c *Command) Reply {
 		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
 		s.cacheScriptLocked(sha, c.Args[0])
 	}
-	return s.runScript(now, c, sha, proto, false)
+	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0)
 }
 
 func readEval(s *Store, now int64, c *Command) Reply {

@@ -60,8 +60,9 @@ func (s *Server) luaTimeLimit() int64 {
 }
 
 const (
-	errNegativeKeys = "ERR Number of keys can't be negative"
-	errTooManyKeys  = "ERR Number of keys can't be greater than number of args"
+	errScriptWriteRO = "ERR Write commands are not allowed from read-only scripts."
+	errNegativeKeys  = "ERR Number of keys can't be negative"
+	errTooManyKeys   = "ERR Number of keys can't be greater than number of args"
 )
 
 // parseEval parses EVAL script numkeys key... arg... and its forms.
@@ -82,10 +83,9 @@ func parseEval(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
 	if sha {
 		// Only the shebang line matters here; the body is the store's.
-		line, found := c.s.cfg.Store.ScriptShebang(args[1])
-		if !found {
-			return fsm.Command{}, fsm.ErrNoScript
-		}
+		// A script missing here may be loaded by an earlier command of
+		// the same pipeline: the store answers NOSCRIPT where it runs.
+		line, _ := c.s.cfg.Store.ScriptShebang(args[1])
 		body = line
 		cmd.Flags = fsm.FlagScriptSHA
 	}
@@ -93,11 +93,28 @@ func parseEval(c *client, args [][]byte) (fsm.Command, string) {
 	if e != "" {
 		return fsm.Command{}, e
 	}
-	if ro || noWrites {
+	if ro && !noWrites && bytes.HasPrefix(body, []byte("#!")) {
+		// A script with a shebang may write unless it says no-writes.
+		return fsm.Command{}, fsm.ErrFunctionWriteRO
+	}
+	switch {
+	case ro:
+		cmd.Op = fsm.OpEvalRO
+	case noWrites && !sha && !c.s.scriptCached(body):
+		// EVAL caches the body, which is a write, even of a no-writes
+		// script; once cached it runs as a read.
+		cmd.Flags |= fsm.FlagScriptNoWrites
+	case noWrites:
 		cmd.Op = fsm.OpEvalRO
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	return cmd, ""
+}
+
+// scriptCached reports whether body is in the node's script cache.
+func (s *Server) scriptCached(body []byte) bool {
+	_, ok := s.cfg.Store.Script(fsm.ScriptSHA(body))
+	return ok
 }
 
 // shebangNoWrites reads a "#!lua flags=..." first line: whether it says
@@ -106,17 +123,14 @@ func shebangNoWrites(body []byte) (bool, string) {
 	if !bytes.HasPrefix(body, []byte("#!")) {
 		return false, ""
 	}
-	line := body
-	if i := bytes.IndexByte(body, '\n'); i >= 0 {
-		line = body[:i]
+	i := bytes.IndexByte(body, '\n')
+	if i < 0 {
+		return false, "ERR Invalid script shebang"
 	}
-	parts := strings.Fields(string(line[2:]))
-	if len(parts) == 0 || parts[0] != "lua" {
-		engine := ""
-		if len(parts) > 0 {
-			engine = parts[0]
-		}
-		return false, "ERR Unexpected engine in script shebang: " + engine
+	line := body[:i]
+	parts := strings.Fields(string(line))
+	if parts[0] != "#!lua" {
+		return false, "ERR Unexpected engine in script shebang: " + parts[0]
 	}
 	noWrites := false
 	for _, p := range parts[1:] {
@@ -143,6 +157,9 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	c.noteSubcommand("script", sub)
 	switch {
 	case is(sub, "load") && len(args) == 3:
+		if _, e := shebangNoWrites(args[2]); e != "" {
+			return fsm.Command{}, e
+		}
 		if e := fsm.CompileScript(args[2]); e != "" {
 			return fsm.Command{}, e
 		}
@@ -162,6 +179,19 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
 	}
 	return fsm.Command{}, errUnknownSubcommand(sub, "script")
+}
+
+// InstallScriptParser gives cfg.Store the parser redis.call uses before
+// the Server exists, so that the scripts and functions the store applies
+// while it recovers its log (durable mode's append log, a cluster node's
+// raft log) run their commands as they did when first applied; without it
+// every redis.call of a replayed script would fail, and the store would
+// come back without their writes. New installs its own in its place.
+func InstallScriptParser(cfg Config) {
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, commands: commandTable()}
+	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	cfg.Store.SetCommandParser(s.parseScriptCall)
 }
 
 // parseScriptCall is the store's CommandParser: redis.call's arguments as
@@ -189,6 +219,9 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return fail("ERR Wrong number of args calling Redis command from script")
 	case cmd.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
+	case p.ReadOnly && cmd.flags&flagWrite != 0:
+		// Refused before its arguments are parsed, as in Redis.
+		return fail(errScriptWriteRO)
 	}
 	c, _ := p.Scratch.(*client)
 	if c == nil {

@@ -194,6 +194,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 
 		ConnGoroutines: f.io == "goroutines",
 	}
+	// Recovery below replays scripts, whose commands the server parses.
+	server.InstallScriptParser(cfg)
 	var (
 		log      *wal.Log
 		node     *cluster.Node

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"math/rand/v2"
+	"strings"
+
+	"kvs/fsm"
+)
+
+// Functions: FCALL, FCALL_RO and FUNCTION LOAD / DELETE / FLUSH / LIST /
+// STATS / KILL. FCALL of a function that may write is proposed as one
+// OpFCall write, with a seed and an instruction budget as EVAL's; FCALL_RO
+// and FCALL of a no-writes function are OpFCallRO reads. The libraries
+// live in the store (fsm/function.go); LOAD, DELETE and FLUSH are writes
+// through the log, so every node has the same ones.
+
+func init() {
+	const script = flagNoScript | flagStale
+	registerCommands(
+		command{name: "fcall", arity: -3, flags: script, group: "scripting", parse: parseFCall},
+		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
+		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting", parse: parseFunction},
+	)
+	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
+	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}
+	commandDocs["function"] = [2]string{"A container for function commands.", "7.0.0"}
+}
+
+// parseFCall parses FCALL function numkeys key... arg... and FCALL_RO.
+// Whether the function exists, and whether it may write, is decided where
+// the call runs (apply, or the read), not here: earlier commands of the
+// same pipeline may load or delete it. Here the node's current libraries
+// decide only whether FCALL is a read (a no-writes function) or a write;
+// a bad key count is a read too, answered "Function not found" first, as
+// Redis looks for the function first.
+func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
+	ro := len(args[0]) == len("fcall_ro")
+	found, noWrites := c.s.cfg.Store.Function(string(args[1]))
+	n, ok := parseInt(args[2])
+	e := ""
+	switch {
+	case !ok:
+		e = "ERR Bad number of keys provided"
+	case n > int64(len(args)-3):
+		e = errTooManyKeys
+	case n < 0:
+		e = errNegativeKeys
+	}
+	if e != "" {
+		// Which error it is depends on the libraries where it runs.
+		return fsm.Command{Op: fsm.OpFCallRO, Flags: fsm.FlagFCallBadKeys, Args: [][]byte{args[1], []byte(e)}}, ""
+	}
+	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
+	if ro || (found && noWrites) {
+		cmd.Op = fsm.OpFCallRO
+	}
+	cmd.Args = append([][]byte{args[1]}, args[3:]...)
+	return cmd, ""
+}
+
+// parseFunction parses the FUNCTION subcommands.
+func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
+	sub := args[1]
+	c.noteSubcommand("function", sub)
+	switch {
+	case is(sub, "load") && len(args) >= 3:
+		return parseFunctionLoad(c, args)
+	case is(sub, "delete") && len(args) == 3:
+		return fsm.Command{Op: fsm.OpFunctionDelete, Args: args[2:3]}, ""
+	case is(sub, "flush") && len(args) <= 3:
+		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+			return fsm.Command{}, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+		}
+		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
+	case is(sub, "flush"):
+		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
+	case is(sub, "list"):
+		return parseFunctionList(args)
+	case is(sub, "stats") && len(args) == 2:
+		return fsm.Command{Op: fsm.OpFunctionStats}, ""
+	case is(sub, "kill") && len(args) == 2:
+		// A function never runs past its instruction budget, and never
+		// while another command waits for it on the same node.
+		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
+	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"):
+		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
+	}
+	return fsm.Command{}, errUnknownSubcommand(sub, "function")
+}
+
+// parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its
+// header, which Redis checks first. The rest (whether the library exists,
+// whether the code loads, whether its function names are free) is
+// decided at apply, against the libraries as the log has them there.
+func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
+	cmd := fsm.Command{Op: fsm.OpFunctionLoad}
+	last := len(args) - 1
+	for _, opt := range args[2:last] {
+		if !is(opt, "replace") {
+			return fsm.Command{}, "ERR Unknown option given: " + spacedArg(opt)
+		}
+		cmd.Flags = fsm.FlagFunctionReplace
+	}
+	if e := fsm.CheckLibraryHeader(args[last]); e != "" {
+		return fsm.Command{}, e
+	}
+	cmd.Args = args[last:]
+	return cmd, ""
+}
+
+// parseFunctionList parses FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE],
+// each option at most once, as Redis does.
+func parseFunctionList(args [][]byte) (fsm.Command, string) {
+	cmd := fsm.Command{Op: fsm.OpFunctionList}
+	for i := 2; i < len(args); i++ {
+		switch {
+		case cmd.Flags&fsm.FlagFunctionWithCode == 0 && is(args[i], "withcode"):
+			cmd.Flags |= fsm.FlagFunctionWithCode
+		case cmd.Flags&fsm.FlagFunctionPattern == 0 && is(args[i], "libraryname"):
+			if i == len(args)-1 {
+				return fsm.Command{}, "ERR library name argument was not given"
+			}
+			i++
+			cmd.Flags |= fsm.FlagFunctionPattern
+			cmd.Args = args[i : i+1]
+		default:
+			return fsm.Command{}, "ERR Unknown argument " + spacedArg(args[i])
+		}
+	}
+	return cmd, ""
+}
+
+// spacedArg is an argument quoted in an error as Redis's
+// addReplyErrorFormat quotes it: trailing CR and LF cut, the others made
+// spaces, since an error reply is one line.
+func spacedArg(arg []byte) string {
+	s := strings.TrimRight(string(arg), "\r\n")
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}

@@ -1,0 +1,288 @@
+package test
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+// Scripts and functions in the differential test: a corpus of scripts
+// (EVAL, EVALSHA and their _RO forms on the shared keys, so that they meet
+// every type) covering the script API and every conversion between Lua
+// and RESP both ways, in RESP2 and with redis.setresp(3), and libraries of
+// functions that the generator loads, replaces, deletes and calls.
+//
+// Left out, as docs/compatibility.md documents them as differing: Lua's
+// own error messages, its spelling of inf and nan and the number
+// spellings its tonumber refuses (gopher-lua's), math.random and TIME
+// (seeded and taken from the log entry), tostring of tables, cjson's key
+// order for objects of more than one key, and EVAL_RO's caching. FUNCTION LIST's libraries, and the
+// functions of each, are compared without regard to order (Redis's is its
+// hash tables').
+func init() {
+	registerDiffType(diffType{
+		name:   "script", // no key has this type: nothing to dump
+		weight: 10,
+		gen:    genScriptCommand,
+		dump:   func(*rawConn, string) string { return "" },
+		same:   sameFunctionList,
+	})
+}
+
+// sameFunctionList compares FUNCTION LIST replies as sets of libraries,
+// each with a set of functions.
+func sameFunctionList(cmd []string, ref, got Value) (equal, handled bool) {
+	if len(cmd) < 2 || !strings.EqualFold(cmd[0], "FUNCTION") || !strings.EqualFold(cmd[1], "LIST") || ref.Kind != '*' {
+		return false, false
+	}
+	canonical := func(v Value) string {
+		var libs []string
+		for _, lib := range v.Elems {
+			var b strings.Builder
+			for i := 0; i+1 < len(lib.Elems); i += 2 {
+				b.Write(lib.Elems[i].Raw)
+				if lib.Elems[i].Str == "functions" {
+					b.WriteString(strings.Join(sortedRaw(lib.Elems[i+1].Elems), ""))
+				} else {
+					b.Write(lib.Elems[i+1].Raw)
+				}
+			}
+			libs = append(libs, b.String())
+		}
+		slices.Sort(libs)
+		return strings.Join(libs, "|")
+	}
+	return len(ref.Elems) == len(got.Elems) && canonical(ref) == canonical(got), true
+}
+
+// diffScripts are the corpus. Each takes KEYS[1] and KEYS[2] and ARGV[1]
+// and ARGV[2] (the generator passes shared keys and values).
+var diffScripts = []string{
+	// redis.call and redis.pcall, replies converted to Lua and back.
+	`return redis.call('GET', KEYS[1])`,
+	`return redis.call('SET', KEYS[1], ARGV[1])`,
+	`return redis.call('INCR', KEYS[1])`,
+	`return redis.pcall('INCR', KEYS[1])`,
+	`return redis.call('LPUSH', KEYS[1], ARGV[1], ARGV[2])`,
+	`return redis.call('LRANGE', KEYS[1], 0, -1)`,
+	`return redis.call('HSET', KEYS[1], 'f', ARGV[1])`,
+	`return redis.call('HGET', KEYS[1], 'f')`,
+	`return redis.call('ZADD', KEYS[1], 1.5, ARGV[1])`,
+	`return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')`,
+	`return redis.call('ZSCORE', KEYS[1], ARGV[1])`,
+	`return redis.call('SCARD', KEYS[1])`,
+	`return redis.call('TYPE', KEYS[1])`,
+	`return redis.call('DEL', KEYS[1], KEYS[2])`,
+	`return redis.call('EXISTS', KEYS[1], KEYS[2])`,
+	`return redis.call('PING')`,
+	`local r = redis.pcall('LPOP', KEYS[1]) if type(r) == 'table' and r.err then return 'err: ' .. r.err end return r`,
+	`local v = redis.call('GET', KEYS[1]) if v == false then return 'nil is false' end return type(v)`,
+	`local s = redis.call('SET', KEYS[1], 'x') return {type(s), s.ok}`,
+	`return redis.call('SET', KEYS[1], 3.5)`,
+	`redis.call('SET', KEYS[1], 10) return redis.call('INCRBY', KEYS[1], 2.9)`,
+	`return redis.call('MSET', KEYS[1], ARGV[1], KEYS[2], ARGV[2])`,
+	`return redis.call('MGET', KEYS[1], KEYS[2])`,
+	`return redis.call('EXPIRE', KEYS[1], 1000)`,
+	`return redis.call('GETDEL', KEYS[1])`,
+	`redis.call('DEL', KEYS[1]) redis.call('RPUSH', KEYS[1], 'a', 'b', 'c') return redis.call('LRANGE', KEYS[1], 1, 2)`,
+	`redis.call('DEL', KEYS[1]) redis.call('HSET', KEYS[1], 'a', '1') return redis.call('HGETALL', KEYS[1])`,
+	`return redis.call('SPOP', KEYS[1], 0)`,
+	// Lua to RESP.
+	`return 42`,
+	`return -3.9`,
+	`return 3.99999`,
+	`return 'a string'`,
+	`return true`,
+	`return false`,
+	`return nil`,
+	`return {1, 'two', {3, {4}}, false, 5}`,
+	`return {1, nil, 3}`,
+	`return {}`,
+	`return {ok = 'FINE'}`,
+	`return {err = 'MYERR custom'}`,
+	`return {err = 'no code here'}`,
+	`return redis.status_reply('DONE')`,
+	`return redis.error_reply('WRONG but mine')`,
+	`return redis.error_reply('-PREFIXED with dash')`,
+	`return {redis.status_reply('A'), redis.error_reply('B c'), 7}`,
+	`return redis.sha1hex(ARGV[1])`,
+	`return redis.sha1hex('')`,
+	`return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}`,
+	`return tonumber('16') + tonumber('2.5e1')`,
+	`return string.format('%5.2f|%d|%s', 3.14159, 7, 'x')`,
+	`return {string.byte('A'), string.char(72, 105), string.rep('ab', 3), ('x'):upper()}`,
+	`local t = {} for i = 1, 5 do table.insert(t, i * i) end return t`,
+	`local t = {5, 2, 8, 1} table.sort(t) return t`,
+	`return table.concat({'a', 'b', 'c'}, '-')`,
+	`return math.floor(7.8) + math.max(1, 9) + math.fmod(7, 3)`,
+	`return {math.huge > 0 and 1 or 0, tostring(0/0 ~= 0/0)}`,
+	`return redis.REDIS_VERSION_NUM >= 0x070000`,
+	`return redis.REPL_ALL + redis.LOG_WARNING`,
+	// cjson and bit.
+	`return cjson.encode({1, 2, 3, 'x'})`,
+	`return cjson.encode({key = ARGV[1]})`,
+	`return cjson.encode({a = {1, 2}, })`,
+	`return cjson.encode({})`,
+	`return cjson.encode({true, false, cjson.null})`,
+	`return cjson.encode('x/y"z')`,
+	`return cjson.encode(12.5)`,
+	`local t = cjson.decode('[1, 2.5, "x", true, null]') return {t[1], t[2], t[3], t[4], t[5] == cjson.null}`,
+	`local t = cjson.decode('{"a": {"b": [10, 20]}}') return t.a.b[2]`,
+	`return cjson.decode('"str"')`,
+	`return {bit.band(0xff, 0x3c), bit.bor(1, 6), bit.bxor(5, 3), bit.lshift(1, 10), bit.rshift(256, 4)}`,
+	`return {bit.bnot(0), bit.arshift(-256, 4), bit.tohex(255), bit.tohex(-1, 4), bit.tobit(2^32 + 5)}`,
+	// RESP3.
+	`redis.setresp(3) return redis.call('GET', KEYS[1])`,
+	`redis.setresp(3) local v = redis.call('GET', KEYS[1]) return v == nil`,
+	`redis.setresp(3) return redis.call('ZSCORE', KEYS[1], ARGV[1])`,
+	`redis.setresp(3) redis.call('DEL', KEYS[1]) redis.call('HSET', KEYS[1], 'a', '1') return redis.call('HGETALL', KEYS[1])`,
+	`redis.setresp(3) redis.call('DEL', KEYS[1]) redis.call('HSET', KEYS[1], 'a', '1') local m = redis.call('HGETALL', KEYS[1]) return m.map.a`,
+	`redis.setresp(3) redis.call('DEL', KEYS[1]) redis.call('SADD', KEYS[1], 'm') return redis.call('SMEMBERS', KEYS[1])`,
+	`redis.setresp(3) redis.call('DEL', KEYS[1]) redis.call('SADD', KEYS[1], 'm') local s = redis.call('SMEMBERS', KEYS[1]) return tostring(s.set.m)`,
+	`redis.setresp(3) redis.call('DEL', KEYS[1]) redis.call('ZADD', KEYS[1], 2.5, 'm') local r = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES') return {r[1][1], r[1][2].double}`,
+	`redis.setresp(3) return redis.call('SET', KEYS[1], 'v')`,
+	`redis.setresp(3) return redis.pcall('INCR', KEYS[1])`,
+	`redis.setresp(3) return {map = {only = 'one'}}`,
+	`redis.setresp(3) return {set = {only = true}}`,
+	`redis.setresp(3) return {double = 3.25}`,
+	`redis.setresp(3) return {double = 1/0}`,
+	`redis.setresp(3) return {big_number = '123456789012345678901234567890'}`,
+	`redis.setresp(3) return {verbatim_string = {format = 'txt', string = 'hello'}}`,
+	`redis.setresp(3) return true`,
+	`redis.setresp(3) return false`,
+	`redis.setresp(3) return nil`,
+	`redis.setresp(3) return {1, true, false, {double = 0.5}}`,
+	`redis.setresp(2) return redis.call('GET', KEYS[1])`,
+	// Errors with Redis's own wording.
+	`return redis.call('NOSUCH', KEYS[1])`,
+	`return redis.pcall('NOSUCH')`,
+	`return redis.call('GET')`,
+	`return redis.call('GET', KEYS[1], KEYS[2])`,
+	`return redis.call()`,
+	`return redis.call('GET', {})`,
+	`return redis.call('SUBSCRIBE', 'ch')`,
+	`return redis.call('EVAL', 'return 1', 0)`,
+	`return redis.call('SET', KEYS[1], 'v', 'BOGUS')`,
+	`return redis.call('INCR', KEYS[1])`,
+	`return redis.call('LPUSH', KEYS[1], 'x')`,
+	`error('my failure')`,
+	`error({err = 'CUSTOM table error'})`,
+	`return undefined_global`,
+	`newglobal = 1`,
+	`string.upper = nil`,
+	`redis.setresp(4)`,
+	`return redis.sha1hex()`,
+	`redis.log(redis.LOG_WARNING, 'logged') return 'after log'`,
+	`return redis.log(99, 'x')`,
+	"#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])",
+	"#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'x')",
+	"#!lua\nreturn redis.call('SET', KEYS[1], 'shebang')",
+	"#!lua flags=bogus\nreturn 1",
+	"#!python\nreturn 1",
+}
+
+// diffLibraries are the libraries the generator loads. Each of the first
+// two holds one function, so that FUNCTION LIST of it has one order;
+// "dshadow" registers a name "dwrite" also registers, so that at most
+// one of them loads.
+var diffLibraries = []string{
+	"#!lua name=dwrite\nredis.register_function('d_incr', function(keys, args) return {redis.call('INCRBY', keys[1], args[1] or 1), #keys, #args} end)",
+	"#!lua name=dread\nredis.register_function{function_name='d_get', callback=function(keys, args) return redis.call('GET', keys[1]) end, flags={'no-writes', 'allow-stale'}, description='reads one key'}",
+	"#!lua name=dmany\n" +
+		"local function tag(x) return 'tag:' .. tostring(x) end\n" +
+		"redis.register_function('d_tag', function(keys, args) return tag(args[1]) end)\n" +
+		"redis.register_function('d_err', function(keys, args) return redis.error_reply('LIBERR ' .. (args[1] or '')) end)\n" +
+		"redis.register_function('d_raise', function(keys, args) return redis.call('INCR', keys[1]) end)\n" +
+		"redis.register_function('d_resp3', function(keys, args) redis.setresp(3) return {map = {k = {double = 1.5}}} end)\n" +
+		"redis.register_function('d_keys', function(keys, args) return KEYS end)\n" +
+		"redis.register_function{function_name='d_ro_write', callback=function(keys, args) return redis.call('SET', keys[1], 'x') end, flags={'no-writes'}}\n" +
+		"redis.register_function('D_Mixed', function(keys, args) return {keys, args} end)",
+	"#!lua name=dshadow\nredis.register_function('d_incr', function(keys, args) return 'shadow' end)",
+	// Libraries that do not load, each for its own error.
+	"#!lua name=dbad\nreturn 1",
+	"#!lua name=dbad\nredis.register_function('d-bad', function() end)",
+	"#!lua name=dbad\nredis.call('SET', 'x', 'y')",
+	"#!lua name=dbad\nredis.register_function{function_name='f', callback=function() end, flags={'fast'}}",
+	"#!lua name=dbad\nredis.register_function('f')",
+	"#!lua name=dbad\nredis.register_function{callback=function() end}",
+	"#!lua name=dbad\nlocal x = math.floor(1)",
+	"#!lua name=dbad\nglobal_x = 1",
+	"#!lua\nredis.register_function('f', function() end)",
+	"#!lua name=d-bad\n",
+	"#!lua name=dbad foo=bar\n",
+	"#!js name=dbad\n",
+	"no header",
+	"#!lua name=dbad",
+}
+
+var diffFunctions = []string{"d_incr", "D_INCR", "d_get", "d_tag", "d_err", "d_raise", "d_resp3", "d_keys", "d_ro_write", "d_mixed", "nosuch"}
+
+func scriptSHA(body string) string {
+	sum := sha1.Sum([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+func genScriptCommand(g *cmdGen) []string {
+	keysArgs := func(n int) []string {
+		out := []string{}
+		switch n {
+		case 0:
+			out = append(out, "0")
+		case 1:
+			out = append(out, "1", g.key())
+		default:
+			out = append(out, "2", g.key(), g.key())
+		}
+		return append(out, g.pick("5", "v", "-1", "3.5", ""), g.value())
+	}
+	body := g.pick(diffScripts...)
+	switch g.r.Intn(20) {
+	case 0, 1, 2, 3, 4, 5:
+		return append([]string{"EVAL", body}, keysArgs(2)...)
+	case 6, 7:
+		return append([]string{g.pick("EVALSHA", "evalsha"), g.pick(scriptSHA(body), strings.ToUpper(scriptSHA(body)))}, keysArgs(2)...)
+	case 8:
+		if g.chance(0.5) {
+			return append([]string{"EVALSHA_RO", scriptSHA(body)}, keysArgs(2)...)
+		}
+		// Marked, so that no EVALSHA names it: Redis's EVAL_RO adds the
+		// body to the script cache, kvs's does not (compatibility.md).
+		return append([]string{"EVAL_RO", body + "\n-- ro"}, keysArgs(2)...)
+	case 9:
+		return []string{"SCRIPT", g.pick("LOAD", "EXISTS"), body}
+	case 10:
+		return append([]string{"EVAL", body}, g.pick("-1", "3", "x", "1"))
+	case 11, 12:
+		return []string{"FUNCTION", "LOAD", g.pick(diffLibraries[:4]...)}
+	case 13:
+		cmd := []string{"FUNCTION", "LOAD"}
+		if g.chance(0.7) {
+			cmd = append(cmd, g.pick("REPLACE", "replace", "BOGUS"))
+		}
+		return append(cmd, g.pick(diffLibraries...))
+	case 14, 15, 16:
+		return append([]string{g.pick("FCALL", "FCALL", "fcall_ro"), g.pick(diffFunctions...)}, keysArgs(g.r.Intn(3))...)
+	case 17:
+		return []string{"FCALL", g.pick(diffFunctions...), g.pick("-1", "5", "x")}
+	case 18:
+		switch g.r.Intn(6) {
+		case 0:
+			return []string{"FUNCTION", "DELETE", g.pick("dwrite", "dread", "dmany", "dshadow", "nosuch", "DWRITE")}
+		case 1:
+			return []string{"FUNCTION", "STATS"}
+		case 2:
+			return []string{"FUNCTION", "KILL"}
+		case 3:
+			return []string{"FUNCTION", g.pick("FLUSH", "flush"), g.pick("SYNC", "ASYNC", "bogus")}
+		case 4:
+			return []string{"FUNCTION", g.pick("BOGUS", "DELETE", "LIST"), g.pick("LIBRARYNAME", "x", "WITHCODE")}
+		}
+		return []string{"SCRIPT", g.pick("KILL", "FLUSH", "BOGUS")}
+	}
+	cmd := []string{"FUNCTION", "LIST", "LIBRARYNAME", g.pick("dwrite", "dread", "DREAD", "dr*d", "nosuch")}
+	if g.chance(0.5) {
+		cmd = append(cmd, "WITHCODE")
+	}
+	return cmd
+}
