@@ -101,7 +101,8 @@ func (s *Store) Script(sha string) ([]byte, bool) {
 }
 
 // ScriptShebang reports whether the script sha (any case) is loaded, and
-// returns a copy of its first line if that is a shebang ("#!..."), nil if
+// returns a copy of its first line, newline included, if that is a
+// shebang ("#!..."), nil if
 // the body has none: what EVALSHA needs to know of a body before it is
 // proposed, without copying the body.
 func (s *Store) ScriptShebang(sha []byte) (shebang []byte, ok bool) {
@@ -117,7 +118,7 @@ func (s *Store) ScriptShebang(sha []byte) (shebang []byte, ok bool) {
 		return nil, ok
 	}
 	if i := strings.IndexByte(body, '\n'); i >= 0 {
-		body = body[:i]
+		body = body[:i+1] // with its newline: a shebang line must end
 	}
 	return []byte(body), true
 }
