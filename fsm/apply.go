@@ -90,10 +90,16 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
-	s.keys.vers.begin(now) // the version of every item this command writes
-	r := sp.apply(s, now, c)
-	if s.notify.classes.Load() != 0 {
-		s.notifyOpLocked(c, r)
+	if sp.composite {
+		return sp.apply(s, now, c)
 	}
+	s.keys.vers.begin(now) // the version of every item this command writes
+	s.expireMetLocked(now, c)
+	if s.notify.classes.Load() == 0 {
+		return sp.apply(s, now, c)
+	}
+	pre := s.notifyBeforeLocked(now, c)
+	r := sp.apply(s, now, c)
+	s.notifyAfterLocked(now, c, r, pre)
 	return r
 }

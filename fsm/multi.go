@@ -67,7 +67,7 @@ const (
 
 func init() {
 	registerOp(OpExec, opSpec{name: "EXEC", write: true, args: 2, check: checkExec,
-		checksItself: true, apply: applyExec, keys: keysExec})
+		checksItself: true, apply: applyExec, keys: keysExec, composite: true})
 }
 
 // KeyVersion is what WATCH saw of a key (Store.WatchKey), carried by the
@@ -280,8 +280,7 @@ func applyExec(s *Store, now int64, c *Command) Reply {
 		sub := &sc.cmds[i]
 		sp := sub.Op.spec()
 		if sp.write {
-			s.keys.vers.begin(now)
-			out[i] = sp.apply(s, now, sub)
+			out[i] = s.applyLocked(now, sub)
 		} else {
 			out[i] = sp.read(s, now, sub)
 		}

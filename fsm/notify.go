@@ -2,7 +2,11 @@ package fsm
 
 // Keyspace notifications. A write that Redis announces with
 // notifyKeyspaceEvent calls s.notifyLocked(class, event, key) with Redis's
-// class and event name (src/t_*.c); once the entry is applied and the lock
+// class and event name (src/t_*.c), or has its events derived after it ran
+// from the table in notify_ops.go; "new", "keymiss" and the "expired" of a
+// key a write finds expired are derived for every op here. A read's
+// keymiss events go to the hook as the read answers, on its own node.
+// Once the entry is applied and the lock
 // released, the hook set by SetNotifyHook receives the events of the
 // entry, in order. The classes a hook wants are set with SetNotifyClasses;
 // while they are 0 (the default: notify-keyspace-events is empty, or no
@@ -11,7 +15,11 @@ package fsm
 // its own subscribers, and a replayed entry emits them again (no one is
 // subscribed while a node replays its log at startup).
 
-import "sync/atomic"
+import (
+	"bytes"
+	"slices"
+	"sync/atomic"
+)
 
 // NotifyClass is a notify-keyspace-events class; the bits are Redis's.
 type NotifyClass uint32
@@ -48,6 +56,9 @@ type notifier struct {
 	classes atomic.Uint32 // the classes wanted; 0: none
 	hook    func([]Event) // guarded by Store.mu
 	events  []Event       // the current Apply's, guarded by Store.mu
+	// unchanged is set by an op that ran without changing its key where
+	// its reply cannot say so (ZADD updating nothing); guarded by Store.mu.
+	unchanged bool
 }
 
 // SetNotifyHook sets the function that receives each applied batch's
@@ -88,90 +99,292 @@ func (s *Store) takeEventsLocked() ([]Event, func([]Event)) {
 	return ev, s.notify.hook
 }
 
-// The events of the ops whose effect is on their first key (the hash,
-// list, set and sorted-set writes, INCRBYFLOAT, SETBIT), applied after
-// the op by applyLocked from this table, so the type files need no change:
-// the event when the reply says the op changed something, then "del" when
-// it left the key empty and Redis deleted it. The ops that name several
-// keys or whose event depends on more than the reply (DEL, RENAME, EXPIRE,
-// SET, the expired-key deletion, ...) call notifyLocked themselves.
-type opEvent struct {
-	class NotifyClass
-	name  func(c *Command) string
-	when  func(r *Reply) bool // nil: any reply but an error
+// wantLocked reports whether events of class are collected.
+func (s *Store) wantLocked(class NotifyClass) bool {
+	return NotifyClass(s.notify.classes.Load())&class != 0 && s.notify.hook != nil
 }
 
-func named(s string) func(*Command) string { return func(*Command) string { return s } }
+// notifyChangedLocked tells the notification of the op being applied
+// whether it changed its key, where its reply cannot say (ZADD updating
+// nothing): Redis announces only a change.
+func (s *Store) notifyChangedLocked(changed bool) { s.notify.unchanged = !changed }
 
-func positive(r *Reply) bool { return r.Kind == ReplyInt && r.Int > 0 }
+// The order of one op's events follows Redis's: first the lookups' events
+// (each key found expired by a write, then each key a read lookup missed),
+// then the op's own events, with "new" just before the first event of the
+// key it created (dbAdd announces it as the key is added, before the
+// command announces what it did).
 
-func notNil(r *Reply) bool {
-	switch r.Kind {
-	case ReplyNil:
-		return false
-	case ReplyArray:
-		return len(r.Array) > 0
-	}
-	return true
+// preState is what an op's events depend on from before it ran.
+type preState struct {
+	n1     int    // len(events) once the lookups' events are in
+	live   uint64 // bit i: the op's i-th target (targets) was live
+	member bool   // SMOVE: the destination held the member already
+	// SETBIT, BITFIELD: the string's length (-1: no string) and, for
+	// BITFIELD, a copy of it.
+	strLen int
+	str    []byte
 }
 
-var opEvents = map[Op]opEvent{
-	OpIncrByFloat:  {NotifyString, named("incrbyfloat"), nil},
-	OpSetBit:       {NotifyString, named("setbit"), nil},
-	OpHSet:         {NotifyHash, named("hset"), nil},
-	OpHSetNX:       {NotifyHash, named("hset"), positive},
-	OpHDel:         {NotifyHash, named("hdel"), positive},
-	OpHIncrBy:      {NotifyHash, named("hincrby"), nil},
-	OpHIncrByFloat: {NotifyHash, named("hincrbyfloat"), nil},
-	OpLPush:        {NotifyList, named("lpush"), nil},
-	OpLPushX:       {NotifyList, named("lpush"), positive},
-	OpRPush:        {NotifyList, named("rpush"), nil},
-	OpRPushX:       {NotifyList, named("rpush"), positive},
-	OpLPop:         {NotifyList, named("lpop"), notNil},
-	OpRPop:         {NotifyList, named("rpop"), notNil},
-	OpLSet:         {NotifyList, named("lset"), nil},
-	OpLInsert:      {NotifyList, named("linsert"), positive},
-	OpLRem:         {NotifyList, named("lrem"), positive},
-	OpLTrim:        {NotifyList, named("ltrim"), nil},
-	OpSAdd:         {NotifySet, named("sadd"), positive},
-	OpSRem:         {NotifySet, named("srem"), positive},
-	OpSPop:         {NotifySet, named("spop"), notNil},
-	OpZAdd: {NotifyZSet, func(c *Command) string {
-		if c.Flags&FlagZIncr != 0 {
-			return "zincr"
-		}
-		return "zadd"
-	}, notNil},
-	OpZRem: {NotifyZSet, named("zrem"), positive},
-	OpZPop: {NotifyZSet, func(c *Command) string {
-		if c.Flags&FlagZMax != 0 {
-			return "zpopmax"
-		}
-		return "zpopmin"
-	}, notNil},
-	OpZRemRange: {NotifyZSet, func(c *Command) string {
-		switch {
-		case c.Flags&FlagZByScore != 0:
-			return "zremrangebyscore"
-		case c.Flags&FlagZByLex != 0:
-			return "zremrangebylex"
-		}
-		return "zremrangebyrank"
-	}, positive},
-}
+// keyRange names some of a command's Args: Args[first], Args[first+step],
+// ... before Args[end] (step 0: Args[first] alone). first < 0: none.
+type keyRange struct{ first, step, end int }
 
-// notifyOpLocked emits the table's events for c, which returned r.
-//
-// r comes by value: a pointer to apply's reply would make every reply
-// escape to the heap, notifications on or off.
-func (s *Store) notifyOpLocked(c *Command, r Reply) {
-	ev, ok := opEvents[c.Op]
-	if !ok || r.Kind == ReplyError || ev.when != nil && !ev.when(&r) {
+func (k keyRange) each(c *Command, fn func(i int, key []byte)) {
+	if k.first < 0 || k.first >= len(c.Args) {
 		return
 	}
-	key := c.Args[0]
-	s.notifyLocked(ev.class, ev.name(c), key)
-	if _, exists := s.getLocked(key); !exists {
-		s.notifyLocked(NotifyGeneric, "del", key)
+	if k.step == 0 {
+		fn(0, c.Args[k.first])
+		return
+	}
+	end := min(k.end, len(c.Args))
+	for i, n := k.first, 0; i < end; i, n = i+k.step, n+1 {
+		fn(n, c.Args[i])
+	}
+}
+
+// repeated reports whether the n-th key of k is also an earlier one
+// (MSET k 1 k 2 adds k once).
+func (k keyRange) repeated(c *Command, n int) bool {
+	if k.step == 0 {
+		return false
+	}
+	key := c.Args[k.first+n*k.step]
+	for i := k.first; i < k.first+n*k.step; i += k.step {
+		if string(c.Args[i]) == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+var noKeys = keyRange{first: -1}
+
+func argsFrom(first, step int) func(c *Command) keyRange {
+	return func(c *Command) keyRange { return keyRange{first, step, len(c.Args)} }
+}
+
+// targets are the keys a write may create, for "new" (the destination of
+// a move or a copy, the keys MSET sets, else the first key).
+func targets(c *Command) keyRange {
+	switch c.Op {
+	case OpMSet, OpMSetNX:
+		return keyRange{0, 2, len(c.Args)}
+	case OpLMove, OpSMove, OpCopy, OpRename, OpRenameNX, OpSortStore:
+		return keyRange{1, 0, 0}
+	case OpDel, OpDelExpired, OpMetaSet, OpFlushAll:
+		return noKeys
+	}
+	if c.Op >= opBaseScript || len(c.Args) == 0 {
+		// Transactions and scripts announce through the commands they run.
+		return noKeys
+	}
+	return keyRange{0, 0, 0}
+}
+
+// readLookups are the keys Redis looks up for reading (lookupKeyRead,
+// which announces a keymiss), of a write or of a read; ok is false for
+// the ops whose first key is not one (most writes look theirs up for
+// writing, which announces nothing).
+func readLookups(c *Command) (k keyRange, ok bool) {
+	if f, found := missKeys[c.Op]; found {
+		return f(c), true
+	}
+	if c.Op.IsWrite() || c.Op >= opBaseScript || len(c.Args) == 0 {
+		return noKeys, false
+	}
+	return keyRange{0, 0, 0}, true
+}
+
+// zsetOpKeys are the sources of ZUNION, ZINTER, ZDIFF and their STOREs
+// (after the destination, from first): one weight per key follows them
+// with FlagZWeights.
+func zsetOpKeys(first int) func(c *Command) keyRange {
+	return func(c *Command) keyRange {
+		n := len(c.Args) - first
+		if c.Flags&FlagZWeights != 0 {
+			n /= 2
+		}
+		return keyRange{first, 1, first + n}
+	}
+}
+
+var missKeys = map[Op]func(c *Command) keyRange{
+	OpSet: func(c *Command) keyRange {
+		if c.Flags&FlagGet != 0 {
+			return keyRange{0, 0, 0}
+		}
+		return noKeys
+	},
+	OpGetSet:      argsFrom(0, 0),
+	OpGetDel:      argsFrom(0, 0),
+	OpGetEx:       argsFrom(0, 0),
+	OpCopy:        argsFrom(0, 0),
+	OpSortStore:   argsFrom(0, 0),
+	OpZRangeStore: argsFrom(1, 0),
+	OpSInterStore: argsFrom(1, 1),
+	OpSUnionStore: argsFrom(1, 1),
+	OpSDiffStore:  argsFrom(1, 1),
+	OpBitOp:       argsFrom(1, 1),
+	OpZSetOpStore: zsetOpKeys(1),
+
+	OpMGet:            argsFrom(0, 1),
+	OpExists:          argsFrom(0, 1),
+	OpSInter:          argsFrom(0, 1),
+	OpSUnion:          argsFrom(0, 1),
+	OpSDiff:           argsFrom(0, 1),
+	OpSInterCard:      argsFrom(0, 1),
+	OpLCS:             func(c *Command) keyRange { return keyRange{0, 1, 2} },
+	OpZSetOp:          zsetOpKeys(0),
+	OpKeys:            func(*Command) keyRange { return noKeys },
+	OpScan:            func(*Command) keyRange { return noKeys },
+	OpRandomKey:       func(*Command) keyRange { return noKeys },
+	OpDBSize:          func(*Command) keyRange { return noKeys },
+	OpMemoryUsage:     func(*Command) keyRange { return noKeys },
+	OpObject:          func(*Command) keyRange { return noKeys },
+	OpCountKeysInSlot: func(*Command) keyRange { return noKeys },
+	OpGetKeysInSlot:   func(*Command) keyRange { return noKeys },
+	// The sorted-set commands' keys looked up before a syntax error
+	// (server/cmd_zset.go), as Redis looks them up before it parses.
+	OpZCheck: argsFrom(1, 1),
+}
+
+// missStops reports whether the lookups of c stop at it, a key of the
+// wrong type: Redis answers WRONGTYPE there and looks no further.
+func missStops(c *Command, it *item) bool {
+	switch c.Op {
+	case OpSInterStore, OpSUnionStore, OpSDiffStore, OpSInter, OpSUnion, OpSDiff, OpSInterCard:
+		return it.kind != kindSet
+	case OpBitOp:
+		return it.kind != kindString
+	case OpZSetOp, OpZSetOpStore:
+		return it.kind != kindZSet && it.kind != kindSet
+	case OpZCheck:
+		return it.kind != kindZSet && (it.kind != kindSet || c.Int != ZCheckSetOp)
+	}
+	return false
+}
+
+// missesLocked calls fn with each key c looks up for reading and finds
+// missing, in order.
+func (s *Store) missesLocked(now int64, c *Command, fn func(key []byte)) {
+	k, ok := readLookups(c)
+	if !ok {
+		return
+	}
+	done := false
+	k.each(c, func(_ int, key []byte) {
+		if done {
+			return
+		}
+		if it, live := s.liveLocked(key, now); !live {
+			fn(key)
+		} else if missStops(c, &it) {
+			done = true
+		}
+	})
+}
+
+// notifyBeforeLocked records what c's events depend on and announces the
+// lookups' events: c's keys found expired were deleted by expireMetLocked
+// just before, and a read lookup of a missing key is a keymiss.
+func (s *Store) notifyBeforeLocked(now int64, c *Command) preState {
+	var pre preState
+	s.notify.unchanged = false
+	targets(c).each(c, func(i int, key []byte) {
+		if _, live := s.liveLocked(key, now); live && i < 64 {
+			pre.live |= 1 << i
+		}
+	})
+	switch c.Op {
+	case OpSMove:
+		pre.member = s.setHoldsLocked(now, c.Args[1], c.Args[2])
+	case OpSetBit, OpBitField:
+		pre.strLen = -1
+		if it, ok := s.liveLocked(c.Args[0], now); ok && it.kind == kindString {
+			pre.strLen = len(it.val)
+			if c.Op == OpBitField {
+				pre.str = bytes.Clone(it.val)
+			}
+		}
+	}
+	if s.wantLocked(NotifyKeyMiss) {
+		s.missesLocked(now, c, func(key []byte) { s.notifyLocked(NotifyKeyMiss, "keymiss", key) })
+	}
+	pre.n1 = len(s.notify.events)
+	return pre
+}
+
+// notifyAfterLocked announces c's own events (from the table, for the ops
+// that do not announce their own) and the keys it created.
+func (s *Store) notifyAfterLocked(now int64, c *Command, r Reply, pre preState) {
+	if r.Kind == ReplyError {
+		return
+	}
+	if f := opEvents[c.Op]; f != nil && !s.notify.unchanged {
+		f(s, c, &r, pre)
+	}
+	if !s.wantLocked(NotifyNew) {
+		return
+	}
+	tk := targets(c)
+	tk.each(c, func(i int, key []byte) {
+		if i < 64 && pre.live&(1<<i) != 0 && !alwaysNew(c, &r) || tk.repeated(c, i) {
+			return
+		}
+		if _, live := s.liveLocked(key, now); !live {
+			return
+		}
+		s.insertNewLocked(pre.n1, c, key)
+	})
+}
+
+// alwaysNew reports whether c, which returned r, added its target afresh
+// even over an existing key: RENAME and COPY delete the destination and
+// add it again (dbDelete, dbAdd).
+func alwaysNew(c *Command, r *Reply) bool {
+	switch c.Op {
+	case OpRename, OpRenameNX, OpCopy:
+		return string(c.Args[0]) != string(c.Args[1]) && (r.Kind == ReplyStatus || r.Kind == ReplyInt && r.Int == 1)
+	}
+	return false
+}
+
+// insertNewLocked inserts the "new" event of key before the first of the
+// op's events (from n1) that names it; RENAME's before all of them.
+func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
+	ev := Event{Class: NotifyNew, Name: "new", Key: string(key)}
+	at := len(s.notify.events)
+	if c.Op == OpRename || c.Op == OpRenameNX {
+		at = n1
+	} else {
+		for i := n1; i < len(s.notify.events); i++ {
+			if s.notify.events[i].Key == ev.Key {
+				at = i
+				break
+			}
+		}
+	}
+	s.notify.events = slices.Insert(s.notify.events, at, ev)
+}
+
+// expireMetLocked is Redis's lazy expiry (expireIfNeeded) for writes:
+// each key of c that is expired at the entry's now is deleted, and
+// announced "expired", before c runs. It runs in apply, on every replica
+// alike, whether or not anyone listens, so the store stays the same on
+// all of them. Reads only hide expired keys (a read never writes, and a
+// follower may not delete): active expiry deletes them later, and
+// announces them then.
+func (s *Store) expireMetLocked(now int64, c *Command) {
+	if e, ok := s.expires.Min(); !ok || e.at > now || c.Op == OpDelExpired {
+		return
+	}
+	keys, _ := c.Keys()
+	for _, k := range keys {
+		if it, ok := s.getLocked(k); ok && it.expired(now) {
+			s.deleteLocked(k)
+			s.notifyLocked(NotifyExpired, "expired", k)
+		}
 	}
 }

@@ -36,6 +36,11 @@ type opSpec struct {
 	// keys returns the keys a write touches (see Command.Keys); nil means
 	// its first argument.
 	keys func(c *Command) [][]byte
+
+	// composite ops (EXEC, EVAL) run other commands, each through
+	// applyLocked, which gives every one its key versions, lazy expiry
+	// and keyspace events; the composite itself has none of its own.
+	composite bool
 }
 
 const argsAny = -1

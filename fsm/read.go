@@ -33,8 +33,30 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 		panic(fmt.Sprintf("fsm: Read of %v, which is not a read", c.Op))
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return sp.read(s, now, c)
+	r := sp.read(s, now, c)
+	misses, hook := s.readMissesLocked(now, c)
+	s.mu.RUnlock()
+	if hook != nil {
+		hook(misses)
+	}
+	return r
+}
+
+// readMissesLocked returns the keymiss events of the read c, with the hook
+// to give them to, when they are wanted: a read's events are its node's,
+// announced as it answers, since reads are not in the log.
+func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event)) {
+	if !s.wantLocked(NotifyKeyMiss) {
+		return nil, nil
+	}
+	var ev []Event
+	s.missesLocked(now, c, func(key []byte) {
+		ev = append(ev, Event{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)})
+	})
+	if len(ev) == 0 {
+		return nil, nil
+	}
+	return ev, s.notify.hook
 }
 
 // get is GET, the most frequent command, without Read's general checks and
@@ -42,9 +64,16 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 func (s *Store) get(now int64, key []byte) Reply {
 	s.mu.RLock()
 	it, ok := s.liveLocked(key, now)
+	var hook func([]Event)
+	if !ok && s.wantLocked(NotifyKeyMiss) {
+		hook = s.notify.hook
+	}
 	s.mu.RUnlock()
 	switch {
 	case !ok:
+		if hook != nil {
+			hook([]Event{{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)}})
+		}
 		return replyNil
 	case it.kind != kindString:
 		return replyWrongType

@@ -58,7 +58,7 @@ const scriptMetaPrefix = "script/"
 
 func init() {
 	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA,
-		check: checkNumKeys, apply: applyEval, keys: scriptKeys})
+		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA,
 		check: checkNumKeys, read: readEval})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
