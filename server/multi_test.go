@@ -256,3 +256,37 @@ func TestMultiReusedMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiReadonlyFollowerPipeline: on a READONLY connection to a
+// follower, a write redirected with MOVED ahead of a transaction in the
+// same pipeline leaves the transaction's replies (MULTI's OK, QUEUED) and
+// its forwarded EXEC in their places.
+func TestMultiReadonlyFollowerPipeline(t *testing.T) {
+	p := startPair(t, false, true)
+	rc := dialRaw(t, p.follower)
+	if got := rc.do("READONLY"); got != "+OK\r\n" {
+		t.Fatalf("READONLY: %q", got)
+	}
+	leader := p.leader.Addr().String()
+	got := script(t, rc, [][]string{
+		{"SET", "foo", "bar"},
+		{"MULTI"},
+		{"SET", "a", "1"},
+		{"INCR", "n"},
+		{"EXEC"},
+		{"SET", "foo", "baz"},
+	})
+	want := []string{
+		"-MOVED 12182 " + leader + "\r\n",
+		"+OK\r\n",
+		"+QUEUED\r\n",
+		"+QUEUED\r\n",
+		"*2\r\n+OK\r\n:1\r\n",
+		"-MOVED 12182 " + leader + "\r\n",
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
