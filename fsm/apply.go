@@ -83,10 +83,10 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 }
 
 func (s *Store) applyLocked(now int64, c *Command) Reply {
-	if err := c.Validate(); err != nil {
+	sp := c.Op.spec()
+	if err := c.validate(sp == nil || !sp.checksItself); err != nil {
 		panic(err)
 	}
-	sp := c.Op.spec()
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}

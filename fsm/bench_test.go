@@ -218,3 +218,26 @@ func BenchmarkSetOneKey(b *testing.B) {
 		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
 	}
 }
+
+// BenchmarkExec is Apply of an OpExec of 3 SETs of 32-byte values over
+// 100k keys, reusing the reply slice: the transaction's own cost beside
+// BenchmarkPutApplyTo's.
+func BenchmarkExec(b *testing.B) {
+	var k keyer
+	execs := make([]Command, 4096)
+	for i := range execs {
+		subs := make([]Command, 3)
+		for j := range subs {
+			subs[j] = Command{Op: OpSet, Args: [][]byte{slices.Clone(k.next()), benchValue}}
+		}
+		execs[i] = ExecCommand(nil, nil, subs)
+	}
+	s := loadedStore(b, benchKeys)
+	b.ReportAllocs()
+	cmds := make([]Command, 1)
+	replies := make([]Reply, 0, 1)
+	for i := 0; b.Loop(); i++ {
+		cmds[0] = execs[i%len(execs)]
+		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
+	}
+}

@@ -25,6 +25,7 @@
 //	    reads snapshot versions 1 to 4
 //	(*Store).WatchKey(now int64, key []byte) KeyVersion   what WATCH records
 //	ExecCommand(keys [][]byte, seen []KeyVersion, cmds []Command) Command   EXEC's OpExec
+//	(*ExecBuilder).Build(keys, seen, cmds) Command; Reset()   the same in reused memory
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM

@@ -172,12 +172,30 @@ func DecodeCommands(b []byte) ([]Command, error) {
 // commands reads a command list that must end the input. writesOnly
 // rejects commands that are not writes, as a log entry must.
 func (d *decoder) commands(writesOnly bool) ([]Command, error) {
+	cmds, _, err := d.commandsInto(nil, nil, writesOnly)
+	if err != nil {
+		return nil, err
+	}
+	return cmds, nil
+}
+
+// commandsInto is commands decoding into dst's and pool's memory where
+// they have room (the Commands, and one backing array for the Args of
+// many commands), for a caller that decodes many lists into the same
+// memory. It returns the commands and the pool, both possibly grown.
+func (d *decoder) commandsInto(dst []Command, pool [][]byte, writesOnly bool) ([]Command, [][]byte, error) {
 	n := d.count(4) // a command takes at least 4 bytes
 	if d.err != nil {
-		return nil, d.err
+		return dst[:0], pool, d.err
 	}
-	cmds := make([]Command, n)
-	var pool [][]byte // one backing array for the Args of many commands
+	var cmds []Command
+	if cap(dst) >= n {
+		cmds = dst[:n]
+		clear(cmds)
+	} else {
+		cmds = make([]Command, n)
+	}
+	pool = pool[:0]
 	for i := range cmds {
 		c := &cmds[i]
 		op := d.uvarint()
@@ -212,7 +230,7 @@ func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 		}
 		nargs := d.count(1)
 		if d.err != nil {
-			return nil, d.err
+			return cmds[:0], pool, d.err
 		}
 		if nargs > 0 {
 			if cap(pool)-len(pool) < nargs {
@@ -225,19 +243,19 @@ func (d *decoder) commands(writesOnly bool) ([]Command, error) {
 			}
 		}
 		if d.err != nil {
-			return nil, d.err
+			return cmds[:0], pool, d.err
 		}
 		if writesOnly && !c.Op.IsWrite() {
-			return nil, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint16(c.Op))
+			return cmds[:0], pool, fmt.Errorf("%w: command %d: op %d is not a write", ErrCorrupt, i, uint16(c.Op))
 		}
 		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
+			return cmds[:0], pool, fmt.Errorf("%w: command %d: %v", ErrCorrupt, i, err)
 		}
 	}
 	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after the commands", ErrCorrupt, len(d.b))
+		return cmds[:0], pool, fmt.Errorf("%w: %d trailing bytes after the commands", ErrCorrupt, len(d.b))
 	}
-	return cmds, nil
+	return cmds, pool, nil
 }
 
 // decoder reads from b; after the first failure every read returns zero and

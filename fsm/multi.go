@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Transactions: MULTI/EXEC as one log entry, and the key versions WATCH
@@ -66,7 +67,7 @@ const (
 
 func init() {
 	registerOp(OpExec, opSpec{name: "EXEC", write: true, args: 2, check: checkExec,
-		apply: applyExec, keys: keysExec, composite: true})
+		checksItself: true, apply: applyExec, keys: keysExec, composite: true})
 }
 
 // KeyVersion is what WATCH saw of a key (Store.WatchKey), carried by the
@@ -115,66 +116,131 @@ func AppendWatches(dst []byte, keys [][]byte, seen []KeyVersion) []byte {
 	return dst
 }
 
-// decodeWatches reads AppendWatches's encoding; keys alias b.
-func decodeWatches(b []byte) (keys [][]byte, seen []KeyVersion, err error) {
+// ExecBuilder builds OpExecs (ExecCommand) in memory it reuses, for a
+// proposer that builds one per transaction: the commands it returns alias
+// its buffers, which Reset hands back for the next ones. The zero value is
+// ready to use.
+type ExecBuilder struct {
+	buf  []byte   // the encodings
+	args [][]byte // the OpExecs' Args
+}
+
+// Build returns ExecCommand(keys, seen, cmds), built in b's memory. It
+// stays valid until Reset; nothing b builds later writes over it.
+func (b *ExecBuilder) Build(keys [][]byte, seen []KeyVersion, cmds []Command) Command {
+	// When an append outgrows the buffer it moves to a new one; the
+	// commands built before keep the old one, which nothing writes again.
+	start := len(b.buf)
+	b.buf = AppendWatches(b.buf, keys, seen)
+	mid := len(b.buf)
+	b.buf = AppendCommands(b.buf, cmds)
+	end := len(b.buf)
+	n := len(b.args)
+	b.args = append(b.args, b.buf[start:mid:mid], b.buf[mid:end:end])
+	return Command{Op: OpExec, Args: b.args[n : n+2 : n+2]}
+}
+
+// Reset makes b reuse its memory: every command it built before must be
+// out of use (Apply copies what it keeps; a log has encoded its entry).
+func (b *ExecBuilder) Reset() {
+	clear(b.args)
+	b.args = b.args[:0]
+	b.buf = b.buf[:0]
+	if cap(b.buf) > maxReusedExec {
+		b.buf = nil // do not keep a huge transaction's buffer
+	}
+}
+
+// maxReusedExec is the size above which ExecBuilder and execScratch drop
+// their memory instead of keeping it for the next transaction.
+const maxReusedExec = 64 << 10
+
+// decodeWatches reads AppendWatches's encoding into sc; keys alias b.
+func decodeWatches(b []byte, sc *execScratch) error {
 	d := decoder{b: b}
 	n := d.count(4) // a watch takes at least 4 bytes
-	if d.err == nil && n > 0 {
-		keys, seen = make([][]byte, n), make([]KeyVersion, n)
-	}
+	sc.keys, sc.seen = sc.keys[:0], sc.seen[:0]
 	for i := 0; i < n && d.err == nil; i++ {
-		keys[i] = d.bytes()
+		var kv KeyVersion
+		key := d.bytes()
 		switch d.byte() {
 		case 0:
 		case 1:
-			seen[i].Live = true
+			kv.Live = true
 		default:
 			d.fail("bad watch state")
 		}
-		seen[i].Ver = d.uvarint()
-		seen[i].At = d.uvarint()
+		kv.Ver = d.uvarint()
+		kv.At = d.uvarint()
+		sc.keys = append(sc.keys, key)
+		sc.seen = append(sc.seen, kv)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes after the watches")
 	}
-	if d.err != nil {
-		return nil, nil, d.err
-	}
-	return keys, seen, nil
+	return d.err
 }
 
 var errNestedExec = errors.New("EXEC inside EXEC")
 
-// decodeExec reads an OpExec's arguments, validating the commands.
-func decodeExec(c *Command) (keys [][]byte, seen []KeyVersion, cmds []Command, err error) {
-	if keys, seen, err = decodeWatches(c.Args[0]); err != nil {
-		return nil, nil, nil, fmt.Errorf("watched keys: %w", err)
+// execScratch is an OpExec decoded: its watched keys, what WATCH saw of
+// them and its commands, in memory reused from one OpExec to the next
+// (execScratchPool), so neither validating an entry nor applying it
+// allocates. What it holds aliases the OpExec's Args.
+type execScratch struct {
+	keys [][]byte
+	seen []KeyVersion
+	cmds []Command
+	args [][]byte // the backing array of cmds' Args
+}
+
+var execScratchPool = sync.Pool{New: func() any { return new(execScratch) }}
+
+// release drops sc's references to the entry's memory and returns it to
+// the pool.
+func (sc *execScratch) release() {
+	if cap(sc.cmds) > maxReusedExec/64 || cap(sc.args) > maxReusedExec/16 || cap(sc.keys) > maxReusedExec/16 {
+		return // a huge transaction: let its memory go
 	}
-	if cmds, err = DecodeCommands(c.Args[1]); err != nil {
-		return nil, nil, nil, fmt.Errorf("commands: %w", err)
+	clear(sc.keys)
+	clear(sc.cmds)
+	clear(sc.args)
+	execScratchPool.Put(sc)
+}
+
+// decodeExec reads an OpExec's arguments into sc, validating the commands.
+func decodeExec(c *Command, sc *execScratch) error {
+	if err := decodeWatches(c.Args[0], sc); err != nil {
+		return fmt.Errorf("watched keys: %w", err)
 	}
-	for i := range cmds {
-		if cmds[i].Op == OpExec {
-			return nil, nil, nil, fmt.Errorf("command %d: %w", i, errNestedExec)
+	d := decoder{b: c.Args[1]}
+	var err error
+	if sc.cmds, sc.args, err = d.commandsInto(sc.cmds, sc.args, false); err != nil {
+		return fmt.Errorf("commands: %w", err)
+	}
+	for i := range sc.cmds {
+		if sc.cmds[i].Op == OpExec {
+			return fmt.Errorf("command %d: %w", i, errNestedExec)
 		}
 	}
-	return keys, seen, cmds, nil
+	return nil
 }
 
 func checkExec(c *Command) error {
-	_, _, _, err := decodeExec(c)
-	return err
+	sc := execScratchPool.Get().(*execScratch)
+	defer sc.release()
+	return decodeExec(c, sc)
 }
 
 // keysExec is the keys the transaction's writes touch. A FLUSHALL among
 // them touches every key: Command.Keys asks execFlushes.
 func keysExec(c *Command) [][]byte {
-	_, _, cmds, err := decodeExec(c)
-	if err != nil {
+	var sc execScratch // returned keys alias it: not pooled
+	if decodeExec(c, &sc) != nil {
 		return nil
 	}
 	var keys [][]byte
-	for _, sub := range cmds {
+	for _, sub := range sc.cmds {
 		k, _ := sub.Keys()
 		keys = append(keys, k...)
 	}
@@ -183,11 +249,12 @@ func keysExec(c *Command) [][]byte {
 
 // execFlushes reports whether an OpExec holds a FLUSHALL.
 func execFlushes(c *Command) bool {
-	_, _, cmds, err := decodeExec(c)
-	if err != nil {
+	sc := execScratchPool.Get().(*execScratch)
+	defer sc.release()
+	if decodeExec(c, sc) != nil {
 		return false
 	}
-	for _, sub := range cmds {
+	for _, sub := range sc.cmds {
 		if sub.Op == OpFlushAll {
 			return true
 		}
@@ -195,19 +262,22 @@ func execFlushes(c *Command) bool {
 	return false
 }
 
+// applyExec validates the OpExec itself, before it changes anything
+// (applyLocked leaves it to it: see opSpec.checksItself).
 func applyExec(s *Store, now int64, c *Command) Reply {
-	keys, seen, cmds, err := decodeExec(c)
-	if err != nil {
-		panic(err) // applyLocked validated it
+	sc := execScratchPool.Get().(*execScratch)
+	defer sc.release()
+	if err := decodeExec(c, sc); err != nil {
+		panic(fmt.Errorf("fsm: %v: %w", c.Op, err)) // a committed entry the store cannot apply
 	}
-	for i, k := range keys {
-		if s.changedLocked(now, k, seen[i]) {
+	for i, k := range sc.keys {
+		if s.changedLocked(now, k, sc.seen[i]) {
 			return Reply{Kind: ReplyNilArray}
 		}
 	}
-	out := make([]Reply, len(cmds))
-	for i := range cmds {
-		sub := &cmds[i]
+	out := make([]Reply, len(sc.cmds))
+	for i := range sc.cmds {
+		sub := &sc.cmds[i]
 		sp := sub.Op.spec()
 		if sp.write {
 			out[i] = s.applyLocked(now, sub)
@@ -217,7 +287,7 @@ func applyExec(s *Store, now int64, c *Command) Reply {
 	}
 	// The replies of reads alias the store's immutable memory, and those
 	// of writes are built fresh; nothing aliases the entry's bytes, which
-	// the caller may reuse.
+	// the caller may reuse, nor the scratch, which the next EXEC reuses.
 	return Reply{Kind: ReplyArray, Array: out}
 }
 

@@ -374,3 +374,47 @@ func TestSnapshotVersionsRoundTrip(t *testing.T) {
 		t.Errorf("well-formed versions: %v", err)
 	}
 }
+
+// TestExecBuilder: an OpExec built in an ExecBuilder is ExecCommand's,
+// and stays so while the builder builds more (its buffer outgrown) until
+// Reset; after Reset it builds the same again in the memory it kept.
+func TestExecBuilder(t *testing.T) {
+	var b ExecBuilder
+	for round := range 2 {
+		var built, want []Command
+		for i := range 200 {
+			key := []byte(fmt.Sprintf("k%d", i))
+			keys := [][]byte{key}
+			seen := []KeyVersion{{Live: i%2 == 0, Ver: uint64(i), At: uint64(i + 1)}}
+			subs := []Command{c(OpSet, string(key), string(bytes.Repeat([]byte{'v'}, i))), c(OpIncrBy, "n").i(int64(i))}
+			built = append(built, b.Build(keys, seen, subs))
+			want = append(want, ExecCommand(keys, seen, subs))
+		}
+		for i := range built {
+			if err := built[i].Validate(); err != nil {
+				t.Fatalf("round %d, OpExec %d: %v", round, i, err)
+			}
+			if len(built[i].Args) != 2 || !bytes.Equal(built[i].Args[0], want[i].Args[0]) || !bytes.Equal(built[i].Args[1], want[i].Args[1]) {
+				t.Fatalf("round %d, OpExec %d differs from ExecCommand's", round, i)
+			}
+		}
+		b.Reset()
+	}
+}
+
+// TestExecValidateAllocates: validating an OpExec, as every apply and
+// every decoded entry does, reuses its decoding memory.
+func TestExecValidateAllocates(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop entries")
+	}
+	cmd := execOf(map[string]KeyVersion{"w": {Live: true, Ver: 3, At: 4}},
+		c(OpSet, "a", "1"), c(OpIncrBy, "a").i(2), c(OpGet, "a"))
+	if n := testing.AllocsPerRun(100, func() {
+		if err := cmd.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Validate of an OpExec: %v allocations, want 0", n)
+	}
+}

@@ -91,6 +91,16 @@ type client struct {
 	// recorded (multi.go).
 	multi   *multiState
 	watched []watchedKey
+	// Memory transactions reuse (multi.go): tx is what multi points to;
+	// execs builds the batch's OpExecs and execSlots holds their EXECs'
+	// reply slots, both until the batch is answered (execDone);
+	// execSubs, watchKeys and watchSeen are EXEC's scratch.
+	tx        multiState
+	execs     fsm.ExecBuilder
+	execSlots []execSlot
+	execSubs  []fsm.Command
+	watchKeys [][]byte
+	watchSeen []fsm.KeyVersion
 
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
@@ -139,8 +149,10 @@ type pendingReply struct {
 	// raw, when not "", is a reply decided before proposing, in RESP
 	// (MULTI's +OK, +QUEUED).
 	raw string
-	// exec, an EXEC's plan: the next batch reply is its OpExec's.
-	exec *execPlan
+	// exec, an EXEC: the next batch reply is its OpExec's, and slots
+	// say how to make EXEC's reply of it (multi.go).
+	exec  bool
+	slots []execSlot
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -527,8 +539,8 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			r := &replies[j]
 			j++
 			switch {
-			case p.exec != nil:
-				c.out = c.appendExec(c.out, p.exec, r)
+			case p.exec:
+				c.out = c.appendExec(c.out, p.slots, r)
 			case p.read:
 				c.finishRead(p, r)
 				c.out = appendReply(c.out, r, c.proto)
@@ -552,6 +564,7 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 	}
 	c.batch = c.batch[:0]
 	c.pending = c.pending[:0]
+	c.execDone()
 }
 
 // finishRead does for a forwarded read's reply what executeOne does for a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -190,4 +191,41 @@ func BenchmarkRESPPipelined(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/cmd")
 		})
 	}
+}
+
+// BenchmarkRESPMultiExec measures the server alone on transactions: one
+// raw connection sending pipelines of 16 transactions, each MULTI, 3 SETs
+// and EXEC, as test/txbench's -P 16 does.
+func BenchmarkRESPMultiExec(b *testing.B) {
+	s := startServer(b, Config{Store: fsm.NewStore(), DisableActiveExpiry: true})
+	rc := dialRaw(b, s)
+	const txs, sets = 16, 3
+	var req []byte
+	for i := 0; i < txs; i++ {
+		req = append(req, encodeCommand("MULTI")...)
+		for j := 0; j < sets; j++ {
+			req = append(req, encodeCommand("SET", "key:"+strconv.Itoa(i*sets+j), "xxx")...)
+		}
+		req = append(req, encodeCommand("EXEC")...)
+	}
+	var reply []byte
+	for i := 0; i < txs; i++ {
+		reply = append(reply, "+OK\r\n"...)
+		for j := 0; j < sets; j++ {
+			reply = append(reply, "+QUEUED\r\n"...)
+		}
+		reply = append(reply, "*3\r\n+OK\r\n+OK\r\n+OK\r\n"...)
+	}
+	buf := make([]byte, len(reply))
+	b.ReportAllocs()
+	for b.Loop() {
+		rc.send(req)
+		if _, err := io.ReadFull(rc.br, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if string(buf) != string(reply) {
+		b.Fatalf("replies %q, want %q", buf, reply)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*txs), "ns/tx")
 }

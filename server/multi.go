@@ -1,6 +1,8 @@
 package server
 
 import (
+	"slices"
+
 	"kvs/fsm"
 )
 
@@ -30,13 +32,31 @@ import (
 // Blocking commands run as their non-blocking forms: an empty result is a
 // null array at once, as in Redis.
 
-// multiState is a connection's open transaction.
+// multiState is a connection's open transaction. Its memory is the
+// connection's (client.tx), reused by the next MULTI: EXEC is done with
+// the queued arguments once it returns, since the OpExec holds a copy.
 type multiState struct {
 	queued  []queuedCmd
 	aborted bool // a queuing error: EXEC answers EXECABORT
 	// buf holds the queued commands' arguments, which the connection's
-	// read buffer cannot keep.
-	buf []byte
+	// read buffer cannot keep, and argv the slices of them.
+	buf  []byte
+	argv [][]byte
+}
+
+// maxReusedTx is the size above which a transaction's memory is dropped
+// rather than kept for the connection's next one.
+const maxReusedTx = 64 << 10
+
+// reset empties m for a new transaction, keeping its memory.
+func (m *multiState) reset() {
+	clear(m.queued)
+	clear(m.argv)
+	m.queued, m.argv, m.buf = m.queued[:0], m.argv[:0], m.buf[:0]
+	m.aborted = false
+	if cap(m.buf) > maxReusedTx || cap(m.argv) > maxReusedTx/16 || cap(m.queued) > maxReusedTx/32 {
+		*m = multiState{}
+	}
 }
 
 type queuedCmd struct {
@@ -61,9 +81,6 @@ type execSlot struct {
 	read    bool
 	ifFound string // the parser's errIfFound
 }
-
-// execPlan is an EXEC waiting for its OpExec's reply.
-type execPlan struct{ slots []execSlot }
 
 const (
 	errExecAbort      = "EXECABORT Transaction discarded because of previous errors."
@@ -108,20 +125,26 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		return
 	}
 	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
-		q := queuedCmd{cmd: cmd, id: id, args: make([][]byte, len(args))}
 		n := 0
 		for _, a := range args {
 			n += len(a)
 		}
+		// A full buffer is replaced, not grown: the arguments queued
+		// before keep the old one.
 		if cap(m.buf)-len(m.buf) < n {
 			m.buf = make([]byte, 0, max(n, 2*cap(m.buf), 256))
 		}
-		for i, a := range args {
+		if cap(m.argv)-len(m.argv) < len(args) {
+			m.argv = make([][]byte, 0, max(len(args), 2*cap(m.argv), 16))
+		}
+		first := len(m.argv)
+		for _, a := range args {
 			start := len(m.buf)
 			m.buf = append(m.buf, a...)
-			q.args[i] = m.buf[start:len(m.buf):len(m.buf)]
+			m.argv = append(m.argv, m.buf[start:len(m.buf):len(m.buf)])
 		}
-		m.queued = append(m.queued, q)
+		end := len(m.argv)
+		m.queued = append(m.queued, queuedCmd{cmd: cmd, id: id, args: m.argv[first:end:end]})
 	}
 	c.replyRaw(id, rawQueued)
 }
@@ -149,7 +172,8 @@ func txMulti(c *client, id int, args [][]byte) bool {
 		c.replyError(id, false, errMultiNested)
 		return true
 	}
-	c.multi = &multiState{}
+	c.tx.reset()
+	c.multi = &c.tx
 	c.replyRaw(id, rawOK)
 	return true
 }
@@ -231,29 +255,49 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
-	plan, subs := c.planExec(m.queued)
+	start := len(c.execSlots)
+	slots, subs := c.planExec(m.queued)
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
-		c.replyRaw(id, string(c.appendExec(nil, plan, nil)))
+		c.replyRaw(id, string(c.appendExec(nil, slots, nil)))
+		clear(slots)
+		c.execSlots = c.execSlots[:start] // nothing else refers to them
 		return true
 	}
-	keys := make([][]byte, len(watched))
-	seen := make([]fsm.KeyVersion, len(watched))
-	for i, w := range watched {
-		keys[i], seen[i] = w.key, w.seen
+	keys, seen := c.watchKeys[:0], c.watchSeen[:0]
+	for _, w := range watched {
+		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
-	c.batch = append(c.batch, fsm.ExecCommand(keys, seen, subs))
-	c.queue(pendingReply{cmd: id, exec: plan})
+	c.batch = append(c.batch, c.execs.Build(keys, seen, subs))
+	clear(keys)
+	clear(subs)
+	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
+	c.queue(pendingReply{cmd: id, exec: true, slots: slots})
 	return true
 }
 
-// planExec turns the queued commands into EXEC's reply slots and the
-// OpExec's commands, running the commands the server answers itself.
-func (c *client) planExec(queued []queuedCmd) (*execPlan, []fsm.Command) {
-	plan := &execPlan{slots: make([]execSlot, len(queued))}
-	var subs []fsm.Command
+// execDone is answerBatch's: the batch's OpExecs and EXEC replies are
+// written, so their memory is reused from here on.
+func (c *client) execDone() {
+	c.execs.Reset()
+	clear(c.execSlots)
+	c.execSlots = c.execSlots[:0]
+	if cap(c.execSlots) > maxReusedTx/64 {
+		c.execSlots = nil
+	}
+}
+
+// planExec turns the queued commands into EXEC's reply slots, appended to
+// c.execSlots, and the OpExec's commands, in c.execSubs's memory, running
+// the commands the server answers itself.
+func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
+	start := len(c.execSlots)
+	// Grown, the slab moves: the EXECs planned before keep the old one.
+	c.execSlots = slices.Grow(c.execSlots, len(queued))[:start+len(queued)]
+	slots := c.execSlots[start : start+len(queued) : start+len(queued)]
+	subs := c.execSubs[:0]
 	for i, q := range queued {
-		sl := &plan.slots[i]
+		sl := &slots[i]
 		var fc fsm.Command
 		var e string
 		switch {
@@ -279,7 +323,7 @@ func (c *client) planExec(queued []queuedCmd) (*execPlan, []fsm.Command) {
 			subs = append(subs, fc)
 		}
 	}
-	return plan, subs
+	return slots, subs
 }
 
 // runCaptured runs a command the server answers itself and returns its
@@ -297,14 +341,14 @@ func (c *client) runCaptured(cmd *command, args [][]byte) []byte {
 
 // appendExec writes EXEC's reply: r is the OpExec's (nil when there was
 // none to propose).
-func (c *client) appendExec(b []byte, plan *execPlan, r *fsm.Reply) []byte {
+func (c *client) appendExec(b []byte, slots []execSlot, r *fsm.Reply) []byte {
 	if r != nil && r.Kind != fsm.ReplyArray {
 		return appendReply(b, r, c.proto) // a watched key changed: nil
 	}
-	b = appendArrayLen(b, len(plan.slots))
+	b = appendArrayLen(b, len(slots))
 	j := 0
-	for i := range plan.slots {
-		sl := &plan.slots[i]
+	for i := range slots {
+		sl := &slots[i]
 		if !sl.sub {
 			b = append(b, sl.raw...)
 			continue

@@ -191,3 +191,102 @@ func TestWatchThroughFollower(t *testing.T) {
 		t.Fatalf("EXEC through the follower after the leader's SET = %q", got[2])
 	}
 }
+
+// TestMultiReusedMemory: a connection reuses its transactions' memory (the
+// queued arguments, the OpExecs, EXEC's reply slots) from one to the next.
+// Many transactions of distinct arguments in a pipeline, some WATCHing,
+// one left open across two pipelines, each apply and answer with their
+// own arguments, in memory mode and with a roundProposer (durable mode's
+// shape, whose batches are answered after the pipeline has gone on).
+func TestMultiReusedMemory(t *testing.T) {
+	for _, mode := range []string{"memory", "rounds"} {
+		t.Run(mode, func(t *testing.T) {
+			var s *Server
+			if mode == "memory" {
+				s = startServer(t, Config{})
+			} else {
+				s, _ = startRounds(t, false)
+			}
+			rc := dialRaw(t, s)
+			const n = 60
+			val := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 1+i*37%700) }
+			var req []byte
+			var want []string
+			split, splitWant := 0, 0 // the end of the first pipeline: inside transaction n/2
+			for i := range n {
+				k := "k" + strconv.Itoa(i)
+				if i%4 == 1 {
+					req = append(req, encodeCommand("WATCH", k, "w"+strconv.Itoa(i))...)
+					want = append(want, "+OK\r\n")
+				}
+				req = append(req, encodeCommand("MULTI")...)
+				req = append(req, encodeCommand("SET", k, val(i))...)
+				if i == n/2 {
+					split, splitWant = len(req), len(want)+2
+				}
+				req = append(req, encodeCommand("APPEND", k, "!"+strconv.Itoa(i))...)
+				req = append(req, encodeCommand("PING", "p"+strconv.Itoa(i))...)
+				req = append(req, encodeCommand("GET", k)...)
+				req = append(req, encodeCommand("EXEC")...)
+				v := val(i) + "!" + strconv.Itoa(i)
+				want = append(want, "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+					"*4\r\n+OK\r\n:"+strconv.Itoa(len(v))+"\r\n$"+strconv.Itoa(len("p"+strconv.Itoa(i)))+"\r\np"+strconv.Itoa(i)+"\r\n$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n")
+			}
+			var got []string
+			rc.send(req[:split])
+			for range splitWant {
+				got = append(got, rc.reply())
+			}
+			rc.send(req[split:])
+			for range len(want) - splitWant {
+				got = append(got, rc.reply())
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("reply %d = %q, want %q", i, got[i], want[i])
+				}
+			}
+			for i := range n {
+				k := "k" + strconv.Itoa(i)
+				v := val(i) + "!" + strconv.Itoa(i)
+				if got := rc.do("GET", k); got != "$"+strconv.Itoa(len(v))+"\r\n"+v+"\r\n" {
+					t.Fatalf("GET %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+// TestMultiReadonlyFollowerPipeline: on a READONLY connection to a
+// follower, a write redirected with MOVED ahead of a transaction in the
+// same pipeline leaves the transaction's replies (MULTI's OK, QUEUED) and
+// its forwarded EXEC in their places.
+func TestMultiReadonlyFollowerPipeline(t *testing.T) {
+	p := startPair(t, false, true)
+	rc := dialRaw(t, p.follower)
+	if got := rc.do("READONLY"); got != "+OK\r\n" {
+		t.Fatalf("READONLY: %q", got)
+	}
+	leader := p.leader.Addr().String()
+	got := script(t, rc, [][]string{
+		{"SET", "foo", "bar"},
+		{"MULTI"},
+		{"SET", "a", "1"},
+		{"INCR", "n"},
+		{"EXEC"},
+		{"SET", "foo", "baz"},
+	})
+	want := []string{
+		"-MOVED 12182 " + leader + "\r\n",
+		"+OK\r\n",
+		"+QUEUED\r\n",
+		"+QUEUED\r\n",
+		"*2\r\n+OK\r\n:1\r\n",
+		"-MOVED 12182 " + leader + "\r\n",
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}

@@ -245,8 +245,8 @@ func (c *client) redirectKeyedWrites() {
 	kept := c.batch[:0]
 	j := 0
 	for i := range c.pending {
-		if c.pending[i].err != "" {
-			continue
+		if c.pending[i].err != "" || c.pending[i].raw != "" {
+			continue // answered without the batch (an error, MULTI's OK, QUEUED)
 		}
 		cmd := c.batch[j]
 		j++
