@@ -89,7 +89,7 @@ func (e *zedit) packedIndex(x zent) (int, bool) {
 func (e *zedit) add(m []byte, score float64) {
 	e.touch()
 	if e.obj != nil {
-		e.obj.insert(string(m), score)
+		e.obj.insert(unsafeString(m), score)
 		return
 	}
 	// As zsetAdd: a packed set that the member would take past the
@@ -97,7 +97,7 @@ func (e *zedit) add(m []byte, score float64) {
 	l := &e.s.limits
 	if int64(len(e.ents)+1) > l.ZSetMaxListpackEntries || int64(len(m)) > l.ZSetMaxListpackValue {
 		e.obj, e.ents, e.converted = buildZSetObj(e.ents), nil, true
-		e.obj.insert(string(m), score)
+		e.obj.insert(unsafeString(m), score)
 		return
 	}
 	x := zent{packedScore0(score), unsafeString(m)}
@@ -151,9 +151,8 @@ func (e *zedit) removeRange(from, to int) {
 		return
 	}
 	for range to - from {
-		x, _ := e.obj.byScore.DeleteAt(from)
-		e.obj.byMember.Delete(zmem{hash: memberHashString(x.member), member: x.member})
-		e.obj.bytes -= zentBytes(x.member)
+		x := e.obj.at(from)
+		e.obj.remove(x.member, x.score)
 	}
 }
 
