@@ -38,8 +38,20 @@ type ztree struct {
 }
 
 // ztreeFan is the most entries (or children) a node holds: chosen so a
-// node fills its 1280-byte size class.
-const ztreeFan = 60
+// node fills its 1024-byte size class. A node also splits before its
+// members pass ztreeMaxBytes, which keeps its buffer (at most about
+// 2*ztreeMaxBytes plus a member, with slack) within the 32-bit offsets.
+const ztreeFan = 59
+
+// The node's size class; the build fails if the node outgrows it.
+var _ [1024 - unsafe.Sizeof(znode{})]byte
+
+// ztreeMaxBytes and ztreeMaxMember (the longest member) are variables so
+// that a test can make them small.
+var (
+	ztreeMaxBytes  = 1 << 30
+	ztreeMaxMember = MaxStringLen
+)
 
 type znode struct {
 	mem   []byte            // member bytes, append-only below len (see ztree)
@@ -48,8 +60,9 @@ type znode struct {
 	cow   uint64            // the id of the tree that owns this node
 	n     int               // entries (leaf) or children (inner)
 	count int               // entries in the subtree
+	live  int               // bytes of the slots' members
 	k     [ztreeFan]uint64
-	off   [ztreeFan]uint64 // member i is mem[off[i]:][:ln[i]&zlenMask]
+	off   [ztreeFan]uint32 // member i is mem[off[i]:][:ln[i]&zlenMask]
 	ln    [ztreeFan]uint32 // and the one-bit value of a tree without values
 }
 
@@ -115,11 +128,14 @@ func (n *znode) setValue(i int, v uint64) {
 	n.ln[i] = n.ln[i]&zlenMask | uint32(v&1)<<31
 }
 
-// setSlot fills slot i with (k, v, m), m's bytes appended to n's buffer.
+// setSlot fills slot i, empty or to be overwritten, with (k, v, m), m's
+// bytes appended to n's buffer.
 func (n *znode) setSlot(i int, k, v uint64, m string) {
+	n.live -= int(n.ln[i] & zlenMask)
 	n.k[i], n.ln[i] = k, 0
 	n.off[i] = n.putMem(m)
 	n.ln[i] = uint32(len(m))
+	n.live += len(m)
 	if n.kids == nil {
 		n.setValue(i, v)
 	}
@@ -182,7 +198,7 @@ func (t *ztree) mut(n *znode) *znode {
 
 // putMem appends m's bytes to n's buffer, building a compact new buffer
 // when it is full, and returns their offset.
-func (n *znode) putMem(m string) uint64 {
+func (n *znode) putMem(m string) uint32 {
 	if len(m) == 0 {
 		return 0
 	}
@@ -191,21 +207,17 @@ func (n *znode) putMem(m string) uint64 {
 	}
 	off := len(n.mem)
 	n.mem = append(n.mem, m...)
-	return uint64(off)
+	return uint32(off)
 }
 
 // compact moves n's members into a new buffer with room for extra more
 // bytes; the old buffer stays as it is for whoever aliases it.
 func (n *znode) compact(extra int) {
-	live := 0
-	for i := range n.n {
-		live += int(n.ln[i] & zlenMask)
-	}
-	need := live + extra
+	need := n.live + extra
 	b := make([]byte, 0, need+need/4+8)
 	for i := range n.n {
 		m := n.member(i)
-		n.off[i] = uint64(len(b))
+		n.off[i] = uint32(len(b))
 		b = append(b, m...)
 	}
 	n.mem = b
@@ -224,12 +236,14 @@ func (n *znode) insertAt(i int, k, v uint64, m string) {
 		copy(n.kids.count[i+1:n.n+1], n.kids.count[i:n.n])
 	}
 	n.n++
+	n.ln[i] = 0
 	n.setSlot(i, k, v, m)
 }
 
 // removeAt removes slot i of n; its bytes stay in the buffer until the
 // next compaction.
 func (n *znode) removeAt(i int) {
+	n.live -= int(n.ln[i] & zlenMask)
 	copy(n.k[i:], n.k[i+1:n.n])
 	copy(n.off[i:], n.off[i+1:n.n])
 	copy(n.ln[i:], n.ln[i+1:n.n])
@@ -259,6 +273,7 @@ func (t *ztree) split(n *znode, at int) (right *znode, sk uint64, sm string) {
 	sk, sm = n.k[at], n.member(at)
 	if n.kids != nil {
 		// The right node's first child needs no separator.
+		right.live -= int(right.ln[0])
 		right.ln[0], right.off[0], right.k[0] = 0, 0, 0
 	}
 	for i := n.n - 1; i >= at; i-- {
@@ -282,7 +297,7 @@ func (n *znode) appendSlot(src *znode, i int) {
 	}
 }
 
-// last reports whether (k, m) sorts after every entry or separator of n.
+// after reports whether (k, m) sorts after every entry or separator of n.
 func (n *znode) after(k uint64, m string) bool {
 	i := n.n - 1
 	if n.kids != nil && i == 0 {
@@ -291,11 +306,26 @@ func (n *znode) after(k uint64, m string) bool {
 	return zkeyLess(n.k[i], n.member(i), k, m)
 }
 
+// full reports whether n must split before m goes into it or under it.
+// A node that is full by its bytes has at least two members.
+func (n *znode) full(m string) bool {
+	return n.n == ztreeFan || n.live+len(m) > ztreeMaxBytes
+}
+
 // splitPoint is where a full node splits before (k, m) goes into it: in
 // the middle, or near the end when (k, m) goes past its end, so a set
-// built in order fills its nodes.
+// built in order fills its nodes; by bytes when its bytes filled it.
 func splitPoint(n *znode, k uint64, m string, rightmost bool) int {
-	if rightmost && n.after(k, m) {
+	switch {
+	case n.n < ztreeFan:
+		half := 0
+		for i := range n.n - 1 {
+			if half += int(n.ln[i] & zlenMask); half >= n.live/2 {
+				return max(i, 1)
+			}
+		}
+		return n.n - 1
+	case rightmost && n.after(k, m):
 		return n.n - 1
 	}
 	return n.n / 2
@@ -308,7 +338,7 @@ func (t *ztree) set(k, v uint64, m string) (replaced bool) {
 		t.root = t.newLeaf()
 	}
 	t.root = t.mut(t.root)
-	if t.root.n == ztreeFan {
+	if t.root.full(m) {
 		left := t.root
 		right, sk, sm := t.split(left, splitPoint(left, k, m, true))
 		root := &znode{cow: t.cow, kids: &zkids{}, n: 2, count: left.count + right.count}
@@ -335,7 +365,7 @@ func (t *ztree) setIn(n *znode, k, v uint64, m string) bool {
 	i := n.child(k, m)
 	c := t.mut(n.kids.node[i])
 	n.kids.node[i] = c
-	if c.n == ztreeFan {
+	if c.full(m) {
 		right, sk, sm := t.split(c, splitPoint(c, k, m, i == n.n-1))
 		n.insertAt(i+1, sk, 0, sm)
 		n.kids.node[i+1], n.kids.count[i+1] = right, right.count
@@ -410,11 +440,17 @@ func (t *ztree) rebalance(n *znode, i int) {
 	case c.n == 0:
 		n.removeAt(i)
 	case c.n >= ztreeFan/4:
-	case i > 0 && n.kids.node[i-1].n+c.n <= ztreeFan:
+	case i > 0 && fitTogether(n.kids.node[i-1], c):
 		t.merge(n, i-1)
-	case i+1 < n.n && n.kids.node[i+1].n+c.n <= ztreeFan:
+	case i+1 < n.n && fitTogether(c, n.kids.node[i+1]):
 		t.merge(n, i)
 	}
+}
+
+// fitTogether reports whether neighbours a and b fit in one node, with a
+// separator between them.
+func fitTogether(a, b *znode) bool {
+	return a.n+b.n <= ztreeFan && a.live+b.live <= ztreeMaxBytes-ztreeMaxMember
 }
 
 // merge moves child i+1 of n into child i.

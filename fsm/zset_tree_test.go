@@ -73,6 +73,16 @@ func checkZTree(t *testing.T, tr *ztree, want []zrefEnt) {
 		if n.n == 0 {
 			t.Fatalf("empty node")
 		}
+		live := 0
+		for i := range n.n {
+			live += len(n.member(i))
+		}
+		if live != n.live {
+			t.Fatalf("node says its members take %d bytes, they take %d", n.live, live)
+		}
+		if live > 2*ztreeMaxBytes+ztreeMaxMember || cap(n.mem) > 3*ztreeMaxBytes {
+			t.Fatalf("node holds %d bytes in a buffer of %d (most: %d)", live, cap(n.mem), ztreeMaxBytes)
+		}
 		if n.kids == nil {
 			for i := range n.n {
 				if lo != nil && zkeyLess(n.k[i], n.member(i), lo.k, lo.m) {
@@ -124,11 +134,17 @@ func firstDiff(a, b []zrefEnt) int {
 // writes, many keys equal so members decide the order, and compares them,
 // with copies taken along the way that must keep their contents.
 func TestZTreeModel(t *testing.T) {
-	t.Run("values", func(t *testing.T) { testZTreeModel(t, true) })
-	t.Run("bits", func(t *testing.T) { testZTreeModel(t, false) })
+	t.Run("values", func(t *testing.T) { testZTreeModel(t, true, false) })
+	t.Run("bits", func(t *testing.T) { testZTreeModel(t, false, false) })
+	// Nodes limited by bytes as by count, with a small limit.
+	t.Run("long-members", func(t *testing.T) {
+		defer func(b, m int) { ztreeMaxBytes, ztreeMaxMember = b, m }(ztreeMaxBytes, ztreeMaxMember)
+		ztreeMaxBytes, ztreeMaxMember = 3000, 600
+		testZTreeModel(t, true, true)
+	})
 }
 
-func testZTreeModel(t *testing.T, withValues bool) {
+func testZTreeModel(t *testing.T, withValues, long bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tr, ref := newZTree(withValues), &zref{}
 	type frozen struct {
@@ -136,7 +152,13 @@ func testZTreeModel(t *testing.T, withValues bool) {
 		want []zrefEnt
 	}
 	var copies []frozen
-	member := func() string { return fmt.Sprintf("m%d", rng.IntN(30000)) }
+	member := func() string {
+		m := fmt.Sprintf("m%d", rng.IntN(30000))
+		if long {
+			m += strings.Repeat("x", rng.IntN(ztreeMaxMember-len(m)))
+		}
+		return m
+	}
 	for step := range 60_000 {
 		k := uint64(rng.IntN(50))
 		m := member()
@@ -255,4 +277,32 @@ func TestScoreKeyOrder(t *testing.T) {
 	if scoreKey(negZero) != scoreKey(0) {
 		t.Fatalf("-0 and 0 have different keys")
 	}
+}
+
+// TestZTreeCopiesDiverge writes different entries into a tree and its
+// copy: neither may see the other's, though they share nodes (and those
+// nodes' buffers) until each writes them.
+func TestZTreeCopiesDiverge(t *testing.T) {
+	a, ra := newZTree(true), &zref{}
+	for i := range 3000 {
+		m := fmt.Sprintf("base-%d", i)
+		a.set(uint64(i%13), uint64(i), m)
+		ra.set(uint64(i%13), uint64(i), m)
+	}
+	b, rb := a.copy(), &zref{ents: slices.Clone(ra.ents)}
+	for i := range 3000 {
+		k := uint64(i % 13)
+		ma, mb := fmt.Sprintf("a-%d", i), fmt.Sprintf("b-%d", i)
+		a.set(k, 1, ma)
+		ra.set(k, 1, ma)
+		b.set(k, 2, mb)
+		rb.set(k, 2, mb)
+		if i%3 == 0 {
+			e := ra.ents[i]
+			a.delete(e.k, e.m)
+			ra.delete(e.k, e.m)
+		}
+	}
+	checkZTree(t, a, ra.ents)
+	checkZTree(t, b, rb.ents)
 }
