@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -472,12 +473,20 @@ func writeZSet(w *snapWriter, it *item) {
 	z := it.obj.(*zsetObj)
 	w.buf = append(w.buf, 1)
 	w.uvarint(uint64(z.card()))
+	i := 0
 	z.byScore.walk(0, false, func(k, neg uint64, m string) bool {
 		w.string(m)
 		w.float(scoreOf(k, neg))
+		if i++; i%zsetWriteYield == 0 {
+			runtime.Gosched()
+		}
 		return w.ok()
 	})
 }
+
+// zsetWriteYield is how many members writeZSet writes between yields of
+// its goroutine (see writeZSet).
+const zsetWriteYield = 1024
 
 // maxZSetCount bounds a restored sorted set's member count.
 const maxZSetCount = 1 << 32
