@@ -91,6 +91,55 @@ func BenchmarkZRangeSmall(b *testing.B) {
 	})
 }
 
+// BenchmarkZAddUnchanged is redis-benchmark's ZADD: "ZADD myzset 0
+// element:__rand_int__" without -r, the same member at the same score
+// into a one-member set, so nothing changes.
+func BenchmarkZAddUnchanged(b *testing.B) {
+	s := NewStore()
+	cmds := []Command{{Op: OpZAdd, Args: [][]byte{[]byte("myzset"), ScoreArg(0), []byte("element:__rand_int__")}}}
+	s.Apply(0, t0, cmds)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Apply(0, t0, cmds)
+	}
+}
+
+// BenchmarkZPopMinMissing is redis-benchmark's ZPOPMIN once its set is
+// empty: a pop from a missing key.
+func BenchmarkZPopMinMissing(b *testing.B) {
+	s := NewStore()
+	cmds := []Command{{Op: OpZPop, Args: [][]byte{[]byte("myzset")}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Apply(0, t0, cmds)
+	}
+}
+
+// BenchmarkZAddSmallNew adds a member to, and removes it from, a
+// 10-member (packed) set.
+func BenchmarkZAddSmallNew(b *testing.B) {
+	s := NewStore()
+	loadZSet(s, "z", 10)
+	add := []Command{{Op: OpZAdd, Args: [][]byte{[]byte("z"), ScoreArg(5), []byte("new")}}}
+	rem := []Command{{Op: OpZRem, Args: [][]byte{[]byte("z"), []byte("new")}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Apply(0, t0, add)
+		s.Apply(0, t0, rem)
+	}
+}
+
+func BenchmarkParseScore(b *testing.B) {
+	b.ReportAllocs()
+	for _, in := range []string{"0", "1234", "1.5", "-inf"} {
+		b.Run(in, func(b *testing.B) {
+			for b.Loop() {
+				ParseScore([]byte(in))
+			}
+		})
+	}
+}
+
 // BenchmarkZPopMinLarge pops from a 1M-member set, refilling it.
 func BenchmarkZPopMinLarge(b *testing.B) {
 	s := NewStore()
