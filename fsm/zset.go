@@ -23,10 +23,12 @@ import (
 //	packed = count:uvarint (len:uvarint member score:8 bytes LE)*count
 //
 // entries in (score, member) order. A write builds a new buffer. Past the
-// thresholds it becomes a zsetObj ("skiplist"): a B-tree of (score,
-// member) whose counted nodes give ranks in O(log n), and a B-tree of
+// thresholds it becomes a zsetObj ("skiplist"): a B+tree of (score,
+// member) whose counted nodes give ranks in O(log n), and a B+tree of
 // (memberHash, member) -> score for ZSCORE and ZSCAN's cursor. Both are
-// copy-on-write (tidwall/btree's Copy), so a snapshot shares them. Like
+// ztrees (zset_tree.go): copy-on-write, so a snapshot shares them, and
+// holding members in flat buffers, so a big set costs the garbage
+// collector a few objects per node rather than one per member. Like
 // Redis, a sorted set never goes back to the packed form, except when a
 // command rewrites the whole key (ZUNIONSTORE, ZRANGESTORE, ...).
 
