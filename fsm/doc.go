@@ -125,9 +125,14 @@
 // (-0 equal to 0) and members bytewise. While small (Limits'
 // zset-max-listpack-entries and -value) it is packed in the item's buffer
 // as a count and (member, score) entries in order, rebuilt on each write;
-// past that it is a zsetObj of two copy-on-write B-trees, one by (score,
-// member) whose counted nodes give ranks, one by (memberHash, member) for
-// scores and ZSCAN's cursor. Snapshots keep the form. Writes that can wake
+// past that it is a zsetObj of two copy-on-write B+trees of its own
+// (zset_tree.go), one by (score, member) whose counted nodes give ranks,
+// one by (memberHash, member) for scores and ZSCAN's cursor. Their nodes
+// hold members in flat append-only buffers, not as Go strings, so the
+// garbage collector traces a few objects per 59 members, not one per
+// member. Snapshots keep the form, and a snapshot streams a big set
+// yielding its goroutine every 1024 members so writers are not kept from
+// a P. Writes that can wake
 // a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key.
 //
 // # Bitmaps, COPY, slots

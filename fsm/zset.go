@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"unsafe"
-
-	"github.com/tidwall/btree"
 )
 
 // Sorted sets: the value's two forms, the snapshot encoding and the kind
@@ -25,10 +23,12 @@ import (
 //	packed = count:uvarint (len:uvarint member score:8 bytes LE)*count
 //
 // entries in (score, member) order. A write builds a new buffer. Past the
-// thresholds it becomes a zsetObj ("skiplist"): a B-tree of (score,
-// member) whose counted nodes give ranks in O(log n), and a B-tree of
+// thresholds it becomes a zsetObj ("skiplist"): a B+tree of (score,
+// member) whose counted nodes give ranks in O(log n), and a B+tree of
 // (memberHash, member) -> score for ZSCORE and ZSCAN's cursor. Both are
-// copy-on-write (tidwall/btree's Copy), so a snapshot shares them. Like
+// ztrees (zset_tree.go): copy-on-write, so a snapshot shares them, and
+// holding members in flat buffers, so a big set costs the garbage
+// collector a few objects per node rather than one per member. Like
 // Redis, a sorted set never goes back to the packed form, except when a
 // command rewrites the whole key (ZUNIONSTORE, ZRANGESTORE, ...).
 
@@ -156,77 +156,103 @@ func zentLess(a, b zent) bool {
 	return a.member < b.member
 }
 
-// zmem is the member index's entry.
-type zmem struct {
-	hash   uint64
-	member string
-	score  float64
-}
-
-func zmemLess(a, b zmem) bool {
-	if a.hash != b.hash {
-		return a.hash < b.hash
-	}
-	return a.member < b.member
-}
-
-// zsetObj is a sorted set's large form.
+// zsetObj is a sorted set's large form: two ztrees, byScore of
+// (scoreKey(score), member) -> whether the score is -0 (see scoreOf),
+// whose counts give ranks, and byMember of (memberHash, member) -> score
+// bits, for ZSCORE and ZSCAN's cursor. Both hold the member's bytes themselves, in their nodes'
+// buffers.
 type zsetObj struct {
-	byScore  *btree.BTreeG[zent]
-	byMember *btree.BTreeG[zmem]
+	byScore  *ztree
+	byMember *ztree
 	bytes    int64 // the entries' share of size()
 	gen      uint64
 }
 
-var zsetTreeOptions = btree.Options{NoLocks: true, Degree: 64}
-
 func newZSetObj() *zsetObj {
-	return &zsetObj{
-		byScore:  btree.NewBTreeGOptions(zentLess, zsetTreeOptions),
-		byMember: btree.NewBTreeGOptions(zmemLess, zsetTreeOptions),
-	}
+	return &zsetObj{byScore: newZTree(false), byMember: newZTree(true)}
 }
 
-// Per-entry memory of the large form: a slot in each tree, with the slack
-// of half-full nodes, and the member's bytes (shared by both trees).
+// negZero is byScore's value for a score: 1 for -0, which the large form
+// keeps (as Redis's skiplist does) though it orders it as 0.
+func negZero(f float64) uint64 {
+	if f == 0 && math.Signbit(f) {
+		return 1
+	}
+	return 0
+}
+
+// scoreOf is the score of a byScore entry.
+func scoreOf(k, neg uint64) float64 {
+	if neg != 0 {
+		return math.Copysign(0, -1)
+	}
+	return keyScore(k)
+}
+
+// scoreKey maps a score to a uint64 of the same order (-0 as 0); NaN is
+// never stored.
+func scoreKey(f float64) uint64 {
+	b := math.Float64bits(packedScore0(f))
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// keyScore is scoreKey's inverse (-0 comes back as 0).
+func keyScore(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// Per-entry memory of the large form, estimated: a slot in a node of
+// each tree (a 1280-byte node, and in the member index a 480-byte array
+// of values, hold ztreeFan slots and are about 70% full), and the member's
+// bytes in each, with the slack of append-only buffers.
 const (
-	zentSlotBytes = int64(unsafe.Sizeof(zent{})) * 5 / 4
-	zmemSlotBytes = int64(unsafe.Sizeof(zmem{})) * 5 / 4
-	zsetObjBytes  = int64(unsafe.Sizeof(zsetObj{})) + 2*64
+	zsetSlotBytes = (2*1280 + 480) / 2 / (ztreeFan * 7 / 10)
+	zsetObjBytes  = int64(unsafe.Sizeof(zsetObj{})) + 2*int64(unsafe.Sizeof(ztree{}))
 )
 
-func zentBytes(m string) int64 { return zentSlotBytes + zmemSlotBytes + int64(roundAlloc(len(m))) }
+func zentBytes(m string) int64 { return 2*zsetSlotBytes + 5*int64(len(m))/2 }
 
 func (z *zsetObj) clone() object {
-	return &zsetObj{byScore: z.byScore.Copy(), byMember: z.byMember.Copy(), bytes: z.bytes}
+	return &zsetObj{byScore: z.byScore.copy(), byMember: z.byMember.copy(), bytes: z.bytes}
 }
 func (z *zsetObj) size() int64     { return zsetObjBytes + z.bytes }
 func (z *zsetObj) cowGen() *uint64 { return &z.gen }
-func (z *zsetObj) card() int       { return z.byScore.Len() }
+func (z *zsetObj) card() int       { return z.byScore.len() }
 
 func (z *zsetObj) score(m string) (float64, bool) {
-	e, ok := z.byMember.Get(zmem{hash: memberHashString(m), member: m})
-	return e.score, ok
+	v, ok := z.byMember.get(memberHashString(m), m)
+	return math.Float64frombits(v), ok
 }
 
-// insert adds a member that is not there; m must be owned by the set.
+// insert adds a member that is not there (the trees copy its bytes).
 func (z *zsetObj) insert(m string, s float64) {
-	z.byScore.Set(zent{s, m})
-	z.byMember.Set(zmem{memberHashString(m), m, s})
+	z.byScore.set(scoreKey(s), negZero(s), m)
+	z.byMember.set(memberHashString(m), math.Float64bits(s), m)
 	z.bytes += zentBytes(m)
 }
 
 func (z *zsetObj) setScore(m string, old, s float64) {
-	prev, _ := z.byScore.Delete(zent{old, m})
-	m = prev.member // keep the set's own copy of the bytes
-	z.byScore.Set(zent{s, m})
-	z.byMember.Set(zmem{memberHashString(m), m, s})
+	z.byScore.delete(scoreKey(old), m)
+	z.byScore.set(scoreKey(s), negZero(s), m)
+	z.byMember.set(memberHashString(m), math.Float64bits(s), m)
 }
 
 func (z *zsetObj) remove(m string, s float64) {
-	z.byScore.Delete(zent{s, m})
-	z.byMember.Delete(zmem{hash: memberHashString(m), member: m})
+	z.byScore.delete(scoreKey(s), m)
+	z.byMember.delete(memberHashString(m), m)
 	z.bytes -= zentBytes(m)
+}
+
+// at returns the entry of rank i; its member aliases the tree.
+func (z *zsetObj) at(i int) zent {
+	k, neg, m := z.byScore.at(i)
+	return zent{scoreOf(k, neg), m}
 }
 
 // zview reads a sorted set in either form by rank: a packed set decoded
@@ -245,16 +271,18 @@ func (v zview) card() int {
 
 func (v zview) at(i int) zent {
 	if v.obj != nil {
-		e, _ := v.obj.byScore.GetAt(i)
-		return e
+		return v.obj.at(i)
 	}
 	return v.ents[i]
 }
 
 // search returns the first rank whose entry before reports false, before
-// being true for a prefix of the order and false after it. On the large
-// form it is a binary search over GetAt, O(log² n).
+// being true for a prefix of the order and false after it: O(log n) on
+// either form. before sees a score of -0 as 0.
 func (v zview) search(before func(zent) bool) int {
+	if v.obj != nil {
+		return v.obj.byScore.search(func(k uint64, m string) bool { return before(zent{keyScore(k), m}) })
+	}
 	lo, hi := 0, v.card()
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -296,12 +324,9 @@ func (v zview) each(i int, rev bool, fn func(zent) bool) {
 		}
 		return
 	}
-	pivot, _ := v.obj.byScore.GetAt(i)
-	if rev {
-		v.obj.byScore.Descend(pivot, fn)
-	} else {
-		v.obj.byScore.Ascend(pivot, fn)
-	}
+	v.obj.byScore.walk(i, rev, func(k, neg uint64, m string) bool {
+		return fn(zent{scoreOf(k, neg), m})
+	})
 }
 
 // zsetView returns the view of a sorted set item.
@@ -369,24 +394,27 @@ func encodePacked(ents []zent) []byte {
 }
 
 // buildZSetObj builds the large form of ents, which are in order; the
-// members are copied.
+// members are copied. In order, each tree fills its nodes.
 func buildZSetObj(ents []zent) *zsetObj {
 	z := newZSetObj()
-	mems := make([]zmem, len(ents))
-	for i, e := range ents {
-		m := strings.Clone(e.member)
-		z.byScore.Load(zent{e.score, m})
-		mems[i] = zmem{memberHashString(m), m, e.score}
-		z.bytes += zentBytes(m)
+	type hashed struct {
+		hash uint64
+		zent
 	}
-	slices.SortFunc(mems, func(a, b zmem) int {
-		if zmemLess(a, b) {
+	mems := make([]hashed, len(ents))
+	for i, e := range ents {
+		z.byScore.set(scoreKey(e.score), negZero(e.score), e.member)
+		mems[i] = hashed{memberHashString(e.member), e}
+		z.bytes += zentBytes(e.member)
+	}
+	slices.SortFunc(mems, func(a, b hashed) int {
+		if zkeyLess(a.hash, a.member, b.hash, b.member) {
 			return -1
 		}
 		return 1
 	})
 	for _, e := range mems {
-		z.byMember.Load(e)
+		z.byMember.set(e.hash, math.Float64bits(e.score), e.member)
 	}
 	return z
 }
@@ -447,12 +475,20 @@ func writeZSet(w *snapWriter, it *item) {
 	z := it.obj.(*zsetObj)
 	w.buf = append(w.buf, 1)
 	w.uvarint(uint64(z.card()))
-	z.byScore.Scan(func(e zent) bool {
-		w.string(e.member)
-		w.float(e.score)
+	i := 0
+	z.byScore.walk(0, false, func(k, neg uint64, m string) bool {
+		w.string(m)
+		w.float(scoreOf(k, neg))
+		if i++; i%zsetWriteYield == 0 {
+			runtime.Gosched()
+		}
 		return w.ok()
 	})
 }
+
+// zsetWriteYield is how many members writeZSet writes between yields of
+// its goroutine (see writeZSet).
+const zsetWriteYield = 1024
 
 // maxZSetCount bounds a restored sorted set's member count.
 const maxZSetCount = 1 << 32
@@ -474,8 +510,10 @@ func readZSet(r *snapReader, it *item) {
 		n := r.count(maxZSetCount)
 		z := newZSetObj()
 		var prev zent
+		var buf, prevBuf []byte
 		for i := uint64(0); i < n && r.err == nil; i++ {
-			m := string(r.bytes(nil))
+			buf = r.bytes(buf[:0])
+			m := unsafeString(buf) // the trees copy it
 			s := r.float()
 			e := zent{s, m}
 			switch {
@@ -488,13 +526,13 @@ func readZSet(r *snapReader, it *item) {
 				r.fail(fmt.Errorf("%w: sorted set member %d out of order", ErrCorrupt, i))
 				return
 			}
-			if _, dup := z.byMember.Set(zmem{memberHashString(m), m, s}); dup {
+			if z.byMember.set(memberHashString(m), math.Float64bits(s), m) {
 				r.fail(fmt.Errorf("%w: sorted set member %d repeated", ErrCorrupt, i))
 				return
 			}
-			z.byScore.Load(e)
+			z.byScore.set(scoreKey(s), negZero(s), m)
 			z.bytes += zentBytes(m)
-			prev = e
+			prev, buf, prevBuf = e, prevBuf, buf
 		}
 		it.obj = z
 	default:

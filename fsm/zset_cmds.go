@@ -592,15 +592,17 @@ func readZScan(s *Store, now int64, c *Command) Reply {
 	count := max(c.Int2, 1)
 	var visited int64
 	var last, next uint64
-	it.obj.(*zsetObj).byMember.Ascend(zmem{hash: uint64(c.Int)}, func(e zmem) bool {
-		if visited >= count && e.hash != last {
-			next = e.hash
+	idx := it.obj.(*zsetObj).byMember
+	from := idx.search(func(h uint64, _ string) bool { return h < uint64(c.Int) })
+	idx.walk(from, false, func(h, s uint64, m string) bool {
+		if visited >= count && h != last {
+			next = h
 			return false
 		}
 		visited++
-		last = e.hash
-		if match(e.member) {
-			out = append(out, memberReply(e.member), BulkReply(formatScore(e.score)))
+		last = h
+		if match(m) {
+			out = append(out, memberReply(m), BulkReply(formatScore(math.Float64frombits(s))))
 		}
 		return true
 	})

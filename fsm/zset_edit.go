@@ -21,33 +21,47 @@ type zedit struct {
 	editing bool
 	before  int64
 
-	// The packed form, decoded: members alias the old buffer or the
-	// command's arguments until commit copies them.
+	// The packed form, decoded once it is needed (decoded): members alias
+	// the old buffer or the command's arguments until commit copies them.
+	// Before that, reads go to the buffer, so a write that changes
+	// nothing allocates nothing.
 	ents      []zent
+	decoded   bool
 	converted bool // the packed form outgrew the limits: obj is new
 	dirty     bool
 }
 
 // openZSetLocked starts a write to key; wrong reports a key of another
-// type.
-func (s *Store) openZSetLocked(now int64, key []byte) (e *zedit, wrong bool) {
+// type. The zedit is returned by value so that it can live on the
+// caller's stack.
+func (s *Store) openZSetLocked(now int64, key []byte) (e zedit, wrong bool) {
 	it, ok, wrong := s.lookupLocked(now, key, kindZSet)
 	if wrong {
-		return nil, true
+		return zedit{}, true
 	}
-	e = &zedit{s: s, key: key, it: it, exists: ok}
-	switch {
-	case ok && it.obj != nil:
+	e = zedit{s: s, key: key, it: it, exists: ok, decoded: !ok}
+	if ok && it.obj != nil {
 		e.obj = it.obj.(*zsetObj)
-	case ok:
-		e.ents = decodePacked(it.val, nil)
 	}
 	return e, false
 }
 
+// decode decodes a packed set, if it has not been.
+func (e *zedit) decode() {
+	if !e.decoded {
+		e.decoded = true
+		if e.obj == nil {
+			e.ents = decodePacked(e.it.val, nil)
+		}
+	}
+}
+
 func (e *zedit) card() int {
-	if e.obj != nil {
+	switch {
+	case e.obj != nil:
 		return e.obj.card()
+	case !e.decoded:
+		return packedCard(e.it.val)
 	}
 	return len(e.ents)
 }
@@ -56,15 +70,21 @@ func (e *zedit) view() zview {
 	if e.obj != nil {
 		return zview{obj: e.obj}
 	}
+	e.decode()
 	return zview{ents: e.ents}
 }
 
 func (e *zedit) score(m []byte) (float64, bool) {
+	if e.obj == nil && !e.decoded {
+		return packedScore(e.it.val, m)
+	}
 	return e.view().score(unsafeString(m))
 }
 
-// touch makes the large form writable.
+// touch makes the set writable: the packed form decoded, the large form
+// cloned if a snapshot shares it.
 func (e *zedit) touch() {
+	e.decode()
 	e.dirty = true
 	if e.obj != nil && !e.editing && !e.converted {
 		e.before = e.s.editLocked(&e.it)
@@ -89,7 +109,7 @@ func (e *zedit) packedIndex(x zent) (int, bool) {
 func (e *zedit) add(m []byte, score float64) {
 	e.touch()
 	if e.obj != nil {
-		e.obj.insert(string(m), score)
+		e.obj.insert(unsafeString(m), score)
 		return
 	}
 	// As zsetAdd: a packed set that the member would take past the
@@ -97,7 +117,7 @@ func (e *zedit) add(m []byte, score float64) {
 	l := &e.s.limits
 	if int64(len(e.ents)+1) > l.ZSetMaxListpackEntries || int64(len(m)) > l.ZSetMaxListpackValue {
 		e.obj, e.ents, e.converted = buildZSetObj(e.ents), nil, true
-		e.obj.insert(string(m), score)
+		e.obj.insert(unsafeString(m), score)
 		return
 	}
 	x := zent{packedScore0(score), unsafeString(m)}
@@ -151,9 +171,8 @@ func (e *zedit) removeRange(from, to int) {
 		return
 	}
 	for range to - from {
-		x, _ := e.obj.byScore.DeleteAt(from)
-		e.obj.byMember.Delete(zmem{hash: memberHashString(x.member), member: x.member})
-		e.obj.bytes -= zentBytes(x.member)
+		x := e.obj.at(from)
+		e.obj.remove(x.member, x.score)
 	}
 }
 

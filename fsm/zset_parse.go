@@ -18,7 +18,35 @@ func ParseScore(b []byte) (float64, bool) {
 	if len(b) == 0 || isCSpace(b[0]) {
 		return 0, false
 	}
+	if f, ok := parseSmallInt(b); ok {
+		return f, true
+	}
 	return parseStrtod(b)
+}
+
+// parseSmallInt parses the common score: an optional '-' and one to 15
+// decimal digits, which a float64 holds exactly, so the result is
+// strtod's (-0 included). ok is false for anything else.
+func parseSmallInt(b []byte) (float64, bool) {
+	neg := b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		return -float64(n), true
+	}
+	return float64(n), true
 }
 
 // ParseScoreBound parses one end of a score range as Redis's
@@ -80,9 +108,10 @@ func parseStrtod(b []byte) (float64, bool) {
 }
 
 // hexFloat is b as strconv.ParseFloat takes it: strtod reads a hex float
-// without a binary exponent ("0x10"), Go needs one.
+// without a binary exponent ("0x10"), Go needs one. The result may alias
+// b (ParseFloat keeps no reference to its argument; its errors copy it).
 func hexFloat(b []byte) string {
-	s := string(b)
+	s := unsafeString(b)
 	body := s
 	if len(body) > 0 && (body[0] == '+' || body[0] == '-') {
 		body = body[1:]

@@ -438,6 +438,18 @@ func TestZSetRestoreCorrupt(t *testing.T) {
 	}
 }
 
+// TestParseSmallInt checks the integer fast path against the general
+// parse.
+func TestParseSmallInt(t *testing.T) {
+	for _, in := range []string{"0", "-0", "1", "-1", "42", "100000", "-987654321", "123456789012345", "-000000000000001"} {
+		got, ok := parseSmallInt([]byte(in))
+		want, wok := parseStrtod([]byte(in))
+		if !ok || !wok || math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("parseSmallInt(%q) = %v, %v; parseStrtod gives %v, %v", in, got, ok, want, wok)
+		}
+	}
+}
+
 func TestParseScore(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -448,6 +460,10 @@ func TestParseScore(t *testing.T) {
 		{"-Infinity", math.Inf(-1), true}, {"0x10", 16, true}, {"1e-400", 0, false},
 		{"5e-324", 5e-324, true}, {"1e400", 0, false}, {"nan", 0, false}, {" 1", 0, false},
 		{"1 ", 0, false}, {"", 0, false}, {"0e-400", 0, true}, {"1_0", 0, false}, {"0x", 0, false},
+		// parseSmallInt's and around it.
+		{"0", 0, true}, {"-", 0, false}, {"+5", 5, true}, {"007", 7, true}, {"-12", -12, true},
+		{"12a", 0, false}, {"--1", 0, false}, {"999999999999999", 999999999999999, true},
+		{"-9999999999999999", -9999999999999999, true}, {"12345678901234567890", 12345678901234567890, true},
 	} {
 		got, ok := ParseScore([]byte(tc.in))
 		if ok != tc.ok || (ok && math.Float64bits(got) != math.Float64bits(tc.want)) {
