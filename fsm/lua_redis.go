@@ -146,7 +146,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if err := cmd.Validate(); err != nil {
 		panic(err)
 	}
-	return sp.read(s, run.now, cmd)
+	return s.readInsideLocked(run.now, cmd, !run.readOnly)
 }
 
 // errReplyArgs is what redis.error_reply and redis.status_reply return

@@ -127,3 +127,14 @@ func TestNotifyInsideExec(t *testing.T) {
 		t.Fatalf("EXEC announced %q, want %q", got, want)
 	}
 }
+
+// TestNotifyReadInsideExec: a read inside a transaction announces its
+// keymiss in its place among the transaction's events, as Redis does.
+func TestNotifyReadInsideExec(t *testing.T) {
+	s, l := notifyingStore(NotifyAll | NotifyKeyMiss)
+	exec := ExecCommand(nil, nil, []Command{c(OpSet, "a", "1"), c(OpGet, "missing"), c(OpSet, "b", "2")})
+	s.Apply(0, 1000, []Command{exec})
+	if got, want := l.take(), []string{"set:a", "keymiss:missing", "set:b"}; !slices.Equal(got, want) {
+		t.Fatalf("EXEC announced %q, want %q", got, want)
+	}
+}

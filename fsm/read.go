@@ -59,6 +59,25 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 	return ev, s.notify.hook
 }
 
+// readInsideLocked answers a read that runs inside a transaction or a
+// script, with its keymiss events. Under the exclusive lock (EXEC, a
+// script that may write) they join the entry's events, in order with its
+// writes'; under the shared lock (a read-only script) the entry's list
+// cannot be appended to, and they go to the hook at once, as a read's do
+// (the hook only publishes).
+func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
+	r := c.Op.spec().read(s, now, c)
+	if !s.wantLocked(NotifyKeyMiss) {
+		return r
+	}
+	if exclusive {
+		s.missesLocked(now, c, func(key []byte) { s.notifyLocked(NotifyKeyMiss, "keymiss", key) })
+	} else if ev, hook := s.readMissesLocked(now, c); hook != nil {
+		hook(ev)
+	}
+	return r
+}
+
 // get is GET, the most frequent command, without Read's general checks and
 // deferred unlock.
 func (s *Store) get(now int64, key []byte) Reply {
