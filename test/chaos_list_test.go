@@ -45,7 +45,7 @@ func TestChaosList(t *testing.T) {
 	for k := range 8 {
 		keys = append(keys, fmt.Sprintf("chaoslist:%c", 'a'+k))
 	}
-	h := &listHistory{opHistory[listOp]{origin: time.Now()}}
+	h := &listHistory{origin: time.Now()}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := range chaosWorkers {
@@ -53,13 +53,13 @@ func TestChaosList(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			lw := &listHistWorker{h: h, id: w, client: w, stride: chaosWorkers, nodes: nodes, keys: keys,
-				rng: rand.New(rand.NewSource(seed + int64(w)))}
+				rng: rand.New(rand.NewSource(seed + int64(w))), next: listNext}
 			lw.run(stop)
 		}()
 	}
 	stopped := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopped)
-	h.waitOK(t, chaosMinOK)
+	waitOK(t, h, chaosMinOK)
 	for end := time.Now().Add(*flagChaosListTime); time.Now().Before(end); {
 		f := c.draw(c.schedule)
 		c.faults[f.name]++
@@ -67,7 +67,7 @@ func TestChaosList(t *testing.T) {
 		c.settle()
 		time.Sleep(c.between(0, 2*chaosElection)) // a quiet spell between faults; not synchronisation
 	}
-	h.waitOK(t, h.countOK()+chaosMinOK)
+	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stopped()
 
 	// A final linearizable read of each list, part of the history, so a
@@ -139,30 +139,13 @@ type listOp struct {
 	ErrReply bool
 }
 
-// listHistory is the list workload's history, with its own waits.
-type listHistory struct{ opHistory[listOp] }
+// listHistory is the history of the list and Lua workloads.
+type listHistory = opHistory[listOp]
 
-func (h *listHistory) countOK() int {
-	n := 0
-	for _, o := range h.Ops() {
-		if o.Outcome == OutcomeOK {
-			n++
-		}
-	}
-	return n
-}
+func (o listOp) outcome() Outcome { return o.Outcome }
 
-// waitOK waits until n operations are acknowledged.
-func (h *listHistory) waitOK(t *testing.T, n int) {
-	t.Helper()
-	pollFor(t, fmt.Sprintf("%d acknowledged list operations", n), clusterWait, 20*time.Millisecond, func() error {
-		if got := h.countOK(); got < n {
-			return fmt.Errorf("%d so far", got)
-		}
-		return nil
-	})
-}
-
+// listHistWorker issues the list or the Lua workload's operations, as
+// next picks them, and records each in h.
 type listHistWorker struct {
 	h              *listHistory
 	id             int
@@ -171,6 +154,23 @@ type listHistWorker struct {
 	keys           []string
 	rng            *rand.Rand
 	seq            int
+	// next picks the operation on key: it sets op's Kind and Arg and
+	// returns the request.
+	next func(w *listHistWorker, key string, op *listOp) []string
+	// send runs a request; nil is one round trip.
+	send func(c net.Conn, r *bufio.Reader, op *listOp, args []string) (Value, error)
+}
+
+// listNext is the list workload: an RPUSH of a unique value or an LRANGE
+// of the whole list, evenly.
+func listNext(w *listHistWorker, key string, op *listOp) []string {
+	if w.rng.Intn(2) == 0 {
+		w.seq++
+		op.Kind, op.Arg = "rpush", fmt.Sprintf("w%d-%d", w.id, w.seq)
+		return []string{"RPUSH", key, op.Arg}
+	}
+	op.Kind = "lrange"
+	return []string{"LRANGE", key, "0", "-1"}
 }
 
 func (w *listHistWorker) run(stop <-chan struct{}) {
@@ -196,16 +196,7 @@ func (w *listHistWorker) run(stop <-chan struct{}) {
 			}
 			key := w.keys[w.rng.Intn(len(w.keys))]
 			op := listOp{ClientID: w.client, Node: n.Name, Key: key}
-			var args []string
-			if w.rng.Intn(2) == 0 {
-				w.seq++
-				op.Kind, op.Arg = "rpush", fmt.Sprintf("w%d-%d", w.id, w.seq)
-				args = []string{"RPUSH", key, op.Arg}
-			} else {
-				op.Kind = "lrange"
-				args = []string{"LRANGE", key, "0", "-1"}
-			}
-			if !w.do(c, r, &op, args) {
+			if !w.do(c, r, &op, w.next(w, key, &op)) {
 				break
 			}
 			if op.Outcome != OutcomeOK {
@@ -220,12 +211,13 @@ func (w *listHistWorker) run(stop <-chan struct{}) {
 // connection is still usable.
 func (w *listHistWorker) do(c net.Conn, r *bufio.Reader, op *listOp, args []string) bool {
 	op.Invoke = w.h.Now()
-	c.SetDeadline(time.Now().Add(histOpTimeout))
-	var v Value
-	_, err := c.Write(encodeCommand(args...))
-	if err == nil {
-		v, err = readValue(r)
+	send := w.send
+	if send == nil {
+		send = func(c net.Conn, r *bufio.Reader, _ *listOp, args []string) (Value, error) {
+			return roundTrip(c, r, args)
+		}
 	}
+	v, err := send(c, r, op, args)
 	op.Return = w.h.Now()
 	switch {
 	case err != nil:

@@ -2,10 +2,8 @@ package test
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand"
 	"net"
 	"path/filepath"
@@ -76,7 +74,7 @@ func TestChaosLua(t *testing.T) {
 	for k := range 6 {
 		keys = append(keys, fmt.Sprintf("chaoslua:%c", 'a'+k))
 	}
-	h := &luaHistory{opHistory[listOp]{origin: time.Now()}}
+	h := &listHistory{origin: time.Now()}
 	var noscript sync.Map // node name -> NOSCRIPT replies, fallen back from
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -84,14 +82,14 @@ func TestChaosLua(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lw := &luaHistWorker{h: h, id: w, client: w, stride: chaosWorkers, nodes: nodes, keys: keys,
-				scripts: scripts, noscript: &noscript, rng: rand.New(rand.NewSource(seed + int64(w)))}
+			lw := &listHistWorker{h: h, id: w, client: w, stride: chaosWorkers, nodes: nodes, keys: keys,
+				rng: rand.New(rand.NewSource(seed + int64(w))), next: luaNext(scripts), send: evalFallback(scripts, &noscript)}
 			lw.run(stop)
 		}()
 	}
 	stopped := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopped)
-	h.waitOK(t, chaosMinOK)
+	waitOK(t, h, chaosMinOK)
 	for end := time.Now().Add(*flagChaosLuaTime); time.Now().Before(end); {
 		f := c.draw(c.schedule)
 		c.faults[f.name]++
@@ -99,13 +97,13 @@ func TestChaosLua(t *testing.T) {
 		c.settle()
 		time.Sleep(c.between(0, 2*chaosElection)) // a quiet spell between faults; not synchronisation
 	}
-	h.waitOK(t, h.countOK()+chaosMinOK)
+	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stopped()
 
 	// A final read of each key on the leader, part of the history, so an
 	// append lost at the end shows too.
 	leader := c.waitLeader()
-	fw := &luaHistWorker{h: h, id: chaosWorkers, client: 1 << 20, stride: 1, scripts: scripts, noscript: &noscript}
+	fw := &listHistWorker{h: h, id: chaosWorkers, client: 1 << 20, stride: 1}
 	conn, err := net.DialTimeout("tcp", leader.Addr, ioTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -156,88 +154,22 @@ func TestChaosLua(t *testing.T) {
 	}
 }
 
-// luaHistory is the Lua workload's history; its operations are listOps
-// of kind "append" (Arg the element, Result the list the script
-// answered), "get" and "read" (the read-only script; Result the list).
-type luaHistory struct{ opHistory[listOp] }
-
-func (h *luaHistory) countOK() int {
-	n := 0
-	for _, o := range h.Ops() {
-		if o.Outcome == OutcomeOK {
-			n++
+// luaNext is the Lua workload: its operations are listOps of kind
+// "append" (Arg the element, Result the list the script answered), "get"
+// and "read" (the read-only script; Result the list).
+func luaNext(scripts map[string]string) func(w *listHistWorker, key string, op *listOp) []string {
+	return func(w *listHistWorker, key string, op *listOp) []string {
+		switch x := w.rng.Intn(4); {
+		case x < 2:
+			w.seq++
+			op.Kind, op.Arg = "append", fmt.Sprintf("w%d-%d", w.id, w.seq)
+			return []string{"EVALSHA", scripts[chaosAppendScript], "1", key, op.Arg}
+		case x == 2:
+			op.Kind = "get"
+			return []string{"GET", key}
 		}
-	}
-	return n
-}
-
-// waitOK waits until n operations are acknowledged.
-func (h *luaHistory) waitOK(t *testing.T, n int) {
-	t.Helper()
-	pollFor(t, fmt.Sprintf("%d acknowledged Lua operations", n), clusterWait, 20*time.Millisecond, func() error {
-		if got := h.countOK(); got < n {
-			return fmt.Errorf("%d so far", got)
-		}
-		return nil
-	})
-}
-
-type luaHistWorker struct {
-	h              *luaHistory
-	id             int
-	client, stride int
-	nodes          []*Node
-	keys           []string
-	scripts        map[string]string // body -> SHA1
-	noscript       *sync.Map
-	rng            *rand.Rand
-	seq            int
-}
-
-func (w *luaHistWorker) run(stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		n := w.nodes[w.rng.Intn(len(w.nodes))]
-		c, err := net.DialTimeout("tcp", n.Addr, time.Second)
-		if err != nil {
-			time.Sleep(50 * time.Millisecond) // retry interval while a node is down
-			continue
-		}
-		r := bufio.NewReader(c)
-		for i := 0; i < 20; i++ {
-			select {
-			case <-stop:
-				c.Close()
-				return
-			default:
-			}
-			key := w.keys[w.rng.Intn(len(w.keys))]
-			op := listOp{ClientID: w.client, Node: n.Name, Key: key}
-			var args []string
-			switch x := w.rng.Intn(4); {
-			case x < 2:
-				w.seq++
-				op.Kind, op.Arg = "append", fmt.Sprintf("w%d-%d", w.id, w.seq)
-				args = []string{"EVALSHA", w.scripts[chaosAppendScript], "1", key, op.Arg}
-			case x == 2:
-				op.Kind = "get"
-				args = []string{"GET", key}
-			default:
-				op.Kind = "read"
-				args = []string{"EVALSHA", w.scripts[chaosReadScript], "1", key}
-			}
-			if !w.do(c, r, &op, args) {
-				break
-			}
-			if op.Outcome != OutcomeOK {
-				time.Sleep(20 * time.Millisecond) // back off as a client would; not synchronisation
-			}
-		}
-		c.Close()
+		op.Kind = "read"
+		return []string{"EVALSHA", scripts[chaosReadScript], "1", key}
 	}
 }
 
@@ -250,47 +182,24 @@ func roundTrip(c net.Conn, r *bufio.Reader, args []string) (Value, error) {
 	return readValue(r)
 }
 
-// do runs one operation and records it; it reports whether the
-// connection is still usable. An EVALSHA answered NOSCRIPT (which runs
-// nothing) is sent again as EVAL of the body, within the same operation.
-func (w *luaHistWorker) do(c net.Conn, r *bufio.Reader, op *listOp, args []string) bool {
-	op.Invoke = w.h.Now()
-	v, err := roundTrip(c, r, args)
-	if err == nil && v.IsError() && strings.HasPrefix(v.Str, "NOSCRIPT") {
-		n, _ := w.noscript.LoadOrStore(op.Node, 0)
-		w.noscript.Store(op.Node, n.(int)+1)
-		for body, sha := range w.scripts {
-			if sha == args[1] {
-				args = append([]string{"EVAL", body}, args[2:]...)
+// evalFallback sends a request, and an EVALSHA answered NOSCRIPT (which
+// runs nothing) again as EVAL of the body, within the same operation,
+// counting the fallbacks per node in noscript.
+func evalFallback(scripts map[string]string, noscript *sync.Map) func(c net.Conn, r *bufio.Reader, op *listOp, args []string) (Value, error) {
+	return func(c net.Conn, r *bufio.Reader, op *listOp, args []string) (Value, error) {
+		v, err := roundTrip(c, r, args)
+		if err == nil && v.IsError() && strings.HasPrefix(v.Str, "NOSCRIPT") {
+			n, _ := noscript.LoadOrStore(op.Node, 0)
+			noscript.Store(op.Node, n.(int)+1)
+			for body, sha := range scripts {
+				if sha == args[1] {
+					args = append([]string{"EVAL", body}, args[2:]...)
+				}
 			}
+			v, err = roundTrip(c, r, args)
 		}
-		v, err = roundTrip(c, r, args)
+		return v, err
 	}
-	op.Return = w.h.Now()
-	switch {
-	case err != nil:
-		op.Outcome, op.Result = OutcomeUnknown, err.Error()
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			op.Result = "timeout: " + err.Error()
-		}
-	case v.IsError():
-		op.Result, op.ErrReply = v.Str, true
-		op.Outcome = OutcomeUnknown
-		if strings.HasPrefix(v.Str, "CLUSTERDOWN") || strings.HasPrefix(v.Str, "TRYAGAIN") || strings.HasPrefix(v.Str, "LOADING") {
-			op.Outcome = OutcomeFailed
-		}
-	default:
-		op.Outcome, op.Result = OutcomeOK, v.Str // a missing key's GET is "" too
-	}
-	if op.Outcome == OutcomeUnknown {
-		op.Return = math.MaxInt64
-	}
-	w.h.Add(*op)
-	if op.Outcome == OutcomeUnknown {
-		w.client += w.stride // porcupine's clients must not overlap
-	}
-	return err == nil
 }
 
 // luaInput and luaOutput are porcupine's view of one operation; the state

@@ -734,10 +734,16 @@ func finalGet(w *histWorker, n *Node, key string) error {
 	return nil
 }
 
-func countOK(ops []HistOp) int {
+// finishedOp is an operation of any workload's history, for countOK and
+// waitOK.
+type finishedOp interface{ outcome() Outcome }
+
+func (o HistOp) outcome() Outcome { return o.Outcome }
+
+func countOK[T finishedOp](ops []T) int {
 	n := 0
 	for _, o := range ops {
-		if o.Outcome == OutcomeOK {
+		if o.outcome() == OutcomeOK {
 			n++
 		}
 	}
@@ -745,7 +751,7 @@ func countOK(ops []HistOp) int {
 }
 
 // waitOK waits until h holds at least n acknowledged operations.
-func waitOK(t testing.TB, h *History, n int) {
+func waitOK[T finishedOp](t testing.TB, h *opHistory[T], n int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d acknowledged operations", n), func() error {
 		if got := countOK(h.Ops()); got < n {
