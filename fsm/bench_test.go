@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -239,5 +241,63 @@ func BenchmarkExec(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		cmds[0] = execs[i%len(execs)]
 		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
+	}
+}
+
+// benchKeysWorkload applies one command per iteration to a random key of
+// n keys already holding integers, as redis-benchmark -r n does: the
+// keyspace's lookups and writes when the tree does not fit in a cache.
+func benchKeysWorkload(b *testing.B, n int, mk func(key []byte, i int) Command) {
+	s := NewStore()
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("counter:%012d", i))
+		s.Apply(0, t0, []Command{{Op: OpSet, Args: [][]byte{keys[i], []byte("1")}}})
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	cmds := make([]Command, 1)
+	replies := make([]Reply, 0, 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cmds[0] = mk(keys[order[i%n]], i)
+		replies = s.ApplyTo(replies[:0], 0, t0, cmds)
+		i++
+	}
+}
+
+// BenchmarkKeysIncr is INCR of a random one of 100k or 1M keys.
+func BenchmarkKeysIncr(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			benchKeysWorkload(b, n, func(k []byte, _ int) Command {
+				return Command{Op: OpIncrBy, Args: [][]byte{k}, Int: 1}
+			})
+		})
+	}
+}
+
+// BenchmarkKeysSet is SET of a random one of 100k or 1M keys.
+func BenchmarkKeysSet(b *testing.B) {
+	val := []byte("xxx")
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			benchKeysWorkload(b, n, func(k []byte, _ int) Command {
+				return Command{Op: OpSet, Args: [][]byte{k, val}}
+			})
+		})
+	}
+}
+
+// BenchmarkKeysExpire is EXPIRE of a random one of 100k or 1M keys to a
+// deadline that moves on each time: the TTL index's cost, which a rate
+// limiter pays on every call.
+func BenchmarkKeysExpire(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			benchKeysWorkload(b, n, func(k []byte, i int) Command {
+				return Command{Op: OpExpireAt, Args: [][]byte{k}, Int: t0 + 60_000 + int64(i)}
+			})
+		})
 	}
 }

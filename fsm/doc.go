@@ -67,7 +67,7 @@
 //
 // # Keyspace
 //
-// Keys live in copy-on-write B-trees (tidwall/btree) ordered by
+// Keys live in copy-on-write B+trees of kvs's own (keyspace.go) ordered by
 // (keyHash(key), key), split into 1024 shards by the top bits of the hash.
 // The hash is fixed: the key's Redis Cluster slot in the top 14 of 63 bits,
 // then 49 bits of xxhash64 with the low bit set, so never 0. Each slot's
@@ -77,10 +77,12 @@
 // replicas. The order gives SCAN an integer cursor,
 // the hash of the next key to visit, that returns every key present for the
 // whole scan (a batch never ends inside a run of equal hashes). Snapshot
-// copies the array of shard pointers; a shard is cloned in O(1) when first
-// written afterwards, and the tree copies shared nodes before changing them,
-// so WriteTo streams a frozen view without the lock while writers go on. A
-// second tree orders the keys with a TTL by deadline for ExpiredKeys.
+// copies the array of shard roots and starts a new generation; a node of an
+// older generation is copied before it is changed, so WriteTo streams a
+// frozen view without the lock while writers go on. The trees are the TTL
+// index too: each inner node records its children's earliest deadlines, so
+// ExpiredKeys descends only where a key is due, and a deadline set or moved
+// is a change to one item, not to a second structure.
 //
 // Beside the keyspace the store keeps cluster metadata, a small map of
 // names to values (a node's client address, for one) written only by

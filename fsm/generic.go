@@ -82,7 +82,7 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	// Cluster metadata is not data: it survives FLUSHALL.
-	s.keys, s.expires, s.bytes = s.keys.emptied(), newExpires(), 0
+	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK
 }
 

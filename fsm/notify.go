@@ -377,7 +377,7 @@ func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
 // follower may not delete): active expiry deletes them later, and
 // announces them then.
 func (s *Store) expireMetLocked(now int64, c *Command) {
-	if e, ok := s.expires.Min(); !ok || e.at > now || c.Op == OpDelExpired {
+	if s.keys.nextDue() > now || c.Op == OpDelExpired {
 		return
 	}
 	keys, _ := c.Keys()

@@ -1,7 +1,5 @@
 package fsm
 
-import "sort"
-
 // Commands on keys of any type added with the data types: COPY, OBJECT,
 // and the slot queries CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT, which
 // the slot-ordered keyspace answers with a range of the tree.
@@ -133,37 +131,18 @@ func slotBounds(slot int) (lo, hi uint64) {
 	return lo, hi
 }
 
-// rankInShard is the number of items of shard i with a hash below h: a
-// binary search over the tree's ranks, O(log² n).
-func (ks *keyspace) rankInShard(i int, h uint64) int {
-	t := ks.shards[i]
-	if t == nil {
-		return 0
-	}
-	return sort.Search(t.Len(), func(r int) bool {
-		it, _ := t.GetAt(r)
-		return it.hash >= h
-	})
-}
-
 // countKeysInSlotLocked counts the live keys of slot without visiting
 // them: two ranks in the slot's shard, less the slot's expired keys.
 func (s *Store) countKeysInSlotLocked(now int64, slot int) int64 {
 	lo, hi := slotBounds(slot)
 	shard := shardOf(lo)
-	n := 0
-	if t := s.keys.shards[shard]; t != nil {
-		end := t.Len()
-		if hi != 0 && shardOf(hi) == shard {
-			end = s.keys.rankInShard(shard, hi)
-		}
-		n = end - s.keys.rankInShard(shard, lo)
+	end := s.keys.shardLen(shard)
+	if hi != 0 && shardOf(hi) == shard {
+		end = s.keys.rankInShard(shard, hi)
 	}
-	s.expires.Scan(func(e expiry) bool {
-		if e.at > now {
-			return false
-		}
-		if KeySlot(e.key) == slot {
+	n := end - s.keys.rankInShard(shard, lo)
+	s.keys.scanExpired(now, func(it *item) bool {
+		if it.hash >= lo && (hi == 0 || it.hash < hi) {
 			n--
 		}
 		return true

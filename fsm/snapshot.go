@@ -169,7 +169,7 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keys, s.expires, s.bytes, s.applied = next.keys, next.expires, next.bytes, index
+	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
 	s.meta = next.meta
 	return index, nil
 }
@@ -246,9 +246,6 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 			st.keys.Set(it)
 		} else {
 			st.keys.Load(it) // in order: appends without searching
-		}
-		if exp != 0 {
-			st.expires.Set(expiry{exp, it.key})
 		}
 		st.bytes += it.size()
 		prev = it

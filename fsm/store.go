@@ -98,23 +98,17 @@ type object interface {
 func (it *item) expired(now int64) bool { return it.exp != 0 && it.exp <= now }
 
 // size estimates the memory an item holds: its slot in the tree (with the
-// slack of half-full nodes), the key and value allocations, and its entry in
-// the expiry index if it has a TTL.
+// slack of part-full nodes) and the key and value allocations. A deadline
+// costs nothing more: it is in the slot, and the tree is the TTL index.
 func (it *item) size() int64 {
 	n := itemSlotBytes + int64(roundAlloc(len(it.key)+cap(it.val)))
 	if it.obj != nil {
 		n += it.obj.size()
 	}
-	if it.exp != 0 {
-		n += expirySlotBytes
-	}
 	return n
 }
 
-const (
-	itemSlotBytes   = int64(unsafe.Sizeof(item{})) * 3 / 2
-	expirySlotBytes = int64(unsafe.Sizeof(expiry{})) * 3 / 2
-)
+const itemSlotBytes = int64(unsafe.Sizeof(item{})) * 3 / 2
 
 // roundAlloc rounds n up to a multiple of 16, roughly Go's smallest size
 // classes, so MEMORY USAGE and Stats.Bytes stay honest for small values.
@@ -158,39 +152,21 @@ func itemLess(a, b item) bool {
 	return a.key < b.key
 }
 
-// expiry is one entry of the TTL index, ordered by deadline so the keys due
-// first are found without scanning the keyspace.
-type expiry struct {
-	at  int64
-	key string
-}
-
-func expiryLess(a, b expiry) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.key < b.key
-}
+// treeOptions are those of the collections' B-trees (hashes, sets):
+// Store.mu does the locking.
+var treeOptions = btree.Options{NoLocks: true}
 
 // Store is the keyspace. All methods are safe for concurrent use.
 type Store struct {
 	// mu guards every field below. Apply and Restore hold it exclusively
 	// for a whole batch; Read and Stats hold it shared; Snapshot holds it
 	// exclusively only to copy the tree's root.
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// keys is the keyspace, and its TTL index (keyspace.go).
 	keys    *keyspace
-	expires *btree.BTreeG[expiry] // exactly the items with exp != 0
-	// expHint is the path to the TTL entry last replaced or deleted, and
-	// expNewHint to the one last inserted with a new deadline: a write
-	// that touches a key's deadline twice (INCR then EXPIRE of a key
-	// with a TTL, in a script or a MULTI) finds it again in a couple of
-	// comparisons a level, and new deadlines, which cluster at the
-	// latest, land near the last. Hints only speed the search, never
-	// change its result; they are used under the exclusive lock alone.
-	expHint, expNewHint btree.PathHint
-	bytes               int64  // sum of item.size() over keys
-	applied             uint64 // index of the last applied entry
-	limits              Limits // encoding thresholds (limits.go)
+	bytes   int64  // sum of item.size() over keys
+	applied uint64 // index of the last applied entry
+	limits  Limits // encoding thresholds (limits.go)
 	// ready holds the keys signalled for blocked clients during the
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
@@ -207,14 +183,9 @@ type Store struct {
 	vms    vmPool
 }
 
-func newKeys() *keyspace { return new(keyspace) }
-func newExpires() *btree.BTreeG[expiry] {
-	return btree.NewBTreeGOptions(expiryLess, treeOptions)
-}
-
 // NewStore returns an empty store with AppliedIndex 0.
 func NewStore() *Store {
-	return &Store{keys: newKeys(), expires: newExpires(), limits: DefaultLimits()}
+	return &Store{keys: newKeys(), limits: DefaultLimits()}
 }
 
 // Stats describes the keyspace at a moment.
@@ -231,7 +202,7 @@ func (s *Store) Stats(now int64) Stats {
 	dead := s.countExpiredLocked(now)
 	return Stats{
 		Keys:    s.keys.Len() - dead,
-		Expires: s.expires.Len() - dead,
+		Expires: s.keys.TTLs() - dead,
 		Bytes:   s.bytes,
 	}
 }
@@ -250,27 +221,17 @@ func (s *Store) ExpiredKeys(now int64, max int) [][]byte {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out [][]byte
-	s.expires.Scan(func(e expiry) bool {
-		if e.at > now || len(out) >= max {
-			return false
-		}
-		out = append(out, []byte(e.key))
-		return true
+	if max <= 0 {
+		return nil
+	}
+	s.keys.earliest(now, func(it *item) bool {
+		out = append(out, []byte(it.key))
+		return len(out) < max
 	})
 	return out
 }
 
-func (s *Store) countExpiredLocked(now int64) int {
-	n := 0
-	s.expires.Scan(func(e expiry) bool {
-		if e.at > now {
-			return false
-		}
-		n++
-		return true
-	})
-	return n
-}
+func (s *Store) countExpiredLocked(now int64) int { return s.keys.countExpired(now) }
 
 // unsafeString views b as a string without copying, for lookups only: the
 // result must not be stored.
@@ -368,25 +329,12 @@ func ownItem(buf []byte, klen int, exp int64) item {
 }
 
 // putLocked stores it, replacing any item with the same key, and keeps the
-// expiry index and byte count in step. A collection whose large form was
-// changed in place is stored with endEditLocked instead, which knows its
-// size before the change.
+// byte count in step. A collection whose large form was changed in place
+// is stored with endEditLocked instead, which knows its size before the
+// change.
 func (s *Store) putLocked(it item) {
-	prev, replaced := s.keys.Set(it)
-	if replaced {
+	if prev, replaced := s.keys.Set(it); replaced {
 		s.bytes -= prev.size()
-		if prev.exp != 0 && prev.exp != it.exp {
-			s.expires.DeleteHint(expiry{prev.exp, prev.key}, &s.expHint)
-		}
-	}
-	switch {
-	case it.exp == 0:
-	case replaced && prev.exp == it.exp:
-		// Also when the deadline is unchanged: the entry must hold the
-		// new item's key string, or it would pin the old allocation.
-		s.expires.SetHint(expiry{it.exp, it.key}, &s.expHint)
-	default:
-		s.expires.SetHint(expiry{it.exp, it.key}, &s.expNewHint)
 	}
 	s.bytes += it.size()
 }
@@ -404,7 +352,4 @@ func (s *Store) deleteLocked(key []byte) (item, bool) {
 
 func (s *Store) forgetLocked(prev item) {
 	s.bytes -= prev.size()
-	if prev.exp != 0 {
-		s.expires.DeleteHint(expiry{prev.exp, prev.key}, &s.expHint)
-	}
 }

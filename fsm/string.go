@@ -281,15 +281,24 @@ func (s *Store) setRangeLocked(now int64, key []byte, offset int64, val []byte) 
 	return IntReply(int64(n))
 }
 
+// incrByLocked is INCR, DECR, INCRBY and DECRBY. A key that exists is
+// changed in place: one descent of the tree, and the key's bytes stay
+// where they are (only the number is a new allocation), as Redis changes
+// the integer of its object.
 func (s *Store) incrByLocked(now int64, key []byte, delta int64) Reply {
-	old, ok := s.liveLocked(key, now)
+	k := unsafeString(key)
+	h := keyHash(k)
+	p := s.keys.findForWrite(h, k)
+	if p != nil && p.expired(now) {
+		p = nil // replaced below, as if it were not there
+	}
 	var cur int64
-	if ok {
-		if old.kind != kindString {
+	if p != nil {
+		if p.kind != kindString {
 			return ErrorReply(ErrWrongType)
 		}
 		var valid bool
-		if cur, valid = parseInt(old.val); !valid {
+		if cur, valid = parseInt(p.val); !valid {
 			return ErrorReply(ErrNotInteger)
 		}
 	}
@@ -298,7 +307,15 @@ func (s *Store) incrByLocked(now int64, key []byte, delta int64) Reply {
 	}
 	cur += delta
 	var buf [20]byte
-	s.putLocked(newItemHash(key, strconv.AppendInt(buf[:0], cur, 10), old.exp, old.hash))
+	digits := strconv.AppendInt(buf[:0], cur, 10)
+	if p != nil {
+		before := p.size()
+		p.val, p.enc = append(make([]byte, 0, len(digits)), digits...), encByContent
+		s.keys.written(p)
+		s.bytes += p.size() - before
+	} else {
+		s.putLocked(newItemHash(key, digits, 0, h))
+	}
 	s.notifyLocked(NotifyString, "incrby", key)
 	return IntReply(cur)
 }
