@@ -544,8 +544,12 @@ func (l *ktLeaf) search(h uint64, key string) (int, bool) {
 		}
 	}
 	for ; lo < l.n && l.hash[lo] == h; lo++ {
-		if k := l.it[lo].key; k >= key {
-			return lo, k == key
+		// Equal first: the usual case, a hash that matches its key,
+		// then costs a length check and one memequal.
+		if k := l.it[lo].key; k == key {
+			return lo, true
+		} else if k > key {
+			return lo, false
 		}
 	}
 	return lo, false

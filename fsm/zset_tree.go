@@ -152,9 +152,11 @@ func zkeyLess(ak uint64, am string, bk uint64, bm string) bool {
 // is (k, m).
 func (n *znode) find(k uint64, m string) (int, bool) {
 	lo, hi := 0, n.n
+	// The member is read only on equal keys: for the member index, whose
+	// keys are hashes, that is once, at the entry itself.
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if zkeyLess(n.k[mid], n.member(mid), k, m) {
+		if mk := n.k[mid]; mk < k || (mk == k && n.member(mid) < m) {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -168,7 +170,7 @@ func (n *znode) child(k uint64, m string) int {
 	lo, hi := 1, n.n
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if zkeyLess(k, m, n.k[mid], n.member(mid)) {
+		if mk := n.k[mid]; k < mk || (k == mk && m < n.member(mid)) {
 			hi = mid
 		} else {
 			lo = mid + 1
