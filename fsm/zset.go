@@ -237,15 +237,17 @@ func (z *zsetObj) insert(m string, s float64) {
 	z.bytes += zentBytes(m)
 }
 
+// setScore moves member m, whose score is old, to score s.
 func (z *zsetObj) setScore(m string, old, s float64) {
-	z.byScore.delete(scoreKey(old), m)
+	z.byScore.deletePresent(scoreKey(old), m)
 	z.byScore.set(scoreKey(s), negZero(s), m)
 	z.byMember.set(memberHashString(m), math.Float64bits(s), m)
 }
 
+// remove deletes member m, whose score is s.
 func (z *zsetObj) remove(m string, s float64) {
-	z.byScore.delete(scoreKey(s), m)
-	z.byMember.delete(memberHashString(m), m)
+	z.byScore.deletePresent(scoreKey(s), m)
+	z.byMember.deletePresent(memberHashString(m), m)
 	z.bytes -= zentBytes(m)
 }
 

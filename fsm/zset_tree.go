@@ -404,6 +404,13 @@ func (t *ztree) delete(k uint64, m string) bool {
 	if _, ok := t.get(k, m); !ok {
 		return false
 	}
+	t.deletePresent(k, m)
+	return true
+}
+
+// deletePresent is delete of an entry known to be there (its member's
+// score was just read from the other tree): one descent, not two.
+func (t *ztree) deletePresent(k uint64, m string) {
 	t.root = t.mut(t.root)
 	t.deleteIn(t.root, k, m)
 	switch {
@@ -412,7 +419,6 @@ func (t *ztree) delete(k uint64, m string) bool {
 	case t.root.kids != nil && t.root.n == 1:
 		t.root = t.root.kids.node[0]
 	}
-	return true
 }
 
 // deleteIn removes (k, m), which is there, from under n, which t owns.
