@@ -155,7 +155,7 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 	case r.inner != nil:
 		x := ks.mutInner(&r.inner)
 		var sp ktSplit
-		prev, replaced, sp = ks.innerSet(x, it)
+		prev, replaced, sp = ks.innerSet(x, it, true)
 		if sp.inner != nil {
 			r.inner = ks.newRootInner(x, nil, sp)
 		}
@@ -165,7 +165,7 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 		}
 		l := ks.mutLeaf(&r.leaf)
 		var sp ktSplit
-		prev, replaced, sp = ks.leafSet(l, it)
+		prev, replaced, sp = ks.leafSet(l, it, true)
 		if sp.leaf != nil {
 			r.inner, r.leaf = ks.newRootInner(nil, l, sp), nil
 		}
@@ -652,8 +652,11 @@ func (l *ktLeaf) removeAt(i int) item {
 }
 
 // leafSet inserts or replaces it in l (this generation's); a leaf that
-// overflows is split, and the new right half returned.
-func (ks *keyspace) leafSet(l *ktLeaf, it item) (item, bool, ktSplit) {
+// overflows is split, and the new right half returned. last says l is the
+// shard's last leaf: an item appended there (a restore, which comes in
+// order) splits off alone, so leaves loaded in order end full, not half
+// full.
+func (ks *keyspace) leafSet(l *ktLeaf, it item, last bool) (item, bool, ktSplit) {
 	i, found := l.search(it.hash, it.key)
 	if found {
 		prev := l.it[i]
@@ -666,6 +669,9 @@ func (ks *keyspace) leafSet(l *ktLeaf, it item) (item, bool, ktSplit) {
 	}
 	r := &ktLeaf{gen: ks.gen}
 	half := l.n / 2
+	if last && i == l.n-1 {
+		half = l.n - 1
+	}
 	r.n = r.take(0, l, half, l.n)
 	l.clearFrom(half)
 	h, k := separator(&l.it[half-1], &r.it[0])
@@ -674,15 +680,17 @@ func (ks *keyspace) leafSet(l *ktLeaf, it item) (item, bool, ktSplit) {
 
 // innerSet inserts or replaces it under x (this generation's); a node that
 // overflows is split, and the new right half returned.
-func (ks *keyspace) innerSet(x *ktInner, it item) (prev item, replaced bool, sp ktSplit) {
+// last says x is the last node of its level, as for leafSet.
+func (ks *keyspace) innerSet(x *ktInner, it item, last bool) (prev item, replaced bool, sp ktSplit) {
 	j := x.child(it.hash, it.key)
+	last = last && j == x.n-1
 	var child ktSplit
 	if x.leafKids {
 		c := ks.mutLeaf(&x.leaf[j])
-		prev, replaced, child = ks.leafSet(c, it)
+		prev, replaced, child = ks.leafSet(c, it, last)
 	} else {
 		c := ks.mutInner(&x.inner[j])
-		prev, replaced, child = ks.innerSet(c, it)
+		prev, replaced, child = ks.innerSet(c, it, last)
 	}
 	if !replaced {
 		x.cnt[j]++
@@ -707,6 +715,9 @@ func (ks *keyspace) innerSet(x *ktInner, it item) (prev item, replaced bool, sp 
 	}
 	r := &ktInner{gen: ks.gen, leafKids: x.leafKids}
 	half := x.n / 2
+	if last && j+1 == x.n-1 { // the new child is the last: see leafSet
+		half = x.n - 1
+	}
 	sp = ktSplit{inner: r, hash: x.sepHash[half], key: x.sepKey[half]}
 	r.n = x.n - half
 	copy(r.sepHash[:], x.sepHash[half:x.n])
