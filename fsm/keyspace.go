@@ -898,13 +898,11 @@ func (ks *keyspace) rebalance(x *ktInner, j int) {
 		x.sepHash[b], x.sepKey[b] = xb.sepHash[k], xb.sepKey[k]
 		xb.dropFront(k)
 	} else {
-		k := xa.n - want
 		xb.sepHash[0], xb.sepKey[0] = x.sepHash[b], x.sepKey[b]
 		xb.prependFrom(xa, want, xa.n)
 		x.sepHash[b], x.sepKey[b] = xa.sepHash[want], xa.sepKey[want]
 		xb.sepHash[0], xb.sepKey[0] = 0, ""
 		xa.clearFrom(want)
-		_ = k
 	}
 	x.recount(a)
 	x.recount(b)

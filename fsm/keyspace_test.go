@@ -184,19 +184,22 @@ func sameItems(a, b []item) bool {
 // expired scans, and that views taken along the way never change.
 func TestKeyspaceModel(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		hashes  int // distinct hashes per shard used (0: one per key)
-		shards  int
-		keys    int
-		steps   int
-		delRate int  // percent of steps that delete
-		ordered bool // keys come in hash order for the first third, as a restore's do
+		name     string
+		hashes   int // distinct hashes per shard used (0: one per key)
+		shards   int
+		keys     int
+		steps    int
+		delRate  int  // percent of steps that delete
+		ordered  bool // keys come in hash order for the first third, as a restore's do
+		backward bool // drained from the last key back, so full left neighbours give to the right
 	}{
-		{"collisions", 3, 1, 400, 6000, 40, false},
-		{"one shard deep", 0, 1, 20000, 60000, 45, false},
-		{"many shards", 0, keyShards, 5000, 20000, 50, false},
-		{"grow then drain", 0, 4, 6000, 30000, 70, false},
-		{"loaded in order", 0, 2, 30000, 60000, 40, true},
+		{"collisions", 3, 1, 400, 6000, 40, false, false},
+		{"one shard deep", 0, 1, 20000, 60000, 45, false, false},
+		{"many shards", 0, keyShards, 5000, 20000, 50, false, false},
+		{"grow then drain", 0, 4, 6000, 30000, 70, false, false},
+		{"loaded in order", 0, 2, 30000, 60000, 40, true, false},
+		{"three levels", 0, 1, 20000, 30000, 20, false, false},
+		{"full, drained backwards", 0, 1, 20000, 20000, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
@@ -222,7 +225,7 @@ func TestKeyspaceModel(t *testing.T) {
 			var views []view
 			for step := range tc.steps {
 				k := rng.IntN(tc.keys)
-				if (tc.ordered || tc.name == "grow then drain") && step < tc.steps/3 {
+				if tc.backward || ((tc.ordered || tc.name == "grow then drain") && step < tc.steps/3) {
 					k = step % tc.keys
 				}
 				key := "k" + strconv.Itoa(k)
@@ -268,6 +271,15 @@ func TestKeyspaceModel(t *testing.T) {
 				}
 			}
 			ks.check(t)
+			if tc.name == "three levels" || tc.backward {
+				depth := 1
+				for x := ks.shards[0].inner; x != nil; x = x.inner[0] {
+					depth++
+				}
+				if depth < 3 {
+					t.Fatalf("the tree is %d levels deep, want 3 to test inner nodes' merges", depth)
+				}
+			}
 			want := model.sorted()
 			if got := ksItems(ks); !sameItems(got, want) {
 				t.Fatalf("Scan: %d items, want %d", len(got), len(want))
@@ -354,10 +366,21 @@ func TestKeyspaceModel(t *testing.T) {
 					t.Fatalf("earliest(%d): %d items in the wrong order or missing (want %d)", now, len(order), len(due))
 				}
 			}
-			// Drain everything: the shards end empty.
-			for _, it := range want {
-				if _, ok := ks.Delete(it); !ok {
-					t.Fatalf("Delete(%q) found nothing", it.key)
+			// Drain everything, in random order, checking the trees
+			// as their inner nodes merge and share: the shards end
+			// empty.
+			order := rng.Perm(len(want))
+			if tc.backward {
+				for i := range order {
+					order[i] = len(want) - 1 - i
+				}
+			}
+			for n, i := range order {
+				if _, ok := ks.Delete(want[i]); !ok {
+					t.Fatalf("Delete(%q) found nothing", want[i].key)
+				}
+				if n%500 == 0 {
+					ks.check(t)
 				}
 			}
 			ks.check(t)
