@@ -208,11 +208,12 @@ func keyScore(k uint64) float64 {
 }
 
 // Per-entry memory of the large form, estimated: a slot in a node of
-// each tree (a 1280-byte node, and in the member index a 480-byte array
-// of values, hold ztreeFan slots and are about 70% full), and the member's
-// bytes in each, with the slack of append-only buffers.
+// each tree (a 1024-byte node with a member buffer of at least zminAlloc
+// bytes, and in the member index a zminAlloc-byte array of values, hold
+// ztreeFan slots and are about 70% full), and the member's bytes in each,
+// with the slack of append-only buffers.
 const (
-	zsetSlotBytes = (2*1280 + 480) / 2 / (ztreeFan * 7 / 10)
+	zsetSlotBytes = (2*(1024+zminAlloc) + zminAlloc) / 2 / (ztreeFan * 7 / 10)
 	zsetObjBytes  = int64(unsafe.Sizeof(zsetObj{})) + 2*int64(unsafe.Sizeof(ztree{}))
 )
 

@@ -28,6 +28,9 @@ import (
 // node's copy clips the buffer's capacity, so members handed out (replies
 // alias them) stay valid and a snapshot never sees a later write.
 //
+// Every pointer-free object a tree allocates (a node's member buffer, a
+// leaf's values) is larger than 512 bytes: see zminAlloc.
+//
 // Inner nodes hold, for each child i > 0, a separator s_i with every entry
 // of child i-1 below s_i and every entry of child i at or above it. A
 // separator need not be an entry still in the tree.
@@ -53,14 +56,38 @@ var (
 	ztreeMaxMember = MaxStringLen
 )
 
+// zminAlloc is the least size of the pointer-free objects of a tree, the
+// smallest of Go's size classes above 512 bytes. It is there for the
+// runtime's heap reclaimer (Go 1.26, whose collector is Green Tea). An
+// object of 16 to 512 bytes has its mark bits inside its span, and
+// marking one without pointers does not set the arena's page mark that
+// tells the reclaimer its span holds live objects. After each collection,
+// the first allocation that needs a fresh span before sweeping is done
+// runs runtime.(*mheap).reclaim, which sweeps every in-use span without
+// a page mark until it frees enough pages; with no garbage to find it
+// sweeps them all, inside that one allocation. Member buffers and value
+// arrays of 448 and 480 bytes made every live span of a 10M-member set
+// such a span (some 40,000), and one write in each GC cycle took about
+// 20 ms of CPU doing it. Objects above 512 bytes have their marks in the
+// span structure and set the page mark, so the reclaimer skips them.
+const zminAlloc = 576
+
+// zvals is a leaf's values: ztreeFan of them, padded to zminAlloc.
+type zvals [zminAlloc / 8]uint64
+
+var (
+	_ [unsafe.Sizeof(zvals{}) - zminAlloc]byte // the padding holds
+	_ [len(zvals{}) - ztreeFan]byte            // and so do the values
+)
+
 type znode struct {
-	mem   []byte            // member bytes, append-only below len (see ztree)
-	kids  *zkids            // nil for a leaf
-	vals  *[ztreeFan]uint64 // a leaf's values, in a tree withValues
-	cow   uint64            // the id of the tree that owns this node
-	n     int               // entries (leaf) or children (inner)
-	count int               // entries in the subtree
-	live  int               // bytes of the slots' members
+	mem   []byte // member bytes, append-only below len (see ztree)
+	kids  *zkids // nil for a leaf
+	vals  *zvals // a leaf's values, in a tree withValues
+	cow   uint64 // the id of the tree that owns this node
+	n     int    // entries (leaf) or children (inner)
+	count int    // entries in the subtree
+	live  int    // bytes of the slots' members
 	k     [ztreeFan]uint64
 	off   [ztreeFan]uint32 // member i is mem[off[i]:][:ln[i]&zlenMask]
 	ln    [ztreeFan]uint32 // and the one-bit value of a tree without values
@@ -85,7 +112,7 @@ func newZTree(withValues bool) *ztree {
 func (t *ztree) newLeaf() *znode {
 	n := &znode{cow: t.cow}
 	if t.values {
-		n.vals = new([ztreeFan]uint64)
+		n.vals = new(zvals)
 	}
 	return n
 }
@@ -213,10 +240,11 @@ func (n *znode) putMem(m string) uint32 {
 }
 
 // compact moves n's members into a new buffer with room for extra more
-// bytes; the old buffer stays as it is for whoever aliases it.
+// bytes, and at least zminAlloc in all; the old buffer stays as it is for
+// whoever aliases it.
 func (n *znode) compact(extra int) {
 	need := n.live + extra
-	b := make([]byte, 0, need+need/4+8)
+	b := make([]byte, 0, max(need+need/4+8, zminAlloc))
 	for i := range n.n {
 		m := n.member(i)
 		n.off[i] = uint32(len(b))

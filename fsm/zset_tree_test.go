@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // zref is a ztree's model: its entries in order.
@@ -305,4 +306,39 @@ func TestZTreeCopiesDiverge(t *testing.T) {
 	}
 	checkZTree(t, a, ra.ents)
 	checkZTree(t, b, rb.ents)
+}
+
+// TestZTreeNoSmallPointerFreeObjects checks that a tree allocates no
+// pointer-free object of 512 bytes or less, the sizes whose live spans the
+// runtime's heap reclaimer sweeps in one allocation after every
+// collection (see zminAlloc): member buffers of short members in full
+// and part-full nodes, leaves and inner nodes, after splits and merges.
+func TestZTreeNoSmallPointerFreeObjects(t *testing.T) {
+	const limit = 512
+	if s := unsafe.Sizeof(zvals{}); s <= limit {
+		t.Errorf("a leaf's values take %d bytes, want more than %d", s, limit)
+	}
+	for _, withValues := range []bool{true, false} {
+		tr := newZTree(withValues)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range 20000 {
+			tr.set(uint64(rng.IntN(1000)), 1, fmt.Sprintf("%08d", i))
+		}
+		for i := range 15000 {
+			k, _, m := tr.at(rng.IntN(20000 - i))
+			tr.delete(k, m)
+		}
+		var check func(n *znode)
+		check = func(n *znode) {
+			if n.mem != nil && cap(n.mem) <= limit {
+				t.Fatalf("withValues=%v: a node of %d entries has a member buffer of %d bytes, want more than %d", withValues, n.n, cap(n.mem), limit)
+			}
+			if n.kids != nil {
+				for i := range n.n {
+					check(n.kids.node[i])
+				}
+			}
+		}
+		check(tr.root)
+	}
 }
