@@ -12,7 +12,7 @@ import (
 // of leaves), while the order across shards is still the hash order SCAN
 // relies on.
 //
-// Each shard is a B+tree made for items (keytree below): items are held by
+// Each shard is a B+tree made for items (the kt types below): items are held by
 // value in the leaves, searched by comparing their hashes inline (the key
 // only on equal hashes), and every inner node knows, for each child, how
 // many items it holds (for ranks: RANDOMKEY, CLUSTER COUNTKEYSINSLOT) and
@@ -36,8 +36,8 @@ type keyspace struct {
 	ttls int // items with a deadline
 	// due is a segment tree of the shards' earliest deadlines: due[1] is
 	// the earliest of all, due[keyShards+i] that of shard i (noExp when
-	// none). A read-only view (Copy) has none: its zeros only ever mean
-	// "look".
+	// none). A read-only view (Copy) has none (nil) and reads a shard's
+	// earliest deadline from its root instead.
 	due []int64
 	// vers is the write counter Set stamps items with, and what WATCH
 	// needs to know of deleted keys (multi.go).
@@ -73,19 +73,86 @@ func (ks *keyspace) TTLs() int { return ks.ttls }
 // is into the tree and valid until the next write; the item must not be
 // changed through it.
 func (ks *keyspace) find(h uint64, key string) *item {
-	r := &ks.shards[shardOf(h)]
+	s := shardOf(h)
+	r := &ks.shards[s]
 	x, l := r.inner, r.leaf
+	lo, hi := shardBounds(s)
 	for x != nil {
-		i := x.child(h, key)
+		i := x.childNear(h, key, lo, hi)
+		lo, hi = x.bounds(i, lo, hi)
 		x, l = x.inner[i], x.leaf[i]
 	}
 	if l == nil {
 		return nil
 	}
-	if i, ok := l.search(h, key); ok {
+	if i, ok := l.searchNear(h, key, lo, hi); ok {
 		return &l.it[i]
 	}
 	return nil
+}
+
+// shardBounds is the range of hashes of shard s, [lo, hi).
+func shardBounds(s int) (lo, hi uint64) {
+	return uint64(s) << (63 - keyShardBits), uint64(s+1) << (63 - keyShardBits)
+}
+
+// bounds narrows [lo, hi), the range of x's hashes, to child j's.
+func (x *ktInner) bounds(j int, lo, hi uint64) (uint64, uint64) {
+	if j > 0 {
+		lo = x.sepHash[j]
+	}
+	if j+1 < x.n {
+		hi = x.sepHash[j+1]
+	}
+	return lo, hi
+}
+
+// near guesses where h falls among n hashes spread evenly over [lo, hi):
+// keyHash's bits below the slot are xxhash's, so a node's hashes are, and
+// the guess is usually within a slot or two of the place, one cache line
+// where a binary search reads three or four.
+func near(h, lo, hi uint64, n int) int {
+	if hi <= lo || h <= lo || n == 0 {
+		return 0
+	}
+	g := int(float64(h-lo) / float64(hi-lo) * float64(n))
+	return min(g, n-1)
+}
+
+// searchNear is search for a leaf whose hashes are within [lo, hi),
+// starting from near's guess: the same answer.
+func (l *ktLeaf) searchNear(h uint64, key string, lo, hi uint64) (int, bool) {
+	i := near(h, lo, hi, l.n)
+	for i > 0 && l.hash[i-1] >= h {
+		i--
+	}
+	for i < l.n && l.hash[i] < h {
+		i++
+	}
+	for ; i < l.n && l.hash[i] == h; i++ {
+		if k := l.it[i].key; k == key {
+			return i, true
+		} else if k > key {
+			return i, false
+		}
+	}
+	return i, false
+}
+
+// childNear is child for a node whose hashes are within [lo, hi),
+// starting from near's guess: the same answer.
+func (x *ktInner) childNear(h uint64, key string, lo, hi uint64) int {
+	i := near(h, lo, hi, x.n)
+	for i > 0 && x.sepHash[i] > h {
+		i--
+	}
+	for i+1 < x.n && x.sepHash[i+1] <= h {
+		i++
+	}
+	for i > 0 && x.sepHash[i] == h && x.sepKey[i] > key {
+		i--
+	}
+	return i
 }
 
 // findForWrite is find for a change in place: the nodes on the way to the
@@ -95,18 +162,21 @@ func (ks *keyspace) find(h uint64, key string) *item {
 // but not its key, hash or deadline, which the tree is ordered and indexed
 // by, and must then call written. A miss copies nothing.
 func (ks *keyspace) findForWrite(h uint64, key string) *item {
-	r := &ks.shards[shardOf(h)]
+	s := shardOf(h)
+	r := &ks.shards[s]
 	x, l := r.inner, r.leaf
+	lo, hi := shardBounds(s)
 	fresh := true
 	for x != nil {
 		fresh = fresh && x.gen == ks.gen
-		i := x.child(h, key)
+		i := x.childNear(h, key, lo, hi)
+		lo, hi = x.bounds(i, lo, hi)
 		x, l = x.inner[i], x.leaf[i]
 	}
 	if l == nil {
 		return nil
 	}
-	i, ok := l.search(h, key)
+	i, ok := l.searchNear(h, key, lo, hi)
 	switch {
 	case !ok:
 		return nil
@@ -151,11 +221,12 @@ func (ks *keyspace) Load(it item) { ks.set(it) }
 func (ks *keyspace) set(it item) (prev item, replaced bool) {
 	s := shardOf(it.hash)
 	r := &ks.shards[s]
+	lo, hi := shardBounds(s)
 	switch {
 	case r.inner != nil:
 		x := ks.mutInner(&r.inner)
 		var sp ktSplit
-		prev, replaced, sp = ks.innerSet(x, it, true)
+		prev, replaced, sp = ks.innerSet(x, it, true, lo, hi)
 		if sp.inner != nil {
 			r.inner = ks.newRootInner(x, nil, sp)
 		}
@@ -165,7 +236,7 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 		}
 		l := ks.mutLeaf(&r.leaf)
 		var sp ktSplit
-		prev, replaced, sp = ks.leafSet(l, it, true)
+		prev, replaced, sp = ks.leafSet(l, it, true, lo, hi)
 		if sp.leaf != nil {
 			r.inner, r.leaf = ks.newRootInner(nil, l, sp), nil
 		}
@@ -655,9 +726,9 @@ func (l *ktLeaf) removeAt(i int) item {
 // overflows is split, and the new right half returned. last says l is the
 // shard's last leaf: an item appended there (a restore, which comes in
 // order) splits off alone, so leaves loaded in order end full, not half
-// full.
-func (ks *keyspace) leafSet(l *ktLeaf, it item, last bool) (item, bool, ktSplit) {
-	i, found := l.search(it.hash, it.key)
+// full. Its hashes are within [lo, hi).
+func (ks *keyspace) leafSet(l *ktLeaf, it item, last bool, lo, hi uint64) (item, bool, ktSplit) {
+	i, found := l.searchNear(it.hash, it.key, lo, hi)
 	if found {
 		prev := l.it[i]
 		l.it[i] = it
@@ -680,17 +751,19 @@ func (ks *keyspace) leafSet(l *ktLeaf, it item, last bool) (item, bool, ktSplit)
 
 // innerSet inserts or replaces it under x (this generation's); a node that
 // overflows is split, and the new right half returned.
-// last says x is the last node of its level, as for leafSet.
-func (ks *keyspace) innerSet(x *ktInner, it item, last bool) (prev item, replaced bool, sp ktSplit) {
-	j := x.child(it.hash, it.key)
+// last says x is the last node of its level, as for leafSet; its hashes
+// are within [lo, hi).
+func (ks *keyspace) innerSet(x *ktInner, it item, last bool, lo, hi uint64) (prev item, replaced bool, sp ktSplit) {
+	j := x.childNear(it.hash, it.key, lo, hi)
 	last = last && j == x.n-1
+	lo, hi = x.bounds(j, lo, hi)
 	var child ktSplit
 	if x.leafKids {
 		c := ks.mutLeaf(&x.leaf[j])
-		prev, replaced, child = ks.leafSet(c, it, last)
+		prev, replaced, child = ks.leafSet(c, it, last, lo, hi)
 	} else {
 		c := ks.mutInner(&x.inner[j])
-		prev, replaced, child = ks.innerSet(c, it, last)
+		prev, replaced, child = ks.innerSet(c, it, last, lo, hi)
 	}
 	if !replaced {
 		x.cnt[j]++

@@ -395,3 +395,55 @@ func TestKeyspaceModel(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchNearMatchesSearch checks that the interpolating searches give
+// the binary searches' answers on leaves and inner nodes whose hashes are
+// spread evenly, bunched at one end, or all equal, for hashes inside and
+// at the edges of the node's range.
+func TestSearchNearMatchesSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 3000 {
+		lo := rng.Uint64N(1 << 40)
+		hi := lo + 1 + rng.Uint64N(1<<40)
+		n := 1 + rng.IntN(ktLeafMax)
+		hashes := make([]uint64, n)
+		for i := range hashes {
+			switch round % 3 {
+			case 0: // even
+				hashes[i] = lo + rng.Uint64N(hi-lo)
+			case 1: // bunched near lo
+				hashes[i] = lo + rng.Uint64N(min(hi-lo, 50))
+			default: // few distinct
+				hashes[i] = lo + uint64(rng.IntN(3))%(hi-lo)
+			}
+		}
+		slices.Sort(hashes)
+		l := &ktLeaf{n: n}
+		x := &ktInner{n: n}
+		for i, h := range hashes {
+			key := "k" + strconv.Itoa(i)
+			l.hash[i], l.it[i] = h, item{hash: h, key: key}
+			if i > 0 {
+				x.sepHash[i] = h
+				if h == hashes[i-1] {
+					x.sepKey[i] = key
+				}
+			}
+		}
+		for range 20 {
+			h := lo + rng.Uint64N(hi-lo)
+			if rng.IntN(4) == 0 {
+				h = hashes[rng.IntN(n)]
+			}
+			key := "k" + strconv.Itoa(rng.IntN(n+2))
+			i1, ok1 := l.search(h, key)
+			i2, ok2 := l.searchNear(h, key, lo, hi)
+			if i1 != i2 || ok1 != ok2 {
+				t.Fatalf("leaf %v: searchNear(%d, %q) = %d %v, search %d %v", hashes, h, key, i2, ok2, i1, ok1)
+			}
+			if c1, c2 := x.child(h, key), x.childNear(h, key, lo, hi); c1 != c2 {
+				t.Fatalf("inner %v: childNear(%d, %q) = %d, child %d", hashes, h, key, c2, c1)
+			}
+		}
+	}
+}
