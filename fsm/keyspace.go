@@ -80,7 +80,7 @@ func (ks *keyspace) find(h uint64, key string) *item {
 	for x != nil {
 		i := x.childNear(h, key, lo, hi)
 		lo, hi = x.bounds(i, lo, hi)
-		x, l = x.inner[i], x.leaf[i]
+		x, l = x.e[i].inner, x.e[i].leaf
 	}
 	if l == nil {
 		return nil
@@ -99,10 +99,10 @@ func shardBounds(s int) (lo, hi uint64) {
 // bounds narrows [lo, hi), the range of x's hashes, to child j's.
 func (x *ktInner) bounds(j int, lo, hi uint64) (uint64, uint64) {
 	if j > 0 {
-		lo = x.sepHash[j]
+		lo = x.e[j].hash
 	}
 	if j+1 < x.n {
-		hi = x.sepHash[j+1]
+		hi = x.e[j+1].hash
 	}
 	return lo, hi
 }
@@ -143,13 +143,13 @@ func (l *ktLeaf) searchNear(h uint64, key string, lo, hi uint64) (int, bool) {
 // starting from near's guess: the same answer.
 func (x *ktInner) childNear(h uint64, key string, lo, hi uint64) int {
 	i := near(h, lo, hi, x.n)
-	for i > 0 && x.sepHash[i] > h {
+	for i > 0 && x.e[i].hash > h {
 		i--
 	}
-	for i+1 < x.n && x.sepHash[i+1] <= h {
+	for i+1 < x.n && x.e[i+1].hash <= h {
 		i++
 	}
-	for i > 0 && x.sepHash[i] == h && x.sepKey[i] > key {
+	for i > 0 && x.e[i].hash == h && x.sepKey[i] > key {
 		i--
 	}
 	return i
@@ -171,7 +171,7 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 		fresh = fresh && x.gen == ks.gen
 		i := x.childNear(h, key, lo, hi)
 		lo, hi = x.bounds(i, lo, hi)
-		x, l = x.inner[i], x.leaf[i]
+		x, l = x.e[i].inner, x.e[i].leaf
 	}
 	if l == nil {
 		return nil
@@ -191,9 +191,9 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 	for {
 		j := x.child(h, key)
 		if x.leafKids {
-			return &ks.mutLeaf(&x.leaf[j]).it[i]
+			return &ks.mutLeaf(&x.e[j].leaf).it[i]
 		}
-		x = ks.mutInner(&x.inner[j])
+		x = ks.mutInner(&x.e[j].inner)
 	}
 }
 
@@ -265,7 +265,7 @@ func (ks *keyspace) Delete(pivot item) (item, bool) {
 		x := ks.mutInner(&r.inner)
 		prev, _ = ks.innerDelete(x, pivot.hash, pivot.key)
 		if x.n == 1 { // the root's only child becomes the root
-			r.inner, r.leaf = x.inner[0], x.leaf[0]
+			r.inner, r.leaf = x.e[0].inner, x.e[0].leaf
 		}
 	} else {
 		l := ks.mutLeaf(&r.leaf)
@@ -383,7 +383,7 @@ func (ks *keyspace) GetAt(i int) (item, bool) {
 			for ; i >= x.cnt[j]; j++ {
 				i -= x.cnt[j]
 			}
-			x, l = x.inner[j], x.leaf[j]
+			x, l = x.e[j].inner, x.e[j].leaf
 		}
 		return l.it[i], true
 	}
@@ -403,7 +403,7 @@ func (ks *keyspace) rankInShard(s int, h uint64) int {
 		for k := range j {
 			rank += x.cnt[k]
 		}
-		x, l = x.inner[j], x.leaf[j]
+		x, l = x.e[j].inner, x.e[j].leaf
 	}
 	if l != nil {
 		i, _ := l.search(h, "")
@@ -469,7 +469,7 @@ func (ks *keyspace) earliest(now int64, fn func(*item) bool) {
 			x := e.inner
 			for j := range x.n {
 				if x.minExp[j] <= now {
-					heap.Push(&h, dueEntry{at: x.minExp[j], inner: x.inner[j], leaf: x.leaf[j]})
+					heap.Push(&h, dueEntry{at: x.minExp[j], inner: x.e[j].inner, leaf: x.e[j].leaf})
 				}
 			}
 		default:
@@ -586,12 +586,20 @@ type ktInner struct {
 	gen      uint64
 	n        int
 	leafKids bool
-	sepHash  [ktInnerMax + 1]uint64
-	sepKey   [ktInnerMax + 1]string
-	cnt      [ktInnerMax + 1]int   // items under each child
-	minExp   [ktInnerMax + 1]int64 // each child's earliest deadline
-	inner    [ktInnerMax + 1]*ktInner
-	leaf     [ktInnerMax + 1]*ktLeaf
+	// e holds each child and its separator's hash side by side: a
+	// search's guess and the child it leads to are one cache line.
+	e      [ktInnerMax + 1]ktEdge
+	sepKey [ktInnerMax + 1]string
+	cnt    [ktInnerMax + 1]int   // items under each child
+	minExp [ktInnerMax + 1]int64 // each child's earliest deadline
+}
+
+// ktEdge is child j of an inner node: the node (one of inner, leaf,
+// as the parent's leafKids says), and the hash side of its separator.
+type ktEdge struct {
+	hash  uint64
+	inner *ktInner
+	leaf  *ktLeaf
 }
 
 // ktSplit is a node split off to the right of another, and its separator.
@@ -631,14 +639,14 @@ func (x *ktInner) child(h uint64, key string) int {
 	lo, hi := 1, x.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x.sepHash[m] <= h {
+		if x.e[m].hash <= h {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	i := lo - 1
-	for i > 0 && x.sepHash[i] == h && x.sepKey[i] > key {
+	for i > 0 && x.e[i].hash == h && x.sepKey[i] > key {
 		i--
 	}
 	return i
@@ -759,10 +767,10 @@ func (ks *keyspace) innerSet(x *ktInner, it item, last bool, lo, hi uint64) (pre
 	lo, hi = x.bounds(j, lo, hi)
 	var child ktSplit
 	if x.leafKids {
-		c := ks.mutLeaf(&x.leaf[j])
+		c := ks.mutLeaf(&x.e[j].leaf)
 		prev, replaced, child = ks.leafSet(c, it, last, lo, hi)
 	} else {
-		c := ks.mutInner(&x.inner[j])
+		c := ks.mutInner(&x.e[j].inner)
 		prev, replaced, child = ks.innerSet(c, it, last, lo, hi)
 	}
 	if !replaced {
@@ -791,15 +799,13 @@ func (ks *keyspace) innerSet(x *ktInner, it item, last bool, lo, hi uint64) (pre
 	if last && j+1 == x.n-1 { // the new child is the last: see leafSet
 		half = x.n - 1
 	}
-	sp = ktSplit{inner: r, hash: x.sepHash[half], key: x.sepKey[half]}
+	sp = ktSplit{inner: r, hash: x.e[half].hash, key: x.sepKey[half]}
 	r.n = x.n - half
-	copy(r.sepHash[:], x.sepHash[half:x.n])
+	copy(r.e[:], x.e[half:x.n])
 	copy(r.sepKey[:], x.sepKey[half:x.n])
 	copy(r.cnt[:], x.cnt[half:x.n])
 	copy(r.minExp[:], x.minExp[half:x.n])
-	copy(r.inner[:], x.inner[half:x.n])
-	copy(r.leaf[:], x.leaf[half:x.n])
-	r.sepHash[0], r.sepKey[0] = 0, ""
+	r.e[0].hash, r.sepKey[0] = 0, ""
 	x.clearFrom(half)
 	return prev, replaced, sp
 }
@@ -808,9 +814,9 @@ func (ks *keyspace) innerSet(x *ktInner, it item, last bool, lo, hi uint64) (pre
 // a leaf) and the split-off right half.
 func (ks *keyspace) newRootInner(left *ktInner, leftLeaf *ktLeaf, sp ktSplit) *ktInner {
 	x := &ktInner{gen: ks.gen, n: 2, leafKids: leftLeaf != nil}
-	x.inner[0], x.leaf[0] = left, leftLeaf
-	x.inner[1], x.leaf[1] = sp.inner, sp.leaf
-	x.sepHash[1], x.sepKey[1] = sp.hash, sp.key
+	x.e[0].inner, x.e[0].leaf = left, leftLeaf
+	x.e[1].inner, x.e[1].leaf = sp.inner, sp.leaf
+	x.e[1].hash, x.sepKey[1] = sp.hash, sp.key
 	x.recount(0)
 	x.recount(1)
 	return x
@@ -819,46 +825,40 @@ func (ks *keyspace) newRootInner(left *ktInner, leftLeaf *ktLeaf, sp ktSplit) *k
 // insertChild puts a split-off child at index j.
 func (x *ktInner) insertChild(j int, sp ktSplit) {
 	n := x.n
-	copy(x.sepHash[j+1:n+1], x.sepHash[j:n])
+	copy(x.e[j+1:n+1], x.e[j:n])
 	copy(x.sepKey[j+1:n+1], x.sepKey[j:n])
 	copy(x.cnt[j+1:n+1], x.cnt[j:n])
 	copy(x.minExp[j+1:n+1], x.minExp[j:n])
-	copy(x.inner[j+1:n+1], x.inner[j:n])
-	copy(x.leaf[j+1:n+1], x.leaf[j:n])
-	x.sepHash[j], x.sepKey[j] = sp.hash, sp.key
-	x.inner[j], x.leaf[j] = sp.inner, sp.leaf
+	x.e[j].hash, x.sepKey[j] = sp.hash, sp.key
+	x.e[j].inner, x.e[j].leaf = sp.inner, sp.leaf
 	x.n++
 }
 
 // removeChild drops the child at index j (j > 0: its range joins j-1's).
 func (x *ktInner) removeChild(j int) {
 	n := x.n
-	copy(x.sepHash[j:n-1], x.sepHash[j+1:n])
+	copy(x.e[j:n-1], x.e[j+1:n])
 	copy(x.sepKey[j:n-1], x.sepKey[j+1:n])
 	copy(x.cnt[j:n-1], x.cnt[j+1:n])
 	copy(x.minExp[j:n-1], x.minExp[j+1:n])
-	copy(x.inner[j:n-1], x.inner[j+1:n])
-	copy(x.leaf[j:n-1], x.leaf[j+1:n])
 	x.clearFrom(n - 1)
 }
 
 // clearFrom empties the entries from index i on, which become unused.
 func (x *ktInner) clearFrom(i int) {
-	clear(x.sepHash[i:x.n])
+	clear(x.e[i:x.n])
 	clear(x.sepKey[i:x.n])
 	clear(x.cnt[i:x.n])
 	clear(x.minExp[i:x.n])
-	clear(x.inner[i:x.n])
-	clear(x.leaf[i:x.n])
 	x.n = i
 }
 
 // recount sets child j's count and earliest deadline from the child.
 func (x *ktInner) recount(j int) {
 	if x.leafKids {
-		x.cnt[j] = x.leaf[j].n
+		x.cnt[j] = x.e[j].leaf.n
 	} else {
-		c := x.inner[j]
+		c := x.e[j].inner
 		x.cnt[j] = 0
 		for _, n := range c.cnt[:c.n] {
 			x.cnt[j] += n
@@ -869,16 +869,16 @@ func (x *ktInner) recount(j int) {
 
 func (x *ktInner) childMin(j int) int64 {
 	if x.leafKids {
-		return x.leaf[j].min()
+		return x.e[j].leaf.min()
 	}
-	return x.inner[j].min()
+	return x.e[j].inner.min()
 }
 
 func (x *ktInner) childLen(j int) int {
 	if x.leafKids {
-		return x.leaf[j].n
+		return x.e[j].leaf.n
 	}
-	return x.inner[j].n
+	return x.e[j].inner.n
 }
 
 // innerDelete removes the item (h, key), which is under x (this
@@ -887,14 +887,14 @@ func (ks *keyspace) innerDelete(x *ktInner, h uint64, key string) (item, bool) {
 	j := x.child(h, key)
 	var prev item
 	if x.leafKids {
-		c := ks.mutLeaf(&x.leaf[j])
+		c := ks.mutLeaf(&x.e[j].leaf)
 		i, ok := c.search(h, key)
 		if !ok {
 			return item{}, false
 		}
 		prev = c.removeAt(i)
 	} else {
-		c := ks.mutInner(&x.inner[j])
+		c := ks.mutInner(&x.e[j].inner)
 		var ok bool
 		if prev, ok = ks.innerDelete(c, h, key); !ok {
 			return item{}, false
@@ -925,7 +925,7 @@ func (ks *keyspace) rebalance(x *ktInner, j int) {
 	}
 	b := a + 1
 	if x.leafKids {
-		la, lb := ks.mutLeaf(&x.leaf[a]), ks.mutLeaf(&x.leaf[b])
+		la, lb := ks.mutLeaf(&x.e[a].leaf), ks.mutLeaf(&x.e[b].leaf)
 		total := la.n + lb.n
 		if total <= ktLeafMax {
 			la.take(la.n, lb, 0, lb.n)
@@ -948,16 +948,16 @@ func (ks *keyspace) rebalance(x *ktInner, j int) {
 			la.clearFrom(want)
 			lb.n += k
 		}
-		x.sepHash[b], x.sepKey[b] = separator(&la.it[la.n-1], &lb.it[0])
+		x.e[b].hash, x.sepKey[b] = separator(&la.it[la.n-1], &lb.it[0])
 		x.recount(a)
 		x.recount(b)
 		return
 	}
-	xa, xb := ks.mutInner(&x.inner[a]), ks.mutInner(&x.inner[b])
+	xa, xb := ks.mutInner(&x.e[a].inner), ks.mutInner(&x.e[b].inner)
 	total := xa.n + xb.n
 	if total <= ktInnerMax {
 		// xb's first child's range begins at x's separator for xb.
-		xb.sepHash[0], xb.sepKey[0] = x.sepHash[b], x.sepKey[b]
+		xb.e[0].hash, xb.sepKey[0] = x.e[b].hash, x.sepKey[b]
 		xa.appendFrom(xb, 0, xb.n)
 		x.removeChild(b)
 		x.recount(a)
@@ -966,15 +966,15 @@ func (ks *keyspace) rebalance(x *ktInner, j int) {
 	want := total / 2
 	if xa.n < want {
 		k := want - xa.n
-		xb.sepHash[0], xb.sepKey[0] = x.sepHash[b], x.sepKey[b]
+		xb.e[0].hash, xb.sepKey[0] = x.e[b].hash, x.sepKey[b]
 		xa.appendFrom(xb, 0, k)
-		x.sepHash[b], x.sepKey[b] = xb.sepHash[k], xb.sepKey[k]
+		x.e[b].hash, x.sepKey[b] = xb.e[k].hash, xb.sepKey[k]
 		xb.dropFront(k)
 	} else {
-		xb.sepHash[0], xb.sepKey[0] = x.sepHash[b], x.sepKey[b]
+		xb.e[0].hash, xb.sepKey[0] = x.e[b].hash, x.sepKey[b]
 		xb.prependFrom(xa, want, xa.n)
-		x.sepHash[b], x.sepKey[b] = xa.sepHash[want], xa.sepKey[want]
-		xb.sepHash[0], xb.sepKey[0] = 0, ""
+		x.e[b].hash, x.sepKey[b] = xa.e[want].hash, xa.sepKey[want]
+		xb.e[0].hash, xb.sepKey[0] = 0, ""
 		xa.clearFrom(want)
 	}
 	x.recount(a)
@@ -984,45 +984,37 @@ func (ks *keyspace) rebalance(x *ktInner, j int) {
 // appendFrom appends y's children [from, to) to x, separators included.
 func (x *ktInner) appendFrom(y *ktInner, from, to int) {
 	n := x.n
-	copy(x.sepHash[n:], y.sepHash[from:to])
+	copy(x.e[n:], y.e[from:to])
 	copy(x.sepKey[n:], y.sepKey[from:to])
 	copy(x.cnt[n:], y.cnt[from:to])
 	copy(x.minExp[n:], y.minExp[from:to])
-	copy(x.inner[n:], y.inner[from:to])
-	copy(x.leaf[n:], y.leaf[from:to])
 	x.n += to - from
 }
 
 // prependFrom puts y's children [from, to) before x's.
 func (x *ktInner) prependFrom(y *ktInner, from, to int) {
 	k, n := to-from, x.n
-	copy(x.sepHash[k:], x.sepHash[:n])
+	copy(x.e[k:], x.e[:n])
 	copy(x.sepKey[k:], x.sepKey[:n])
 	copy(x.cnt[k:], x.cnt[:n])
 	copy(x.minExp[k:], x.minExp[:n])
-	copy(x.inner[k:], x.inner[:n])
-	copy(x.leaf[k:], x.leaf[:n])
-	copy(x.sepHash[:k], y.sepHash[from:to])
+	copy(x.e[:k], y.e[from:to])
 	copy(x.sepKey[:k], y.sepKey[from:to])
 	copy(x.cnt[:k], y.cnt[from:to])
 	copy(x.minExp[:k], y.minExp[from:to])
-	copy(x.inner[:k], y.inner[from:to])
-	copy(x.leaf[:k], y.leaf[from:to])
 	x.n += k
 }
 
 // dropFront removes x's first k children; child k becomes the first.
 func (x *ktInner) dropFront(k int) {
 	n := x.n
-	copy(x.sepHash[:], x.sepHash[k:n])
+	copy(x.e[:], x.e[k:n])
 	copy(x.sepKey[:], x.sepKey[k:n])
 	copy(x.cnt[:], x.cnt[k:n])
 	copy(x.minExp[:], x.minExp[k:n])
-	copy(x.inner[:], x.inner[k:n])
-	copy(x.leaf[:], x.leaf[k:n])
 	x.n = n // clearFrom clears [n-k, n) and sets n
 	x.clearFrom(n - k)
-	x.sepHash[0], x.sepKey[0] = 0, ""
+	x.e[0].hash, x.sepKey[0] = 0, ""
 }
 
 func (l *ktLeaf) ascend(pivot *item, fn func(item) bool) bool {
@@ -1046,9 +1038,9 @@ func (x *ktInner) ascend(pivot *item, fn func(item) bool) bool {
 	for ; j < x.n; j++ {
 		var more bool
 		if x.leafKids {
-			more = x.leaf[j].ascend(pivot, fn)
+			more = x.e[j].leaf.ascend(pivot, fn)
 		} else {
-			more = x.inner[j].ascend(pivot, fn)
+			more = x.e[j].inner.ascend(pivot, fn)
 		}
 		if !more {
 			return false
@@ -1074,9 +1066,9 @@ func (x *ktInner) scanExpired(now int64, fn func(*item) bool) bool {
 		}
 		var more bool
 		if x.leafKids {
-			more = x.leaf[j].scanExpired(now, fn)
+			more = x.e[j].leaf.scanExpired(now, fn)
 		} else {
-			more = x.inner[j].scanExpired(now, fn)
+			more = x.e[j].inner.scanExpired(now, fn)
 		}
 		if !more {
 			return false

@@ -104,17 +104,17 @@ func checkInner(t testing.TB, x *ktInner, visit func(*item), root, rightmost boo
 		t.Fatalf("inner node with %d children", x.n)
 	}
 	for j := range x.n {
-		if (x.leaf[j] != nil) != x.leafKids || (x.inner[j] != nil) == x.leafKids {
+		if (x.e[j].leaf != nil) != x.leafKids || (x.e[j].inner != nil) == x.leafKids {
 			t.Fatalf("inner node child %d of the wrong kind", j)
 		}
 		var f, l *item
 		var cnt int
 		if x.leafKids {
-			f, l = checkLeaf(t, x.leaf[j], visit, false, rightmost && j == x.n-1)
-			cnt = x.leaf[j].n
+			f, l = checkLeaf(t, x.e[j].leaf, visit, false, rightmost && j == x.n-1)
+			cnt = x.e[j].leaf.n
 		} else {
-			f, l = checkInner(t, x.inner[j], visit, false, rightmost && j == x.n-1)
-			c := x.inner[j]
+			f, l = checkInner(t, x.e[j].inner, visit, false, rightmost && j == x.n-1)
+			c := x.e[j].inner
 			for _, k := range c.cnt[:c.n] {
 				cnt += k
 			}
@@ -126,7 +126,7 @@ func checkInner(t testing.TB, x *ktInner, visit func(*item), root, rightmost boo
 			t.Fatalf("child %d: earliest deadline %d, recorded %d", j, got, x.minExp[j])
 		}
 		if j > 0 {
-			sep := item{hash: x.sepHash[j], key: x.sepKey[j]}
+			sep := item{hash: x.e[j].hash, key: x.sepKey[j]}
 			if itemLess(*f, sep) || !itemLess(*last, sep) {
 				t.Fatalf("separator %x/%q of child %d: first item %x/%q, previous child's last %x/%q",
 					sep.hash, sep.key, j, f.hash, f.key, last.hash, last.key)
@@ -137,8 +137,8 @@ func checkInner(t testing.TB, x *ktInner, visit func(*item), root, rightmost boo
 		}
 		last = l
 	}
-	for j := x.n; j < len(x.leaf); j++ {
-		if x.leaf[j] != nil || x.inner[j] != nil || x.sepKey[j] != "" || x.cnt[j] != 0 {
+	for j := x.n; j < len(x.e); j++ {
+		if x.e[j] != (ktEdge{}) || x.sepKey[j] != "" || x.cnt[j] != 0 {
 			t.Fatalf("inner slot %d past its %d children is not cleared", j, x.n)
 		}
 	}
@@ -273,7 +273,7 @@ func TestKeyspaceModel(t *testing.T) {
 			ks.check(t)
 			if tc.name == "three levels" || tc.backward {
 				depth := 1
-				for x := ks.shards[0].inner; x != nil; x = x.inner[0] {
+				for x := ks.shards[0].inner; x != nil; x = x.e[0].inner {
 					depth++
 				}
 				if depth < 3 {
@@ -424,7 +424,7 @@ func TestSearchNearMatchesSearch(t *testing.T) {
 			key := "k" + strconv.Itoa(i)
 			l.hash[i], l.it[i] = h, item{hash: h, key: key}
 			if i > 0 {
-				x.sepHash[i] = h
+				x.e[i].hash = h
 				if h == hashes[i-1] {
 					x.sepKey[i] = key
 				}
