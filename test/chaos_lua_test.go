@@ -110,7 +110,7 @@ func TestChaosLua(t *testing.T) {
 	}
 	defer conn.Close()
 	r := bufio.NewReader(conn)
-	for _, k := range keys {
+	for _, k := range usedKeys(h, keys) {
 		op := listOp{Kind: "get", Key: k, Node: leader.Name, ClientID: fw.client}
 		fw.do(conn, r, &op, []string{"GET", k})
 		if op.Outcome != OutcomeOK {
