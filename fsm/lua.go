@@ -240,6 +240,9 @@ type luaVM struct {
 	// The last script run, as a function value (runEval).
 	lastProto *lua.FunctionProto
 	lastFn    *lua.LFunction
+	// The KEYS and ARGV tables of the last run, which the next refills
+	// when the run left them plain arrays (argTable).
+	keys, argv *lua.LTable
 	// redis.call's arguments, in buffers reused from call to call: what
 	// the store keeps of a command it copies (Apply's contract), and the
 	// reply is converted to Lua values before the next call.
@@ -312,7 +315,7 @@ func newLuaVM() *luaVM {
 	vm.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
 	vm.envMeta.RawSetString("__metatable", lua.LFalse)
 	vm.errHandler = L.NewFunction(vm.onError)
-	vm.env = vm.newEnv([][]byte{}, [][]byte{})
+	vm.env = vm.newEnv(nil, nil)
 	vm.rnd = rand.New(&vm.pcg)
 	return vm
 }
@@ -476,6 +479,51 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
+// argTable returns a table of items, as stringsTable's, for KEYS or ARGV:
+// last (the table of the previous run, nil at first) filled again when
+// that run left it a plain array, so that a run allocates no table. A
+// table with a metatable or any key outside its array part is not reused.
+// Nothing else a run does can outlive it (the globals and libraries are
+// read-only, a main chunk has no upvalues), so a refilled table is, to the
+// next script, what a fresh one is.
+func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
+	if last == nil || last.Metatable != lua.LNil || !arrayOnly(last) {
+		return stringsTable(vm.L, items)
+	}
+	n := last.MaxN()
+	for i, b := range items {
+		// A repeated argument (a limit, a window) keeps its string.
+		if old, ok := last.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
+			continue
+		}
+		last.RawSetInt(i+1, lua.LString(b))
+	}
+	for i := len(items) + 1; i <= n; i++ {
+		last.RawSetInt(i, lua.LNil)
+	}
+	return last
+}
+
+// arrayOnly reports whether t has no key outside 1..t.MaxN().
+func arrayOnly(t *lua.LTable) bool {
+	var k lua.LValue = lua.LNil
+	if n := t.MaxN(); n > 0 {
+		// Next of the last array key: the first key after the array,
+		// in the hash part.
+		k, _ = t.Next(lua.LNumber(n))
+	} else {
+		k, _ = t.Next(lua.LNil)
+	}
+	return k == lua.LNil
+}
+
+// setEnv sets the environment's own field name to v, unless it holds v.
+func (vm *luaVM) setEnv(name string, v lua.LValue) {
+	if vm.env.RawGetString(name) != v {
+		vm.env.RawSetString(name, v)
+	}
+}
+
 // runEval runs a script's compiled body in vm's environment, with keys
 // and args as KEYS and ARGV.
 func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args [][]byte) Reply {
@@ -486,11 +534,14 @@ func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args []
 		vm.lastProto, vm.lastFn = proto, L.NewFunctionFromProto(proto)
 	}
 	fn := vm.lastFn
+	vm.keys = vm.argTable(vm.keys, keys)
+	vm.argv = vm.argTable(vm.argv, args)
 	// KEYS, ARGV and _G are the environment's only own fields, which a
-	// script may assign (as in a fresh environment): set all three again.
-	vm.env.RawSetString("KEYS", stringsTable(L, keys))
-	vm.env.RawSetString("ARGV", stringsTable(L, args))
-	vm.env.RawSetString("_G", vm.env)
+	// script may assign (as in a fresh environment): each run finds all
+	// three as a fresh environment has them.
+	vm.setEnv("KEYS", vm.keys)
+	vm.setEnv("ARGV", vm.argv)
+	vm.setEnv("_G", vm.env)
 	fn.Env = vm.env
 	run.source = "@user_script"
 	return vm.call(run, fn)

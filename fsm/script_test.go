@@ -145,29 +145,59 @@ func TestScriptSandbox(t *testing.T) {
 
 // TestScriptRunsShareNothing checks that what one run does to KEYS, ARGV,
 // the random source and tostring's numbering is not seen by the next,
-// though the runs share one interpreter and environment.
+// though the runs share one interpreter and environment, and refill the
+// KEYS and ARGV tables a run left plain arrays.
 func TestScriptRunsShareNothing(t *testing.T) {
-	s := newScriptStore()
-	dirty := `KEYS[2] = 'extra' KEYS.x = 1 ARGV[1] = 'changed' setmetatable(ARGV, {__index = function() return 'meta' end})
+	dirty := []string{
+		`KEYS[2] = 'extra' KEYS.x = 1 ARGV[1] = 'changed' setmetatable(ARGV, {__index = function() return 'meta' end})
 		math.randomseed(7) tostring({}) tostring({}) _G = 'changed' KEYS = {} ARGV = nil
-		return 1`
-	probe := `return {#KEYS, KEYS[1], tostring(KEYS.x), #ARGV, ARGV[1], tostring(ARGV[5]), tostring(math.random(1000000)), tostring({}), type(_G), tostring(rawequal(_G, _G._G))}`
-	want := s.Apply(0, 1, []Command{eval(probe, 3, 0, "k", "a").i(1)})[0]
-	for i := 0; i < 2; i++ {
-		if r := s.Apply(0, 1, []Command{eval(dirty, 5, 0, "k", "a").i(1)})[0]; r.Kind != ReplyInt {
-			t.Fatalf("dirty script: %v", r)
-		}
-		if r := s.Apply(0, 1, []Command{eval(probe, 3, 0, "k", "a").i(1)})[0]; !replyEqual(r, want) {
-			t.Fatalf("after a script changed its run: %v, want %v", r, want)
+		return 1`,
+		// The tables themselves changed, and left in place.
+		`KEYS[2] = 'extra' ARGV[1] = 'changed' ARGV[2] = 'added' return 1`,
+		`KEYS[1] = nil table.insert(ARGV, 'more') return 1`,
+		`KEYS.x = 1 KEYS.x = nil ARGV[10] = 'far' return 1`,
+		`KEYS.x = 1 rawset(ARGV, 'y', 2) return 1`,
+		`KEYS[-1] = 'negative' ARGV[0] = 'zero' ARGV[1.5] = 'half' return 1`,
+		`setmetatable(KEYS, {__index = function() return 'meta' end}) return 1`,
+		`ARGV[1] = KEYS KEYS[1] = ARGV return 1`,
+		`KEYS[2] = 'a' KEYS[3] = 'b' table.remove(KEYS) table.remove(ARGV) return 1`,
+		`KEYS[2] = 'extra' KEYS.y = 1 ARGV[1] = 'changed' error('stopped')`,
+		`KEYS = nil ARGV = 1 _G = nil return 1`,
+	}
+	probe := `local function count(t) local n = 0 for _ in pairs(t) do n = n + 1 end return n end
+		return {#KEYS, count(KEYS), tostring(KEYS[1]), tostring(KEYS[2]), tostring(KEYS.x), tostring(KEYS[-1]), tostring(getmetatable(KEYS)),
+		#ARGV, count(ARGV), tostring(ARGV[1]), tostring(ARGV[2]), tostring(ARGV[5]), tostring(ARGV[0]), tostring(getmetatable(ARGV)),
+		tostring(math.random(1000000)), tostring({}), type(_G), tostring(rawequal(_G, _G._G))}`
+	probes := [][]string{{"k", "a"}, {}, {"k1", "k2", "a1", "a2", "a3"}}
+	keys := []int64{1, 0, 2}
+	fresh := newScriptStore()
+	var want []Reply
+	for i, args := range probes {
+		want = append(want, fresh.Apply(0, 1, []Command{eval(probe, 3, 0, args...).i(keys[i])})[0])
+	}
+	s := newScriptStore()
+	for _, d := range dirty {
+		for i, args := range probes {
+			s.Apply(0, 1, []Command{eval(d, 5, 0, args...).i(keys[i])})
+			for j, args := range probes {
+				if r := s.Apply(0, 1, []Command{eval(probe, 3, 0, args...).i(keys[j])})[0]; !replyEqual(r, want[j]) {
+					t.Fatalf("after %q with %q, the probe with %q: %v, want %v", d, probes[i], args, r, want[j])
+				}
+			}
 		}
 	}
 	if r := s.Read(1, c(OpGet, "missing")); r.Kind != ReplyNil {
 		t.Fatal(r)
 	}
-	exp := arr(in(1), bulk("k"), bulk("nil"), in(1), bulk("a"), bulk("nil"))
-	if len(want.Array) != 10 || !replyEqual(Reply{Kind: ReplyArray, Array: want.Array[:6]}, exp) || string(want.Array[7].Bulk) != "table: 0x1" ||
-		string(want.Array[8].Bulk) != "table" || string(want.Array[9].Bulk) != "true" {
-		t.Fatalf("probe: %v", want)
+	exp := arr(in(1), in(1), bulk("k"), bulk("nil"), bulk("nil"), bulk("nil"), bulk("nil"),
+		in(1), in(1), bulk("a"), bulk("nil"), bulk("nil"), bulk("nil"), bulk("nil"))
+	w := want[0]
+	if len(w.Array) != 18 || !replyEqual(Reply{Kind: ReplyArray, Array: w.Array[:14]}, exp) || string(w.Array[15].Bulk) != "table: 0x1" ||
+		string(w.Array[16].Bulk) != "table" || string(w.Array[17].Bulk) != "true" {
+		t.Fatalf("probe: %v", w)
+	}
+	if w := want[2]; w.Array[0].Int != 2 || w.Array[7].Int != 3 || string(w.Array[11].Bulk) != "nil" {
+		t.Fatalf("probe with two keys and three arguments: %v", w)
 	}
 }
 
