@@ -260,12 +260,12 @@ func replyToLua(L *lua.LState, resp int, r *Reply) lua.LValue {
 		t.RawSetString("err", lua.LString(r.Str))
 		return t
 	case ReplyInt:
-		return lua.LNumber(r.Int)
+		return luaNumber(r.Int)
 	case ReplyBool:
 		if resp == 3 {
 			return lua.LBool(r.Int != 0)
 		}
-		return lua.LNumber(r.Int)
+		return luaNumber(r.Int)
 	case ReplyBulk, ReplyBigNumber, ReplyVerbatim:
 		if resp == 3 && r.Kind == ReplyBigNumber {
 			t := L.CreateTable(0, 1)
@@ -325,6 +325,25 @@ func replyToLua(L *lua.LState, resp int, r *Reply) lua.LValue {
 		t.RawSetInt(i+1, replyToLua(L, resp, &r.Array[i]))
 	}
 	return t
+}
+
+// smallNumbers are the Lua numbers 0 to 1023 as values, made once: the
+// integer replies a script sees most (EXPIRE's 1, an INCR of a counter,
+// DEL's count) then cost no allocation each. A number is immutable, so
+// every interpreter shares them.
+var smallNumbers = func() (t [1024]lua.LValue) {
+	for i := range t {
+		t[i] = lua.LNumber(i)
+	}
+	return t
+}()
+
+// luaNumber returns n as a Lua value.
+func luaNumber(n int64) lua.LValue {
+	if n >= 0 && n < int64(len(smallNumbers)) {
+		return smallNumbers[n]
+	}
+	return lua.LNumber(n)
 }
 
 // luaToReply converts a script's result into a reply, as Redis does.
