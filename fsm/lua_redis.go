@@ -102,7 +102,7 @@ func (vm *luaVM) callArguments(L *lua.LState, n int) ([][]byte, bool) {
 		case lua.LString:
 			buf = append(buf, v...)
 		case lua.LNumber:
-			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
+			buf = appendLuaNumber(buf, float64(v))
 		default:
 			return nil, false
 		}
@@ -116,6 +116,16 @@ func (vm *luaVM) callArguments(L *lua.LState, n int) ([][]byte, bool) {
 	}
 	vm.callBuf, vm.callEnds, vm.callArgs = buf, ends, args
 	return args, true
+}
+
+// appendLuaNumber appends f as redis.call passes a number, %.17g, which
+// for an integer below 1e15 is its decimal digits: those (a TTL, a limit)
+// take the faster integer formatting.
+func appendLuaNumber(b []byte, f float64) []byte {
+	if i := int64(f); float64(i) == f && i > -1e15 && i < 1e15 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
 // callLocked runs one command of a script under the lock the script holds.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -254,6 +255,18 @@ func TestScriptConversions(t *testing.T) {
 		r := s.Apply(0, 1, []Command{eval(tc.body, 1, 0)})[0]
 		if !replyEqual(r, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.body, r, tc.want)
+		}
+	}
+}
+
+// TestAppendLuaNumber: redis.call's argument of a number is %.17g, and the
+// integer shortcut agrees with it on either side of its bounds.
+func TestAppendLuaNumber(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 60, 1e15 - 1, 1e15, 1e15 + 1, -1e15 + 1, -1e15, -1e15 - 1,
+		0.5, -2.5, 1e16, 1 << 53, 1e17, 1e300, -1e300, math.MaxInt64, math.MinInt64, math.NaN(), math.Inf(1), math.Inf(-1), 123456789012345} {
+		want := strconv.AppendFloat(nil, f, 'g', 17, 64)
+		if got := appendLuaNumber([]byte("x"), f); string(got) != "x"+string(want) {
+			t.Errorf("appendLuaNumber(%v) = %q, want %q", f, got[1:], want)
 		}
 	}
 }
