@@ -21,9 +21,10 @@ import (
 // missing one ("Script attempted to access nonexistent global variable"),
 // or change a library, so nothing a script does outlives it in the
 // interpreter. That is what lets one interpreter, and one environment
-// (whose only own fields, KEYS, ARGV and _G, are set again for each run),
-// serve many scripts while every replica, and every replay from a
-// snapshot, stays identical.
+// (whose only own fields, KEYS, ARGV and _G, each run finds as a fresh
+// environment has them, KEYS and ARGV in tables refilled when the last
+// run left them plain arrays), serve many scripts while every replica,
+// and every replay from a snapshot, stays identical.
 //
 // What would leak node-local state into a script is replaced: math.random
 // draws from the run's seeded source, tostring of a table or function
@@ -315,7 +316,7 @@ func newLuaVM() *luaVM {
 	vm.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
 	vm.envMeta.RawSetString("__metatable", lua.LFalse)
 	vm.errHandler = L.NewFunction(vm.onError)
-	vm.env = vm.newEnv(nil, nil)
+	vm.env = vm.newEnv()
 	vm.rnd = rand.New(&vm.pcg)
 	return vm
 }
@@ -457,17 +458,12 @@ func (vm *luaVM) mathRandomSeed(L *lua.LState) int {
 	return 0
 }
 
-// newEnv returns a fresh global environment for one run, holding keys and
-// args as KEYS and ARGV (nil for a function).
-func (vm *luaVM) newEnv(keys, args [][]byte) *lua.LTable {
-	L := vm.L
-	env := L.CreateTable(0, 3)
-	if keys != nil || args != nil {
-		env.RawSetString("KEYS", stringsTable(L, keys))
-		env.RawSetString("ARGV", stringsTable(L, args))
-	}
+// newEnv returns the global environment EVAL runs in, holding _G, and
+// KEYS and ARGV once runEval sets them.
+func (vm *luaVM) newEnv() *lua.LTable {
+	env := vm.L.CreateTable(0, 3)
 	env.RawSetString("_G", env)
-	L.SetMetatable(env, vm.envMeta)
+	vm.L.SetMetatable(env, vm.envMeta)
 	return env
 }
 
