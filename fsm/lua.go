@@ -133,6 +133,7 @@ func compileScript(sha string, body []byte) (*lua.FunctionProto, string) {
 	if err != nil {
 		return nil, "ERR Error compiling script (new function): " + oneLine(err.Error())
 	}
+	specializeRedisCalls(p)
 	compiled.Lock()
 	if compiled.m == nil || len(compiled.m) >= maxCompiled {
 		compiled.m = make(map[string]compiledProto)
@@ -241,6 +242,9 @@ type luaVM struct {
 	// The last script run, as a function value (runEval).
 	lastProto *lua.FunctionProto
 	lastFn    *lua.LFunction
+	// redisUps are the upvalues of a specialized script's chunk
+	// (specializeRedisCalls).
+	redisUps []*lua.Upvalue
 	// The KEYS and ARGV tables of the last run, which the next refills
 	// when the run left them plain arrays (argTable).
 	keys, argv *lua.LTable
@@ -285,7 +289,9 @@ func newLuaVM() *luaVM {
 	math := G.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(vm.mathRandom))
 	math.RawSetString("randomseed", L.NewFunction(vm.mathRandomSeed))
-	G.RawSetString("redis", vm.redisLib())
+	redis := vm.redisLib()
+	vm.redisUps = redisUpvalues(redis)
+	G.RawSetString("redis", redis)
 	G.RawSetString("cjson", cjsonLib(L))
 	G.RawSetString("bit", bitLib(L))
 
@@ -524,10 +530,15 @@ func (vm *luaVM) setEnv(name string, v lua.LValue) {
 // and args as KEYS and ARGV.
 func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args [][]byte) Reply {
 	L := vm.L
-	// A main chunk has no upvalues, and a script cannot change its
-	// function (no setfenv), so the last one's value serves again.
+	// A main chunk's only upvalues are redis.call and redis.pcall
+	// (specializeRedisCalls), and a script cannot change its function (no
+	// setfenv), so the last one's value serves again.
 	if vm.lastProto != proto {
-		vm.lastProto, vm.lastFn = proto, L.NewFunctionFromProto(proto)
+		fn := L.NewFunctionFromProto(proto)
+		if proto.NumUpvalues == numRedisUpvalues {
+			copy(fn.Upvalues, vm.redisUps)
+		}
+		vm.lastProto, vm.lastFn = proto, fn
 	}
 	fn := vm.lastFn
 	vm.keys = vm.argTable(vm.keys, keys)

@@ -3,9 +3,12 @@ package fsm
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // testParser stands in for the server's parser: SET, GET, INCR, SADD,
@@ -268,5 +271,73 @@ func TestAppendLuaNumber(t *testing.T) {
 		if got := appendLuaNumber([]byte("x"), f); string(got) != "x"+string(want) {
 			t.Errorf("appendLuaNumber(%v) = %q, want %q", f, got[1:], want)
 		}
+	}
+}
+
+// TestScriptRedisCallSpecialized: a script whose main chunk reads
+// redis.call and redis.pcall from upvalues (specializeRedisCalls) answers
+// what the plain compiled script answers, after as many instructions, and
+// the rate limiter's reads are all rewritten.
+func TestScriptRedisCallSpecialized(t *testing.T) {
+	scripts := []string{
+		rateLimiter,
+		`for i = 1, 3 do redis.call('INCR', KEYS[1]) end return redis.pcall('GET', KEYS[1])`,
+		// A jump lands between the two reads: the register holds t or redis.
+		`local t = {call = function() return 'mine' end} return (ARGV[1] == 'x' and t or redis).call('PING')`,
+		`local t = {call = function() return 'mine' end} return (ARGV[1] == 'y' and t or redis).call('PING')`,
+		`local t = {pcall = function() return 'mine' end} return (ARGV[1] ~= 'x' or redis).pcall('PING')`,
+		`local redis = {call = function() return 'shadowed' end} return redis.call('PING')`,
+		`return tostring(rawequal(redis.call, (function() return redis.call end)()))`,
+		`local f = function() return redis.call('INCR', KEYS[1]) end return f() + f()`,
+		`return redis.pcall('NOSUCH')['err']`,
+		"local a = 1\n\nredis.call('NOSUCH')",
+		`local r = redis return r.call('PING')['ok'] .. tostring(redis.call == r.call)`,
+		`return redis.call('PING', redis.pcall('ECHO', 'x'))`,
+	}
+	run := func(proto *lua.FunctionProto) (Reply, int64) {
+		s := newScriptStore()
+		vm := newLuaVM()
+		const budget = 1 << 20
+		r := vm.runEval(vm.newRun(s, 1, false, "sha", 1, budget), proto, [][]byte{[]byte("k")}, [][]byte{[]byte("x")})
+		return r, budget - vm.budget.left
+	}
+	for _, body := range scripts {
+		plain, err := compileLua(body, "user_script")
+		if err != nil {
+			t.Fatal(err)
+		}
+		special, _ := compileLua(body, "user_script")
+		specializeRedisCalls(special)
+		want, wantN := run(plain)
+		if got, n := run(special); !replyEqual(got, want) || n != wantN {
+			t.Errorf("%q: specialized %v after %d instructions, plain %v after %d", body, got, n, want, wantN)
+		}
+	}
+	// gopher-lua's compiler puts a MOVE where a jump lands between the
+	// two reads, so the guard is checked on code made by hand.
+	jmp := func(sBx int) uint32 { return uint32(lua.OP_JMP)<<opShift | uint32(sBx+maxArgBx>>1) }
+	for _, c := range []struct {
+		code    []uint32
+		rewrite bool
+	}{
+		{[]uint32{instABC(lua.OP_GETGLOBAL, 0, 0, 0), instABC(lua.OP_GETTABLEKS, 0, 0, 1|rkConst), jmp(-3)}, true},  // lands on the first
+		{[]uint32{instABC(lua.OP_GETGLOBAL, 0, 0, 0), instABC(lua.OP_GETTABLEKS, 0, 0, 1|rkConst), jmp(-2)}, false}, // on the second
+		{[]uint32{instABC(lua.OP_TEST, 0, 0, 0), instABC(lua.OP_GETGLOBAL, 0, 0, 0), instABC(lua.OP_GETTABLEKS, 0, 0, 1|rkConst)}, false},
+		{[]uint32{instABC(lua.OP_GETGLOBAL, 0, 0, 0), instABC(lua.OP_GETTABLEKS, 1, 0, 1|rkConst)}, false},
+	} {
+		p := &lua.FunctionProto{Code: slices.Clone(c.code), Constants: []lua.LValue{lua.LString("redis"), lua.LString("call")}}
+		specializeRedisCalls(p)
+		if rewritten := !slices.Equal(p.Code, c.code); rewritten != c.rewrite {
+			t.Errorf("code %x: rewritten %v, want %v", c.code, rewritten, c.rewrite)
+		}
+	}
+	p, _ := compileScript(ScriptSHA([]byte(rateLimiter)), []byte(rateLimiter))
+	for pc, inst := range p.Code {
+		if opcode(inst) == lua.OP_GETGLOBAL && constString(p, argBx(inst)) == "redis" {
+			t.Errorf("the rate limiter still reads the global redis at %d", pc)
+		}
+	}
+	if p.NumUpvalues != numRedisUpvalues {
+		t.Errorf("the rate limiter has %d upvalues", p.NumUpvalues)
 	}
 }
