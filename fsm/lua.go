@@ -482,17 +482,32 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 }
 
 // argTable returns a table of items, as stringsTable's, for KEYS or ARGV:
-// last (the table of the previous run, nil at first) filled again when
-// that run left it a plain array, so that a run allocates no table. A
-// table with a metatable or any key outside its array part is not reused.
-// Nothing else a run does can outlive it (the globals and libraries are
-// read-only, a main chunk has no upvalues), so a refilled table is, to the
-// next script, what a fresh one is.
+// last (the previous run's table, nil at first) refilled when that run
+// left it a plain array, so that a run allocates no table. A refilled
+// table is exactly items long, without holes, so the next run finds it so
+// unless its script changed it; a table with a metatable, a key outside
+// its array, or a nil in its last slot (a sparse array, whose length only
+// a scan would tell) is replaced by a fresh one, so that no run keeps
+// paying for what an earlier script did to its tables. No items: a fresh,
+// empty table (an empty array cannot be told from a sparse one). Nothing
+// else a run does can outlive it (the globals and libraries are read-only;
+// a main chunk's only upvalues are redis.call and redis.pcall), so a
+// refilled table is, to the next script, what a fresh one is.
 func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
-	if last == nil || last.Metatable != lua.LNil || !arrayOnly(last) {
+	if last == nil || last.Metatable != lua.LNil || len(items) == 0 {
 		return stringsTable(vm.L, items)
 	}
+	// Remove(0) takes the array's last slot, in constant time.
+	if top := last.Remove(0); top == lua.LNil {
+		return stringsTable(vm.L, items)
+	}
+	// The array's length before Remove, unless a hole comes before its last
+	// value: then the refilled table keeps trailing nils, and the next run
+	// replaces it.
 	n := last.MaxN()
+	if !hashEmpty(last, n) {
+		return stringsTable(vm.L, items)
+	}
 	for i, b := range items {
 		// A repeated argument (a limit, a window) keeps its string.
 		if old, ok := last.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
@@ -500,16 +515,22 @@ func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
 		}
 		last.RawSetInt(i+1, lua.LString(b))
 	}
+	// Clear what is left after items, then shorten the array to items:
+	// with a hole, the slots taken off the end may be trailing nils.
 	for i := len(items) + 1; i <= n; i++ {
 		last.RawSetInt(i, lua.LNil)
+	}
+	for ; n > len(items); n-- {
+		last.Remove(0)
 	}
 	return last
 }
 
-// arrayOnly reports whether t has no key outside 1..t.MaxN().
-func arrayOnly(t *lua.LTable) bool {
+// hashEmpty reports whether t, whose array holds nothing after n, has no
+// key outside its array.
+func hashEmpty(t *lua.LTable, n int) bool {
 	var k lua.LValue = lua.LNil
-	if n := t.MaxN(); n > 0 {
+	if n > 0 {
 		// Next of the last array key: the first key after the array,
 		// in the hash part.
 		k, _ = t.Next(lua.LNumber(n))

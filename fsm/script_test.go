@@ -341,3 +341,62 @@ func TestScriptRedisCallSpecialized(t *testing.T) {
 		t.Errorf("the rate limiter has %d upvalues", p.NumUpvalues)
 	}
 }
+
+// TestArgTableReuse: KEYS and ARGV tables are refilled only when the run
+// left them plain, dense arrays, so that a sparse array an earlier script
+// made is not kept (every later run would scan its nils).
+func TestArgTableReuse(t *testing.T) {
+	vm := newLuaVM()
+	items := [][]byte{[]byte("a"), []byte("b")}
+	check := func(tb *lua.LTable, want ...string) {
+		t.Helper()
+		if tb.Len() != len(want) {
+			t.Fatalf("length %d, want %d", tb.Len(), len(want))
+		}
+		for i, w := range want {
+			if got := tb.RawGetInt(i + 1); got != lua.LString(w) {
+				t.Fatalf("[%d] = %v, want %s", i+1, got, w)
+			}
+		}
+		if k, _ := tb.Next(lua.LNumber(len(want))); k != lua.LNil {
+			t.Fatalf("key %v after the array", k)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*lua.LTable)
+		reused bool
+	}{
+		{"untouched", func(*lua.LTable) {}, true},
+		{"changed in place", func(tb *lua.LTable) { tb.RawSetInt(1, lua.LString("x")) }, true},
+		{"appended", func(tb *lua.LTable) { tb.Append(lua.LString("c")) }, true},
+		{"shortened", func(tb *lua.LTable) { tb.Remove(0) }, true},
+		{"last nil", func(tb *lua.LTable) { tb.RawSetInt(2, lua.LNil) }, false},
+		{"sparse", func(tb *lua.LTable) { tb.RawSetInt(1000, lua.LString("far")); tb.RawSetInt(1000, lua.LNil) }, false},
+		{"hash key", func(tb *lua.LTable) { tb.RawSetString("x", lua.LTrue) }, false},
+		{"metatable", func(tb *lua.LTable) { tb.Metatable = vm.L.NewTable() }, false},
+	} {
+		tb := vm.argTable(nil, items)
+		c.change(tb)
+		got := vm.argTable(tb, items)
+		if (got == tb) != c.reused {
+			t.Errorf("%s: reused %v, want %v", c.name, got == tb, c.reused)
+		}
+		check(got, "a", "b")
+		check(vm.argTable(got, items[:1]), "a")
+	}
+	// A hole before the last value is refilled correctly, then replaced.
+	tb := vm.argTable(nil, items)
+	tb.RawSetInt(2, lua.LNil)
+	tb.RawSetInt(1000, lua.LString("far"))
+	got := vm.argTable(tb, items[:1])
+	check(got, "a")
+	if next := vm.argTable(got, items); next == tb {
+		t.Error("a table with trailing nils was kept")
+	} else {
+		check(next, "a", "b")
+	}
+	if e := vm.argTable(tb, nil); e == tb || e.Len() != 0 {
+		t.Errorf("no items: %v", e)
+	}
+}
