@@ -482,32 +482,34 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 }
 
 // argTable returns a table of items, as stringsTable's, for KEYS or ARGV:
-// last (the previous run's table, nil at first) refilled when that run
-// left it a plain array, so that a run allocates no table. A refilled
-// table is exactly items long, without holes, so the next run finds it so
-// unless its script changed it; a table with a metatable, a key outside
-// its array, or a nil in its last slot (a sparse array, whose length only
-// a scan would tell) is replaced by a fresh one, so that no run keeps
-// paying for what an earlier script did to its tables. No items: a fresh,
-// empty table (an empty array cannot be told from a sparse one). Nothing
-// else a run does can outlive it (the globals and libraries are read-only;
-// a main chunk's only upvalues are redis.call and redis.pcall), so a
-// refilled table is, to the next script, what a fresh one is.
+// last (the previous run's table, nil at first) emptied and filled again,
+// so that a run allocates no table and the environment keeps its fields.
+// A table its run left a dense array (no metatable, no key outside the
+// array, a value in its last slot) is refilled where it is, and left
+// exactly items long; anything else, a sparse array among them (whose
+// length only a scan would tell), gets a fresh table's contents, so that
+// no run keeps paying for what an earlier script did to its tables.
+// Nothing else a run does can outlive it (the globals and libraries are
+// read-only; a main chunk's only upvalues are redis.call and
+// redis.pcall), so a refilled table is, to the next script, what a fresh
+// one is.
 func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
-	if last == nil || last.Metatable != lua.LNil || len(items) == 0 {
+	switch {
+	case last == nil:
 		return stringsTable(vm.L, items)
+	case len(items) == 0:
+		*last = lua.LTable{Metatable: lua.LNil}
+		return last
 	}
-	// Remove(0) takes the array's last slot, in constant time.
-	if top := last.Remove(0); top == lua.LNil {
-		return stringsTable(vm.L, items)
+	// Remove(0) takes the array's last slot, in constant time. MaxN is
+	// then the array's length before Remove, unless a hole comes before
+	// its last value: the refilled table keeps trailing nils, and the next
+	// run replaces it.
+	if last.Metatable != lua.LNil || last.Remove(0) == lua.LNil || !hashEmpty(last, last.MaxN()) {
+		*last = *stringsTable(vm.L, items)
+		return last
 	}
-	// The array's length before Remove, unless a hole comes before its last
-	// value: then the refilled table keeps trailing nils, and the next run
-	// replaces it.
 	n := last.MaxN()
-	if !hashEmpty(last, n) {
-		return stringsTable(vm.L, items)
-	}
 	for i, b := range items {
 		// A repeated argument (a limit, a window) keeps its string.
 		if old, ok := last.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {

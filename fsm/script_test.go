@@ -342,61 +342,63 @@ func TestScriptRedisCallSpecialized(t *testing.T) {
 	}
 }
 
-// TestArgTableReuse: KEYS and ARGV tables are refilled only when the run
-// left them plain, dense arrays, so that a sparse array an earlier script
-// made is not kept (every later run would scan its nils).
+// TestArgTableReuse: a run's KEYS and ARGV are the last run's tables,
+// emptied and refilled: in place, and exactly as long as the arguments,
+// when the last run left a dense array; from a fresh table otherwise, so
+// that a sparse array an earlier script made is not kept (every later run
+// would scan its nils).
 func TestArgTableReuse(t *testing.T) {
 	vm := newLuaVM()
 	items := [][]byte{[]byte("a"), []byte("b")}
-	check := func(tb *lua.LTable, want ...string) {
+	// check pops tb's array from its end: want in reverse, then nothing,
+	// which only an array exactly len(want) long gives. It empties tb.
+	check := func(name string, tb *lua.LTable, want ...string) {
 		t.Helper()
-		if tb.Len() != len(want) {
-			t.Fatalf("length %d, want %d", tb.Len(), len(want))
+		if tb.Metatable != lua.LNil || !hashEmpty(tb, tb.MaxN()) {
+			t.Errorf("%s: a metatable or a key outside the array", name)
 		}
-		for i, w := range want {
-			if got := tb.RawGetInt(i + 1); got != lua.LString(w) {
-				t.Fatalf("[%d] = %v, want %s", i+1, got, w)
+		for i := len(want) - 1; i >= 0; i-- {
+			if got := tb.Remove(0); got != lua.LString(want[i]) {
+				t.Errorf("%s: [%d] = %v, want %s", name, i+1, got, want[i])
+				return
 			}
 		}
-		if k, _ := tb.Next(lua.LNumber(len(want))); k != lua.LNil {
-			t.Fatalf("key %v after the array", k)
+		if got := tb.Remove(0); got != lua.LNil {
+			t.Errorf("%s: %v after the arguments", name, got)
 		}
 	}
 	for _, c := range []struct {
 		name   string
 		change func(*lua.LTable)
-		reused bool
 	}{
-		{"untouched", func(*lua.LTable) {}, true},
-		{"changed in place", func(tb *lua.LTable) { tb.RawSetInt(1, lua.LString("x")) }, true},
-		{"appended", func(tb *lua.LTable) { tb.Append(lua.LString("c")) }, true},
-		{"shortened", func(tb *lua.LTable) { tb.Remove(0) }, true},
-		{"last nil", func(tb *lua.LTable) { tb.RawSetInt(2, lua.LNil) }, false},
-		{"sparse", func(tb *lua.LTable) { tb.RawSetInt(1000, lua.LString("far")); tb.RawSetInt(1000, lua.LNil) }, false},
-		{"hash key", func(tb *lua.LTable) { tb.RawSetString("x", lua.LTrue) }, false},
-		{"metatable", func(tb *lua.LTable) { tb.Metatable = vm.L.NewTable() }, false},
+		{"untouched", func(*lua.LTable) {}},
+		{"changed in place", func(tb *lua.LTable) { tb.RawSetInt(1, lua.LString("x")) }},
+		{"appended", func(tb *lua.LTable) { tb.Append(lua.LString("c")) }},
+		{"shortened", func(tb *lua.LTable) { tb.Remove(0) }},
+		{"last nil", func(tb *lua.LTable) { tb.RawSetInt(2, lua.LNil) }},
+		{"sparse", func(tb *lua.LTable) { tb.RawSetInt(1000, lua.LString("far")); tb.RawSetInt(1000, lua.LNil) }},
+		{"hash key", func(tb *lua.LTable) { tb.RawSetString("x", lua.LTrue) }},
+		{"metatable", func(tb *lua.LTable) { tb.Metatable = vm.L.NewTable() }},
 	} {
-		tb := vm.argTable(nil, items)
-		c.change(tb)
-		got := vm.argTable(tb, items)
-		if (got == tb) != c.reused {
-			t.Errorf("%s: reused %v, want %v", c.name, got == tb, c.reused)
+		for _, want := range [][][]byte{items, items[:1], nil} {
+			tb := vm.argTable(nil, items)
+			c.change(tb)
+			if got := vm.argTable(tb, want); got != tb {
+				t.Errorf("%s: a new table", c.name)
+			}
+			var w []string
+			for _, b := range want {
+				w = append(w, string(b))
+			}
+			check(c.name, tb, w...)
 		}
-		check(got, "a", "b")
-		check(vm.argTable(got, items[:1]), "a")
 	}
-	// A hole before the last value is refilled correctly, then replaced.
+	// A hole before the last value: refilled correctly, then replaced.
 	tb := vm.argTable(nil, items)
 	tb.RawSetInt(2, lua.LNil)
 	tb.RawSetInt(1000, lua.LString("far"))
-	got := vm.argTable(tb, items[:1])
-	check(got, "a")
-	if next := vm.argTable(got, items); next == tb {
-		t.Error("a table with trailing nils was kept")
-	} else {
-		check(next, "a", "b")
+	if got := vm.argTable(tb, items[:1]); got.Len() != 1 || got.RawGetInt(1) != lua.LString("a") {
+		t.Fatalf("after a hole: %v", got.RawGetInt(1))
 	}
-	if e := vm.argTable(tb, nil); e == tb || e.Len() != 0 {
-		t.Errorf("no items: %v", e)
-	}
+	check("after a hole, the next run", vm.argTable(tb, items), "a", "b")
 }
