@@ -502,14 +502,23 @@ func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
 		return last
 	}
 	// Remove(0) takes the array's last slot, in constant time. MaxN is
-	// then the array's length before Remove, unless a hole comes before
-	// its last value: the refilled table keeps trailing nils, and the next
-	// run replaces it.
-	if last.Metatable != lua.LNil || last.Remove(0) == lua.LNil || !hashEmpty(last, last.MaxN()) {
+	// then the array's length before Remove less one, unless a hole comes
+	// before its last value: the refilled table keeps trailing nils, and
+	// the next run replaces it.
+	var top lua.LValue = lua.LNil
+	if last.Metatable == lua.LNil {
+		top = last.Remove(0)
+	}
+	n := 0
+	if top != lua.LNil {
+		n = last.MaxN()
+	}
+	if top == lua.LNil || !hashEmpty(last, n) {
 		*last = *stringsTable(vm.L, items)
 		return last
 	}
-	n := last.MaxN()
+	n++
+	last.RawSetInt(n, top) // back, for the comparison below
 	for i, b := range items {
 		// A repeated argument (a limit, a window) keeps its string.
 		if old, ok := last.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
