@@ -22,8 +22,8 @@ import (
 // or change a library, so nothing a script does outlives it in the
 // interpreter. That is what lets one interpreter, and one environment
 // (whose only own fields, KEYS, ARGV and _G, each run finds as a fresh
-// environment has them, KEYS and ARGV in tables refilled when the last
-// run left them plain arrays), serve many scripts while every replica,
+// environment has them, KEYS and ARGV in the interpreter's own tables,
+// emptied and refilled: argTable), serve many scripts while every replica,
 // and every replay from a snapshot, stays identical.
 //
 // What would leak node-local state into a script is replaced: math.random
@@ -245,8 +245,8 @@ type luaVM struct {
 	// redisUps are the upvalues of a specialized script's chunk
 	// (specializeRedisCalls).
 	redisUps []*lua.Upvalue
-	// The KEYS and ARGV tables of the last run, which the next refills
-	// when the run left them plain arrays (argTable).
+	// The KEYS and ARGV tables of the last run, which the next empties
+	// and refills (argTable).
 	keys, argv *lua.LTable
 	// redis.call's arguments, in buffers reused from call to call: what
 	// the store keeps of a command it copies (Apply's contract), and the
