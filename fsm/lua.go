@@ -21,9 +21,10 @@ import (
 // missing one ("Script attempted to access nonexistent global variable"),
 // or change a library, so nothing a script does outlives it in the
 // interpreter. That is what lets one interpreter, and one environment
-// (whose only own fields, KEYS, ARGV and _G, are set again for each run),
-// serve many scripts while every replica, and every replay from a
-// snapshot, stays identical.
+// (whose only own fields, KEYS, ARGV and _G, each run finds as a fresh
+// environment has them, KEYS and ARGV in the interpreter's own tables,
+// emptied and refilled: argTable), serve many scripts while every replica,
+// and every replay from a snapshot, stays identical.
 //
 // What would leak node-local state into a script is replaced: math.random
 // draws from the run's seeded source, tostring of a table or function
@@ -132,6 +133,7 @@ func compileScript(sha string, body []byte) (*lua.FunctionProto, string) {
 	if err != nil {
 		return nil, "ERR Error compiling script (new function): " + oneLine(err.Error())
 	}
+	specializeRedisCalls(p)
 	compiled.Lock()
 	if compiled.m == nil || len(compiled.m) >= maxCompiled {
 		compiled.m = make(map[string]compiledProto)
@@ -240,6 +242,12 @@ type luaVM struct {
 	// The last script run, as a function value (runEval).
 	lastProto *lua.FunctionProto
 	lastFn    *lua.LFunction
+	// redisUps are the upvalues of a specialized script's chunk
+	// (specializeRedisCalls).
+	redisUps []*lua.Upvalue
+	// The KEYS and ARGV tables of the last run, which the next empties
+	// and refills (argTable).
+	keys, argv *lua.LTable
 	// redis.call's arguments, in buffers reused from call to call: what
 	// the store keeps of a command it copies (Apply's contract), and the
 	// reply is converted to Lua values before the next call.
@@ -281,7 +289,9 @@ func newLuaVM() *luaVM {
 	math := G.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(vm.mathRandom))
 	math.RawSetString("randomseed", L.NewFunction(vm.mathRandomSeed))
-	G.RawSetString("redis", vm.redisLib())
+	redis := vm.redisLib()
+	vm.redisUps = redisUpvalues(redis)
+	G.RawSetString("redis", redis)
 	G.RawSetString("cjson", cjsonLib(L))
 	G.RawSetString("bit", bitLib(L))
 
@@ -312,7 +322,7 @@ func newLuaVM() *luaVM {
 	vm.envMeta.RawSetString("__newindex", L.NewFunction(raiseReadonly))
 	vm.envMeta.RawSetString("__metatable", lua.LFalse)
 	vm.errHandler = L.NewFunction(vm.onError)
-	vm.env = vm.newEnv([][]byte{}, [][]byte{})
+	vm.env = vm.newEnv()
 	vm.rnd = rand.New(&vm.pcg)
 	return vm
 }
@@ -454,17 +464,12 @@ func (vm *luaVM) mathRandomSeed(L *lua.LState) int {
 	return 0
 }
 
-// newEnv returns a fresh global environment for one run, holding keys and
-// args as KEYS and ARGV (nil for a function).
-func (vm *luaVM) newEnv(keys, args [][]byte) *lua.LTable {
-	L := vm.L
-	env := L.CreateTable(0, 3)
-	if keys != nil || args != nil {
-		env.RawSetString("KEYS", stringsTable(L, keys))
-		env.RawSetString("ARGV", stringsTable(L, args))
-	}
+// newEnv returns the global environment EVAL runs in, holding _G, and
+// KEYS and ARGV once runEval sets them.
+func (vm *luaVM) newEnv() *lua.LTable {
+	env := vm.L.CreateTable(0, 3)
 	env.RawSetString("_G", env)
-	L.SetMetatable(env, vm.envMeta)
+	vm.L.SetMetatable(env, vm.envMeta)
 	return env
 }
 
@@ -476,21 +481,106 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
+// argTable returns a table of items, as stringsTable's, for KEYS or ARGV:
+// last (the previous run's table, nil at first) emptied and filled again,
+// so that a run allocates no table and the environment keeps its fields.
+// A table its run left a dense array (no metatable, no key outside the
+// array, a value in its last slot) is refilled where it is, and left
+// exactly items long; anything else, a sparse array among them (whose
+// length only a scan would tell), gets a fresh table's contents, so that
+// no run keeps paying for what an earlier script did to its tables.
+// Nothing else a run does can outlive it (the globals and libraries are
+// read-only; a main chunk's only upvalues are redis.call and
+// redis.pcall), so a refilled table is, to the next script, what a fresh
+// one is.
+func (vm *luaVM) argTable(last *lua.LTable, items [][]byte) *lua.LTable {
+	switch {
+	case last == nil:
+		return stringsTable(vm.L, items)
+	case len(items) == 0:
+		*last = lua.LTable{Metatable: lua.LNil}
+		return last
+	}
+	// Remove(0) takes the array's last slot, in constant time. MaxN is
+	// then the array's length before Remove less one, unless a hole comes
+	// before its last value: the refilled table keeps trailing nils, and
+	// the next run replaces it.
+	var top lua.LValue = lua.LNil
+	if last.Metatable == lua.LNil {
+		top = last.Remove(0)
+	}
+	n := 0
+	if top != lua.LNil {
+		n = last.MaxN()
+	}
+	if top == lua.LNil || !hashEmpty(last, n) {
+		*last = *stringsTable(vm.L, items)
+		return last
+	}
+	n++
+	last.RawSetInt(n, top) // back, for the comparison below
+	for i, b := range items {
+		// A repeated argument (a limit, a window) keeps its string.
+		if old, ok := last.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
+			continue
+		}
+		last.RawSetInt(i+1, lua.LString(b))
+	}
+	// Clear what is left after items, then shorten the array to items:
+	// with a hole, the slots taken off the end may be trailing nils.
+	for i := len(items) + 1; i <= n; i++ {
+		last.RawSetInt(i, lua.LNil)
+	}
+	for ; n > len(items); n-- {
+		last.Remove(0)
+	}
+	return last
+}
+
+// hashEmpty reports whether t, whose array holds nothing after n, has no
+// key outside its array.
+func hashEmpty(t *lua.LTable, n int) bool {
+	var k lua.LValue = lua.LNil
+	if n > 0 {
+		// Next of the last array key: the first key after the array,
+		// in the hash part.
+		k, _ = t.Next(lua.LNumber(n))
+	} else {
+		k, _ = t.Next(lua.LNil)
+	}
+	return k == lua.LNil
+}
+
+// setEnv sets the environment's own field name to v, unless it holds v.
+func (vm *luaVM) setEnv(name string, v lua.LValue) {
+	if vm.env.RawGetString(name) != v {
+		vm.env.RawSetString(name, v)
+	}
+}
+
 // runEval runs a script's compiled body in vm's environment, with keys
 // and args as KEYS and ARGV.
 func (vm *luaVM) runEval(run *scriptRun, proto *lua.FunctionProto, keys, args [][]byte) Reply {
 	L := vm.L
-	// A main chunk has no upvalues, and a script cannot change its
-	// function (no setfenv), so the last one's value serves again.
+	// A main chunk's only upvalues are redis.call and redis.pcall
+	// (specializeRedisCalls), and a script cannot change its function (no
+	// setfenv), so the last one's value serves again.
 	if vm.lastProto != proto {
-		vm.lastProto, vm.lastFn = proto, L.NewFunctionFromProto(proto)
+		fn := L.NewFunctionFromProto(proto)
+		if proto.NumUpvalues == numRedisUpvalues {
+			copy(fn.Upvalues, vm.redisUps)
+		}
+		vm.lastProto, vm.lastFn = proto, fn
 	}
 	fn := vm.lastFn
+	vm.keys = vm.argTable(vm.keys, keys)
+	vm.argv = vm.argTable(vm.argv, args)
 	// KEYS, ARGV and _G are the environment's only own fields, which a
-	// script may assign (as in a fresh environment): set all three again.
-	vm.env.RawSetString("KEYS", stringsTable(L, keys))
-	vm.env.RawSetString("ARGV", stringsTable(L, args))
-	vm.env.RawSetString("_G", vm.env)
+	// script may assign (as in a fresh environment): each run finds all
+	// three as a fresh environment has them.
+	vm.setEnv("KEYS", vm.keys)
+	vm.setEnv("ARGV", vm.argv)
+	vm.setEnv("_G", vm.env)
 	fn.Env = vm.env
 	run.source = "@user_script"
 	return vm.call(run, fn)

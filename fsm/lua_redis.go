@@ -102,7 +102,7 @@ func (vm *luaVM) callArguments(L *lua.LState, n int) ([][]byte, bool) {
 		case lua.LString:
 			buf = append(buf, v...)
 		case lua.LNumber:
-			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
+			buf = appendLuaNumber(buf, float64(v))
 		default:
 			return nil, false
 		}
@@ -116,6 +116,16 @@ func (vm *luaVM) callArguments(L *lua.LState, n int) ([][]byte, bool) {
 	}
 	vm.callBuf, vm.callEnds, vm.callArgs = buf, ends, args
 	return args, true
+}
+
+// appendLuaNumber appends f as redis.call passes a number, %.17g, which
+// for an integer below 1e15 is its decimal digits: those (a TTL, a limit)
+// take the faster integer formatting.
+func appendLuaNumber(b []byte, f float64) []byte {
+	if i := int64(f); float64(i) == f && i > -1e15 && i < 1e15 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
 // callLocked runs one command of a script under the lock the script holds.
@@ -260,12 +270,12 @@ func replyToLua(L *lua.LState, resp int, r *Reply) lua.LValue {
 		t.RawSetString("err", lua.LString(r.Str))
 		return t
 	case ReplyInt:
-		return lua.LNumber(r.Int)
+		return luaNumber(r.Int)
 	case ReplyBool:
 		if resp == 3 {
 			return lua.LBool(r.Int != 0)
 		}
-		return lua.LNumber(r.Int)
+		return luaNumber(r.Int)
 	case ReplyBulk, ReplyBigNumber, ReplyVerbatim:
 		if resp == 3 && r.Kind == ReplyBigNumber {
 			t := L.CreateTable(0, 1)
@@ -325,6 +335,25 @@ func replyToLua(L *lua.LState, resp int, r *Reply) lua.LValue {
 		t.RawSetInt(i+1, replyToLua(L, resp, &r.Array[i]))
 	}
 	return t
+}
+
+// smallNumbers are the Lua numbers 0 to 1023 as values, made once: the
+// integer replies a script sees most (EXPIRE's 1, an INCR of a counter,
+// DEL's count) then cost no allocation each. A number is immutable, so
+// every interpreter shares them.
+var smallNumbers = func() (t [1024]lua.LValue) {
+	for i := range t {
+		t[i] = lua.LNumber(i)
+	}
+	return t
+}()
+
+// luaNumber returns n as a Lua value.
+func luaNumber(n int64) lua.LValue {
+	if n >= 0 && n < int64(len(smallNumbers)) {
+		return smallNumbers[n]
+	}
+	return lua.LNumber(n)
 }
 
 // luaToReply converts a script's result into a reply, as Redis does.

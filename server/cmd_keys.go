@@ -78,7 +78,7 @@ func parseRandomKey(c *client, args [][]byte) (fsm.Command, string) {
 // expireGenericCommand does: the options first, then the time, which may be
 // negative (the key is deleted) but must not overflow as a deadline.
 func parseExpire(c *client, args [][]byte) (fsm.Command, string) {
-	name := lowerName(args[0])
+	name := expireName(args[0])
 	var flags fsm.Flags
 	for _, opt := range args[3:] {
 		switch {
@@ -118,6 +118,18 @@ func parseExpire(c *client, args [][]byte) (fsm.Command, string) {
 		when += now
 	}
 	return fsm.Command{Op: fsm.OpExpireAt, Flags: flags, Args: args[1:2], Int: when}, ""
+}
+
+// expireName is the lowercase name of the EXPIRE-family command arg names
+// (in any case), without the allocation of lowering it: a script's
+// redis.call('EXPIRE', ...) parses it on every call.
+func expireName(arg []byte) string {
+	for _, name := range [...]string{"expire", "pexpire", "expireat"} {
+		if is(arg, name) {
+			return name
+		}
+	}
+	return "pexpireat"
 }
 
 // parseTTL parses TTL, PTTL, EXPIRETIME and PEXPIRETIME.

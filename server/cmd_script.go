@@ -21,10 +21,10 @@ import (
 func init() {
 	const script = flagNoScript | flagStale
 	registerCommands(
-		command{name: "eval", arity: -3, flags: script, group: "scripting", parse: parseEval},
-		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: parseEval},
-		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseEval},
-		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseEval},
+		command{name: "eval", arity: -3, flags: script, group: "scripting", parse: evalParser(false, false)},
+		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: evalParser(true, false)},
+		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(false, true)},
+		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(true, true)},
 		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript},
 	)
 	for name, doc := range map[string][2]string{
@@ -65,11 +65,13 @@ const (
 	errTooManyKeys   = "ERR Number of keys can't be greater than number of args"
 )
 
-// parseEval parses EVAL script numkeys key... arg... and its forms.
-func parseEval(c *client, args [][]byte) (fsm.Command, string) {
-	name := strings.ToLower(string(args[0]))
-	sha := strings.HasPrefix(name, "evalsha")
-	ro := strings.HasSuffix(name, "_ro")
+// evalParser returns the parser of EVAL script numkeys key... arg... (sha:
+// EVALSHA, naming the script by its SHA1; ro: the _RO form).
+func evalParser(sha, ro bool) func(c *client, args [][]byte) (fsm.Command, string) {
+	return func(c *client, args [][]byte) (fsm.Command, string) { return parseEval(c, args, sha, ro) }
+}
+
+func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 	n, ok := parseInt(args[2])
 	switch {
 	case !ok:
@@ -201,17 +203,14 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
 	}
-	var cmd *command
-	if name := args[0]; len(name) <= maxCommandName {
-		var lower [maxCommandName]byte
-		for i, ch := range name {
-			if ch >= 'A' && ch <= 'Z' {
-				ch += 'a' - 'A'
-			}
-			lower[i] = ch
-		}
-		cmd = s.commands[string(lower[:len(name)])]
+	sc, _ := p.Scratch.(*scriptScratch)
+	if sc == nil || sc.c.s != s {
+		// The first call in this interpreter, or the first since New
+		// replaced InstallScriptParser's parser.
+		sc = &scriptScratch{c: client{s: s, proto: 2, fd: -1}}
+		p.Scratch = sc
 	}
+	cmd := sc.command(s, args[0])
 	switch {
 	case cmd == nil:
 		return fail("ERR Unknown Redis command called from script")
@@ -223,11 +222,7 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		// Refused before its arguments are parsed, as in Redis.
 		return fail(errScriptWriteRO)
 	}
-	c, _ := p.Scratch.(*client)
-	if c == nil {
-		c = &client{s: s, proto: 2, fd: -1}
-		p.Scratch = c
-	}
+	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
 	switch {
@@ -267,6 +262,43 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		}}, true
 	}
 	return fc, fsm.Reply{}, false
+}
+
+// scriptScratch is what parseScriptCall keeps in one interpreter from
+// call to call (fsm.ParseContext.Scratch): the client the command parsers
+// are given, and the commands last called, by the name the script used.
+type scriptScratch struct {
+	c    client
+	seen [8]struct {
+		name [maxCommandName]byte
+		n    int
+		cmd  *command
+	}
+}
+
+// command returns the command named name (any case), nil if there is
+// none, looking it up in s.commands only when the name was not the last
+// called that falls in its slot.
+func (sc *scriptScratch) command(s *Server, name []byte) *command {
+	if len(name) == 0 || len(name) > maxCommandName {
+		return nil
+	}
+	e := &sc.seen[(len(name)+int(name[0]|0x20))%len(sc.seen)]
+	if e.cmd != nil && string(name) == string(e.name[:e.n]) {
+		return e.cmd
+	}
+	var lower [maxCommandName]byte
+	for i, ch := range name {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		lower[i] = ch
+	}
+	cmd := s.commands[string(lower[:len(name)])]
+	if cmd != nil {
+		e.n, e.cmd = copy(e.name[:], name), cmd
+	}
+	return cmd
 }
 
 // clockMs is the clock a parser turns relative times into deadlines with:

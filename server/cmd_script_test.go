@@ -20,3 +20,29 @@ func TestEvalSHANoWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptCommandNames: redis.call finds a command by its name in any
+// case, and not by another name that shares its slot in the interpreter's
+// cache of names (scriptScratch), in one run and in the next.
+func TestScriptCommandNames(t *testing.T) {
+	rc := dialRaw(t, startServer(t, Config{}))
+	// "gex" and "GET" share a slot: 3 + 'g'.
+	body := `local r = {}
+r[1] = redis.call('SET', KEYS[1], 'v')['ok']
+r[2] = redis.call('GET', KEYS[1])
+r[3] = redis.call('gEt', KEYS[1])
+r[4] = redis.pcall('gex', KEYS[1])['err']
+r[5] = redis.call('get', KEYS[1])
+r[6] = redis.pcall('GET')['err']
+r[7] = redis.pcall('', 'x')['err']
+r[8] = redis.call('GET', KEYS[1])
+return r`
+	unknown := "$44\r\nERR Unknown Redis command called from script\r\n"
+	want := "*8\r\n$2\r\nOK\r\n$1\r\nv\r\n$1\r\nv\r\n" + unknown + "$1\r\nv\r\n" +
+		"$58\r\nERR Wrong number of args calling Redis command from script\r\n" + unknown + "$1\r\nv\r\n"
+	for i := 0; i < 2; i++ {
+		if got := rc.do("EVAL", body, "1", "k"); got != want {
+			t.Fatalf("run %d = %q, want %q", i+1, got, want)
+		}
+	}
+}
