@@ -148,20 +148,24 @@ func checkInner(t testing.TB, x *ktInner, visit func(*item), root, rightmost boo
 // ksModel is what the keyspace should hold: items by key.
 type ksModel map[string]item
 
+// itemCmp is itemLess as a three-way comparison, for slices' sorts and
+// searches.
+func itemCmp(a, b item) int {
+	switch {
+	case itemLess(a, b):
+		return -1
+	case itemLess(b, a):
+		return 1
+	}
+	return 0
+}
+
 func (m ksModel) sorted() []item {
 	out := make([]item, 0, len(m))
 	for _, it := range m {
 		out = append(out, it)
 	}
-	slices.SortFunc(out, func(a, b item) int {
-		switch {
-		case itemLess(a, b):
-			return -1
-		case itemLess(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, itemCmp)
 	return out
 }
 
@@ -306,15 +310,7 @@ func TestKeyspaceModel(t *testing.T) {
 				}
 				var got []item
 				ks.Ascend(pivot, func(it item) bool { got = append(got, it); return len(got) < 50 })
-				j, _ := slices.BinarySearchFunc(want, pivot, func(a, b item) int {
-					switch {
-					case itemLess(a, b):
-						return -1
-					case itemLess(b, a):
-						return 1
-					}
-					return 0
-				})
+				j, _ := slices.BinarySearchFunc(want, pivot, itemCmp)
 				if exp := want[j:min(j+50, len(want))]; !sameItems(got, exp) {
 					t.Fatalf("Ascend from %q: %d items, want %d", pivot.key, len(got), len(exp))
 				}

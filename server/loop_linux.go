@@ -94,24 +94,16 @@ type loop struct {
 // A raw call holds its P; none here lasts longer than a copy into a socket
 // buffer.
 
-func rawRead(fd int, p []byte) (int, error) {
-	var ptr unsafe.Pointer
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
-	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
+func rawRead(fd int, p []byte) (int, error)  { return rawIO(unix.SYS_READ, fd, p) }
+func rawWrite(fd int, p []byte) (int, error) { return rawIO(unix.SYS_WRITE, fd, p) }
 
-func rawWrite(fd int, p []byte) (int, error) {
+// rawIO is read(2) or write(2) of p on fd, as trap says.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {
 		ptr = unsafe.Pointer(&p[0])
 	}
-	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
