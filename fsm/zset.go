@@ -252,6 +252,13 @@ func (z *zsetObj) remove(m string, s float64) {
 	z.bytes -= zentBytes(m)
 }
 
+// removeAt deletes the member of rank i.
+func (z *zsetObj) removeAt(i int) {
+	_, _, m := z.byScore.deleteAt(i)
+	z.byMember.deletePresent(memberHashString(m), m)
+	z.bytes -= zentBytes(m)
+}
+
 // at returns the entry of rank i; its member aliases the tree.
 func (z *zsetObj) at(i int) zent {
 	k, neg, m := z.byScore.at(i)

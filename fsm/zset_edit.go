@@ -171,8 +171,7 @@ func (e *zedit) removeRange(from, to int) {
 		return
 	}
 	for range to - from {
-		x := e.obj.at(from)
-		e.obj.remove(x.member, x.score)
+		e.obj.removeAt(from)
 	}
 }
 

@@ -449,6 +449,42 @@ func (t *ztree) deletePresent(k uint64, m string) {
 	}
 }
 
+// deleteAt removes the entry of rank i, which is there, and returns it:
+// ZPOPMIN and the rank and range removals, which know the rank, descend
+// by the counts and compare no member. The member aliases a node's
+// buffer, which stays valid (buffers are append-only).
+func (t *ztree) deleteAt(i int) (k, v uint64, m string) {
+	t.root = t.mut(t.root)
+	k, v, m = t.deleteAtIn(t.root, i)
+	switch {
+	case t.root.n == 0:
+		t.root = nil
+	case t.root.kids != nil && t.root.n == 1:
+		t.root = t.root.kids.node[0]
+	}
+	return k, v, m
+}
+
+func (t *ztree) deleteAtIn(n *znode, i int) (k, v uint64, m string) {
+	n.count--
+	if n.kids == nil {
+		k, v, m = n.k[i], n.value(i), n.member(i)
+		n.removeAt(i)
+		return k, v, m
+	}
+	j := 0
+	for i >= n.kids.count[j] {
+		i -= n.kids.count[j]
+		j++
+	}
+	c := t.mut(n.kids.node[j])
+	n.kids.node[j] = c
+	k, v, m = t.deleteAtIn(c, i)
+	n.kids.count[j]--
+	t.rebalance(n, j)
+	return k, v, m
+}
+
 // deleteIn removes (k, m), which is there, from under n, which t owns.
 func (t *ztree) deleteIn(n *znode, k uint64, m string) {
 	n.count--

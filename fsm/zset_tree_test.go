@@ -172,6 +172,15 @@ func testZTreeModel(t *testing.T, withValues, long bool) {
 			if got, want := tr.set(k, v, m), ref.set(k, v, m); got != want {
 				t.Fatalf("step %d: set replaced=%v, want %v", step, got, want)
 			}
+		case op < 9 && rng.IntN(4) == 0 && len(ref.ents) > 0:
+			// By rank, as ZPOPMIN and ZREMRANGEBYRANK delete.
+			i := rng.IntN(len(ref.ents))
+			e := ref.ents[i]
+			k, v, m := tr.deleteAt(i)
+			if k != e.k || v != e.v || m != e.m {
+				t.Fatalf("step %d: deleteAt(%d) = %d %d %q, want %v", step, i, k, v, m, e)
+			}
+			ref.delete(e.k, e.m)
 		case op < 9:
 			if rng.IntN(2) == 0 && len(ref.ents) > 0 {
 				e := ref.ents[rng.IntN(len(ref.ents))]
@@ -205,7 +214,16 @@ func testZTreeModel(t *testing.T, withValues, long bool) {
 		// shrinks.
 		if step == 50_000 {
 			for len(ref.ents) > 50 {
-				e := ref.ents[rng.IntN(len(ref.ents))]
+				i := rng.IntN(len(ref.ents))
+				e := ref.ents[i]
+				if rng.IntN(2) == 0 { // by rank, as ZPOPMIN from either end
+					i = rng.IntN(2) * (len(ref.ents) - 1)
+					e = ref.ents[i]
+					if k, _, m := tr.deleteAt(i); k != e.k || m != e.m || !ref.delete(e.k, e.m) {
+						t.Fatalf("drain: deleteAt(%d) = %d %q, want %v", i, k, m, e)
+					}
+					continue
+				}
 				if !tr.delete(e.k, e.m) || !ref.delete(e.k, e.m) {
 					t.Fatalf("drain: %v missing", e)
 				}
