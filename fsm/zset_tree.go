@@ -441,12 +441,7 @@ func (t *ztree) delete(k uint64, m string) bool {
 func (t *ztree) deletePresent(k uint64, m string) {
 	t.root = t.mut(t.root)
 	t.deleteIn(t.root, k, m)
-	switch {
-	case t.root.n == 0:
-		t.root = nil
-	case t.root.kids != nil && t.root.n == 1:
-		t.root = t.root.kids.node[0]
-	}
+	t.shrinkRoot()
 }
 
 // deleteAt removes the entry of rank i, which is there, and returns it:
@@ -456,13 +451,18 @@ func (t *ztree) deletePresent(k uint64, m string) {
 func (t *ztree) deleteAt(i int) (k, v uint64, m string) {
 	t.root = t.mut(t.root)
 	k, v, m = t.deleteAtIn(t.root, i)
+	t.shrinkRoot()
+	return k, v, m
+}
+
+// shrinkRoot drops a root a delete left empty, or with one child.
+func (t *ztree) shrinkRoot() {
 	switch {
 	case t.root.n == 0:
 		t.root = nil
 	case t.root.kids != nil && t.root.n == 1:
 		t.root = t.root.kids.node[0]
 	}
-	return k, v, m
 }
 
 func (t *ztree) deleteAtIn(n *znode, i int) (k, v uint64, m string) {
