@@ -49,7 +49,7 @@ const defaultLuaTimeLimit = 5000
 
 // scriptBudget is the instruction budget proposed with each script.
 func (s *Server) scriptBudget() float64 {
-	return float64(s.luaTimeLimit() * instructionsPerMs)
+	return float64(s.luaTimeLimit()) * instructionsPerMs
 }
 
 func (s *Server) luaTimeLimit() int64 {

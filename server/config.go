@@ -99,6 +99,11 @@ type Config struct {
 	// Info fills and that "INFO", "INFO all" and "INFO <name>" show.
 	InfoSections []string
 
+	// ConfigFile is the file kvs serve read with --config, which CONFIG
+	// REWRITE writes back; empty when there is none (CONFIG REWRITE then
+	// fails as Redis's does).
+	ConfigFile string
+
 	// ConfigParams are extra read-only parameters CONFIG GET reports, such
 	// as appendonly and appendfsync, which only the wiring knows. They
 	// override the server's own read-only values of the same name.

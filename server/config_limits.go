@@ -84,6 +84,13 @@ func setLimitParam(l *fsm.Limits, name string, val []byte) (known bool, e string
 // no sign. Too many digits give the largest value, and a product too
 // large wraps, as in C; the caller's range check then refuses both.
 func parseMemory(b []byte) (int64, bool) {
+	v, ok := parseMemoryU(b)
+	return int64(v), ok
+}
+
+// parseMemoryU is parseMemory's unsigned 64-bit number, as Redis's
+// memtoull returns it.
+func parseMemoryU(b []byte) (uint64, bool) {
 	i := 0
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
@@ -119,27 +126,39 @@ func parseMemory(b []byte) (int64, bool) {
 		}
 		v = v*10 + d
 	}
-	return int64(v * mul), true
+	return v * mul, true
 }
 
 // configSetNames checks the names of CONFIG SET's pairs before any value,
 // as Redis 7.0 does: the first unknown, immutable or repeated name is the
 // error, even after a pair whose value is wrong.
-func configSetNames(pairs [][]byte, known map[string]string) string {
+func configSetNames(pairs [][]byte, known map[string]string, startup bool) string {
 	seen := map[string]bool{}
 	for j := 0; j < len(pairs); j += 2 {
-		name := strings.ToLower(string(pairs[j]))
+		// The errors of this phase name the argument as given.
+		given := string(pairs[j])
+		name := strings.ToLower(given)
 		_, isLimit := limitParams[name]
+		p := redisParamByName[name]
 		switch {
 		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name),
 			name == "lua-time-limit", name == "busy-reply-threshold":
+		case p != nil:
+			if p.flags&paramImmutable != 0 && !startup {
+				return errConfigSetFailed(given, "can't set immutable config")
+			}
+			if p.flags&paramProtected != 0 && !startup {
+				return errConfigSetFailed(given, "can't set protected config")
+			}
+		case hasParam(known, name) && !startup:
+			return errConfigSetFailed(given, "can't set immutable config")
 		case hasParam(known, name):
-			return errConfigSetFailed(name, "can't set immutable config")
 		default:
 			return errConfigSetUnknown(pairs[j])
 		}
+		// Redis 7.0 takes a name and its alias as two parameters.
 		if seen[name] {
-			return errConfigSetFailed(name, "duplicate parameter")
+			return errConfigSetFailed(given, "duplicate parameter")
 		}
 		seen[name] = true
 	}

@@ -1,8 +1,9 @@
 package server
 
 import (
-	"math"
+	"errors"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,25 +14,24 @@ import (
 func splitHostPort(a string) (string, string, error) { return net.SplitHostPort(a) }
 
 // configParams are the parameters CONFIG GET knows, with their current
-// values; maxclients and proto-max-bulk-len are the settable ones.
+// values: every Redis 7 parameter (config_params.go), hidden ones included,
+// overlaid with the values of those kvs acts on or reports from its own
+// state.
 func (s *Server) configParams() map[string]string {
 	host, _, _ := splitHostPort(s.cfg.Addr)
-	p := map[string]string{
+	p := make(map[string]string, 2*len(redisParams))
+	s.params.addTo(p, true)
+	for k, v := range map[string]string{
 		"maxclients":         strconv.FormatInt(s.maxClients.Load(), 10),
 		"proto-max-bulk-len": strconv.FormatInt(s.maxBulk.Load(), 10),
 		"appendonly":         "no",
 		"appendfsync":        "everysec",
-		"save":               "",
 		"databases":          "1",
 		"port":               s.port(),
 		"bind":               host,
-		"timeout":            "0",
-		"tcp-keepalive":      "300",
-		"maxmemory":          "0",
-		"maxmemory-policy":   "noeviction",
-		"hz":                 "10",
 		"cluster-enabled":    "no",
-		"requirepass":        "",
+	} {
+		p[k] = v
 	}
 	p["lua-time-limit"] = strconv.FormatInt(s.luaTimeLimit(), 10)
 	p["busy-reply-threshold"] = p["lua-time-limit"]
@@ -61,6 +61,21 @@ func runConfig(c *client, args [][]byte) {
 			return
 		}
 		c.configSet(args[2:])
+	case is(sub, "rewrite"):
+		if len(args) != 2 {
+			c.out = appendError(c.out, errWrongArgs("config|rewrite"))
+			return
+		}
+		switch err := c.s.rewriteConfig(); {
+		case errors.Is(err, errNoConfigFile):
+			c.out = appendError(c.out, err.Error())
+		case err != nil:
+			c.s.cfg.Logger.Warn("CONFIG REWRITE failed", "file", c.s.cfg.ConfigFile, "err", err)
+			c.out = appendError(c.out, "ERR Rewriting config file: "+rewriteErrText(err))
+		default:
+			c.s.cfg.Logger.Info("CONFIG REWRITE executed with success", "file", c.s.cfg.ConfigFile)
+			c.out = appendStatus(c.out, "OK")
+		}
 	case is(sub, "resetstat"):
 		if len(args) != 2 {
 			c.out = appendError(c.out, errWrongArgs("config|resetstat"))
@@ -83,6 +98,8 @@ var configHelp = []string{
 	"    Set the configuration <directive> to <value>.",
 	"RESETSTAT",
 	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
 	"HELP",
 	"    Prints this help.",
 }
@@ -91,27 +108,39 @@ func (c *client) configGet(patterns [][]byte) {
 	params := c.s.configParams()
 	names := make([]string, 0, len(params))
 	for n := range params {
-		names = append(names, n)
+		if p := redisParamByName[n]; p == nil || p.flags&paramHidden == 0 {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	picked := map[string]bool{}
-	var out []string
+	type pair struct{ name, value string }
+	var out []pair
 	for _, p := range patterns {
 		pat := strings.ToLower(string(p))
+		if !strings.ContainsAny(pat, "[*?") {
+			// A bare name is looked up, hidden parameters too, and
+			// answered under the name as given, as Redis does.
+			if v, ok := params[pat]; ok && !picked[pat] {
+				picked[pat] = true
+				out = append(out, pair{string(p), v})
+			}
+			continue
+		}
 		for _, n := range names {
 			if picked[n] {
 				continue
 			}
 			if match.Match(n, pat) {
 				picked[n] = true
-				out = append(out, n)
+				out = append(out, pair{n, params[n]})
 			}
 		}
 	}
 	b := appendMapLen(c.out, len(out), c.proto)
-	for _, n := range out {
-		b = appendBulkString(b, n)
-		b = appendBulkString(b, params[n])
+	for _, o := range out {
+		b = appendBulkString(b, o.name)
+		b = appendBulkString(b, o.value)
 	}
 	c.out = b
 }
@@ -123,10 +152,21 @@ func (c *client) configSet(pairs [][]byte) {
 		c.out = appendError(c.out, errWrongArgs("config|set"))
 		return
 	}
-	known := c.s.configParams()
-	if e := configSetNames(pairs, known); e != "" {
+	if e := c.s.setConfig(pairs, false); e != "" {
 		c.out = appendError(c.out, e)
 		return
+	}
+	c.out = appendStatus(c.out, "OK")
+}
+
+// setConfig applies parameter-value pairs atomically, as CONFIG SET does,
+// and returns Redis's error text, or "". At startup (the --config file)
+// immutable parameters are taken too, and those kvs sets from its flags
+// (kvsOwnedParams) are left to the caller.
+func (s *Server) setConfig(pairs [][]byte, startup bool) string {
+	known := s.configParams()
+	if e := configSetNames(pairs, known, startup); e != "" {
+		return e
 	}
 	type change struct {
 		name string
@@ -134,56 +174,64 @@ func (c *client) configSet(pairs [][]byte) {
 	}
 	var changes []change
 	var applies []func()
-	limits := c.s.cfg.Store.Limits()
+	limits := s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
+	var stored [][2]string
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
 		if limitsSet[name] {
-			c.out = appendError(c.out, errConfigSetFailed(name, "duplicate parameter"))
-			return
+			return errConfigSetFailed(name, "duplicate parameter")
 		}
 		if known, e := setLimitParam(&limits, name, val); known {
 			if e != "" {
-				c.out = appendError(c.out, e)
-				return
+				return e
 			}
 			limitsSet[name] = true
 			continue
 		}
 		if isPubsubParam(name) {
-			apply, e := c.s.checkPubsubParam(name, val)
+			apply, e := s.checkPubsubParam(name, val)
 			if e != "" {
-				c.out = appendError(c.out, e)
-				return
+				return e
 			}
 			applies = append(applies, apply)
 			continue
 		}
 		switch name {
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
-			v, ok := parseInt(val)
-			if !ok {
-				c.out = appendError(c.out, errConfigSetFailed(name, "argument couldn't be parsed into an integer"))
-				return
+			norm, e := redisParamByName[name].normalize(string(val))
+			if e != "" {
+				return errConfigSetFailed(name, e)
 			}
-			lo, hi := configRange(name)
-			if v < lo || v > hi {
-				c.out = appendError(c.out, errConfigSetFailed(name, "argument must be between "+strconv.FormatInt(lo, 10)+" and "+strconv.FormatInt(hi, 10)+" inclusive"))
-				return
-			}
+			v, _ := strconv.ParseInt(norm, 10, 64)
 			changes = append(changes, change{name, v})
 		default:
-			if _, ok := known[name]; ok {
-				c.out = appendError(c.out, errConfigSetFailed(name, "can't set immutable config"))
-			} else {
-				c.out = appendError(c.out, errConfigSetUnknown(pairs[j]))
+			p := redisParamByName[name]
+			if p == nil {
+				return errConfigSetUnknown(pairs[j])
 			}
-			return
+			v, e := p.normalize(string(val))
+			if e != "" {
+				return errConfigSetFailed(name, e)
+			}
+			if why, owned := kvsOwnedParams[p.name]; owned {
+				if !startup && v != known[p.name] {
+					if why == "" {
+						why = "can't set immutable config"
+					}
+					return errConfigSetFailed(name, why)
+				}
+				continue
+			}
+			stored = append(stored, [2]string{p.name, v})
 		}
 	}
 	if len(limitsSet) > 0 {
-		c.s.cfg.Store.SetLimits(limits)
+		s.cfg.Store.SetLimits(limits)
+	}
+	for _, kv := range stored {
+		s.params.set(kv[0], kv[1])
 	}
 	for _, apply := range applies {
 		apply()
@@ -191,24 +239,27 @@ func (c *client) configSet(pairs [][]byte) {
 	for _, ch := range changes {
 		switch ch.name {
 		case "maxclients":
-			c.s.maxClients.Store(ch.v)
+			s.maxClients.Store(ch.v)
 		case "proto-max-bulk-len":
-			c.s.maxBulk.Store(ch.v)
+			s.maxBulk.Store(ch.v)
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
-			c.s.luaLimit.Store(&v)
+			s.luaLimit.Store(&v)
 		}
 	}
-	c.out = appendStatus(c.out, "OK")
+	return ""
 }
 
-// configRange is the range Redis accepts for a settable parameter.
-func configRange(name string) (lo, hi int64) {
-	switch name {
-	case "proto-max-bulk-len":
-		return 1 << 20, math.MaxInt64
-	case "lua-time-limit", "busy-reply-threshold":
-		return 0, math.MaxInt64 / instructionsPerMs
+// rewriteErrText is the system error of a failed rewrite, as Redis's
+// strerror text reads (without Go's operation and path).
+func rewriteErrText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
 	}
-	return 1, math.MaxUint32
+	t := err.Error()
+	if t != "" {
+		t = strings.ToUpper(t[:1]) + t[1:]
+	}
+	return t
 }

@@ -21,6 +21,12 @@ type Server struct {
 	// read; CONFIG SET changes them.
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
+	// params holds the Redis parameters kvs keeps without acting on them
+	// (config_params.go).
+	params *paramStore
+	// configDefaults are the parameters' values before any config file or
+	// CONFIG SET: what CONFIG REWRITE leaves out.
+	configDefaults map[string]string
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
 	// the default; scripts are proposed with the budget it gives.
 	luaLimit atomic.Pointer[int64]
@@ -92,7 +98,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.params = newParamStore()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.configDefaults = s.configParams()
 	return s, nil
 }
 

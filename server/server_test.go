@@ -473,7 +473,8 @@ func TestInfoAndClientList(t *testing.T) {
 	if got := rc.do("INFO", "raft"); got != "$22\r\n# Raft\r\nstate:leader\r\n\r\n" {
 		t.Errorf("INFO raft: %q", got)
 	}
-	if got := rc.do("CONFIG", "GET", "append*"); got != "*4\r\n$11\r\nappendfsync\r\n$8\r\neverysec\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n" {
+	if got := rc.do("CONFIG", "GET", "append*"); got != "*8\r\n$13\r\nappenddirname\r\n$13\r\nappendonlydir\r\n$14\r\nappendfilename\r\n$14\r\nappendonly.aof\r\n"+
+		"$11\r\nappendfsync\r\n$8\r\neverysec\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n" {
 		t.Errorf("CONFIG GET append*: %q", got)
 	}
 	if st := s.Stats(); st.ConnectedClients != 1 || st.CommandsProcessed != 5 {

@@ -47,6 +47,12 @@ type serveFlags struct {
 	snapshotEntries uint64
 	trailingLogs    uint64
 	snapshotEvery   time.Duration
+
+	// --config: the file (absolute), the Redis parameters it sets, and
+	// what it said that kvs does not use.
+	config     string
+	directives []server.ConfigDirective
+	ignored    []string
 }
 
 // clustered reports whether the flags ask for cluster mode.
@@ -56,6 +62,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("kvs serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "a config file in redis.conf's syntax: kvs serve's flags by name (addr, data-dir, fsync, node-id, ...; port and bind make addr, appendfsync fsync) and Redis's parameters; flags on the command line override it, and CONFIG REWRITE writes it back")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "address to serve RESP on")
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the append log and snapshots (empty: memory mode, nothing survives a restart)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
@@ -80,7 +87,13 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		return f, err
 	}
 	// The flag package has reported its own errors; these are ours.
-	err := f.validate()
+	var err error
+	if f.config != "" {
+		f.ignored, err = f.readConfigFile(fs)
+	}
+	if err == nil {
+		err = f.validate()
+	}
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -181,7 +194,15 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		}
 		defer metrics.close()
 	}
+	for _, msg := range f.ignored {
+		logger.Warn("config file: " + msg)
+	}
 	store := fsm.NewStore()
+	// Encoding thresholds before recovery, so that collections are
+	// restored as the config file says.
+	if err := server.PrepareStore(store, f.directives); err != nil {
+		return err
+	}
 	fsyncs := newFsyncHistograms()
 	cfg := server.Config{
 		Addr:         f.addr,
@@ -191,6 +212,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		Version:      version,
 		Info:         persistenceInfo(f, nil),
 		ConfigParams: configParams(f),
+		ConfigFile:   f.config,
 
 		ConnGoroutines: f.io == "goroutines",
 	}
@@ -263,6 +285,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 
 	srv, err := server.New(cfg)
 	if err != nil {
+		return err
+	}
+	if err := srv.ApplyConfig(f.directives); err != nil {
 		return err
 	}
 	if err := srv.Listen(); err != nil {
