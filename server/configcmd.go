@@ -37,6 +37,7 @@ func (s *Server) configParams() map[string]string {
 	p["busy-reply-threshold"] = p["lua-time-limit"]
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
+	s.addTLSParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -136,6 +137,7 @@ func (c *client) configSet(pairs [][]byte) {
 	var applies []func()
 	limits := c.s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
+	tlsSet := map[string][]byte{}
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
@@ -149,6 +151,14 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			limitsSet[name] = true
+			continue
+		}
+		if isTLSParam(name) {
+			if _, dup := tlsSet[name]; dup {
+				c.out = appendError(c.out, errConfigSetFailed(name, "duplicate parameter"))
+				return
+			}
+			tlsSet[name] = val
 			continue
 		}
 		if isPubsubParam(name) {
@@ -182,6 +192,12 @@ func (c *client) configSet(pairs [][]byte) {
 			return
 		}
 	}
+	applyTLS, e := c.s.checkTLSParams(tlsSet)
+	if e != "" {
+		c.out = appendError(c.out, e)
+		return
+	}
+	applies = append(applies, applyTLS)
 	if len(limitsSet) > 0 {
 		c.s.cfg.Store.SetLimits(limits)
 	}

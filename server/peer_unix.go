@@ -3,6 +3,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"net"
 	"syscall"
 )
@@ -11,6 +12,12 @@ import (
 // connection nc, by peeking at it without blocking: an idle peer
 // connection has nothing to read unless the leader hung up.
 func peerClosed(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		// The socket under TLS: a TLS server sends nothing unasked once
+		// the handshake is done (no session tickets), so any byte is an
+		// alert or a close, and EOF a hang-up.
+		nc = tc.NetConn()
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false
