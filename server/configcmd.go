@@ -154,10 +154,6 @@ func (c *client) configSet(pairs [][]byte) {
 			continue
 		}
 		if isTLSParam(name) {
-			if _, dup := tlsSet[name]; dup {
-				c.out = appendError(c.out, errConfigSetFailed(name, "duplicate parameter"))
-				return
-			}
 			tlsSet[name] = val
 			continue
 		}
