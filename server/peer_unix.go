@@ -13,9 +13,10 @@ import (
 // connection has nothing to read unless the leader hung up.
 func peerClosed(nc net.Conn) bool {
 	if tc, ok := nc.(*tls.Conn); ok {
-		// The socket under TLS: a TLS server sends nothing unasked once
-		// the handshake is done (no session tickets), so any byte is an
-		// alert or a close, and EOF a hang-up.
+		// The socket under TLS: once a round trip has consumed what the
+		// handshake left (session tickets, if any), the leader sends
+		// nothing unasked, so any byte is an alert (close_notify) and EOF
+		// a hang-up.
 		nc = tc.NetConn()
 	}
 	sc, ok := nc.(syscall.Conn)

@@ -232,9 +232,9 @@ func loadTLS(p TLSParams) (*tlsMaterial, error) {
 		MinVersion:   minV,
 		MaxVersion:   maxV,
 		CipherSuites: suites,
-		// No session tickets: every connection is verified against the
-		// certificates in force, and a pooled peer connection has no
-		// unread post-handshake message that would look like data.
+		// No session tickets: a resumed session would skip the
+		// certificate checks, and every connection is to be verified
+		// against the certificates in force (a CA reloaded by CONFIG SET).
 		SessionTicketsDisabled: true,
 	}
 	srv := base.Clone()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -170,5 +171,56 @@ func TestTLSIsNode(t *testing.T) {
 	}
 	if st.isNode(tls.ConnectionState{}) {
 		t.Error("no certificate was a node's")
+	}
+}
+
+// TestPeerClosedTLS: an idle pooled TLS connection to a leader reads as
+// open after a round trip, and as closed once the leader hangs up.
+func TestPeerClosedTLS(t *testing.T) {
+	p := newTestPKI(t)
+	st, err := NewTLS(TLSParams{CertFile: p.cert, KeyFile: p.key, CACertFile: p.caFile, Cluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", st.NodeListenerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hangUp := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		b := make([]byte, 1)
+		if _, err := nc.Read(b); err == nil {
+			nc.Write([]byte("+OK\r\n"))
+		}
+		<-hangUp
+	}()
+	nc, err := DialTLS(st, ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte("x"))
+	if r, err := readPeerReply(bufio.NewReader(nc)); err != nil || r.text != "OK" {
+		t.Fatalf("round trip: %+v, %v", r, err)
+	}
+	if peerClosed(nc) {
+		t.Fatal("an idle TLS peer connection reads as closed")
+	}
+	close(hangUp)
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for !peerClosed(nc) {
+		if time.Now().After(deadline) {
+			t.Fatal("a TLS peer connection the leader closed still reads as open")
+		}
+		time.Sleep(5 * time.Millisecond) // poll until the close arrives
 	}
 }
