@@ -420,6 +420,33 @@ func TestTLSCluster(t *testing.T) {
 		waitValue(t, n, "tlscluster:a", "1")
 	}
 
+	// PUBLISH on one node reaches a subscriber on another over the TLS
+	// link between them.
+	sub := redis.NewClient(&redis.Options{Addr: leader.Addr})
+	defer sub.Close()
+	ps := sub.Subscribe(ctx, "tlscluster:ch")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("SUBSCRIBE: %v", err)
+	}
+	pubc := redis.NewClient(&redis.Options{Addr: f.Addr})
+	defer pubc.Close()
+	msgs := ps.Channel()
+	waitFor(t, "a message published on a follower to reach the leader's subscriber", func() error {
+		if err := pubc.Publish(ctx, "tlscluster:ch", "hello").Err(); err != nil {
+			return err
+		}
+		select {
+		case m := <-msgs:
+			if m.Payload != "hello" {
+				return fmt.Errorf("got %q", m.Payload)
+			}
+			return nil
+		case <-time.After(time.Second):
+			return errors.New("no message within a second")
+		}
+	})
+
 	// Nothing of the node protocol on a plain connection.
 	if v := dialRaw(t, leader.Addr).Do("KVS.JOIN", "n9", "127.0.0.1:1", "127.0.0.1:2"); !strings.Contains(v.Str, "tls-cluster") {
 		t.Fatalf("KVS.JOIN on a plain connection = %s; want it refused", v)
