@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -496,6 +498,40 @@ func TestTLSCluster(t *testing.T) {
 	nc.Close()
 	if len(b) > 0 && b[0] != 0x15 { // 0x15: a TLS alert record, the only thing allowed
 		t.Fatalf("the raft port answered plain TCP with %q", b)
+	}
+
+	// raft's own TCP transport, as a process without a certificate would
+	// use it: its AppendEntries and RequestVote, with a term far ahead,
+	// get no answer, and no node's term moves to it.
+	plain, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, n := range followers(nodes, leader) {
+		st, err := kvsStatus(n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := raft.ServerAddress(st.fields["raft_addr"])
+		hdr := raft.RPCHeader{ID: []byte("intruder"), Addr: []byte("127.0.0.1:1")}
+		var ae raft.AppendEntriesResponse
+		if err := plain.AppendEntries(raft.ServerID(n.Name), target, &raft.AppendEntriesRequest{RPCHeader: hdr, Term: 1000}, &ae); err == nil {
+			t.Fatalf("%s answered a plain AppendEntries: %+v", n.Name, ae)
+		}
+		var rv raft.RequestVoteResponse
+		if err := plain.RequestVote(raft.ServerID(n.Name), target, &raft.RequestVoteRequest{RPCHeader: hdr, Term: 1000, LastLogIndex: 1 << 40, LastLogTerm: 1000}, &rv); err == nil {
+			t.Fatalf("%s answered a plain RequestVote: %+v", n.Name, rv)
+		}
+	}
+	for _, n := range nodes {
+		st, err := kvsStatus(n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if term, _ := strconv.Atoi(st.fields["term"]); term >= 1000 {
+			t.Fatalf("%s took the intruder's term: %d", n.Name, term)
+		}
 	}
 
 	// The leader's kill: a new leader is elected over TLS and takes
