@@ -150,7 +150,7 @@ func (s *Server) Serve() error {
 	}
 	s.serving = true
 	ln, tlsLn := s.ln, s.tlsLn
-	if s.useLoops() {
+	if ln != nil && s.useLoops() {
 		lps, err := newLoops(s, runtime.NumCPU())
 		if err != nil {
 			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
@@ -180,10 +180,11 @@ func (s *Server) Serve() error {
 	// The accept loop runs on the caller's goroutine but is counted in wg so
 	// that Shutdown and Close return only after it has stopped.
 	s.wg.Add(1)
+	stop := s.cronStop
 	s.mu.Unlock()
 	defer s.wg.Done()
 	if ln == nil {
-		<-s.cronStop // TLS only: serve until stopped
+		<-stop // TLS only: serve until stopped
 		return ErrServerClosed
 	}
 	return s.acceptLoop(ln, false)
