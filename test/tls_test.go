@@ -421,6 +421,16 @@ func TestTLSCluster(t *testing.T) {
 	for _, n := range nodes {
 		waitValue(t, n, "tlscluster:a", "1")
 	}
+	// go-redis's ClusterClient learns the TLS addresses from CLUSTER
+	// SLOTS and reaches the leader over TLS.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{tlsAddrs[f.Name]}, TLSConfig: clientTLS(t, e.ca, e.client)})
+	defer cc.Close()
+	if err := retryLeaderChange(t, func() error { return cc.Set(ctx, "tlscluster:cc", "2", 0).Err() }); err != nil {
+		t.Fatalf("ClusterClient SET over TLS: %v", err)
+	}
+	if v, err := cc.Get(ctx, "tlscluster:cc").Result(); err != nil || v != "2" {
+		t.Fatalf("ClusterClient GET over TLS = %q, %v", v, err)
+	}
 
 	// PUBLISH on one node reaches a subscriber on another over the TLS
 	// link between them.
