@@ -32,6 +32,9 @@ type Config struct {
 	FSM raft.BatchingFSM
 	// Logger receives the node's and raft's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// TLS, when set, runs Raft's transport over mutual TLS (tls.go). Nil:
+	// plain TCP.
+	TLS *TLS
 
 	HeartbeatTimeout   time.Duration // (500ms)
 	ElectionTimeout    time.Duration // (500ms)

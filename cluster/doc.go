@@ -1,6 +1,7 @@
 // Package cluster runs kvs's Raft layer: hashicorp/raft with its log and
 // stable store in one raft-boltdb/v2 file (raft's LogCache in front of it),
-// a file snapshot store and the TCP transport. It knows nothing of RESP or
+// a file snapshot store and the TCP transport (or, with Config.TLS, raft's
+// network transport over mutual TLS: tls.go). It knows nothing of RESP or
 // of the commands in the log: it is given a raft.BatchingFSM and carries
 // opaque []byte entries.
 //

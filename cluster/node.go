@@ -196,7 +196,13 @@ func Open(cfg Config) (*Node, error) {
 	}
 	// advertise nil: raft advertises the bound address, and refuses one
 	// such as 0.0.0.0 that peers could not dial.
-	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, transportPool, transportTimeout, newHCLogger(cfg.Logger, "raft-net"))
+	if cfg.TLS != nil {
+		n.trans, err = newTLSTransport(cfg.RaftAddr, cfg.TLS, &raft.NetworkTransportConfig{
+			MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
+		})
+	} else {
+		n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, transportPool, transportTimeout, newHCLogger(cfg.Logger, "raft-net"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
 	}

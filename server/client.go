@@ -47,6 +47,7 @@ type client struct {
 	// proposal, for linearizable reads on the leader.
 	readonly    bool
 	peer        bool
+	node        bool // a TLS connection with a CA-signed certificate (tls.go)
 	readChecked bool
 	peerBuf     []byte // KVS.FORWARD's encoded replies, reused
 
@@ -318,6 +319,12 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	if cmd != nil && c.s.cfg.TLS != nil {
+		if e := c.nodeRefusal(cmd); e != "" {
+			c.replyError(id, true, e)
+			return true
+		}
+	}
 	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
 		c.queueInMulti(cmd, id, args)
 		return true

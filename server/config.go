@@ -26,6 +26,16 @@ type Config struct {
 	// Addr is the TCP address to listen on. Empty: DefaultAddr.
 	Addr string
 
+	// PlainDisabled turns the plain (non-TLS) listener off, as Redis's
+	// port 0 does; TLS must then give an address. Zero: Addr is served.
+	PlainDisabled bool
+
+	// TLS, when set, serves TLS clients on its Addr (if any) and, with its
+	// Cluster parameter, makes this node dial other nodes over mutual TLS
+	// and refuse node requests from connections without a certificate
+	// signed by its CA (tls.go). Nil: no TLS.
+	TLS *TLS
+
 	// Store answers reads and, through the Proposer, applies writes. Required.
 	Store *fsm.Store
 
@@ -135,6 +145,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 			return fmt.Errorf("server: Addr %q: %w", c.Addr, err)
 		}
+	}
+	if c.PlainDisabled && (c.TLS == nil || c.TLS.Params().Addr == "") {
+		return errors.New("server: PlainDisabled needs a TLS address: nothing would be served")
 	}
 	return nil
 }

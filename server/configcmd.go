@@ -37,6 +37,7 @@ func (s *Server) configParams() map[string]string {
 	p["busy-reply-threshold"] = p["lua-time-limit"]
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
+	s.addTLSParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -177,6 +178,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	limits := s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
 	var stored [][2]string
+	tlsSet := map[string][]byte{}
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
@@ -188,6 +190,10 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 				return e
 			}
 			limitsSet[name] = true
+			continue
+		}
+		if isTLSParam(name) {
+			tlsSet[name] = val
 			continue
 		}
 		if isPubsubParam(name) {
@@ -227,6 +233,11 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			stored = append(stored, [2]string{p.name, v})
 		}
 	}
+	applyTLS, e := s.checkTLSParams(tlsSet)
+	if e != "" {
+		return e
+	}
+	applies = append(applies, applyTLS)
 	if len(limitsSet) > 0 {
 		s.cfg.Store.SetLimits(limits)
 	}

@@ -49,6 +49,16 @@
 // Redis does and splits inline (telnet-style) requests with Redis's quoting
 // rules. Replies are written with package resp's writer.
 //
+// With Config.TLS a second listener serves TLS (tls.go): its connections
+// always have a goroutine each, which runs the handshake (bounded by a
+// deadline) and then serves as above. Every handshake reads the TLS
+// material in force, which CONFIG SET of the tls-* parameters replaces
+// only once the new files have loaded. With the tls-cluster parameter the
+// node's own connections to other nodes (forwarding pool, PUBLISH links)
+// dial TLS with its certificate, and the node commands (KVS.PEER,
+// KVS.FORWARD, KVS.SYNC, KVS.PUBLISH, KVS.JOIN, KVS.REMOVE) are refused on
+// connections that presented no certificate the CA signed.
+//
 // # Cluster mode
 //
 // With Config.Cluster set, the server is one node of a Raft cluster (the

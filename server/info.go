@@ -206,6 +206,9 @@ func (s *Server) commandStatsInfo() []InfoField {
 }
 
 func (s *Server) port() string {
+	if s.cfg.PlainDisabled {
+		return "0"
+	}
 	if a := s.Addr(); a != nil {
 		if _, p, err := splitHostPort(a.String()); err == nil {
 			return p

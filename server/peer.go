@@ -33,6 +33,7 @@ const (
 
 type peerPool struct {
 	timeout time.Duration
+	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
 
 	mu     sync.Mutex // guards the fields below
 	addr   string     // the address the idle connections lead to
@@ -58,8 +59,8 @@ type peerReply struct {
 	bulk []byte
 }
 
-func newPeerPool(timeout time.Duration) *peerPool {
-	return &peerPool{timeout: timeout, busy: make(map[*peerConn]struct{})}
+func newPeerPool(timeout time.Duration, dial func(string, time.Duration) (net.Conn, error)) *peerPool {
+	return &peerPool{timeout: timeout, dial: dial, busy: make(map[*peerConn]struct{})}
 }
 
 // get returns a connection to addr for the caller's exclusive use.
@@ -94,7 +95,7 @@ func (p *peerPool) get(addr string) (*peerConn, error) {
 	}
 	p.mu.Unlock()
 
-	nc, err := net.DialTimeout("tcp", addr, p.timeout)
+	nc, err := p.dial(addr, p.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLeaderUnreachable, err)
 	}

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"net"
 	"syscall"
 )
@@ -11,6 +12,13 @@ import (
 // connection nc, by peeking at it without blocking: an idle peer
 // connection has nothing to read unless the leader hung up.
 func peerClosed(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		// The socket under TLS: once a round trip has consumed what the
+		// handshake left (session tickets, if any), the leader sends
+		// nothing unasked, so any byte is an alert (close_notify) and EOF
+		// a hang-up.
+		nc = tc.NetConn()
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return false

@@ -49,6 +49,7 @@ type broadcaster struct {
 type peerLink struct {
 	addr    string
 	timeout time.Duration
+	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
 	b       *broadcaster
 
 	mu    sync.Mutex // guards queue, spare and n
@@ -147,7 +148,7 @@ func (s *Server) refreshLinks(now time.Time) {
 		if b.links == nil {
 			b.links = map[string]*peerLink{}
 		}
-		l := &peerLink{addr: addr, timeout: s.cfg.ForwardTimeout, b: b,
+		l := &peerLink{addr: addr, timeout: s.cfg.ForwardTimeout, dial: s.dialNode, b: b,
 			wake: make(chan struct{}, 1), stop: make(chan struct{})}
 		b.links[id] = l
 		b.wg.Add(1)
@@ -199,7 +200,7 @@ func (l *peerLink) run() {
 			conn = nil
 		}
 		if conn == nil {
-			conn = dialLink(l.addr, l.timeout)
+			conn = dialLink(l.dial, l.addr, l.timeout)
 		}
 		if conn == nil || !conn.write(q, l.timeout) {
 			if conn != nil {
@@ -223,8 +224,8 @@ type linkConn struct {
 	done chan struct{} // closed when the reader returns
 }
 
-func dialLink(addr string, timeout time.Duration) *linkConn {
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+func dialLink(dial func(string, time.Duration) (net.Conn, error), addr string, timeout time.Duration) *linkConn {
+	nc, err := dial(addr, timeout)
 	if err != nil {
 		return nil
 	}

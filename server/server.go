@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"runtime"
@@ -71,6 +72,7 @@ type Server struct {
 
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
+	tlsLn    net.Listener // the TLS client listener (tls.go); nil without one
 	serving  bool
 	clients  map[*client]struct{}
 	cronStop chan struct{} // closed to stop the cron loop; nil until Serve
@@ -89,8 +91,8 @@ func New(cfg Config) (*Server, error) {
 		commands: commandTable(),
 		started:  time.Now(),
 		clients:  make(map[*client]struct{}),
-		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
+	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
@@ -104,23 +106,38 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Listen binds the configured address, so that a taken port is reported
-// before anything is served. It returns the net.Listen error unchanged, e.g.
-// "listen tcp 127.0.0.1:6379: bind: address already in use".
+// Listen binds the configured addresses (the plain one unless
+// Config.PlainDisabled, and the TLS one if configured), so that a taken
+// port is reported before anything is served. It returns the net.Listen
+// error unchanged, e.g. "listen tcp 127.0.0.1:6379: bind: address already
+// in use".
 func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrServerClosed
 	}
-	if s.ln != nil {
+	if s.ln != nil || s.tlsLn != nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return err
+	if !s.cfg.PlainDisabled {
+		ln, err := net.Listen("tcp", s.cfg.Addr)
+		if err != nil {
+			return err
+		}
+		s.ln = ln
 	}
-	s.ln = ln
+	if s.cfg.TLS != nil && s.cfg.TLS.Params().Addr != "" {
+		ln, err := net.Listen("tcp", s.cfg.TLS.Params().Addr)
+		if err != nil {
+			if s.ln != nil {
+				s.ln.Close()
+				s.ln = nil
+			}
+			return err
+		}
+		s.tlsLn = ln
+	}
 	return nil
 }
 
@@ -140,8 +157,8 @@ func (s *Server) Serve() error {
 		return ErrAlreadyServing
 	}
 	s.serving = true
-	ln := s.ln
-	if s.useLoops() {
+	ln, tlsLn := s.ln, s.tlsLn
+	if ln != nil && s.useLoops() {
 		lps, err := newLoops(s, runtime.NumCPU())
 		if err != nil {
 			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
@@ -161,12 +178,24 @@ func (s *Server) Serve() error {
 		defer s.wg.Done()
 		s.cron(s.cronStop)
 	}()
+	if tlsLn != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.acceptLoop(tlsLn, true)
+		}()
+	}
 	// The accept loop runs on the caller's goroutine but is counted in wg so
 	// that Shutdown and Close return only after it has stopped.
 	s.wg.Add(1)
+	stop := s.cronStop
 	s.mu.Unlock()
 	defer s.wg.Done()
-	return s.acceptLoop(ln)
+	if ln == nil {
+		<-stop // TLS only: serve until stopped
+		return ErrServerClosed
+	}
+	return s.acceptLoop(ln, false)
 }
 
 // useLoops reports whether connections are served by event loops
@@ -210,17 +239,23 @@ func (s *Server) ListenAndServe() error {
 // being leader.
 func (s *Server) SetActiveExpiry(on bool) { s.activeExpiry.Store(on) }
 
-// Addr returns the bound address, or nil before Listen.
+// Addr returns the bound plain address (the TLS one when the plain
+// listener is disabled), or nil before Listen.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
+	switch {
+	case s.ln != nil:
+		return s.ln.Addr()
+	case s.tlsLn != nil:
+		return s.tlsLn.Addr()
 	}
-	return s.ln.Addr()
+	return nil
 }
 
-func (s *Server) acceptLoop(ln net.Listener) error {
+// acceptLoop accepts connections on ln until it is closed; secure says ln
+// is the TLS listener, whose connections are served on goroutines.
+func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -247,6 +282,19 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		}
 		backoff = 0
 		s.stats.connectionsReceived.Add(1)
+		if secure {
+			tc := tls.Server(nc, s.cfg.TLS.ServerConfig())
+			c := s.newClient(tc)
+			if !s.register(c) {
+				continue
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				c.serveTLS(tc)
+			}()
+			continue
+		}
 		c := s.newClient(nc)
 		if !s.register(c) {
 			continue
@@ -321,6 +369,9 @@ func (s *Server) beginStop() bool {
 	s.shutdown.Store(true)
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.tlsLn != nil {
+		s.tlsLn.Close()
 	}
 	if s.cronStop != nil {
 		close(s.cronStop)

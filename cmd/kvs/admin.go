@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,8 +22,18 @@ import (
 
 const adminTimeout = 10 * time.Second
 
+// adminTLS, when set, gives the TLS config of admin connections: from
+// --tls-cluster (serve's --join) or --tls (join, remove, status), set once
+// before the first connection.
+var adminTLS func() *tls.Config
+
 func adminClient(addr string) *redis.Client {
+	var tc *tls.Config
+	if adminTLS != nil {
+		tc = adminTLS()
+	}
 	return redis.NewClient(&redis.Options{
+		TLSConfig:             tc,
 		Addr:                  addr,
 		Protocol:              2,
 		DisableIdentity:       true,
@@ -297,11 +308,17 @@ func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr i
 		fs.PrintDefaults()
 	}
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to keep trying (join and remove retry while the cluster has no leader or changes leaders)")
+	var tf adminTLSFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, flagExit(err)
 	}
 	if fs.NArg() != nargs {
 		fs.Usage()
+		return nil, nil, 2
+	}
+	if err := tf.apply(); err != nil {
+		fmt.Fprintf(stderr, "kvs %s: %v\n", name, err)
 		return nil, nil, 2
 	}
 	return fs, timeout, 0

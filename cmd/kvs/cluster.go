@@ -336,7 +336,7 @@ func (v *clusterView) Status() server.ClusterStatus {
 // openCluster opens the node's raft state under f.dataDir/raft (bootstrapping
 // or waiting to be joined when there is none) over store, and says whether
 // there was state before.
-func openCluster(f serveFlags, store *fsm.Store, logger *slog.Logger) (*cluster.Node, bool, error) {
+func openCluster(f serveFlags, store *fsm.Store, tlsState *server.TLS, logger *slog.Logger) (*cluster.Node, bool, error) {
 	dir := filepath.Join(f.dataDir, "raft")
 	if err := checkClusterState(f, dir, logger); err != nil {
 		return nil, false, err
@@ -355,6 +355,9 @@ func openCluster(f serveFlags, store *fsm.Store, logger *slog.Logger) (*cluster.
 		SnapshotThreshold: f.snapshotEntries,
 		TrailingLogs:      f.trailingLogs,
 		SnapshotInterval:  f.snapshotEvery,
+	}
+	if f.tls.clusterOn() {
+		cfg.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
 	}
 	node, err := cluster.Open(cfg)
 	return node, had, err

@@ -36,6 +36,7 @@ type serveFlags struct {
 	metrics     string // --metrics-addr; empty: no metrics endpoint
 	pprof       bool   // --pprof: Go's /debug/pprof on the metrics endpoint
 	io          string // --io: loop or goroutines
+	tls         tlsFlags
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -63,7 +64,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs := flag.NewFlagSet("kvs serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.config, "config", "", "a config file in redis.conf's syntax: kvs serve's flags by name (addr, data-dir, fsync, node-id, ...; port and bind make addr, appendfsync fsync) and Redis's parameters; flags on the command line override it, and CONFIG REWRITE writes it back")
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "address to serve RESP on")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", `address to serve RESP on, in plain text; "" turns the plain listener off (as Redis's port 0), leaving --tls-port`)
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for the append log and snapshots (empty: memory mode, nothing survives a restart)")
 	fs.StringVar(&f.fsync, "fsync", "always", "when the append log is fsynced: always (before every reply), everysec, or no")
 	fs.BoolVar(&f.repair, "repair", false, "cut the append log at the first corrupt record (saying first exactly what is cut, and keeping a .broken copy) instead of refusing to start; in cluster mode, move damaged raft state aside so the node rejoins")
@@ -83,6 +84,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.Uint64Var(&f.snapshotEntries, "raft-snapshot-entries", 0, "cluster mode: log entries since the last snapshot that trigger a new one (0: 8192)")
 	fs.DurationVar(&f.snapshotEvery, "raft-snapshot-interval", 0, "cluster mode: how often to check whether a snapshot is due (0: 30s; raft adds up to as much again at random)")
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
+	f.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -118,6 +120,9 @@ func (f serveFlags) validate() error {
 	}
 	if f.repairEmpty && !f.repair {
 		return errors.New("--repair-allow-empty needs --repair")
+	}
+	if err := f.tls.validate(f.addr, f.clustered()); err != nil {
+		return err
 	}
 	if !f.clustered() {
 		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 {
@@ -197,6 +202,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	for _, msg := range f.ignored {
 		logger.Warn("config file: " + msg)
 	}
+	tlsState, err := f.tls.load(f.addr)
+	if err != nil {
+		return err
+	}
 	store := fsm.NewStore()
 	// Encoding thresholds before recovery, so that collections are
 	// restored as the config file says.
@@ -215,6 +224,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ConfigFile:   f.config,
 
 		ConnGoroutines: f.io == "goroutines",
+		TLS:            tlsState,
+		PlainDisabled:  f.addr == "",
 	}
 	// Recovery below replays scripts, whose commands the server parses.
 	server.InstallScriptParser(cfg)
@@ -231,7 +242,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ensureProcs()
 		start := time.Now()
 		var err error
-		node, hadState, err = openCluster(f, store, logger)
+		node, hadState, err = openCluster(f, store, tlsState, logger)
 		if err != nil {
 			return err
 		}
@@ -293,7 +304,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	logger.Info("kvs serving", "addr", srv.Addr().String(), "version", version, "mode", mode(f))
+	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "version", version, "mode", mode(f))
 
 	// Background work of a cluster node (--join, advertising the client
 	// address) stops before raft does.
@@ -305,6 +316,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		view.respAddr = f.advertise
 		if view.respAddr == "" {
 			view.respAddr = srv.Addr().String()
+			if f.tls.clusterOn() {
+				// Other nodes forward to this address over TLS.
+				view.respAddr = srv.TLSAddr()
+			}
 		}
 		if f.bootstrap && hadState {
 			logger.Info("--bootstrap ignored: the data dir already holds cluster state")
