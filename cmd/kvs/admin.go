@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -27,7 +28,18 @@ const adminTimeout = 10 * time.Second
 // before the first connection.
 var adminTLS func() *tls.Config
 
+// quietClientLog keeps go-redis's own log lines ("connection pool: failed
+// to dial after 5 attempts") off kvs's output: every error reaches the
+// admin commands as a returned error, which they report in one line of
+// their own.
+type quietClientLog struct{}
+
+func (quietClientLog) Printf(context.Context, string, ...any) {}
+
+var silenceClientLog = sync.OnceFunc(func() { redis.SetLogger(quietClientLog{}) })
+
 func adminClient(addr string) *redis.Client {
+	silenceClientLog()
 	var tc *tls.Config
 	if adminTLS != nil {
 		tc = adminTLS()

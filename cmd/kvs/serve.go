@@ -94,7 +94,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		f.ignored, err = f.readConfigFile(fs)
 	}
 	if err == nil {
-		err = f.validate()
+		given := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+		err = f.validate(given)
 	}
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -106,9 +108,29 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 }
 
 // validate checks the flags that only make sense together.
-func (f serveFlags) validate() error {
+func (f serveFlags) validate(given map[string]bool) error {
 	if f.io != "loop" && f.io != "goroutines" {
 		return fmt.Errorf("--io %q: want loop or goroutines", f.io)
+	}
+	if _, err := wal.ParsePolicy(f.fsync); err != nil {
+		return fmt.Errorf("--fsync %q: want always, everysec or no", f.fsync)
+	}
+	// Flags that have nothing to act on in the mode asked for are errors
+	// rather than silently ignored.
+	for _, name := range []string{"fsync", "wal-segment-bytes", "wal-compact-bytes"} {
+		switch {
+		case !given[name]:
+		case f.clustered():
+			return fmt.Errorf("--%s is for durable mode's append log; a cluster node keeps raft's log, which is always fsynced (--raft-* set its snapshots)", name)
+		case f.dataDir == "":
+			return fmt.Errorf("--%s needs --data-dir: memory mode has no log (add --data-dir DIR for durable mode)", name)
+		}
+	}
+	if (given["repair"] || given["repair-allow-empty"]) && f.dataDir == "" {
+		return errors.New("--repair needs --data-dir: memory mode has nothing to repair")
+	}
+	if given["io"] && f.io == "loop" && f.clustered() {
+		return errors.New("--io loop is for memory and durable mode: cluster mode always serves a goroutine per connection")
 	}
 	if f.pprof && f.metrics == "" {
 		return errors.New("--pprof needs --metrics-addr: the profiler is served on the metrics endpoint")

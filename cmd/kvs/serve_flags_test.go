@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeFlagsThatCannotApply: a flag with nothing to act on in the mode
+// asked for is an error that says what was meant, not ignored.
+func TestServeFlagsThatCannotApply(t *testing.T) {
+	cluster := []string{"--node-id", "n1", "--raft-addr", "127.0.0.1:7000", "--data-dir", "d"}
+	for _, tc := range []struct {
+		args []string
+		err  string // "" for none
+	}{
+		{[]string{"--fsync", "no"}, "--fsync needs --data-dir"},
+		{[]string{"--data-dir", "d", "--fsync", "no"}, ""},
+		{[]string{"--data-dir", "d", "--fsync", "sometimes"}, `--fsync "sometimes": want always, everysec or no`},
+		{[]string{"--wal-segment-bytes", "4096"}, "--wal-segment-bytes needs --data-dir"},
+		{[]string{"--wal-compact-bytes", "4096"}, "--wal-compact-bytes needs --data-dir"},
+		{append([]string{"--fsync", "always"}, cluster...), "--fsync is for durable mode's append log"},
+		{append([]string{"--wal-segment-bytes", "4096"}, cluster...), "--wal-segment-bytes is for durable mode"},
+		{[]string{"--repair"}, "--repair needs --data-dir"},
+		{append([]string{"--repair"}, cluster...), ""},
+		{append([]string{"--io", "loop"}, cluster...), "cluster mode always serves a goroutine per connection"},
+		{append([]string{"--io", "goroutines"}, cluster...), ""},
+		{[]string{"--bootstrap"}, "need cluster mode"},
+		{[]string{"--node-id", "n1"}, "cluster mode needs both --node-id and --raft-addr"},
+	} {
+		_, err := parseServeFlags(tc.args, io.Discard)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %v; want an error with %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+// TestServeConfigFileFlags: a config file's directives set flags, the
+// command line wins, port and bind make --addr, and a file's fsync without
+// a data dir is the same error as the flag's.
+func TestServeConfigFileFlags(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "kvs.conf")
+	write := func(s string) {
+		if err := os.WriteFile(conf, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("data-dir " + dir + "\nfsync everysec\nport 7001\nbind 0.0.0.0 ::1\nhz 20\nlog-level warn\n")
+	f, err := parseServeFlags([]string{"--config", conf, "--log-level", "debug"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.dataDir != dir || f.fsync != "everysec" || f.addr != "0.0.0.0:7001" || f.logLevel != "debug" {
+		t.Fatalf("flags from the file: data-dir %q fsync %q addr %q log-level %q", f.dataDir, f.fsync, f.addr, f.logLevel)
+	}
+	if len(f.directives) != 1 || f.directives[0].Name != "hz" {
+		t.Fatalf("Redis directives: %+v", f.directives)
+	}
+	f, err = parseServeFlags([]string{"--config", conf, "--addr", "127.0.0.1:7002"}, io.Discard)
+	if err != nil || f.addr != "127.0.0.1:7002" {
+		t.Fatalf("--addr over the file's port and bind: %q, %v", f.addr, err)
+	}
+	write("fsync no\n")
+	if _, err := parseServeFlags([]string{"--config", conf}, io.Discard); err == nil || !strings.Contains(err.Error(), "--fsync needs --data-dir") {
+		t.Fatalf("fsync from the file in memory mode: %v", err)
+	}
+}
