@@ -67,8 +67,12 @@ type Server struct {
 	ln       net.Listener
 	serving  bool
 	clients  map[*client]struct{}
-	cronStop chan struct{} // closed to stop the cron loop; nil until Serve
-	closed   bool          // Close or Shutdown ran (idempotence)
+	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
+	closed   bool                  // Close or Shutdown ran (idempotence)
+	streams  map[net.Conn]struct{} // backups being streamed (backup.go)
+
+	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
+	saves saveState
 }
 
 // New returns a Server for cfg, with defaults applied and cfg validated. It
@@ -85,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		clients:  make(map[*client]struct{}),
 		peers:    newPeerPool(cfg.ForwardTimeout),
 	}
+	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
@@ -377,6 +382,7 @@ func (s *Server) closeClients() {
 	for c := range s.clients {
 		c.nc.Close()
 	}
+	s.closeStreamsLocked()
 	for _, lp := range s.loops {
 		lp.stop(true)
 	}
