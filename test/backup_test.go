@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -232,4 +233,97 @@ func TestRestoreRefusesDamagedBackup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSaveCommands: SAVE, BGSAVE and LASTSAVE answer as redis-server does
+// where kvs has somewhere to save to, and take a snapshot there: a wal
+// compaction in durable mode, a raft snapshot in cluster mode; memory mode
+// says there is nothing to save to.
+func TestSaveCommands(t *testing.T) {
+	t.Parallel()
+	saveAndCheck := func(t *testing.T, n *Node, snapshotted func() error) {
+		t.Helper()
+		rc := dialRaw(t, n.Addr)
+		for i := range 100 {
+			rc.Do("SET", fmt.Sprintf("save:%d", i), "v")
+		}
+		start := rc.Do("LASTSAVE")
+		if start.Kind != ':' {
+			t.Fatalf("LASTSAVE: %s", start)
+		}
+		if v := rc.Do("SAVE"); string(v.Raw) != "+OK\r\n" {
+			t.Fatalf("SAVE: %s", v)
+		}
+		if err := snapshotted(); err != nil {
+			t.Fatalf("after SAVE: %v", err)
+		}
+		if v := rc.Do("LASTSAVE"); v.Kind != ':' || atoi(t, v.Str) < atoi(t, start.Str) {
+			t.Errorf("LASTSAVE after SAVE: %s, before %s", v, start)
+		}
+		rc.Do("SET", "save:more", "v")
+		if v := rc.Do("BGSAVE"); string(v.Raw) != "+Background saving started\r\n" {
+			t.Fatalf("BGSAVE: %s", v)
+		}
+		waitFor(t, "BGSAVE to finish", func() error {
+			info := rc.Do("INFO", "persistence").Str
+			if !strings.Contains(info, "rdb_bgsave_in_progress:0\r\n") || !strings.Contains(info, "rdb_last_bgsave_status:ok\r\n") {
+				return fmt.Errorf("INFO persistence:\n%s", info)
+			}
+			return nil
+		})
+	}
+	t.Run("memory", func(t *testing.T) {
+		n := startKVS(t, KVSOptions{})
+		rc := dialRaw(t, n.Addr)
+		for _, cmd := range []string{"SAVE", "BGSAVE"} {
+			if v := rc.Do(cmd); v.Str != "ERR kvs runs in memory mode (no --data-dir): there is nothing to save to" {
+				t.Errorf("%s in memory mode: %s", cmd, v)
+			}
+		}
+		if v := rc.Do("LASTSAVE"); v.Kind != ':' || atoi(t, v.Str) <= 0 {
+			t.Errorf("LASTSAVE: %s", v)
+		}
+	})
+	t.Run("durable", func(t *testing.T) {
+		n := startKVS(t, KVSOptions{Durable: true})
+		saveAndCheck(t, n, func() error {
+			info := dialRaw(t, n.Addr).Do("INFO", "persistence").Str
+			if !strings.Contains(info, "wal_compactions:1\r\n") || strings.Contains(info, "wal_snapshot_index:0\r\n") {
+				return fmt.Errorf("no compaction in INFO persistence:\n%s", info)
+			}
+			return nil
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		nodes := startCluster(t, 1)
+		saveAndCheck(t, nodes[0], func() error {
+			entries, err := os.ReadDir(filepath.Join(nodes[0].DataDir(), "raft", "snapshots"))
+			if err != nil || len(entries) == 0 {
+				return fmt.Errorf("no raft snapshot: %d entries, %v", len(entries), err)
+			}
+			return nil
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		r := startRedis(t)
+		rc := dialRaw(t, r.Addr)
+		if v := rc.Do("SAVE"); string(v.Raw) != "+OK\r\n" {
+			t.Errorf("redis-server SAVE: %s", v)
+		}
+		if v := rc.Do("BGSAVE"); string(v.Raw) != "+Background saving started\r\n" {
+			t.Errorf("redis-server BGSAVE: %s", v)
+		}
+		if v := rc.Do("BGSAVE", "NOW"); v.Str != "ERR syntax error" {
+			t.Errorf("redis-server BGSAVE NOW: %s", v)
+		}
+	})
+}
+
+func atoi(t testing.TB, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }

@@ -72,6 +72,9 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 			f.nodeID, f.raftAddr, f.dataDir, f.nodeID, f.raftAddr)
 	}
 	fmt.Fprintf(stdout, "restored %d keys from %s (a %s backup at index %d) into %s for %s\n", keys, file, h.Mode, h.Index, f.dataDir, what)
+	if h.Flags&backup.FlagUnsynced != 0 {
+		fmt.Fprintf(stdout, "warning: the backup is of a follower that could not reach a leader; it may miss recent writes\n")
+	}
 	return 0
 }
 
