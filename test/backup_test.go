@@ -188,6 +188,15 @@ func TestBackupRestoreCluster(t *testing.T) {
 		waitValue(t, n, "after-restore", "1") // the joined nodes have caught up
 		checkRestored(t, n, before)
 	}
+
+	// A follower with no leader to sync with still backs up what it has,
+	// and says so.
+	restored[0].Kill()
+	restored[1].Kill()
+	out, code = runKVS(t, clusterWait, "backup", restored[2].Addr, filepath.Join(testDir(t), "unsynced.kvsb"))
+	if code != 0 || !strings.Contains(out, "warning: the node is a follower that could not reach a leader") {
+		t.Errorf("backup of a follower without a leader: exit %d, %s", code, out)
+	}
 }
 
 // TestRestoreRefusesDamagedBackup: a backup with one byte flipped in the
