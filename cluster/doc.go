@@ -16,7 +16,10 @@
 //	(*Node).AddVoter(id, addr), Remove(id), Members()   membership, via the leader
 //	(*Node).IsLeader, Leader, Status, LeaderChanges, TransferLeadership, Addr, Raft
 //	(*Node).LogStoreErr, LogStoreFailures   did the last raft log write fail (logstore.go)
+//	(*Node).Snapshot() error           a raft snapshot now (SAVE, BGSAVE)
 //	(*Node).Close() error
+//	Seed(cfg, index, write) error      an empty Dir made a one-node cluster holding a snapshot (kvs restore)
+//	Recover(cfg) (Recovered, error)    lost-quorum recovery of a stopped node: RecoverCluster (kvs recover)
 //
 // # Contract
 //

@@ -111,6 +111,12 @@ func commandTable() map[string]*command {
 		{name: "kvs.peer", arity: 1, flags: conn, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
+		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
+
+		// snapshots (backup.go)
+		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
+		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
+		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))

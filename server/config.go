@@ -50,6 +50,12 @@ type Config struct {
 	// mode), where those commands answer as a standalone redis-server does.
 	Cluster Cluster
 
+	// Saver takes the snapshots SAVE and BGSAVE ask for (durable and
+	// cluster mode). Nil in memory mode: they answer that there is nothing
+	// to save to. A backup's header records durable mode when it is set
+	// and Cluster is not.
+	Saver Saver
+
 	// LinearizableReads makes reads linearizable in cluster mode: the
 	// leader answers reads only after Cluster.ReadBarrier, and followers
 	// forward reads to the leader. False: every node answers reads from

@@ -115,8 +115,17 @@
 // is known) its replicas, with node ids hex(sha1(member ID)). KVS.JOIN,
 // KVS.REMOVE (relayed to the leader from a follower) and KVS.STATUS
 // administer the cluster. Only the leader runs active expiry. Without a
-// Cluster, CLUSTER, READONLY, READWRITE and the KVS.* commands answer
-// "ERR This instance has cluster support disabled", as redis-server does.
+// Cluster, CLUSTER, READONLY, READWRITE and the cluster's KVS.* commands
+// answer "ERR This instance has cluster support disabled", as redis-server
+// does.
+//
+// # Backups and saves
+//
+// KVS.BACKUP, in every mode, streams a backup file (package backup) of an
+// O(1) snapshot of the store on the connection, without the store's lock,
+// and closes the connection; a follower first catches up with the leader's
+// applied index. SAVE and BGSAVE ask Config.Saver (the wal's compaction, a
+// raft snapshot) and LASTSAVE reports the last success; backup.go.
 //
 // # Pub/sub
 //

@@ -136,6 +136,10 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "persistence":
 		add("loading", 0)
 		add("async_loading", 0)
+		last, running, lastErr := s.saves.status()
+		add("rdb_bgsave_in_progress", boolInt(running))
+		add("rdb_last_save_time", last.Unix())
+		add("rdb_last_bgsave_status", okErr(lastErr))
 	case "stats":
 		add("total_connections_received", s.stats.connectionsReceived.Load())
 		add("total_commands_processed", s.stats.commands.Load())

@@ -124,6 +124,11 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return
 	}
+	if cmd.name == "kvs.backup" { // it takes the connection over
+		m.aborted = true
+		c.replyError(id, true, errBackupInMulti)
+		return
+	}
 	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
 		n := 0
 		for _, a := range args {

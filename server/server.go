@@ -75,8 +75,12 @@ type Server struct {
 	tlsLn    net.Listener // the TLS client listener (tls.go); nil without one
 	serving  bool
 	clients  map[*client]struct{}
-	cronStop chan struct{} // closed to stop the cron loop; nil until Serve
-	closed   bool          // Close or Shutdown ran (idempotence)
+	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
+	closed   bool                  // Close or Shutdown ran (idempotence)
+	streams  map[net.Conn]struct{} // backups being streamed (backup.go)
+
+	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
+	saves saveState
 }
 
 // New returns a Server for cfg, with defaults applied and cfg validated. It
@@ -93,6 +97,7 @@ func New(cfg Config) (*Server, error) {
 		clients:  make(map[*client]struct{}),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
+	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
@@ -436,6 +441,7 @@ func (s *Server) closeClients() {
 	for c := range s.clients {
 		c.nc.Close()
 	}
+	s.closeStreamsLocked()
 	for _, lp := range s.loops {
 		lp.stop(true)
 	}

@@ -182,6 +182,10 @@
 // that fails to read back is renamed to .broken and nothing is deleted.
 // Appends continue meanwhile.
 //
+// Seed writes such a snapshot into an empty directory, for a log that is
+// to start from a restored backup: Open then restores it and appends after
+// its index.
+//
 // # Recovery
 //
 // Open loads the newest snapshot (Options.Restore) and replays every record

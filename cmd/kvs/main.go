@@ -4,6 +4,10 @@
 //	kvs join CLUSTER NODE  add the node at client address NODE to a cluster
 //	kvs remove CLUSTER ID  remove node ID from a cluster
 //	kvs status ADDR        a node's view of its cluster, with each member's lag
+//	kvs backup ADDR FILE   a consistent, checksummed backup of a live node
+//	kvs restore FILE --data-dir DIR [--node-id ID --raft-addr ADDR]
+//	                       seed an empty data dir from a backup
+//	kvs recover --data-dir DIR --node-id ID   lost-quorum recovery of a stopped node
 //	kvs bench [flags]      a memtier_benchmark-shaped load against a server
 //	kvs version            print the version
 //
@@ -40,6 +44,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return statusCmd(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "backup":
+		return backupCmd(args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd(args[1:], stdout, stderr)
+	case "recover":
+		return recoverCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "kvs %s\n", version)
 		return 0
@@ -61,6 +71,9 @@ func usage(w io.Writer) {
   kvs join CLUSTER_ADDR NODE_ADDR
   kvs remove CLUSTER_ADDR NODE_ID
   kvs status ADDR
+  kvs backup [--timeout D] ADDR FILE
+  kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]
+  kvs recover --data-dir DIR --node-id ID [--raft-addr HOST:PORT]
   kvs bench [--server HOST] [--port N] [--threads N] [--clients N] [--ratio SET:GET]
             [--test-time SECS | --requests N] [--pipeline N] [--prefill] [--json-out-file PATH]
   kvs version

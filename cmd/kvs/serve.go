@@ -279,6 +279,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		view.propose = p.Propose
 		cfg.Proposer = p
 		cfg.Cluster = view
+		cfg.Saver = clusterSaver{node}
 		cfg.LinearizableReads = f.reads == "linearizable"
 		logs = clusterLogState(node)
 		cfg.Info = infoFuncs(clusterPersistenceInfo(f, logs), raftInfo(node, leaders))
@@ -305,6 +306,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
 		cfg.Proposer = &durableProposer{log: log}
+		cfg.Saver = durableSaver{log}
 		cfg.Info = persistenceInfo(f, log)
 		logs = durableLogState(log)
 		if f.io != "loop" || log.FsyncMethod() != "io_uring" {

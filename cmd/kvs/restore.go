@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"kvs/backup"
+	"kvs/cluster"
+	"kvs/fsm"
+	"kvs/wal"
+)
+
+// `kvs restore FILE --data-dir DIR [--node-id ID --raft-addr ADDR]` checks
+// a backup whole before it writes anything: the file's header, length and
+// checksum, then the fsm snapshot inside, decoded into a store (the
+// snapshot's own checksum and orders). Only then does it seed DIR, which
+// must be empty: with a wal snapshot for durable mode, or, with --node-id
+// and --raft-addr, with a raft snapshot of a one-node cluster of that node.
+
+type restoreFlags struct {
+	dataDir  string
+	nodeID   string
+	raftAddr string
+}
+
+func restoreCmd(args []string, stdout, stderr io.Writer) int {
+	var f restoreFlags
+	fs := flag.NewFlagSet("kvs restore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.dataDir, "data-dir", "", "the empty data dir to seed (required)")
+	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: the id of the node to seed as a new one-node cluster (with --raft-addr)")
+	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: the Raft address that node will serve on (with --node-id)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]\n\n"+
+			"Verifies the backup FILE and seeds the empty DIR with its data: for durable mode\n"+
+			"(kvs serve --data-dir DIR), or with --node-id and --raft-addr as the only member of a\n"+
+			"new cluster (kvs serve --data-dir DIR --node-id ID --raft-addr HOST:PORT; others join it).\n")
+		fs.PrintDefaults()
+	}
+	// FILE may come before or after the flags.
+	var file string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if file == "" && fs.NArg() == 1 {
+		file = fs.Arg(0)
+	} else if fs.NArg() != 0 || file == "" {
+		fs.Usage()
+		return 2
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "kvs restore: %v\n", err)
+		return 2
+	}
+	h, keys, err := restore(file, f)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs restore: %v\n", err)
+		return 1
+	}
+	what := "durable mode (kvs serve --data-dir " + f.dataDir + ")"
+	if f.nodeID != "" {
+		what = fmt.Sprintf("a one-node cluster of %s at %s (kvs serve --data-dir %s --node-id %s --raft-addr %s; then kvs join the others)",
+			f.nodeID, f.raftAddr, f.dataDir, f.nodeID, f.raftAddr)
+	}
+	fmt.Fprintf(stdout, "restored %d keys from %s (a %s backup at index %d) into %s for %s\n", keys, file, h.Mode, h.Index, f.dataDir, what)
+	if h.Flags&backup.FlagUnsynced != 0 {
+		fmt.Fprintf(stdout, "warning: the backup is of a follower that could not reach a leader; it may miss recent writes\n")
+	}
+	return 0
+}
+
+func (f restoreFlags) validate() error {
+	switch {
+	case f.dataDir == "":
+		return errors.New("--data-dir is required")
+	case (f.nodeID == "") != (f.raftAddr == ""):
+		return errors.New("a cluster restore needs both --node-id and --raft-addr")
+	}
+	return nil
+}
+
+// restore verifies file and seeds f.dataDir; it returns the backup's header
+// and the number of keys restored.
+func restore(file string, f restoreFlags) (backup.Header, int, error) {
+	store, h, err := loadBackup(file)
+	if err != nil {
+		return h, 0, err
+	}
+	if err := checkEmpty(f.dataDir); err != nil {
+		return h, 0, err
+	}
+	lock, err := lockDataDir(f.dataDir)
+	if err != nil {
+		return h, 0, err
+	}
+	defer lock.release()
+	if err := checkEmpty(f.dataDir); err != nil { // again, now that it is ours
+		return h, 0, err
+	}
+	snap := store.Snapshot()
+	keys := snap.Len()
+	write := func(w io.Writer) error {
+		defer snap.Release()
+		_, err := snap.WriteTo(w)
+		return err
+	}
+	if f.nodeID == "" {
+		err = wal.Seed(nil, f.dataDir, snap.Index(), write)
+	} else {
+		// Raft counts from 1; a memory-mode backup's index is 0.
+		quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		err = cluster.Seed(cluster.Config{NodeID: f.nodeID, RaftAddr: f.raftAddr, Dir: filepath.Join(f.dataDir, "raft"), Logger: quiet},
+			max(snap.Index(), 1), write)
+	}
+	if err != nil {
+		return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+	}
+	return h, keys, nil
+}
+
+// loadBackup verifies the backup file and decodes the snapshot in it.
+func loadBackup(file string) (*fsm.Store, backup.Header, error) {
+	fd, err := os.Open(file)
+	if err != nil {
+		return nil, backup.Header{}, err
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, backup.Header{}, err
+	}
+	h, off, n, err := backup.Verify(fd, st.Size())
+	if err != nil {
+		return nil, h, fmt.Errorf("%s: %w; nothing was written", file, err)
+	}
+	if _, err := fd.Seek(off, io.SeekStart); err != nil {
+		return nil, h, err
+	}
+	store := fsm.NewStore()
+	if _, err := store.Restore(bufio.NewReaderSize(io.LimitReader(fd, n), 1<<20)); err != nil {
+		return nil, h, fmt.Errorf("%s: the snapshot inside (from offset %d) does not decode: %w; nothing was written", file, off, err)
+	}
+	return store, h, nil
+}
+
+// checkEmpty refuses a data dir that holds anything (a LOCK file left by a
+// kvs that never wrote data excepted).
+func checkEmpty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != lockName {
+			return fmt.Errorf("data dir %s is not empty (it holds %s): restore only into a new, empty directory", dir, e.Name())
+		}
+	}
+	return nil
+}
