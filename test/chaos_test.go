@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +65,7 @@ import (
 var (
 	flagChaosTime      = flag.Duration("chaos.time", 20*time.Second, "how long TestChaos injects faults")
 	flagChaosStaleTime = flag.Duration("chaos.stale-time", 15*time.Second, "how long TestChaosStale injects faults")
+	flagChaosTLSTime   = flag.Duration("chaos.tls-time", 10*time.Second, "how long TestChaosTLS injects faults")
 )
 
 const (
@@ -135,21 +138,37 @@ type chaosTotals struct {
 
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	runChaos(t, false, *flagChaosTime)
+	runChaos(t, false, false, *flagChaosTime)
 }
 
 func TestChaosStale(t *testing.T) {
 	t.Parallel()
-	runChaos(t, true, *flagChaosStaleTime)
+	runChaos(t, true, false, *flagChaosStaleTime)
 }
 
-func runChaos(t *testing.T, stale bool, length time.Duration) {
+// TestChaosTLS runs the same schedule against a cluster with mutual TLS
+// between its nodes (--tls-cluster yes): raft, forwarding and joins over
+// TLS, the proxies' faults cutting and delaying TLS streams.
+func TestChaosTLS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the raft proxies tell TLS senders apart through /proc")
+	}
+	t.Parallel()
+	runChaos(t, false, true, *flagChaosTLSTime)
+}
+
+func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
 	seed := testSeed(t)
 	reads := "linearizable"
 	if stale {
 		reads = "stale"
 	}
-	nodes := startCluster(t, 3, "--reads", reads)
+	var nodes []*Node
+	if withTLS {
+		nodes = startTLSCluster(t, newTLSEnv(t), 3, "--reads", reads)
+	} else {
+		nodes = startCluster(t, 3, "--reads", reads)
+	}
 	c := &chaos{
 		t: t, stale: stale, nodes: nodes, rng: rand.New(rand.NewSource(seed)),
 		start: time.Now(), faults: map[string]int{}, out: map[int]bool{}, gens: map[string]int{},
@@ -178,7 +197,7 @@ func runChaos(t *testing.T, stale bool, length time.Duration) {
 		faults = append(faults, fmt.Sprintf("%s=%d", f.name, c.faults[f.name]))
 		total += c.faults[f.name]
 	}
-	t.Logf("chaos report: --reads %s, seed %d, %v of faults", reads, seed, time.Since(c.start).Round(time.Second))
+	t.Logf("chaos report: --reads %s, tls-cluster %v, seed %d, %v of faults", reads, withTLS, seed, time.Since(c.start).Round(time.Second))
 	t.Logf("  faults injected: %d: %s", total, strings.Join(faults, " "))
 	t.Logf("  operations checked: %d recorded, %d acknowledged, %d failed, %d unknown; acknowledged by kind %v",
 		len(ops), byOutcome[OutcomeOK], byOutcome[OutcomeFailed], byOutcome[OutcomeUnknown], byKind)
@@ -751,7 +770,7 @@ func (c *chaos) removeRejoin() {
 
 	c.logf("start %s empty and join it again", n.Name)
 	n.Start()
-	c.leaderAdmin("KVS.JOIN "+n.Name, "KVS.JOIN", n.Name, c.proxies.P[i].Addr(), n.Addr)
+	c.leaderAdmin("KVS.JOIN "+n.Name, "KVS.JOIN", n.Name, c.proxies.P[i].Addr(), n.Advertised())
 	delete(c.out, i)
 	checkRaftAddrs(c.t, c.nodes, c.proxies)
 }
@@ -777,7 +796,16 @@ func (c *chaos) leaderAdmin(what string, args ...string) {
 
 // adminOK sends one command to n and requires +OK.
 func adminOK(n *Node, args ...string) error {
-	conn, err := net.DialTimeout("tcp", n.Addr, time.Second)
+	var conn net.Conn
+	var err error
+	if n.AdminTLS != nil {
+		// Node commands of a --tls-cluster cluster need a connection
+		// with the cluster CA's certificate.
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: n.AdminTLS}
+		conn, err = d.Dial("tcp", n.TLSAddr)
+	} else {
+		conn, err = net.DialTimeout("tcp", n.Addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}
@@ -830,13 +858,35 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 		addrs = append(addrs, raftAddr[n.Name])
 	}
 	ps := NewRaftProxies(t, ids, addrs)
+	if nodes[0].AdminTLS != nil {
+		// Raft over TLS: the proxies cannot read who is calling, so they
+		// ask which node's process holds the dialing socket.
+		identify := func(remote net.Addr) string {
+			ta, ok := remote.(*net.TCPAddr)
+			if !ok {
+				return ""
+			}
+			var pids []int
+			byPid := map[int]string{}
+			for _, n := range nodes {
+				if pid := n.livePid(); pid != 0 {
+					pids = append(pids, pid)
+					byPid[pid] = n.Name
+				}
+			}
+			return byPid[socketOwner(ta, pids)]
+		}
+		for _, p := range ps.P {
+			p.SetIdentify(identify)
+		}
+	}
 	for i, n := range nodes {
 		waitFor(t, "KVS.JOIN "+n.Name+" through its proxy", func() error {
 			leader, err := leaderNow(nodes)
 			if err != nil {
 				return err
 			}
-			return adminOK(leader, "KVS.JOIN", n.Name, ps.P[i].Addr(), n.Addr)
+			return adminOK(leader, "KVS.JOIN", n.Name, ps.P[i].Addr(), n.Advertised())
 		})
 	}
 	checkRaftAddrs(t, nodes, ps)

@@ -113,6 +113,19 @@ type Proxy struct {
 	senders map[string]int64   // connections by sender ID; "" for unknown
 	rng     *rand.Rand         // Drop's source, not safe for concurrent use
 	conns   map[*proxyConn]struct{}
+	// identify, when set, names the sender of a connection from its
+	// remote address before any byte is read (see SetIdentify).
+	identify func(remote net.Addr) string
+}
+
+// SetIdentify makes the proxy learn each connection's sender from
+// identify(remote address) instead of from its first raft request, for
+// traffic it cannot read (raft over TLS). A connection identify cannot
+// name falls back to the sniff.
+func (p *Proxy) SetIdentify(identify func(remote net.Addr) string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.identify = identify
 }
 
 // Direction names one direction of a proxied connection.
@@ -542,12 +555,24 @@ const maxRaftRPCType = 4
 // with the bytes read before it; a connection that ends before its first
 // request is complete carries nothing a link fault could miss.
 func (c *proxyConn) sniff() ([]byte, error) {
+	p := c.p
+	p.mu.Lock()
+	identify := p.identify
+	p.mu.Unlock()
+	if identify != nil {
+		if from := identify(c.client.RemoteAddr()); from != "" {
+			c.from.Store(&from)
+			p.mu.Lock()
+			p.senders[from]++
+			p.mu.Unlock()
+			return nil, nil
+		}
+	}
 	var got bytes.Buffer
 	c.client.SetReadDeadline(time.Now().Add(sniffTimeout))
 	defer c.client.SetReadDeadline(time.Time{})
 	r := bufio.NewReader(io.TeeReader(c.client, &got))
 	from, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
-	p := c.p
 	switch {
 	case err == nil:
 		c.from.Store(&from)

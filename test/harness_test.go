@@ -18,6 +18,7 @@
 package test
 
 import (
+	"crypto/tls"
 	"bufio"
 	"bytes"
 	"errors"
@@ -205,7 +206,13 @@ type Node struct {
 	Name string // for messages and the log file's name
 	Dir  string // working directory; holds the log and, for kvs, data/
 	Addr string // client (RESP) address
-	Bin  string
+	// TLSAddr and AdminTLS are set for a node of a --tls-cluster cluster:
+	// its TLS client address, which it advertises, and the client
+	// configuration (a certificate the cluster's CA signed) that node
+	// commands such as KVS.JOIN need.
+	TLSAddr  string
+	AdminTLS *tls.Config
+	Bin      string
 	// Args returns the command line for a start; it is called for each
 	// start so that restarts see the same flags.
 	Args func(n *Node) []string
@@ -504,4 +511,24 @@ func runKVS(t testing.TB, timeout time.Duration, args ...string) (string, int) {
 		t.Fatalf("kvs %v still running after %v; output:\n%s", args, timeout, out.String())
 		return "", -1
 	}
+}
+
+// Advertised is the client address the node gives the cluster: its TLS
+// address in a --tls-cluster cluster, its plain one otherwise.
+func (n *Node) Advertised() string {
+	if n.TLSAddr != "" {
+		return n.TLSAddr
+	}
+	return n.Addr
+}
+
+// livePid is the node's process id, or 0 when it was never started; it is
+// safe to call from any goroutine.
+func (n *Node) livePid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }

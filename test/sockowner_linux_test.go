@@ -1,0 +1,63 @@
+package test
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// socketOwner returns which of pids holds the TCP socket bound to local:
+// for a proxy, the process that dialed the connection it accepted, whose
+// remote address is that socket's local one. It reads /proc/net/tcp for
+// the socket's inode and each process's fds for it, and returns -1 when
+// none holds it. A TLS connection shows nothing of its sender, so this is
+// how the chaos proxies tell senders apart when raft runs over TLS.
+func socketOwner(local *net.TCPAddr, pids []int) int {
+	inode := tcpInode(local)
+	if inode == "" {
+		return -1
+	}
+	want := "socket:[" + inode + "]"
+	for _, pid := range pids {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && l == want {
+				return pid
+			}
+		}
+	}
+	return -1
+}
+
+// tcpInode finds the inode of the IPv4 TCP socket bound to a in
+// /proc/net/tcp, or "".
+func tcpInode(a *net.TCPAddr) string {
+	ip := a.IP.To4()
+	if ip == nil {
+		return ""
+	}
+	// The kernel prints the address as the 32-bit word in host (little
+	// endian) order, then the port big endian: 127.0.0.1:80 is
+	// 0100007F:0050.
+	key := strings.ToUpper(hex.EncodeToString([]byte{ip[3], ip[2], ip[1], ip[0]})) + ":" + fmt.Sprintf("%04X", a.Port)
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && f[1] == key {
+			if _, err := strconv.Atoi(f[9]); err == nil && f[9] != "0" {
+				return f[9]
+			}
+		}
+	}
+	return ""
+}
