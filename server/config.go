@@ -57,6 +57,12 @@ type Config struct {
 	// CONFIG SET maxclients changes it at run time.
 	MaxClients int
 
+	// DisableProtectedMode turns protected mode off (protected.go): with
+	// it on, while the default user has no password, clients that are not
+	// on the loopback interface are refused with Redis's DENIED message.
+	// Zero: on, Redis's default. CONFIG SET protected-mode changes it.
+	DisableProtectedMode bool
+
 	// ProtoMaxBulkLen caps the length of one bulk string in a request (and
 	// of a string built by SETRANGE). Zero: DefaultProtoMaxBulkLen (512 MB).
 	ProtoMaxBulkLen int64

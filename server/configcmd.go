@@ -37,6 +37,7 @@ func (s *Server) configParams() map[string]string {
 	p["busy-reply-threshold"] = p["lua-time-limit"]
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
+	s.addSafetyParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -149,6 +150,15 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			limitsSet[name] = true
+			continue
+		}
+		if isSafetyParam(name) {
+			apply, e := c.s.checkSafetyParam(name, val)
+			if e != "" {
+				c.out = appendError(c.out, e)
+				return
+			}
+			applies = append(applies, apply)
 			continue
 		}
 		if isPubsubParam(name) {

@@ -24,6 +24,8 @@ type Server struct {
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
 	// the default; scripts are proposed with the budget it gives.
 	luaLimit atomic.Pointer[int64]
+	// protectedMode is protected-mode (protected.go), read at accept.
+	protectedMode atomic.Bool
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -93,6 +95,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.protectedMode.Store(!cfg.DisableProtectedMode)
 	return s, nil
 }
 
@@ -113,6 +116,7 @@ func (s *Server) Listen() error {
 		return err
 	}
 	s.ln = ln
+	s.warnExposed(ln.Addr())
 	return nil
 }
 
@@ -241,6 +245,10 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 		s.stats.connectionsReceived.Add(1)
 		c := s.newClient(nc)
 		if !s.register(c) {
+			continue
+		}
+		if s.protectedRefuses(nc.RemoteAddr()) {
+			s.refuseProtected(c)
 			continue
 		}
 		if len(s.loops) > 0 {

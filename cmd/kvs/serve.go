@@ -36,6 +36,8 @@ type serveFlags struct {
 	metrics     string // --metrics-addr; empty: no metrics endpoint
 	pprof       bool   // --pprof: Go's /debug/pprof on the metrics endpoint
 	io          string // --io: loop or goroutines
+	// protectedMode is --protected-mode: yes (Redis's default) or no.
+	protectedMode string
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -63,6 +65,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.BoolVar(&f.repairEmpty, "repair-allow-empty", false, "with --repair: go ahead even when nothing would be left (no usable snapshot and no record kept) of a data dir that held data")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
+	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
@@ -94,6 +97,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 func (f serveFlags) validate() error {
 	if f.io != "loop" && f.io != "goroutines" {
 		return fmt.Errorf("--io %q: want loop or goroutines", f.io)
+	}
+	if f.protectedMode != "yes" && f.protectedMode != "no" {
+		return fmt.Errorf("--protected-mode %q: want yes or no", f.protectedMode)
 	}
 	if f.pprof && f.metrics == "" {
 		return errors.New("--pprof needs --metrics-addr: the profiler is served on the metrics endpoint")
@@ -192,7 +198,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		Info:         persistenceInfo(f, nil),
 		ConfigParams: configParams(f),
 
-		ConnGoroutines: f.io == "goroutines",
+		ConnGoroutines:       f.io == "goroutines",
+		DisableProtectedMode: f.protectedMode == "no",
 	}
 	// Recovery below replays scripts, whose commands the server parses.
 	server.InstallScriptParser(cfg)

@@ -1,0 +1,45 @@
+package server
+
+import "strings"
+
+// CONFIG GET and SET of the parameters that keep a server safe on a
+// network: protected-mode (protected.go). client-output-buffer-limit is
+// config_pubsub.go's.
+
+// isSafetyParam reports whether name is one of this file's parameters.
+func isSafetyParam(name string) bool {
+	return name == "protected-mode"
+}
+
+// addSafetyParams adds this file's parameters to CONFIG GET's.
+func (s *Server) addSafetyParams(p map[string]string) {
+	p["protected-mode"] = yesNo(s.protectedMode.Load())
+}
+
+// checkSafetyParam checks a CONFIG SET value and returns the change to make
+// once every pair passed, or Redis's error text.
+func (s *Server) checkSafetyParam(name string, val []byte) (apply func(), e string) {
+	on, ok := parseYesNo(val)
+	if !ok {
+		return nil, errConfigSetFailed(name, "argument must be 'yes' or 'no'")
+	}
+	return func() { s.protectedMode.Store(on) }, ""
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseYesNo is Redis's yesnotoi: yes or no, in any case.
+func parseYesNo(v []byte) (on, ok bool) {
+	switch strings.ToLower(string(v)) {
+	case "yes":
+		return true, true
+	case "no":
+		return false, true
+	}
+	return false, false
+}
