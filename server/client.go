@@ -135,6 +135,8 @@ type client struct {
 	hup     bool
 	wantOut bool // out[outPos:] waits for the socket to take it
 	outPos  int
+	// ob is the output set aside and the output limit's state (outbuf.go).
+	ob outBuf
 
 	info struct {
 		sync.Mutex // guards the fields below
@@ -250,7 +252,14 @@ func (c *client) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
+	if !c.outputGuard() {
+		return errOutputLimit
+	}
 	_, err := c.nc.Write(c.out)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && c.ob.deadline {
+		c.dropOutput() // over the soft limit for its seconds
+		return err
+	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a huge buffer for an idle connection
 	} else {
@@ -282,7 +291,11 @@ func (c *client) resume() bool {
 			c.pipeAt = len(c.pipe)
 			break
 		}
-		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd < 0 {
+		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd >= 0 {
+			if c.lp.endSlice(c) {
+				return false // paused, or closed for its output (outbuf.go)
+			}
+		} else if len(c.out) >= outFlushSize && len(c.pending) == 0 {
 			c.endRun()
 			if c.flush() != nil {
 				c.quit = true

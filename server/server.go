@@ -47,6 +47,11 @@ type Server struct {
 	// the links that carry PUBLISH to the other nodes (cluster mode).
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
+	// normalLimit is client-output-buffer-limit's normal class (nil: no
+	// limit); freeMemory asks the cron loop to return freed memory to the
+	// OS (outbuf.go).
+	normalLimit atomic.Pointer[outputLimit]
+	freeMemory  atomic.Bool
 	bcast       broadcaster
 	psConfigMu  sync.Mutex    // guards psConfig
 	psConfig    pubsubConfig  // config_pubsub.go

@@ -22,9 +22,9 @@ type stats struct {
 	// leader's index (route.go, replicasync.go).
 	staleForwards        atomic.Int64
 	unsyncedReplicaReads atomic.Int64
-	// outputLimitKills counts subscribers closed for their output buffer
-	// (INFO's client_output_buffer_limit_disconnections... as Redis 7.2
-	// names it; pubsub.go).
+	// outputLimitKills counts clients closed for their output buffer
+	// (INFO's client_output_buffer_limit_disconnections, as Redis 7.4
+	// names it; pubsub.go, outbuf.go).
 	outputLimitKills atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
@@ -52,6 +52,7 @@ func (st *stats) reset() {
 	st.forwarded.Store(0)
 	st.staleForwards.Store(0)
 	st.unsyncedReplicaReads.Store(0)
+	st.outputLimitKills.Store(0)
 	st.cmds.reset()
 	st.errors.reset()
 	st.ops.Lock()
@@ -98,6 +99,9 @@ type Stats struct {
 	KeyspaceMisses      int64
 	ErrorReplies        int64 // every error reply (Redis's total_error_replies)
 	ForwardedCommands   int64 // commands this follower sent to the leader
+	// OutputLimitDisconnections counts clients closed for their output
+	// buffer (client-output-buffer-limit).
+	OutputLimitDisconnections int64
 }
 
 // Stats returns the current counters; INFO reports the same numbers.
@@ -112,6 +116,8 @@ func (s *Server) Stats() Stats {
 		KeyspaceMisses:      s.stats.misses.Load(),
 		ErrorReplies:        s.stats.errors.total.Load(),
 		ForwardedCommands:   s.stats.forwarded.Load(),
+
+		OutputLimitDisconnections: s.stats.outputLimitKills.Load(),
 	}
 }
 

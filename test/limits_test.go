@@ -1,11 +1,14 @@
 package test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +136,143 @@ func redisDenied(t *testing.T, ip net.IP) string {
 	r.Start()
 	defer r.Stop()
 	return deniedReply(t, onIP(ip, r.Addr))
+}
+
+// rssBytes is the resident set of process pid (Linux's /proc), or skips t
+// where there is no /proc.
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Skipf("no /proc to read the server's RSS from: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// infoOf is one field of an INFO reply.
+func infoOf(t *testing.T, c *rawConn, section, name string) string {
+	t.Helper()
+	v := c.Do("INFO", section)
+	for _, line := range strings.Split(string(v.Raw), "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("INFO %s has no %s: %s", section, name, v)
+	return ""
+}
+
+// TestOutputBufferLimitAttack is the attack: one client sends 9,200
+// GETs of a 10 MiB value and never reads. On the event loops (memory and
+// durable mode) its output grows one slice per round until the normal
+// class's hard limit (256 MiB by default) closes it, the disconnection is
+// counted, and the memory goes back to the OS; on connections with a
+// goroutine each (--io goroutines, as cluster mode serves them) its writes
+// block once its socket is full, so it never holds more than a reply's
+// worth. Either way the server's RSS stays bounded and another client's
+// PINGs keep being answered (their latency is logged, not asserted).
+func TestOutputBufferLimitAttack(t *testing.T) {
+	const valueSize, gets = 10 << 20, 9200
+	for _, tc := range []struct {
+		name      string
+		opts      KVSOptions
+		closesRun bool // the attacker is closed (event loops)
+	}{
+		{"loop", KVSOptions{}, true},
+		{"durable", KVSOptions{Durable: true}, true},
+		{"goroutines", KVSOptions{Extra: []string{"--io", "goroutines"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newKVS(t, "kvs-obuf-"+tc.name, tc.opts)
+			n.Start()
+			ctl := dialRaw(t, n.Addr)
+			if v := ctl.Do("SET", "k", strings.Repeat("v", valueSize)); string(v.Raw) != "+OK\r\n" {
+				t.Fatalf("SET = %s", v)
+			}
+			base := rssBytes(t, n.Pid())
+
+			attacker, err := net.DialTimeout("tcp", n.Addr, ioTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer attacker.Close()
+			var req []byte
+			for range gets {
+				req = append(req, encodeCommand("GET", "k")...)
+			}
+			sent := make(chan error, 1)
+			go func() {
+				// Blocks once the server stops reading; ends when the
+				// server closes the connection or the test does.
+				_, err := attacker.Write(req)
+				sent <- err
+			}()
+
+			pinger := dialRaw(t, n.Addr)
+			var lat []time.Duration
+			peak := base
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				start := time.Now()
+				if v := pinger.Do("PING"); string(v.Raw) != "+PONG\r\n" {
+					t.Fatalf("PING during the attack = %s", v)
+				}
+				lat = append(lat, time.Since(start))
+				if d := lat[len(lat)-1]; d > 5*time.Millisecond {
+					t.Logf("slow PING #%d: %v", len(lat), d)
+				}
+				peak = max(peak, rssBytes(t, n.Pid()))
+				if tc.closesRun && len(lat)%20 == 0 && infoOf(t, ctl, "stats", "client_output_buffer_limit_disconnections") == "1" {
+					break
+				}
+				if !tc.closesRun && len(lat) >= 500 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the attacker was not closed within a minute; peak RSS %d MiB\n%s", peak>>20, n.LogTail(20))
+				}
+			}
+			slices.Sort(lat)
+			t.Logf("%d PINGs during the attack: median %v, p99 %v, max %v; RSS %d MiB before, peak %d MiB",
+				len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], base>>20, peak>>20)
+			if bound := base + 768<<20; peak > bound {
+				t.Fatalf("RSS peaked at %d MiB, over the bound of %d MiB", peak>>20, bound>>20)
+			}
+			if !tc.closesRun {
+				return
+			}
+			// The attacker is gone: its socket ends, its memory is returned.
+			attacker.SetReadDeadline(time.Now().Add(ioTimeout))
+			if _, err := io.Copy(io.Discard, attacker); err != nil {
+				// A reset (the server closed with requests unread) ends it
+				// too; only a timeout says it is still open.
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("the attacker's connection did not end: %v", err)
+				}
+			}
+			log, _ := os.ReadFile(n.LogPath())
+			if !strings.Contains(string(log), "scheduled to be closed ASAP for overcoming of output buffer limits") {
+				t.Fatalf("the disconnection is not logged as Redis logs it:\n%s", n.LogTail(20))
+			}
+			dropped := time.Now()
+			pollFor(t, "RSS back near where it was", 20*time.Second, 50*time.Millisecond, func() error {
+				if r := rssBytes(t, n.Pid()); r > base+96<<20 {
+					return fmt.Errorf("RSS %d MiB, was %d MiB before the attack", r>>20, base>>20)
+				}
+				return nil
+			})
+			t.Logf("RSS back to %d MiB %v after the disconnection was counted",
+				rssBytes(t, n.Pid())>>20, time.Since(dropped).Round(time.Millisecond))
+			if v := pinger.Do("GET", "k"); len(v.Raw) < valueSize {
+				t.Fatalf("GET after the attack = %d bytes", len(v.Raw))
+			}
+		})
+	}
 }
