@@ -180,6 +180,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
+	c.rd.SetQueryLimit(s.maxQuery.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c
 }
@@ -243,6 +244,7 @@ func (c *client) readFailed(err error) {
 		c.out = appendError(c.out, pe.Text)
 		c.flush()
 	}
+	c.queryLimitHit(err)
 }
 
 func (c *client) flush() error {

@@ -12,11 +12,12 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultAddr            = "127.0.0.1:6379"
-	DefaultMaxClients      = 10000
-	DefaultProtoMaxBulkLen = 512 << 20
-	DefaultRedisVersion    = "7.2.4"
-	DefaultForwardTimeout  = 10 * time.Second
+	DefaultAddr             = "127.0.0.1:6379"
+	DefaultMaxClients       = 10000
+	DefaultProtoMaxBulkLen  = 512 << 20
+	DefaultQueryBufferLimit = 1 << 30
+	DefaultRedisVersion     = "7.2.4"
+	DefaultForwardTimeout   = 10 * time.Second
 )
 
 // Config configures a Server. The zero value of every field is usable except
@@ -56,6 +57,11 @@ type Config struct {
 	// "-ERR max number of clients reached" and closed. Zero: DefaultMaxClients.
 	// CONFIG SET maxclients changes it at run time.
 	MaxClients int
+
+	// ClientQueryBufferLimit closes a client whose request being received
+	// holds more than this many bytes (Redis's client-query-buffer-limit).
+	// Zero: DefaultQueryBufferLimit (1 GiB, Redis's). CONFIG SET changes it.
+	ClientQueryBufferLimit int64
 
 	// DisableProtectedMode turns protected mode off (protected.go): with
 	// it on, while the default user has no password, clients that are not
@@ -129,6 +135,9 @@ func (c *Config) Validate() error {
 	if c.ForwardTimeout < 0 {
 		return fmt.Errorf("server: ForwardTimeout %v is negative", c.ForwardTimeout)
 	}
+	if c.ClientQueryBufferLimit < 0 {
+		return fmt.Errorf("server: ClientQueryBufferLimit %d is negative", c.ClientQueryBufferLimit)
+	}
 	if c.ProtoMaxBulkLen < 0 {
 		return fmt.Errorf("server: ProtoMaxBulkLen %d is negative", c.ProtoMaxBulkLen)
 	}
@@ -153,6 +162,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProtoMaxBulkLen == 0 {
 		c.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if c.ClientQueryBufferLimit == 0 {
+		c.ClientQueryBufferLimit = DefaultQueryBufferLimit
 	}
 	if c.ForwardTimeout == 0 {
 		c.ForwardTimeout = DefaultForwardTimeout

@@ -141,6 +141,7 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("total_commands_processed", s.stats.commands.Load())
 		add("instantaneous_ops_per_sec", s.stats.opsPerSec())
 		add("rejected_connections", s.stats.rejectedConnections.Load())
+		add("client_query_buffer_limit_disconnections", s.stats.queryLimitKills.Load())
 		add("client_output_buffer_limit_disconnections", s.stats.outputLimitKills.Load())
 		add("expired_keys", s.stats.expiredKeys.Load())
 		add("evicted_keys", 0)

@@ -243,6 +243,7 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.lp = lp
 	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
+	c.rd.SetQueryLimit(c.s.maxQuery.Load)
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -508,6 +509,7 @@ func (lp *loop) input(c *client) {
 				lp.dirty = append(lp.dirty, c)
 				return
 			}
+			c.queryLimitHit(err)
 			lp.close(c)
 			return
 		}

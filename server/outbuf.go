@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"runtime/debug"
 	"time"
+
+	"kvs/resp"
 )
 
 // Output buffer limits for normal clients (client-output-buffer-limit
@@ -110,6 +113,21 @@ func (s *Server) releaseMemory() {
 	if s.freeMemory.Swap(false) {
 		debug.FreeOSMemory()
 	}
+}
+
+// queryLimitHit logs and counts the close of a client whose request grew
+// past client-query-buffer-limit, if err says that is why it is closed.
+// Redis sends no reply; neither does kvs.
+func (c *client) queryLimitHit(err error) {
+	if !errors.Is(err, resp.ErrQueryBufferLimit) {
+		return
+	}
+	c.s.stats.queryLimitKills.Add(1)
+	if c.s.maxQuery.Load() >= largeRelease {
+		c.s.freeMemory.Store(true) // the buffer goes with the client
+	}
+	c.s.cfg.Logger.Warn("server: closing client that reached max query buffer length",
+		"client", c.addr, "id", c.id, "limit", c.s.maxQuery.Load())
 }
 
 // outputGuard is the check a goroutine-served connection makes before it

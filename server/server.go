@@ -21,6 +21,8 @@ type Server struct {
 	// read; CONFIG SET changes them.
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
+	// maxQuery is client-query-buffer-limit, read before each read.
+	maxQuery atomic.Int64
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
 	// the default; scripts are proposed with the budget it gives.
 	luaLimit atomic.Pointer[int64]
@@ -101,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
+	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
 	return s, nil
 }
 

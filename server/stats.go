@@ -26,6 +26,9 @@ type stats struct {
 	// (INFO's client_output_buffer_limit_disconnections, as Redis 7.4
 	// names it; pubsub.go, outbuf.go).
 	outputLimitKills atomic.Int64
+	// queryLimitKills counts clients closed for their query buffer
+	// (client_query_buffer_limit_disconnections, Redis 7.4's name).
+	queryLimitKills atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
 	errors errorStats   // error replies by prefix (metrics.go)
@@ -53,6 +56,7 @@ func (st *stats) reset() {
 	st.staleForwards.Store(0)
 	st.unsyncedReplicaReads.Store(0)
 	st.outputLimitKills.Store(0)
+	st.queryLimitKills.Store(0)
 	st.cmds.reset()
 	st.errors.reset()
 	st.ops.Lock()

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -272,6 +273,122 @@ func TestOutputBufferLimitAttack(t *testing.T) {
 				rssBytes(t, n.Pid())>>20, time.Since(dropped).Round(time.Millisecond))
 			if v := pinger.Do("GET", "k"); len(v.Raw) < valueSize {
 				t.Fatalf("GET after the attack = %d bytes", len(v.Raw))
+			}
+		})
+	}
+}
+
+// sendAndCollect writes req to a fresh connection to addr (ignoring write
+// errors: the server may close first) and returns what the server sends
+// before closing, with "<open>" appended if it did not close in time.
+func sendAndCollect(t *testing.T, addr string, req []byte) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(ioTimeout))
+	go c.Write(req) // may block until the server closes; Close ends it
+	b, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return string(b) + "<open>"
+	}
+	return string(b)
+}
+
+// TestQueryBufferAttacks: requests that announce or send without end get
+// what redis-server 7 gives them, byte for byte, and are closed: a 2 GB
+// bulk header, an unterminated inline line past 64 KiB, and (with
+// client-query-buffer-limit lowered on both) a bulk that never ends, which
+// Redis closes without a reply. kvs counts that close and gives the
+// memory back.
+func TestQueryBufferAttacks(t *testing.T) {
+	r := startRedis(t)
+	ctlR := dialRaw(t, r.Addr)
+	endless := append([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$400000000\r\n"), bytes.Repeat([]byte("x"), 24<<20)...)
+	attacks := []struct {
+		name string
+		req  []byte
+	}{
+		{"2 GB bulk header", []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n")},
+		{"2 GB argument count", []byte("*3000000000\r\n")},
+		{"unterminated inline", append([]byte("PING\r\n"), bytes.Repeat([]byte("a"), 70000)...)},
+		{"endless bulk", endless},
+	}
+	for _, io := range []string{"loop", "goroutines"} {
+		t.Run(io, func(t *testing.T) {
+			n := startKVS(t, KVSOptions{Extra: []string{"--io", io}})
+			ctl := dialRaw(t, n.Addr)
+			for _, c := range []*rawConn{ctl, ctlR} {
+				if v := c.Do("CONFIG", "SET", "client-query-buffer-limit", "16mb"); string(v.Raw) != "+OK\r\n" {
+					t.Fatalf("CONFIG SET client-query-buffer-limit 16mb = %s", v)
+				}
+			}
+			base := rssBytes(t, n.Pid())
+			for _, a := range attacks {
+				got, want := sendAndCollect(t, n.Addr, a.req), sendAndCollect(t, r.Addr, a.req)
+				if got != want || strings.HasSuffix(got, "<open>") {
+					t.Errorf("%s: kvs sent %q, redis-server %q (both should close)", a.name, got, want)
+				}
+			}
+			if v := infoOf(t, ctl, "stats", "client_query_buffer_limit_disconnections"); v != "1" {
+				t.Errorf("client_query_buffer_limit_disconnections = %s, want 1", v)
+			}
+			pollFor(t, "RSS back near where it was", 20*time.Second, 50*time.Millisecond, func() error {
+				if rss := rssBytes(t, n.Pid()); rss > base+32<<20 {
+					return fmt.Errorf("RSS %d MiB, was %d MiB before", rss>>20, base>>20)
+				}
+				return nil
+			})
+			if v := ctl.Do("PING"); string(v.Raw) != "+PONG\r\n" {
+				t.Fatalf("PING after the attacks = %s", v)
+			}
+		})
+	}
+}
+
+// TestMaxClients: with maxclients N, connection N+1 gets Redis's error,
+// byte for byte as redis-server sends it, and is closed; closing one
+// makes room again.
+func TestMaxClients(t *testing.T) {
+	const max = 8
+	r := startRedis(t)
+	for _, tc := range []struct {
+		name string
+		opts KVSOptions
+	}{{"loop", KVSOptions{}}, {"goroutines", KVSOptions{Extra: []string{"--io", "goroutines"}}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startKVS(t, tc.opts)
+			var wants []string
+			for _, addr := range []string{n.Addr, r.Addr} {
+				ctl := dialRaw(t, addr)
+				if v := ctl.Do("CONFIG", "SET", "maxclients", strconv.Itoa(max)); string(v.Raw) != "+OK\r\n" {
+					t.Fatalf("CONFIG SET maxclients = %s", v)
+				}
+				conns := []*rawConn{ctl}
+				for len(conns) < max {
+					c := dialRaw(t, addr)
+					if v := c.Do("PING"); string(v.Raw) != "+PONG\r\n" {
+						t.Fatalf("connection %d of %d: PING = %s", len(conns)+1, max, v)
+					}
+					conns = append(conns, c)
+				}
+				wants = append(wants, sendAndCollect(t, addr, encodeCommand("PING")))
+				for _, c := range conns {
+					c.c.Close()
+				}
+				ok := dialRaw(t, addr)
+				pollFor(t, "room again", 10*time.Second, 20*time.Millisecond, func() error {
+					if v, err := ok.do("CONFIG", "SET", "maxclients", "10000"); err != nil || string(v.Raw) != "+OK\r\n" {
+						ok = dialRaw(t, addr)
+						return fmt.Errorf("CONFIG SET maxclients 10000 = %q, %v", v.Raw, err)
+					}
+					return nil
+				})
+			}
+			if wants[0] != "-ERR max number of clients reached\r\n" || wants[0] != wants[1] {
+				t.Fatalf("connection %d: kvs sent %q, redis-server %q", max+1, wants[0], wants[1])
 			}
 		})
 	}
