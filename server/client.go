@@ -354,6 +354,12 @@ func (c *client) executeOne(args [][]byte) bool {
 			return true
 		}
 	}
+	if cmd.flags&flagDenyOOM != 0 && c.s.maxMemory.Load() > 0 {
+		if e := c.oomRefusal(); e != "" {
+			c.replyError(id, true, e)
+			return true
+		}
+	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
 	}

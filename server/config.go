@@ -63,6 +63,15 @@ type Config struct {
 	// Zero: DefaultQueryBufferLimit (1 GiB, Redis's). CONFIG SET changes it.
 	ClientQueryBufferLimit int64
 
+	// MaxMemory is maxmemory in bytes: past it, denyoom commands are
+	// refused or keys evicted as MaxMemoryPolicy says (evict.go). Zero: no
+	// limit, Redis's default. CONFIG SET maxmemory changes it.
+	MaxMemory int64
+
+	// MaxMemoryPolicy is maxmemory-policy: noeviction, allkeys-random,
+	// volatile-random or volatile-ttl. Empty: noeviction, Redis's default.
+	MaxMemoryPolicy string
+
 	// DisableProtectedMode turns protected mode off (protected.go): with
 	// it on, while the default user has no password, clients that are not
 	// on the loopback interface are refused with Redis's DENIED message.
@@ -134,6 +143,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ForwardTimeout < 0 {
 		return fmt.Errorf("server: ForwardTimeout %v is negative", c.ForwardTimeout)
+	}
+	if c.MaxMemory < 0 {
+		return fmt.Errorf("server: MaxMemory %d is negative", c.MaxMemory)
+	}
+	if c.MaxMemoryPolicy != "" && !ValidPolicy(c.MaxMemoryPolicy) {
+		return fmt.Errorf("server: MaxMemoryPolicy %q is not one of noeviction, allkeys-random, volatile-random, volatile-ttl", c.MaxMemoryPolicy)
 	}
 	if c.ClientQueryBufferLimit < 0 {
 		return fmt.Errorf("server: ClientQueryBufferLimit %d is negative", c.ClientQueryBufferLimit)

@@ -131,7 +131,7 @@ func configSetNames(pairs [][]byte, known map[string]string) string {
 		name := strings.ToLower(string(pairs[j]))
 		_, isLimit := limitParams[name]
 		switch {
-		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name), isSafetyParam(name),
+		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name), isSafetyParam(name), isEvictParam(name),
 			name == "lua-time-limit", name == "busy-reply-threshold":
 		case hasParam(known, name):
 			return errConfigSetFailed(name, "can't set immutable config")

@@ -27,8 +27,6 @@ func (s *Server) configParams() map[string]string {
 		"bind":               host,
 		"timeout":            "0",
 		"tcp-keepalive":      "300",
-		"maxmemory":          "0",
-		"maxmemory-policy":   "noeviction",
 		"hz":                 "10",
 		"cluster-enabled":    "no",
 		"requirepass":        "",
@@ -38,6 +36,7 @@ func (s *Server) configParams() map[string]string {
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
 	s.addSafetyParams(p)
+	s.addEvictParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -150,6 +149,15 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			limitsSet[name] = true
+			continue
+		}
+		if isEvictParam(name) {
+			apply, e := c.s.checkEvictParam(name, val)
+			if e != "" {
+				c.out = appendError(c.out, e)
+				return
+			}
+			applies = append(applies, apply)
 			continue
 		}
 		if isSafetyParam(name) {

@@ -54,10 +54,18 @@ type Server struct {
 	// OS (outbuf.go).
 	normalLimit atomic.Pointer[outputLimit]
 	freeMemory  atomic.Bool
-	bcast       broadcaster
-	psConfigMu  sync.Mutex    // guards psConfig
-	psConfig    pubsubConfig  // config_pubsub.go
-	notifyFlags atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
+	// maxmemory, maxmemory-policy (an fsm.EvictPolicy) and
+	// maxmemory-samples; mem computes used memory; evictKick wakes the
+	// cron loop's evictor (evict.go).
+	maxMemory    atomic.Int64
+	evictPolicy  atomic.Uint32
+	evictSamples atomic.Int64
+	mem          memGauge
+	evictKick    chan struct{}
+	bcast        broadcaster
+	psConfigMu   sync.Mutex    // guards psConfig
+	psConfig     pubsubConfig  // config_pubsub.go
+	notifyFlags  atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -104,6 +112,11 @@ func New(cfg Config) (*Server, error) {
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
+	s.maxMemory.Store(cfg.MaxMemory)
+	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))
+	s.evictPolicy.Store(uint32(p))
+	s.evictSamples.Store(DefaultMaxmemorySamples)
+	s.evictKick = make(chan struct{}, 1)
 	return s, nil
 }
 

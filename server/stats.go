@@ -29,6 +29,8 @@ type stats struct {
 	// queryLimitKills counts clients closed for their query buffer
 	// (client_query_buffer_limit_disconnections, Redis 7.4's name).
 	queryLimitKills atomic.Int64
+	// evictedKeys counts keys this node evicted (evict.go).
+	evictedKeys atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
 	errors errorStats   // error replies by prefix (metrics.go)
@@ -57,6 +59,7 @@ func (st *stats) reset() {
 	st.unsyncedReplicaReads.Store(0)
 	st.outputLimitKills.Store(0)
 	st.queryLimitKills.Store(0)
+	st.evictedKeys.Store(0)
 	st.cmds.reset()
 	st.errors.reset()
 	st.ops.Lock()
@@ -106,6 +109,7 @@ type Stats struct {
 	// OutputLimitDisconnections counts clients closed for their output
 	// buffer (client-output-buffer-limit).
 	OutputLimitDisconnections int64
+	EvictedKeys               int64 // keys this node evicted for maxmemory
 }
 
 // Stats returns the current counters; INFO reports the same numbers.
@@ -122,6 +126,7 @@ func (s *Server) Stats() Stats {
 		ForwardedCommands:   s.stats.forwarded.Load(),
 
 		OutputLimitDisconnections: s.stats.outputLimitKills.Load(),
+		EvictedKeys:               s.stats.evictedKeys.Load(),
 	}
 }
 

@@ -47,7 +47,7 @@ var (
 	descExpiring     = prometheus.NewDesc("kvs_keys_with_expiry", "Keys in the store that have a TTL.", nil, nil)
 	descMemory       = prometheus.NewDesc("kvs_memory_bytes", "The store's estimate of the memory its keys and values hold.", nil, nil)
 	descExpired      = prometheus.NewDesc("kvs_expired_keys_total", "Keys deleted by this node's active expiry (on a cluster, the leader's).", nil, nil)
-	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys evicted for memory: always 0, kvs does not evict (maxmemory-policy noeviction).", nil, nil)
+	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys this node evicted for maxmemory (on a cluster, the leader's decisions).", nil, nil)
 
 	descWALAppends     = prometheus.NewDesc("kvs_wal_appends_total", "Records appended to the append log (one per batch of writes).", nil, nil)
 	descWALFsyncs      = prometheus.NewDesc("kvs_wal_fsyncs_total", "Fsyncs of append log segments.", nil, nil)
@@ -125,7 +125,7 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descHits, float64(st.KeyspaceHits))
 	counter(descMisses, float64(st.KeyspaceMisses))
 	counter(descExpired, float64(st.ExpiredKeys))
-	counter(descEvicted, 0)
+	counter(descEvicted, float64(st.EvictedKeys))
 	ks := c.store.Stats(time.Now().UnixMilli())
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descExpiring, float64(ks.Expires))
