@@ -30,8 +30,7 @@ func applyEvict(s *Store, now int64, c *Command) Reply {
 	return IntReply(n)
 }
 
-// EvictPolicy is the maxmemory-policy that picks the keys to evict; only
-// the policies that need no record of key accesses are here.
+// EvictPolicy is the maxmemory-policy that picks the keys to evict.
 type EvictPolicy uint8
 
 const (
@@ -39,10 +38,31 @@ const (
 	EvictAllKeysRandom                     // allkeys-random
 	EvictVolatileRandom                    // volatile-random: keys with a TTL
 	EvictVolatileTTL                       // volatile-ttl: the keys due soonest
+	EvictAllKeysLRU                        // allkeys-lru: the least recently used
+	EvictVolatileLRU                       // volatile-lru
+	EvictAllKeysLFU                        // allkeys-lfu: the least frequently used
+	EvictVolatileLFU                       // volatile-lfu
 )
 
+// volatile reports whether p evicts only keys with a TTL.
+func (p EvictPolicy) volatile() bool {
+	return p == EvictVolatileRandom || p == EvictVolatileTTL || p == EvictVolatileLRU || p == EvictVolatileLFU
+}
+
+// Tracks reports whether p needs key access records (SetAccessTracking),
+// and whether they count frequency (LFU) rather than recency (LRU).
+func (p EvictPolicy) Tracks() (on, lfu bool) {
+	switch p {
+	case EvictAllKeysLRU, EvictVolatileLRU:
+		return true, false
+	case EvictAllKeysLFU, EvictVolatileLFU:
+		return true, true
+	}
+	return false, false
+}
+
 // DataBytes is the store's estimate of what its keys and values hold
-// (Stats().Bytes), without counting expired keys.
+// (Stats().Bytes).
 func (s *Store) DataBytes() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -53,21 +73,23 @@ func (s *Store) DataBytes() int64 {
 func (s *Store) Evictable(policy EvictPolicy) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	switch policy {
-	case EvictAllKeysRandom:
-		return s.keys.Len() > 0
-	case EvictVolatileRandom, EvictVolatileTTL:
+	switch {
+	case policy == EvictNone:
+		return false
+	case policy.volatile():
 		return s.keys.TTLs() > 0
 	}
-	return false
+	return s.keys.Len() > 0
 }
 
 // EvictionCandidates returns keys (copies) to evict under policy until
-// about free bytes are freed, at most limit of them, and the bytes they hold.
-// The random policies pick keys at random, samples tries for each key (the
-// volatile one keeps the first with a TTL, as Redis samples its expires
-// dictionary); volatile-ttl takes the keys due soonest, exactly rather
-// than the best of a sample.
+// about free bytes are freed, at most limit of them, and the bytes they
+// hold. As in Redis, each key is the best of samples picked at random
+// (among the keys with a TTL for the volatile policies): the most idle for
+// LRU, the least used for LFU, the first found for the random policies;
+// volatile-ttl takes the keys due soonest, exactly rather than the best of
+// a sample. A volatile policy that finds no key with a TTL in 16 tries per
+// sample takes the keys due soonest.
 func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free int64) ([][]byte, int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -79,49 +101,56 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 		return len(keys) < limit && freed < free
 	}
 	n := s.keys.Len()
-	if n == 0 {
+	if n == 0 || policy == EvictNone || (policy.volatile() && s.keys.TTLs() == 0) {
 		return nil, 0
 	}
-	switch policy {
-	case EvictAllKeysRandom:
-		seen := map[string]bool{}
-		for range limit * 4 {
-			it, _ := s.keys.GetAt(rand.IntN(n))
-			if seen[it.key] {
-				continue
-			}
-			seen[it.key] = true
-			if !take(&it) {
+	if policy == EvictVolatileTTL {
+		s.keys.earliest(math.MaxInt64-1, take)
+		return keys, freed
+	}
+	samples = max(samples, 1)
+	if policy == EvictAllKeysRandom || policy == EvictVolatileRandom {
+		samples = 1
+	}
+	acc := s.keys.acc
+	seen := map[string]bool{}
+	for {
+		var best item
+		bestScore, found := int64(-1), false
+		for range samples {
+			it, ok := s.pickLocked(n, policy.volatile(), seen)
+			if !ok {
 				break
 			}
-		}
-	case EvictVolatileRandom:
-		if s.keys.TTLs() == 0 {
-			return nil, 0
-		}
-		seen := map[string]bool{}
-		for range limit * 4 {
-			var it item
-			found := false
-			for range max(samples, 1) * 16 {
-				if it, _ = s.keys.GetAt(rand.IntN(n)); it.exp != 0 && !seen[it.key] {
-					found = true
-					break
-				}
+			score := int64(0)
+			if acc != nil {
+				score = acc.evictScore(it.hash)
 			}
-			if !found {
-				break // TTL keys are too rare to find at random: the soonest go
-			}
-			seen[it.key] = true
-			if !take(&it) {
-				return keys, freed
+			if score > bestScore {
+				best, bestScore, found = it, score, true
 			}
 		}
-		if len(keys) == 0 {
-			s.keys.earliest(math.MaxInt64-1, take)
+		if !found {
+			if policy.volatile() && len(keys) == 0 {
+				s.keys.earliest(math.MaxInt64-1, take)
+			}
+			return keys, freed
 		}
-	case EvictVolatileTTL:
-		s.keys.earliest(math.MaxInt64-1, take)
+		seen[best.key] = true
+		if !take(&best) {
+			return keys, freed
+		}
 	}
-	return keys, freed
+}
+
+// pickLocked picks a key at random that is not in seen, with a TTL if
+// volatile; ok is false when 16 tries found none.
+func (s *Store) pickLocked(n int, volatile bool, seen map[string]bool) (item, bool) {
+	for range 16 {
+		it, _ := s.keys.GetAt(rand.IntN(n))
+		if !seen[it.key] && (!volatile || it.exp != 0) {
+			return it, true
+		}
+	}
+	return item{}, false
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -61,4 +62,80 @@ func TestEvictionCandidates(t *testing.T) {
 	if !slices.Equal(events, []string{"evicted ttl9", "evicted plain0"}) {
 		t.Errorf("events %q, want evicted ttl9 and plain0", events)
 	}
+}
+
+// TestEvictionLRULFU: with access records on, a key read constantly is
+// never picked while colder keys remain, by recency (LRU) or frequency
+// (LFU); with them off, lookups record nothing.
+func TestEvictionLRULFU(t *testing.T) {
+	for _, tc := range []struct {
+		policy EvictPolicy
+		name   string
+	}{{EvictAllKeysLRU, "allkeys-lru"}, {EvictAllKeysLFU, "allkeys-lfu"}, {EvictVolatileLRU, "volatile-lru"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			s.SetAccessTracking(tc.policy.Tracks())
+			var cmds []Command
+			for i := range 100 {
+				cmds = append(cmds, c(OpSet, "k"+itoa(i), "v").i(10_000_000))
+			}
+			cmds = append(cmds, c(OpSet, "hot", "v").i(10_000_000))
+			s.Apply(1, 1000, cmds)
+			for i := range 2000 {
+				s.Read(int64(2000+i), c(OpGet, "hot"))
+			}
+			for range 20 {
+				keys, _ := s.EvictionCandidates(tc.policy, 5, 50, 1<<30)
+				if len(keys) < 40 {
+					t.Fatalf("%d candidates, want about 50", len(keys))
+				}
+				for _, k := range keys {
+					if string(k) == "hot" {
+						t.Fatalf("the key read constantly is a candidate: %q", keys)
+					}
+				}
+			}
+		})
+	}
+	s := NewStore()
+	s.SetAccessTracking(true, false)
+	s.SetAccessTracking(false, false)
+	if s.keys.acc != nil {
+		t.Fatal("records still kept with tracking off")
+	}
+}
+
+// TestAccessTrackingConcurrent: readers record accesses under the shared
+// lock while a writer applies, a snapshot is taken and the evictor samples
+// (run with -race).
+func TestAccessTrackingConcurrent(t *testing.T) {
+	s := NewStore()
+	s.SetAccessTracking(true, true)
+	for i := range 200 {
+		s.Apply(uint64(i+1), 1000, []Command{c(OpSet, "k"+itoa(i), "v")})
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s.Read(int64(1000+i), c(OpGet, "k"+itoa((i*7+r)%200)))
+			}
+		}()
+	}
+	for i := range 200 {
+		s.Apply(uint64(201+i), int64(2000+i), []Command{c(OpSet, "k"+itoa(i), "w")})
+		if i%50 == 0 {
+			s.EvictionCandidates(EvictAllKeysLFU, 5, 10, 1<<30)
+		}
+	}
+	close(done)
+	wg.Wait()
 }

@@ -68,8 +68,10 @@ type Config struct {
 	// limit, Redis's default. CONFIG SET maxmemory changes it.
 	MaxMemory int64
 
-	// MaxMemoryPolicy is maxmemory-policy: noeviction, allkeys-random,
-	// volatile-random or volatile-ttl. Empty: noeviction, Redis's default.
+	// MaxMemoryPolicy is maxmemory-policy, one of Redis's eight
+	// (noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru,
+	// volatile-lfu, volatile-random, volatile-ttl). Empty: noeviction,
+	// Redis's default.
 	MaxMemoryPolicy string
 
 	// DisableProtectedMode turns protected mode off (protected.go): with
@@ -148,7 +150,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: MaxMemory %d is negative", c.MaxMemory)
 	}
 	if c.MaxMemoryPolicy != "" && !ValidPolicy(c.MaxMemoryPolicy) {
-		return fmt.Errorf("server: MaxMemoryPolicy %q is not one of noeviction, allkeys-random, volatile-random, volatile-ttl", c.MaxMemoryPolicy)
+		return fmt.Errorf("server: MaxMemoryPolicy %q is not a maxmemory-policy", c.MaxMemoryPolicy)
 	}
 	if c.ClientQueryBufferLimit < 0 {
 		return fmt.Errorf("server: ClientQueryBufferLimit %d is negative", c.ClientQueryBufferLimit)

@@ -32,16 +32,22 @@ import (
 // its own used memory; a follower's forwarded writes are not refused by the
 // leader's.
 //
-// The LRU and LFU policies need a record of key accesses that the store
-// does not keep; they are refused.
+// The LRU and LFU policies use the store's key access records
+// (fsm/access.go), kept only while such a policy is in force; each key
+// evicted is the best of maxmemory-samples picked at random, as in Redis.
 
 // evictPolicies are the policies CONFIG SET maxmemory-policy accepts.
+// evictPolicies are the policies, in the order Redis's error lists them.
 var evictPolicies = []struct {
 	name   string
 	policy fsm.EvictPolicy
 }{
+	{"volatile-lru", fsm.EvictVolatileLRU},
+	{"volatile-lfu", fsm.EvictVolatileLFU},
 	{"volatile-random", fsm.EvictVolatileRandom},
 	{"volatile-ttl", fsm.EvictVolatileTTL},
+	{"allkeys-lru", fsm.EvictAllKeysLRU},
+	{"allkeys-lfu", fsm.EvictAllKeysLFU},
 	{"allkeys-random", fsm.EvictAllKeysRandom},
 	{"noeviction", fsm.EvictNone},
 }
@@ -210,7 +216,7 @@ func (s *Server) checkEvictParam(name string, val []byte) (apply func(), e strin
 			return nil, errConfigSetFailed(name, "argument(s) must be one of the following: "+strings.Join(names, ", "))
 		}
 		return func() {
-			s.evictPolicy.Store(uint32(p))
+			s.setPolicy(p)
 			s.wakeEvictor()
 		}, ""
 	default:
@@ -245,6 +251,12 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 		}
 	}
 	return 0, false
+}
+
+// setPolicy puts policy in force, with the key access records it needs.
+func (s *Server) setPolicy(p fsm.EvictPolicy) {
+	s.evictPolicy.Store(uint32(p))
+	s.cfg.Store.SetAccessTracking(p.Tracks())
 }
 
 // policyName is maxmemory-policy's value now.

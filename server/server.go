@@ -114,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
 	s.maxMemory.Store(cfg.MaxMemory)
 	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))
-	s.evictPolicy.Store(uint32(p))
+	s.setPolicy(p)
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
 	return s, nil

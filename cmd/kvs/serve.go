@@ -70,7 +70,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
 	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is Go's live heap (INFO used_memory); 0: no limit")
-	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), allkeys-random, volatile-random or volatile-ttl (evict)")
+	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
@@ -110,7 +110,7 @@ func (f serveFlags) validate() error {
 		return fmt.Errorf("--maxmemory %q: want bytes, or a number with a unit (100mb, 2gb)", f.maxmemory)
 	}
 	if !server.ValidPolicy(f.maxmemoryPolicy) {
-		return fmt.Errorf("--maxmemory-policy %q: want noeviction, allkeys-random, volatile-random or volatile-ttl", f.maxmemoryPolicy)
+		return fmt.Errorf("--maxmemory-policy %q: want noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl", f.maxmemoryPolicy)
 	}
 	if f.pprof && f.metrics == "" {
 		return errors.New("--pprof needs --metrics-addr: the profiler is served on the metrics endpoint")
