@@ -139,3 +139,25 @@ func TestAccessTrackingConcurrent(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// BenchmarkGetTracked is BenchmarkGet with the LRU or LFU access records
+// on, for the cost of keeping them on a read.
+func BenchmarkGetTracked(b *testing.B) {
+	for _, lfu := range []bool{false, true} {
+		b.Run(map[bool]string{false: "lru", true: "lfu"}[lfu], func(b *testing.B) {
+			s := loadedStore(b, benchKeys)
+			s.SetAccessTracking(true, lfu)
+			b.ReportAllocs()
+			var k keyer
+			cmd := Command{Op: OpGet, Args: [][]byte{nil}}
+			now := int64(t0)
+			for b.Loop() {
+				cmd.Args[0] = k.next()
+				now++
+				if r := s.Read(now, cmd); r.Kind != ReplyBulk {
+					b.Fatal(r)
+				}
+			}
+		})
+	}
+}
