@@ -33,6 +33,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
 			s.releaseMemory()
+			s.checkOutputLimits()
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
 			s.refreshLinks(now)

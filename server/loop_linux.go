@@ -60,6 +60,11 @@ type loop struct {
 	dirty  []*client          // have replies to write at the end of the round
 
 	signaled atomic.Bool // an eventfd write is pending
+	// waitingOut counts the connections whose output waits for EPOLLOUT;
+	// limitsDue asks the loop to check their output buffer limits
+	// (checkLimitsSoon).
+	waitingOut atomic.Int32
+	limitsDue  atomic.Bool
 
 	// Durable mode: the proposer; batches enqueued since the last kick;
 	// batches enqueued and not yet answered (the log may answer a batch
@@ -399,6 +404,9 @@ func (lp *loop) wake() {
 	var b [8]byte
 	rawRead(lp.evfd, b[:])
 	lp.signaled.Store(false)
+	if lp.limitsDue.Swap(false) {
+		lp.checkLimits()
+	}
 	lp.resume()
 	lp.mu.Lock()
 	woken := lp.woken
@@ -643,8 +651,32 @@ func (lp *loop) endSlice(c *client) bool {
 	return true
 }
 
+// checkLimitsSoon has the loop check the output buffer limits of the
+// clients whose output waits; the cron loop calls it every tick, since a
+// client that stopped reading adds no output that would check them (a
+// soft limit's seconds pass while nothing happens).
+func (lp *loop) checkLimitsSoon() {
+	if lp.waitingOut.Load() > 0 {
+		lp.limitsDue.Store(true)
+		lp.signal()
+	}
+}
+
+// checkLimits closes the clients whose waiting output breaks its limit.
+func (lp *loop) checkLimits() {
+	for _, c := range lp.conns {
+		if c.wantOut && !c.dead && c.overOutputLimit() {
+			c.dropOutput()
+			lp.close(c)
+		}
+	}
+}
+
 // waitOut notes that c's output waits for EPOLLOUT.
 func (lp *loop) waitOut(c *client) {
+	if !c.wantOut {
+		lp.waitingOut.Add(1)
+	}
 	c.wantOut = true
 	if c.ps != nil {
 		c.ps.mu.Lock()
@@ -703,7 +735,10 @@ func (lp *loop) write(c *client) {
 		lp.waitOut(c)
 		return
 	}
-	c.wantOut = false
+	if c.wantOut {
+		lp.waitingOut.Add(-1)
+		c.wantOut = false
+	}
 	c.outPos = 0
 	if c.ps != nil {
 		c.ps.mu.Lock()
@@ -730,6 +765,9 @@ func (lp *loop) close(c *client) {
 		return
 	}
 	c.dead = true
+	if c.wantOut {
+		lp.waitingOut.Add(-1)
+	}
 	c.leaveBlocked()
 	delete(lp.conns, int32(c.fd))
 	unix.Close(c.fd)

@@ -18,3 +18,4 @@ func (*loop) stop(bool)             {}
 func (*loop) wakeBlocked(*client)   {}
 func (*loop) pushReady(*client)     {}
 func (*loop) endSlice(*client) bool { return false }
+func (*loop) checkLimitsSoon()      {}

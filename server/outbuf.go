@@ -106,6 +106,17 @@ func (c *client) dropOutput() {
 	}
 }
 
+// checkOutputLimits is the cron loop's: it has every event loop check the
+// limits of its clients whose output waits, for a soft limit's seconds.
+func (s *Server) checkOutputLimits() {
+	if l := s.normalLimit.Load(); l == nil || l.soft == 0 {
+		return
+	}
+	for _, lp := range s.loops {
+		lp.checkLimitsSoon()
+	}
+}
+
 // releaseMemory is the cron loop's: after a large client was dropped, it
 // collects and returns the freed pages to the OS, so RSS falls as soon as
 // the memory is free rather than minutes later.

@@ -393,3 +393,62 @@ func TestMaxClients(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputBufferLimits: a client that asks for more than it reads is
+// closed at the normal class's hard limit at once, and at its soft limit
+// once the seconds have passed; a client that reads its replies is not
+// closed, however much it reads. On the event loops the attacker's output
+// grows past limits of twice a reply; a connection with a goroutine blocks
+// instead and holds one reply, so there the limits are below one (which a
+// reading client then breaks too, as in Redis, under the hard limit).
+func TestOutputBufferLimits(t *testing.T) {
+	const value = 2 << 20
+	for _, tc := range []struct {
+		io, name, limit string
+		readerOK        bool
+	}{
+		{"loop", "hard", "normal 4mb 0 0", true},
+		{"loop", "soft", "normal 0 4mb 1", true},
+		{"goroutines", "hard", "normal 1mb 0 0", false},
+		{"goroutines", "soft", "normal 0 1mb 1", true},
+	} {
+		t.Run(tc.io+"/"+tc.name, func(t *testing.T) {
+			n := startKVS(t, KVSOptions{Extra: []string{"--io", tc.io}})
+			ctl := dialRaw(t, n.Addr)
+			ctl.Do("SET", "big", strings.Repeat("v", value))
+			if v := ctl.Do("CONFIG", "SET", "client-output-buffer-limit", tc.limit); string(v.Raw) != "+OK\r\n" {
+				t.Fatalf("CONFIG SET client-output-buffer-limit %q = %s", tc.limit, v)
+			}
+			reader := dialRaw(t, n.Addr)
+			for range 20 {
+				if !tc.readerOK {
+					break
+				}
+				if v := reader.Do("GET", "big"); len(v.Raw) < value {
+					t.Fatalf("a reading client's GET = %d bytes", len(v.Raw))
+				}
+			}
+			attacker, err := net.DialTimeout("tcp", n.Addr, ioTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer attacker.Close()
+			// A small receive buffer, so the kernel holds little of it.
+			attacker.(*net.TCPConn).SetReadBuffer(64 << 10)
+			var req []byte
+			for range 200 {
+				req = append(req, encodeCommand("GET", "big")...)
+			}
+			go attacker.Write(req)
+			pollFor(t, "the attacker closed", 30*time.Second, 20*time.Millisecond, func() error {
+				if v := infoOf(t, ctl, "stats", "client_output_buffer_limit_disconnections"); v != "1" {
+					return fmt.Errorf("client_output_buffer_limit_disconnections = %s", v)
+				}
+				return nil
+			})
+			if v := reader.Do("PING"); string(v.Raw) != "+PONG\r\n" {
+				t.Fatalf("another client after the attack: PING = %s", v)
+			}
+		})
+	}
+}
