@@ -22,7 +22,10 @@ import (
 // and pauses the pipeline until its next round, serving the other clients
 // in between. A client that asks for large values and never reads thus
 // grows its output one slice per round until the hard limit closes it,
-// without holding up anyone else for more than a slice.
+// without holding up anyone else for more than a slice. The cron loop also
+// has each loop check its clients whose output waits, every tick
+// (checkOutputLimits), for a soft limit's seconds to run out on a client
+// that adds no more output.
 //
 // A connection with a goroutine of its own writes as it goes (client.go
 // resume) and blocks when its socket is full, so its pending output is at
