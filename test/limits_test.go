@@ -452,3 +452,68 @@ func TestOutputBufferLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxClientsFlood opens connections past the default maxclients
+// (10000): every one beyond it gets Redis's error and is closed, the
+// server goes on answering the ones it took, and a closed one makes room.
+func TestMaxClientsFlood(t *testing.T) {
+	const maxclients, extra = 10000, 200
+	if lim := openFileLimit(); lim < maxclients+extra+500 {
+		t.Skipf("the open-file limit (%d) is too low to open %d connections", lim, maxclients+extra)
+	}
+	n := startKVS(t, KVSOptions{})
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for len(conns) < maxclients {
+		c, err := net.DialTimeout("tcp", n.Addr, ioTimeout)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, c)
+	}
+	// The harness's readiness PINGs may still count for a moment: every
+	// connection past maxclients is refused once they are gone.
+	pollFor(t, "the server full", 10*time.Second, 20*time.Millisecond, func() error {
+		got := sendAndCollect(t, n.Addr, encodeCommand("PING"))
+		if got != "-ERR max number of clients reached\r\n" {
+			return fmt.Errorf("connection %d got %q", maxclients+1, got)
+		}
+		return nil
+	})
+	for i := range extra {
+		if got := sendAndCollect(t, n.Addr, encodeCommand("PING")); got != "-ERR max number of clients reached\r\n" {
+			t.Fatalf("connection %d got %q", maxclients+2+i, got)
+		}
+	}
+	for _, i := range []int{0, maxclients / 2, maxclients - 1} {
+		c := conns[i]
+		c.SetDeadline(time.Now().Add(ioTimeout))
+		c.Write(encodeCommand("PING"))
+		b := make([]byte, 7)
+		if _, err := io.ReadFull(c, b); err != nil || string(b) != "+PONG\r\n" {
+			t.Fatalf("accepted connection %d: PING = %q, %v", i+1, b, err)
+		}
+	}
+	conns[0].Close()
+	conns = conns[1:]
+	pollFor(t, "room for one more", 10*time.Second, 20*time.Millisecond, func() error {
+		c, err := net.DialTimeout("tcp", n.Addr, ioTimeout)
+		if err != nil {
+			return err
+		}
+		c.SetDeadline(time.Now().Add(ioTimeout))
+		c.Write(encodeCommand("PING"))
+		b := make([]byte, 7)
+		_, err = io.ReadFull(c, b)
+		if err == nil && string(b) == "+PONG\r\n" {
+			conns = append(conns, c)
+			return nil
+		}
+		c.Close()
+		return fmt.Errorf("got %q, %v", b, err)
+	})
+}
