@@ -164,6 +164,9 @@ func (s *Server) evictCycle(stop <-chan struct{}) {
 			return
 		default:
 		}
+		if limit = s.maxMemory.Load(); limit <= 0 {
+			return // CONFIG SET maxmemory 0 meanwhile
+		}
 		over := s.usedMemory() - limit
 		if over <= 0 {
 			return

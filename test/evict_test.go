@@ -207,3 +207,37 @@ func TestClusterEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionDurable: in durable mode evictions are written to the log
+// like any write, so a restart brings back exactly the keys left after
+// them.
+func TestEvictionDurable(t *testing.T) {
+	n := startKVS(t, KVSOptions{Durable: true})
+	c := dialRaw(t, n.Addr)
+	limit := setMaxmemory(t, c, "allkeys-lru", 8<<20)
+	val := strings.Repeat("v", evictValue)
+	keys := names("k:", int(4*(8<<20)/evictValue))
+	for _, k := range keys {
+		if v := c.Do("SET", k, val); string(v.Raw) != "+OK\r\n" {
+			t.Fatalf("SET %s = %s", k, v)
+		}
+	}
+	pollFor(t, "used memory under maxmemory", 20*time.Second, 20*time.Millisecond, func() error {
+		if u := usedMemory(t, c); u > limit {
+			return fmt.Errorf("used_memory %d, maxmemory %d", u, limit)
+		}
+		return nil
+	})
+	// Evictions stop once under the limit; without a limit no more come.
+	if v := c.Do("CONFIG", "SET", "maxmemory", "0"); string(v.Raw) != "+OK\r\n" {
+		t.Fatalf("CONFIG SET maxmemory 0 = %s", v)
+	}
+	want := present(t, c, keys)
+	if len(want) == len(keys) || len(want) == 0 {
+		t.Fatalf("%d of %d keys left", len(want), len(keys))
+	}
+	n.Restart()
+	if got := present(t, dialRaw(t, n.Addr), keys); !slices.Equal(got, want) {
+		t.Fatalf("after a restart %d keys, before it %d", len(got), len(want))
+	}
+}
