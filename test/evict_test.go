@@ -232,7 +232,17 @@ func TestEvictionDurable(t *testing.T) {
 	if v := c.Do("CONFIG", "SET", "maxmemory", "0"); string(v.Raw) != "+OK\r\n" {
 		t.Fatalf("CONFIG SET maxmemory 0 = %s", v)
 	}
-	want := present(t, c, keys)
+	// An eviction proposed just before may still be on its way to disk:
+	// wait until evicted_keys counts every key gone.
+	var want []string
+	pollFor(t, "evicted_keys to count the keys gone", 20*time.Second, 20*time.Millisecond, func() error {
+		evicted, _ := strconv.Atoi(infoOf(t, c, "stats", "evicted_keys"))
+		want = present(t, c, keys)
+		if len(want) != len(keys)-evicted {
+			return fmt.Errorf("evicted_keys %d, %d of %d keys left", evicted, len(want), len(keys))
+		}
+		return nil
+	})
 	if len(want) == len(keys) || len(want) == 0 {
 		t.Fatalf("%d of %d keys left", len(want), len(keys))
 	}
