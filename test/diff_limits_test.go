@@ -52,6 +52,31 @@ var limitsScript = [][]string{
 	{"GET", "a"},
 }
 
+// limitsMultiScript runs on two connections: other is the one that
+// changes maxmemory while the first holds a transaction open.
+var limitsMultiScript = []struct {
+	other bool
+	cmd   []string
+}{
+	{true, []string{"CONFIG", "SET", "maxmemory", "1"}},
+	{false, []string{"MULTI"}},
+	{false, []string{"SET", "x", "1"}},
+	{false, []string{"GET", "x"}},
+	{false, []string{"EXEC"}},
+	{true, []string{"CONFIG", "SET", "maxmemory", "0"}},
+	{false, []string{"MULTI"}},
+	{false, []string{"SET", "x", "1"}},
+	{true, []string{"CONFIG", "SET", "maxmemory", "1"}},
+	{false, []string{"EXEC"}},
+	{false, []string{"EXEC"}},
+	{true, []string{"CONFIG", "SET", "maxmemory", "0"}},
+	{false, []string{"MULTI"}},
+	{false, []string{"GET", "x"}},
+	{true, []string{"CONFIG", "SET", "maxmemory", "1"}},
+	{false, []string{"EXEC"}},
+	{true, []string{"CONFIG", "SET", "maxmemory", "0"}},
+}
+
 // TestDifferentialLimits runs limitsScript on kvs and redis-server, in
 // RESP2 and RESP3, and requires the same bytes. The pattern CONFIG GET
 // maxmemory* is left out (kvs has no maxmemory-clients or
@@ -75,6 +100,20 @@ func TestDifferentialLimits(t *testing.T) {
 				want, got := conns[0].Do(cmd...), conns[1].Do(cmd...)
 				if string(want.Raw) != string(got.Raw) {
 					t.Errorf("%s:\n  redis %q\n  kvs   %q", showCommand(cmd), want.Raw, got.Raw)
+				}
+			}
+			// OOM in a transaction: queuing is refused, and EXEC of one
+			// holding a denyoom command, with Redis's two EXECABORTs.
+			others := []*rawConn{dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)}
+			for _, step := range limitsMultiScript {
+				var want, got Value
+				if step.other {
+					want, got = others[0].Do(step.cmd...), others[1].Do(step.cmd...)
+				} else {
+					want, got = conns[0].Do(step.cmd...), conns[1].Do(step.cmd...)
+				}
+				if string(want.Raw) != string(got.Raw) {
+					t.Errorf("%s:\n  redis %q\n  kvs   %q", showCommand(step.cmd), want.Raw, got.Raw)
 				}
 			}
 			for _, name := range []string{"maxmemory", "maxmemory-policy", "maxmemory-samples"} {
