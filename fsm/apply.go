@@ -70,6 +70,7 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 }
 
 func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
+	s.tickLocked(now)
 	if index != 0 {
 		if index <= s.applied {
 			panic(fmt.Sprintf("fsm: entry %d applied after entry %d", index, s.applied))

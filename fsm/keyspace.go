@@ -42,6 +42,9 @@ type keyspace struct {
 	// vers is the write counter Set stamps items with, and what WATCH
 	// needs to know of deleted keys (multi.go).
 	vers versions
+	// acc records key accesses for LRU and LFU eviction (access.go); nil
+	// while no such policy is in force, and in a read-only view.
+	acc *accessTable
 }
 
 const (
@@ -86,6 +89,9 @@ func (ks *keyspace) find(h uint64, key string) *item {
 		return nil
 	}
 	if i, ok := l.searchNear(h, key, lo, hi); ok {
+		if ks.acc != nil {
+			ks.acc.touch(h)
+		}
 		return &l.it[i]
 	}
 	return nil
@@ -177,6 +183,9 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 		return nil
 	}
 	i, ok := l.searchNear(h, key, lo, hi)
+	if ok && ks.acc != nil {
+		ks.acc.touch(h)
+	}
 	switch {
 	case !ok:
 		return nil
@@ -243,10 +252,13 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 	}
 	var old int64
 	if replaced {
-		old = prev.exp
+		old = prev.exp // the write's lookup recorded the access
 	} else {
 		r.n++
 		ks.n++
+		if ks.acc != nil {
+			ks.acc.created(it.hash)
+		}
 	}
 	ks.countTTL(old, it.exp)
 	ks.fixDue(s, old, it.exp)
@@ -530,6 +542,7 @@ func (ks *keyspace) emptied() *keyspace {
 	e := newKeys()
 	e.gen = ks.gen + 1
 	e.vers = ks.vers.flushedLocked()
+	e.acc = ks.acc
 	return e
 }
 

@@ -173,7 +173,7 @@ func targets(c *Command) keyRange {
 		return keyRange{0, 2, len(c.Args)}
 	case OpLMove, OpSMove, OpCopy, OpRename, OpRenameNX, OpSortStore:
 		return keyRange{1, 0, 0}
-	case OpDel, OpDelExpired, OpMetaSet, OpFlushAll:
+	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll:
 		return noKeys
 	}
 	if c.Op >= opBaseScript || len(c.Args) == 0 {

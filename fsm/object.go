@@ -10,8 +10,8 @@ const (
 	// destination. The copy keeps the TTL. Reply :1 copied, :0 not.
 	OpCopy Op = opBaseBits + 50 + iota
 	// OpObject: Args[0]=key, Int=ObjectEncoding..ObjectRefCount.
-	// Reply nil for a missing key, else the answer (an error for FREQ:
-	// kvs has no LFU policy).
+	// Reply nil for a missing key, else the answer (FREQ and IDLETIME
+	// from the key access records of an LFU or LRU policy, access.go).
 	OpObject
 	// OpCountKeysInSlot: Int=slot (0..16383). Reply :keys not expired.
 	OpCountKeysInSlot
@@ -31,8 +31,11 @@ const (
 	ObjectRefCount
 )
 
+// ErrLFUIdle is OBJECT IDLETIME's answer under an LFU maxmemory-policy.
+const ErrLFUIdle = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+
 // ErrNoLFU is OBJECT FREQ's answer while maxmemory-policy is not an LFU
-// one, which in kvs is always.
+// one.
 const ErrNoLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 
 // sharedRefCount is what Redis reports as the reference count of its
@@ -96,6 +99,13 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 }
 
 func readObject(s *Store, now int64, c *Command) Reply {
+	// The key's access record as it was: OBJECT does not count as an
+	// access (Redis looks the key up with LOOKUP_NOTOUCH).
+	acc := s.keys.acc
+	var score int64
+	if acc != nil {
+		score = acc.evictScore(keyHash(unsafeString(c.Args[0])))
+	}
 	it, ok := s.liveLocked(c.Args[0], now)
 	if !ok {
 		return replyNil
@@ -108,10 +118,20 @@ func readObject(s *Store, now int64, c *Command) Reply {
 		}
 		return BulkReply([]byte(enc))
 	case ObjectFreq:
-		return ErrorReply(ErrNoLFU)
+		if acc == nil || !acc.lfu {
+			return ErrorReply(ErrNoLFU)
+		}
+		return IntReply(255 - score)
 	case ObjectIdleTime:
-		// kvs keeps no access times: every key is as fresh as can be.
-		return replyZero
+		switch {
+		case acc == nil:
+			// No LRU policy: kvs keeps no access times, and every key is
+			// as fresh as can be.
+			return replyZero
+		case acc.lfu:
+			return ErrorReply(ErrLFUIdle)
+		}
+		return IntReply(score / 1000)
 	}
 	if it.kind == kindString && it.enc != encUnshared && stringEncoding(&it) == "int" {
 		if v, _ := parseInt(it.val); v >= 0 && v < 10000 {

@@ -33,6 +33,7 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 		panic(fmt.Sprintf("fsm: Read of %v, which is not a read", c.Op))
 	}
 	s.mu.RLock()
+	s.tickLocked(now)
 	r := sp.read(s, now, c)
 	misses, hook := s.readMissesLocked(now, c)
 	s.mu.RUnlock()
@@ -82,6 +83,7 @@ func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
 // deferred unlock.
 func (s *Store) get(now int64, key []byte) Reply {
 	s.mu.RLock()
+	s.tickLocked(now)
 	it, ok := s.liveLocked(key, now)
 	var hook func([]Event)
 	if !ok && s.wantLocked(NotifyKeyMiss) {

@@ -169,6 +169,7 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	next.keys.acc = s.keys.acc
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
 	s.meta = next.meta
 	return index, nil

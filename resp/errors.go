@@ -26,6 +26,11 @@ type ProtocolError struct{ Text string }
 
 func (e *ProtocolError) Error() string { return e.Text }
 
+// ErrQueryBufferLimit ends a stream whose unparsed bytes (the request
+// being received) grew past the Reader's query buffer limit; Redis closes
+// such a client without a reply.
+var ErrQueryBufferLimit = errors.New("resp: client query buffer limit reached")
+
 // ErrAgain is what a non-blocking connection's Read returns when it has
 // nothing to read now (EAGAIN); ReadReady then returns without waiting.
 var ErrAgain = errors.New("resp: read would block")

@@ -42,6 +42,9 @@ const ReadChunk = 16 << 10
 type Reader struct {
 	r       io.Reader
 	maxBulk func() int64
+	// maxQuery, when set, caps the bytes buffered and not yet parsed
+	// (Redis's client-query-buffer-limit); see SetQueryLimit.
+	maxQuery func() int64
 
 	err error // the read error that ends the stream, once buf is parsed
 
@@ -66,6 +69,13 @@ type Reader struct {
 func NewReader(r io.Reader, maxBulk func() int64) *Reader {
 	return &Reader{r: r, maxBulk: maxBulk}
 }
+
+// SetQueryLimit makes rr end the stream with ErrQueryBufferLimit once the
+// bytes it holds unparsed (an incomplete request) exceed max(), checked
+// before each read, as Redis checks its query buffer after each. A
+// complete request is never refused for its size here: maxBulk and the
+// argument count bound those.
+func (rr *Reader) SetQueryLimit(max func() int64) { rr.maxQuery = max }
 
 // parseMore is the parse outcome of a request not yet complete.
 const parseMore = -1
@@ -140,6 +150,10 @@ func (rr *Reader) fill() bool {
 		rr.buf = make([]byte, ReadChunk)
 	}
 	pending := rr.end - rr.start
+	if rr.maxQuery != nil && int64(pending) > rr.maxQuery() {
+		rr.err = ErrQueryBufferLimit
+		return false
+	}
 	if want := pending + ReadChunk/4; len(rr.buf)-rr.start < want {
 		if pending <= len(rr.buf)/2 {
 			copy(rr.buf, rr.buf[rr.start:rr.end])

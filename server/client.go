@@ -136,6 +136,8 @@ type client struct {
 	hup     bool
 	wantOut bool // out[outPos:] waits for the socket to take it
 	outPos  int
+	// ob is the output set aside and the output limit's state (outbuf.go).
+	ob outBuf
 
 	info struct {
 		sync.Mutex // guards the fields below
@@ -179,6 +181,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
+	c.rd.SetQueryLimit(s.maxQuery.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c
 }
@@ -242,6 +245,7 @@ func (c *client) readFailed(err error) {
 		c.out = appendError(c.out, pe.Text)
 		c.flush()
 	}
+	c.queryLimitHit(err)
 }
 
 func (c *client) flush() error {
@@ -251,7 +255,14 @@ func (c *client) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
+	if !c.outputGuard() {
+		return errOutputLimit
+	}
 	_, err := c.nc.Write(c.out)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && c.ob.deadline {
+		c.dropOutput() // over the soft limit for its seconds
+		return err
+	}
 	if cap(c.out) > 1<<20 {
 		c.out = nil // do not keep a huge buffer for an idle connection
 	} else {
@@ -283,7 +294,11 @@ func (c *client) resume() bool {
 			c.pipeAt = len(c.pipe)
 			break
 		}
-		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd < 0 {
+		if len(c.out) >= outFlushSize && len(c.pending) == 0 && c.fd >= 0 {
+			if c.lp.endSlice(c) {
+				return false // paused, or closed for its output (outbuf.go)
+			}
+		} else if len(c.out) >= outFlushSize && len(c.pending) == 0 {
 			c.endRun()
 			if c.flush() != nil {
 				c.quit = true
@@ -342,6 +357,12 @@ func (c *client) executeOne(args [][]byte) bool {
 	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, args); e != "" {
+			c.replyError(id, true, e)
+			return true
+		}
+	}
+	if cmd.flags&flagDenyOOM != 0 && c.s.maxMemory.Load() > 0 {
+		if e := c.oomRefusal(); e != "" {
 			c.replyError(id, true, e)
 			return true
 		}

@@ -12,11 +12,12 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultAddr            = "127.0.0.1:6379"
-	DefaultMaxClients      = 10000
-	DefaultProtoMaxBulkLen = 512 << 20
-	DefaultRedisVersion    = "7.2.4"
-	DefaultForwardTimeout  = 10 * time.Second
+	DefaultAddr             = "127.0.0.1:6379"
+	DefaultMaxClients       = 10000
+	DefaultProtoMaxBulkLen  = 512 << 20
+	DefaultQueryBufferLimit = 1 << 30
+	DefaultRedisVersion     = "7.2.4"
+	DefaultForwardTimeout   = 10 * time.Second
 )
 
 // Config configures a Server. The zero value of every field is usable except
@@ -72,6 +73,28 @@ type Config struct {
 	// "-ERR max number of clients reached" and closed. Zero: DefaultMaxClients.
 	// CONFIG SET maxclients changes it at run time.
 	MaxClients int
+
+	// ClientQueryBufferLimit closes a client whose request being received
+	// holds more than this many bytes (Redis's client-query-buffer-limit).
+	// Zero: DefaultQueryBufferLimit (1 GiB, Redis's). CONFIG SET changes it.
+	ClientQueryBufferLimit int64
+
+	// MaxMemory is maxmemory in bytes: past it, denyoom commands are
+	// refused or keys evicted as MaxMemoryPolicy says (evict.go). Zero: no
+	// limit, Redis's default. CONFIG SET maxmemory changes it.
+	MaxMemory int64
+
+	// MaxMemoryPolicy is maxmemory-policy, one of Redis's eight
+	// (noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru,
+	// volatile-lfu, volatile-random, volatile-ttl). Empty: noeviction,
+	// Redis's default.
+	MaxMemoryPolicy string
+
+	// DisableProtectedMode turns protected mode off (protected.go): with
+	// it on, while the default user has no password, clients that are not
+	// on the loopback interface are refused with Redis's DENIED message.
+	// Zero: on, Redis's default. CONFIG SET protected-mode changes it.
+	DisableProtectedMode bool
 
 	// ProtoMaxBulkLen caps the length of one bulk string in a request (and
 	// of a string built by SETRANGE). Zero: DefaultProtoMaxBulkLen (512 MB).
@@ -144,6 +167,15 @@ func (c *Config) Validate() error {
 	if c.ForwardTimeout < 0 {
 		return fmt.Errorf("server: ForwardTimeout %v is negative", c.ForwardTimeout)
 	}
+	if c.MaxMemory < 0 {
+		return fmt.Errorf("server: MaxMemory %d is negative", c.MaxMemory)
+	}
+	if c.MaxMemoryPolicy != "" && !ValidPolicy(c.MaxMemoryPolicy) {
+		return fmt.Errorf("server: MaxMemoryPolicy %q is not a maxmemory-policy", c.MaxMemoryPolicy)
+	}
+	if c.ClientQueryBufferLimit < 0 {
+		return fmt.Errorf("server: ClientQueryBufferLimit %d is negative", c.ClientQueryBufferLimit)
+	}
 	if c.ProtoMaxBulkLen < 0 {
 		return fmt.Errorf("server: ProtoMaxBulkLen %d is negative", c.ProtoMaxBulkLen)
 	}
@@ -171,6 +203,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProtoMaxBulkLen == 0 {
 		c.ProtoMaxBulkLen = DefaultProtoMaxBulkLen
+	}
+	if c.ClientQueryBufferLimit == 0 {
+		c.ClientQueryBufferLimit = DefaultQueryBufferLimit
 	}
 	if c.ForwardTimeout == 0 {
 		c.ForwardTimeout = DefaultForwardTimeout

@@ -8,9 +8,9 @@ import (
 )
 
 // CONFIG GET and SET of the pub/sub parameters: client-output-buffer-limit
-// (only its pubsub class is enforced; normal and replica limits are kept
-// and echoed, kvs having no replica clients and no limit on normal ones)
-// and notify-keyspace-events.
+// (its normal class is enforced by outbuf.go, its pubsub class by
+// pubsub.go; the replica class is kept and echoed, kvs having no replica
+// clients) and notify-keyspace-events.
 
 // bufferLimits is client-output-buffer-limit's value: normal, slave
 // (replica) and pubsub, in Redis's order.
@@ -26,7 +26,7 @@ type pubsubConfig struct {
 
 func defaultPubsubConfig() pubsubConfig {
 	return pubsubConfig{limits: bufferLimits{
-		{},
+		defaultNormalLimit,
 		{hard: 256 << 20, soft: 64 << 20, softSeconds: 60},
 		defaultPubsubLimit,
 	}}
@@ -216,11 +216,16 @@ func (s *Server) setBufferLimits(l bufferLimits) {
 	s.psConfigMu.Lock()
 	s.psConfig.limits = l
 	s.psConfigMu.Unlock()
-	p := l[2]
+	p, n := l[2], l[0]
 	if p.hard == 0 && p.soft == 0 {
 		s.pubsubLimit.Store(nil)
 	} else {
 		s.pubsubLimit.Store(&p)
+	}
+	if n.hard == 0 && n.soft == 0 {
+		s.normalLimit.Store(nil)
+	} else {
+		s.normalLimit.Store(&n)
 	}
 }
 

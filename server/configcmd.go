@@ -38,6 +38,8 @@ func (s *Server) configParams() map[string]string {
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
 	s.addTLSParams(p)
+	s.addSafetyParams(p)
+	s.addEvictParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -194,6 +196,22 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		}
 		if isTLSParam(name) {
 			tlsSet[name] = val
+			continue
+		}
+		if isEvictParam(name) {
+			apply, e := s.checkEvictParam(name, val)
+			if e != "" {
+				return e
+			}
+			applies = append(applies, apply)
+			continue
+		}
+		if isSafetyParam(name) {
+			apply, e := s.checkSafetyParam(name, val)
+			if e != "" {
+				return e
+			}
+			applies = append(applies, apply)
 			continue
 		}
 		if isPubsubParam(name) {

@@ -136,6 +136,17 @@
 // (pubsub_cluster.go), at most once. Keyspace notifications are emitted by
 // the store's apply through a hook (notify.go).
 //
+// # Limits
+//
+// Protected mode refuses clients from outside loopback at accept while no
+// password is set (protected.go). client-output-buffer-limit bounds what a
+// client may have pending: the normal class on the event loops by running
+// pipelines in slices and on goroutines by blocking writes (outbuf.go),
+// the pubsub class where messages are queued (pubsub.go).
+// client-query-buffer-limit bounds a request being received (the resp
+// Reader). maxmemory refuses denyoom commands or evicts keys through the
+// proposer, only on the leader in a cluster (evict.go).
+//
 // # Caveats
 //
 // Where kvs answers differently from redis-server 7, on purpose:

@@ -28,8 +28,14 @@ func (s *Server) cron(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
+		case <-s.evictKick:
+			s.evictCycle(stop)
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
+			s.releaseMemory()
+			s.checkOutputLimits()
+			s.mem.refresh(s.cfg.Store.DataBytes)
+			s.evictCycle(stop)
 			s.refreshLinks(now)
 			if s.activeExpiry.Load() && s.mayExpire() {
 				s.expireCycle(stop)

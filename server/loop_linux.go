@@ -60,6 +60,11 @@ type loop struct {
 	dirty  []*client          // have replies to write at the end of the round
 
 	signaled atomic.Bool // an eventfd write is pending
+	// waitingOut counts the connections whose output waits for EPOLLOUT;
+	// limitsDue asks the loop to check their output buffer limits
+	// (checkLimitsSoon).
+	waitingOut atomic.Int32
+	limitsDue  atomic.Bool
 
 	// Durable mode: the proposer; batches enqueued since the last kick;
 	// batches enqueued and not yet answered (the log may answer a batch
@@ -243,6 +248,7 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.lp = lp
 	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
+	c.rd.SetQueryLimit(c.s.maxQuery.Load)
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -398,6 +404,9 @@ func (lp *loop) wake() {
 	var b [8]byte
 	rawRead(lp.evfd, b[:])
 	lp.signaled.Store(false)
+	if lp.limitsDue.Swap(false) {
+		lp.checkLimits()
+	}
 	lp.resume()
 	lp.mu.Lock()
 	woken := lp.woken
@@ -439,7 +448,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if len(c.out) == 0 && (!c.suspended || c.waitingBlocked()) {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked()) {
 				lp.close(c)
 			}
 		}
@@ -486,7 +495,13 @@ func (lp *loop) event(c *client, events uint32) {
 // input reads and executes c's requests, unless c has replies not yet
 // written (it is read again once they are).
 func (lp *loop) input(c *client) {
-	for !c.dead && !c.suspended && c.more && len(c.out) == 0 {
+	if c.ob.paused && !c.dead {
+		// A pipeline paused after a slice of output goes on (endSlice).
+		c.ob.paused = false
+		lp.run1(c, nil)
+		return
+	}
+	for !c.dead && !c.suspended && c.more && c.pendingOut() == 0 {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
@@ -502,6 +517,7 @@ func (lp *loop) input(c *client) {
 				lp.dirty = append(lp.dirty, c)
 				return
 			}
+			c.queryLimitHit(err)
 			lp.close(c)
 			return
 		}
@@ -537,6 +553,14 @@ func (lp *loop) run1(c *client, cmds [][][]byte) {
 		if cmds != nil {
 			lp.answered = true
 		}
+		return
+	}
+	if c.dead {
+		return // closed for its output buffer (endSlice)
+	}
+	if c.ob.paused {
+		lp.ready = append(lp.ready, c) // goes on next round, after the others
+		lp.answered = true
 		return
 	}
 	c.suspended = true
@@ -605,30 +629,116 @@ func (lp *loop) flush() {
 	lp.dirty = lp.dirty[:0]
 }
 
-// write writes what it can of c's replies. The rest waits for EPOLLOUT;
-// c is not read meanwhile, which pushes back on a client that does not
-// read its replies.
-func (lp *loop) write(c *client) {
+// endSlice is called when c's pipeline has produced outFlushSize bytes of
+// output: it writes what the socket takes and reports whether the pipeline
+// stops here, paused until the loop's next round (the socket did not take
+// everything) or closed (over the output buffer limit); see outbuf.go.
+func (lp *loop) endSlice(c *client) bool {
+	if !lp.writeOut(c) {
+		return true // the write failed: closed
+	}
+	if c.pendingOut() == 0 {
+		return false
+	}
+	c.setAside()
+	if c.overOutputLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return true
+	}
+	c.ob.paused = true
+	lp.waitOut(c)
+	return true
+}
+
+// checkLimitsSoon has the loop check the output buffer limits of the
+// clients whose output waits; the cron loop calls it every tick, since a
+// client that stopped reading adds no output that would check them (a
+// soft limit's seconds pass while nothing happens).
+func (lp *loop) checkLimitsSoon() {
+	if lp.waitingOut.Load() > 0 {
+		lp.limitsDue.Store(true)
+		lp.signal()
+	}
+}
+
+// checkLimits closes the clients whose waiting output breaks its limit.
+func (lp *loop) checkLimits() {
+	for _, c := range lp.conns {
+		if c.wantOut && !c.dead && c.overOutputLimit() {
+			c.dropOutput()
+			lp.close(c)
+		}
+	}
+}
+
+// waitOut notes that c's output waits for EPOLLOUT.
+func (lp *loop) waitOut(c *client) {
+	if !c.wantOut {
+		lp.waitingOut.Add(1)
+	}
+	c.wantOut = true
+	if c.ps != nil {
+		c.ps.mu.Lock()
+		c.ps.inflight = c.pendingOut()
+		c.ps.mu.Unlock()
+	}
+}
+
+// writeOut writes what the socket takes of c's output, the blocks set
+// aside first. It reports false when the write failed and c was closed.
+func (lp *loop) writeOut(c *client) bool {
+	for len(c.ob.q) > 0 {
+		b := c.ob.q[0]
+		n, err := rawWrite(c.fd, b[c.ob.qPos:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return true
+		case err != nil:
+			lp.close(c)
+			return false
+		}
+		if c.ob.qPos += n; c.ob.qPos == len(b) {
+			c.ob.q[0] = nil
+			c.ob.q = c.ob.q[1:]
+			c.ob.qBytes -= len(b)
+			c.ob.qPos = 0
+		}
+	}
+	c.ob.q = nil // the emptied array goes too
 	for c.outPos < len(c.out) {
 		n, err := rawWrite(c.fd, c.out[c.outPos:])
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			c.wantOut = true
-			if c.ps != nil {
-				c.ps.mu.Lock()
-				c.ps.inflight = len(c.out) - c.outPos
-				c.ps.mu.Unlock()
-			}
-			return
+			return true
 		case err != nil:
 			lp.close(c)
-			return
+			return false
 		}
 		c.outPos += n
 	}
-	c.wantOut = false
+	return true
+}
+
+// write writes what it can of c's replies. The rest waits for EPOLLOUT;
+// c is not read meanwhile, which pushes back on a client that does not
+// read its replies.
+func (lp *loop) write(c *client) {
+	if !lp.writeOut(c) {
+		return
+	}
+	if c.pendingOut() > 0 {
+		lp.waitOut(c)
+		return
+	}
+	if c.wantOut {
+		lp.waitingOut.Add(-1)
+		c.wantOut = false
+	}
 	c.outPos = 0
 	if c.ps != nil {
 		c.ps.mu.Lock()
@@ -644,7 +754,7 @@ func (lp *loop) write(c *client) {
 		lp.close(c)
 		return
 	}
-	if c.more {
+	if c.more && !c.ob.paused {
 		lp.ready = append(lp.ready, c) // after the other clients
 	}
 }
@@ -655,6 +765,9 @@ func (lp *loop) close(c *client) {
 		return
 	}
 	c.dead = true
+	if c.wantOut {
+		lp.waitingOut.Add(-1)
+	}
 	c.leaveBlocked()
 	delete(lp.conns, int32(c.fd))
 	unix.Close(c.fd)

@@ -12,8 +12,10 @@ func newLoops(*Server, int) ([]*loop, error) {
 	return nil, errors.New("server: no event loop on this system")
 }
 
-func (*loop) add(*client) bool    { return false }
-func (*loop) run()                {}
-func (*loop) stop(bool)           {}
-func (*loop) wakeBlocked(*client) {}
-func (*loop) pushReady(*client)   {}
+func (*loop) add(*client) bool      { return false }
+func (*loop) run()                  {}
+func (*loop) stop(bool)             {}
+func (*loop) wakeBlocked(*client)   {}
+func (*loop) pushReady(*client)     {}
+func (*loop) endSlice(*client) bool { return false }
+func (*loop) checkLimitsSoon()      {}

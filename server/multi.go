@@ -129,6 +129,11 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		c.replyError(id, true, errBackupInMulti)
 		return
 	}
+	if e := c.oomInMulti(); e != "" {
+		m.aborted = true
+		c.replyError(id, true, e)
+		return
+	}
 	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
 		n := 0
 		for _, a := range args {
@@ -240,6 +245,11 @@ func txExec(c *client, id int, args [][]byte) bool {
 	m := c.multi
 	if m == nil {
 		c.replyError(id, false, errExecNoMulti)
+		return true
+	}
+	if e := c.oomAtExec(m); e != "" {
+		c.endTransaction()
+		c.replyError(id, true, e)
 		return true
 	}
 	if m.aborted {

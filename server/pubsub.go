@@ -170,21 +170,21 @@ type outputLimit struct {
 var defaultPubsubLimit = outputLimit{hard: 32 << 20, soft: 8 << 20, softSeconds: 60}
 
 // over reports whether pending bytes break l at now (Unix ns), updating
-// ps.softSince.
-func (l *outputLimit) over(ps *pushState, pending int, now func() int64) bool {
+// *softSince: when pending first reached the soft limit, 0 while under it.
+func (l *outputLimit) over(softSince *int64, pending int, now func() int64) bool {
 	if l.hard > 0 && int64(pending) >= l.hard {
 		return true
 	}
 	if l.soft == 0 || int64(pending) < l.soft {
-		ps.softSince = 0
+		*softSince = 0
 		return false
 	}
 	t := now()
-	if ps.softSince == 0 {
-		ps.softSince = t
+	if *softSince == 0 {
+		*softSince = t
 		return false
 	}
-	return t-ps.softSince > l.softSeconds*int64(time.Second)
+	return t-*softSince > l.softSeconds*int64(time.Second)
 }
 
 // setProto switches c's protocol (HELLO, RESET); a subscriber's next
@@ -226,7 +226,7 @@ func (c *client) mergeOutputLocked(ps *pushState) {
 		if len(ps.buf) > 0 {
 			c.out = append(c.out, ps.buf...)
 			ps.buf = ps.buf[:0]
-			ps.inflight = len(c.out) - c.outPos
+			ps.inflight = c.pendingOut()
 		}
 		return
 	}
@@ -463,7 +463,7 @@ func (s *Server) deliver(c *client, frame []byte) {
 	}
 	ps.buf = append(ps.buf, frame...)
 	limit := s.pubsubLimit.Load()
-	kill := limit != nil && limit.over(ps, len(ps.buf)+ps.inflight, unixNanoNow)
+	kill := limit != nil && limit.over(&ps.softSince, len(ps.buf)+ps.inflight, unixNanoNow)
 	if kill {
 		ps.killed = true
 		ps.buf, ps.spare = nil, nil

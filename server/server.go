@@ -28,9 +28,13 @@ type Server struct {
 	// configDefaults are the parameters' values before any config file or
 	// CONFIG SET: what CONFIG REWRITE leaves out.
 	configDefaults map[string]string
+	// maxQuery is client-query-buffer-limit, read before each read.
+	maxQuery atomic.Int64
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
 	// the default; scripts are proposed with the budget it gives.
 	luaLimit atomic.Pointer[int64]
+	// protectedMode is protected-mode (protected.go), read at accept.
+	protectedMode atomic.Bool
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -52,10 +56,23 @@ type Server struct {
 	// the links that carry PUBLISH to the other nodes (cluster mode).
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
-	bcast       broadcaster
-	psConfigMu  sync.Mutex    // guards psConfig
-	psConfig    pubsubConfig  // config_pubsub.go
-	notifyFlags atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
+	// normalLimit is client-output-buffer-limit's normal class (nil: no
+	// limit); freeMemory asks the cron loop to return freed memory to the
+	// OS (outbuf.go).
+	normalLimit atomic.Pointer[outputLimit]
+	freeMemory  atomic.Bool
+	// maxmemory, maxmemory-policy (an fsm.EvictPolicy) and
+	// maxmemory-samples; mem computes used memory; evictKick wakes the
+	// cron loop's evictor (evict.go).
+	maxMemory    atomic.Int64
+	evictPolicy  atomic.Uint32
+	evictSamples atomic.Int64
+	mem          memGauge
+	evictKick    chan struct{}
+	bcast        broadcaster
+	psConfigMu   sync.Mutex    // guards psConfig
+	psConfig     pubsubConfig  // config_pubsub.go
+	notifyFlags  atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
 	shutdown     atomic.Bool // set once Shutdown or Close began
@@ -107,6 +124,13 @@ func New(cfg Config) (*Server, error) {
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.protectedMode.Store(!cfg.DisableProtectedMode)
+	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
+	s.maxMemory.Store(cfg.MaxMemory)
+	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))
+	s.setPolicy(p)
+	s.evictSamples.Store(DefaultMaxmemorySamples)
+	s.evictKick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
 	return s, nil
 }
@@ -142,6 +166,11 @@ func (s *Server) Listen() error {
 			return err
 		}
 		s.tlsLn = ln
+	}
+	for _, l := range []net.Listener{s.ln, s.tlsLn} {
+		if l != nil {
+			s.warnExposed(l.Addr())
+		}
 	}
 	return nil
 }
@@ -302,6 +331,10 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 		}
 		c := s.newClient(nc)
 		if !s.register(c) {
+			continue
+		}
+		if s.protectedRefuses(nc.RemoteAddr()) {
+			s.refuseProtected(c)
 			continue
 		}
 		if len(s.loops) > 0 {

@@ -22,10 +22,15 @@ type stats struct {
 	// leader's index (route.go, replicasync.go).
 	staleForwards        atomic.Int64
 	unsyncedReplicaReads atomic.Int64
-	// outputLimitKills counts subscribers closed for their output buffer
-	// (INFO's client_output_buffer_limit_disconnections... as Redis 7.2
-	// names it; pubsub.go).
+	// outputLimitKills counts clients closed for their output buffer
+	// (INFO's client_output_buffer_limit_disconnections, as Redis 7.4
+	// names it; pubsub.go, outbuf.go).
 	outputLimitKills atomic.Int64
+	// queryLimitKills counts clients closed for their query buffer
+	// (client_query_buffer_limit_disconnections, Redis 7.4's name).
+	queryLimitKills atomic.Int64
+	// evictedKeys counts keys this node evicted (evict.go).
+	evictedKeys atomic.Int64
 
 	cmds   commandStats // per command (metrics.go)
 	errors errorStats   // error replies by prefix (metrics.go)
@@ -52,6 +57,9 @@ func (st *stats) reset() {
 	st.forwarded.Store(0)
 	st.staleForwards.Store(0)
 	st.unsyncedReplicaReads.Store(0)
+	st.outputLimitKills.Store(0)
+	st.queryLimitKills.Store(0)
+	st.evictedKeys.Store(0)
 	st.cmds.reset()
 	st.errors.reset()
 	st.ops.Lock()
@@ -98,6 +106,10 @@ type Stats struct {
 	KeyspaceMisses      int64
 	ErrorReplies        int64 // every error reply (Redis's total_error_replies)
 	ForwardedCommands   int64 // commands this follower sent to the leader
+	// OutputLimitDisconnections counts clients closed for their output
+	// buffer (client-output-buffer-limit).
+	OutputLimitDisconnections int64
+	EvictedKeys               int64 // keys this node evicted for maxmemory
 }
 
 // Stats returns the current counters; INFO reports the same numbers.
@@ -112,6 +124,9 @@ func (s *Server) Stats() Stats {
 		KeyspaceMisses:      s.stats.misses.Load(),
 		ErrorReplies:        s.stats.errors.total.Load(),
 		ForwardedCommands:   s.stats.forwarded.Load(),
+
+		OutputLimitDisconnections: s.stats.outputLimitKills.Load(),
+		EvictedKeys:               s.stats.evictedKeys.Load(),
 	}
 }
 

@@ -7,10 +7,13 @@ import (
 )
 
 // configOwnValues are the parameters whose values kvs reports from its own
-// state rather than Redis's defaults (docs/compatibility.md, "CONFIG").
+// state rather than Redis's defaults (docs/compatibility.md, "CONFIG"),
+// and client-output-buffer-limit, whose default for normal clients kvs
+// bounds where Redis leaves it unlimited (security.md).
 var configOwnValues = map[string]bool{
 	"port": true, "bind": true, "dir": true, "appendonly": true, "appendfsync": true,
 	"databases": true, "save": true, "logfile": true, "daemonize": true,
+	"client-output-buffer-limit": true,
 }
 
 // configFromRedis72 are the parameters kvs has from Redis 7.2, which

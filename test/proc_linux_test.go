@@ -7,3 +7,12 @@ import "syscall"
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// openFileLimit is the test process's limit on open files.
+func openFileLimit() uint64 {
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
+		return 0
+	}
+	return lim.Cur
+}

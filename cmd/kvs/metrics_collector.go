@@ -38,7 +38,8 @@ var (
 	descCommandTime  = prometheus.NewDesc("kvs_command_duration_seconds", "Time from the server turning to a command to its reply being queued; the writes of a pipelined batch each count the batch's time.", []string{"command"}, nil)
 	descClients      = prometheus.NewDesc("kvs_connected_clients", "Client connections open now.", nil, nil)
 	descConnections  = prometheus.NewDesc("kvs_connections_received_total", "Client connections accepted.", nil, nil)
-	descRejectedConn = prometheus.NewDesc("kvs_rejected_connections_total", "Client connections refused because maxclients was reached.", nil, nil)
+	descRejectedConn = prometheus.NewDesc("kvs_rejected_connections_total", "Client connections refused because maxclients was reached or protected mode refused them.", nil, nil)
+	descOutputLimit  = prometheus.NewDesc("kvs_output_buffer_limit_disconnections_total", "Clients closed because their pending output broke client-output-buffer-limit.", nil, nil)
 	descErrorReplies = prometheus.NewDesc("kvs_error_replies_total", "Error replies sent, for every reason.", nil, nil)
 	descHits         = prometheus.NewDesc("kvs_keyspace_hits_total", "GET and MGET keys found.", nil, nil)
 	descMisses       = prometheus.NewDesc("kvs_keyspace_misses_total", "GET and MGET keys not found.", nil, nil)
@@ -46,7 +47,7 @@ var (
 	descExpiring     = prometheus.NewDesc("kvs_keys_with_expiry", "Keys in the store that have a TTL.", nil, nil)
 	descMemory       = prometheus.NewDesc("kvs_memory_bytes", "The store's estimate of the memory its keys and values hold.", nil, nil)
 	descExpired      = prometheus.NewDesc("kvs_expired_keys_total", "Keys deleted by this node's active expiry (on a cluster, the leader's).", nil, nil)
-	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys evicted for memory: always 0, kvs does not evict (maxmemory-policy noeviction).", nil, nil)
+	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys this node evicted for maxmemory (on a cluster, the leader's decisions).", nil, nil)
 
 	descWALAppends     = prometheus.NewDesc("kvs_wal_appends_total", "Records appended to the append log (one per batch of writes).", nil, nil)
 	descWALFsyncs      = prometheus.NewDesc("kvs_wal_fsyncs_total", "Fsyncs of append log segments.", nil, nil)
@@ -82,7 +83,7 @@ func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *c
 	c.descs = []*prometheus.Desc{
 		descInfo, descCommands, descCommandErrs, descCommandTime, descClients, descConnections,
 		descRejectedConn, descErrorReplies, descHits, descMisses, descKeys, descExpiring,
-		descMemory, descExpired, descEvicted,
+		descMemory, descExpired, descEvicted, descOutputLimit,
 	}
 	if log != nil {
 		c.descs = append(c.descs, descWALAppends, descWALFsyncs, descWALLastFsync,
@@ -119,11 +120,12 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descClients, float64(st.ConnectedClients))
 	counter(descConnections, float64(st.ConnectionsReceived))
 	counter(descRejectedConn, float64(st.RejectedConnections))
+	counter(descOutputLimit, float64(st.OutputLimitDisconnections))
 	counter(descErrorReplies, float64(st.ErrorReplies))
 	counter(descHits, float64(st.KeyspaceHits))
 	counter(descMisses, float64(st.KeyspaceMisses))
 	counter(descExpired, float64(st.ExpiredKeys))
-	counter(descEvicted, 0)
+	counter(descEvicted, float64(st.EvictedKeys))
 	ks := c.store.Stats(time.Now().UnixMilli())
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descExpiring, float64(ks.Expires))

@@ -37,6 +37,11 @@ type serveFlags struct {
 	pprof       bool   // --pprof: Go's /debug/pprof on the metrics endpoint
 	io          string // --io: loop or goroutines
 	tls         tlsFlags
+	// protectedMode is --protected-mode: yes (Redis's default) or no.
+	protectedMode string
+	// maxmemory (--maxmemory, Redis's size syntax) and its policy.
+	maxmemory       string
+	maxmemoryPolicy string
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -71,6 +76,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.BoolVar(&f.repairEmpty, "repair-allow-empty", false, "with --repair: go ahead even when nothing would be left (no usable snapshot and no record kept) of a data dir that held data")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
+	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
+	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is Go's live heap (INFO used_memory); 0: no limit")
+	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
@@ -131,6 +139,15 @@ func (f serveFlags) validate(given map[string]bool) error {
 	}
 	if given["io"] && f.io == "loop" && f.clustered() {
 		return errors.New("--io loop is for memory and durable mode: cluster mode always serves a goroutine per connection")
+	}
+	if f.protectedMode != "yes" && f.protectedMode != "no" {
+		return fmt.Errorf("--protected-mode %q: want yes or no", f.protectedMode)
+	}
+	if _, ok := server.ParseMemory(f.maxmemory); !ok {
+		return fmt.Errorf("--maxmemory %q: want bytes, or a number with a unit (100mb, 2gb)", f.maxmemory)
+	}
+	if !server.ValidPolicy(f.maxmemoryPolicy) {
+		return fmt.Errorf("--maxmemory-policy %q: want noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl", f.maxmemoryPolicy)
 	}
 	if f.pprof && f.metrics == "" {
 		return errors.New("--pprof needs --metrics-addr: the profiler is served on the metrics endpoint")
@@ -245,10 +262,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ConfigParams: configParams(f),
 		ConfigFile:   f.config,
 
-		ConnGoroutines: f.io == "goroutines",
-		TLS:            tlsState,
-		PlainDisabled:  f.addr == "",
+		ConnGoroutines:       f.io == "goroutines",
+		TLS:                  tlsState,
+		PlainDisabled:        f.addr == "",
+		DisableProtectedMode: f.protectedMode == "no",
+		MaxMemoryPolicy:      f.maxmemoryPolicy,
 	}
+	cfg.MaxMemory, _ = server.ParseMemory(f.maxmemory)
 	// Recovery below replays scripts, whose commands the server parses.
 	server.InstallScriptParser(cfg)
 	var (

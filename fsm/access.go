@@ -1,0 +1,133 @@
+package fsm
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// Key access records for the LRU and LFU eviction policies. Redis keeps 24
+// bits in every object; kvs keeps its items immutable under readers (a
+// read holds the store's lock shared and copies items), so the records
+// live beside the tree instead: a table of accessSlots atomic words indexed
+// by a mix of the key's hash, written by every lookup (keyspace.find,
+// findForWrite and set) while tracking is on, and nil, costing one nil
+// check per lookup, while it is off. Keys that share a slot share a record,
+// which makes a cold key look as used as a hot one it collides with: with
+// 2^20 slots that is rare until the keyspace has about that many keys, and
+// then it errs on the side of keeping keys. The records are per node and
+// never replicated: only the node that decides evictions reads them.
+//
+// LRU: a slot holds the last access's time, from the clock readings Read
+// and Apply are given, in milliseconds (mod 2^32: idle times are taken mod
+// 2^32 too, so a key idle for more than 49 days looks fresh again, as
+// Redis's 24-bit clock wraps). LFU: Redis's encoding, the minutes of the
+// last decrement in the high 16 bits and a logarithmic counter in the low
+// 8: 5 for a new key (LFU_INIT_VAL), incremented with probability
+// 1/((counter-5)*10+1) (lfu-log-factor 10) and decremented once per minute
+// idle (lfu-decay-time 1).
+
+const accessSlots = 1 << 20
+
+// accessTable is the records of one tracking mode.
+type accessTable struct {
+	lfu   bool
+	now   atomic.Int64 // the latest clock reading, Unix ms
+	slots []atomic.Uint32
+}
+
+func newAccessTable(lfu bool) *accessTable {
+	return &accessTable{lfu: lfu, slots: make([]atomic.Uint32, accessSlots)}
+}
+
+// slot is h's record; h's low bits are the key's, mixed so that keys of
+// one slot of the keyspace spread.
+func (a *accessTable) slot(h uint64) *atomic.Uint32 {
+	return &a.slots[(h*0x9e3779b97f4a7c15)>>(64-20)]
+}
+
+// tick advances the clock to now (it never goes back).
+func (a *accessTable) tick(now int64) {
+	if now > a.now.Load() {
+		a.now.Store(now)
+	}
+}
+
+// touch records an access of the key whose hash is h.
+func (a *accessTable) touch(h uint64) {
+	p := a.slot(h)
+	if !a.lfu {
+		if t := uint32(a.now.Load()); p.Load() != t {
+			p.Store(t)
+		}
+		return
+	}
+	old := p.Load()
+	mins := uint32(a.now.Load()/60000) & 0xffff
+	c := lfuDecayed(old, mins)
+	if c < 255 {
+		base := float64(max(int(c)-lfuInit, 0))
+		if rand.Float64() < 1/(base*lfuLogFactor+1) {
+			c++
+		}
+	}
+	if v := mins<<8 | uint32(c); v != old {
+		p.Store(v)
+	}
+}
+
+// created records a key that a write has just added.
+func (a *accessTable) created(h uint64) {
+	if !a.lfu {
+		a.slot(h).Store(uint32(a.now.Load()))
+		return
+	}
+	a.slot(h).Store((uint32(a.now.Load()/60000)&0xffff)<<8 | lfuInit)
+}
+
+const (
+	lfuInit      = 5
+	lfuLogFactor = 10
+)
+
+// lfuDecayed is a record's counter after its idle minutes' decay.
+func lfuDecayed(v, mins uint32) uint8 {
+	c := v & 0xff
+	idle := (mins - v>>8) & 0xffff
+	if v == 0 {
+		return 0
+	}
+	if idle >= c {
+		return 0
+	}
+	return uint8(c - idle)
+}
+
+// evictScore is how much the key whose hash is h deserves eviction: its
+// idle milliseconds (LRU), or 255 less its decayed counter (LFU).
+func (a *accessTable) evictScore(h uint64) int64 {
+	v := a.slot(h).Load()
+	if !a.lfu {
+		return int64(uint32(a.now.Load()) - v)
+	}
+	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
+}
+
+// SetAccessTracking turns the records on, for LRU or LFU, or off.
+func (s *Store) SetAccessTracking(on, lfu bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.keys.acc
+	switch {
+	case !on:
+		s.keys.acc = nil
+	case cur == nil || cur.lfu != lfu:
+		s.keys.acc = newAccessTable(lfu)
+	}
+}
+
+// tickLocked gives the records the clock reading of a read or an apply.
+func (s *Store) tickLocked(now int64) {
+	if a := s.keys.acc; a != nil {
+		a.tick(now)
+	}
+}

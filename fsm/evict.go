@@ -1,0 +1,156 @@
+package fsm
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Eviction for maxmemory: the store picks keys as a maxmemory-policy
+// says (EvictionCandidates), and OpEvict deletes them. The choice is made
+// outside apply, by the node that decides evictions (the server in memory
+// and durable mode, the leader in a cluster), and written into the
+// command, so every replica deletes the same keys.
+
+// OpEvict: Args = keys. Deletes each key present, whatever its deadline,
+// announcing "evicted" (class e). Reply :number deleted.
+const OpEvict Op = opBaseKeys + 50
+
+func init() {
+	registerOp(OpEvict, opSpec{name: "EVICT", write: true, args: argsAny, apply: applyEvict, keys: keysAll})
+}
+
+func applyEvict(s *Store, now int64, c *Command) Reply {
+	var n int64
+	for _, k := range c.Args {
+		if _, ok := s.deleteLocked(k); ok {
+			n++
+			s.notifyLocked(NotifyEvicted, "evicted", k)
+		}
+	}
+	return IntReply(n)
+}
+
+// EvictPolicy is the maxmemory-policy that picks the keys to evict.
+type EvictPolicy uint8
+
+const (
+	EvictNone           EvictPolicy = iota // noeviction: writes are refused instead
+	EvictAllKeysRandom                     // allkeys-random
+	EvictVolatileRandom                    // volatile-random: keys with a TTL
+	EvictVolatileTTL                       // volatile-ttl: the keys due soonest
+	EvictAllKeysLRU                        // allkeys-lru: the least recently used
+	EvictVolatileLRU                       // volatile-lru
+	EvictAllKeysLFU                        // allkeys-lfu: the least frequently used
+	EvictVolatileLFU                       // volatile-lfu
+)
+
+// volatile reports whether p evicts only keys with a TTL.
+func (p EvictPolicy) volatile() bool {
+	return p == EvictVolatileRandom || p == EvictVolatileTTL || p == EvictVolatileLRU || p == EvictVolatileLFU
+}
+
+// Tracks reports whether p needs key access records (SetAccessTracking),
+// and whether they count frequency (LFU) rather than recency (LRU).
+func (p EvictPolicy) Tracks() (on, lfu bool) {
+	switch p {
+	case EvictAllKeysLRU, EvictVolatileLRU:
+		return true, false
+	case EvictAllKeysLFU, EvictVolatileLFU:
+		return true, true
+	}
+	return false, false
+}
+
+// DataBytes is the store's estimate of what its keys and values hold
+// (Stats().Bytes).
+func (s *Store) DataBytes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.bytes
+}
+
+// Evictable reports whether policy has a key it may evict.
+func (s *Store) Evictable(policy EvictPolicy) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	switch {
+	case policy == EvictNone:
+		return false
+	case policy.volatile():
+		return s.keys.TTLs() > 0
+	}
+	return s.keys.Len() > 0
+}
+
+// EvictionCandidates returns keys (copies) to evict under policy until
+// about free bytes are freed, at most limit of them, and the bytes they
+// hold. As in Redis, each key is the best of samples picked at random
+// (among the keys with a TTL for the volatile policies): the most idle for
+// LRU, the least used for LFU, the first found for the random policies;
+// volatile-ttl takes the keys due soonest, exactly rather than the best of
+// a sample. A volatile policy that finds no key with a TTL in 16 tries per
+// sample takes the keys due soonest.
+func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free int64) ([][]byte, int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var keys [][]byte
+	var freed int64
+	take := func(it *item) bool {
+		keys = append(keys, []byte(it.key))
+		freed += it.size()
+		return len(keys) < limit && freed < free
+	}
+	n := s.keys.Len()
+	if n == 0 || policy == EvictNone || (policy.volatile() && s.keys.TTLs() == 0) {
+		return nil, 0
+	}
+	if policy == EvictVolatileTTL {
+		s.keys.earliest(math.MaxInt64-1, take)
+		return keys, freed
+	}
+	samples = max(samples, 1)
+	if policy == EvictAllKeysRandom || policy == EvictVolatileRandom {
+		samples = 1
+	}
+	acc := s.keys.acc
+	seen := map[string]bool{}
+	for {
+		var best item
+		bestScore, found := int64(-1), false
+		for range samples {
+			it, ok := s.pickLocked(n, policy.volatile(), seen)
+			if !ok {
+				break
+			}
+			score := int64(0)
+			if acc != nil {
+				score = acc.evictScore(it.hash)
+			}
+			if score > bestScore {
+				best, bestScore, found = it, score, true
+			}
+		}
+		if !found {
+			if policy.volatile() && len(keys) == 0 {
+				s.keys.earliest(math.MaxInt64-1, take)
+			}
+			return keys, freed
+		}
+		seen[best.key] = true
+		if !take(&best) {
+			return keys, freed
+		}
+	}
+}
+
+// pickLocked picks a key at random that is not in seen, with a TTL if
+// volatile; ok is false when 16 tries found none.
+func (s *Store) pickLocked(n int, volatile bool, seen map[string]bool) (item, bool) {
+	for range 16 {
+		it, _ := s.keys.GetAt(rand.IntN(n))
+		if !seen[it.key] && (!volatile || it.exp != 0) {
+			return it, true
+		}
+	}
+	return item{}, false
+}

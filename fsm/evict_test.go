@@ -1,0 +1,163 @@
+package fsm
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestEvictionCandidates: each policy picks the keys it should, and
+// OpEvict deletes them whatever their deadline, announcing "evicted".
+func TestEvictionCandidates(t *testing.T) {
+	const now = 1000
+	s := NewStore()
+	var cmds []Command
+	for i := range 20 {
+		cmds = append(cmds, c(OpSet, "plain"+itoa(i), "v"))
+	}
+	for i := range 10 {
+		// ttl9 is due first, ttl0 last.
+		cmds = append(cmds, c(OpSet, "ttl"+itoa(i), "v").i(int64(now+100000-1000*i)))
+	}
+	s.Apply(1, now, cmds)
+
+	for _, tc := range []struct {
+		policy EvictPolicy
+		check  func(keys []string) bool
+	}{
+		{EvictVolatileTTL, func(keys []string) bool { return slices.Equal(keys, []string{"ttl9", "ttl8", "ttl7"}) }},
+		{EvictVolatileRandom, func(keys []string) bool {
+			return len(keys) == 3 && !slices.ContainsFunc(keys, func(k string) bool { return k[:3] != "ttl" })
+		}},
+		{EvictAllKeysRandom, func(keys []string) bool { return len(keys) == 3 }},
+	} {
+		got, freed := s.EvictionCandidates(tc.policy, 5, 3, 1<<30)
+		var keys []string
+		for _, k := range got {
+			keys = append(keys, string(k))
+		}
+		if !tc.check(keys) || freed <= 0 {
+			t.Errorf("policy %d: candidates %q (%d bytes)", tc.policy, keys, freed)
+		}
+	}
+	if keys, _ := s.EvictionCandidates(EvictVolatileTTL, 5, 100, 1); len(keys) != 1 {
+		t.Errorf("asked to free 1 byte, got %d keys", len(keys))
+	}
+
+	var events []string
+	s.SetNotifyClasses(NotifyAll | NotifyKeyevent)
+	s.SetNotifyHook(func(evs []Event) {
+		for _, e := range evs {
+			events = append(events, e.Name+" "+e.Key)
+		}
+	})
+	r := s.Apply(2, now, []Command{c(OpEvict, "ttl9", "plain0", "missing")})
+	if r[0].String() != in(2).String() {
+		t.Fatalf("OpEvict = %v, want :2", r[0])
+	}
+	if s.Evictable(EvictNone) || !s.Evictable(EvictVolatileTTL) {
+		t.Error("Evictable")
+	}
+	run(t, s, []step{{now, c(OpExists, "ttl9", "plain0", "plain1"), in(1)}})
+	if !slices.Equal(events, []string{"evicted ttl9", "evicted plain0"}) {
+		t.Errorf("events %q, want evicted ttl9 and plain0", events)
+	}
+}
+
+// TestEvictionLRULFU: with access records on, a key read constantly is
+// never picked while colder keys remain, by recency (LRU) or frequency
+// (LFU); with them off, lookups record nothing.
+func TestEvictionLRULFU(t *testing.T) {
+	for _, tc := range []struct {
+		policy EvictPolicy
+		name   string
+	}{{EvictAllKeysLRU, "allkeys-lru"}, {EvictAllKeysLFU, "allkeys-lfu"}, {EvictVolatileLRU, "volatile-lru"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			s.SetAccessTracking(tc.policy.Tracks())
+			var cmds []Command
+			for i := range 100 {
+				cmds = append(cmds, c(OpSet, "k"+itoa(i), "v").i(10_000_000))
+			}
+			cmds = append(cmds, c(OpSet, "hot", "v").i(10_000_000))
+			s.Apply(1, 1000, cmds)
+			for i := range 2000 {
+				s.Read(int64(2000+i), c(OpGet, "hot"))
+			}
+			for range 20 {
+				keys, _ := s.EvictionCandidates(tc.policy, 5, 50, 1<<30)
+				if len(keys) < 40 {
+					t.Fatalf("%d candidates, want about 50", len(keys))
+				}
+				for _, k := range keys {
+					if string(k) == "hot" {
+						t.Fatalf("the key read constantly is a candidate: %q", keys)
+					}
+				}
+			}
+		})
+	}
+	s := NewStore()
+	s.SetAccessTracking(true, false)
+	s.SetAccessTracking(false, false)
+	if s.keys.acc != nil {
+		t.Fatal("records still kept with tracking off")
+	}
+}
+
+// TestAccessTrackingConcurrent: readers record accesses under the shared
+// lock while a writer applies, a snapshot is taken and the evictor samples
+// (run with -race).
+func TestAccessTrackingConcurrent(t *testing.T) {
+	s := NewStore()
+	s.SetAccessTracking(true, true)
+	for i := range 200 {
+		s.Apply(uint64(i+1), 1000, []Command{c(OpSet, "k"+itoa(i), "v")})
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s.Read(int64(1000+i), c(OpGet, "k"+itoa((i*7+r)%200)))
+			}
+		}()
+	}
+	for i := range 200 {
+		s.Apply(uint64(201+i), int64(2000+i), []Command{c(OpSet, "k"+itoa(i), "w")})
+		if i%50 == 0 {
+			s.EvictionCandidates(EvictAllKeysLFU, 5, 10, 1<<30)
+		}
+	}
+	close(done)
+	wg.Wait()
+}
+
+// BenchmarkGetTracked is BenchmarkGet with the LRU or LFU access records
+// on, for the cost of keeping them on a read.
+func BenchmarkGetTracked(b *testing.B) {
+	for _, lfu := range []bool{false, true} {
+		b.Run(map[bool]string{false: "lru", true: "lfu"}[lfu], func(b *testing.B) {
+			s := loadedStore(b, benchKeys)
+			s.SetAccessTracking(true, lfu)
+			b.ReportAllocs()
+			var k keyer
+			cmd := Command{Op: OpGet, Args: [][]byte{nil}}
+			now := int64(t0)
+			for b.Loop() {
+				cmd.Args[0] = k.next()
+				now++
+				if r := s.Read(now, cmd); r.Kind != ReplyBulk {
+					b.Fatal(r)
+				}
+			}
+		})
+	}
+}
