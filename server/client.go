@@ -136,8 +136,12 @@ type client struct {
 	wantOut bool // out[outPos:] waits for the socket to take it
 	outPos  int
 
+	// auth is the connection's user (acl_users.go).
+	auth clientAuth
+
 	info struct {
 		sync.Mutex // guards the fields below
+		user       string // auth.name, for CLIENT LIST from other connections
 		name       string
 		libName    string
 		libVer     string
@@ -177,6 +181,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
+	c.auth = s.newClientAuth()
+	c.info.user = c.auth.name
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c
@@ -318,6 +324,13 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	// The ACL check costs one atomic load while the user may run anything;
+	// unknown names and wrong arities are answered first, as in Redis.
+	if cmd != nil && (!c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen()) && cmd.arityOK(args) {
+		if !c.aclAllows(cmd, id, args) {
+			return true
+		}
+	}
 	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
 		c.queueInMulti(cmd, id, args)
 		return true

@@ -132,7 +132,7 @@ func configSetNames(pairs [][]byte, known map[string]string) string {
 		_, isLimit := limitParams[name]
 		switch {
 		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name),
-			name == "lua-time-limit", name == "busy-reply-threshold":
+			name == "lua-time-limit", name == "busy-reply-threshold", name == "requirepass":
 		case hasParam(known, name):
 			return errConfigSetFailed(name, "can't set immutable config")
 		default:

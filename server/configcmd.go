@@ -31,7 +31,7 @@ func (s *Server) configParams() map[string]string {
 		"maxmemory-policy":   "noeviction",
 		"hz":                 "10",
 		"cluster-enabled":    "no",
-		"requirepass":        "",
+		"requirepass":        s.requirePass(),
 	}
 	p["lua-time-limit"] = strconv.FormatInt(s.luaTimeLimit(), 10)
 	p["busy-reply-threshold"] = p["lua-time-limit"]
@@ -134,6 +134,7 @@ func (c *client) configSet(pairs [][]byte) {
 	}
 	var changes []change
 	var applies []func()
+	var requirePass *string
 	limits := c.s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
 	for j := 0; j < len(pairs); j += 2 {
@@ -161,6 +162,9 @@ func (c *client) configSet(pairs [][]byte) {
 			continue
 		}
 		switch name {
+		case "requirepass":
+			v := string(val)
+			requirePass = &v
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
 			v, ok := parseInt(val)
 			if !ok {
@@ -181,6 +185,9 @@ func (c *client) configSet(pairs [][]byte) {
 			}
 			return
 		}
+	}
+	if requirePass != nil && !c.setRequirePass(*requirePass) {
+		return
 	}
 	if len(limitsSet) > 0 {
 		c.s.cfg.Store.SetLimits(limits)

@@ -249,3 +249,5 @@ var (
 	// ErrAlreadyServing is returned by Serve when called twice.
 	ErrAlreadyServing = errors.New("server: already serving")
 )
+
+const errHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"

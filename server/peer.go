@@ -32,6 +32,9 @@ const (
 )
 
 type peerPool struct {
+	// hello announces a new connection (KVS.PEER, with credentials once
+	// SetPeerAuth gave some); set before Serve, read-only after.
+	hello []byte
 	timeout time.Duration
 
 	mu     sync.Mutex // guards the fields below
@@ -59,7 +62,7 @@ type peerReply struct {
 }
 
 func newPeerPool(timeout time.Duration) *peerPool {
-	return &peerPool{timeout: timeout, busy: make(map[*peerConn]struct{})}
+	return &peerPool{timeout: timeout, busy: make(map[*peerConn]struct{}), hello: encodeArgs("KVS.PEER")}
 }
 
 // get returns a connection to addr for the caller's exclusive use.
@@ -158,7 +161,7 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	announce := pc.fresh
 	bufs := build(pc)
 	if announce {
-		bufs = append(net.Buffers{peerHello}, bufs...)
+		bufs = append(net.Buffers{p.hello}, bufs...)
 	}
 	pc.nc.SetDeadline(time.Now().Add(timeout))
 	n, err := bufs.WriteTo(pc.nc)
@@ -194,7 +197,6 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	return r, nil
 }
 
-var peerHello = encodeArgs("KVS.PEER")
 
 // encodeArgs is a request in RESP, for the leader.
 func encodeArgs(args ...string) []byte {

@@ -42,6 +42,10 @@ type broadcaster struct {
 	closed    bool
 	refreshed time.Time
 
+	// auth is the AUTH request a new link sends first (SetPeerAuth; nil
+	// without a password); set before Serve, read-only after.
+	auth []byte
+
 	wg      sync.WaitGroup // the links' goroutines
 	dropped atomic.Int64   // messages dropped: member unreachable, queue full
 }
@@ -199,7 +203,7 @@ func (l *peerLink) run() {
 			conn = nil
 		}
 		if conn == nil {
-			conn = dialLink(l.addr, l.timeout)
+			conn = dialLink(l.addr, l.timeout, l.b.auth)
 		}
 		if conn == nil || !conn.write(q, l.timeout) {
 			if conn != nil {
@@ -223,10 +227,17 @@ type linkConn struct {
 	done chan struct{} // closed when the reader returns
 }
 
-func dialLink(addr string, timeout time.Duration) *linkConn {
+func dialLink(addr string, timeout time.Duration, auth []byte) *linkConn {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil
+	}
+	if len(auth) > 0 {
+		nc.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := nc.Write(auth); err != nil {
+			nc.Close()
+			return nil
+		}
 	}
 	c := &linkConn{nc: nc, done: make(chan struct{})}
 	go func() {

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"kvs/fsm"
+)
+
+// The server's view of the replicated ACL table. The fsm holds each user
+// as a rule line (fsm/acl.go); aclState is the table compiled, rebuilt
+// when the store's ACL generation moves (an OpACLSet applied on this node,
+// in any mode, or a snapshot restored). Connections compare the generation
+// before each command (one atomic load) and look their user up again when
+// it moved: a changed user's new rules apply to its connections at once,
+// and the connections of a deleted user are closed, as in Redis.
+
+// defaultUserLine is the default user's rules when the table has none:
+// Redis's default user, open to all.
+const defaultUserLine = "on nopass ~* &* +@all"
+
+// aclState is the compiled table. Immutable.
+type aclState struct {
+	gen   uint64
+	users map[string]*aclUser
+	names []string // sorted
+	// authRequired: the default user has a password or is off, so a new
+	// connection must AUTH (authRequired in Redis's networking.c).
+	authRequired bool
+}
+
+// aclServer is the server's ACL state.
+type aclServer struct {
+	cmds *aclCommands
+
+	mu    sync.Mutex // serialises rebuilds of state
+	state atomic.Pointer[aclState]
+
+	log aclLog
+
+	// file is --aclfile ("" for none), for ACL LOAD and SAVE.
+	file string
+	// requirePass is the password this node last set as requirepass
+	// (flag or CONFIG SET), for CONFIG GET; the table keeps only hashes.
+	requirePass atomic.Pointer[string]
+}
+
+// aclState returns the compiled ACL table as of the store's generation.
+func (s *Server) aclState() *aclState {
+	gen := s.cfg.Store.ACLGen()
+	if st := s.acl.state.Load(); st != nil && st.gen == gen {
+		return st
+	}
+	s.acl.mu.Lock()
+	defer s.acl.mu.Unlock()
+	if st := s.acl.state.Load(); st != nil && st.gen == gen {
+		return st
+	}
+	lines, gen := s.cfg.Store.ACLUsers()
+	st := &aclState{gen: gen, users: make(map[string]*aclUser, len(lines)+1)}
+	if _, ok := lines["default"]; !ok {
+		lines["default"] = defaultUserLine
+	}
+	for name, line := range lines {
+		u, err := parseUserLine(s.acl.cmds, name, line)
+		if err != nil {
+			// Validated before it was proposed: a line this kvs cannot
+			// read came from another version. The user is left out
+			// (denied) rather than admitted with wrong rights.
+			s.cfg.Logger.Error("server: ACL user not loaded", "user", name, "err", err)
+			continue
+		}
+		st.users[name] = u
+		st.names = append(st.names, name)
+	}
+	sort.Strings(st.names)
+	if d := st.users["default"]; d == nil || !d.nopass || !d.on {
+		st.authRequired = true
+	}
+	s.acl.state.Store(st)
+	return st
+}
+
+// parseUserLine compiles a user from its rule line.
+func parseUserLine(ac *aclCommands, name, line string) (*aclUser, error) {
+	u := newACLUser(ac, name)
+	for _, rule := range strings.Fields(line) {
+		if e := u.applyRule(ac, rule); e != "" {
+			return nil, fmt.Errorf("rule %q: %s", rule, e)
+		}
+	}
+	return u.finish(ac), nil
+}
+
+// proposeACL makes a change to the ACL table through the write path (the
+// log in durable and cluster mode) and waits for it to apply here.
+func (c *client) proposeACL(mode int64, pairs ...string) error {
+	cmd := fsm.Command{Op: fsm.OpACLSet, Int: mode, Args: make([][]byte, len(pairs))}
+	for i, p := range pairs {
+		cmd.Args[i] = []byte(p)
+	}
+	replies, err := c.s.Propose([]fsm.Command{cmd})
+	if err == nil && len(replies) == 1 && replies[0].Kind == fsm.ReplyError {
+		err = errors.New(replies[0].Str)
+	}
+	if err == nil && c.s.cfg.Cluster != nil {
+		// A follower relays the leader's reply once its own store has
+		// applied the entry (forward.go); the leader has applied it.
+		c.s.aclState()
+	}
+	return err
+}
+
+// clientAuth is a connection's user.
+type clientAuth struct {
+	name   string   // the user's name ("default" until AUTH)
+	user   *aclUser // as of gen; nil before the first check
+	gen    uint64
+	authed bool // AUTH or HELLO AUTH succeeded
+	// fast: the user may run anything and needs no AUTH, so the check
+	// before each command is skipped while gen stays the store's.
+	fast bool
+}
+
+// aclAllows checks that c may run cmd with args: authenticated if it
+// must be, and permitted by its user's rules. When not, it answers the
+// command with Redis's error (and logs the denial) and reports false. A
+// connection whose user was deleted is closed.
+func (c *client) aclAllows(cmd *command, id int, args [][]byte) bool {
+	st := c.s.aclState()
+	if c.auth.gen != st.gen || c.auth.user == nil {
+		u := st.users[c.auth.name]
+		if u == nil {
+			c.quit = true // Redis closes the connections of a deleted user
+			c.replyError(id, true, errNoAuth)
+			return false
+		}
+		c.auth.user, c.auth.gen = u, st.gen
+		c.auth.fast = u.unrestricted && (c.auth.authed || !st.authRequired)
+		c.setUserName(u.name)
+		if c.auth.fast {
+			return true
+		}
+	}
+	ac := c.s.acl.cmds.resolve(cmd.name, args)
+	if ac == nil {
+		return true // a command without ACL identity: none today
+	}
+	if st.authRequired && !c.auth.authed && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth) {
+		c.replyError(id, true, errNoAuth)
+		c.denied(cmd)
+		return false
+	}
+	res, at := c.auth.user.check(ac, args)
+	if res == aclOK {
+		return true
+	}
+	c.logDenial(res, ac, args, at)
+	var e string
+	switch res {
+	case aclDeniedCmd:
+		e = errNoPermCmd(ac.name)
+	case aclDeniedKey:
+		e = errNoPermKey
+	default:
+		e = errNoPermChannel
+	}
+	c.replyError(id, true, e)
+	c.denied(cmd)
+	return false
+}
+
+func (cmd *command) arityOK(args [][]byte) bool {
+	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
+}
+
+// denied marks the open transaction, if any, to fail at EXEC, as Redis
+// does with a command refused while queueing.
+func (c *client) denied(cmd *command) {
+	if c.multi != nil && queuesInMulti(cmd) {
+		c.multi.aborted = true
+	}
+}
+
+func (c *client) setUserName(name string) {
+	c.info.Lock()
+	c.info.user = name
+	c.info.Unlock()
+}
+
+// authenticate checks a user name and password (ACLAuthenticateUser); on
+// success c runs as that user from the next command on.
+func (c *client) authenticate(name, password []byte, object string) bool {
+	st := c.s.aclState()
+	u := st.users[string(name)]
+	if u == nil || !u.on || !u.checkPassword(password) {
+		c.logAuthFailure(string(name), object)
+		return false
+	}
+	c.auth = clientAuth{name: u.name, user: u, gen: st.gen, authed: true,
+		fast: u.unrestricted}
+	c.setUserName(u.name)
+	return true
+}
+
+// userLine is the rule line stored for u (ACL LIST without "user name ").
+func (s *Server) userLine(u *aclUser) string { return u.describe(s.acl.cmds) }
+
+// Errors of the ACL checks, as Redis 7.0 words them.
+const (
+	errNoAuth        = "NOAUTH Authentication required."
+	errNoPermKey     = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	errNoPermChannel = "NOPERM this user has no permissions to access one of the channels used as arguments"
+)
+
+func errNoPermCmd(name string) string {
+	return "NOPERM this user has no permissions to run the '" + name + "' command"
+}
