@@ -187,9 +187,9 @@ func (c *client) denied(cmd *command) {
 }
 
 func (c *client) setUserName(name string) {
-	c.info.Lock()
-	c.info.user = name
-	c.info.Unlock()
+	if p := c.userName.Load(); p == nil || *p != name {
+		c.userName.Store(&name)
+	}
 }
 
 // authenticate checks a user name and password (ACLAuthenticateUser); on

@@ -290,7 +290,7 @@ func (c *client) clientList(opts [][]byte) {
 // kvs knows truthfully.
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
-	name, libName, libVer, user := c.info.name, c.info.libName, c.info.libVer, c.info.user
+	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
 	c.info.Unlock()
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
@@ -310,7 +310,7 @@ func (c *client) describe(now time.Time) string {
 	}
 	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1")
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=" + user + " redir=-1")
+	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
 	b.WriteString(" lib-name=" + libName)
 	b.WriteString(" lib-ver=" + libVer)

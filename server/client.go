@@ -136,12 +136,13 @@ type client struct {
 	wantOut bool // out[outPos:] waits for the socket to take it
 	outPos  int
 
-	// auth is the connection's user (acl_users.go).
-	auth clientAuth
+	// auth is the connection's user (acl_users.go); userName is its
+	// name, for CLIENT LIST from other connections.
+	auth     clientAuth
+	userName atomic.Pointer[string]
 
 	info struct {
 		sync.Mutex // guards the fields below
-		user       string // auth.name, for CLIENT LIST from other connections
 		name       string
 		libName    string
 		libVer     string
@@ -182,7 +183,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.auth = s.newClientAuth()
-	c.info.user = c.auth.name
+	c.userName.Store(&c.auth.name)
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c

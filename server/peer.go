@@ -34,7 +34,7 @@ const (
 type peerPool struct {
 	// hello announces a new connection (KVS.PEER, with credentials once
 	// SetPeerAuth gave some); set before Serve, read-only after.
-	hello []byte
+	hello   []byte
 	timeout time.Duration
 
 	mu     sync.Mutex // guards the fields below
@@ -196,7 +196,6 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	p.put(pc, !(r.kind == '-' && strings.HasPrefix(r.text, "ERR Protocol error")))
 	return r, nil
 }
-
 
 // encodeArgs is a request in RESP, for the leader.
 func encodeArgs(args ...string) []byte {

@@ -339,4 +339,3 @@ func runForward(c *client, args [][]byte) {
 		c.peerBuf = nil
 	}
 }
-
