@@ -183,7 +183,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.auth = s.newClientAuth()
-	c.userName.Store(&c.auth.name)
+	c.setUserName(c.auth.name)
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	s.commandStats() // built on first use; lookup reads it
 	return c
