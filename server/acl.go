@@ -201,9 +201,12 @@ func (s *aclSelector) clone() aclSelector {
 
 // aclUser is one user. Immutable once in an aclState.
 type aclUser struct {
-	name      string
-	on        bool
-	nopass    bool
+	name   string
+	on     bool
+	nopass bool
+	// sanitize is "", "sanitize-payload" or "skip-sanitize-payload":
+	// shown as Redis shows it; kvs has no RESTORE payloads to sanitize.
+	sanitize  string
 	passwords []string // SHA-256 hex, in the order they were added
 	sel       aclSelector
 	// unrestricted: every command, key and channel; the check before a
@@ -262,7 +265,7 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 	case lower == "off":
 		u.on = false
 	case lower == "skip-sanitize-payload", lower == "sanitize-payload":
-		// Accepted for compatibility: kvs has no RESTORE to sanitize.
+		u.sanitize = lower
 	case lower == "nopass":
 		u.nopass, u.passwords = true, nil
 	case lower == "resetpass":
@@ -295,6 +298,7 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 		u.sel.allKeys, u.sel.keys = false, nil
 		u.sel.allChannels, u.sel.channels = false, nil
 		u.on = false
+		u.sanitize = "sanitize-payload"
 		u.applyRule(ac, "-@all")
 	case op[0] == '(' && op[len(op)-1] == ')', lower == "clearselectors":
 		// Selectors beyond the root one are not supported (docs/compatibility.md).
@@ -474,6 +478,9 @@ func (u *aclUser) describe(ac *aclCommands) string {
 	}
 	if u.nopass {
 		b.WriteString("nopass ")
+	}
+	if u.sanitize != "" {
+		b.WriteString(u.sanitize + " ")
 	}
 	for _, p := range u.passwords {
 		b.WriteString("#" + p + " ")

@@ -215,6 +215,9 @@ func (c *client) aclGetUser(name string) {
 	if u.nopass {
 		flags = append(flags, "nopass")
 	}
+	if u.sanitize != "" {
+		flags = append(flags, u.sanitize)
+	}
 	b = appendSetLen(b, len(flags), c.proto)
 	for _, f := range flags {
 		b = appendBulkString(b, f)
@@ -348,5 +351,5 @@ var aclHelp = []string{
 	"WHOAMI",
 	"    Return the current connection username.",
 	"HELP",
-	"    Print this help.",
+	"    Prints this help.",
 }

@@ -378,7 +378,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH ") { // up, with a password
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
