@@ -135,8 +135,9 @@ func (c *client) aclAllows(cmd *command, id int, args [][]byte) bool {
 	if c.auth.gen != st.gen || c.auth.user == nil {
 		u := st.users[c.auth.name]
 		if u == nil {
-			c.quit = true // Redis closes the connections of a deleted user
-			c.replyError(id, true, errNoAuth)
+			// Redis closes the connections of a deleted user, answering
+			// nothing more.
+			c.quit = true
 			return false
 		}
 		c.auth.user, c.auth.gen = u, st.gen

@@ -209,6 +209,9 @@ type Node struct {
 	// Args returns the command line for a start; it is called for each
 	// start so that restarts see the same flags.
 	Args func(n *Node) []string
+	// Password, when set, is sent with AUTH before the harness's own
+	// requests (KVS.STATUS) to a node that requires one.
+	Password string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
