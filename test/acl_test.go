@@ -247,3 +247,82 @@ func TestACLLogAndDisconnect(t *testing.T) {
 		t.Fatal("the connection of a deleted user stayed open")
 	}
 }
+
+// TestACLCluster: users and the password are cluster state. A user made on
+// the leader can log in on every follower; a follower refuses a write of a
+// key the user may only read, and forwards one it may write; a new node
+// joins only with the password; the users survive a restart of every node
+// and reach a node that catches up from a snapshot.
+func TestACLCluster(t *testing.T) {
+	t.Parallel()
+	const pw = "clusterpw"
+	small := []string{"--raft-snapshot-entries", "64", "--raft-trailing-logs", "16", "--raft-snapshot-interval", "100ms",
+		"--masterauth", pw}
+	nodes := startCluster(t, 3, small...)
+	leader := waitLeader(t, nodes)
+	ctx := testCtx(t)
+	if err := newClient(t, leader, nil).ConfigSet(ctx, "requirepass", pw).Err(); err != nil {
+		t.Fatalf("CONFIG SET requirepass: %v", err)
+	}
+	for _, n := range nodes {
+		n.Password = pw
+	}
+	admin := newClient(t, leader, func(o *redis.Options) { o.Password = pw })
+	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">apppw", "~app:*", "%R~ro:*", "+@all").Err(); err != nil {
+		t.Fatalf("ACL SETUSER on the leader: %v", err)
+	}
+	checkApp := func(n *Node) error {
+		c := newClient(t, n, func(o *redis.Options) { o.Username, o.Password, o.MaxRetries = "app", "apppw", -1 })
+		defer c.Close()
+		if err := c.Set(ctx, "app:"+n.Name, n.Name, 0).Err(); err != nil {
+			return fmt.Errorf("%s: SET app:%s: %v", n.Name, n.Name, err)
+		}
+		if err := c.Set(ctx, "ro:"+n.Name, "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			return fmt.Errorf("%s: SET of a read-only key: %v", n.Name, err)
+		}
+		if err := c.Get(ctx, "ro:"+n.Name).Err(); err != redis.Nil {
+			return fmt.Errorf("%s: GET of a read-only key: %v", n.Name, err)
+		}
+		return nil
+	}
+	for _, n := range nodes {
+		waitFor(t, "user app on "+n.Name, func() error { return checkApp(n) })
+	}
+	if err := newClient(t, followers(nodes, leader)[0], nil).Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH ") {
+		t.Fatalf("a follower without the password: %v", err)
+	}
+
+	// A new node joins with the password only.
+	fresh := newClusterNode(t, "n4", small...)
+	fresh.Password = pw
+	fresh.Start()
+	if out, code := runKVS(t, clusterWait, "join", "--timeout", "2s", leader.Addr, fresh.Addr); code == 0 {
+		t.Fatalf("kvs join without the password succeeded:\n%s", out)
+	}
+	// Enough entries that the newcomer catches up from a snapshot.
+	for i := range 200 {
+		if err := retryLeaderChange(t, func() error { return admin.Set(ctx, fmt.Sprintf("s%d", i), i, 0).Err() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, code := runKVS(t, clusterWait, "join", "--password", pw, leader.Addr, fresh.Addr); code != 0 {
+		t.Fatalf("kvs join --password: exit %d\n%s", code, out)
+	}
+	nodes = append(nodes, fresh)
+	waitMembers(t, nodes, 4)
+	waitFor(t, "user app on the new node", func() error { return checkApp(fresh) })
+	if snaps, _ := filepath.Glob(filepath.Join(fresh.DataDir(), "raft", "snapshots", "*")); len(snaps) == 0 {
+		t.Errorf("the new node has no snapshot: it did not catch up from one")
+	}
+
+	for _, n := range nodes {
+		n.Stop()
+	}
+	for _, n := range nodes {
+		n.Start()
+	}
+	waitMembers(t, nodes, 4)
+	for _, n := range nodes {
+		waitFor(t, "user app on "+n.Name+" after restarts", func() error { return checkApp(n) })
+	}
+}
