@@ -71,6 +71,11 @@ type aclCmd struct {
 	noAuth   bool      // runs before AUTH (auth, hello, quit, reset)
 	specs    []keySpec
 	channels channelKind
+	// oneKey, when not 0, is the argument index of the command's only
+	// key, with oneKeyFlags its spec's flags: GET, SET, INCR, HGET and
+	// most others, checked without walking the specs.
+	oneKey      int
+	oneKeyFlags int
 }
 
 // aclCommands is the process's command id table.
@@ -110,6 +115,13 @@ func newACLCommands(table map[string]*command) *aclCommands {
 			cmd.noAuth = true
 		}
 		cmd.channels = channelsOf(name)
+		if len(cmd.specs) == 1 {
+			ks := &cmd.specs[0]
+			if ks.keyword == "" && !ks.unknown && !ks.unknownKeys && !ks.keyNum && ks.lastKey == 0 &&
+				ks.flags&ksVariable == 0 && ks.index > 0 {
+				cmd.oneKey, cmd.oneKeyFlags = ks.index, ks.flags
+			}
+		}
 		ac.all = append(ac.all, cmd)
 		ac.byName[name] = cmd
 		return cmd
@@ -144,6 +156,51 @@ type aclSelector struct {
 type keyPattern struct {
 	perm    int
 	pattern string
+	// kind and lit match the common patterns without the glob matcher:
+	// "*", a literal, or a literal prefix then "*".
+	kind patternKind
+	lit  string
+}
+
+type patternKind uint8
+
+const (
+	patternGlob patternKind = iota
+	patternAll
+	patternExact
+	patternPrefix
+)
+
+func newKeyPattern(perm int, pattern string) keyPattern {
+	p := keyPattern{perm: perm, pattern: pattern}
+	body, star := pattern, false
+	if strings.HasSuffix(body, "*") {
+		body, star = body[:len(body)-1], true
+	}
+	switch {
+	case strings.ContainsAny(body, "*?[\\"):
+		p.kind = patternGlob
+	case star && body == "":
+		p.kind = patternAll
+	case star:
+		p.kind, p.lit = patternPrefix, body
+	default:
+		p.kind, p.lit = patternExact, body
+	}
+	return p
+}
+
+// match reports whether key matches the pattern, as Redis's stringmatch.
+func (p *keyPattern) match(key []byte) bool {
+	switch p.kind {
+	case patternAll:
+		return true
+	case patternExact:
+		return string(key) == p.lit
+	case patternPrefix:
+		return len(key) >= len(p.lit) && string(key[:len(p.lit)]) == p.lit
+	}
+	return globMatch(p.pattern, string(key))
 }
 
 func (p keyPattern) String() string {
@@ -362,7 +419,7 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 			}
 		}
 		if !found {
-			s.keys = append(s.keys, keyPattern{perm, pat})
+			s.keys = append(s.keys, newKeyPattern(perm, pat))
 		}
 		s.allKeys = false
 	case op[0] == '&':
@@ -624,10 +681,14 @@ func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {
 			return aclDeniedCmd, 0
 		}
 	}
-	if !s.allKeys && len(cmd.specs) > 0 {
+	if !s.allKeys && cmd.oneKey > 0 && cmd.oneKey < len(args) {
+		if !s.keyAllowed(args[cmd.oneKey], cmd.oneKeyFlags) {
+			return aclDeniedKey, cmd.oneKey
+		}
+	} else if !s.allKeys && len(cmd.specs) > 0 {
 		denied := -1
 		commandKeys(cmd, args, func(i, flags int) bool {
-			if !s.keyAllowed(string(args[i]), flags) {
+			if !s.keyAllowed(args[i], flags) {
 				denied = i
 				return false
 			}
@@ -650,7 +711,7 @@ func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {
 	return aclOK, 0
 }
 
-func (s *aclSelector) keyAllowed(key string, flags int) bool {
+func (s *aclSelector) keyAllowed(key []byte, flags int) bool {
 	need := 0
 	if flags&ksAccess != 0 {
 		need |= aclRead
@@ -658,8 +719,8 @@ func (s *aclSelector) keyAllowed(key string, flags int) bool {
 	if flags&(ksInsert|ksDelete|ksUpdate) != 0 {
 		need |= aclWrite
 	}
-	for _, p := range s.keys {
-		if p.perm&need == need && globMatch(p.pattern, key) {
+	for i := range s.keys {
+		if p := &s.keys[i]; p.perm&need == need && p.match(key) {
 			return true
 		}
 	}

@@ -50,7 +50,8 @@ type keySpec struct {
 // cmd in args, until fn returns false.
 func commandKeys(cmd *aclCmd, args [][]byte, fn func(i, flags int) bool) {
 	argc := len(args)
-	for _, ks := range cmd.specs {
+	for si := range cmd.specs {
+		ks := &cmd.specs[si]
 		if ks.unknown || ks.unknownKeys {
 			if !specialKeys(cmd.name, ks, args, fn) {
 				return
@@ -142,7 +143,7 @@ func variableFlags(name string, flags int, args [][]byte) int {
 // specialKeys handles the specs Redis leaves to a command's own function:
 // SORT's STORE destination (its BY and GET patterns need no key rights
 // here; see docs/compatibility.md).
-func specialKeys(name string, ks keySpec, args [][]byte, fn func(i, flags int) bool) bool {
+func specialKeys(name string, ks *keySpec, args [][]byte, fn func(i, flags int) bool) bool {
 	if name != "sort" || ks.flags&ksOW == 0 {
 		return true
 	}

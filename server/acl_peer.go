@@ -111,11 +111,11 @@ func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
 		flags = ksAccess
 		keys = fc.Args[:min(1, len(fc.Args))]
 	}
-	if all && !u.sel.keyAllowed("*", flags) {
+	if all && !u.sel.keyAllowed([]byte("*"), flags) {
 		return errNoPermKey
 	}
 	for _, k := range keys {
-		if !u.sel.keyAllowed(string(k), flags) {
+		if !u.sel.keyAllowed(k, flags) {
 			return errNoPermKey
 		}
 	}

@@ -124,6 +124,12 @@ type clientAuth struct {
 	// fast: the user may run anything and needs no AUTH, so the check
 	// before each command is skipped while gen stays the store's.
 	fast bool
+	// mustAuth: AUTH is required and has not succeeded, as of gen.
+	mustAuth bool
+	// The last command checked and its ACL identity: a pipeline usually
+	// repeats one command.
+	lastCmd *command
+	lastACL *aclCmd
 }
 
 // aclAllows checks that c may run cmd with args: authenticated if it
@@ -131,8 +137,8 @@ type clientAuth struct {
 // command with Redis's error (and logs the denial) and reports false. A
 // connection whose user was deleted is closed.
 func (c *client) aclAllows(cmd *command, id int, args [][]byte) bool {
-	st := c.s.aclState()
-	if c.auth.gen != st.gen || c.auth.user == nil {
+	if c.auth.user == nil || c.auth.gen != c.s.cfg.Store.ACLGen() {
+		st := c.s.aclState()
 		u := st.users[c.auth.name]
 		if u == nil {
 			// Redis closes the connections of a deleted user, answering
@@ -141,17 +147,27 @@ func (c *client) aclAllows(cmd *command, id int, args [][]byte) bool {
 			return false
 		}
 		c.auth.user, c.auth.gen = u, st.gen
-		c.auth.fast = u.unrestricted && (c.auth.authed || !st.authRequired)
+		c.auth.mustAuth = st.authRequired && !c.auth.authed
+		c.auth.fast = u.unrestricted && !c.auth.mustAuth
 		c.setUserName(u.name)
 		if c.auth.fast {
 			return true
 		}
 	}
-	ac := c.s.acl.cmds.resolve(cmd.name, args)
-	if ac == nil {
-		return true // a command without ACL identity: none today
+	var ac *aclCmd
+	if cmd == c.auth.lastCmd {
+		ac = c.auth.lastACL
+	} else {
+		ac = c.s.acl.cmds.byName[cmd.name]
+		if ac == nil {
+			return true // a command without ACL identity: none today
+		}
+		c.auth.lastCmd, c.auth.lastACL = cmd, ac
 	}
-	if st.authRequired && !c.auth.authed && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth) {
+	if len(ac.subs) > 0 {
+		ac = c.s.acl.cmds.resolve(cmd.name, args)
+	}
+	if c.auth.mustAuth && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth) {
 		c.replyError(id, true, errNoAuth)
 		c.denied(cmd)
 		return false
