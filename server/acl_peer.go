@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strings"
-
 	"kvs/fsm"
 )
 
@@ -17,9 +15,10 @@ import (
 //
 // A forwarded batch carries the name of the user who sent it. The node that
 // received the command checked it with the full arguments; the leader
-// checks each command again, from what an fsm.Command holds: the command
-// its op stands for, and its keys against the user's write (for writes) or
-// read key patterns. The leader trusts the name because the pool
+// checks each command again, from what an fsm.Command holds: its keys
+// against the user's write (for writes) or read key patterns, and, for the
+// ops that change users or the whole keyspace, the commands that make them
+// (checkCommandAs). The leader trusts the name because the pool
 // connection authenticated as a user allowed to forward.
 
 // SetPeerAuth sets the user and password this node authenticates with to
@@ -94,13 +93,29 @@ func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool
 	return errs, any
 }
 
+// checkCommandAs checks one forwarded command as u. An op stands for
+// several commands (OpIncrBy for INCR, DECR, INCRBY, DECRBY), so the
+// command itself is checked only where the op says it: the user table
+// (ACL SETUSER and friends) and the whole keyspace (FLUSHALL, FLUSHDB);
+// keys always are.
 func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
-	name := strings.ToLower(fc.Op.String())
-	if fc.Op == fsm.OpACLSet {
-		name = "acl|setuser"
+	var names []string
+	switch fc.Op {
+	case fsm.OpACLSet:
+		names = []string{"acl|setuser", "acl|deluser", "acl|load", "config|set"}
+	case fsm.OpFlushAll:
+		names = []string{"flushall", "flushdb"}
 	}
-	if ac := s.acl.cmds.byName[name]; ac != nil && !u.sel.allCommands && !u.sel.bit(ac.id) && u.sel.firstArgs[ac.id] == nil {
-		return errNoPermCmd(ac.name)
+	if len(names) > 0 && !u.sel.allCommands {
+		ok := false
+		for _, name := range names {
+			if ac := s.acl.cmds.byName[name]; ac != nil && u.sel.bit(ac.id) {
+				ok = true
+			}
+		}
+		if !ok {
+			return errNoPermCmd(names[0])
+		}
 	}
 	if u.sel.allKeys {
 		return ""

@@ -17,18 +17,34 @@ func TestDifferentialACL(t *testing.T) {
 	requireRedis(t)
 	requireKVS(t)
 	modes := []struct {
-		name  string
-		proto string
-		opts  KVSOptions
+		name    string
+		proto   string
+		opts    KVSOptions
+		cluster string // "leader" or "follower" of a three-node cluster
 	}{
-		{"resp2-memory", "2", KVSOptions{}},
-		{"resp3-durable", "3", KVSOptions{Durable: true, Fsync: "always"}},
+		{"resp2-memory", "2", KVSOptions{}, ""},
+		{"resp3-durable", "3", KVSOptions{Durable: true, Fsync: "always"}, ""},
+		{"resp3-cluster-leader", "3", KVSOptions{}, "leader"},
+		// On a follower every ACL change is forwarded to the leader, and
+		// the follower's reply waits until it has applied the change.
+		{"resp2-cluster-follower", "2", KVSOptions{}, "follower"},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			ref := startRedis(t)
-			kvs := startKVS(t, m.opts)
+			var kvs *Node
+			if m.cluster != "" {
+				// The script sets requirepass s3cret for a while: the
+				// nodes' connections to each other log in with it.
+				nodes := startCluster(t, 3, "--masterauth", "s3cret")
+				kvs = waitLeader(t, nodes)
+				if m.cluster == "follower" {
+					kvs = followers(nodes, kvs)[0]
+				}
+			} else {
+				kvs = startKVS(t, m.opts)
+			}
 			conns := [2]map[string]*rawConn{{}, {}}
 			for _, step := range aclScript {
 				var got [2]string
