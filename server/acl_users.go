@@ -209,6 +209,13 @@ func (c *client) setUserName(name string) {
 	}
 }
 
+// resetAuth makes c the default user again, logged in only if that needs
+// no password (RESET's clientSetDefaultAuth).
+func (c *client) resetAuth() {
+	c.auth = c.s.newClientAuth()
+	c.setUserName(c.auth.name)
+}
+
 // authenticate checks a user name and password (ACLAuthenticateUser); on
 // success c runs as that user from the next command on.
 func (c *client) authenticate(name, password []byte, object string) bool {
