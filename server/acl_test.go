@@ -153,3 +153,49 @@ func TestACLDenialsCounted(t *testing.T) {
 		}
 	}
 }
+
+// A subscriber whose user loses a channel it listens to, or is deleted,
+// is disconnected at once, as Redis does; one whose channels stay allowed
+// is not.
+func TestACLRevokedSubscribers(t *testing.T) {
+	s := startServer(t, Config{})
+	admin := dialRaw(t, s)
+	admin.do("ACL", "SETUSER", "sub", "on", ">pw", "&news*", "&other", "+@all")
+	admin.do("ACL", "SETUSER", "keep", "on", ">pw", "&news*", "+@all")
+	subscribe := func(user, channel string, pattern bool) *rawConn {
+		rc := dialRaw(t, s)
+		if r := rc.do("AUTH", user, "pw"); r != "+OK\r\n" {
+			t.Fatal(r)
+		}
+		cmd := "SUBSCRIBE"
+		if pattern {
+			cmd = "PSUBSCRIBE"
+		}
+		if r := rc.do(cmd, channel); !strings.Contains(r, channel) {
+			t.Fatalf("%s %s: %q", cmd, channel, r)
+		}
+		return rc
+	}
+	lost := subscribe("sub", "news1", false)
+	lostPattern := subscribe("sub", "news*", true)
+	kept := subscribe("sub", "other", false)
+	other := subscribe("keep", "news1", false)
+	admin.do("ACL", "SETUSER", "sub", "resetchannels", "&other")
+	for _, rc := range []*rawConn{lost, lostPattern} {
+		if rest, err := rc.readEOF(); err != nil || rest != "" {
+			t.Fatalf("a subscriber that lost its channel: %q, %v; want it closed", rest, err)
+		}
+	}
+	admin.do("PUBLISH", "other", "still")
+	if r := kept.reply(); !strings.Contains(r, "still") {
+		t.Fatalf("a subscriber whose channel is still allowed: %q", r)
+	}
+	admin.do("ACL", "DELUSER", "sub")
+	if rest, err := kept.readEOF(); err != nil || rest != "" {
+		t.Fatalf("a subscriber of a deleted user: %q, %v; want it closed", rest, err)
+	}
+	admin.do("PUBLISH", "news1", "m")
+	if r := other.reply(); !strings.Contains(r, "news1") {
+		t.Fatalf("another user's subscriber: %q", r)
+	}
+}

@@ -81,8 +81,70 @@ func (s *Server) aclState() *aclState {
 	if d := st.users["default"]; d == nil || !d.nopass || !d.on {
 		st.authRequired = true
 	}
+	old := s.acl.state.Load()
 	s.acl.state.Store(st)
+	if old != nil {
+		s.killRevokedSubscribers(old, st)
+	}
 	return st
+}
+
+// killRevokedSubscribers closes the subscribed connections whose user
+// was deleted or may no longer use one of their channels or patterns, as
+// Redis does on ACL SETUSER and DELUSER (ACLKillPubsubClientsIfNeeded): a
+// subscriber in RESP2 sends no command that would meet the new rules.
+func (s *Server) killRevokedSubscribers(old, st *aclState) {
+	changed := map[string]*aclUser{}
+	for name, u := range old.users {
+		if nu := st.users[name]; nu == nil || nu.describe(s.acl.cmds) != u.describe(s.acl.cmds) {
+			changed[name] = nu // nil: deleted
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	var kill []*client
+	r := &s.pubsub
+	r.mu.RLock()
+	for k := subChannel; k <= subShard; k++ {
+		for name, subs := range *r.table(k) {
+			for c := range subs {
+				p := c.userName.Load()
+				if p == nil {
+					continue
+				}
+				u, ok := changed[*p]
+				if ok && (u == nil || !u.sel.allChannels && !u.sel.channelAllowed(name, k == subPattern)) {
+					kill = append(kill, c)
+				}
+			}
+		}
+	}
+	r.mu.RUnlock()
+	for _, c := range kill {
+		c.s.killSubscriber(c)
+	}
+}
+
+// killSubscriber closes a subscribed connection from another goroutine,
+// the way a publisher closes one over its output limit: marked killed,
+// then closed by its owner (its event loop, or its goroutine's read
+// failing).
+func (s *Server) killSubscriber(c *client) {
+	ps := c.ps
+	ps.mu.Lock()
+	if ps.killed {
+		ps.mu.Unlock()
+		return
+	}
+	ps.killed = true
+	ps.buf, ps.spare = nil, nil
+	ps.mu.Unlock()
+	if c.fd >= 0 {
+		c.lp.pushReady(c)
+	} else {
+		c.nc.Close()
+	}
 }
 
 // parseUserLine compiles a user from its rule line.
@@ -107,9 +169,11 @@ func (c *client) proposeACL(mode int64, pairs ...string) error {
 	if err == nil && len(replies) == 1 && replies[0].Kind == fsm.ReplyError {
 		err = errors.New(replies[0].Str)
 	}
-	if err == nil && c.s.cfg.Cluster != nil {
-		// A follower relays the leader's reply once its own store has
-		// applied the entry (forward.go); the leader has applied it.
+	if err == nil {
+		// Compiled now, not at the next command, so that subscribers
+		// who lost their rights are closed at once. A follower relays
+		// the leader's reply once its own store has applied the entry
+		// (forward.go).
 		c.s.aclState()
 	}
 	return err
