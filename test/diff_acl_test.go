@@ -190,6 +190,14 @@ var aclScript = [][]string{
 	{"admin", "ACL", "SETUSER", "alice", "+del", "+ping"},
 	{"a", "DEL", "k1"},
 	{"a", "PING"},
+	// A command refused while queued fails the transaction.
+	{"admin", "ACL", "SETUSER", "alice", "+multi", "+exec"},
+	{"a", "MULTI"},
+	{"a", "GET", "k1"},
+	{"a", "INCR", "k1"},
+	{"a", "GET", "zz"},
+	{"a", "EXEC"},
+	{"admin", "ACL", "LOG", "RESET"},
 	{"admin", "ACL", "SETUSER", "alice", "off"},
 	{"a", "PING"}, // off stops new logins only
 	{"new:a2", "AUTH", "alice", "pa"},
