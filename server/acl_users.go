@@ -259,6 +259,34 @@ func (cmd *command) arityOK(args [][]byte) bool {
 	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
 }
 
+// execRefusal checks a queued command again at EXEC, as Redis does for
+// rules changed since it was queued, and returns the error its slot of
+// EXEC's reply gets instead of its own, or "".
+func (c *client) execRefusal(cmd *command, args [][]byte) string {
+	if c.auth.fast && c.auth.gen == c.s.cfg.Store.ACLGen() {
+		return ""
+	}
+	u := c.s.aclState().users[c.auth.name]
+	ac := c.s.acl.cmds.resolve(cmd.name, args)
+	if u == nil || ac == nil {
+		return "" // a deleted user's connection closes at its next command
+	}
+	res, at := u.check(ac, args)
+	var reason string
+	switch res {
+	case aclOK:
+		return ""
+	case aclDeniedCmd:
+		reason = "no permission to execute the command or subcommand"
+	case aclDeniedKey:
+		reason = "no permission to touch the specified keys"
+	default:
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	c.logDenial(res, ac, args, at)
+	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
+}
+
 // denied marks the open transaction, if any, to fail at EXEC, as Redis
 // does with a command refused while queueing.
 func (c *client) denied(cmd *command) {

@@ -197,6 +197,14 @@ var aclScript = [][]string{
 	{"a", "INCR", "k1"},
 	{"a", "GET", "zz"},
 	{"a", "EXEC"},
+	// Rules changed between queueing and EXEC.
+	{"a", "MULTI"},
+	{"a", "SET", "k1", "v"},
+	{"a", "GET", "k1"},
+	{"a", "SET", "k2", "v"},
+	{"admin", "ACL", "SETUSER", "alice", "-get", "resetkeys", "~k2"},
+	{"a", "EXEC"},
+	{"admin", "ACL", "SETUSER", "alice", "+get", "~k*"},
 	{"admin", "ACL", "LOG", "RESET"},
 	{"admin", "ACL", "SETUSER", "alice", "off"},
 	{"a", "PING"}, // off stops new logins only
