@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strings"
+
 	"kvs/fsm"
 )
 
@@ -155,3 +157,9 @@ func mergeRefused(refused []string, replies []fsm.Reply) []fsm.Reply {
 
 // encodeBulk is a RESP bulk string.
 func encodeBulk(s string) []byte { return appendBulkString(nil, s) }
+
+// peerLoginRefused reports whether KVS.PEER's error says the node's login
+// failed.
+func peerLoginRefused(text string) bool {
+	return strings.HasPrefix(text, "WRONGPASS ") || strings.HasPrefix(text, "NOAUTH ")
+}

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"kvs/fsm"
 )
@@ -197,5 +200,26 @@ func TestACLRevokedSubscribers(t *testing.T) {
 	admin.do("PUBLISH", "news1", "m")
 	if r := other.reply(); !strings.Contains(r, "news1") {
 		t.Fatalf("another user's subscriber: %q", r)
+	}
+}
+
+// A node whose login the leader refuses gets an error that says its
+// request certainly did not take effect; with the right password its
+// requests go through.
+func TestACLPeerLogin(t *testing.T) {
+	s := startServer(t, Config{})
+	if r := dialRaw(t, s).do("CONFIG", "SET", "requirepass", "pw"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	p := newPeerPool(5 * time.Second)
+	defer p.close()
+	ping := func(pc *peerConn) net.Buffers { return net.Buffers{encodeArgs("PING")} }
+	p.hello = encodeArgs("KVS.PEER", "default", "wrong")
+	if _, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); !errors.Is(err, ErrLeaderUnreachable) {
+		t.Fatalf("wrong password: %v, want ErrLeaderUnreachable", err)
+	}
+	p.hello = encodeArgs("KVS.PEER", "default", "pw")
+	if r, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); err != nil || r.text != "PONG" {
+		t.Fatalf("right password: %+v %v", r, err)
 	}
 }

@@ -174,6 +174,12 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	}
 	if announce {
 		r, err := readPeerReply(pc.br)
+		if err == nil && r.kind == '-' && peerLoginRefused(r.text) {
+			// Not logged in, the request that follows is refused with
+			// NOAUTH: it certainly did not take effect.
+			p.put(pc, false)
+			return peerReply{}, fmt.Errorf("%w: the leader at %s refused this node's login (--masteruser, --masterauth): %s", ErrLeaderUnreachable, addr, r.text)
+		}
 		if err == nil && (r.kind != '+' || r.text != "OK") {
 			// A leader that refuses KVS.PEER is too old to take the
 			// request that follows; it answers that one itself.
