@@ -33,7 +33,7 @@ const (
 )
 
 // OpACLSet: Int=mode (ACLUpdate, ACLReplace, ACLSeed), Args = name1,
-// line1, name2, line2, ... (names not empty). Reply +OK.
+// line1, name2, line2, ... Reply +OK.
 const OpACLSet Op = opBaseAdmin + 0
 
 func init() {
@@ -41,14 +41,11 @@ func init() {
 		keys: keysNone, check: checkACLSet})
 }
 
+// checkACLSet checks the mode. Names may be empty: Redis lets ACL SETUSER
+// make a user named "".
 func checkACLSet(c *Command) error {
 	if c.Int < ACLUpdate || c.Int > ACLSeed {
 		return errorString("unknown ACL mode")
-	}
-	for i := 0; i < len(c.Args); i += 2 {
-		if len(c.Args[i]) == 0 {
-			return errorString("empty user name")
-		}
 	}
 	return nil
 }
@@ -118,8 +115,8 @@ func (s *snapReader) aclSection() (bool, map[string]string) {
 		name, line := string(s.bytes(nil)), string(s.bytes(nil))
 		switch {
 		case s.err != nil:
-		case name == "" || line == "" || strings.ContainsAny(name, " \x00"):
-			s.fail(fmt.Errorf("%w: snapshot ACL user %d: empty or invalid name or rules", ErrCorrupt, i))
+		case line == "" || strings.ContainsAny(name, " \x00"):
+			s.fail(fmt.Errorf("%w: snapshot ACL user %d: invalid name or empty rules", ErrCorrupt, i))
 		case i > 0 && name <= prev:
 			s.fail(fmt.Errorf("%w: snapshot ACL user %d: name %q out of order", ErrCorrupt, i, name))
 		default:

@@ -35,7 +35,7 @@ func TestACLSetModes(t *testing.T) {
 	if users, _ := s.ACLUsers(); len(users) != 1 {
 		t.Fatalf("FLUSHALL removed ACL users: %v", users)
 	}
-	for _, bad := range []Command{aclSet(ACLUpdate, "", "on"), aclSet(7, "a", "on"), aclSet(ACLUpdate, "a")} {
+	for _, bad := range []Command{aclSet(7, "a", "on"), aclSet(ACLUpdate, "a")} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v validates", bad)
 		}
@@ -44,7 +44,7 @@ func TestACLSetModes(t *testing.T) {
 
 func TestACLSnapshotRoundTrip(t *testing.T) {
 	s := NewStore()
-	s.Apply(1, t0, []Command{c(OpSet, "k", "v"), aclSet(ACLUpdate, "alice", "on nopass ~a* -@all +get", "bob", "off -@all")})
+	s.Apply(1, t0, []Command{c(OpSet, "k", "v"), aclSet(ACLUpdate, "alice", "on nopass ~a* -@all +get", "bob", "off -@all", "", "on -@all")})
 	b := snapshotBytes(t, s)
 	r := NewStore()
 	gen := r.ACLGen()

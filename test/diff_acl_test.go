@@ -136,6 +136,9 @@ var aclScript = [][]string{
 	{"admin", "ACL", "SETUSER", "x", "+get|"},
 	{"admin", "ACL", "SETUSER", "x", "+config|nosuch"},
 	{"admin", "ACL", "SETUSER", "a b"},
+	{"admin", "ACL", "SETUSER", "", "on", "+ping"}, // Redis allows the empty name
+	{"admin", "ACL", "LIST"},
+	{"admin", "ACL", "DELUSER", ""},
 	{"admin", "ACL", "USERS"}, // x was never created: every rule failed
 	{"admin", "ACL", "DELUSER", "default"},
 	{"admin", "ACL", "DELUSER", "nosuch", "dave", "dave"},
