@@ -408,7 +408,7 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 			}
 		}
 		pat := op[min(off, len(op)):]
-		if hasSpaces(pat) {
+		if perm == 0 || hasSpaces(pat) {
 			return aclErrSyntax
 		}
 		found := false
