@@ -1,6 +1,7 @@
 package test
 
 import (
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -280,4 +281,47 @@ func sortSingleRules(raw string) string {
 		lines[i] = strings.Join(f, " ")
 	}
 	return strings.Join(lines, "\r\n")
+}
+
+// TestDifferentialACLRules gives one user random rules, many times over,
+// and asks both servers whether it may run each of a set of commands
+// (ACL DRYRUN): command bits, categories, subcommands, first arguments,
+// key patterns by read and write use, and channels must decide alike.
+func TestDifferentialACLRules(t *testing.T) {
+	requireRedis(t)
+	t.Parallel()
+	ref, kvs := startRedis(t), startKVS(t, KVSOptions{})
+	rc, kc := dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)
+	pool := []string{"reset", "allkeys", "resetkeys", "~a*", "%R~b*", "%W~c*", "%RW~d", "allchannels", "resetchannels", "&x*",
+		"+@all", "-@all", "+@read", "-@write", "+@string", "-@dangerous", "+get", "-get", "+set", "+config|get", "-config", "+client|id", "+select|0", "+@admin", "-@keyspace",
+		"+@hash", "-hget", "+@pubsub", "+@scripting", "-eval", "+@list", "-@slow", "+@fast", "+@sortedset", "-zadd", "+@blocking", "+@transaction", "+@connection", "+@set", "-@set", "+@bitmap"}
+	cmds := [][]string{{"get", "a1"}, {"get", "b1"}, {"set", "c1", "v"}, {"set", "b1", "v", "get"}, {"set", "d", "v"}, {"hget", "a1", "f"}, {"hset", "c1", "f", "v"},
+		{"eval", "return 1", "1", "a1"}, {"eval", "return 1", "2", "a1", "b1"}, {"zunionstore", "c1", "2", "a1", "b1"}, {"lmove", "a1", "c1", "left", "right"},
+		{"publish", "x1", "m"}, {"publish", "y", "m"}, {"subscribe", "x1", "y"}, {"psubscribe", "x*"}, {"config", "get", "maxclients"}, {"config", "set", "maxclients", "5"},
+		{"client", "id"}, {"client", "list"}, {"select", "0"}, {"flushall"}, {"mget", "a1", "b1"}, {"mset", "c1", "1", "d", "2"}, {"del", "a1"}, {"sort", "a1", "store", "c1"},
+		{"blpop", "a1", "0"}, {"zadd", "a1", "1", "m"}, {"multi"}, {"ping"}, {"sadd", "a1", "m"}, {"setbit", "c1", "1", "1"}, {"bitcount", "b1"}, {"incr", "d"},
+		{"object", "encoding", "a1"}, {"memory", "usage", "a1"}, {"copy", "a1", "c1"}, {"rename", "a1", "c1"}, {"type", "a1"}}
+	r := rand.New(rand.NewSource(testSeed(t)))
+	diffs := 0
+	for i := 0; i < 300 && diffs < 10; i++ {
+		args := []string{"ACL", "SETUSER", "u"}
+		for n := r.Intn(5) + 1; n > 0; n-- {
+			args = append(args, pool[r.Intn(len(pool))])
+		}
+		a, b := string(rc.Do(args...).Raw), string(kc.Do(args...).Raw)
+		if a != b {
+			t.Errorf("%v: redis %q kvs %q", args, a, b)
+			diffs++
+			continue
+		}
+		for j := 0; j < 6; j++ {
+			c := cmds[r.Intn(len(cmds))]
+			d := append([]string{"ACL", "DRYRUN", "u"}, c...)
+			a, b := string(rc.Do(d...).Raw), string(kc.Do(d...).Raw)
+			if a != b {
+				t.Errorf("%v then DRYRUN %v:\n redis %q\n kvs   %q", args, c, a, b)
+				diffs++
+			}
+		}
+	}
 }
