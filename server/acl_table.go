@@ -1,8 +1,8 @@
 package server
 
-// Code generated from redis-server 7.0.15's COMMAND reply: every command's
-// and subcommand's ACL categories (in Redis's category order) and key
-// specifications. DO NOT EDIT; docs/security.md says how to regenerate it.
+// Code generated from redis-server 7.0.15's COMMAND reply by
+// TestGenerateACLTable: every command's and subcommand's ACL categories (in
+// Redis's category order) and key specifications. DO NOT EDIT.
 
 // redisCategories maps a command ("get", "config|get") to its categories.
 var redisCategories = map[string]string{
