@@ -4,11 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"kvs/fsm"
+	"kvs/resp"
 )
 
 // AUTH, HELLO's AUTH, and ACL: the commands that read and change the
@@ -285,7 +285,7 @@ func (c *client) aclLogCommand(args [][]byte) {
 		b = appendBulkString(b, e.username)
 		b = appendBulkString(b, "age-seconds")
 		age := float64(now.Sub(e.updated).Milliseconds()) / 1000
-		b = appendReply(b, &fsm.Reply{Kind: fsm.ReplyDouble, Bulk: strconv.AppendFloat(nil, age, 'f', -1, 64)}, c.proto)
+		b = resp.AppendDouble(b, age, c.proto) // %.17g, as Redis's addReplyDouble
 		b = appendBulkString(b, "client-info")
 		b = appendBulkString(b, e.cinfo)
 	}
