@@ -282,17 +282,6 @@ func newACLUser(ac *aclCommands, name string) *aclUser {
 	return &aclUser{name: name, sel: aclSelector{allowed: make([]uint64, ac.words)}}
 }
 
-// Errors of ACL SETUSER's rules (ACLSetUserStringError).
-const (
-	aclErrUnknown  = "Unknown command or category name in ACL"
-	aclErrSyntax   = "Syntax error"
-	aclErrKeysAll  = "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
-	aclErrChansAll = "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
-	aclErrNoPass   = "The password you are trying to remove from the user does not exist"
-	aclErrHash     = "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
-	aclErrChild    = "Allowing first-arg of a subcommand is not supported"
-)
-
 func hashPassword(p []byte) string {
 	h := sha256.Sum256(p)
 	return hex.EncodeToString(h[:])

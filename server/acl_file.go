@@ -29,12 +29,12 @@ func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
 		}
 		argv := strings.Fields(line)
 		if argv[0] != "user" || len(argv) < 2 {
-			fmt.Fprintf(&errs, "%s:%d should start with user keyword followed by the username. ", file, n)
+			errs.WriteString(aclFileNotUser(file, n))
 			continue
 		}
 		name := argv[1]
 		if seen[name] {
-			fmt.Fprintf(&errs, "WARNING: Duplicate user '%s' found on line %d. ", name, n)
+			errs.WriteString(aclFileDuplicate(name, n))
 			continue
 		}
 		seen[name] = true
@@ -45,9 +45,9 @@ func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
 			switch {
 			case e == "":
 			case e == aclErrUnknown:
-				fmt.Fprintf(&errs, "%s:%d: Error in applying operation '%s': %s. ", file, n, rule, e)
+				errs.WriteString(aclFileUnknown(file, n, rule, e))
 			case !reported:
-				fmt.Fprintf(&errs, "%s:%d: %s. ", file, n, e)
+				errs.WriteString(aclFileRule(file, n, e))
 				reported = true
 			}
 		}
@@ -56,7 +56,7 @@ func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
 		}
 	}
 	if errs.Len() > 0 {
-		return nil, errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+		return nil, errs.String() + aclFileUnchanged
 	}
 	if !seen["default"] {
 		pairs = append(pairs, "default", defaultUserLine)
@@ -68,7 +68,7 @@ func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
 func (s *Server) readACLFile() ([]string, string) {
 	b, err := os.ReadFile(s.acl.file)
 	if err != nil {
-		return nil, fmt.Sprintf("Error loading ACLs, opening file '%s': %s", s.acl.file, osErrText(err))
+		return nil, aclFileOpen(s.acl.file, osErrText(err))
 	}
 	return parseACLFile(s.acl.cmds, s.acl.file, string(b))
 }
@@ -87,7 +87,7 @@ func osErrText(err error) string {
 func (c *client) aclLoad() {
 	pairs, e := c.s.readACLFile()
 	if e != "" {
-		c.out = appendError(c.out, "ERR "+e)
+		c.out = appendError(c.out, errACLLoad(e))
 		return
 	}
 	c.answerACLProposal(c.proposeACL(fsm.ACLReplace, pairs...))
@@ -98,7 +98,7 @@ func (c *client) aclLoad() {
 func (c *client) aclSave() {
 	if err := c.s.saveACLFile(); err != nil {
 		c.s.cfg.Logger.Warn("server: ACL SAVE failed", "file", c.s.acl.file, "err", err)
-		c.out = appendError(c.out, "ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		c.out = appendError(c.out, errACLSave)
 		return
 	}
 	c.out = appendStatus(c.out, "OK")

@@ -284,7 +284,7 @@ func (c *client) execRefusal(cmd *command, args [][]byte) string {
 		reason = "no permission to access one of the channels used as arguments"
 	}
 	c.logDenial(res, ac, args, at)
-	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
+	return errExecACLChanged + reason
 }
 
 // denied marks the open transaction, if any, to fail at EXEC, as Redis
@@ -325,14 +325,3 @@ func (c *client) authenticate(name, password []byte, object string) bool {
 
 // userLine is the rule line stored for u (ACL LIST without "user name ").
 func (s *Server) userLine(u *aclUser) string { return u.describe(s.acl.cmds) }
-
-// Errors of the ACL checks, as Redis 7.0 words them.
-const (
-	errNoAuth        = "NOAUTH Authentication required."
-	errNoPermKey     = "NOPERM this user has no permissions to access one of the keys used as arguments"
-	errNoPermChannel = "NOPERM this user has no permissions to access one of the channels used as arguments"
-)
-
-func errNoPermCmd(name string) string {
-	return "NOPERM this user has no permissions to run the '" + name + "' command"
-}

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"strings"
 	"time"
 
@@ -87,7 +86,7 @@ func runACL(c *client, args [][]byte) {
 	case is(sub, "cat") && n == 3:
 		cat, ok := aclCategory(string(args[2]))
 		if !ok {
-			c.out = appendError(c.out, fmt.Sprintf("ERR Unknown category '%.128s'", args[2]))
+			c.out = appendError(c.out, errUnknownCategory(args[2]))
 			return
 		}
 		var names []string
@@ -111,7 +110,7 @@ func runACL(c *client, args [][]byte) {
 			bits = v
 		}
 		if bits <= 0 || bits > 4096 {
-			c.out = appendError(c.out, "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+			c.out = appendError(c.out, errGenpassBits)
 			return
 		}
 		buf := make([]byte, (bits+7)/8)
@@ -131,20 +130,18 @@ func runACL(c *client, args [][]byte) {
 	}
 }
 
-const errNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
-
 // aclSetUser answers ACL SETUSER name rule...: the rules are applied to a
 // copy of the user (a new user starts off, with no rights), and all or
 // none take effect.
 func (c *client) aclSetUser(args [][]byte) {
 	name := string(args[2])
 	if hasSpaces(name) {
-		c.out = appendError(c.out, "ERR Usernames can't contain spaces or null characters")
+		c.out = appendError(c.out, errUserSpaces)
 		return
 	}
 	for _, a := range args[3:] {
 		if len(a) > 0 && a[0] == '(' {
-			c.out = appendError(c.out, "ERR Error in ACL SETUSER modifier '"+string(a)+"': "+aclErrSyntax)
+			c.out = appendError(c.out, errSetUserRule(string(a), aclErrSyntax))
 			return
 		}
 	}
@@ -156,7 +153,7 @@ func (c *client) aclSetUser(args [][]byte) {
 	}
 	for _, a := range args[3:] {
 		if e := u.applyRule(c.s.acl.cmds, string(a)); e != "" {
-			c.out = appendError(c.out, "ERR Error in ACL SETUSER modifier '"+string(a)+"': "+e)
+			c.out = appendError(c.out, errSetUserRule(string(a), e))
 			return
 		}
 	}
@@ -174,7 +171,7 @@ func (c *client) answerACLProposal(err error) {
 func (c *client) aclDelUser(args [][]byte) {
 	for _, a := range args[2:] {
 		if string(a) == "default" {
-			c.out = appendError(c.out, "ERR The 'default' user cannot be removed")
+			c.out = appendError(c.out, errDeleteDefault)
 			return
 		}
 	}
@@ -296,29 +293,27 @@ func (c *client) aclLogCommand(args [][]byte) {
 func (c *client) aclDryRun(args [][]byte) {
 	u := c.s.aclState().users[string(args[2])]
 	if u == nil {
-		c.out = appendError(c.out, "ERR User '"+string(args[2])+"' not found")
+		c.out = appendError(c.out, errUserNotFound(args[2]))
 		return
 	}
 	cargs := args[3:]
 	cmd := c.s.commands[lowerName(cargs[0])]
 	if cmd == nil {
-		c.out = appendError(c.out, "ERR Command '"+string(cargs[0])+"' not found")
+		c.out = appendError(c.out, errCommandNotFound(cargs[0]))
 		return
 	}
 	ac := c.s.acl.cmds.resolve(cmd.name, cargs)
 	if (cmd.arity > 0 && len(cargs) != cmd.arity) || len(cargs) < -cmd.arity {
-		c.out = appendError(c.out, "ERR wrong number of arguments for '"+ac.name+"' command")
+		c.out = appendError(c.out, errWrongArgs(ac.name))
 		return
 	}
 	switch res, at := u.check(ac, cargs); res {
 	case aclOK:
 		c.out = appendStatus(c.out, "OK")
 	case aclDeniedCmd:
-		c.out = appendBulkString(c.out, "This user has no permissions to run the '"+ac.name+"' command")
-	case aclDeniedKey:
-		c.out = appendBulkString(c.out, "This user has no permissions to access the '"+string(cargs[at])+"' key")
+		c.out = appendBulkString(c.out, dryRunDenial(res, ac.name))
 	default:
-		c.out = appendBulkString(c.out, "This user has no permissions to access the '"+string(cargs[at])+"' channel")
+		c.out = appendBulkString(c.out, dryRunDenial(res, string(cargs[at])))
 	}
 }
 
