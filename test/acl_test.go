@@ -326,3 +326,39 @@ func TestACLCluster(t *testing.T) {
 		waitFor(t, "user app on "+n.Name+" after restarts", func() error { return checkApp(n) })
 	}
 }
+
+// TestACLClusterRequirePass: --requirepass seeds a new cluster's default
+// user on every node; `kvs join` needs --password, which the joining node
+// then shares with the others through the log.
+func TestACLClusterRequirePass(t *testing.T) {
+	t.Parallel()
+	const pw = "seeded"
+	n1 := newClusterNode(t, "n1", "--bootstrap", "--requirepass", pw)
+	n2 := newClusterNode(t, "n2", "--requirepass", pw)
+	nodes := []*Node{n1, n2}
+	for _, n := range nodes {
+		n.Password = pw
+		n.Start()
+	}
+	ctx := testCtx(t)
+	waitFor(t, "the seeded password on n1", func() error {
+		if err := newClient(t, n1, nil).Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH ") {
+			return fmt.Errorf("PING without a password: %v", err)
+		}
+		return nil
+	})
+	if out, code := runKVS(t, clusterWait, "join", "--password", pw, n1.Addr, n2.Addr); code != 0 {
+		t.Fatalf("kvs join --password: exit %d\n%s", code, out)
+	}
+	waitMembers(t, nodes, 2)
+	leader := waitLeader(t, nodes)
+	c := newClient(t, leader, func(o *redis.Options) { o.Password = pw })
+	if err := c.Do(ctx, "ACL", "SETUSER", "app", "on", ">apppw", "~*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		waitFor(t, "user app on "+n.Name, func() error {
+			return newClient(t, n, func(o *redis.Options) { o.Username, o.Password = "app", "apppw" }).Set(ctx, "k", n.Name, 0).Err()
+		})
+	}
+}
