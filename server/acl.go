@@ -59,6 +59,7 @@ var kvsOwnCategories = map[string]string{
 	"kvs.peer":    "admin fast dangerous",
 	"kvs.forward": "admin slow dangerous",
 	"kvs.sync":    "admin fast dangerous",
+	"kvs.publish": "pubsub admin fast dangerous",
 }
 
 // aclCmd is one command or subcommand as the ACL sees it.
