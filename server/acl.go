@@ -9,10 +9,11 @@ import (
 )
 
 // ACL users, as Redis 7 has them (src/acl.c): each user has flags (on or
-// off, nopass), SHA-256 password hashes, and one selector of rules: a
-// bitmap of the commands (and subcommands) it may run, first arguments
-// allowed for otherwise denied commands (+select|0), key patterns with
-// read/write permissions, and channel patterns. The rules are applied in
+// off, nopass), SHA-256 password hashes, and selectors of rules (its root
+// one and any "(...)" ones; a command passes when one selector allows
+// it): a bitmap of the commands (and subcommands) it may run, first
+// arguments allowed for otherwise denied commands (+select|0), key
+// patterns with read/write permissions, and channel patterns. The rules are applied in
 // order, as ACL SETUSER gives them, to a copy of the user; a user is
 // immutable once published, so connections hold a pointer to it without a
 // lock.
@@ -267,6 +268,9 @@ type aclUser struct {
 	sanitize  string
 	passwords []string // SHA-256 hex, in the order they were added
 	sel       aclSelector
+	// selectors are the user's further selectors ("(~k* +get)"): a
+	// command is allowed when the root selector or any of them allows it.
+	selectors []aclSelector
 	// unrestricted: every command, key and channel; the check before a
 	// command is skipped for it.
 	unrestricted bool
@@ -276,6 +280,10 @@ func (u *aclUser) clone() *aclUser {
 	n := *u
 	n.passwords = append([]string(nil), u.passwords...)
 	n.sel = u.sel.clone()
+	n.selectors = nil
+	for i := range u.selectors {
+		n.selectors = append(n.selectors, u.selectors[i].clone())
+	}
 	return &n
 }
 
@@ -346,10 +354,18 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 		u.sel.allChannels, u.sel.channels = false, nil
 		u.on = false
 		u.sanitize = "sanitize-payload"
+		u.selectors = nil
 		u.applyRule(ac, "-@all")
-	case op[0] == '(' && op[len(op)-1] == ')', lower == "clearselectors":
-		// Selectors beyond the root one are not supported (docs/compatibility.md).
-		return aclErrSyntax
+	case op[0] == '(' && op[len(op)-1] == ')':
+		sel := aclSelector{allowed: make([]uint64, ac.words)}
+		for _, r := range strings.Fields(op[1 : len(op)-1]) {
+			if e := sel.applyRule(ac, r); e != "" {
+				return e
+			}
+		}
+		u.selectors = append(u.selectors, sel)
+	case lower == "clearselectors":
+		u.selectors = nil
 	default:
 		return u.sel.applyRule(ac, op)
 	}
@@ -532,23 +548,85 @@ func (u *aclUser) describe(ac *aclCommands) string {
 	for _, p := range u.passwords {
 		b.WriteString("#" + p + " ")
 	}
-	if u.sel.allKeys {
+	b.WriteString(u.sel.describe(ac))
+	for i := range u.selectors {
+		b.WriteString(" (" + u.selectors[i].describe(ac) + ")")
+	}
+	return b.String()
+}
+
+// describe is a selector's rules (ACLDescribeSelector): keys, channels,
+// commands.
+func (s *aclSelector) describe(ac *aclCommands) string {
+	var b strings.Builder
+	if s.allKeys {
 		b.WriteString("~* ")
 	} else {
-		for _, p := range u.sel.keys {
+		for _, p := range s.keys {
 			b.WriteString(p.String() + " ")
 		}
 	}
-	if u.sel.allChannels {
+	if s.allChannels {
 		b.WriteString("&* ")
 	} else {
 		b.WriteString("resetchannels ")
-		for _, p := range u.sel.channels {
+		for _, p := range s.channels {
 			b.WriteString("&" + p + " ")
 		}
 	}
-	b.WriteString(u.sel.describeCommands(ac))
+	b.WriteString(s.describeCommands(ac))
 	return b.String()
+}
+
+// keysText and channelsText are GETUSER's keys and channels fields.
+func (s *aclSelector) keysText() string {
+	if s.allKeys {
+		return "~*"
+	}
+	parts := make([]string, len(s.keys))
+	for i, p := range s.keys {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, " ")
+}
+
+func (s *aclSelector) channelsText() string {
+	if s.allChannels {
+		return "&*"
+	}
+	parts := make([]string, len(s.channels))
+	for i, p := range s.channels {
+		parts[i] = "&" + p
+	}
+	return strings.Join(parts, " ")
+}
+
+// mergeSelectorArgs joins the arguments of a selector split by spaces
+// ("(~k*", "+get)") into one (ACLMergeSelectorArguments); it returns the
+// index of an unclosed one's start when there is one.
+func mergeSelectorArgs(args []string) ([]string, int) {
+	out := make([]string, 0, len(args))
+	open := -1
+	var sel string
+	for j, op := range args {
+		if open < 0 && len(op) > 0 && op[0] == '(' && op[len(op)-1] != ')' {
+			sel, open = op, j
+			continue
+		}
+		if open >= 0 {
+			sel += " " + op
+			if len(op) > 0 && op[len(op)-1] == ')' {
+				out = append(out, sel)
+				open = -1
+			}
+			continue
+		}
+		out = append(out, op)
+	}
+	if open >= 0 {
+		return nil, open
+	}
+	return out, -1
 }
 
 // describeCommands returns the shortest rules Redis's heuristic finds
@@ -652,7 +730,26 @@ func (ac *aclCommands) resolve(name string, args [][]byte) *aclCmd {
 // check reports whether u may run cmd with args, and when not, why and
 // the index of the argument at fault (ACLSelectorCheckCmd).
 func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {
-	s := &u.sel
+	result, at = u.sel.check(cmd, args)
+	if result == aclOK {
+		return aclOK, 0
+	}
+	// With selectors: the first that allows the command wins; else the
+	// worst refusal (a channel over a key over the command), and of those
+	// the one furthest into the arguments (ACLCheckAllUserCommandPerm).
+	for i := range u.selectors {
+		r, a := u.selectors[i].check(cmd, args)
+		if r == aclOK {
+			return aclOK, 0
+		}
+		if r > result || r == result && a > at {
+			result, at = r, a
+		}
+	}
+	return result, at
+}
+
+func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
 	if !s.allCommands && !cmd.noAuth && !s.bit(cmd.id) {
 		idx := 1
 		if cmd.parent != nil {
@@ -711,6 +808,20 @@ func (s *aclSelector) keyAllowed(key []byte, flags int) bool {
 	}
 	for i := range s.keys {
 		if p := &s.keys[i]; p.perm&need == need && p.match(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// channelAllowed reports whether any of u's selectors allows channel ch
+// (a pattern, matched literally, when pattern).
+func (u *aclUser) channelAllowed(ch string, pattern bool) bool {
+	if u.sel.allChannels || u.sel.channelAllowed(ch, pattern) {
+		return true
+	}
+	for i := range u.selectors {
+		if s := &u.selectors[i]; s.allChannels || s.channelAllowed(ch, pattern) {
 			return true
 		}
 	}

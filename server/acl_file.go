@@ -40,7 +40,11 @@ func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
 		seen[name] = true
 		u := newACLUser(ac, name)
 		reported := false
-		for _, rule := range argv[2:] {
+		rules, open := mergeSelectorArgs(argv[2:])
+		if open >= 0 {
+			errs.WriteString(aclFileUnmatched(file, n))
+		}
+		for _, rule := range rules {
 			e := u.applyRule(ac, rule)
 			switch {
 			case e == "":

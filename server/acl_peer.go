@@ -101,6 +101,16 @@ func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool
 // (ACL SETUSER and friends) and the whole keyspace (FLUSHALL, FLUSHDB);
 // keys always are.
 func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
+	e := s.checkCommandSel(&u.sel, fc)
+	for i := 0; e != "" && i < len(u.selectors); i++ {
+		if s.checkCommandSel(&u.selectors[i], fc) == "" {
+			e = ""
+		}
+	}
+	return e
+}
+
+func (s *Server) checkCommandSel(sel *aclSelector, fc *fsm.Command) string {
 	var names []string
 	switch fc.Op {
 	case fsm.OpACLSet:
@@ -108,10 +118,10 @@ func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
 	case fsm.OpFlushAll:
 		names = []string{"flushall", "flushdb"}
 	}
-	if len(names) > 0 && !u.sel.allCommands {
+	if len(names) > 0 && !sel.allCommands {
 		ok := false
 		for _, name := range names {
-			if ac := s.acl.cmds.byName[name]; ac != nil && u.sel.bit(ac.id) {
+			if ac := s.acl.cmds.byName[name]; ac != nil && sel.bit(ac.id) {
 				ok = true
 			}
 		}
@@ -119,7 +129,7 @@ func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
 			return errNoPermCmd(names[0])
 		}
 	}
-	if u.sel.allKeys {
+	if sel.allKeys {
 		return ""
 	}
 	keys, all := fc.Keys()
@@ -128,11 +138,11 @@ func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
 		flags = ksAccess
 		keys = fc.Args[:min(1, len(fc.Args))]
 	}
-	if all && !u.sel.keyAllowed([]byte("*"), flags) {
+	if all && !sel.keyAllowed([]byte("*"), flags) {
 		return errNoPermKey
 	}
 	for _, k := range keys {
-		if !u.sel.keyAllowed(k, flags) {
+		if !sel.keyAllowed(k, flags) {
 			return errNoPermKey
 		}
 	}

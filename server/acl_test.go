@@ -25,9 +25,11 @@ func TestACLDescribeRoundTrip(t *testing.T) {
 		"on #" + strings.Repeat("0a", 32) + " -@all +@read +@hash -hget resetchannels",
 		"reset on skip-sanitize-payload nocommands +@string -append",
 		"on allcommands -client -config|set",
+		"on ~a* +get (~b* +set) (%R~c* &ch +@read -hget)",
 	} {
 		u := newACLUser(ac, "u")
-		for _, r := range strings.Fields(rules) {
+		merged, _ := mergeSelectorArgs(strings.Fields(rules))
+		for _, r := range merged {
 			if e := u.applyRule(ac, r); e != "" {
 				t.Fatalf("%q: rule %q: %s", rules, r, e)
 			}

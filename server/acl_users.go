@@ -114,7 +114,7 @@ func (s *Server) killRevokedSubscribers(old, st *aclState) {
 					continue
 				}
 				u, ok := changed[*p]
-				if ok && (u == nil || !u.sel.allChannels && !u.sel.channelAllowed(name, k == subPattern)) {
+				if ok && (u == nil || !u.channelAllowed(name, k == subPattern)) {
 					kill = append(kill, c)
 				}
 			}
@@ -150,7 +150,11 @@ func (s *Server) killSubscriber(c *client) {
 // parseUserLine compiles a user from its rule line.
 func parseUserLine(ac *aclCommands, name, line string) (*aclUser, error) {
 	u := newACLUser(ac, name)
-	for _, rule := range strings.Fields(line) {
+	rules, open := mergeSelectorArgs(strings.Fields(line))
+	if open >= 0 {
+		return nil, fmt.Errorf("unmatched parenthesis in %q", line)
+	}
+	for _, rule := range rules {
 		if e := u.applyRule(ac, rule); e != "" {
 			return nil, fmt.Errorf("rule %q: %s", rule, e)
 		}

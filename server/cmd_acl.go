@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"strings"
 	"time"
 
 	"kvs/fsm"
@@ -139,11 +138,14 @@ func (c *client) aclSetUser(args [][]byte) {
 		c.out = appendError(c.out, errUserSpaces)
 		return
 	}
-	for _, a := range args[3:] {
-		if len(a) > 0 && a[0] == '(' {
-			c.out = appendError(c.out, errSetUserRule(string(a), aclErrSyntax))
-			return
-		}
+	rules := make([]string, len(args)-3)
+	for i, a := range args[3:] {
+		rules[i] = string(a)
+	}
+	rules, open := mergeSelectorArgs(rules)
+	if open >= 0 {
+		c.out = appendError(c.out, errUnmatchedSelector(string(args[3+open])))
+		return
 	}
 	u := c.s.aclState().users[name]
 	if u == nil {
@@ -151,9 +153,9 @@ func (c *client) aclSetUser(args [][]byte) {
 	} else {
 		u = u.clone()
 	}
-	for _, a := range args[3:] {
-		if e := u.applyRule(c.s.acl.cmds, string(a)); e != "" {
-			c.out = appendError(c.out, errSetUserRule(string(a), e))
+	for _, a := range rules {
+		if e := u.applyRule(c.s.acl.cmds, a); e != "" {
+			c.out = appendError(c.out, errSetUserRule(a, e))
 			return
 		}
 	}
@@ -224,30 +226,24 @@ func (c *client) aclGetUser(name string) {
 	for _, p := range u.passwords {
 		b = appendBulkString(b, p)
 	}
-	b = appendBulkString(b, "commands")
-	b = appendBulkString(b, u.sel.describeCommands(c.s.acl.cmds))
-	b = appendBulkString(b, "keys")
-	if u.sel.allKeys {
-		b = appendBulkString(b, "~*")
-	} else {
-		parts := make([]string, len(u.sel.keys))
-		for i, p := range u.sel.keys {
-			parts[i] = p.String()
-		}
-		b = appendBulkString(b, strings.Join(parts, " "))
-	}
-	b = appendBulkString(b, "channels")
-	if u.sel.allChannels {
-		b = appendBulkString(b, "&*")
-	} else {
-		parts := make([]string, len(u.sel.channels))
-		for i, p := range u.sel.channels {
-			parts[i] = "&" + p
-		}
-		b = appendBulkString(b, strings.Join(parts, " "))
-	}
+	b = c.appendSelector(b, &u.sel)
 	b = appendBulkString(b, "selectors")
-	c.out = appendArrayLen(b, 0)
+	b = appendArrayLen(b, len(u.selectors))
+	for i := range u.selectors {
+		b = appendMapLen(b, 3, c.proto)
+		b = c.appendSelector(b, &u.selectors[i])
+	}
+	c.out = b
+}
+
+// appendSelector writes GETUSER's commands, keys and channels fields.
+func (c *client) appendSelector(b []byte, s *aclSelector) []byte {
+	b = appendBulkString(b, "commands")
+	b = appendBulkString(b, s.describeCommands(c.s.acl.cmds))
+	b = appendBulkString(b, "keys")
+	b = appendBulkString(b, s.keysText())
+	b = appendBulkString(b, "channels")
+	return appendBulkString(b, s.channelsText())
 }
 
 func (c *client) aclLogCommand(args [][]byte) {

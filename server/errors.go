@@ -88,6 +88,15 @@ func aclFileRule(file string, line int, text string) string {
 	return file + ":" + strconv.Itoa(line) + ": " + text + ". "
 }
 
+// errUnmatchedSelector is ACL SETUSER's error for a selector left open.
+func errUnmatchedSelector(start string) string {
+	return "ERR Unmatched parenthesis in acl selector starting at '" + start + "'."
+}
+
+func aclFileUnmatched(file string, line int) string {
+	return file + ":" + strconv.Itoa(line) + ": Unmatched parenthesis in selector definition."
+}
+
 // errNoPermCmd is the refusal of a command the user may not run; name is
 // its full name ("config|set").
 func errNoPermCmd(name string) string {

@@ -141,6 +141,25 @@ var aclScript = [][]string{
 	{"admin", "ACL", "SETUSER", "x", "+get|"},
 	{"admin", "ACL", "SETUSER", "x", "+config|nosuch"},
 	{"admin", "ACL", "SETUSER", "a b"},
+	// Selectors: a command is allowed when any selector allows it.
+	{"admin", "ACL", "SETUSER", "sel", "on", "nopass", "~a*", "+get", "(~b* +set)", "(", "%R~c*", "+@read", ")"},
+	{"admin", "ACL", "GETUSER", "sel"},
+	{"admin", "ACL", "LIST"},
+	{"admin", "ACL", "DRYRUN", "sel", "get", "a1"},
+	{"admin", "ACL", "DRYRUN", "sel", "set", "b1", "v"},
+	{"admin", "ACL", "DRYRUN", "sel", "set", "a1", "v"},
+	{"admin", "ACL", "DRYRUN", "sel", "get", "c1"},
+	{"admin", "ACL", "DRYRUN", "sel", "get", "d1"},
+	{"admin", "ACL", "DRYRUN", "sel", "del", "b1"},
+	{"admin", "ACL", "DRYRUN", "sel", "mget", "a1", "c1"},
+	{"admin", "ACL", "SETUSER", "sel", "(~x", "+get"},
+	{"admin", "ACL", "SETUSER", "sel", "(bogus)"},
+	{"admin", "ACL", "SETUSER", "sel", "(+nosuch)"},
+	{"admin", "ACL", "SETUSER", "sel", "clearselectors"},
+	{"admin", "ACL", "GETUSER", "sel"},
+	{"admin", "ACL", "SETUSER", "sel", "()", "reset"},
+	{"admin", "ACL", "GETUSER", "sel"},
+	{"admin", "ACL", "DELUSER", "sel"},
 	{"admin", "ACL", "SETUSER", "", "on", "+ping"}, // Redis allows the empty name
 	{"admin", "ACL", "LIST"},
 	{"admin", "ACL", "DELUSER", ""},
@@ -286,7 +305,8 @@ func sortSingleRules(raw string) string {
 // TestDifferentialACLRules gives one user random rules, many times over,
 // and asks both servers whether it may run each of a set of commands
 // (ACL DRYRUN): command bits, categories, subcommands, first arguments,
-// key patterns by read and write use, and channels must decide alike.
+// key patterns by read and write use, channels and selectors must decide
+// alike.
 func TestDifferentialACLRules(t *testing.T) {
 	requireRedis(t)
 	t.Parallel()
@@ -294,7 +314,8 @@ func TestDifferentialACLRules(t *testing.T) {
 	rc, kc := dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)
 	pool := []string{"reset", "allkeys", "resetkeys", "~a*", "%R~b*", "%W~c*", "%RW~d", "allchannels", "resetchannels", "&x*",
 		"+@all", "-@all", "+@read", "-@write", "+@string", "-@dangerous", "+get", "-get", "+set", "+config|get", "-config", "+client|id", "+select|0", "+@admin", "-@keyspace",
-		"+@hash", "-hget", "+@pubsub", "+@scripting", "-eval", "+@list", "-@slow", "+@fast", "+@sortedset", "-zadd", "+@blocking", "+@transaction", "+@connection", "+@set", "-@set", "+@bitmap"}
+		"+@hash", "-hget", "+@pubsub", "+@scripting", "-eval", "+@list", "-@slow", "+@fast", "+@sortedset", "-zadd", "+@blocking", "+@transaction", "+@connection", "+@set", "-@set", "+@bitmap",
+		"(~a* +get)", "(%R~b* +@read)", "(%W~c* +@write &x*)", "clearselectors"}
 	cmds := [][]string{{"get", "a1"}, {"get", "b1"}, {"set", "c1", "v"}, {"set", "b1", "v", "get"}, {"set", "d", "v"}, {"hget", "a1", "f"}, {"hset", "c1", "f", "v"},
 		{"eval", "return 1", "1", "a1"}, {"eval", "return 1", "2", "a1", "b1"}, {"zunionstore", "c1", "2", "a1", "b1"}, {"lmove", "a1", "c1", "left", "right"},
 		{"publish", "x1", "m"}, {"publish", "y", "m"}, {"subscribe", "x1", "y"}, {"psubscribe", "x*"}, {"config", "get", "maxclients"}, {"config", "set", "maxclients", "5"},
