@@ -22,12 +22,14 @@
 //	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
 //	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
-//	    reads snapshot versions 1 to 4
+//	    reads snapshot versions 1 to 5
 //	(*Store).WatchKey(now int64, key []byte) KeyVersion   what WATCH records
 //	ExecCommand(keys [][]byte, seen []KeyVersion, cmds []Command) Command   EXEC's OpExec
 //	(*ExecBuilder).Build(keys, seen, cmds) Command; Reset()   the same in reused memory
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet
+//	(*Store).ACLUsers() (map[string]string, uint64); ACLGen() uint64
+//	    the replicated ACL table (user -> rule line), written by OpACLSet
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM
 //	EncodeEntry(dst []byte, now int64, cmds []Command) []byte
 //	EntrySize(now int64, cmds []Command) int
@@ -87,7 +89,9 @@
 // Beside the keyspace the store keeps cluster metadata, a small map of
 // names to values (a node's client address, for one) written only by
 // OpMetaSet entries: it is replicated and snapshotted like the keys, but no
-// key command sees it and FLUSHALL leaves it alone.
+// key command sees it and FLUSHALL leaves it alone. The ACL table (acl.go)
+// is kept the same way, written only by OpACLSet; the fsm stores each
+// user's rule line as opaque text, which the server parses.
 //
 // Values carry a type tag (a kind: string, hash, list, set, sorted set) so
 // WRONGTYPE is exact (lookupLocked); the tags appear in snapshots. Each

@@ -9,14 +9,16 @@ import (
 	"io"
 )
 
-// Snapshot format, version 4, shared by the wal's compaction and raft's
+// Snapshot format, version 5, shared by the wal's compaction and raft's
 // snapshots:
 //
-//	snapshot = version:byte(4) index:uvarint
+//	snapshot = version:byte(5) index:uvarint
 //	           nmeta:uvarint meta*nmeta
+//	           acl
 //	           versions
 //	           count:uvarint record*count crc:uint32
 //	meta     = namelen:uvarint name vallen:uvarint value
+//	acl      = written:byte(0|1) nusers:uvarint (namelen:uvarint name linelen:uvarint line)*nusers
 //	versions = writes:uvarint deleted:buckets written:buckets
 //	buckets  = count:uvarint (bucket:uvarint version:uvarint)*count
 //	record   = kind:byte keylen:uvarint key deadline:varint version:uvarint value
@@ -37,15 +39,20 @@ import (
 // file. crc is CRC-32C (Castagnoli), little-endian, over every byte before
 // it.
 //
+// acl is the ACL table (fsm/acl.go), names strictly ascending, and whether
+// an OpACLSet was ever applied. Version 4 is version 5 without acl (a store
+// restored from one has no users and never had any).
+//
 // Version 3 is version 4 without versions and the records' version (a
 // store restored from one starts with every version and the counter at 0,
 // the same on every replica). Version 2 is version 3 with strings only and
 // records in the order of legacyKeyHash (no slot); version 1 is version 2
 // without nmeta and the meta entries. Restore reads them all (the keys of
 // versions 1 and 2 are re-sorted into today's order); snapshots are always
-// written as version 4.
+// written as version 5.
 const (
-	snapshotVersion   = 4
+	snapshotVersion   = 5
+	snapshotVersionV4 = 4
 	snapshotVersionV3 = 3
 	snapshotVersionV2 = 2
 	snapshotVersionV1 = 1
@@ -64,6 +71,8 @@ func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnol
 type Snapshot struct {
 	index uint64
 	meta  map[string]string // shared with the store, which never modifies it
+	acl   map[string]string // likewise
+	aclW  bool              // an OpACLSet was ever applied
 	keys  *keyspace         // nil after Release
 }
 
@@ -74,7 +83,7 @@ func (s *Store) Snapshot() *Snapshot {
 	defer s.mu.Unlock()
 	// Copy starts a new copy-on-write generation, hence the exclusive
 	// lock; it copies one array of tree pointers, whatever the key count.
-	return &Snapshot{index: s.applied, meta: s.meta, keys: s.keys.Copy()}
+	return &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, keys: s.keys.Copy()}
 }
 
 // Index returns the AppliedIndex the snapshot was taken at.
@@ -89,7 +98,7 @@ func (sn *Snapshot) Len() int {
 }
 
 // Release drops the snapshot's view. WriteTo fails after it.
-func (sn *Snapshot) Release() { sn.keys, sn.meta = nil, nil }
+func (sn *Snapshot) Release() { sn.keys, sn.meta, sn.acl = nil, nil, nil }
 
 var errReleased = errors.New("fsm: snapshot already released")
 
@@ -112,6 +121,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			buf = buf[:0]
 		}
 	}
+	buf = appendACL(buf, sn.aclW, sn.acl)
 	buf = appendVersions(buf, &sn.keys.vers)
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
 	sw := &snapWriter{cw: cw, buf: buf}
@@ -172,6 +182,8 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	next.keys.acc = s.keys.acc
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
 	s.meta = next.meta
+	s.acl, s.aclWritten = next.acl, next.aclWritten
+	s.aclGen.Add(1)
 	return index, nil
 }
 
@@ -187,6 +199,9 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		st.meta = sr.meta()
 	}
 	if v >= snapshotVersion {
+		st.aclWritten, st.acl = sr.aclSection()
+	}
+	if v >= snapshotVersionV4 {
 		st.keys.vers = sr.versions()
 	}
 	// Before version 3 records came in another order: check that one, and
@@ -216,7 +231,7 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		klen := len(buf)
 		exp := sr.varint()
 		var ver uint64
-		if v >= snapshotVersion {
+		if v >= snapshotVersionV4 {
 			ver = sr.itemVersion()
 		}
 		var it item

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -177,6 +178,13 @@ type Store struct {
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
 	meta map[string]string
+	// acl is the replicated ACL table (OpACLSet, acl.go), replaced, never
+	// modified, like meta; aclWritten says an OpACLSet was ever applied
+	// (ACLSeed's condition). aclGen changes with either; it is atomic so
+	// the server can compare it before every command without the lock.
+	acl        map[string]string
+	aclWritten bool
+	aclGen     atomic.Uint64
 	// parser parses the commands scripts call (SetCommandParser); vms
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser

@@ -54,23 +54,6 @@ func runSelect(c *client, args [][]byte) {
 	}
 }
 
-// runAuth answers as Redis does with no password configured: the default
-// user accepts any password, AUTH with a password alone is an error.
-func runAuth(c *client, args [][]byte) {
-	switch len(args) {
-	case 2:
-		c.out = appendError(c.out, errAuthNoPassword)
-	case 3:
-		if string(args[1]) == "default" {
-			c.out = appendStatus(c.out, "OK")
-		} else {
-			c.out = appendError(c.out, errWrongPass)
-		}
-	default:
-		c.out = appendError(c.out, errSyntax)
-	}
-}
-
 // runHello answers HELLO [protover [AUTH user pass] [SETNAME name]] and
 // switches the connection's protocol.
 func runHello(c *client, args [][]byte) {
@@ -89,12 +72,14 @@ func runHello(c *client, args [][]byte) {
 	}
 	var name []byte
 	setName := false
-	authed := true
 	for j := 2; j < len(args); j++ {
 		more := len(args) - j - 1
 		switch {
 		case is(args[j], "auth") && more >= 2:
-			authed = string(args[j+1]) == "default"
+			if !c.authenticate(args[j+1], args[j+2], string(args[0])) {
+				c.out = appendError(c.out, errWrongPass)
+				return
+			}
 			j += 2
 		case is(args[j], "setname") && more >= 1:
 			name, setName = args[j+1], true
@@ -104,10 +89,6 @@ func runHello(c *client, args [][]byte) {
 			return
 		}
 	}
-	if !authed {
-		c.out = appendError(c.out, errWrongPass)
-		return
-	}
 	if setName {
 		if !validClientAttr(name) {
 			c.out = appendError(c.out, errClientName)
@@ -116,6 +97,10 @@ func runHello(c *client, args [][]byte) {
 		c.info.Lock()
 		c.info.name = string(name)
 		c.info.Unlock()
+	}
+	if c.authRequired() {
+		c.out = appendError(c.out, errHelloNoAuth)
+		return
 	}
 	c.setProto(proto)
 	b := appendMapLen(c.out, 7, proto)
@@ -325,7 +310,7 @@ func (c *client) describe(now time.Time) string {
 	}
 	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1")
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=default redir=-1")
+	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
 	b.WriteString(" lib-name=" + libName)
 	b.WriteString(" lib-ver=" + libVer)

@@ -139,6 +139,11 @@ type client struct {
 	// ob is the output set aside and the output limit's state (outbuf.go).
 	ob outBuf
 
+	// auth is the connection's user (acl_users.go); userName is its
+	// name, for CLIENT LIST from other connections.
+	auth     clientAuth
+	userName atomic.Pointer[string]
+
 	info struct {
 		sync.Mutex // guards the fields below
 		name       string
@@ -180,6 +185,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.protoSeen.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
+	c.auth = s.newClientAuth()
+	c.setUserName(c.auth.name)
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	c.rd.SetQueryLimit(s.maxQuery.Load)
 	s.commandStats() // built on first use; lookup reads it
@@ -334,6 +341,13 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	// The ACL check costs one atomic load while the user may run anything;
+	// unknown names and wrong arities are answered first, as in Redis.
+	if cmd != nil && (!c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen()) && cmd.arityOK(args) {
+		if !c.aclAllows(cmd, id, args) {
+			return true
+		}
+	}
 	if cmd != nil && c.s.cfg.TLS != nil {
 		if e := c.nodeRefusal(cmd); e != "" {
 			c.replyError(id, true, e)

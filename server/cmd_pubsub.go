@@ -256,6 +256,7 @@ func runReset(c *client, args [][]byte) {
 	c.info.Lock()
 	c.info.name = ""
 	c.info.Unlock()
+	c.resetAuth()
 	c.out = appendStatus(c.out, "RESET")
 }
 

@@ -108,7 +108,7 @@ func (c *client) commandInfo(cmds []*command) {
 		b = appendInt(b, int64(cmd.firstKey))
 		b = appendInt(b, int64(cmd.lastKey))
 		b = appendInt(b, int64(cmd.keyStep))
-		cats := aclCategories(cmd)
+		cats := c.s.aclCategories(cmd)
 		b = appendSetLen(b, len(cats), c.proto)
 		for _, cat := range cats {
 			b = appendStatus(b, cat)
@@ -138,31 +138,16 @@ func (c *client) commandDocs(cmds []*command) {
 	c.out = b
 }
 
-// aclCategories derives Redis's ACL categories of a command from its flags
-// and group, for COMMAND INFO.
-func aclCategories(cmd *command) []string {
+// aclCategories returns Redis's ACL categories of a command, for COMMAND
+// INFO: Redis's own (acl_table.go), in Redis's order.
+func (s *Server) aclCategories(cmd *command) []string {
 	var cats []string
-	if cmd.flags&flagWrite != 0 {
-		cats = append(cats, "@write")
-	}
-	if cmd.flags&flagReadonly != 0 {
-		cats = append(cats, "@read")
-	}
-	switch cmd.group {
-	case "string":
-		cats = append(cats, "@string")
-	case "generic":
-		cats = append(cats, "@keyspace")
-	case "connection":
-		cats = append(cats, "@connection")
-	}
-	if cmd.flags&flagAdmin != 0 {
-		cats = append(cats, "@admin", "@dangerous")
-	}
-	if cmd.flags&flagFast != 0 {
-		cats = append(cats, "@fast")
-	} else {
-		cats = append(cats, "@slow")
+	if ac := s.acl.cmds.byName[cmd.name]; ac != nil {
+		for i, name := range aclCategoryNames {
+			if ac.cats&(1<<i) != 0 {
+				cats = append(cats, "@"+name)
+			}
+		}
 	}
 	return cats
 }

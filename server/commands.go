@@ -88,6 +88,7 @@ func commandTable() map[string]*command {
 		{name: "echo", arity: 2, flags: flagFast, group: "connection", run: runEcho},
 		{name: "hello", arity: -1, flags: conn, group: "connection", run: runHello},
 		{name: "auth", arity: -2, flags: conn, group: "connection", run: runAuth},
+		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL},
 		{name: "quit", arity: -1, flags: conn, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
 		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient},
@@ -108,8 +109,8 @@ func commandTable() map[string]*command {
 		{name: "kvs.join", arity: 4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
 		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale, group: "server", run: runStatus},
-		{name: "kvs.peer", arity: 1, flags: conn, group: "server", run: runPeer},
-		{name: "kvs.forward", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
+		{name: "kvs.peer", arity: -1, flags: conn, group: "server", run: runPeer},
+		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
 		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
 

@@ -143,6 +143,18 @@ type Config struct {
 	// fails as Redis's does).
 	ConfigFile string
 
+	// RequirePass, when not empty, is the default user's password for a
+	// new data dir or cluster (--requirepass): Server.ACLSeed proposes it,
+	// and it applies only if the replicated ACL table was never written.
+	// Empty: the default user needs no password until one is set.
+	RequirePass string
+
+	// ACLFile is the ACL file (--aclfile) that ACL LOAD reads and ACL
+	// SAVE writes; its users seed a new data dir or cluster as
+	// RequirePass does (and take precedence over it). Empty: none, and
+	// ACL LOAD and SAVE answer as Redis does without one.
+	ACLFile string
+
 	// ConfigParams are extra read-only parameters CONFIG GET reports, such
 	// as appendonly and appendfsync, which only the wiring knows. They
 	// override the server's own read-only values of the same name.

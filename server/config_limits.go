@@ -142,7 +142,7 @@ func configSetNames(pairs [][]byte, known map[string]string, startup bool) strin
 		p := redisParamByName[name]
 		switch {
 		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name),
-			name == "lua-time-limit", name == "busy-reply-threshold", isTLSParam(name), isSafetyParam(name), isEvictParam(name):
+			name == "lua-time-limit", name == "busy-reply-threshold", isTLSParam(name), isSafetyParam(name), isEvictParam(name), name == "requirepass":
 		case p != nil:
 			if p.flags&paramImmutable != 0 && !startup {
 				return errConfigSetFailed(given, "can't set immutable config")

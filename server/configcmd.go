@@ -30,6 +30,7 @@ func (s *Server) configParams() map[string]string {
 		"port":               s.port(),
 		"bind":               host,
 		"cluster-enabled":    "no",
+		"requirepass":        s.requirePass(),
 	} {
 		p[k] = v
 	}
@@ -177,6 +178,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	}
 	var changes []change
 	var applies []func()
+	var requirePass *string
 	limits := s.cfg.Store.Limits()
 	limitsSet := map[string]bool{}
 	var stored [][2]string
@@ -223,6 +225,9 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			continue
 		}
 		switch name {
+		case "requirepass":
+			v := string(val)
+			requirePass = &v
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
 			norm, e := redisParamByName[name].normalize(string(val))
 			if e != "" {
@@ -256,6 +261,13 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		return e
 	}
 	applies = append(applies, applyTLS)
+	if requirePass != nil {
+		// The default user's password is replicated state: a write
+		// through the log, before the other changes apply.
+		if err := s.setRequirePass(*requirePass); err != nil {
+			return errProposal(err, true)
+		}
+	}
 	if len(limitsSet) > 0 {
 		s.cfg.Store.SetLimits(limits)
 	}

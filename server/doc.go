@@ -22,6 +22,11 @@
 //   - Replies are written in the connection's protocol, RESP2 until the
 //     client sends HELLO 3.
 //   - Client-facing error texts are built in errors.go only.
+//   - Before a command runs, its connection's user must be authenticated
+//     (when the default user has a password) and allowed to run it on its
+//     keys and channels (acl*.go). The users are the store's replicated
+//     ACL table, compiled when its generation changes; while a connection's
+//     user may run anything the check is one atomic load.
 //
 // # Connections
 //

@@ -51,6 +51,7 @@ var commandDocs = map[string][2]string{
 	"echo":        {"Returns the given string.", "1.0.0"},
 	"hello":       {"Handshakes with the Redis server.", "6.0.0"},
 	"auth":        {"Authenticates the connection.", "1.0.0"},
+	"acl":         {"A container for Access List Control commands ", "6.0.0"},
 	"quit":        {"Closes the connection.", "1.0.0"},
 	"multi":       {"Starts a transaction.", "1.2.0"},
 	"exec":        {"Executes all commands in a transaction.", "1.2.0"},

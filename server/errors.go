@@ -41,6 +41,100 @@ const (
 	errProtoBulkCount  = resp.MsgBulkCountTooBig
 )
 
+// Errors of passwords and users (Redis 7.0's acl.c, networking.c, multi.c).
+const (
+	errNoAuth         = "NOAUTH Authentication required."
+	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errNoPermKey      = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	errNoPermChannel  = "NOPERM this user has no permissions to access one of the channels used as arguments"
+	errNoACLFile      = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+	errACLSave        = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
+	errUserSpaces     = "ERR Usernames can't contain spaces or null characters"
+	errDeleteDefault  = "ERR The 'default' user cannot be removed"
+	errGenpassBits    = "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"
+	errExecACLChanged = "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: "
+	aclErrUnknown     = "Unknown command or category name in ACL"
+	aclErrSyntax      = "Syntax error"
+	aclErrKeysAll     = "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
+	aclErrChansAll    = "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
+	aclErrNoPass      = "The password you are trying to remove from the user does not exist"
+	aclErrHash        = "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
+	aclErrChild       = "Allowing first-arg of a subcommand is not supported"
+)
+
+// ACL LOAD's error (ACLLoadFromFile): every problem of the file, each
+// text below, then aclFileUnchanged.
+func errACLLoad(problems string) string { return "ERR " + problems }
+
+const aclFileUnchanged = "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+
+func aclFileOpen(file, err string) string {
+	return "Error loading ACLs, opening file '" + file + "': " + err
+}
+
+func aclFileNotUser(file string, line int) string {
+	return file + ":" + strconv.Itoa(line) + " should start with user keyword followed by the username. "
+}
+
+func aclFileDuplicate(name string, line int) string {
+	return "WARNING: Duplicate user '" + name + "' found on line " + strconv.Itoa(line) + ". "
+}
+
+func aclFileUnknown(file string, line int, rule, text string) string {
+	return file + ":" + strconv.Itoa(line) + ": Error in applying operation '" + rule + "': " + text + ". "
+}
+
+func aclFileRule(file string, line int, text string) string {
+	return file + ":" + strconv.Itoa(line) + ": " + text + ". "
+}
+
+// errUnmatchedSelector is ACL SETUSER's error for a selector left open.
+func errUnmatchedSelector(start string) string {
+	return "ERR Unmatched parenthesis in acl selector starting at '" + start + "'."
+}
+
+func aclFileUnmatched(file string, line int) string {
+	return file + ":" + strconv.Itoa(line) + ": Unmatched parenthesis in selector definition."
+}
+
+// errNoPermCmd is the refusal of a command the user may not run; name is
+// its full name ("config|set").
+func errNoPermCmd(name string) string {
+	return "NOPERM this user has no permissions to run the '" + name + "' command"
+}
+
+// errSetUserRule is ACL SETUSER's error for one bad rule (text: aclErr*).
+func errSetUserRule(rule, text string) string {
+	return "ERR Error in ACL SETUSER modifier '" + rule + "': " + text
+}
+
+// errUnknownCategory, errUserNotFound and errCommandNotFound are ACL
+// CAT's and DRYRUN's.
+func errUnknownCategory(cat []byte) string {
+	if len(cat) > 128 {
+		cat = cat[:128]
+	}
+	return "ERR Unknown category '" + string(cat) + "'"
+}
+
+func errUserNotFound(name []byte) string { return "ERR User '" + string(name) + "' not found" }
+
+func errCommandNotFound(name []byte) string {
+	return "ERR Command '" + string(name) + "' not found"
+}
+
+// dryRunDenial is ACL DRYRUN's answer for a refusal: a bulk string, not an
+// error. what is the command's full name, or the key or channel.
+func dryRunDenial(res int, what string) string {
+	switch res {
+	case aclDeniedCmd:
+		return "This user has no permissions to run the '" + what + "' command"
+	case aclDeniedKey:
+		return "This user has no permissions to access the '" + what + "' key"
+	}
+	return "This user has no permissions to access the '" + what + "' channel"
+}
+
 // errUnknownCommand is Redis's reply to a command name it does not know: the
 // name and the first arguments, each quoted and followed by a space.
 func errUnknownCommand(name []byte, args [][]byte) string {

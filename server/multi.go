@@ -313,6 +313,10 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 	subs := c.execSubs[:0]
 	for i, q := range queued {
 		sl := &slots[i]
+		if e := c.execRefusal(q.cmd, q.args); e != "" {
+			sl.raw = appendError(nil, e)
+			continue
+		}
 		var fc fsm.Command
 		var e string
 		switch {

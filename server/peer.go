@@ -32,6 +32,9 @@ const (
 )
 
 type peerPool struct {
+	// hello announces a new connection (KVS.PEER, with credentials once
+	// SetPeerAuth gave some); set before Serve, read-only after.
+	hello   []byte
 	timeout time.Duration
 	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
 
@@ -60,7 +63,7 @@ type peerReply struct {
 }
 
 func newPeerPool(timeout time.Duration, dial func(string, time.Duration) (net.Conn, error)) *peerPool {
-	return &peerPool{timeout: timeout, dial: dial, busy: make(map[*peerConn]struct{})}
+	return &peerPool{timeout: timeout, dial: dial, busy: make(map[*peerConn]struct{}), hello: encodeArgs("KVS.PEER")}
 }
 
 // get returns a connection to addr for the caller's exclusive use.
@@ -159,7 +162,7 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	announce := pc.fresh
 	bufs := build(pc)
 	if announce {
-		bufs = append(net.Buffers{peerHello}, bufs...)
+		bufs = append(net.Buffers{p.hello}, bufs...)
 	}
 	pc.nc.SetDeadline(time.Now().Add(timeout))
 	n, err := bufs.WriteTo(pc.nc)
@@ -172,6 +175,12 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	}
 	if announce {
 		r, err := readPeerReply(pc.br)
+		if err == nil && r.kind == '-' && peerLoginRefused(r.text) {
+			// Not logged in, the request that follows is refused with
+			// NOAUTH: it certainly did not take effect.
+			p.put(pc, false)
+			return peerReply{}, fmt.Errorf("%w: the leader at %s refused this node's login (--masteruser, --masterauth): %s", ErrLeaderUnreachable, addr, r.text)
+		}
 		if err == nil && (r.kind != '+' || r.text != "OK") {
 			// A leader that refuses KVS.PEER is too old to take the
 			// request that follows; it answers that one itself.
@@ -194,8 +203,6 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	p.put(pc, !(r.kind == '-' && strings.HasPrefix(r.text, "ERR Protocol error")))
 	return r, nil
 }
-
-var peerHello = encodeArgs("KVS.PEER")
 
 // encodeArgs is a request in RESP, for the leader.
 func encodeArgs(args ...string) []byte {

@@ -35,9 +35,12 @@ const errProtectedMode = "-DENIED Redis is running in protected mode because pro
 	"the server to start accepting connections from the outside.\r\n"
 
 // defaultUserHasPassword reports whether the default user needs a
-// password to authenticate; protected mode stands down when it does. kvs
-// has no passwords yet: always false.
-func (s *Server) defaultUserHasPassword() bool { return false }
+// password to authenticate (it is not nopass); protected mode stands down
+// when it does, as Redis's does.
+func (s *Server) defaultUserHasPassword() bool {
+	d := s.aclState().users["default"]
+	return d != nil && !d.nopass
+}
 
 // protectedRefuses reports whether protected mode refuses a connection from
 // remote.

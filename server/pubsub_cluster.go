@@ -42,6 +42,10 @@ type broadcaster struct {
 	closed    bool
 	refreshed time.Time
 
+	// auth is the AUTH request a new link sends first (SetPeerAuth; nil
+	// without a password); set before Serve, read-only after.
+	auth []byte
+
 	wg      sync.WaitGroup // the links' goroutines
 	dropped atomic.Int64   // messages dropped: member unreachable, queue full
 }
@@ -200,7 +204,7 @@ func (l *peerLink) run() {
 			conn = nil
 		}
 		if conn == nil {
-			conn = dialLink(l.dial, l.addr, l.timeout)
+			conn = dialLink(l.dial, l.addr, l.timeout, l.b.auth)
 		}
 		if conn == nil || !conn.write(q, l.timeout) {
 			if conn != nil {
@@ -224,10 +228,17 @@ type linkConn struct {
 	done chan struct{} // closed when the reader returns
 }
 
-func dialLink(dial func(string, time.Duration) (net.Conn, error), addr string, timeout time.Duration) *linkConn {
+func dialLink(dial func(string, time.Duration) (net.Conn, error), addr string, timeout time.Duration, auth []byte) *linkConn {
 	nc, err := dial(addr, timeout)
 	if err != nil {
 		return nil
+	}
+	if len(auth) > 0 {
+		nc.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := nc.Write(auth); err != nil {
+			nc.Close()
+			return nil
+		}
 	}
 	c := &linkConn{nc: nc, done: make(chan struct{})}
 	go func() {

@@ -33,7 +33,7 @@ func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	if s.cfg.Cluster == nil || s.cfg.Cluster.Self().Leader {
 		return s.cfg.Proposer.Propose(cmds)
 	}
-	return s.forward(cmds)
+	return s.forward(cmds, "")
 }
 
 // remoteError is an error the leader answered a forwarded request with: a
@@ -75,7 +75,7 @@ func (s *Server) leaderAddr() (string, error) {
 
 // forward sends cmds to the leader and returns its replies, one per
 // command.
-func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
+func (s *Server) forward(cmds []fsm.Command, user string) ([]fsm.Reply, error) {
 	addr, err := s.leaderAddr()
 	if err != nil {
 		return nil, err
@@ -83,9 +83,16 @@ func (s *Server) forward(cmds []fsm.Command) ([]fsm.Reply, error) {
 	s.stats.forwarded.Add(int64(len(cmds)))
 	r, err := s.peers.roundTrip(addr, s.cfg.ForwardTimeout, func(pc *peerConn) net.Buffers {
 		pc.blob = appendCommands(pc.blob[:0], cmds)
-		pc.hdr = append(pc.hdr[:0], "*2\r\n$11\r\nKVS.FORWARD\r\n$"...)
+		if user == "" {
+			pc.hdr = append(pc.hdr[:0], "*2\r\n$11\r\nKVS.FORWARD\r\n$"...)
+		} else {
+			pc.hdr = append(pc.hdr[:0], "*3\r\n$11\r\nKVS.FORWARD\r\n$"...)
+		}
 		pc.hdr = strconv.AppendInt(pc.hdr, int64(len(pc.blob)), 10)
 		pc.hdr = append(pc.hdr, '\r', '\n')
+		if user != "" {
+			return net.Buffers{pc.hdr, pc.blob, crlf, encodeBulk(user)}
+		}
 		return net.Buffers{pc.hdr, pc.blob, crlf}
 	})
 	if err != nil {
@@ -231,7 +238,7 @@ func (c *client) routeBatch() ([]fsm.Reply, error) {
 			return nil, nil
 		}
 	}
-	return s.forward(c.batch)
+	return s.forward(c.batch, c.forwardUser())
 }
 
 // redirectKeyedWrites answers each write of the batch that names a key
@@ -277,8 +284,9 @@ func writeKey(cmd *fsm.Command) ([]byte, bool) {
 	return cmd.Args[0], true
 }
 
-// runForward answers KVS.FORWARD <request> on the leader: it executes the
-// batch and answers with its encoded replies.
+// runForward answers KVS.FORWARD <request> [user] on the leader: it
+// executes the batch (each command checked against user's rights when
+// named, acl_peer.go) and answers with its encoded replies.
 func runForward(c *client, args [][]byte) {
 	s := c.s
 	if s.cfg.Cluster == nil {
@@ -295,9 +303,31 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(fmt.Errorf("%w", ErrNotLeader), write))
 		return
 	}
-	replies, err := s.execLocal(nil, cmds)
+	var refused []string
+	if len(args) > 2 {
+		// Checked again here in the name of the user who sent them.
+		var any bool
+		if refused, any = s.checkForwarded(string(args[2]), cmds); any {
+			kept := cmds[:0:0]
+			for i := range cmds {
+				if refused[i] == "" {
+					kept = append(kept, cmds[i])
+				}
+			}
+			cmds = kept
+		} else {
+			refused = nil
+		}
+	}
+	var replies []fsm.Reply
+	if len(cmds) > 0 {
+		replies, err = s.execLocal(nil, cmds)
+	}
 	if err == nil && len(replies) != len(cmds) {
 		err = errReplyCount(len(replies), len(cmds))
+	}
+	if err == nil && refused != nil {
+		replies = mergeRefused(refused, replies)
 	}
 	if err != nil {
 		c.out = appendError(c.out, errProposal(err, true))
@@ -308,11 +338,4 @@ func runForward(c *client, args [][]byte) {
 	if cap(c.peerBuf) > 1<<20 {
 		c.peerBuf = nil
 	}
-}
-
-// runPeer answers KVS.PEER, with which another node's pool connection
-// announces itself: requests on it are never relayed again.
-func runPeer(c *client, args [][]byte) {
-	c.peer = true
-	c.out = appendStatus(c.out, "OK")
 }

@@ -38,6 +38,10 @@ type Server struct {
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
+	// acl is the users as the store's ACL table has them, the ACL log and
+	// the ACL file (acl_users.go).
+	acl aclServer
+
 	stats stats
 
 	// peers holds the connections to the leader that forwarded requests
@@ -115,6 +119,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
 	s.saves.last = s.started // as Redis, which counts its start as a save
+	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
+	s.acl.requirePass.Store(&cfg.RequirePass)
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)

@@ -67,17 +67,26 @@ type status struct {
 	members [][]string // id, raft addr, client addr, role
 }
 
-func kvsStatus(addr string) (status, error) {
+func kvsStatus(addr string, password ...string) (status, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return status{}, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	if len(password) > 0 && password[0] != "" {
+		if _, err := c.Write(encodeCommand("AUTH", password[0])); err != nil {
+			return status{}, err
+		}
+		if v, err := readValue(br); err != nil || v.IsError() {
+			return status{}, fmt.Errorf("AUTH: %s %v", v, err)
+		}
+	}
 	if _, err := c.Write(encodeCommand("KVS.STATUS")); err != nil {
 		return status{}, err
 	}
-	v, err := readValue(bufio.NewReader(c))
+	v, err := readValue(br)
 	if err != nil {
 		return status{}, err
 	}
@@ -133,7 +142,7 @@ func leaderNow(nodes []*Node) (*Node, error) {
 		if n.isExited() {
 			continue
 		}
-		st, err := kvsStatus(n.Addr)
+		st, err := kvsStatus(n.Addr, n.Password)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", n.Name, err)
 		}
@@ -173,7 +182,7 @@ func waitMembers(t testing.TB, nodes []*Node, size int) {
 			if n.isExited() {
 				continue
 			}
-			st, err := kvsStatus(n.Addr)
+			st, err := kvsStatus(n.Addr, n.Password)
 			if err != nil {
 				return err
 			}

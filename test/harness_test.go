@@ -216,6 +216,9 @@ type Node struct {
 	// Args returns the command line for a start; it is called for each
 	// start so that restarts see the same flags.
 	Args func(n *Node) []string
+	// Password, when set, is sent with AUTH before the harness's own
+	// requests (KVS.STATUS) to a node that requires one.
+	Password string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -385,7 +388,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH ") { // up, with a password
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,8 @@ func adminClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		TLSConfig:             tc,
 		Addr:                  addr,
+		Username:              adminAuth.user,
+		Password:              adminAuth.password,
 		Protocol:              2,
 		DisableIdentity:       true,
 		DialTimeout:           2 * time.Second,
@@ -322,9 +325,15 @@ func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr i
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to keep trying (join and remove retry while the cluster has no leader or changes leaders)")
 	var tf adminTLSFlags
 	tf.register(fs)
+	user := fs.String("user", "default", "user to authenticate as")
+	password := fs.String("password", "", "password to authenticate with (default: $REDISCLI_AUTH; none: no AUTH)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, flagExit(err)
 	}
+	if *password == "" {
+		*password = os.Getenv("REDISCLI_AUTH")
+	}
+	setAdminAuth(*user, *password)
 	if fs.NArg() != nargs {
 		fs.Usage()
 		return nil, nil, 2
@@ -341,4 +350,15 @@ func flagExit(err error) int {
 		return 0
 	}
 	return 2
+}
+
+// adminAuth is what the admin subcommands (and a node's --join) log in
+// with: set once, before any admin client is made.
+var adminAuth struct{ user, password string }
+
+func setAdminAuth(user, password string) {
+	adminAuth.user, adminAuth.password = user, password
+	if password == "" {
+		adminAuth.user = ""
+	}
 }

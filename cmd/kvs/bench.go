@@ -58,6 +58,9 @@ type benchConfig struct {
 	Server     string // host; ignored when UnixSocket is set
 	Port       int
 	UnixSocket string // path of a unix socket; overrides Server and Port
+	// Authenticate is memtier's --authenticate: PASSWORD or
+	// USER:PASSWORD, sent with AUTH on each connection; "" sends none.
+	Authenticate string
 
 	Threads int // GOMAXPROCS during the run
 	Clients int // connections per thread
@@ -189,6 +192,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&cfg.Server, "server", cfg.Server, "server host")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "server port")
 	fs.StringVar(&cfg.UnixSocket, "unix-socket", "", "unix socket path (overrides --server and --port)")
+	fs.StringVar(&cfg.Authenticate, "authenticate", "", "PASSWORD or USER:PASSWORD to AUTH each connection with, as memtier's (default: $REDISCLI_AUTH)")
 	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "threads (GOMAXPROCS during the run)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "connections per thread")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "prefix of every key")
@@ -351,6 +355,10 @@ func dialClients(cfg *benchConfig) ([]*benchClient, error) {
 		if err != nil {
 			return clients, fmt.Errorf("connecting client %d to %s: %w", i, addr, err)
 		}
+		if err := benchAuth(conn, cfg.Authenticate); err != nil {
+			conn.Close()
+			return clients, fmt.Errorf("client %d: %w", i, err)
+		}
 		clients = append(clients, newBenchClient(cfg, conn, uint64(i)))
 	}
 	return clients, nil
@@ -458,4 +466,41 @@ func (p *progress) report(cfg *benchConfig, clients []*benchClient, start, now t
 		float64(cur.bytes-last.bytes)/dt/(1<<20), float64(cur.bytes)/elapsed/(1<<20),
 		lat, avgLat, p.end)
 	return cur
+}
+
+// benchAuth sends AUTH on a new connection when auth (PASSWORD or
+// USER:PASSWORD, else $REDISCLI_AUTH) is set, and checks the reply.
+func benchAuth(conn net.Conn, auth string) error {
+	if auth == "" {
+		auth = os.Getenv("REDISCLI_AUTH")
+	}
+	if auth == "" {
+		return nil
+	}
+	args := []string{"AUTH", auth}
+	if user, pass, ok := strings.Cut(auth, ":"); ok {
+		args = []string{"AUTH", user, pass}
+	}
+	req := fmt.Sprintf("*%d\r\n", len(args))
+	for _, a := range args {
+		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	if _, err := conn.Write([]byte(req)); err != nil {
+		return fmt.Errorf("AUTH: %w", err)
+	}
+	// Read byte by byte: the client's reader is made after this.
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 512 && (len(line) == 0 || line[len(line)-1] != '\n') {
+		if _, err := conn.Read(b); err != nil {
+			return fmt.Errorf("AUTH: %w", err)
+		}
+		line = append(line, b[0])
+	}
+	if string(line) != "+OK\r\n" {
+		return fmt.Errorf("AUTH: %s", strings.TrimSpace(string(line)))
+	}
+	return nil
 }

@@ -445,3 +445,21 @@ func syncParent(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// seedLoop proposes the ACL seed (--requirepass, --aclfile) until the
+// cluster takes it: it applies once per cluster, only while no ACL change
+// was ever made (fsm.ACLSeed), so every node proposing it is harmless.
+func seedLoop(stop <-chan struct{}, srv *server.Server, seed fsm.Command, logger *slog.Logger) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		_, err := srv.Propose([]fsm.Command{seed})
+		if err == nil {
+			return
+		}
+		logger.Debug("seeding the ACL users failed; retrying", "err", err, "in", wait)
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}

@@ -47,6 +47,7 @@ var (
 	descExpiring     = prometheus.NewDesc("kvs_keys_with_expiry", "Keys in the store that have a TTL.", nil, nil)
 	descMemory       = prometheus.NewDesc("kvs_memory_bytes", "The store's estimate of the memory its keys and values hold.", nil, nil)
 	descExpired      = prometheus.NewDesc("kvs_expired_keys_total", "Keys deleted by this node's active expiry (on a cluster, the leader's).", nil, nil)
+	descACLDenied    = prometheus.NewDesc("kvs_acl_denied_total", "Commands and logins refused by the ACL on this node, by reason: command, key, channel (NOPERM) and auth (a failed AUTH or HELLO AUTH); ACL LOG lists the recent ones.", []string{"reason"}, nil)
 	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys this node evicted for maxmemory (on a cluster, the leader's decisions).", nil, nil)
 
 	descWALAppends     = prometheus.NewDesc("kvs_wal_appends_total", "Records appended to the append log (one per batch of writes).", nil, nil)
@@ -83,7 +84,7 @@ func newKVSCollector(srv *server.Server, store *fsm.Store, log *wal.Log, node *c
 	c.descs = []*prometheus.Desc{
 		descInfo, descCommands, descCommandErrs, descCommandTime, descClients, descConnections,
 		descRejectedConn, descErrorReplies, descHits, descMisses, descKeys, descExpiring,
-		descMemory, descExpired, descEvicted, descOutputLimit,
+		descMemory, descExpired, descEvicted, descOutputLimit, descACLDenied,
 	}
 	if log != nil {
 		c.descs = append(c.descs, descWALAppends, descWALFsyncs, descWALLastFsync,
@@ -126,6 +127,9 @@ func (c *kvsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descMisses, float64(st.KeyspaceMisses))
 	counter(descExpired, float64(st.ExpiredKeys))
 	counter(descEvicted, float64(st.EvictedKeys))
+	for reason, n := range c.srv.ACLDenials() {
+		counter(descACLDenied, float64(n), reason)
+	}
 	ks := c.store.Stats(time.Now().UnixMilli())
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descExpiring, float64(ks.Expires))

@@ -60,7 +60,7 @@ func TestCollectorGather(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"memory", nil, []string{"kvs_keys", "kvs_memory_bytes", "kvs_evicted_keys_total"}, []string{"kvs_wal_fsyncs_total", "kvs_raft_term", "kvs_log_write_failed"}},
+		{"memory", nil, []string{"kvs_keys", "kvs_memory_bytes", "kvs_evicted_keys_total", "kvs_acl_denied_total"}, []string{"kvs_wal_fsyncs_total", "kvs_raft_term", "kvs_log_write_failed"}},
 		{"durable", log, []string{"kvs_keys", "kvs_wal_fsyncs_total", "kvs_wal_records_per_fsync", "kvs_log_write_failed", "kvs_log_write_failures_total"}, []string{"kvs_raft_term"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {

@@ -59,6 +59,27 @@ type serveFlags struct {
 	config     string
 	directives []server.ConfigDirective
 	ignored    []string
+
+	// Passwords and users: --requirepass and --aclfile seed the
+	// replicated ACL table (server.Config.RequirePass, ACLFile);
+	// --masteruser and --masterauth are what this node authenticates
+	// with to other nodes (forwarding, --join).
+	requirePass string
+	aclFile     string
+	masterUser  string
+	masterAuth  string
+}
+
+// masterAuthOrDefault is --masterauth, else $KVS_MASTERAUTH, else
+// --requirepass.
+func (f serveFlags) masterAuthOrDefault() string {
+	if f.masterAuth != "" {
+		return f.masterAuth
+	}
+	if v := os.Getenv("KVS_MASTERAUTH"); v != "" {
+		return v
+	}
+	return f.requirePass
 }
 
 // clustered reports whether the flags ask for cluster mode.
@@ -83,6 +104,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
+	fs.StringVar(&f.requirePass, "requirepass", "", "the default user's password for a new data dir or cluster (later changes by CONFIG SET requirepass or ACL SETUSER are replicated and win; see docs/security.md)")
+	fs.StringVar(&f.aclFile, "aclfile", "", "ACL file in Redis's format: its users seed a new data dir or cluster, ACL LOAD proposes them, ACL SAVE writes the users to it")
+	fs.StringVar(&f.masterUser, "masteruser", "default", "cluster mode: the user this node authenticates as to other nodes (forwarded writes, --join)")
+	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: that user's password (default: --requirepass; env KVS_MASTERAUTH)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
@@ -267,6 +292,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		PlainDisabled:        f.addr == "",
 		DisableProtectedMode: f.protectedMode == "no",
 		MaxMemoryPolicy:      f.maxmemoryPolicy,
+
+		RequirePass: f.requirePass,
+		ACLFile:     f.aclFile,
 	}
 	cfg.MaxMemory, _ = server.ParseMemory(f.maxmemory)
 	// Recovery below replays scripts, whose commands the server parses.
@@ -345,6 +373,21 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	if err := srv.ApplyConfig(f.directives); err != nil {
 		return err
 	}
+	seed, seeding, err := srv.ACLSeed()
+	if err != nil {
+		return err
+	}
+	if seeding && view == nil {
+		// Before the first connection: no client may see the store
+		// without the password it was started with.
+		if _, err := srv.Propose([]fsm.Command{seed}); err != nil {
+			return fmt.Errorf("seeding the ACL users: %w", err)
+		}
+	}
+	if view != nil {
+		srv.SetPeerAuth(f.masterUser, f.masterAuthOrDefault())
+		setAdminAuth(f.masterUser, f.masterAuthOrDefault())
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -377,6 +420,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			defer bg.Done()
 			if joining {
 				joinLoop(stop, f.join, view, logger)
+			}
+			if seeding {
+				seedLoop(stop, srv, seed, logger)
 			}
 			advertise(stop, view, srv, logger)
 		}()

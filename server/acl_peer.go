@@ -1,0 +1,175 @@
+package server
+
+import (
+	"strings"
+
+	"kvs/fsm"
+)
+
+// Between nodes. A node's pool connections to the leader (forwarding,
+// KVS.SYNC) and its pub/sub links authenticate as a user of the cluster's
+// own table, given to SetPeerAuth (--masteruser/--masterauth, as a Redis
+// replica authenticates to its master): KVS.PEER user password on the pool,
+// AUTH user password on a link. That user needs the rights of the internal
+// commands (kvs.forward, kvs.sync, kvs.publish: @admin; the default user
+// has them). With no password set in the cluster, every node is let in, as
+// every client is.
+//
+// A forwarded batch carries the name of the user who sent it. The node that
+// received the command checked it with the full arguments; the leader
+// checks each command again, from what an fsm.Command holds: its keys
+// against the user's write (for writes) or read key patterns, and, for the
+// ops that change users or the whole keyspace, the commands that make them
+// (checkCommandAs). The leader trusts the name because the pool
+// connection authenticated as a user allowed to forward.
+
+// SetPeerAuth sets the user and password this node authenticates with to
+// the other nodes. Call it before Serve.
+func (s *Server) SetPeerAuth(user, password string) {
+	if user == "" {
+		user = "default"
+	}
+	hello := encodeArgs("KVS.PEER")
+	var auth []byte
+	if password != "" {
+		hello = encodeArgs("KVS.PEER", user, password)
+		auth = encodeArgs("AUTH", user, password)
+	}
+	s.peers.hello = hello
+	s.bcast.auth = auth
+}
+
+// runPeer answers KVS.PEER [user password], with which another node's pool
+// connection announces itself (and authenticates): requests on it are
+// never relayed again.
+func runPeer(c *client, args [][]byte) {
+	switch len(args) {
+	case 1:
+	case 3:
+		if !c.authenticate(args[1], args[2], string(args[0])) {
+			c.out = appendError(c.out, errWrongPass)
+			return
+		}
+	default:
+		c.out = appendError(c.out, errWrongArgs("kvs.peer"))
+		return
+	}
+	if c.authRequired() {
+		c.out = appendError(c.out, errNoAuth)
+		return
+	}
+	c.peer = true
+	c.out = appendStatus(c.out, "OK")
+}
+
+// forwardUser is the name a forwarded batch carries: "" for the default
+// user, whose rights the leader then takes from the pool connection's.
+func (c *client) forwardUser() string {
+	if c.auth.name == "default" {
+		return ""
+	}
+	return c.auth.name
+}
+
+// checkForwarded returns, for each forwarded command, "" or the NOPERM
+// error the leader answers it with in user's name.
+func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool) {
+	st := s.aclState()
+	u := st.users[user]
+	errs := make([]string, len(cmds))
+	if u == nil {
+		for i := range errs {
+			errs[i] = errNoAuth
+		}
+		return errs, true
+	}
+	if u.unrestricted {
+		return nil, false
+	}
+	any := false
+	for i := range cmds {
+		if e := s.checkCommandAs(u, &cmds[i]); e != "" {
+			errs[i], any = e, true
+		}
+	}
+	return errs, any
+}
+
+// checkCommandAs checks one forwarded command as u. An op stands for
+// several commands (OpIncrBy for INCR, DECR, INCRBY, DECRBY), so the
+// command itself is checked only where the op says it: the user table
+// (ACL SETUSER and friends) and the whole keyspace (FLUSHALL, FLUSHDB);
+// keys always are.
+func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
+	e := s.checkCommandSel(&u.sel, fc)
+	for i := 0; e != "" && i < len(u.selectors); i++ {
+		if s.checkCommandSel(&u.selectors[i], fc) == "" {
+			e = ""
+		}
+	}
+	return e
+}
+
+func (s *Server) checkCommandSel(sel *aclSelector, fc *fsm.Command) string {
+	var names []string
+	switch fc.Op {
+	case fsm.OpACLSet:
+		names = []string{"acl|setuser", "acl|deluser", "acl|load", "config|set"}
+	case fsm.OpFlushAll:
+		names = []string{"flushall", "flushdb"}
+	}
+	if len(names) > 0 && !sel.allCommands {
+		ok := false
+		for _, name := range names {
+			if ac := s.acl.cmds.byName[name]; ac != nil && sel.bit(ac.id) {
+				ok = true
+			}
+		}
+		if !ok {
+			return errNoPermCmd(names[0])
+		}
+	}
+	if sel.allKeys {
+		return ""
+	}
+	keys, all := fc.Keys()
+	flags := ksUpdate
+	if !fc.Op.IsWrite() {
+		flags = ksAccess
+		keys = fc.Args[:min(1, len(fc.Args))]
+	}
+	if all && !sel.keyAllowed([]byte("*"), flags) {
+		return errNoPermKey
+	}
+	for _, k := range keys {
+		if !sel.keyAllowed(k, flags) {
+			return errNoPermKey
+		}
+	}
+	return ""
+}
+
+// mergeRefused puts the leader's refusals back among the replies of the
+// commands it executed, in the batch's order.
+func mergeRefused(refused []string, replies []fsm.Reply) []fsm.Reply {
+	out := make([]fsm.Reply, len(refused))
+	j := 0
+	for i, e := range refused {
+		if e != "" {
+			out[i] = fsm.Reply{Kind: fsm.ReplyError, Str: e}
+			continue
+		}
+		out[i] = replies[j]
+		j++
+	}
+	return out
+}
+
+// encodeBulk is a RESP bulk string.
+func encodeBulk(s string) []byte { return appendBulkString(nil, s) }
+
+// peerLoginRefused reports whether KVS.PEER's error says the node's login
+// failed.
+func peerLoginRefused(text string) bool {
+	return strings.HasPrefix(text, "WRONGPASS ") || strings.HasPrefix(text, "NOAUTH ")
+}

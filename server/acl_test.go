@@ -1,0 +1,227 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"kvs/fsm"
+)
+
+func testACLCommands(t *testing.T) *aclCommands {
+	t.Helper()
+	return newACLCommands(commandTable())
+}
+
+// A user's rule line parses back to the same user: the table stores users
+// as lines, so every node compiles what the proposer described.
+func TestACLDescribeRoundTrip(t *testing.T) {
+	ac := testACLCommands(t)
+	for _, rules := range []string{
+		"on >pw ~k* %R~r* %W~w* &ch* -@all +get +set +config|get +select|0",
+		"off nopass +@all -@dangerous -flushall allkeys allchannels",
+		"on #" + strings.Repeat("0a", 32) + " -@all +@read +@hash -hget resetchannels",
+		"reset on skip-sanitize-payload nocommands +@string -append",
+		"on allcommands -client -config|set",
+		"on ~a* +get (~b* +set) (%R~c* &ch +@read -hget)",
+	} {
+		u := newACLUser(ac, "u")
+		merged, _ := mergeSelectorArgs(strings.Fields(rules))
+		for _, r := range merged {
+			if e := u.applyRule(ac, r); e != "" {
+				t.Fatalf("%q: rule %q: %s", rules, r, e)
+			}
+		}
+		u.finish(ac)
+		line := u.describe(ac)
+		again, err := parseUserLine(ac, "u", line)
+		if err != nil {
+			t.Fatalf("%q described as %q, which does not parse: %v", rules, line, err)
+		}
+		if got := again.describe(ac); got != line {
+			t.Errorf("%q: described %q, then %q", rules, line, got)
+		}
+		for _, cmd := range ac.all {
+			if u.sel.bit(cmd.id) != again.sel.bit(cmd.id) {
+				t.Errorf("%q: %s differs after the round trip through %q", rules, cmd.name, line)
+			}
+		}
+	}
+}
+
+// The default user is unrestricted (the check before each command is
+// skipped) only while it may run everything.
+func TestACLUnrestricted(t *testing.T) {
+	ac := testACLCommands(t)
+	for line, want := range map[string]bool{
+		defaultUserLine:                    true,
+		"on nopass ~* &* +@all -get":       false,
+		"on nopass ~k* &* +@all":           false,
+		"on nopass ~* resetchannels +@all": false,
+		"on nopass ~* &* -@all +@all":      true,
+	} {
+		u, err := parseUserLine(ac, "u", line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.unrestricted != want {
+			t.Errorf("%q: unrestricted %v, want %v", line, u.unrestricted, want)
+		}
+	}
+}
+
+// Key positions come from Redis's key specs, including commands whose keys
+// are not a fixed range.
+func TestACLCommandKeys(t *testing.T) {
+	ac := testACLCommands(t)
+	for _, tc := range []struct {
+		args []string
+		keys string
+	}{
+		{[]string{"get", "a"}, "a:r"},
+		{[]string{"set", "a", "v"}, "a:w"},
+		{[]string{"set", "a", "v", "get"}, "a:rw"},
+		{[]string{"mset", "a", "1", "b", "2"}, "a:w b:w"},
+		{[]string{"zunionstore", "d", "2", "a", "b", "weights", "1", "2"}, "d:w a:r b:r"},
+		{[]string{"eval", "return 1", "2", "a", "b", "x"}, "a:rw b:rw"},
+		{[]string{"sort", "a", "by", "w*", "store", "d"}, "a:r d:w"},
+		{[]string{"lmove", "a", "b", "left", "right"}, "a:rw b:w"},
+		{[]string{"bitfield", "a", "get", "u8", "0"}, "a:r"},
+		{[]string{"bitfield", "a", "set", "u8", "0", "1"}, "a:rw"},
+		{[]string{"ping"}, ""},
+	} {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		var got []string
+		cmd := ac.byName[tc.args[0]]
+		commandKeys(cmd, args, func(i, flags int) bool {
+			perm := ""
+			if flags&ksAccess != 0 {
+				perm += "r"
+			}
+			if flags&(ksInsert|ksUpdate|ksDelete) != 0 {
+				perm += "w"
+			}
+			got = append(got, tc.args[i]+":"+perm)
+			return true
+		})
+		if strings.Join(got, " ") != tc.keys {
+			t.Errorf("%v: keys %v, want %s", tc.args, got, tc.keys)
+		}
+	}
+}
+
+// The leader checks a forwarded batch again in the name of its sender,
+// from the fsm commands alone.
+func TestACLForwardedCheck(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	if r := rc.do("ACL", "SETUSER", "app", "on", "nopass", "~app:*", "%R~ro:*", "+@all", "-flushall"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	set := func(k string) fsm.Command { return fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(k), []byte("v")}} }
+	cmds := []fsm.Command{set("app:1"), set("ro:1"), {Op: fsm.OpFlushAll}, {Op: fsm.OpGet, Args: [][]byte{[]byte("ro:1")}}}
+	errs, any := s.checkForwarded("app", cmds)
+	if !any || errs[0] != "" || errs[1] != errNoPermKey || !strings.HasPrefix(errs[2], "NOPERM ") || errs[3] != "" {
+		t.Fatalf("forwarded as app: %q", errs)
+	}
+	if errs, _ := s.checkForwarded("nosuch", cmds[:1]); errs[0] == "" {
+		t.Fatal("a batch forwarded in the name of an unknown user passed")
+	}
+	if _, any := s.checkForwarded("default", cmds); any {
+		t.Fatal("the default user was refused")
+	}
+	merged := mergeRefused([]string{"", "E1", ""}, []fsm.Reply{fsm.IntReply(1), fsm.IntReply(2)})
+	if len(merged) != 3 || merged[1].Str != "E1" || merged[2].Int != 2 {
+		t.Fatalf("mergeRefused: %+v", merged)
+	}
+}
+
+// Every denial and failed login is counted for the metrics.
+func TestACLDenialsCounted(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	rc.do("ACL", "SETUSER", "app", "on", ">pw", "~app:*", "&ch", "-@all", "+get", "+publish")
+	rc.do("AUTH", "app", "bad")
+	rc.do("AUTH", "app", "pw")
+	rc.do("SET", "app:1", "v")
+	rc.do("GET", "other")
+	rc.do("PUBLISH", "other", "m")
+	got := s.ACLDenials()
+	for _, r := range []string{"auth", "command", "key", "channel"} {
+		if got[r] != 1 {
+			t.Errorf("%s denials: %d, want 1 (%v)", r, got[r], got)
+		}
+	}
+}
+
+// A subscriber whose user loses a channel it listens to, or is deleted,
+// is disconnected at once, as Redis does; one whose channels stay allowed
+// is not.
+func TestACLRevokedSubscribers(t *testing.T) {
+	s := startServer(t, Config{})
+	admin := dialRaw(t, s)
+	admin.do("ACL", "SETUSER", "sub", "on", ">pw", "&news*", "&other", "+@all")
+	admin.do("ACL", "SETUSER", "keep", "on", ">pw", "&news*", "+@all")
+	subscribe := func(user, channel string, pattern bool) *rawConn {
+		rc := dialRaw(t, s)
+		if r := rc.do("AUTH", user, "pw"); r != "+OK\r\n" {
+			t.Fatal(r)
+		}
+		cmd := "SUBSCRIBE"
+		if pattern {
+			cmd = "PSUBSCRIBE"
+		}
+		if r := rc.do(cmd, channel); !strings.Contains(r, channel) {
+			t.Fatalf("%s %s: %q", cmd, channel, r)
+		}
+		return rc
+	}
+	lost := subscribe("sub", "news1", false)
+	lostPattern := subscribe("sub", "news*", true)
+	kept := subscribe("sub", "other", false)
+	other := subscribe("keep", "news1", false)
+	admin.do("ACL", "SETUSER", "sub", "resetchannels", "&other")
+	for _, rc := range []*rawConn{lost, lostPattern} {
+		if rest, err := rc.readEOF(); err != nil || rest != "" {
+			t.Fatalf("a subscriber that lost its channel: %q, %v; want it closed", rest, err)
+		}
+	}
+	admin.do("PUBLISH", "other", "still")
+	if r := kept.reply(); !strings.Contains(r, "still") {
+		t.Fatalf("a subscriber whose channel is still allowed: %q", r)
+	}
+	admin.do("ACL", "DELUSER", "sub")
+	if rest, err := kept.readEOF(); err != nil || rest != "" {
+		t.Fatalf("a subscriber of a deleted user: %q, %v; want it closed", rest, err)
+	}
+	admin.do("PUBLISH", "news1", "m")
+	if r := other.reply(); !strings.Contains(r, "news1") {
+		t.Fatalf("another user's subscriber: %q", r)
+	}
+}
+
+// A node whose login the leader refuses gets an error that says its
+// request certainly did not take effect; with the right password its
+// requests go through.
+func TestACLPeerLogin(t *testing.T) {
+	s := startServer(t, Config{})
+	if r := dialRaw(t, s).do("CONFIG", "SET", "requirepass", "pw"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	p := newPeerPool(5*time.Second, s.dialNode)
+	defer p.close()
+	ping := func(pc *peerConn) net.Buffers { return net.Buffers{encodeArgs("PING")} }
+	p.hello = encodeArgs("KVS.PEER", "default", "wrong")
+	if _, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); !errors.Is(err, ErrLeaderUnreachable) {
+		t.Fatalf("wrong password: %v, want ErrLeaderUnreachable", err)
+	}
+	p.hello = encodeArgs("KVS.PEER", "default", "pw")
+	if r, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); err != nil || r.text != "PONG" {
+		t.Fatalf("right password: %+v %v", r, err)
+	}
+}
