@@ -336,3 +336,30 @@ func atoi(t testing.TB, s string) int64 {
 	}
 	return n
 }
+
+// TestBackupWithPassword: kvs backup logs in with --user/--password (or
+// $REDISCLI_AUTH) to a node with a password, and says why when it cannot.
+func TestBackupWithPassword(t *testing.T) {
+	t.Parallel()
+	n := startKVS(t, KVSOptions{Extra: []string{"--requirepass", "s3cret"}})
+	c := dialRaw(t, n.Addr)
+	if v := c.Do("AUTH", "s3cret"); v.Str != "OK" {
+		t.Fatalf("AUTH: %s", v)
+	}
+	c.Do("SET", "k", "v")
+	file := filepath.Join(testDir(t), "auth.kvsb")
+	out, code := runKVS(t, clusterWait, "backup", n.Addr, file)
+	if code == 0 || !strings.Contains(out, "NOAUTH") {
+		t.Fatalf("backup without a password: exit %d, %q; want NOAUTH", code, out)
+	}
+	out, code = runKVS(t, clusterWait, "backup", "--password", "wrong", n.Addr, file)
+	if code == 0 || !strings.Contains(out, "refused AUTH: WRONGPASS") {
+		t.Fatalf("backup with a wrong password: exit %d, %q", code, out)
+	}
+	if out, code = runKVS(t, clusterWait, "backup", "--password", "s3cret", n.Addr, file); code != 0 {
+		t.Fatalf("backup with the password: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"kvs/backup"
@@ -35,8 +36,10 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvs backup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the node to connect and to send each part of the backup")
+	user := fs.String("user", "default", "user to authenticate as")
+	password := fs.String("password", "", "password to authenticate with (default: $REDISCLI_AUTH; none: no AUTH)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kvs backup [--timeout D] ADDR FILE\n\n"+
+		fmt.Fprintf(stderr, "Usage: kvs backup [--timeout D] [--user U --password P] ADDR FILE\n\n"+
 			"Writes a consistent, checksummed backup of the node at client address ADDR\n"+
 			"(any mode: memory, durable, cluster leader or follower) to FILE.\n")
 		fs.PrintDefaults()
@@ -48,7 +51,10 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	h, size, err := takeBackup(fs.Arg(0), fs.Arg(1), *timeout)
+	if *password == "" {
+		*password = os.Getenv("REDISCLI_AUTH")
+	}
+	h, size, err := takeBackup(fs.Arg(0), fs.Arg(1), *timeout, *user, *password)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs backup: %v\n", err)
 		return 1
@@ -62,15 +68,30 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // takeBackup streams the node's backup into path, atomically.
-func takeBackup(addr, path string, timeout time.Duration) (backup.Header, int64, error) {
+func takeBackup(addr, path string, timeout time.Duration, user, password string) (backup.Header, int64, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return backup.Header{}, 0, err
 	}
 	defer nc.Close()
-	// TODO(issue 14): AUTH with --user/--password or REDISCLI_AUTH once
-	// the server has passwords.
 	dl := &deadlineConn{Conn: nc, timeout: timeout}
+	br := bufio.NewReaderSize(dl, 1<<20)
+	if password != "" {
+		auth := resp.AppendArrayLen(nil, 3)
+		auth = resp.AppendBulkString(auth, "AUTH")
+		auth = resp.AppendBulkString(auth, user)
+		auth = resp.AppendBulkString(auth, password)
+		if _, err := dl.Write(auth); err != nil {
+			return backup.Header{}, 0, err
+		}
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return backup.Header{}, 0, err
+		}
+		if line != "+OK\r\n" {
+			return backup.Header{}, 0, fmt.Errorf("the node at %s refused AUTH: %s", addr, strings.TrimSpace(strings.TrimPrefix(line, "-")))
+		}
+	}
 	if _, err := dl.Write(resp.AppendBulkString(resp.AppendArrayLen(nil, 1), "KVS.BACKUP")); err != nil {
 		return backup.Header{}, 0, err
 	}
@@ -87,7 +108,7 @@ func takeBackup(addr, path string, timeout time.Duration) (backup.Header, int64,
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	size, err := backup.ReadStream(bufio.NewReaderSize(dl, 1<<20), bw)
+	size, err := backup.ReadStream(br, bw)
 	if err != nil {
 		var re *backup.ReplyError
 		if errors.As(err, &re) {
