@@ -163,6 +163,9 @@ func runTime(c *client, args [][]byte) {
 func runClient(c *client, args [][]byte) {
 	sub := args[1]
 	c.noteSubcommand("client", sub)
+	if runClientOps(c, sub, args) {
+		return
+	}
 	switch {
 	case is(sub, "id") && len(args) == 2:
 		c.out = appendInt(c.out, c.id)
@@ -301,8 +304,10 @@ func (c *client) clientList(opts [][]byte) {
 	c.out = appendVerbatim(c.out, sb.String(), c.proto)
 }
 
-// describe is the client's CLIENT LIST line, with the fields whose values
-// kvs knows truthfully.
+// describe is the client's CLIENT LIST line: every field Redis 7.2 prints,
+// in its order. The buffer fields kvs does not account per connection
+// (qbuf, qbuf-free, argv-mem, multi-mem, rbs, rbp, obl, oll, omem,
+// tot-mem) read 0, multi= reads -1; docs/compatibility.md.
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
 	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
@@ -316,14 +321,15 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
 	b.WriteString(" addr=" + c.addr)
 	b.WriteString(" laddr=" + c.laddr)
+	b.WriteString(" fd=" + strconv.Itoa(int(c.sockFD.Load())))
 	b.WriteString(" name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle/time.Second), 10))
-	flags := "N"
-	if c.s.blocked.isBlocked(c.id) {
-		flags = "b"
-	}
-	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1")
+	b.WriteString(" flags=" + c.clientFlags() + " db=0")
+	b.WriteString(" sub=" + strconv.Itoa(int(c.subCounts[subChannel].Load())))
+	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
+	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))
+	b.WriteString(" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))

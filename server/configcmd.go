@@ -35,6 +35,9 @@ func (s *Server) configParams() map[string]string {
 	}
 	p["lua-time-limit"] = strconv.FormatInt(s.luaTimeLimit(), 10)
 	p["busy-reply-threshold"] = p["lua-time-limit"]
+	p["slowlog-log-slower-than"] = strconv.FormatInt(s.slowlog.slowerThan.Load(), 10)
+	p["slowlog-max-len"] = strconv.FormatInt(s.slowlog.maxLen.Load(), 10)
+	p["latency-monitor-threshold"] = strconv.FormatInt(s.latency.threshold.Load(), 10)
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
 	s.addTLSParams(p)
@@ -205,7 +208,8 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			continue
 		}
 		switch name {
-		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
+		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
+			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
 			norm, e := redisParamByName[name].normalize(string(val))
 			if e != "" {
 				return errConfigSetFailed(name, e)
@@ -256,6 +260,12 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
+		case "slowlog-log-slower-than":
+			s.slowlog.slowerThan.Store(ch.v)
+		case "slowlog-max-len":
+			s.slowlog.setMaxLen(ch.v)
+		case "latency-monitor-threshold":
+			s.latency.threshold.Store(ch.v)
 		}
 	}
 	return ""

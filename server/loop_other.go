@@ -17,3 +17,5 @@ func (*loop) run()                {}
 func (*loop) stop(bool)           {}
 func (*loop) wakeBlocked(*client) {}
 func (*loop) pushReady(*client)   {}
+func (*loop) kill(*client)        {}
+func (*loop) wakeHeld(*client)    {}

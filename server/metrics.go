@@ -178,8 +178,14 @@ func (c *client) answered(id int, rejected bool, at int) {
 	if c.run.n > 0 && c.run.id != id {
 		c.endRun()
 	}
+	if c.run.n == 0 {
+		c.runFirst = c.pipeAt
+	}
 	c.run.id = id
 	c.run.add(rejected, failed)
+	if c.replyMode != 0 {
+		c.suppressReply(at)
+	}
 }
 
 // endRun records the run of commands answered at once, which took the time
@@ -190,7 +196,9 @@ func (c *client) endRun() {
 		return
 	}
 	now := time.Since(c.pipeStart)
-	c.s.stats.cmds.record(&c.run, now-c.mark, false)
+	d := now - c.mark
+	c.logSlowRun(c.run.id, c.run.n, d/time.Duration(c.run.n))
+	c.s.stats.cmds.record(&c.run, d, false)
 	c.mark = now
 }
 

@@ -59,6 +59,17 @@ func (m *multiState) reset() {
 	}
 }
 
+// writes reports whether the transaction holds a command a client pause
+// of writes holds (cmd_client.go).
+func (m *multiState) writes() bool {
+	for _, q := range m.queued {
+		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
+			return true
+		}
+	}
+	return false
+}
+
 type queuedCmd struct {
 	cmd  *command
 	id   int // the command's index in the command statistics

@@ -35,6 +35,14 @@ type Server struct {
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
 	stats stats
+	// slowlog is SLOWLOG's log (slowlog.go).
+	slowlog slowLog
+	// latency is LATENCY's monitor (latency.go).
+	latency latencyMonitor
+	// pauseMode is CLIENT PAUSE's mode, loaded once per command;
+	// clientPause its state (cmd_client.go).
+	pauseMode   atomic.Int32
+	clientPause pauseState
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -101,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
+	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.configDefaults = s.configParams()
 	return s, nil
