@@ -253,12 +253,12 @@ var (
 // Errors of the operator's commands (SLOWLOG, CLIENT KILL, CLIENT PAUSE,
 // CLIENT REPLY, LATENCY).
 const (
-	errSlowlogCount    = "ERR count should be greater than or equal to -1"
-	errNoSuchClient    = "ERR No such client"
+	errSlowlogCount     = "ERR count should be greater than or equal to -1"
+	errNoSuchClient     = "ERR No such client"
 	errClientIDPositive = "ERR client-id should be greater than 0"
-	errPauseTimeout    = "ERR timeout is not an integer or out of range"
-	errPauseNegative   = "ERR timeout is negative"
-	errPauseMode       = "ERR CLIENT PAUSE mode must be WRITE or ALL"
+	errPauseTimeout     = "ERR timeout is not an integer or out of range"
+	errPauseNegative    = "ERR timeout is negative"
+	errPauseMode        = "ERR CLIENT PAUSE mode must be WRITE or ALL"
 )
 
 // errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: a known
