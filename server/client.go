@@ -116,6 +116,7 @@ type client struct {
 	// under its lock; CLIENT NO-EVICT's flag.
 	subCounts [3]atomic.Int32
 	noEvict   atomic.Bool
+	isMonitor atomic.Bool // sent MONITOR (monitor.go)
 	sockFD    atomic.Int32 // the socket's descriptor, -1 if it has none
 	// CLIENT KILL of a loop client (cmd_client.go's kill): its loop, and
 	// the request.
@@ -360,6 +361,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	}
 	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd, args) {
 		return false // held by CLIENT PAUSE: run again when it ends
+	}
+	if c.s.monitoring.Load() != 0 && !c.peer {
+		c.s.feedMonitors(c.addr, cmd, args)
 	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, args); e != "" {

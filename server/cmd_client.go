@@ -437,6 +437,9 @@ func (c *client) clientFlags() string {
 	if c.noEvict.Load() {
 		b = append(b, 'e')
 	}
+	if c.isMonitor.Load() {
+		b = append(b, 'O')
+	}
 	if len(b) == 0 {
 		return "N"
 	}

@@ -43,6 +43,10 @@ type Server struct {
 	// clientPause its state (cmd_client.go).
 	pauseMode   atomic.Int32
 	clientPause pauseState
+	// monitoring counts the MONITOR connections, loaded once per command;
+	// monitors are they (monitor.go).
+	monitoring atomic.Int32
+	monitors   monitorSet
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -350,6 +354,7 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
 		s.updateNotify()
