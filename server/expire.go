@@ -30,6 +30,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 			return
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
+			s.sampleMemPeak()
 			s.refreshLinks(now)
 			if s.activeExpiry.Load() && s.mayExpire() {
 				s.expireCycle(stop)

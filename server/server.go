@@ -47,6 +47,8 @@ type Server struct {
 	// monitors are they (monitor.go).
 	monitoring atomic.Int32
 	monitors   monitorSet
+	// memPeak is INFO's used_memory_peak (info_memory.go).
+	memPeak memPeak
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
