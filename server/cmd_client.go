@@ -86,6 +86,9 @@ func runClientKill(c *client, args [][]byte) {
 	case oldForm:
 		a := string(args[2])
 		f.addr, f.skipme = &a, false
+	case len(args) == 2:
+		c.out = appendError(c.out, errWrongArgs("client|kill"))
+		return
 	case len(args) > 3:
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
@@ -341,7 +344,7 @@ func (c *client) holdIfPaused(cmd *command, args [][]byte) bool {
 	if c.held {
 		// Woken on its loop: the pause ended (or another began).
 		c.held = false
-		c.now = time.Now().UnixMilli()
+		c.resumeAfterHold()
 	}
 	for {
 		mode := c.s.pauseMode.Load()
@@ -364,12 +367,20 @@ func (c *client) holdIfPaused(cmd *command, args [][]byte) bool {
 		p.mu.Unlock()
 		select {
 		case <-done:
-			c.now = time.Now().UnixMilli()
+			c.resumeAfterHold()
 		case <-c.s.cronStopChan():
 			c.quit = true
 			return true
 		}
 	}
+}
+
+// resumeAfterHold reads the clock again after a client pause held c, and
+// leaves the time it was held out of its commands' durations, as Redis
+// does not count a postponed client's wait.
+func (c *client) resumeAfterHold() {
+	c.now = time.Now().UnixMilli()
+	c.restartTiming()
 }
 
 // runClientPause answers CLIENT PAUSE timeout [WRITE|ALL], checking the

@@ -123,6 +123,7 @@ func (s *Server) commandStats() *commandStats {
 type cmdRun struct {
 	id                  int
 	n, rejected, failed int64
+	unlogged            bool // a command refused before it ran, alone in its run
 }
 
 func (r *cmdRun) add(rejected, failed bool) {
@@ -175,13 +176,17 @@ func (c *client) beginTiming(start time.Time) {
 // outside any batch: it joins the run of commands answered at once.
 func (c *client) answered(id int, rejected bool, at int) {
 	failed := c.replyFailed(at)
-	if c.run.n > 0 && c.run.id != id {
+	// A command refused before it ran is a run of its own, which SLOWLOG
+	// and LATENCY do not see, as Redis does not.
+	unlogged := rejected || failed && isRejection(c.out[at:])
+	if c.run.n > 0 && (c.run.id != id || unlogged || c.run.unlogged) {
 		c.endRun()
 	}
 	if c.run.n == 0 {
 		c.runFirst = c.pipeAt
 	}
 	c.run.id = id
+	c.run.unlogged = unlogged
 	c.run.add(rejected, failed)
 	if c.replyMode != 0 {
 		c.suppressReply(at)
@@ -197,7 +202,9 @@ func (c *client) endRun() {
 	}
 	now := time.Since(c.pipeStart)
 	d := now - c.mark
-	c.logSlowRun(c.run.id, c.run.n, d/time.Duration(c.run.n))
+	if !c.run.unlogged {
+		c.logSlowRun(c.run.id, c.run.n, d/time.Duration(c.run.n))
+	}
 	c.s.stats.cmds.record(&c.run, d, false)
 	c.mark = now
 }

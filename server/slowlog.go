@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,6 +217,15 @@ func (c *client) logSlowBatch(d time.Duration) {
 			c.s.slowlog.add(c, c.pipe[p.at], d)
 		}
 	}
+}
+
+// isRejection reports whether the error reply is one Redis gives before
+// running a command (a subcommand unknown or with the wrong arity), which
+// SLOWLOG does not log.
+func isRejection(reply []byte) bool {
+	s := string(reply)
+	return strings.HasPrefix(s, "-ERR unknown subcommand '") ||
+		strings.HasPrefix(s, "-ERR wrong number of arguments for '")
 }
 
 // slowLoggable reports whether the command of statistics index id goes in
