@@ -116,7 +116,7 @@ type client struct {
 	// under its lock; CLIENT NO-EVICT's flag.
 	subCounts [3]atomic.Int32
 	noEvict   atomic.Bool
-	isMonitor atomic.Bool // sent MONITOR (monitor.go)
+	isMonitor atomic.Bool  // sent MONITOR (monitor.go)
 	sockFD    atomic.Int32 // the socket's descriptor, -1 if it has none
 	// CLIENT KILL of a loop client (cmd_client.go's kill): its loop, and
 	// the request.
