@@ -247,6 +247,9 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	}
 	for _, kv := range stored {
 		s.params.set(kv[0], kv[1])
+		if kv[0] == "latency-tracking" {
+			s.stats.cmds.noTracking.Store(kv[1] == "no")
+		}
 	}
 	for _, apply := range applies {
 		apply()

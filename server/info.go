@@ -13,7 +13,7 @@ var defaultInfoSections = []string{"server", "clients", "memory", "persistence",
 
 // allInfoSections are the sections "INFO all" adds to the default ones,
 // as Redis does: long, so not in a bare INFO.
-var allInfoSections = []string{"commandstats", "errorstats"}
+var allInfoSections = []string{"commandstats", "errorstats", "latencystats"}
 
 // runInfo answers INFO [section ...]: "all", "everything" and "default"
 // select sets of sections, other names select themselves; unknown names
@@ -159,6 +159,8 @@ func (s *Server) infoSection(name string) []InfoField {
 		}
 	case "commandstats":
 		fs = s.commandStatsInfo()
+	case "latencystats":
+		fs = s.latencyStatsInfo()
 	case "errorstats":
 		for _, e := range s.ErrorStats() {
 			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))

@@ -70,6 +70,7 @@ type cmdCounters struct {
 	failed   atomic.Int64 // executed and answered with an error
 	nanos    atomic.Int64 // latency, all commands
 	buckets  [len(latencyBounds) + 1]atomic.Int64
+	fine     [fineBuckets]atomic.Int64 // INFO latencystats (latencystats.go)
 }
 
 func (k *cmdCounters) reset() {
@@ -79,6 +80,9 @@ func (k *cmdCounters) reset() {
 	k.nanos.Store(0)
 	for i := range k.buckets {
 		k.buckets[i].Store(0)
+	}
+	for i := range k.fine {
+		k.fine[i].Store(0)
 	}
 }
 
@@ -90,6 +94,8 @@ type commandStats struct {
 	names   []string              // sorted; the last is unknownCommand
 	unknown int                   // index of unknownCommand
 	counts  []cmdCounters
+	// noTracking is latency-tracking no: no latencystats are recorded.
+	noTracking atomic.Bool
 }
 
 // commandRef is a command and the index of its counters.
@@ -157,6 +163,9 @@ func (st *commandStats) record(run *cmdRun, d time.Duration, each bool) {
 	}
 	k.nanos.Add(int64(total))
 	k.buckets[latencyBucket(per)].Add(run.n)
+	if !st.noTracking.Load() {
+		k.fine[fineBucket(per)].Add(run.n)
+	}
 	*run = cmdRun{}
 }
 

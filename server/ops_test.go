@@ -200,3 +200,27 @@ func TestClientKillByID(t *testing.T) {
 		t.Fatalf("self-killed client not closed: %v", err)
 	}
 }
+
+func TestFineBuckets(t *testing.T) {
+	for i := 0; i < fineBuckets-1; i++ {
+		up := time.Duration(fineUpper(i))
+		if got := fineBucket(up); got != i {
+			t.Fatalf("bucket of %v (upper end of %d) = %d", up, i, got)
+		}
+		if got := fineBucket(up + 1); got != i+1 {
+			t.Fatalf("bucket of %v (past the end of %d) = %d", up+1, i, got)
+		}
+	}
+	if fineBucket(0) != 0 || fineBucket(time.Hour) != fineBuckets-1 {
+		t.Error("values out of range are not clamped")
+	}
+	counts := make([]int64, fineBuckets)
+	counts[fineBucket(10*time.Microsecond)] = 99
+	counts[fineBucket(time.Millisecond)] = 1
+	if p := percentile(counts, 100, 50); p < 10 || p > 10.7 {
+		t.Errorf("p50 = %v µs, want about 10", p)
+	}
+	if p := percentile(counts, 100, 99.9); p < 1000 || p > 1070 {
+		t.Errorf("p99.9 = %v µs, want about 1000", p)
+	}
+}

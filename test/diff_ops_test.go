@@ -274,6 +274,8 @@ func diffMonitor(t *testing.T, ref, kvs *Node, proto int) {
 
 var cmdstatLine = regexp.MustCompile(`^cmdstat_([a-z|]+):calls=\d+,usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=\d+,failed_calls=\d+$`)
 
+var latencyLine = regexp.MustCompile(`(?m)^latency_percentiles_usec_set:p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}\r$`)
+
 func diffOpsStats(t *testing.T, p *opsPair) {
 	p.same("CONFIG", "RESETSTAT")
 	p.same("SET", "s", "1")
@@ -292,6 +294,10 @@ func diffOpsStats(t *testing.T, p *opsPair) {
 		}
 		if !found {
 			t.Errorf("%s: no cmdstat_set in %q", side, info)
+		}
+		lat := string(c.Do("INFO", "latencystats").Raw)
+		if !latencyLine.MatchString(lat) {
+			t.Errorf("%s: INFO latencystats has no line for SET: %q", side, lat)
 		}
 		if e := string(c.Do("INFO", "errorstats").Raw); !strings.Contains(e, "errorstat_ERR:count=1\r\n") || !strings.Contains(e, "errorstat_WRONGTYPE:count=1\r\n") {
 			t.Errorf("%s: INFO errorstats %q", side, e)
