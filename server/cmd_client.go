@@ -271,6 +271,16 @@ func (s *Server) pause(mode int32, end time.Time) {
 	s.pauseMode.Store(mode)
 }
 
+// stopTimer stops the pause's timer: the server is stopping.
+func (p *pauseState) stopTimer() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+}
+
 // unpauseExpired ends the pause if its end has come (a later pause may
 // have moved it).
 func (s *Server) unpauseExpired() {

@@ -383,6 +383,7 @@ func (s *Server) beginStop() bool {
 	}
 	s.closed = true
 	s.shutdown.Store(true)
+	s.clientPause.stopTimer() // held clients are closed with the rest
 	if s.ln != nil {
 		s.ln.Close()
 	}
