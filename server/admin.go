@@ -258,23 +258,20 @@ func (c *client) clientSetInfo(attr, val []byte) {
 	c.out = appendStatus(c.out, "OK")
 }
 
-// clientList answers CLIENT LIST [TYPE normal] [ID id ...]. Every kvs client
-// is of type normal.
+// clientList answers CLIENT LIST [TYPE type] [ID id ...]. A kvs client is
+// of type pubsub while subscribed, normal otherwise (clientType).
 func (c *client) clientList(opts [][]byte) {
 	var ids map[int64]bool
-	typeOK := true
+	typ := ""
 	for j := 0; j < len(opts); {
 		switch {
 		case is(opts[j], "type") && j+1 < len(opts):
-			t := opts[j+1]
-			switch {
-			case is(t, "normal"):
-			case is(t, "master"), is(t, "replica"), is(t, "slave"), is(t, "pubsub"):
-				typeOK = false
-			default:
-				c.out = appendError(c.out, "ERR Unknown client type '"+string(t)+"'")
+			t, ok := clientTypeByName(opts[j+1])
+			if !ok {
+				c.out = appendError(c.out, errUnknownClientType(opts[j+1]))
 				return
 			}
+			typ = t
 			j += 2
 		case is(opts[j], "id") && j+1 < len(opts):
 			ids = make(map[int64]bool)
@@ -292,13 +289,11 @@ func (c *client) clientList(opts [][]byte) {
 		}
 	}
 	var sb strings.Builder
-	if typeOK {
-		now := time.Now()
-		for _, o := range c.s.clientsByID() {
-			if ids == nil || ids[o.id] {
-				sb.WriteString(o.describe(now))
-				sb.WriteByte('\n')
-			}
+	now := time.Now()
+	for _, o := range c.s.clientsByID() {
+		if (ids == nil || ids[o.id]) && (typ == "" || o.clientType() == typ) {
+			sb.WriteString(o.describe(now))
+			sb.WriteByte('\n')
 		}
 	}
 	c.out = appendVerbatim(c.out, sb.String(), c.proto)

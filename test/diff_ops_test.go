@@ -158,6 +158,23 @@ func diffClientKill(t *testing.T, ref, kvs *Node, proto int) {
 	for _, form := range []string{"old", "id", "addr", "laddr-user"} {
 		kill(form)
 	}
+	// A subscriber is of type pubsub, for CLIENT LIST and CLIENT KILL.
+	p.both(func(side string, c *rawConn) {
+		addr := ref.Addr
+		if side == "kvs" {
+			addr = kvs.Addr
+		}
+		sub := dialRaw(t, addr)
+		sub.Do("SUBSCRIBE", "ops-channel")
+		list := c.Do("CLIENT", "LIST", "TYPE", "pubsub").Str
+		if n := strings.Count(list, "\n"); n != 1 || !strings.Contains(list, " sub=1 ") || !strings.Contains(list, " flags=P ") {
+			t.Errorf("%s: CLIENT LIST TYPE pubsub: %q", side, list)
+		}
+		if got := string(c.Do("CLIENT", "KILL", "TYPE", "pubsub").Raw); got != ":1\r\n" {
+			t.Errorf("%s: CLIENT KILL TYPE pubsub: %q", side, got)
+		}
+		sub.expectClosed()
+	})
 	// SKIPME no with the caller's own address: it is answered, then closed.
 	p.both(func(side string, c *rawConn) {
 		self := c.c.LocalAddr().String()
