@@ -32,7 +32,9 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.stats.sampleOps(now.UnixNano())
 			s.sampleMemPeak()
 			s.refreshLinks(now)
-			if s.activeExpiry.Load() && s.mayExpire() {
+			// A client pause stops active expiry too, as in Redis, so
+			// that a paused node's data does not change.
+			if s.activeExpiry.Load() && s.mayExpire() && s.pauseMode.Load() == pauseNone {
 				s.expireCycle(stop)
 			}
 		}
