@@ -24,6 +24,12 @@ import (
 //   - The writes of a batch (and the replies queued behind them) wait for
 //     one proposal: each is recorded with the batch's time, from the
 //     parse of its first command to its replies being queued.
+//   - A blocking command is timed from its last wake-up, and a command a
+//     client pause held from its release: as in Redis, the time a client
+//     waits blocked or paused is not the command's.
+//
+// SLOWLOG, LATENCY (slowlog.go, latency.go) and INFO latencystats
+// (latencystats.go) take the same durations.
 //
 // Names come from the command table only: a name the table does not hold
 // is counted as "unknown", so a client cannot create counters.
