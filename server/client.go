@@ -359,7 +359,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
 	}
-	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd, args) {
+	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
 		return false // held by CLIENT PAUSE: run again when it ends
 	}
 	if c.s.monitoring.Load() != 0 && !c.peer {

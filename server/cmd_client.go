@@ -318,8 +318,8 @@ func (s *Server) unpause() {
 	}
 }
 
-// holds reports whether the pause in mode holds cmd run with args.
-func (c *client) holds(mode int32, cmd *command, args [][]byte) bool {
+// holds reports whether the pause in mode holds cmd.
+func (c *client) holds(mode int32, cmd *command) bool {
 	if c.peer || c.script != nil || cmd == nil {
 		return false
 	}
@@ -350,7 +350,7 @@ func mayPropagate(cmd *command) bool {
 // holdIfPaused holds c while a pause holds cmd. It reports false when c
 // is a loop client that now waits to be woken, having done nothing; a
 // client with a goroutine of its own waits here.
-func (c *client) holdIfPaused(cmd *command, args [][]byte) bool {
+func (c *client) holdIfPaused(cmd *command) bool {
 	if c.held {
 		// Woken on its loop: the pause ended (or another began).
 		c.held = false
@@ -358,7 +358,7 @@ func (c *client) holdIfPaused(cmd *command, args [][]byte) bool {
 	}
 	for {
 		mode := c.s.pauseMode.Load()
-		if mode == pauseNone || !c.holds(mode, cmd, args) {
+		if mode == pauseNone || !c.holds(mode, cmd) {
 			return true
 		}
 		p := &c.s.clientPause

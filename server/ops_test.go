@@ -224,3 +224,49 @@ func TestFineBuckets(t *testing.T) {
 		t.Errorf("p99.9 = %v µs, want about 1000", p)
 	}
 }
+
+// TestClientReply checks CLIENT REPLY OFF and SKIP in a pipeline that mixes
+// writes (answered after their batch) with commands answered at once.
+func TestClientReply(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			rc := dialRaw(t, s)
+			var b []byte
+			for _, cmd := range [][]string{
+				{"CLIENT", "REPLY", "SKIP"}, {"SET", "k", "1"}, {"GET", "k"},
+				{"CLIENT", "REPLY", "OFF"}, {"SET", "k", "2"}, {"GET", "k"}, {"PING"},
+				{"CLIENT", "REPLY", "ON"}, {"INCR", "k"}, {"CLIENT", "REPLY", "SKIP"},
+				{"GET", "k"}, {"ECHO", "last"},
+			} {
+				b = append(b, encodeCommand(cmd...)...)
+			}
+			rc.send(b)
+			var got string
+			for i := 0; i < 4; i++ {
+				got += rc.reply()
+			}
+			if want := "$1\r\n1\r\n+OK\r\n:3\r\n$4\r\nlast\r\n"; got != want {
+				t.Errorf("replies %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestResetStatResetsLatencyStats(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	rc.do("SET", "k", "v")
+	if r := rc.do("INFO", "latencystats"); !strings.Contains(r, "latency_percentiles_usec_set:p50=") {
+		t.Fatalf("INFO latencystats after a SET: %q", r)
+	}
+	rc.do("CONFIG", "RESETSTAT")
+	if r := rc.do("INFO", "latencystats"); strings.Contains(r, "usec_set") {
+		t.Errorf("INFO latencystats after CONFIG RESETSTAT: %q", r)
+	}
+	rc.do("CONFIG", "SET", "latency-tracking", "no")
+	rc.do("SET", "k", "v")
+	if r := rc.do("INFO", "latencystats"); strings.Contains(r, "usec_set") {
+		t.Errorf("with latency-tracking no: %q", r)
+	}
+}
