@@ -326,7 +326,7 @@ func (c *client) clientList(opts [][]byte) {
 // describe is the client's CLIENT LIST line: every field Redis 7.2 prints,
 // in its order. The buffer fields kvs does not account per connection
 // (qbuf, qbuf-free, argv-mem, multi-mem, rbs, rbp, obl, oll, omem,
-// tot-mem) read 0, multi= reads -1; docs/compatibility.md.
+// tot-mem) read 0; docs/compatibility.md.
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
 	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
@@ -348,7 +348,8 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString(" sub=" + strconv.Itoa(int(c.subCounts[subChannel].Load())))
 	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
 	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))
-	b.WriteString(" multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" multi=" + strconv.Itoa(int(c.multiCount.Load())))
+	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))

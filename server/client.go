@@ -117,6 +117,9 @@ type client struct {
 	subCounts [3]atomic.Int32
 	noEvict   atomic.Bool
 	isMonitor atomic.Bool  // sent MONITOR (monitor.go)
+	// multiCount is the commands queued in the open transaction, -1
+	// outside one (CLIENT LIST's multi=).
+	multiCount atomic.Int32
 	sockFD    atomic.Int32 // the socket's descriptor, -1 if it has none
 	// CLIENT KILL of a loop client (cmd_client.go's kill): its loop, and
 	// the request.
@@ -196,6 +199,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	}
 	c.protoSeen.Store(2)
 	c.sockFD.Store(int32(connFD(nc)))
+	c.multiCount.Store(-1)
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd = resp.NewReader(nc, s.maxBulk.Load)
 	s.commandStats() // built on first use; lookup reads it

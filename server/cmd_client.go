@@ -449,17 +449,20 @@ func runClientOps(c *client, sub []byte, args [][]byte) bool {
 // clientFlags is CLIENT LIST's flags= of c.
 func (c *client) clientFlags() string {
 	var b []byte
+	if c.isMonitor.Load() {
+		b = append(b, 'O')
+	}
 	if c.subscribed() {
 		b = append(b, 'P')
+	}
+	if c.multiCount.Load() >= 0 {
+		b = append(b, 'x')
 	}
 	if c.s.blocked.isBlocked(c.id) {
 		b = append(b, 'b')
 	}
 	if c.noEvict.Load() {
 		b = append(b, 'e')
-	}
-	if c.isMonitor.Load() {
-		b = append(b, 'O')
 	}
 	if len(b) == 0 {
 		return "N"

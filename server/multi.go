@@ -156,6 +156,7 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		}
 		end := len(m.argv)
 		m.queued = append(m.queued, queuedCmd{cmd: cmd, id: id, args: m.argv[first:end:end]})
+		c.multiCount.Store(int32(len(m.queued)))
 	}
 	c.replyRaw(id, rawQueued)
 }
@@ -185,6 +186,7 @@ func txMulti(c *client, id int, args [][]byte) bool {
 	}
 	c.tx.reset()
 	c.multi = &c.tx
+	c.multiCount.Store(0)
 	c.replyRaw(id, rawOK)
 	return true
 }
@@ -203,6 +205,7 @@ func txDiscard(c *client, id int, args [][]byte) bool {
 // DISCARD do.
 func (c *client) endTransaction() {
 	c.multi = nil
+	c.multiCount.Store(-1)
 	c.watched = nil
 }
 
