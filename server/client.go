@@ -116,11 +116,11 @@ type client struct {
 	// under its lock; CLIENT NO-EVICT's flag.
 	subCounts [3]atomic.Int32
 	noEvict   atomic.Bool
-	isMonitor atomic.Bool  // sent MONITOR (monitor.go)
+	isMonitor atomic.Bool // sent MONITOR (monitor.go)
 	// multiCount is the commands queued in the open transaction, -1
 	// outside one (CLIENT LIST's multi=).
 	multiCount atomic.Int32
-	sockFD    atomic.Int32 // the socket's descriptor, -1 if it has none
+	sockFD     atomic.Int32 // the socket's descriptor, -1 if it has none
 	// CLIENT KILL of a loop client (cmd_client.go's kill): its loop, and
 	// the request.
 	loopRef atomic.Pointer[loop]
