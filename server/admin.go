@@ -148,6 +148,9 @@ func runTime(c *client, args [][]byte) {
 func runClient(c *client, args [][]byte) {
 	sub := args[1]
 	c.noteSubcommand("client", sub)
+	if runClientOps(c, sub, args) {
+		return
+	}
 	switch {
 	case is(sub, "id") && len(args) == 2:
 		c.out = appendInt(c.out, c.id)
@@ -195,14 +198,38 @@ var clientHelp = []string{
 	"    Return the ID of the current connection.",
 	"INFO",
 	"    Return information about the current client connection.",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
 	"LIST [TYPE <normal|master|replica|pubsub>] [ID <client-id> [<client-id> ...]]",
 	"    Return information about client connections.",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds.",
+	"REPLY (ON|OFF|SKIP)",
+	"    Control the replies sent to the current connection.",
 	"SETINFO <option> <value>",
 	"    Set client meta attr. Options are:",
 	"    * LIB-NAME: the client lib name.",
 	"    * LIB-VER: the client lib version.",
 	"SETNAME <name>",
 	"    Assign the name <name> to the current connection.",
+	"UNBLOCK <clientid> [TIMEOUT|ERROR]",
+	"    Unblock the specified blocked client.",
+	"NO-EVICT (ON|OFF)",
+	"    Protect current client connection from eviction.",
 	"HELP",
 	"    Print this help.",
 }
@@ -240,23 +267,20 @@ func (c *client) clientSetInfo(attr, val []byte) {
 	c.out = appendStatus(c.out, "OK")
 }
 
-// clientList answers CLIENT LIST [TYPE normal] [ID id ...]. Every kvs client
-// is of type normal.
+// clientList answers CLIENT LIST [TYPE type] [ID id ...]. A kvs client is
+// of type pubsub while subscribed, normal otherwise (clientType).
 func (c *client) clientList(opts [][]byte) {
 	var ids map[int64]bool
-	typeOK := true
+	typ := ""
 	for j := 0; j < len(opts); {
 		switch {
 		case is(opts[j], "type") && j+1 < len(opts):
-			t := opts[j+1]
-			switch {
-			case is(t, "normal"):
-			case is(t, "master"), is(t, "replica"), is(t, "slave"), is(t, "pubsub"):
-				typeOK = false
-			default:
-				c.out = appendError(c.out, "ERR Unknown client type '"+string(t)+"'")
+			t, ok := clientTypeByName(opts[j+1])
+			if !ok {
+				c.out = appendError(c.out, errUnknownClientType(opts[j+1]))
 				return
 			}
+			typ = t
 			j += 2
 		case is(opts[j], "id") && j+1 < len(opts):
 			ids = make(map[int64]bool)
@@ -274,20 +298,20 @@ func (c *client) clientList(opts [][]byte) {
 		}
 	}
 	var sb strings.Builder
-	if typeOK {
-		now := time.Now()
-		for _, o := range c.s.clientsByID() {
-			if ids == nil || ids[o.id] {
-				sb.WriteString(o.describe(now))
-				sb.WriteByte('\n')
-			}
+	now := time.Now()
+	for _, o := range c.s.clientsByID() {
+		if (ids == nil || ids[o.id]) && (typ == "" || o.clientType() == typ) {
+			sb.WriteString(o.describe(now))
+			sb.WriteByte('\n')
 		}
 	}
 	c.out = appendVerbatim(c.out, sb.String(), c.proto)
 }
 
-// describe is the client's CLIENT LIST line, with the fields whose values
-// kvs knows truthfully.
+// describe is the client's CLIENT LIST line: every field Redis 7.2 prints,
+// in its order. The buffer fields kvs does not account per connection
+// (qbuf, qbuf-free, argv-mem, multi-mem, rbs, rbp, obl, oll, omem,
+// tot-mem) read 0; docs/compatibility.md.
 func (c *client) describe(now time.Time) string {
 	c.info.Lock()
 	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
@@ -301,14 +325,16 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
 	b.WriteString(" addr=" + c.addr)
 	b.WriteString(" laddr=" + c.laddr)
+	b.WriteString(" fd=" + strconv.Itoa(int(c.sockFD.Load())))
 	b.WriteString(" name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle/time.Second), 10))
-	flags := "N"
-	if c.s.blocked.isBlocked(c.id) {
-		flags = "b"
-	}
-	b.WriteString(" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1")
+	b.WriteString(" flags=" + c.clientFlags() + " db=0")
+	b.WriteString(" sub=" + strconv.Itoa(int(c.subCounts[subChannel].Load())))
+	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
+	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))
+	b.WriteString(" multi=" + strconv.Itoa(int(c.multiCount.Load())))
+	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))

@@ -411,6 +411,7 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		if c.proposeBatch() {
 			return false
 		}
+		c.endRun() // the commands before it are timed without its wait
 		req, e := cmd.block(c, args)
 		if e != "" {
 			c.replyError(id, false, e)
@@ -577,6 +578,9 @@ func servedKey(b *blockState, r *fsm.Reply) string {
 // answers it (a timeout). It reports whether there is a pop to run; when
 // not and c.blk is still set, the client waits.
 func (c *client) nextTry(b *blockState) bool {
+	// The time blocked is not the command's duration (SLOWLOG,
+	// commandstats): as in Redis, it is timed from its wake-up.
+	c.mark = time.Since(c.pipeStart)
 	key, try, done, reply := c.s.blocked.next(b.w)
 	switch {
 	case try:

@@ -84,6 +84,7 @@ type client struct {
 	pipeStart time.Time
 	mark      time.Duration
 	run       cmdRun
+	runFirst  int // the pipeline index of the run's first command, for SLOWLOG
 
 	// script is set on the scratch client that parses a script's
 	// commands: the script's clock and random source (cmd_script.go).
@@ -110,6 +111,25 @@ type client struct {
 	lastActive atomic.Int64           // Unix ns of the last request, for CLIENT LIST idle=
 	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=
 	protoSeen  atomic.Int32           // proto, for CLIENT LIST
+	// For CLIENT LIST and CLIENT KILL TYPE: the subscriptions by kind
+	// (channels, patterns, shard channels), kept by the pub/sub registry
+	// under its lock; CLIENT NO-EVICT's flag.
+	subCounts [3]atomic.Int32
+	noEvict   atomic.Bool
+	isMonitor atomic.Bool // sent MONITOR (monitor.go)
+	// multiCount is the commands queued in the open transaction, -1
+	// outside one (CLIENT LIST's multi=).
+	multiCount atomic.Int32
+	sockFD     atomic.Int32 // the socket's descriptor, -1 if it has none
+	// CLIENT KILL of a loop client (cmd_client.go's kill): its loop, and
+	// the request.
+	loopRef atomic.Pointer[loop]
+	killReq atomic.Bool
+
+	// replyMode is CLIENT REPLY's state (cmd_client.go), 0 for ON; held
+	// says a loop client waits for a client pause to end.
+	replyMode uint8
+	held      bool
 
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte
@@ -165,6 +185,7 @@ type pendingReply struct {
 	// rejected it before execution (unknown name, arity).
 	cmd      int
 	rejected bool
+	at       int // the command's index in the pipeline, for SLOWLOG
 	// A forwarded read: its op (for the hit counters) and the parser's
 	// errIfFound.
 	read    bool
@@ -184,6 +205,8 @@ func (s *Server) newClient(nc net.Conn) *client {
 		fd:      -1,
 	}
 	c.protoSeen.Store(2)
+	c.sockFD.Store(int32(connFD(nc)))
+	c.multiCount.Store(-1)
 	c.lastActive.Store(c.created.UnixNano())
 	c.auth = s.newClientAuth()
 	c.setUserName(c.auth.name)
@@ -318,9 +341,9 @@ func (c *client) resume() bool {
 	if c.proposeBatch() {
 		return false
 	}
-	c.pipe = nil
 	c.flushHits()
 	c.endRun()
+	c.pipe = nil
 	return true
 }
 
@@ -368,6 +391,12 @@ func (c *client) executeOne(args [][]byte) bool {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
+	}
+	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
+		return false // held by CLIENT PAUSE: run again when it ends
+	}
+	if c.s.monitoring.Load() != 0 && !c.peer {
+		c.s.feedMonitors(c.addr, cmd, args)
 	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, args); e != "" {
@@ -494,7 +523,7 @@ func (c *client) checkRead() string {
 // keeps its place in the pipeline.
 func (c *client) replyError(id int, rejected bool, text string) {
 	if len(c.pending) > 0 {
-		c.pending = append(c.pending, pendingReply{err: text, cmd: id, rejected: rejected})
+		c.pending = append(c.pending, pendingReply{err: text, cmd: id, rejected: rejected, at: c.pipeAt})
 		return
 	}
 	at := len(c.out)
@@ -508,6 +537,7 @@ func (c *client) queue(p pendingReply) {
 	if len(c.pending) == 0 {
 		c.endRun()
 	}
+	p.at = c.pipeAt
 	c.pending = append(c.pending, p)
 }
 
@@ -595,8 +625,12 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 		}
 		run.id = p.cmd
 		run.add(p.rejected, c.replyFailed(at))
+		if c.replyMode != 0 {
+			c.suppressReply(at)
+		}
 	}
 	st.record(&run, d, true)
+	c.logSlowBatch(d)
 	// Drop references to the requests' and the store's memory before
 	// reusing the slices.
 	clear(c.batch)

@@ -225,6 +225,9 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
+	if s.monitoring.Load() != 0 {
+		s.feedMonitors("lua", cmd, args)
+	}
 	switch {
 	case cmd.name == "time":
 		sec, ms := p.Now/1000, p.Now%1000

@@ -96,6 +96,9 @@ func commandTable() map[string]*command {
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
 		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig},
+		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server", run: runSlowlog},
+		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runMonitor},
+		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runLatency},
 		{name: "role", arity: 1, flags: conn, group: "server", run: runRole},
 
 		// Redis Cluster's topology (cluster mode; standalone answers as

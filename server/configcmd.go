@@ -36,6 +36,9 @@ func (s *Server) configParams() map[string]string {
 	}
 	p["lua-time-limit"] = strconv.FormatInt(s.luaTimeLimit(), 10)
 	p["busy-reply-threshold"] = p["lua-time-limit"]
+	p["slowlog-log-slower-than"] = strconv.FormatInt(s.slowlog.slowerThan.Load(), 10)
+	p["slowlog-max-len"] = strconv.FormatInt(s.slowlog.maxLen.Load(), 10)
+	p["latency-monitor-threshold"] = strconv.FormatInt(s.latency.threshold.Load(), 10)
 	s.addLimitParams(p)
 	s.addPubsubParams(p)
 	s.addTLSParams(p)
@@ -228,7 +231,8 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "requirepass":
 			v := string(val)
 			requirePass = &v
-		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold":
+		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
+			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
 			norm, e := redisParamByName[name].normalize(string(val))
 			if e != "" {
 				return errConfigSetFailed(name, e)
@@ -273,6 +277,9 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	}
 	for _, kv := range stored {
 		s.params.set(kv[0], kv[1])
+		if kv[0] == "latency-tracking" {
+			s.stats.cmds.noTracking.Store(kv[1] == "no")
+		}
 	}
 	for _, apply := range applies {
 		apply()
@@ -286,6 +293,12 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
+		case "slowlog-log-slower-than":
+			s.slowlog.slowerThan.Store(ch.v)
+		case "slowlog-max-len":
+			s.slowlog.setMaxLen(ch.v)
+		case "latency-monitor-threshold":
+			s.latency.threshold.Store(ch.v)
 		}
 	}
 	return ""

@@ -161,8 +161,12 @@
 //   - SCAN cursors are kvs's own; a cursor of 2^63 or more (never handed
 //     out) ends the scan instead of being reinterpreted.
 //   - COMMAND INFO has no key specs or tips, and COMMAND DOCS only
-//     summary, since and group; CLIENT LIST reports only the fields kvs
-//     knows (no fd, qbuf, memory figures).
+//     summary, since and group; CLIENT LIST prints Redis's fields, the
+//     buffer and memory figures kvs does not keep per connection as 0.
+//   - A command's duration (SLOWLOG, LATENCY, commandstats) is, for a
+//     write, its batch's time, which includes the wait for fsync or
+//     consensus (slowlog.go). CLIENT PAUSE holds only this node's clients
+//     (cmd_client.go); MONITOR shows what this node executes (monitor.go).
 //   - A request line holding a NUL byte is cut there; Redis waits for more
 //     input.
 //   - In cluster mode a follower forwards a plain client's writes instead

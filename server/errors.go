@@ -343,3 +343,33 @@ var (
 	// ErrAlreadyServing is returned by Serve when called twice.
 	ErrAlreadyServing = errors.New("server: already serving")
 )
+
+// Errors of the operator's commands (SLOWLOG, CLIENT KILL, CLIENT PAUSE,
+// CLIENT REPLY, LATENCY).
+const (
+	errSlowlogCount     = "ERR count should be greater than or equal to -1"
+	errNoSuchClient     = "ERR No such client"
+	errClientIDPositive = "ERR client-id should be greater than 0"
+	errPauseTimeout     = "ERR timeout is not an integer or out of range"
+	errPauseNegative    = "ERR timeout is negative"
+	errPauseMode        = "ERR CLIENT PAUSE mode must be WRITE or ALL"
+)
+
+// errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: a known
+// subcommand with arguments it does not take.
+func errSubcommandSyntax(sub []byte, cmd string) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown subcommand or wrong number of arguments for '")
+	writeCapped(&b, sub)
+	b.WriteString("'. Try ")
+	b.WriteString(cmd)
+	b.WriteString(" HELP.")
+	return b.String()
+}
+
+// errNoSuchUser is CLIENT KILL USER's reply for a user that does not exist.
+func errNoSuchUser(name []byte) string { return "ERR No such user '" + string(name) + "'" }
+
+// errUnknownClientType is CLIENT LIST TYPE's and CLIENT KILL TYPE's reply
+// for a type Redis does not know.
+func errUnknownClientType(t []byte) string { return "ERR Unknown client type '" + string(t) + "'" }

@@ -36,8 +36,11 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.checkOutputLimits()
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
+			s.sampleMemPeak()
 			s.refreshLinks(now)
-			if s.activeExpiry.Load() && s.mayExpire() {
+			// A client pause stops active expiry too, as in Redis, so
+			// that a paused node's data does not change.
+			if s.activeExpiry.Load() && s.mayExpire() && s.pauseMode.Load() == pauseNone {
 				s.expireCycle(stop)
 			}
 		}

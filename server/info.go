@@ -13,7 +13,7 @@ var defaultInfoSections = []string{"server", "clients", "memory", "persistence",
 
 // allInfoSections are the sections "INFO all" adds to the default ones,
 // as Redis does: long, so not in a bare INFO.
-var allInfoSections = []string{"commandstats", "errorstats"}
+var allInfoSections = []string{"commandstats", "errorstats", "latencystats"}
 
 // runInfo answers INFO [section ...]: "all", "everything" and "default"
 // select sets of sections, other names select themselves; unknown names
@@ -128,8 +128,14 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("used_memory_human", humanBytes(uint64(used)))
 		add("used_memory_rss", ms.Sys-ms.HeapReleased)
 		add("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
+		peak := s.memPeak.note(ms.HeapAlloc)
+		add("used_memory_peak", peak)
+		add("used_memory_peak_human", humanBytes(peak))
+		add("used_memory_peak_perc", peakPerc(ms.HeapAlloc, peak))
 		add("used_memory_dataset", st.Bytes)
-		add("total_system_memory", 0)
+		sys := totalSystemMemory()
+		add("total_system_memory", sys)
+		add("total_system_memory_human", humanBytes(sys))
 		maxmem := s.maxMemory.Load()
 		add("maxmemory", maxmem)
 		add("maxmemory_human", humanBytes(uint64(maxmem)))
@@ -161,6 +167,8 @@ func (s *Server) infoSection(name string) []InfoField {
 		}
 	case "commandstats":
 		fs = s.commandStatsInfo()
+	case "latencystats":
+		fs = s.latencyStatsInfo()
 	case "errorstats":
 		for _, e := range s.ErrorStats() {
 			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))

@@ -82,6 +82,7 @@ type loop struct {
 	done     []*client  // answered by the roundProposer, to resume
 	woken    []*client  // blocked clients whose waiter was woken, to run again
 	pushed   []*client  // subscribers with messages queued (pushReady)
+	killed   []*client  // to close: CLIENT KILL (kill)
 	incoming []*client  // accepted, not yet in conns
 	stopping bool       // Shutdown: close connections once their replies are written
 	closing  bool       // Close: close everything now
@@ -244,8 +245,10 @@ func (lp *loop) add(c *client) bool {
 		unix.Close(fd)
 		return false
 	}
+	c.loopRef.Store(lp)
 	c.nc.Close()
 	c.fd = fd
+	c.sockFD.Store(int32(fd))
 	c.lp = lp
 	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
 	c.rd.SetQueryLimit(c.s.maxQuery.Load)
@@ -413,13 +416,15 @@ func (lp *loop) wake() {
 	lp.woken = nil
 	pushed := lp.pushed
 	lp.pushed = nil
+	killed := lp.killed
+	lp.killed = nil
 	incoming := lp.incoming
 	lp.incoming = nil
 	stopping, closing := lp.stopping, lp.closing
 	lp.mu.Unlock()
 	for _, c := range woken {
-		if !c.dead && c.suspended && c.waitingBlocked() {
-			c.suspended = false
+		if !c.dead && c.suspended && (c.waitingBlocked() || c.held) {
+			c.suspended, c.held = false, false
 			lp.run1(c, nil)
 		}
 	}
@@ -438,8 +443,17 @@ func (lp *loop) wake() {
 			continue
 		}
 		lp.conns[int32(c.fd)] = c
+		if c.killReq.Load() {
+			lp.close(c) // CLIENT KILL while it was handed over
+			continue
+		}
 		c.more = true // requests may have arrived before the registration
 		lp.ready = append(lp.ready, c)
+	}
+	for _, c := range killed {
+		if lp.conns[int32(c.fd)] == c {
+			lp.close(c)
+		}
 	}
 	switch {
 	case closing:
@@ -448,7 +462,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked()) {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held) {
 				lp.close(c)
 			}
 		}
@@ -584,6 +598,17 @@ func (lp *loop) wakeBlocked(c *client) {
 	lp.mu.Unlock()
 	lp.signal()
 }
+
+// kill closes c on the loop (CLIENT KILL from any goroutine).
+func (lp *loop) kill(c *client) {
+	lp.mu.Lock()
+	lp.killed = append(lp.killed, c)
+	lp.mu.Unlock()
+	lp.signal()
+}
+
+// wakeHeld runs c again once the client pause that held it ended.
+func (lp *loop) wakeHeld(c *client) { lp.wakeBlocked(c) }
 
 // pushReady hands the loop a subscriber with messages queued (or killed
 // for its output buffer); it is called by publishers, on any goroutine.

@@ -19,3 +19,5 @@ func (*loop) wakeBlocked(*client)   {}
 func (*loop) pushReady(*client)     {}
 func (*loop) endSlice(*client) bool { return false }
 func (*loop) checkLimitsSoon()      {}
+func (*loop) kill(*client)          {}
+func (*loop) wakeHeld(*client)      {}

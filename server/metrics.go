@@ -24,6 +24,12 @@ import (
 //   - The writes of a batch (and the replies queued behind them) wait for
 //     one proposal: each is recorded with the batch's time, from the
 //     parse of its first command to its replies being queued.
+//   - A blocking command is timed from its last wake-up, and a command a
+//     client pause held from its release: as in Redis, the time a client
+//     waits blocked or paused is not the command's.
+//
+// SLOWLOG, LATENCY (slowlog.go, latency.go) and INFO latencystats
+// (latencystats.go) take the same durations.
 //
 // Names come from the command table only: a name the table does not hold
 // is counted as "unknown", so a client cannot create counters.
@@ -70,6 +76,7 @@ type cmdCounters struct {
 	failed   atomic.Int64 // executed and answered with an error
 	nanos    atomic.Int64 // latency, all commands
 	buckets  [len(latencyBounds) + 1]atomic.Int64
+	fine     [fineBuckets]atomic.Int64 // INFO latencystats (latencystats.go)
 }
 
 func (k *cmdCounters) reset() {
@@ -79,6 +86,9 @@ func (k *cmdCounters) reset() {
 	k.nanos.Store(0)
 	for i := range k.buckets {
 		k.buckets[i].Store(0)
+	}
+	for i := range k.fine {
+		k.fine[i].Store(0)
 	}
 }
 
@@ -90,6 +100,8 @@ type commandStats struct {
 	names   []string              // sorted; the last is unknownCommand
 	unknown int                   // index of unknownCommand
 	counts  []cmdCounters
+	// noTracking is latency-tracking no: no latencystats are recorded.
+	noTracking atomic.Bool
 }
 
 // commandRef is a command and the index of its counters.
@@ -123,6 +135,7 @@ func (s *Server) commandStats() *commandStats {
 type cmdRun struct {
 	id                  int
 	n, rejected, failed int64
+	unlogged            bool // a command refused before it ran, alone in its run
 }
 
 func (r *cmdRun) add(rejected, failed bool) {
@@ -156,6 +169,9 @@ func (st *commandStats) record(run *cmdRun, d time.Duration, each bool) {
 	}
 	k.nanos.Add(int64(total))
 	k.buckets[latencyBucket(per)].Add(run.n)
+	if !st.noTracking.Load() {
+		k.fine[fineBucket(per)].Add(run.n)
+	}
 	*run = cmdRun{}
 }
 
@@ -175,11 +191,21 @@ func (c *client) beginTiming(start time.Time) {
 // outside any batch: it joins the run of commands answered at once.
 func (c *client) answered(id int, rejected bool, at int) {
 	failed := c.replyFailed(at)
-	if c.run.n > 0 && c.run.id != id {
+	// A command refused before it ran is a run of its own, which SLOWLOG
+	// and LATENCY do not see, as Redis does not.
+	unlogged := rejected || failed && isRejection(c.out[at:])
+	if c.run.n > 0 && (c.run.id != id || unlogged || c.run.unlogged) {
 		c.endRun()
 	}
+	if c.run.n == 0 {
+		c.runFirst = c.pipeAt
+	}
 	c.run.id = id
+	c.run.unlogged = unlogged
 	c.run.add(rejected, failed)
+	if c.replyMode != 0 {
+		c.suppressReply(at)
+	}
 }
 
 // endRun records the run of commands answered at once, which took the time
@@ -190,7 +216,11 @@ func (c *client) endRun() {
 		return
 	}
 	now := time.Since(c.pipeStart)
-	c.s.stats.cmds.record(&c.run, now-c.mark, false)
+	d := now - c.mark
+	if !c.run.unlogged {
+		c.logSlowRun(c.run.id, c.run.n, d/time.Duration(c.run.n))
+	}
+	c.s.stats.cmds.record(&c.run, d, false)
 	c.mark = now
 }
 

@@ -59,6 +59,17 @@ func (m *multiState) reset() {
 	}
 }
 
+// writes reports whether the transaction holds a command a client pause
+// of writes holds (cmd_client.go).
+func (m *multiState) writes() bool {
+	for _, q := range m.queued {
+		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
+			return true
+		}
+	}
+	return false
+}
+
 type queuedCmd struct {
 	cmd  *command
 	id   int // the command's index in the command statistics
@@ -155,6 +166,7 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		}
 		end := len(m.argv)
 		m.queued = append(m.queued, queuedCmd{cmd: cmd, id: id, args: m.argv[first:end:end]})
+		c.multiCount.Store(int32(len(m.queued)))
 	}
 	c.replyRaw(id, rawQueued)
 }
@@ -184,6 +196,7 @@ func txMulti(c *client, id int, args [][]byte) bool {
 	}
 	c.tx.reset()
 	c.multi = &c.tx
+	c.multiCount.Store(0)
 	c.replyRaw(id, rawOK)
 	return true
 }
@@ -202,6 +215,7 @@ func txDiscard(c *client, id int, args [][]byte) bool {
 // DISCARD do.
 func (c *client) endTransaction() {
 	c.multi = nil
+	c.multiCount.Store(-1)
 	c.watched = nil
 }
 

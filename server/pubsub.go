@@ -352,6 +352,7 @@ func (r *pubsubRegistry) addLocked(k subKind, name string, c *client) bool {
 		(*t)[name] = set
 	}
 	set[c] = struct{}{}
+	c.subCounts[k].Add(1)
 	if k != subShard {
 		r.subscribed.Add(1)
 	}
@@ -365,6 +366,7 @@ func (r *pubsubRegistry) removeLocked(k subKind, name string, c *client) {
 		return
 	}
 	delete(set, c)
+	c.subCounts[k].Add(-1)
 	if len(set) == 0 {
 		delete(t, name)
 	}

@@ -43,6 +43,20 @@ type Server struct {
 	acl aclServer
 
 	stats stats
+	// slowlog is SLOWLOG's log (slowlog.go).
+	slowlog slowLog
+	// latency is LATENCY's monitor (latency.go).
+	latency latencyMonitor
+	// pauseMode is CLIENT PAUSE's mode, loaded once per command;
+	// clientPause its state (cmd_client.go).
+	pauseMode   atomic.Int32
+	clientPause pauseState
+	// monitoring counts the MONITOR connections, loaded once per command;
+	// monitors are they (monitor.go).
+	monitoring atomic.Int32
+	monitors   monitorSet
+	// memPeak is INFO's used_memory_peak (info_memory.go).
+	memPeak memPeak
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -129,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
+	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
@@ -385,6 +400,7 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
 		s.updateNotify()
@@ -411,6 +427,7 @@ func (s *Server) beginStop() bool {
 	}
 	s.closed = true
 	s.shutdown.Store(true)
+	s.clientPause.stopTimer() // held clients are closed with the rest
 	if s.ln != nil {
 		s.ln.Close()
 	}

@@ -1,0 +1,68 @@
+package test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestClusterOpsOnFollower: on a follower of a three-node cluster, MONITOR
+// shows a write the follower forwards, from the client that sent it, and
+// the leader's MONITOR does not; CLIENT PAUSE WRITE on the follower holds
+// its clients' writes (not its reads), not the leader's clients, and
+// UNPAUSE releases the held write.
+func TestClusterOpsOnFollower(t *testing.T) {
+	requireKVS(t)
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	f := followers(nodes, leader)[0]
+
+	fmon, lmon := dialRaw(t, f.Addr), dialRaw(t, leader.Addr)
+	for _, m := range []*rawConn{fmon, lmon} {
+		if got := string(m.Do("MONITOR").Raw); got != "+OK\r\n" {
+			t.Fatalf("MONITOR: %q", got)
+		}
+	}
+	fc, lc := dialRaw(t, f.Addr), dialRaw(t, leader.Addr)
+	if v := fc.DoRetry("SET", "fk", "fv"); v.IsError() {
+		t.Fatalf("SET on the follower: %v", v)
+	}
+	want := fmt.Sprintf(`[0 %s] "SET" "fk" "fv"`, fc.c.LocalAddr())
+	if line := fmon.Read().Str; !strings.HasSuffix(line, want) {
+		t.Errorf("follower's MONITOR: %q, want it to end %q", line, want)
+	}
+	// The leader shows the marker sent to it, and nothing before it.
+	lc.Do("PING", "marker")
+	if line := lmon.Read().Str; !strings.HasSuffix(line, `"PING" "marker"`) {
+		t.Errorf("leader's MONITOR: %q, want the marker first", line)
+	}
+
+	admin, writer := dialRaw(t, f.Addr), dialRaw(t, f.Addr)
+	if got := string(admin.Do("CLIENT", "PAUSE", "60000", "WRITE").Raw); got != "+OK\r\n" {
+		t.Fatalf("CLIENT PAUSE: %q", got)
+	}
+	writer.Write(string(encodeCommand("SET", "paused", "1")))
+	waitFor(t, "the follower to receive the SET", func() error {
+		if l := admin.Do("CLIENT", "LIST").Str; !strings.Contains(l, "cmd=set") {
+			return fmt.Errorf("CLIENT LIST: %s", l)
+		}
+		return nil
+	})
+	// A read on the follower and a write on the leader go on.
+	if v := admin.Do("GET", "fk"); v.Str != "fv" {
+		t.Errorf("GET on the paused follower: %v", v)
+	}
+	if v := lc.DoRetry("SET", "leaderkey", "1"); v.IsError() {
+		t.Errorf("SET on the leader during the follower's pause: %v", v)
+	}
+	if v := lc.Do("GET", "paused"); !v.Null {
+		t.Fatalf("the held SET ran: GET on the leader = %v", v)
+	}
+	if got := string(admin.Do("CLIENT", "UNPAUSE").Raw); got != "+OK\r\n" {
+		t.Fatalf("CLIENT UNPAUSE: %q", got)
+	}
+	if got := string(writer.Read().Raw); got != "+OK\r\n" {
+		t.Fatalf("held SET answered %q", got)
+	}
+	waitValue(t, leader, "paused", "1")
+}
