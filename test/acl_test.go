@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -389,4 +390,66 @@ func hasSnapshot(n *Node) bool {
 		}
 	}
 	return false
+}
+
+// TestUnauthenticatedEveryCommand is the attack of a client without the
+// password trying every command kvs has: each, sent with as many
+// arguments as its arity asks, is refused with NOAUTH except the few
+// Redis runs before AUTH (AUTH, HELLO, QUIT, RESET); with the wrong number
+// it gets Redis's arity error, which Redis also answers before the
+// password. Nothing in the store changes, and the server serves on.
+func TestUnauthenticatedEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, durable := range []bool{false, true} {
+		n := startKVS(t, KVSOptions{Durable: durable, Extra: []string{"--requirepass", "s3cret"}})
+		admin := dialRaw(t, n.Addr)
+		if v := admin.Do("AUTH", "s3cret"); v.Str != "OK" {
+			t.Fatalf("AUTH: %s", v)
+		}
+		admin.Do("SET", "kept", "1")
+		infos := admin.Do("COMMAND", "INFO")
+		if len(infos.Elems) < 150 {
+			t.Fatalf("COMMAND INFO has %d commands", len(infos.Elems))
+		}
+		noAuth := map[string]bool{"auth": true, "hello": true, "quit": true, "reset": true}
+		for _, info := range infos.Elems {
+			if len(info.Elems) < 2 {
+				t.Fatalf("COMMAND INFO entry %q", info.Raw)
+			}
+			name := info.Elems[0].Str
+			arity, err := strconv.Atoi(info.Elems[1].Str)
+			if err != nil {
+				t.Fatalf("%s's arity %q", name, info.Elems[1].Raw)
+			}
+			if noAuth[name] {
+				continue
+			}
+			args := []string{name}
+			for len(args) < max(arity, -arity) {
+				args = append(args, "kept")
+			}
+			// A fresh connection per command, so that none can spoil
+			// the next.
+			c := dialRaw(t, n.Addr)
+			if v := c.Do(args...); string(v.Raw) != "-NOAUTH Authentication required.\r\n" {
+				t.Errorf("%q without AUTH: %q", args, v.Raw)
+			}
+			if arity > 0 {
+				wrong := append(args, "extra")
+				want := "-ERR wrong number of arguments for '" + name + "' command\r\n"
+				if strings.Contains(name, "|") {
+					continue
+				}
+				if v := c.Do(wrong...); string(v.Raw) != want {
+					t.Errorf("%q without AUTH: %q, want %q", wrong, v.Raw, want)
+				}
+			}
+		}
+		if v := admin.Do("DBSIZE"); string(v.Raw) != ":1\r\n" {
+			t.Errorf("DBSIZE after the attack: %q", v.Raw)
+		}
+		if v := admin.Do("GET", "kept"); v.Str != "1" {
+			t.Errorf("GET kept after the attack: %q", v.Raw)
+		}
+	}
 }
