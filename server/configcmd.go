@@ -166,6 +166,26 @@ func (c *client) configSet(pairs [][]byte) {
 	c.out = appendStatus(c.out, "OK")
 }
 
+// checkedParams are the parameter families whose own code checks a value
+// and returns the change to make once every pair has passed.
+var checkedParams = []struct {
+	is    func(name string) bool
+	check func(s *Server, name string, val []byte) (apply func(), e string)
+}{
+	{isEvictParam, (*Server).checkEvictParam},
+	{isSafetyParam, (*Server).checkSafetyParam},
+	{isPubsubParam, (*Server).checkPubsubParam},
+}
+
+func checkedParam(name string) func(*Server, string, []byte) (func(), string) {
+	for _, f := range checkedParams {
+		if f.is(name) {
+			return f.check
+		}
+	}
+	return nil
+}
+
 // setConfig applies parameter-value pairs atomically, as CONFIG SET does,
 // and returns Redis's error text, or "". At startup (the --config file)
 // immutable parameters are taken too, and those kvs sets from its flags
@@ -203,24 +223,8 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			tlsSet[name] = val
 			continue
 		}
-		if isEvictParam(name) {
-			apply, e := s.checkEvictParam(name, val)
-			if e != "" {
-				return e
-			}
-			applies = append(applies, apply)
-			continue
-		}
-		if isSafetyParam(name) {
-			apply, e := s.checkSafetyParam(name, val)
-			if e != "" {
-				return e
-			}
-			applies = append(applies, apply)
-			continue
-		}
-		if isPubsubParam(name) {
-			apply, e := s.checkPubsubParam(name, val)
+		if check := checkedParam(name); check != nil {
+			apply, e := check(s, name, val)
 			if e != "" {
 				return e
 			}
