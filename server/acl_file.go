@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"kvs/fsm"
@@ -114,24 +113,11 @@ func (s *Server) saveACLFile() error {
 	for _, name := range st.names {
 		b.WriteString("user " + name + " " + s.userLine(st.users[name]) + "\n")
 	}
-	f, err := os.CreateTemp(filepath.Dir(s.acl.file), filepath.Base(s.acl.file)+".tmp-*")
-	if err != nil {
-		return err
+	mode := os.FileMode(0o600) // it holds password hashes
+	if fi, err := os.Stat(s.acl.file); err == nil {
+		mode = fi.Mode().Perm()
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename, a no-op
-	if _, err := f.WriteString(b.String()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.acl.file)
+	return writeFileAtomic(s.acl.file, []byte(b.String()), mode)
 }
 
 // ACLSeed returns the OpACLSet that seeds the replicated ACL table at
