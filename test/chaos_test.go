@@ -861,20 +861,33 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 	if nodes[0].AdminTLS != nil {
 		// Raft over TLS: the proxies cannot read who is calling, so they
 		// ask which node's process holds the dialing socket.
-		identify := func(remote net.Addr) string {
+		identify := func(remote net.Addr) (string, bool) {
 			ta, ok := remote.(*net.TCPAddr)
 			if !ok {
-				return ""
+				return "", false
 			}
-			var pids []int
-			byPid := map[int]string{}
-			for _, n := range nodes {
-				if pid := n.livePid(); pid != 0 {
-					pids = append(pids, pid)
-					byPid[pid] = n.Name
+			// A node restarted since it dialed has a new pid; ask again
+			// a few times before giving up on a socket that is open.
+			for try := 0; ; try++ {
+				var pids []int
+				byPid := map[int]string{}
+				for _, n := range nodes {
+					if pid := n.livePid(); pid != 0 {
+						pids = append(pids, pid)
+						byPid[pid] = n.Name
+					}
 				}
+				pid, exists := socketOwner(ta, pids)
+				switch {
+				case !exists:
+					return "", true
+				case pid > 0:
+					return byPid[pid], false
+				case try == 5:
+					return "", false
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			return byPid[socketOwner(ta, pids)]
 		}
 		for _, p := range ps.P {
 			p.SetIdentify(identify)

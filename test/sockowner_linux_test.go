@@ -13,12 +13,14 @@ import (
 // for a proxy, the process that dialed the connection it accepted, whose
 // remote address is that socket's local one. It reads /proc/net/tcp for
 // the socket's inode and each process's fds for it, and returns -1 when
-// none holds it. A TLS connection shows nothing of its sender, so this is
-// how the chaos proxies tell senders apart when raft runs over TLS.
-func socketOwner(local *net.TCPAddr, pids []int) int {
+// none holds it; exists reports whether the socket is still open at all
+// (a sender killed just after it dialed has none). A TLS connection shows
+// nothing of its sender, so this is how the chaos proxies tell senders
+// apart when raft runs over TLS.
+func socketOwner(local *net.TCPAddr, pids []int) (pid int, exists bool) {
 	inode := tcpInode(local)
 	if inode == "" {
-		return -1
+		return -1, false
 	}
 	want := "socket:[" + inode + "]"
 	for _, pid := range pids {
@@ -29,11 +31,11 @@ func socketOwner(local *net.TCPAddr, pids []int) int {
 		}
 		for _, fd := range fds {
 			if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && l == want {
-				return pid
+				return pid, true
 			}
 		}
 	}
-	return -1
+	return -1, true
 }
 
 // tcpInode finds the inode of the IPv4 TCP socket bound to a in
