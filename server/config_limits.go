@@ -141,15 +141,18 @@ func configSetNames(pairs [][]byte, known map[string]string, startup bool) strin
 		_, isLimit := limitParams[name]
 		p := redisParamByName[name]
 		switch {
-		case isLimit, name == "maxclients", name == "proto-max-bulk-len", isPubsubParam(name),
-			name == "lua-time-limit", name == "busy-reply-threshold", isTLSParam(name), isSafetyParam(name), isEvictParam(name), name == "requirepass":
 		case p != nil:
+			// Every parameter kvs acts on is one of Redis's and takes
+			// its flags from there; a change its own code refuses (a
+			// tls-port, a flag's value) is refused when it is checked.
 			if p.flags&paramImmutable != 0 && !startup {
 				return errConfigSetFailed(given, "can't set immutable config")
 			}
 			if p.flags&paramProtected != 0 && !startup {
 				return errConfigSetFailed(given, "can't set protected config")
 			}
+		case isLimit:
+			// set-max-listpack-*: Redis 7.2's, which 7.0's table lacks.
 		case hasParam(known, name) && !startup:
 			return errConfigSetFailed(given, "can't set immutable config")
 		case hasParam(known, name):

@@ -209,9 +209,6 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
-		if limitsSet[name] {
-			return errConfigSetFailed(name, "duplicate parameter")
-		}
 		if known, e := setLimitParam(&limits, name, val); known {
 			if e != "" {
 				return e
@@ -235,6 +232,13 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "requirepass":
 			v := string(val)
 			requirePass = &v
+		case "latency-tracking":
+			v, e := redisParamByName[name].normalize(string(val))
+			if e != "" {
+				return errConfigSetFailed(name, e)
+			}
+			stored = append(stored, [2]string{name, v})
+			applies = append(applies, func() { s.stats.cmds.noTracking.Store(v == "no") })
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
 			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
 			norm, e := redisParamByName[name].normalize(string(val))
@@ -281,9 +285,6 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	}
 	for _, kv := range stored {
 		s.params.set(kv[0], kv[1])
-		if kv[0] == "latency-tracking" {
-			s.stats.cmds.noTracking.Store(kv[1] == "no")
-		}
 	}
 	for _, apply := range applies {
 		apply()
