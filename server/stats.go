@@ -135,7 +135,12 @@ func (s *Server) clientsByID() []*client {
 	s.mu.Lock()
 	list := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
-		list = append(list, c)
+		// A killed client is gone for CLIENT LIST and CLIENT KILL at
+		// once, as Redis frees it in the command, though its loop may
+		// not have closed it yet.
+		if !c.killReq.Load() {
+			list = append(list, c)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
