@@ -90,9 +90,9 @@ const (
 )
 
 func init() {
-	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1),
+	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
-	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys,
+	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser,
 		check: checkNumKeys, read: readFCall})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
@@ -508,7 +508,9 @@ func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 	// The functions see the whole API from now on, as in Redis.
 	vm.L.SetMetatable(env, vm.envMeta)
 	run.source = "@user_function"
-	return vm.call(run, callback, stringsTable(vm.L, c.Args[1:1+c.Int]), stringsTable(vm.L, c.Args[1+c.Int:]))
+	keys, argv, user := scriptArgs(c)
+	run.user = user
+	return vm.call(run, callback, stringsTable(vm.L, keys), stringsTable(vm.L, argv))
 }
 
 // newScriptRun is a run of the function name for c, seeded and budgeted

@@ -41,11 +41,23 @@ type CommandParser func(p *ParseContext, args [][]byte) (cmd Command, r Reply, a
 // entry's now) instead of the wall clock, its seeded random source for
 // choices the parser makes (SPOP's seed), and whether the script is read
 // only. Scratch is the parser's own, kept for the run.
+//
+// User is the ACL user the script runs as ("" when its calls are not
+// checked), and ACL and ACLGen the store's ACL table (user name to rule
+// line, nil for the built-in default user alone) and its generation as
+// the script runs: the parser checks each call against them, never
+// against a table of its own, so the answer follows the log. CheckOnly
+// asks only whether User may run the command (redis.acl_check_cmd): the
+// parser answers a ReplyBool, or an error for a command it does not know.
 type ParseContext struct {
-	Now      int64
-	Rand     *rand.Rand
-	ReadOnly bool
-	Scratch  any
+	Now       int64
+	Rand      *rand.Rand
+	ReadOnly  bool
+	User      string
+	ACL       map[string]string
+	ACLGen    uint64
+	CheckOnly bool
+	Scratch   any
 }
 
 // SetCommandParser installs the parser redis.call uses. Without one,
@@ -67,6 +79,7 @@ type scriptRun struct {
 	budget   *budget
 	resp     int // the protocol redis.call replies are converted from (redis.setresp)
 	pc       ParseContext
+	user     string             // the ACL user it runs as ("": unchecked)
 	ids      map[lua.LValue]int // tostring's numbering
 	cmd      Command            // the command redis.call is running
 }

@@ -34,6 +34,7 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		{"sha1hex", redisSHA1Hex},
 		{"log", vm.redisLog},
 		{"setresp", vm.redisSetResp},
+		{"acl_check_cmd", vm.redisACLCheckCmd},
 		{"set_repl", vm.redisSetRepl},
 		{"replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }},
 		{"breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 }},
@@ -128,12 +129,53 @@ func appendLuaNumber(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', 17, 64)
 }
 
+// redisACLCheckCmd is redis.acl_check_cmd(command, args...): whether the
+// user running the script may run the command with these arguments.
+func (vm *luaVM) redisACLCheckCmd(L *lua.LState) int {
+	run := vm.run
+	if run == nil || run.s == nil {
+		raiseErrorTable(L, "ERR redis.acl_check_cmd can only be called inside a script invocation")
+		return 0
+	}
+	n := L.GetTop()
+	if n == 0 {
+		raiseErrorTable(L, "ERR Please specify at least one argument for this redis lib call")
+		return 0
+	}
+	args, ok := vm.callArguments(L, n)
+	if !ok {
+		raiseErrorTable(L, "ERR Lua redis lib command arguments must be strings or integers")
+		return 0
+	}
+	L.SetTop(0)
+	s := run.s
+	if s.parser == nil {
+		raiseErrorTable(L, "ERR Invalid command passed to redis.acl_check_cmd()")
+		return 0
+	}
+	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
+	run.pc.User, run.pc.CheckOnly = run.user, true
+	run.pc.ACL, run.pc.ACLGen = s.acl, s.aclGen.Load()
+	_, r, _ := s.parser(&run.pc, args)
+	run.pc.CheckOnly = false
+	if r.Kind == ReplyError {
+		raiseErrorTable(L, r.Str)
+		return 0
+	}
+	L.Push(lua.LBool(r.Int != 0))
+	return 1
+}
+
 // callLocked runs one command of a script under the lock the script holds.
 func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if s.parser == nil {
 		return errorReply("ERR Unknown Redis command called from script")
 	}
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
+	run.pc.User, run.pc.CheckOnly = run.user, false
+	if run.user != "" {
+		run.pc.ACL, run.pc.ACLGen = s.acl, s.aclGen.Load()
+	}
 	var r Reply
 	var answered bool
 	// The command lives in the run, not on the heap a pointer to a local

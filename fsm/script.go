@@ -57,14 +57,47 @@ const (
 	// write only so that EVAL adds it to the replicated cache, and runs
 	// refusing writes.
 	FlagScriptNoWrites Flags = 1 << 1
+	// FlagScriptUser, on OpEval, OpEvalRO, OpFCall and OpFCallRO: the
+	// last argument is the name of the ACL user who called the script,
+	// and every command the script calls is checked against that user's
+	// rules as the store's ACL table stands when the script runs (the
+	// log's order, so every replica decides alike). Without it the calls
+	// are not checked: the caller could run anything.
+	FlagScriptUser Flags = 1 << 3
 )
+
+// SetScriptUser makes c (a script or function call) run its commands
+// with the rights of the ACL user name, replacing the user it carried.
+// Other commands are left alone.
+func SetScriptUser(c *Command, name string) {
+	switch c.Op {
+	case OpEval, OpEvalRO, OpFCall, OpFCallRO:
+	default:
+		return
+	}
+	if c.Flags&FlagScriptUser != 0 {
+		c.Args = c.Args[:len(c.Args)-1]
+	}
+	c.Flags |= FlagScriptUser
+	c.Args = append(c.Args[:len(c.Args):len(c.Args)], []byte(name))
+}
+
+// scriptArgs splits a script call's arguments after the first: its keys,
+// its ARGV, and the user it runs as ("" when unchecked).
+func scriptArgs(c *Command) (keys, argv [][]byte, user string) {
+	rest := c.Args[1+c.Int:]
+	if c.Flags&FlagScriptUser != 0 {
+		user, rest = string(rest[len(rest)-1]), rest[:len(rest)-1]
+	}
+	return c.Args[1 : 1+c.Int], rest, user
+}
 
 const scriptMetaPrefix = "script/"
 
 func init() {
-	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites,
+	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
-	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA,
+	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
 		check: checkNumKeys, read: readEval})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
 	registerOp(OpScriptFlush, opSpec{name: "SCRIPT", write: true, args: 0, apply: applyScriptFlush, keys: keysNone})
@@ -74,7 +107,11 @@ func init() {
 // checkNumKeys checks that the key count of a script call fits its
 // arguments.
 func checkNumKeys(c *Command) error {
-	if c.Int < 0 || c.Int > int64(len(c.Args)-1) {
+	n := len(c.Args) - 1
+	if c.Flags&FlagScriptUser != 0 {
+		n-- // the user, after the ARGV
+	}
+	if c.Int < 0 || c.Int > int64(n) {
 		return fmt.Errorf("key count %d out of range", c.Int)
 	}
 	if c.Float < 0 {
@@ -250,5 +287,7 @@ func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.Function
 	vm := s.vms.get(readOnly)
 	defer s.vms.put(vm, readOnly)
 	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
-	return vm.runEval(run, proto, c.Args[1:1+c.Int], c.Args[1+c.Int:])
+	keys, argv, user := scriptArgs(c)
+	run.user = user
+	return vm.runEval(run, proto, keys, argv)
 }

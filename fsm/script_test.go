@@ -402,3 +402,27 @@ func TestArgTableReuse(t *testing.T) {
 	}
 	check("after a hole, the next run", vm.argTable(tb, items), "a", "b")
 }
+
+// TestSetScriptUser: the user rides after the ARGV, replaces one already
+// there, and is not counted among the keys and arguments.
+func TestSetScriptUser(t *testing.T) {
+	c := Command{Op: OpEval, Int: 1, Args: [][]byte{[]byte("return 1"), []byte("k"), []byte("a")}}
+	SetScriptUser(&c, "alice")
+	SetScriptUser(&c, "bob")
+	keys, argv, user := scriptArgs(&c)
+	if len(keys) != 1 || string(keys[0]) != "k" || len(argv) != 1 || string(argv[0]) != "a" || user != "bob" {
+		t.Fatalf("keys %q argv %q user %q", keys, argv, user)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Int = 3 // the user is not a key
+	if err := c.Validate(); err == nil {
+		t.Fatal("a key count reaching into the user was accepted")
+	}
+	other := Command{Op: OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
+	SetScriptUser(&other, "alice")
+	if other.Flags != 0 || len(other.Args) != 2 {
+		t.Fatalf("SET was changed: %+v", other)
+	}
+}

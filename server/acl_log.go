@@ -19,7 +19,7 @@ const (
 type aclLogEntry struct {
 	count    int64
 	reason   string // command, key, channel, auth
-	context  string // toplevel, multi
+	context  string // toplevel, multi, lua
 	object   string
 	username string
 	cinfo    string
@@ -108,7 +108,14 @@ func (c *client) logContext() string {
 // logDenial records a refused command: what was refused is the command's
 // name, or the key or channel at args[at].
 func (c *client) logDenial(res int, cmd *aclCmd, args [][]byte, at int) {
-	e := &aclLogEntry{context: c.logContext(), username: c.auth.name, updated: time.Now()}
+	now := time.Now()
+	c.s.logDenialAs(c.logContext(), c.auth.name, c.describe(now), now, res, cmd, args, at)
+}
+
+// logDenialAs records a refused command of user, in context (toplevel,
+// multi, lua), by the client cinfo describes.
+func (s *Server) logDenialAs(context, user, cinfo string, now time.Time, res int, cmd *aclCmd, args [][]byte, at int) {
+	e := &aclLogEntry{context: context, username: user, updated: now, cinfo: cinfo}
 	switch res {
 	case aclDeniedCmd:
 		e.reason, e.object = "command", cmd.name
@@ -117,8 +124,7 @@ func (c *client) logDenial(res int, cmd *aclCmd, args [][]byte, at int) {
 	default:
 		e.reason, e.object = "channel", string(args[at])
 	}
-	e.cinfo = c.describe(e.updated)
-	c.s.acl.log.add(e)
+	s.acl.log.add(e)
 }
 
 // logAuthFailure records a failed AUTH or HELLO AUTH as user name; object

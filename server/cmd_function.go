@@ -55,6 +55,7 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 		cmd.Op = fsm.OpFCallRO
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
+	c.setScriptUser(&cmd)
 	return cmd, ""
 }
 

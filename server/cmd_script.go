@@ -110,7 +110,16 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		cmd.Op = fsm.OpEvalRO
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
+	c.setScriptUser(&cmd)
 	return cmd, ""
+}
+
+// setScriptUser makes the script cmd check its calls as c's user, unless
+// that user may run anything (checked before each command: aclAllows).
+func (c *client) setScriptUser(cmd *fsm.Command) {
+	if !c.auth.fast {
+		fsm.SetScriptUser(cmd, c.auth.name)
+	}
 }
 
 // scriptCached reports whether body is in the node's script cache.
@@ -192,6 +201,7 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 func InstallScriptParser(cfg Config) {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, commands: commandTable()}
+	s.acl.cmds = newACLCommands(s.commands)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 }
@@ -211,6 +221,9 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		p.Scratch = sc
 	}
 	cmd := sc.command(s, args[0])
+	if p.CheckOnly {
+		return s.scriptACLCheck(p, sc, cmd, args)
+	}
 	switch {
 	case cmd == nil:
 		return fail("ERR Unknown Redis command called from script")
@@ -218,6 +231,13 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return fail("ERR Wrong number of args calling Redis command from script")
 	case cmd.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
+	}
+	if p.User != "" {
+		if e := s.scriptACLRefusal(p, sc, cmd, args); e != "" {
+			return fail(e)
+		}
+	}
+	switch {
 	case p.ReadOnly && cmd.flags&flagWrite != 0:
 		// Refused before its arguments are parsed, as in Redis.
 		return fail(errScriptWriteRO)
@@ -271,7 +291,14 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 // call to call (fsm.ParseContext.Scratch): the client the command parsers
 // are given, and the commands last called, by the name the script used.
 type scriptScratch struct {
-	c    client
+	c client
+	// The user the last call was checked as, compiled from the store's
+	// ACL table of generation aclGen.
+	aclName string
+	aclGen  uint64
+	aclUser *aclUser
+	aclSet  bool
+
 	seen [8]struct {
 		name [maxCommandName]byte
 		n    int

@@ -453,3 +453,55 @@ func TestUnauthenticatedEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestACLScriptReplay: the commands a script calls are checked as the
+// user who called it, against the users as they stood at the script's
+// place in the log. A denied call logs a "lua" entry in ACL LOG; after a
+// kill -9 the durable log replays the script with the same refusals, even
+// though the user was given the refused key afterwards.
+func TestACLScriptReplay(t *testing.T) {
+	t.Parallel()
+	n := newKVS(t, "kvs-durable", KVSOptions{Durable: true})
+	n.Start()
+	ctx := testCtx(t)
+	admin := newClient(t, n, nil)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~app:*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	app := newClient(t, n, func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	const script = `redis.call('set', KEYS[1], 'v')
+local r = redis.pcall('set', 'x:1', 'v')
+return {r['err'] or 'written', redis.call('get', KEYS[1])}`
+	got, err := app.Eval(ctx, script, []string{"app:1"}).StringSlice()
+	want := []string{"ERR The user executing the script can't access at least one of the keys mentioned in the command arguments", "v"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("EVAL = %q, %v; want %q", got, err, want)
+	}
+	log, err := admin.Do(ctx, "ACL", "LOG", "1").Slice()
+	if err != nil || len(log) != 1 {
+		t.Fatalf("ACL LOG 1 = %v, %v", log, err)
+	}
+	entry := fmt.Sprint(log[0])
+	for _, f := range []string{"reason:key", "context:lua", "object:x:1", "username:app"} {
+		if !strings.Contains(entry, f) {
+			t.Errorf("ACL LOG entry lacks %s: %s", f, entry)
+		}
+	}
+	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "~x:*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	n.Kill()
+	n.Start()
+	admin = newClient(t, n, nil)
+	if v, err := admin.Get(ctx, "app:1").Result(); err != nil || v != "v" {
+		t.Fatalf("after the replay, app:1 = %q, %v", v, err)
+	}
+	if err := admin.Get(ctx, "x:1").Err(); err != redis.Nil {
+		t.Fatalf("after the replay x:1 exists (%v): the script's refused call was written", err)
+	}
+	// With the rights it has now, the same script writes x:1.
+	app = newClient(t, n, func(o *redis.Options) { o.Username, o.Password = "app", "pw" })
+	if got, err := app.Eval(ctx, script, []string{"app:1"}).StringSlice(); err != nil || got[0] != "written" {
+		t.Fatalf("EVAL with ~x:* = %q, %v", got, err)
+	}
+}

@@ -240,6 +240,40 @@ var aclScript = [][]string{
 	{"new:a2", "HELLO", "2", "AUTH", "alice", "nope"},
 	{"new:a2", "HELLO", "2", "AUTH", "alice", "pa", "SETNAME", "has space"},
 
+	// Inside scripts and functions every call is checked as the caller
+	// (scriptVerifyACL): before the read-only check, errors raised with
+	// the script's name or returned by pcall; redis.acl_check_cmd asks.
+	{"admin", "ACL", "SETUSER", "alice", "+eval", "+eval_ro", "+fcall", "+fcall_ro"},
+	{"a", "EVAL", "return redis.call('set','k1','v')", "1", "k1"},
+	{"a", "EVAL", "return redis.call('set','zz','v')", "1", "k1"},
+	{"a", "EVAL", "return redis.call('hset','k1','f','v')", "0"},
+	{"a", "EVAL", "return redis.pcall('get','zz')", "0"},
+	{"a", "EVAL", "return redis.call('get','r1')", "0"},
+	{"a", "EVAL", "return redis.call('set','r1','x')", "0"},
+	{"a", "EVAL", "return redis.call('publish','zz','m')", "0"},
+	{"a", "EVAL", "return redis.call('nosuch')", "0"},
+	{"a", "EVAL", "return redis.call('get')", "0"},
+	{"a", "EVAL", "local ok = {} for i, c in ipairs({{'set','k1','v'}, {'hset','k1','f','v'}, {'get','zz'}, {'get','r1'}, {'config','get','x'}, {'config'}, {'acl','whoami'}, {'acl','users'}}) do ok[i] = redis.acl_check_cmd(unpack(c)) and 1 or 0 end return ok", "0"},
+	{"a", "EVAL", "return redis.acl_check_cmd('nosuch')", "0"},
+	{"a", "EVAL", "return redis.acl_check_cmd('config','nosuch')", "0"},
+	{"a", "EVAL", "return redis.acl_check_cmd()", "0"},
+	{"a", "EVAL", "return redis.pcall('acl_check_cmd')", "0"},
+	{"a", "EVAL_RO", "return redis.call('get','zz')", "0"},
+	{"a", "EVAL_RO", "return redis.call('hset','k1','f','v')", "0"},
+	{"a", "EVAL_RO", "return redis.call('set','k1','v')", "0"},
+	{"a", "EVAL", "#!lua flags=no-writes\nreturn redis.call('get','zz')", "0"},
+	{"admin", "EVAL", "return {redis.acl_check_cmd('flushall') and 1 or 0, redis.call('set','zz','admin')}", "0"},
+	{"admin", "FUNCTION", "LOAD", "#!lua name=acllib\nredis.register_function('aclf', function(k, a) return redis.call(a[1], k[1]) end)\nredis.register_function{function_name='aclro', callback=function(k, a) return redis.call(a[1], k[1]) end, flags={'no-writes'}}"},
+	{"a", "FCALL", "aclf", "1", "k1", "get"},
+	{"a", "FCALL", "aclf", "1", "k1", "hgetall"},
+	{"a", "FCALL", "aclf", "1", "zz", "get"},
+	{"a", "FCALL_RO", "aclro", "1", "k1", "hgetall"},
+	{"a", "FCALL_RO", "aclro", "1", "k1", "get"},
+	{"admin", "ACL", "SETUSER", "alice", "-hgetall", "+hlen"},
+	{"a", "FCALL", "aclf", "1", "k1", "hlen"},
+	{"admin", "FUNCTION", "FLUSH"},
+	{"admin", "ACL", "SETUSER", "alice", "-eval", "-eval_ro", "-fcall", "-fcall_ro", "-hlen"},
+
 	// A password for the default user: NOAUTH before AUTH for every
 	// class of command but the no-auth ones.
 	{"admin", "CONFIG", "SET", "requirepass", "s3cret"},
