@@ -727,6 +727,39 @@ func (ac *aclCommands) resolve(name string, args [][]byte) *aclCmd {
 	return cmd
 }
 
+// fullKeyAccess reports whether one of u's selectors both allows cmd with
+// args and gives every key for perm (Redis's
+// ACLUserCheckCmdWithUnrestrictedKeyAccess): SORT's BY and GET patterns
+// read keys no key specification names, and need it.
+func (u *aclUser) fullKeyAccess(cmd *aclCmd, args [][]byte, perm int) bool {
+	if u.unrestricted {
+		return true
+	}
+	if r, _ := u.sel.check(cmd, args); r == aclOK && u.sel.everyKey(perm) {
+		return true
+	}
+	for i := range u.selectors {
+		if r, _ := u.selectors[i].check(cmd, args); r == aclOK && u.selectors[i].everyKey(perm) {
+			return true
+		}
+	}
+	return false
+}
+
+// everyKey reports whether s gives every key for perm: allkeys, or a "*"
+// pattern with that permission.
+func (s *aclSelector) everyKey(perm int) bool {
+	if s.allKeys {
+		return true
+	}
+	for _, p := range s.keys {
+		if p.perm&perm == perm && p.pattern == "*" {
+			return true
+		}
+	}
+	return false
+}
+
 // check reports whether u may run cmd with args, and when not, why and
 // the index of the argument at fault (ACLSelectorCheckCmd).
 func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {

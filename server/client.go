@@ -107,6 +107,9 @@ type client struct {
 	// errIfFound, set by a parser that returns a read, replaces the read's
 	// reply when the key was found (GETEX with a bad time on a string).
 	errIfFound string
+	// sortAccess caches, for the SORT being parsed, whether its user may
+	// use BY and GET patterns: 0 not yet asked, 1 no, 2 yes.
+	sortAccess uint8
 
 	lastActive atomic.Int64           // Unix ns of the last request, for CLIENT LIST idle=
 	lastCmd    atomic.Pointer[string] // name of the last command, for CLIENT LIST cmd=

@@ -21,6 +21,7 @@ func init() {
 // STORE a syntax error in SORT_RO. SORT without STORE is a read; with STORE
 // a write.
 func parseSort(c *client, args [][]byte) (fsm.Command, string) {
+	defer func() { c.sortAccess = 0 }()
 	readonly := is(args[0], "sort_ro")
 	cmd := fsm.Command{Int2: -1}
 	var by, store []byte
@@ -52,9 +53,14 @@ func parseSort(c *client, args [][]byte) (fsm.Command, string) {
 				// Redis stops sorting at a constant BY, and a later
 				// BY does not undo it.
 				cmd.Flags |= fsm.FlagSortNoSort
+			} else if !c.sortPatternsAllowed(args) {
+				return fsm.Command{}, "ERR BY option of SORT denied due to insufficient ACL permissions."
 			}
 			j++
 		case is(args[j], "get") && left >= 1:
+			if !c.sortPatternsAllowed(args) {
+				return fsm.Command{}, "ERR GET option of SORT denied due to insufficient ACL permissions."
+			}
 			gets = append(gets, args[j+1])
 			j++
 		default:
@@ -72,4 +78,40 @@ func parseSort(c *client, args [][]byte) (fsm.Command, string) {
 		cmd.Args = append([][]byte{args[1], by}, gets...)
 	}
 	return cmd, ""
+}
+
+// sortPatternsAllowed reports whether c's user may use SORT's BY and GET
+// patterns, which read keys outside SORT's key specification: only with
+// read access to every key (Redis's user_has_full_key_access). Inside a
+// script the user is the script's caller. The answer is kept for the rest
+// of the command (c.sortAccess).
+func (c *client) sortPatternsAllowed(args [][]byte) bool {
+	if c.sortAccess == 0 {
+		c.sortAccess = 2
+		if !c.sortFullKeys(args) {
+			c.sortAccess = 1
+		}
+	}
+	return c.sortAccess == 2
+}
+
+func (c *client) sortFullKeys(args [][]byte) bool {
+	u := c.auth.user
+	if p := c.script; p != nil {
+		if p.User == "" {
+			return true
+		}
+		sc, _ := p.Scratch.(*scriptScratch)
+		if sc == nil {
+			return true
+		}
+		u = c.s.scriptUser(p, sc)
+		if u == nil {
+			return false
+		}
+	} else if c.auth.fast || u == nil {
+		return true
+	}
+	ac := c.s.acl.cmds.resolve(lowerName(args[0]), args)
+	return ac == nil || u.fullKeyAccess(ac, args, aclRead)
 }

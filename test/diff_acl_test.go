@@ -272,7 +272,22 @@ var aclScript = [][]string{
 	{"admin", "ACL", "SETUSER", "alice", "-hgetall", "+hlen"},
 	{"a", "FCALL", "aclf", "1", "k1", "hlen"},
 	{"admin", "FUNCTION", "FLUSH"},
-	{"admin", "ACL", "SETUSER", "alice", "-eval", "-eval_ro", "-fcall", "-fcall_ro", "-hlen"},
+	// SORT's BY and GET patterns need read access to every key.
+	{"admin", "ACL", "SETUSER", "alice", "+sort", "+sort_ro"},
+	{"a", "SORT", "k1", "BY", "w*"},
+	{"a", "SORT", "k1", "BY", "nosort"},
+	{"a", "SORT", "k1", "GET", "#"},
+	{"a", "SORT_RO", "k1", "LIMIT", "0", "1", "GET", "x*"},
+	{"a", "SORT", "k1", "BY", "w*", "BOGUS"},
+	{"a", "EVAL", "return redis.pcall('sort','k1','by','w*')", "0"},
+	{"admin", "ACL", "SETUSER", "wo", "on", "nopass", "%W~*", "%R~k*", "+@all"},
+	{"new:w", "AUTH", "wo", "x"},
+	{"w", "SORT", "k1", "BY", "x*"},
+	{"w", "SORT", "nokey", "BY", "nosort"},
+	{"admin", "ACL", "SETUSER", "wo", "(~* +sort)"},
+	{"w", "SORT", "nokey", "BY", "x*", "GET", "#"},
+	{"admin", "ACL", "DELUSER", "wo"},
+	{"admin", "ACL", "SETUSER", "alice", "-eval", "-eval_ro", "-fcall", "-fcall_ro", "-hlen", "-sort", "-sort_ro"},
 
 	// A password for the default user: NOAUTH before AUTH for every
 	// class of command but the no-auth ones.
