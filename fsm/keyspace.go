@@ -166,7 +166,9 @@ func (x *ktInner) childNear(h uint64, key string, lo, hi uint64) int {
 // so the item can be changed through the pointer, which is valid until the
 // next write. The caller may change the item's value (val, obj, kind, enc)
 // but not its key, hash or deadline, which the tree is ordered and indexed
-// by, and must then call written. A miss copies nothing.
+// by, and must then call written (a change of form alone, which no reader
+// can tell from the contents, is no write and skips it: see
+// unpackZSetLocked). A miss copies nothing.
 func (ks *keyspace) findForWrite(h uint64, key string) *item {
 	s := shardOf(h)
 	r := &ks.shards[s]

@@ -240,6 +240,7 @@ func (s *Store) lookupByPattern(now int64, pattern, elem []byte) ([]byte, bool) 
 
 func (s *Store) sortStoreLocked(now int64, c *Command) Reply {
 	key, dst, by := c.Args[0], c.Args[1], c.Args[2]
+	s.unpackZSetLocked(now, key)
 	out, errReply, ok := s.sortElems(now, key, by, c.Args[3:], c, true)
 	if !ok {
 		return errReply
@@ -254,6 +255,27 @@ func (s *Store) sortStoreLocked(now int64, c *Command) Reply {
 	push := Command{Op: OpRPush, Args: append([][]byte{dst}, out...)}
 	opTable[OpRPush].apply(s, now, &push)
 	return IntReply(int64(len(out)))
+}
+
+// unpackZSetLocked gives a packed sorted set at key its large form, as
+// Redis's sort.c converts the sorted set it sorts to a skiplist (so OBJECT
+// ENCODING says so afterwards, whatever the set's size). The members and
+// scores stay as they were, so it is not a write: the item's version is
+// not stamped, and a WATCH of the key still holds, as in Redis. Only SORT
+// ... STORE converts: it is applied from the log, so every replica and
+// every replay converts alike; SORT without STORE and SORT_RO are reads,
+// which leave the store as it is.
+func (s *Store) unpackZSetLocked(now int64, key []byte) {
+	it, ok := s.liveLocked(key, now)
+	if !ok || it.kind != kindZSet || it.obj != nil {
+		return
+	}
+	p := s.keys.findForWrite(it.hash, it.key)
+	before := p.size()
+	z := buildZSetObj(decodePacked(p.val, nil))
+	*z.cowGen() = s.keys.gen
+	p.val, p.obj = nil, z
+	s.bytes += p.size() - before
 }
 
 // sortScore parses an element or weight as SORT's strtod check does: the

@@ -94,3 +94,38 @@ func TestSortStoreDeterministic(t *testing.T) {
 		t.Fatal("SORT STORE with equal weights stored different lists")
 	}
 }
+
+// TestSortStoreUnpacksZSet: SORT ... STORE converts a packed sorted set
+// it sorts to the large form, as Redis's sort.c converts it to a skiplist,
+// even when the sort then fails; its members, scores and TTL stay, and a
+// WATCH of it still holds. SORT without STORE, a read, converts nothing.
+func TestSortStoreUnpacksZSet(t *testing.T) {
+	s := NewStore()
+	s.Apply(0, t0, []Command{
+		zadd("z", 2, "b", 1, "a", 3, "c"),
+		zadd("bad", 1, "x"),
+		c(OpExpireAt, "z").i(t0 + 100000),
+	})
+	run(t, s, []step{{t0, sortCmd("z", "").fl(FlagSortAlpha), bulks("a", "b", "c")}})
+	if e := zsetEncoding(t, s, "z"); e != "listpack" {
+		t.Fatalf("after SORT without STORE: %s", e)
+	}
+	watched := s.WatchKey(t0, []byte("z"))
+	run(t, s, []step{
+		{t0, c(OpSortStore, "z", "dst", "").i2(-1).fl(FlagSortAlpha | FlagSortDesc), in(3)},
+		{t0, c(OpLRange, "dst").i(0).i2(-1), bulks("c", "b", "a")},
+		{t0, c(OpZRange, "z").i(0).i2(-1), bulks("a", "b", "c")},
+		{t0, c(OpZScore, "z", "b"), dbl("2")},
+		{t0, c(OpPTTL, "z"), in(100000)},
+		{t0, c(OpSortStore, "bad", "dst", "").i2(-1), errr(ErrSortScore)},
+	})
+	for _, k := range []string{"z", "bad"} {
+		if e := zsetEncoding(t, s, k); e != "skiplist" {
+			t.Errorf("%s after SORT ... STORE: %s", k, e)
+		}
+	}
+	if now := s.WatchKey(t0, []byte("z")); now.Ver != watched.Ver {
+		t.Errorf("the conversion changed z's version from %d to %d: a WATCH of it would fail", watched.Ver, now.Ver)
+	}
+	checkInvariants(t, s)
+}

@@ -23,7 +23,8 @@ import (
 //	packed = count:uvarint (len:uvarint member score:8 bytes LE)*count
 //
 // entries in (score, member) order. A write builds a new buffer. Past the
-// thresholds it becomes a zsetObj ("skiplist"): a B+tree of (score,
+// thresholds (or sorted by SORT ... STORE, as Redis's SORT converts it) it
+// becomes a zsetObj ("skiplist"): a B+tree of (score,
 // member) whose counted nodes give ranks in O(log n), and a B+tree of
 // (memberHash, member) -> score for ZSCORE and ZSCAN's cursor. Both are
 // ztrees (zset_tree.go): copy-on-write, so a snapshot shares them, and

@@ -28,9 +28,11 @@ func init() {
 			"CONFIG": "pairs", // Redis lists parameters in its dict's order
 		},
 		same: func(cmd []string, ref, got Value) (bool, bool) {
-			if len(cmd) == 3 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "GET") && !got.IsError() {
+			if len(cmd) >= 3 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "GET") && !got.IsError() {
 				// A pattern such as *-entries finds set-max-listpack-*
-				// on kvs alone: compare the rest as pairs.
+				// on kvs alone: compare the rest as pairs. CONFIG GET
+				// takes several patterns (next's wrong-arity case
+				// appends one).
 				var kept []Value
 				for i := 0; i+1 < len(got.Elems); i += 2 {
 					if !strings.HasPrefix(got.Elems[i].Str, "set-max-listpack-") {
