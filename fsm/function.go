@@ -455,17 +455,18 @@ func (s *Store) functionLocked(name string) (*library, *libFunction) {
 	return lib, lib.find(name)
 }
 
-// Function reports whether a function named name is loaded, and whether
-// it has the no-writes flag (FCALL of it is then a read). The answer is
-// the store's as of now; OpFCall and OpFCallRO look again when they run.
-func (s *Store) Function(name string) (found, noWrites bool) {
+// Function reports whether a function named name is loaded, whether it
+// has the no-writes flag (FCALL of it is then a read), and whether it has
+// allow-oom. The answer is the store's as of now; OpFCall and OpFCallRO
+// look again when they run.
+func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	_, f := s.functionLocked(name)
 	if f == nil {
-		return false, false
+		return false, false, false
 	}
-	return true, f.flags&scriptNoWrites != 0
+	return true, f.flags&scriptNoWrites != 0, f.flags&scriptAllowOOM != 0
 }
 
 func applyFCall(s *Store, now int64, c *Command) Reply {

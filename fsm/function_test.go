@@ -150,7 +150,7 @@ redis.register_function('spin', function(keys) local i = 0 while true do i = i +
 	if _, err := s.Restore(bytes.NewReader(snap1)); err != nil {
 		t.Fatal(err)
 	}
-	if found, noWrites := s.Function("RND"); !found || noWrites {
+	if found, noWrites, _ := s.Function("RND"); !found || noWrites {
 		t.Fatalf("Function(RND) after restore: %v %v", found, noWrites)
 	}
 	if r := s.Apply(5, 1, []Command{fcall("now", 1, 0, 1, "b")})[0]; r.Str != "OK" {

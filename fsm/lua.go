@@ -57,7 +57,12 @@ type ParseContext struct {
 	ACL       map[string]string
 	ACLGen    uint64
 	CheckOnly bool
-	Scratch   any
+	// OOM: memory was over maxmemory when the script was proposed
+	// (FlagScriptOOM). Dirty is the parser's, false when the run starts:
+	// it marks that the script has called a write (Redis's
+	// SCRIPT_WRITE_DIRTY), after which no call is refused for OOM.
+	OOM, Dirty bool
+	Scratch    any
 }
 
 // SetCommandParser installs the parser redis.call uses. Without one,
@@ -80,6 +85,7 @@ type scriptRun struct {
 	resp     int // the protocol redis.call replies are converted from (redis.setresp)
 	pc       ParseContext
 	user     string             // the ACL user it runs as ("": unchecked)
+	oom      bool               // FlagScriptOOM
 	ids      map[lua.LValue]int // tostring's numbering
 	cmd      Command            // the command redis.call is running
 }

@@ -173,6 +173,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	}
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
 	run.pc.User, run.pc.CheckOnly = run.user, false
+	run.pc.OOM = run.oom
 	if run.user != "" {
 		run.pc.ACL, run.pc.ACLGen = s.acl, s.aclGen.Load()
 	}

@@ -64,6 +64,11 @@ const (
 	// log's order, so every replica decides alike). Without it the calls
 	// are not checked: the caller could run anything.
 	FlagScriptUser Flags = 1 << 3
+	// FlagScriptOOM, on OpEval: used memory was over maxmemory when the
+	// script was proposed, so its first denyoom call before any write is
+	// refused with Redis's OOM error (ParseContext.OOM). The proposer
+	// decides, so every replica refuses the same call.
+	FlagScriptOOM Flags = 1 << 4
 )
 
 // SetScriptUser makes c (a script or function call) run its commands
@@ -95,7 +100,7 @@ func scriptArgs(c *Command) (keys, argv [][]byte, user string) {
 const scriptMetaPrefix = "script/"
 
 func init() {
-	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser,
+	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
 		check: checkNumKeys, read: readEval})
@@ -288,6 +293,6 @@ func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.Function
 	defer s.vms.put(vm, readOnly)
 	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
 	keys, argv, user := scriptArgs(c)
-	run.user = user
+	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
 	return vm.runEval(run, proto, keys, argv)
 }

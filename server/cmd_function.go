@@ -35,7 +35,7 @@ func init() {
 // Redis looks for the function first.
 func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	ro := len(args[0]) == len("fcall_ro")
-	found, noWrites := c.s.cfg.Store.Function(string(args[1]))
+	found, noWrites, allowOOM := c.s.cfg.Store.Function(string(args[1]))
 	n, ok := parseInt(args[2])
 	e := ""
 	switch {
@@ -53,6 +53,11 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
 	if ro || (found && noWrites) {
 		cmd.Op = fsm.OpFCallRO
+	}
+	if found && cmd.Op == fsm.OpFCall && c.s.maxMemory.Load() > 0 {
+		if e := c.scriptOOM(scriptFlags{shebang: true, allowOOM: allowOOM}); e != "" {
+			return fsm.Command{}, e
+		}
 	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	c.setScriptUser(&cmd)
@@ -94,6 +99,12 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 // whether the code loads, whether its function names are free) is
 // decided at apply, against the libraries as the log has them there.
 func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
+	if c.s.maxMemory.Load() > 0 {
+		// FUNCTION LOAD is denyoom in Redis; FUNCTION as a whole is not.
+		if e := c.oomRefusal(); e != "" {
+			return fsm.Command{}, e
+		}
+	}
 	cmd := fsm.Command{Op: fsm.OpFunctionLoad}
 	last := len(args) - 1
 	for _, opt := range args[2:last] {

@@ -91,10 +91,11 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		body = line
 		cmd.Flags = fsm.FlagScriptSHA
 	}
-	noWrites, e := shebangNoWrites(body)
+	sf, e := shebangFlags(body)
 	if e != "" {
 		return fsm.Command{}, e
 	}
+	noWrites := sf.noWrites
 	if ro && !noWrites && bytes.HasPrefix(body, []byte("#!")) {
 		// A script with a shebang may write unless it says no-writes.
 		return fsm.Command{}, fsm.ErrFunctionWriteRO
@@ -109,9 +110,29 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 	case noWrites:
 		cmd.Op = fsm.OpEvalRO
 	}
+	if cmd.Op == fsm.OpEval && c.s.maxMemory.Load() > 0 {
+		if e := c.scriptOOM(sf); e != "" {
+			return fsm.Command{}, e
+		}
+		if !sf.shebang && c.oomRefusal() != "" {
+			// As Redis's pre_command_oom_state: the script runs, but
+			// its first denyoom call before any write is refused.
+			cmd.Flags |= fsm.FlagScriptOOM
+		}
+	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	c.setScriptUser(&cmd)
 	return cmd, ""
+}
+
+// scriptOOM is the error a script or function with flags sf gets over
+// maxmemory: one that may write and does not say allow-oom is denyoom as
+// a whole (Redis's scriptFlagsToCmdFlags), refused before it starts.
+func (c *client) scriptOOM(sf scriptFlags) string {
+	if !sf.shebang || sf.noWrites || sf.allowOOM {
+		return ""
+	}
+	return c.oomRefusal()
 }
 
 // setScriptUser makes the script cmd check its calls as c's user, unless
@@ -131,35 +152,52 @@ func (s *Server) scriptCached(body []byte) bool {
 // shebangNoWrites reads a "#!lua flags=..." first line: whether it says
 // no-writes, or Redis's error for a shebang it does not accept.
 func shebangNoWrites(body []byte) (bool, string) {
+	f, e := shebangFlags(body)
+	return f.noWrites, e
+}
+
+// scriptFlags are the flags of a script's shebang that kvs acts on.
+type scriptFlags struct {
+	shebang  bool // it has one: the flags are the script's, not EVAL's
+	noWrites bool
+	allowOOM bool
+}
+
+// shebangFlags reads a "#!lua flags=..." first line, or returns Redis's
+// error for a shebang it does not accept.
+func shebangFlags(body []byte) (scriptFlags, string) {
+	var sf scriptFlags
 	if !bytes.HasPrefix(body, []byte("#!")) {
-		return false, ""
+		return sf, ""
 	}
+	sf.shebang = true
 	i := bytes.IndexByte(body, '\n')
 	if i < 0 {
-		return false, "ERR Invalid script shebang"
+		return sf, "ERR Invalid script shebang"
 	}
 	line := body[:i]
 	parts := strings.Fields(string(line))
 	if parts[0] != "#!lua" {
-		return false, "ERR Unexpected engine in script shebang: " + parts[0]
+		return sf, "ERR Unexpected engine in script shebang: " + parts[0]
 	}
-	noWrites := false
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return false, "ERR Unknown lua shebang option: " + p
+			return sf, "ERR Unknown lua shebang option: " + p
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
 			case "no-writes":
-				noWrites = true
-			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+				sf.noWrites = true
+			case "allow-oom":
+				sf.allowOOM = true
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
 			default:
-				return false, "ERR Unexpected flag in script shebang: " + f
+				return sf, "ERR Unexpected flag in script shebang: " + f
 			}
 		}
 	}
-	return noWrites, ""
+	return sf, ""
 }
 
 // parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
@@ -241,6 +279,11 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	case p.ReadOnly && cmd.flags&flagWrite != 0:
 		// Refused before its arguments are parsed, as in Redis.
 		return fail(errScriptWriteRO)
+	case p.OOM && !p.Dirty && cmd.flags&flagDenyOOM != 0:
+		return fail(errOOM)
+	}
+	if cmd.flags&flagWrite != 0 {
+		p.Dirty = true
 	}
 	c := &sc.c
 	c.script = p
