@@ -367,6 +367,9 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
+	if cmd != nil && cmd.container && len(args) > 1 {
+		id = c.subcommandID(cmd, args[1])
+	}
 	// The ACL check costs one atomic load while the user may run anything;
 	// unknown names and wrong arities are answered first, as in Redis.
 	if cmd != nil && (!c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen()) && cmd.arityOK(args) {
@@ -705,6 +708,27 @@ func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 		c.hits += hits
 		c.misses += misses
 	}
+}
+
+// subcommandID is the statistics index of cmd's subcommand sub. A
+// subcommand Redis does not have counts as an unknown command, as Redis
+// counts it (its "unknown subcommand" error is in errorstats only).
+func (c *client) subcommandID(cmd *command, sub []byte) int {
+	if len(cmd.name)+1+len(sub) > len(c.lower) {
+		return c.s.stats.cmds.unknown
+	}
+	b := append(c.lower[:0], cmd.name...)
+	b = append(b, '|')
+	for _, ch := range sub {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b = append(b, ch)
+	}
+	if i, ok := c.s.stats.cmds.subs[string(b)]; ok {
+		return i
+	}
+	return c.s.stats.cmds.unknown
 }
 
 // noteSubcommand records "container|sub" as the last command, as CLIENT

@@ -2,6 +2,7 @@ package server
 
 import (
 	"kvs/fsm"
+	"strings"
 )
 
 // maxCommandName bounds the command names the table can hold; longer names
@@ -55,6 +56,10 @@ type command struct {
 	// like executeOne, reports false, having done nothing, when it first
 	// had to propose the batch and that was handed to a roundProposer.
 	tx func(c *client, id int, args [][]byte) bool
+
+	// container: Redis has subcommands of it ("config|get"), counted
+	// apart in INFO commandstats. Set by commandTable.
+	container bool
 }
 
 // Flag sets the command-table rows use.
@@ -132,6 +137,11 @@ func commandTable() map[string]*command {
 			panic("server: command registered twice: " + list[i].name)
 		}
 		m[list[i].name] = &list[i]
+	}
+	for name := range redisCategories {
+		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil {
+			m[name[:i]].container = true
+		}
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,10 +96,14 @@ func (k *cmdCounters) reset() {
 // commandStats holds the counters of every command, indexed like names.
 // It is built once, on first use, from the server's command table.
 type commandStats struct {
-	once    sync.Once
-	byName  map[string]commandRef // the command table with each command's index
-	names   []string              // sorted; the last is unknownCommand
-	unknown int                   // index of unknownCommand
+	once   sync.Once
+	byName map[string]commandRef // the command table with each command's index
+	// subs indexes Redis's subcommands of the containers kvs has
+	// ("config|get"), which count apart from their container, as in
+	// Redis's INFO commandstats; never looked up as a command name.
+	subs    map[string]int
+	names   []string // sorted; the last is unknownCommand
+	unknown int      // index of unknownCommand
 	counts  []cmdCounters
 	// noTracking is latency-tracking no: no latencystats are recorded.
 	noTracking atomic.Bool
@@ -118,10 +123,20 @@ func (s *Server) commandStats() *commandStats {
 		for name := range s.commands {
 			st.names = append(st.names, name)
 		}
+		for name := range redisCategories {
+			if i := strings.IndexByte(name, '|'); i > 0 && s.commands[name[:i]] != nil {
+				st.names = append(st.names, name)
+			}
+		}
 		sort.Strings(st.names)
-		st.byName = make(map[string]commandRef, len(st.names))
+		st.byName = make(map[string]commandRef, len(s.commands))
+		st.subs = make(map[string]int)
 		for i, name := range st.names {
-			st.byName[name] = commandRef{s.commands[name], i}
+			if cmd := s.commands[name]; cmd != nil {
+				st.byName[name] = commandRef{cmd, i}
+			} else {
+				st.subs[name] = i
+			}
 		}
 		st.unknown = len(st.names)
 		st.names = append(st.names, unknownCommand)

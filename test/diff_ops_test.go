@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -322,6 +323,31 @@ func diffOpsStats(t *testing.T, p *opsPair) {
 			t.Errorf("%s: INFO errorstats %q", side, e)
 		}
 	})
+	// Subcommands count apart ("cmdstat_config|get"); an unknown one is
+	// not counted, a container's wrong arity is rejected under its name.
+	p.same("CONFIG", "RESETSTAT")
+	p.same("CONFIG", "GET", "latency-monitor-threshold")
+	p.same("CONFIG", "NOSUCH")
+	p.same("CONFIG")
+	p.same("CLIENT", "GETNAME")
+	p.same("OBJECT", "HELP")
+	counts := regexp.MustCompile(`,usec=\d+,usec_per_call=\d+\.\d\d`)
+	var stats [2]string
+	i := 0
+	p.both(func(side string, c *rawConn) {
+		var lines []string
+		for _, l := range strings.Split(string(c.Do("INFO", "commandstats").Raw), "\r\n") {
+			if strings.HasPrefix(l, "cmdstat_") && !strings.HasPrefix(l, "cmdstat_info:") {
+				lines = append(lines, counts.ReplaceAllString(l, ""))
+			}
+		}
+		slices.Sort(lines)
+		stats[i] = strings.Join(lines, "\n")
+		i++
+	})
+	if stats[0] != stats[1] {
+		t.Errorf("INFO commandstats after subcommands:\nredis %s\nkvs   %s", stats[0], stats[1])
+	}
 	p.same("LATENCY", "RESET")
 	p.same("LATENCY", "LATEST")
 	p.same("LATENCY", "HISTORY", "command")

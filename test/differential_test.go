@@ -110,8 +110,8 @@ type differ struct {
 	// configs are the CONFIG SETs both servers accepted; a restarted kvs
 	// gets them again, as a config file would give them (run-time
 	// configuration is per process, and the reference never restarts).
-	configs    [][]string
-	restarted  bool       // kvs has been restarted at least once
+	configs   [][]string
+	restarted bool // kvs has been restarted at least once
 	// readSorted are the keys a SORT or SORT_RO without STORE ran on:
 	// Redis converts a small sorted set it sorts to a skiplist even then,
 	// kvs only when the SORT stores (a read changes nothing in kvs; see
