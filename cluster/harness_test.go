@@ -79,6 +79,15 @@ func (h *harness) config(tn *testNode, bootstrap bool) Config {
 func (h *harness) start(id string, bootstrap bool) *testNode {
 	h.t.Helper()
 	tn := &testNode{id: id, dir: h.t.TempDir(), addr: "127.0.0.1:0", h: h}
+	// Cleanups run last-registered first: this one, registered after
+	// TempDir's, closes the node before its directory is removed (a node
+	// still running may be writing a snapshot there).
+	h.t.Cleanup(func() {
+		if tn.n != nil {
+			tn.n.Close()
+			tn.n = nil
+		}
+	})
 	h.nodes[id] = tn
 	h.open(tn, bootstrap)
 	return tn
