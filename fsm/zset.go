@@ -68,6 +68,8 @@ const (
 	// OpZMScore: Args[0]=key, Args[1:]=members. Reply array of double or nil.
 	OpZMScore
 	// OpZRank (ZRANK, ZREVRANK with FlagZRev): Args[0]=key, Args[1]=member.
+	// With FlagZWithScores (Redis 7.2's WITHSCORE) the reply is [rank,
+	// score], and a nil array when there is no such member.
 	OpZRank
 	// OpZCount (ZCOUNT, ZLEXCOUNT with FlagZByLex): Args[0]=key, the range
 	// as in OpZRange. Reply :count.

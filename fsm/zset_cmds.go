@@ -44,7 +44,7 @@ func init() {
 	registerOp(OpZCard, opSpec{name: "ZCARD", args: 1, read: readZCard})
 	registerOp(OpZScore, opSpec{name: "ZSCORE", args: 2, read: readZScore})
 	registerOp(OpZMScore, opSpec{name: "ZMSCORE", args: argsAtLeast(2), read: readZMScore})
-	registerOp(OpZRank, opSpec{name: "ZRANK", args: 2, flags: FlagZRev, read: readZRank})
+	registerOp(OpZRank, opSpec{name: "ZRANK", args: 2, flags: FlagZRev | FlagZWithScores, read: readZRank})
 	registerOp(OpZCount, opSpec{name: "ZCOUNT", args: argsAtLeast(1),
 		flags: FlagZByScore | FlagZByLex | FlagZMinEx | FlagZMaxEx, check: checkRangeAt(0), read: readZCount})
 	registerOp(OpZRange, opSpec{name: "ZRANGE", args: argsAtLeast(1), flags: zrangeFlags,
@@ -458,22 +458,29 @@ func readZMScore(s *Store, now int64, c *Command) Reply {
 }
 
 func readZRank(s *Store, now int64, c *Command) Reply {
+	none := replyNil
+	if c.Flags&FlagZWithScores != 0 {
+		none = Reply{Kind: ReplyNilArray}
+	}
 	it, ok, wrong := s.lookupLocked(now, c.Args[0], kindZSet)
 	switch {
 	case wrong:
 		return replyWrongType
 	case !ok:
-		return replyNil
+		return none
 	}
 	score, found := zscoreOf(&it, c.Args[1])
 	if !found {
-		return replyNil
+		return none
 	}
 	v := zsetView(&it)
 	x := zent{score, unsafeString(c.Args[1])}
 	rank := v.search(func(e zent) bool { return zentLess(e, x) })
 	if c.Flags&FlagZRev != 0 {
 		rank = v.card() - 1 - rank
+	}
+	if c.Flags&FlagZWithScores != 0 {
+		return Reply{Kind: ReplyArray, Array: []Reply{IntReply(int64(rank)), scoreReply(score)}}
 	}
 	return IntReply(int64(rank))
 }

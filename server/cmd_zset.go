@@ -20,8 +20,8 @@ func init() {
 		k1("zcard", 2, rf, parseZKey(fsm.OpZCard)),
 		k1("zscore", 3, rf, parseZKeyMember(fsm.OpZScore, 0)),
 		k1("zmscore", -3, rf, parseZMScore),
-		k1("zrank", 3, rf, parseZKeyMember(fsm.OpZRank, 0)),
-		k1("zrevrank", 3, rf, parseZKeyMember(fsm.OpZRank, fsm.FlagZRev)),
+		k1("zrank", -3, rf, parseZRank(0)),
+		k1("zrevrank", -3, rf, parseZRank(fsm.FlagZRev)),
 		k1("zcount", 4, rf, parseZCount),
 		k1("zlexcount", 4, rf, parseZLexCount),
 		k1("zrange", -4, r, parseZRangeAs(zrAuto, zrAuto, false)),
@@ -141,6 +141,24 @@ func parseZKey(op fsm.Op) func(*client, [][]byte) (fsm.Command, string) {
 func parseZKeyMember(op fsm.Op, f fsm.Flags) func(*client, [][]byte) (fsm.Command, string) {
 	return func(c *client, args [][]byte) (fsm.Command, string) {
 		return fsm.Command{Op: op, Flags: f, Args: args[1:3]}, ""
+	}
+}
+
+// parseZRank parses ZRANK and ZREVRANK key member [WITHSCORE] (Redis
+// 7.2's zrankGenericCommand: the arity checked in the command, then the
+// option).
+func parseZRank(f fsm.Flags) func(*client, [][]byte) (fsm.Command, string) {
+	return func(c *client, args [][]byte) (fsm.Command, string) {
+		cmd := fsm.Command{Op: fsm.OpZRank, Flags: f, Args: args[1:3]}
+		switch {
+		case len(args) > 4:
+			return fsm.Command{}, errWrongArgs(lowerName(args[0]))
+		case len(args) == 4 && !is(args[3], "withscore"):
+			return fsm.Command{}, errSyntax
+		case len(args) == 4:
+			cmd.Flags |= fsm.FlagZWithScores
+		}
+		return cmd, ""
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Sorted sets in the differential test.
@@ -21,8 +22,32 @@ func init() {
 		dump: func(c *rawConn, key string) string {
 			return string(c.Do("ZRANGE", key, "0", "-1", "WITHSCORES").Raw)
 		},
-		same: sameZSet,
+		same:      sameZSet,
+		sameKinds: sameZRankWithScore,
 	})
+}
+
+// sameZRankWithScore judges ZRANK and ZREVRANK with a fourth argument,
+// which the reference (Redis 7.0) refuses for its arity while kvs answers
+// as Redis 7.2 does: WITHSCORE gives a [rank, score] pair, a nil array or
+// WRONGTYPE, anything else a syntax error. TestZRankWithScore checks the
+// exact replies.
+func sameZRankWithScore(cmd []string, ref, got Value) (equal, handled bool) {
+	name := strings.ToUpper(cmd[0])
+	if len(cmd) != 4 || name != "ZRANK" && name != "ZREVRANK" ||
+		string(ref.Raw) != "-ERR wrong number of arguments for '"+strings.ToLower(name)+"' command\r\n" {
+		return false, false
+	}
+	if !strings.EqualFold(cmd[3], "WITHSCORE") {
+		return string(got.Raw) == "-ERR syntax error\r\n", true
+	}
+	switch {
+	case got.IsError():
+		return strings.HasPrefix(got.Str, "WRONGTYPE "), true
+	case got.Null:
+		return true, true
+	}
+	return got.Kind == '*' && len(got.Elems) == 2 && got.Elems[0].Kind == ':', true
 }
 
 var zlexKeys = []string{"zlex0", "zlex1"}
@@ -364,4 +389,64 @@ func sameZSet(cmd []string, ref, got Value) (equal, handled bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// TestZRankWithScore checks ZRANK and ZREVRANK ... WITHSCORE (Redis 7.2)
+// byte for byte against the replies Redis 7.2's zrankGenericCommand
+// writes, in RESP2 and RESP3, in memory, durable and cluster mode (on a
+// follower, which forwards the writes and reads its own). The reference
+// redis-server is 7.0, which has no WITHSCORE.
+func TestZRankWithScore(t *testing.T) {
+	requireKVS(t)
+	t.Parallel()
+	modes := []struct {
+		name string
+		node func(t *testing.T) *Node
+	}{
+		{"memory", func(t *testing.T) *Node { return startKVS(t, KVSOptions{}) }},
+		{"durable", func(t *testing.T) *Node { return startKVS(t, KVSOptions{Durable: true}) }},
+		{"cluster-follower", func(t *testing.T) *Node {
+			nodes := startCluster(t, 3)
+			return followers(nodes, waitLeader(t, nodes))[0]
+		}},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			n := m.node(t)
+			for _, proto := range []string{"2", "3"} {
+				c := dialRaw(t, n.Addr)
+				if proto == "3" {
+					c.Do("HELLO", "3")
+				}
+				nilArray, score, three := "*-1\r\n", "$3\r\n2.5\r\n", "$1\r\n3\r\n"
+				if proto == "3" {
+					nilArray, score, three = "_\r\n", ",2.5\r\n", ",3\r\n"
+				}
+				for _, step := range []struct {
+					cmd  []string
+					want string
+				}{
+					{[]string{"DEL", "z", "s"}, ""},
+					{[]string{"ZADD", "z", "1", "a", "2.5", "b", "3", "c"}, ":3\r\n"},
+					{[]string{"SET", "s", "x"}, "+OK\r\n"},
+					{[]string{"ZRANK", "z", "b", "WITHSCORE"}, "*2\r\n:1\r\n" + score},
+					{[]string{"ZREVRANK", "z", "b", "withscore"}, "*2\r\n:1\r\n" + score},
+					{[]string{"ZREVRANK", "z", "c", "WITHSCORE"}, "*2\r\n:0\r\n" + three},
+					{[]string{"ZRANK", "z", "nope", "WITHSCORE"}, nilArray},
+					{[]string{"ZRANK", "nokey", "a", "WITHSCORE"}, nilArray},
+					{[]string{"ZRANK", "s", "a", "WITHSCORE"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+					{[]string{"ZRANK", "z", "a", "WITHSCORES"}, "-ERR syntax error\r\n"},
+					{[]string{"ZRANK", "nokey", "a", "bogus"}, "-ERR syntax error\r\n"},
+					{[]string{"ZRANK", "z", "a", "WITHSCORE", "x"}, "-ERR wrong number of arguments for 'zrank' command\r\n"},
+					{[]string{"ZREVRANK", "z"}, "-ERR wrong number of arguments for 'zrevrank' command\r\n"},
+					{[]string{"ZRANK", "z", "a"}, ":0\r\n"},
+				} {
+					got := string(c.DoRetry(step.cmd...).Raw)
+					if step.want != "" && got != step.want {
+						t.Errorf("RESP%s %s = %q, want %q", proto, strings.Join(step.cmd, " "), got, step.want)
+					}
+				}
+			}
+		})
+	}
 }
