@@ -16,8 +16,10 @@ import (
 const (
 	replAll   = 3
 	logWarn   = 3
-	redisVer  = "7.0.15"
-	redisVerN = 0x07000f
+	// The version scripts see, the one INFO and HELLO report
+	// (server.DefaultRedisVersion).
+	redisVer  = "7.2.4"
+	redisVerN = 0x070204
 )
 
 func (vm *luaVM) redisLib() *lua.LTable {

@@ -24,11 +24,17 @@ type aclLogEntry struct {
 	username string
 	cinfo    string
 	updated  time.Time
+	// Redis 7.2's identity of an entry: its number among the entries
+	// made since start (ACL LOG RESET does not restart it) and when it
+	// was made.
+	entryID int64
+	created time.Time
 }
 
 type aclLog struct {
-	mu      sync.Mutex     // guards entries
+	mu      sync.Mutex     // guards entries and made
 	entries []*aclLogEntry // newest first
+	made    int64          // entries made since start: the next entry-id
 
 	// Denials since start by reason, for metrics (ACLDenials).
 	denied [4]atomic.Int64
@@ -60,6 +66,8 @@ func (l *aclLog) add(e *aclLogEntry) {
 		}
 	}
 	e.count = 1
+	e.entryID, e.created = l.made, e.updated
+	l.made++
 	l.entries = append(l.entries, nil)
 	copy(l.entries[1:], l.entries)
 	l.entries[0] = e

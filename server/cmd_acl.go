@@ -265,7 +265,7 @@ func (c *client) aclLogCommand(args [][]byte) {
 	now := time.Now()
 	b := appendArrayLen(c.out, len(entries))
 	for _, e := range entries {
-		b = appendMapLen(b, 7, c.proto)
+		b = appendMapLen(b, 10, c.proto)
 		b = appendBulkString(b, "count")
 		b = appendInt(b, e.count)
 		b = appendBulkString(b, "reason")
@@ -281,6 +281,12 @@ func (c *client) aclLogCommand(args [][]byte) {
 		b = resp.AppendDouble(b, age, c.proto) // %.17g, as Redis's addReplyDouble
 		b = appendBulkString(b, "client-info")
 		b = appendBulkString(b, e.cinfo)
+		b = appendBulkString(b, "entry-id")
+		b = appendInt(b, e.entryID)
+		b = appendBulkString(b, "timestamp-created")
+		b = appendInt(b, e.created.UnixMilli())
+		b = appendBulkString(b, "timestamp-last-updated")
+		b = appendInt(b, e.updated.UnixMilli())
 	}
 	c.out = b
 }

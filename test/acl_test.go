@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -221,9 +222,9 @@ func TestACLLogAndDisconnect(t *testing.T) {
 		entries = append(entries, m)
 	}
 	for i, want := range []entry{
-		{"count": "2", "reason": "key", "context": "toplevel", "object": "zz", "username": "app"},
-		{"count": "1", "reason": "command", "context": "toplevel", "object": "set", "username": "app"},
-		{"count": "1", "reason": "auth", "context": "toplevel", "object": "AUTH", "username": "app"},
+		{"count": "2", "reason": "key", "context": "toplevel", "object": "zz", "username": "app", "entry-id": "2"},
+		{"count": "1", "reason": "command", "context": "toplevel", "object": "set", "username": "app", "entry-id": "1"},
+		{"count": "1", "reason": "auth", "context": "toplevel", "object": "AUTH", "username": "app", "entry-id": "0"},
 	} {
 		for k, v := range want {
 			if entries[i][k] != v {
@@ -232,6 +233,12 @@ func TestACLLogAndDisconnect(t *testing.T) {
 		}
 		if !strings.Contains(entries[i]["client-info"], "user=") || entries[i]["age-seconds"] == "" {
 			t.Errorf("entry %d lacks client-info or age-seconds: %v", i, entries[i])
+		}
+		// Redis 7.2's fields: made no later than last updated, both in
+		// Unix milliseconds of this run.
+		created, updated := atoi64(entries[i]["timestamp-created"]), atoi64(entries[i]["timestamp-last-updated"])
+		if since := time.Now().Add(-time.Hour).UnixMilli(); created < since || updated < created {
+			t.Errorf("entry %d: timestamp-created %d, timestamp-last-updated %d", i, created, updated)
 		}
 	}
 	if v := admin.Do("ACL", "LOG", "1"); len(v.Elems) != 1 {

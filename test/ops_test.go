@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,37 @@ func TestClusterOpsOnFollower(t *testing.T) {
 		t.Fatalf("held SET answered %q", got)
 	}
 	waitValue(t, leader, "paused", "1")
+}
+
+// TestVersionConsistent: INFO's redis_version, HELLO's version and the
+// scripts' redis.REDIS_VERSION and REDIS_VERSION_NUM name one version.
+func TestVersionConsistent(t *testing.T) {
+	requireKVS(t)
+	t.Parallel()
+	n := startKVS(t, KVSOptions{})
+	c := dialRaw(t, n.Addr)
+	info := c.Do("INFO", "server").Str
+	_, rest, ok := strings.Cut(info, "redis_version:")
+	if !ok {
+		t.Fatalf("INFO server has no redis_version: %q", info)
+	}
+	version, _, _ := strings.Cut(rest, "\r\n")
+	hello := c.Do("HELLO", "2")
+	helloVersion := ""
+	for i := 0; i+1 < len(hello.Elems); i += 2 {
+		if hello.Elems[i].Str == "version" {
+			helloVersion = hello.Elems[i+1].Str
+		}
+	}
+	script := c.Do("EVAL", "return redis.REDIS_VERSION", "0").Str
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch); err != nil {
+		t.Fatalf("redis_version %q: %v", version, err)
+	}
+	num := c.Do("EVAL", "return redis.REDIS_VERSION_NUM", "0").Str
+	wantNum := strconv.Itoa(major<<16 | minor<<8 | patch)
+	if helloVersion != version || script != version || num != wantNum {
+		t.Fatalf("INFO %q, HELLO %q, redis.REDIS_VERSION %q, REDIS_VERSION_NUM %s (want %s)",
+			version, helloVersion, script, num, wantNum)
+	}
 }
