@@ -14,8 +14,8 @@ import (
 // values and replies.
 
 const (
-	replAll   = 3
-	logWarn   = 3
+	replAll = 3
+	logWarn = 3
 	// The version scripts see, the one INFO and HELLO report
 	// (server.DefaultRedisVersion).
 	redisVer  = "7.2.4"
