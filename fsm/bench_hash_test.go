@@ -81,6 +81,20 @@ func BenchmarkHSetLarge(b *testing.B) {
 	}
 }
 
+// BenchmarkHSetLarge1K is BenchmarkHSetLarge with valkey's largest
+// benchmark value, 1 KiB.
+func BenchmarkHSetLarge1K(b *testing.B) {
+	s := largeHash(b)
+	b.ReportAllocs()
+	cmds := []Command{{Op: OpHSet, Args: [][]byte{[]byte("big"), nil, make([]byte, 1024)}}}
+	i := 0
+	for b.Loop() {
+		i = (i + 7919) % benchHashFields
+		cmds[0].Args[1] = benchHashFieldNames[i]
+		s.Apply(0, t0, cmds)
+	}
+}
+
 // BenchmarkHIncrBySmall increments a field of a packed hash.
 func BenchmarkHIncrBySmall(b *testing.B) {
 	s := smallHashes(b)

@@ -63,6 +63,18 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// BenchmarkPut1K is BenchmarkPut with 1 KiB values.
+func BenchmarkPut1K(b *testing.B) {
+	s := loadedStore(b, benchKeys)
+	b.ReportAllocs()
+	var k keyer
+	cmds := []Command{{Op: OpSet, Args: [][]byte{nil, make([]byte, 1024)}}}
+	for b.Loop() {
+		cmds[0].Args[0] = k.next()
+		s.Apply(0, t0, cmds)
+	}
+}
+
 // BenchmarkPutApplyTo is BenchmarkPut with the reply slice reused, which
 // shows the store's own cost: the one allocation holding key and value.
 func BenchmarkPutApplyTo(b *testing.B) {
