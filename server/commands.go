@@ -126,6 +126,7 @@ func commandTable() map[string]*command {
 		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runShutdown},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))

@@ -79,4 +79,5 @@ var commandDocs = map[string][2]string{
 	"save":        {"Synchronously saves the database(s) to disk.", "1.0.0"},
 	"bgsave":      {"Asynchronously saves the database(s) to disk.", "1.0.0"},
 	"lastsave":    {"Returns the Unix timestamp of the last successful save to disk.", "1.0.0"},
+	"shutdown":    {"Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0"},
 }

@@ -135,7 +135,10 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return
 	}
-	if cmd.name == "kvs.backup" { // it takes the connection over
+	switch cmd.name {
+	case "kvs.backup", "save", "shutdown":
+		// Redis's no_multi commands (KVS.BACKUP takes the connection
+		// over).
 		m.aborted = true
 		c.replyError(id, true, errBackupInMulti)
 		return

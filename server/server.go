@@ -116,6 +116,9 @@ type Server struct {
 
 	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
 	saves saveState
+	// shutdownReq is closed by the first SHUTDOWN (shutdown.go).
+	shutdownReq  chan struct{}
+	shutdownOnce sync.Once
 }
 
 // New returns a Server for cfg, with defaults applied and cfg validated. It
@@ -126,10 +129,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:      cfg,
-		commands: commandTable(),
-		started:  time.Now(),
-		clients:  make(map[*client]struct{}),
+		cfg:         cfg,
+		commands:    commandTable(),
+		started:     time.Now(),
+		clients:     make(map[*client]struct{}),
+		shutdownReq: make(chan struct{}),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
 	s.saves.last = s.started // as Redis, which counts its start as a save

@@ -348,6 +348,17 @@ func diffOpsStats(t *testing.T, p *opsPair) {
 	if stats[0] != stats[1] {
 		t.Errorf("INFO commandstats after subcommands:\nredis %s\nkvs   %s", stats[0], stats[1])
 	}
+	// SHUTDOWN's refusals (a real one is TestShutdownCommand's).
+	p.same("SHUTDOWN", "ABORT")
+	p.same("SHUTDOWN", "FOO")
+	p.same("SHUTDOWN", "SAVE", "NOSAVE")
+	p.same("SHUTDOWN", "ABORT", "NOW")
+	p.same("SHUTDOWN", "NOW", "BOGUS")
+	p.same("EVAL", "return redis.call('shutdown')", "0")
+	p.same("MULTI")
+	p.same("SHUTDOWN", "NOSAVE")
+	p.same("SAVE")
+	p.same("EXEC")
 	p.same("LATENCY", "RESET")
 	p.same("LATENCY", "LATEST")
 	p.same("LATENCY", "HISTORY", "command")

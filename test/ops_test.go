@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClusterOpsOnFollower: on a follower of a three-node cluster, MONITOR
@@ -99,4 +100,67 @@ func TestVersionConsistent(t *testing.T) {
 		t.Fatalf("INFO %q, HELLO %q, redis.REDIS_VERSION %q, REDIS_VERSION_NUM %s (want %s)",
 			version, helloVersion, script, num, wantNum)
 	}
+}
+
+// TestShutdownCommand: SHUTDOWN stops kvs as SIGTERM does, with exit
+// status 0 and no reply, and a durable node comes back with every write;
+// SHUTDOWN SAVE in memory mode, with nothing to save to, refuses and
+// leaves the server running; in a cluster the leader that is shut down
+// hands over and the others go on.
+func TestShutdownCommand(t *testing.T) {
+	requireKVS(t)
+	t.Parallel()
+	shutdown := func(t *testing.T, n *Node, args ...string) {
+		t.Helper()
+		c := dialRaw(t, n.Addr)
+		if r, err := c.do(append([]string{"SHUTDOWN"}, args...)...); err == nil {
+			t.Fatalf("SHUTDOWN %v answered %q", args, r.Raw)
+		}
+		select {
+		case <-n.exited:
+		case <-time.After(stopTimeout):
+			t.Fatalf("%s still running after SHUTDOWN", n.Name)
+		}
+		if err := n.exitErr(); err != nil {
+			t.Fatalf("%s exited after SHUTDOWN with %v\n%s", n.Name, err, n.LogTail(20))
+		}
+	}
+	t.Run("durable", func(t *testing.T) {
+		n := startKVS(t, KVSOptions{Durable: true})
+		c := dialRaw(t, n.Addr)
+		for i := range 100 {
+			if r := c.Do("SET", fmt.Sprint("k", i), fmt.Sprint(i)); string(r.Raw) != "+OK\r\n" {
+				t.Fatal(r)
+			}
+		}
+		shutdown(t, n, "SAVE", "NOW")
+		n.Start()
+		c = dialRaw(t, n.Addr)
+		for i := range 100 {
+			if r := c.Do("GET", fmt.Sprint("k", i)); r.Str != fmt.Sprint(i) {
+				t.Fatalf("k%d after SHUTDOWN and restart = %s", i, r)
+			}
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		n := startKVS(t, KVSOptions{})
+		c := dialRaw(t, n.Addr)
+		if r := c.Do("SHUTDOWN", "SAVE"); string(r.Raw) != "-ERR Errors trying to SHUTDOWN. Check logs.\r\n" {
+			t.Fatalf("SHUTDOWN SAVE in memory mode = %s", r)
+		}
+		if r := c.Do("PING"); r.Str != "PONG" {
+			t.Fatalf("PING after a refused SHUTDOWN = %s", r)
+		}
+		shutdown(t, n)
+	})
+	t.Run("cluster-leader", func(t *testing.T) {
+		nodes := startCluster(t, 3)
+		leader := waitLeader(t, nodes)
+		shutdown(t, leader)
+		rest := followers(nodes, leader)
+		next := waitLeader(t, rest)
+		if r := dialRaw(t, next.Addr).DoRetry("SET", "after", "shutdown"); string(r.Raw) != "+OK\r\n" {
+			t.Fatalf("SET on the new leader = %s", r)
+		}
+	})
 }

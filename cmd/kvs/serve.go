@@ -445,6 +445,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		return err
 	case s := <-sig:
 		logger.Info("shutting down", "signal", s.String())
+	case <-srv.ShutdownRequested():
+		logger.Info("shutting down", "reason", "SHUTDOWN command")
 	}
 	hc.phase.Store(phaseStopping)
 	if node != nil && node.IsLeader() {
