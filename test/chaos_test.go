@@ -861,13 +861,16 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 	if nodes[0].AdminTLS != nil {
 		// Raft over TLS: the proxies cannot read who is calling, so they
 		// ask which node's process holds the dialing socket.
-		identify := func(remote net.Addr) (string, bool) {
-			ta, ok := remote.(*net.TCPAddr)
-			if !ok {
+		identify := func(remote, local net.Addr) (string, bool) {
+			ta, ok1 := remote.(*net.TCPAddr)
+			la, ok2 := local.(*net.TCPAddr)
+			if !ok1 || !ok2 {
 				return "", false
 			}
-			// A node restarted since it dialed has a new pid; ask again
-			// a few times before giving up on a socket that is open.
+			// A node restarted since it dialed has a new pid, and one
+			// killed may take a while to close its sockets on a loaded
+			// machine; ask again for a while before giving up on a
+			// socket that is open.
 			for try := 0; ; try++ {
 				var pids []int
 				byPid := map[int]string{}
@@ -877,13 +880,13 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 						byPid[pid] = n.Name
 					}
 				}
-				pid, exists := socketOwner(ta, pids)
+				pid, exists := socketOwner(ta, la, pids)
 				switch {
 				case !exists:
 					return "", true
 				case pid > 0:
 					return byPid[pid], false
-				case try == 5:
+				case try == 50:
 					return "", false
 				}
 				time.Sleep(10 * time.Millisecond)

@@ -115,16 +115,16 @@ type Proxy struct {
 	conns   map[*proxyConn]struct{}
 	// identify, when set, names the sender of a connection from its
 	// remote address before any byte is read (see SetIdentify).
-	identify func(remote net.Addr) (from string, gone bool)
+	identify func(remote, local net.Addr) (from string, gone bool)
 }
 
 // SetIdentify makes the proxy learn each connection's sender from
-// identify(remote address) instead of from its first raft request, for
-// traffic it cannot read (raft over TLS). A connection whose sender is
+// identify(remote address, local address) instead of from its first raft
+// request, for traffic it cannot read (raft over TLS). A connection whose sender is
 // gone (it died right after dialing) is not counted, as a connection
 // closed before its first request is not; one identify cannot name falls
 // back to the sniff.
-func (p *Proxy) SetIdentify(identify func(remote net.Addr) (from string, gone bool)) {
+func (p *Proxy) SetIdentify(identify func(remote, local net.Addr) (from string, gone bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.identify = identify
@@ -562,7 +562,7 @@ func (c *proxyConn) sniff() ([]byte, error) {
 	identify := p.identify
 	p.mu.Unlock()
 	if identify != nil {
-		from, gone := identify(c.client.RemoteAddr())
+		from, gone := identify(c.client.RemoteAddr(), c.client.LocalAddr())
 		if from != "" {
 			c.from.Store(&from)
 			p.mu.Lock()

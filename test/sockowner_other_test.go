@@ -5,4 +5,4 @@ package test
 import "net"
 
 // socketOwner needs /proc; elsewhere no sender is found.
-func socketOwner(*net.TCPAddr, []int) (int, bool) { return -1, true }
+func socketOwner(_, _ *net.TCPAddr, _ []int) (int, bool) { return -1, true }
