@@ -25,6 +25,7 @@ type roundsProposer struct {
 	pending []roundsEntry
 	flushes int
 	batches int
+	cmds    int // commands received, by Propose or Enqueue
 }
 
 type roundsEntry struct {
@@ -33,6 +34,9 @@ type roundsEntry struct {
 }
 
 func (p *roundsProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	p.mu.Lock()
+	p.cmds += len(cmds)
+	p.mu.Unlock()
 	return p.store.Apply(0, time.Now().UnixMilli(), cmds), nil
 }
 
@@ -41,6 +45,7 @@ func (p *roundsProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, erro
 	p.mu.Lock()
 	p.pending = append(p.pending, roundsEntry{rec, done})
 	p.batches++
+	p.cmds += len(cmds)
 	p.mu.Unlock()
 }
 
@@ -203,10 +208,23 @@ func usesLoops(s *Server) bool { return s.eventLoops() > 0 }
 // TestRoundsShutdown: Shutdown waits for the batches in flight and answers
 // them.
 func TestRoundsShutdown(t *testing.T) {
-	s, _ := startRounds(t, true)
+	s, p := startRounds(t, true)
 	rc := dialRaw(t, s)
 	rc.send([]byte(strings.Repeat(string(encodeCommand("INCR", "k")), 10)))
-	time.Sleep(time.Millisecond) // the round is in flight, its answers late
+	// Every INCR has reached the proposer, whose answers are late: the
+	// last round is in flight. (A request not yet read when Shutdown
+	// closes the connection is not in flight, and is never answered.)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		n := p.cmds
+		p.mu.Unlock()
+		if n >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 10 INCRs reached the proposer", n)
+		}
+	}
 	go s.Shutdown(t.Context())
 	for i := range 10 {
 		if got, want := rc.reply(), fmt.Sprintf(":%d\r\n", i+1); got != want {
