@@ -243,16 +243,16 @@ func TestRoundsCloseWaitsForAnswers(t *testing.T) {
 	s, p := startRounds(t, true)
 	rc := dialRaw(t, s)
 	rc.send(encodeCommand("INCR", "k"))
-	for deadline := time.Now().Add(10 * time.Second); usesLoops(s); time.Sleep(time.Millisecond) {
-		if _, batches := p.counts(); batches > 0 {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		n := p.cmds
+		p.mu.Unlock()
+		if n > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the INCR never reached the proposer")
 		}
-	}
-	if !usesLoops(s) {
-		time.Sleep(20 * time.Millisecond) // the goroutine proposes at once
 	}
 	s.Close()
 	if b, err := rc.readEOF(); err != nil || (b != "" && b != ":1\r\n") {
