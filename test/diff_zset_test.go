@@ -27,15 +27,21 @@ func init() {
 	})
 }
 
+// zrankRefusedBy70 reports whether ref is Redis 7.0's arity error for a
+// ZRANK or ZREVRANK with a fourth argument, which kvs runs as 7.2 does.
+func zrankRefusedBy70(cmd []string, ref string) bool {
+	name := strings.ToUpper(cmd[0])
+	return len(cmd) == 4 && (name == "ZRANK" || name == "ZREVRANK") &&
+		ref == "-ERR wrong number of arguments for '"+strings.ToLower(name)+"' command\r\n"
+}
+
 // sameZRankWithScore judges ZRANK and ZREVRANK with a fourth argument,
 // which the reference (Redis 7.0) refuses for its arity while kvs answers
 // as Redis 7.2 does: WITHSCORE gives a [rank, score] pair, a nil array or
 // WRONGTYPE, anything else a syntax error. TestZRankWithScore checks the
 // exact replies.
 func sameZRankWithScore(cmd []string, ref, got Value) (equal, handled bool) {
-	name := strings.ToUpper(cmd[0])
-	if len(cmd) != 4 || name != "ZRANK" && name != "ZREVRANK" ||
-		string(ref.Raw) != "-ERR wrong number of arguments for '"+strings.ToLower(name)+"' command\r\n" {
+	if !zrankRefusedBy70(cmd, string(ref.Raw)) {
 		return false, false
 	}
 	if !strings.EqualFold(cmd[3], "WITHSCORE") {
