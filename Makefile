@@ -97,3 +97,12 @@ chaos:
 
 clean:
 	rm -rf dist
+
+# Redis 7.0.15's own Tcl test suite in external mode against kvs (memory
+# mode; SUITE_MODE=durable for the append log), a fresh server per unit,
+# with the tests test/redis-suite.skip lists left out. SUITE_SERVER=redis
+# runs the same units against redis-server; SUITE_UNITS narrows the run.
+# The suite comes from Debian's redis source package (see .ci/run).
+.PHONY: redis-suite
+redis-suite: build
+	bash test/redis-suite.sh
