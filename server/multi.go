@@ -103,11 +103,11 @@ const (
 
 func init() {
 	registerCommands(
-		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txMulti},
-		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, group: "transactions", tx: txExec},
-		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txDiscard},
-		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
-		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", run: runUnwatch},
+		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txMulti},
+		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagSkipSlowlog, group: "transactions", tx: txExec},
+		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txDiscard},
+		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
+		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", run: runUnwatch},
 	)
 }
 
