@@ -5,13 +5,16 @@ import (
 	"sync/atomic"
 )
 
-// Key access records for the LRU and LFU eviction policies. Redis keeps 24
-// bits in every object; kvs keeps its items immutable under readers (a
-// read holds the store's lock shared and copies items), so the records
-// live beside the tree instead: a table of accessSlots atomic words indexed
-// by a mix of the key's hash, written by every lookup (keyspace.find,
-// findForWrite and set) while tracking is on, and nil, costing one nil
-// check per lookup, while it is off. Keys that share a slot share a record,
+// Key access records, for OBJECT IDLETIME and FREQ and the LRU and LFU
+// eviction policies. Redis keeps 24 bits in every object; kvs keeps its
+// items immutable under readers (a read holds the store's lock shared and
+// copies items), so the records live beside the tree instead: a table of
+// accessSlots atomic words indexed by a mix of the key's hash, written by
+// every lookup that is an access of the key (keyspace.find, findForWrite
+// and set; not peek, Redis's LOOKUP_NOTOUCH) while tracking is on, and
+// nil, costing one nil check per lookup, while it is off: a server always
+// tracks (recency, or frequency under an LFU policy), a bare Store does
+// not. Keys that share a slot share a record,
 // which makes a cold key look as used as a hot one it collides with: with
 // 2^20 slots that is rare until the keyspace has about that many keys, and
 // then it errs on the side of keeping keys. The records are per node and

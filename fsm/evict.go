@@ -49,16 +49,15 @@ func (p EvictPolicy) volatile() bool {
 	return p == EvictVolatileRandom || p == EvictVolatileTTL || p == EvictVolatileLRU || p == EvictVolatileLFU
 }
 
-// Tracks reports whether p needs key access records (SetAccessTracking),
-// and whether they count frequency (LFU) rather than recency (LRU).
+// Tracks reports which key access records p needs (SetAccessTracking):
+// frequency (LFU) for the LFU policies, and recency (LRU) under every
+// other, as Redis keeps it for OBJECT IDLETIME whatever the policy.
 func (p EvictPolicy) Tracks() (on, lfu bool) {
 	switch p {
-	case EvictAllKeysLRU, EvictVolatileLRU:
-		return true, false
 	case EvictAllKeysLFU, EvictVolatileLFU:
 		return true, true
 	}
-	return false, false
+	return true, false
 }
 
 // DataBytes is the store's estimate of what its keys and values hold

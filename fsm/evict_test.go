@@ -161,3 +161,32 @@ func BenchmarkGetTracked(b *testing.B) {
 		})
 	}
 }
+
+// TestObjectIdleTime: a lookup that is an access of the key (a read, a
+// write, TOUCH) makes it fresh; TTL, TYPE, EXISTS, OBJECT and MEMORY USAGE
+// leave its idle time alone, as Redis's LOOKUP_NOTOUCH does.
+func TestObjectIdleTime(t *testing.T) {
+	s := NewStore()
+	s.SetAccessTracking(EvictNone.Tracks())
+	idle := c(OpObject, "k").i(ObjectIdleTime)
+	run(t, s, []step{
+		{10_000, c(OpSet, "k", "v"), status("OK")},
+		{15_000, c(OpTTL, "k"), in(-1)},
+		{15_000, c(OpPTTL, "k"), in(-1)},
+		{15_000, c(OpType, "k"), status("string")},
+		{15_000, c(OpExists, "k"), in(1)},
+	})
+	if r := s.Read(15_000, c(OpMemoryUsage, "k")); r.Kind != ReplyInt {
+		t.Fatalf("MEMORY USAGE: %v", r)
+	}
+	run(t, s, []step{
+		{15_000, idle, in(5)},
+		{15_000, idle, in(5)},
+		{15_000, c(OpExists, "k").fl(FlagTouch), in(1)},
+		{15_000, idle, in(0)},
+		{20_000, c(OpGet, "k"), bulk("v")},
+		{22_000, idle, in(2)},
+		{22_000, c(OpAppend, "k", "w"), in(2)},
+		{22_000, idle, in(0)},
+	})
+}

@@ -28,7 +28,7 @@ func init() {
 			return nil
 		}})
 
-	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), read: readExists})
+	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), flags: FlagTouch, read: readExists})
 	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
 	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
@@ -103,10 +103,20 @@ func applyMetaSet(s *Store, now int64, c *Command) Reply {
 	return replyOK
 }
 
+// FlagTouch, on OpExists: TOUCH, which is an access of each key it finds
+// (EXISTS is not).
+const FlagTouch Flags = 1
+
 func readExists(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if _, ok := s.liveLocked(k, now); ok {
+		var ok bool
+		if c.Flags&FlagTouch != 0 {
+			_, ok = s.liveLocked(k, now)
+		} else {
+			_, ok = s.peekLocked(k, now)
+		}
+		if ok {
 			n++
 		}
 	}
@@ -114,7 +124,7 @@ func readExists(s *Store, now int64, c *Command) Reply {
 }
 
 func readType(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return Reply{Kind: ReplyStatus, Str: "none"}
 	}
@@ -122,7 +132,7 @@ func readType(s *Store, now int64, c *Command) Reply {
 }
 
 func readMemoryUsage(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return replyNil
 	}
@@ -191,7 +201,7 @@ func (s *Store) expireLocked(now int64, key []byte, at int64, f Flags) Reply {
 }
 
 func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
-	it, ok := s.liveLocked(key, now)
+	it, ok := s.peekLocked(key, now)
 	switch {
 	case !ok:
 		return IntReply(-2)
@@ -214,7 +224,7 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 func (s *Store) keysLocked(now int64, pattern string) Reply {
 	out := []Reply{}
 	if globIsLiteral(pattern) {
-		if _, ok := s.liveLocked([]byte(pattern), now); ok {
+		if _, ok := s.peekLocked([]byte(pattern), now); ok {
 			out = append(out, BulkReply([]byte(pattern)))
 		}
 		return Reply{Kind: ReplyArray, Array: out}

@@ -76,6 +76,16 @@ func (ks *keyspace) TTLs() int { return ks.ttls }
 // is into the tree and valid until the next write; the item must not be
 // changed through it.
 func (ks *keyspace) find(h uint64, key string) *item {
+	p := ks.peek(h, key)
+	if p != nil && ks.acc != nil {
+		ks.acc.touch(h)
+	}
+	return p
+}
+
+// peek is find for a lookup that is no access of the key: its access
+// record stays as it was (Redis's LOOKUP_NOTOUCH).
+func (ks *keyspace) peek(h uint64, key string) *item {
 	s := shardOf(h)
 	r := &ks.shards[s]
 	x, l := r.inner, r.leaf
@@ -89,9 +99,6 @@ func (ks *keyspace) find(h uint64, key string) *item {
 		return nil
 	}
 	if i, ok := l.searchNear(h, key, lo, hi); ok {
-		if ks.acc != nil {
-			ks.acc.touch(h)
-		}
 		return &l.it[i]
 	}
 	return nil
@@ -269,7 +276,7 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 
 // Delete removes the item with pivot's hash and key.
 func (ks *keyspace) Delete(pivot item) (item, bool) {
-	if ks.find(pivot.hash, pivot.key) == nil {
+	if ks.peek(pivot.hash, pivot.key) == nil {
 		return item{}, false // nothing copied for a miss
 	}
 	s := shardOf(pivot.hash)

@@ -294,6 +294,19 @@ func (s *Store) newCollection(key []byte, k kind, val []byte, obj object, exp in
 	return item{hash: keyHash(ks), key: ks, val: val, obj: obj, exp: exp, kind: k}
 }
 
+// peekLocked is liveLocked for the lookups Redis makes without counting
+// an access of the key (LOOKUP_NOTOUCH: TTL, TYPE, EXISTS, OBJECT) or
+// without a lookup at all (MEMORY USAGE, KEYS): OBJECT IDLETIME is left
+// as it was.
+func (s *Store) peekLocked(key []byte, now int64) (item, bool) {
+	k := unsafeString(key)
+	p := s.keys.peek(keyHash(k), k)
+	if p == nil || p.expired(now) {
+		return item{}, false
+	}
+	return *p, true
+}
+
 // liveLocked returns the item for key if it exists and is not expired at now.
 func (s *Store) liveLocked(key []byte, now int64) (item, bool) {
 	it, ok := s.getLocked(key)

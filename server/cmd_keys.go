@@ -38,8 +38,14 @@ func parseDel(c *client, args [][]byte) (fsm.Command, string) {
 
 // parseExists parses EXISTS and TOUCH: kvs keeps no access times, so TOUCH
 // is EXISTS (both count a repeated key again).
+// parseExists parses EXISTS and TOUCH, which differ only in that TOUCH is
+// an access of the keys (OBJECT IDLETIME).
 func parseExists(c *client, args [][]byte) (fsm.Command, string) {
-	return fsm.Command{Op: fsm.OpExists, Args: args[1:]}, ""
+	var f fsm.Flags
+	if is(args[0], "touch") {
+		f = fsm.FlagTouch
+	}
+	return fsm.Command{Op: fsm.OpExists, Flags: f, Args: args[1:]}, ""
 }
 
 func parseType(c *client, args [][]byte) (fsm.Command, string) {
