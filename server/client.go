@@ -133,6 +133,9 @@ type client struct {
 	// says a loop client waits for a client pause to end.
 	replyMode uint8
 	held      bool
+	// paused: a client pause holds c, loop client or not (INFO's
+	// blocked_clients, CLIENT LIST's flag b; setPaused).
+	paused atomic.Bool
 
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte
@@ -398,7 +401,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
 	}
-	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
+	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd, args) {
 		return false // held by CLIENT PAUSE: run again when it ends
 	}
 	if c.s.monitoring.Load() != 0 && !c.peer {

@@ -17,7 +17,7 @@ import (
 func init() {
 	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
 	registerCommands(
-		command{name: "fcall", arity: -3, flags: script, group: "scripting", parse: parseFCall},
+		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
 		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting",
 			subs: "delete flush kill list load stats", parse: parseFunction},

@@ -34,6 +34,10 @@ const (
 	flagNoMulti
 	flagMovableKeys
 	flagAllowBusy
+	// flagMayReplicate: a command that is not a write but may still be
+	// propagated (PUBLISH, a script that may write), which a pause of
+	// writes holds. COMMAND does not list it, as Redis does not.
+	flagMayReplicate
 )
 
 // flagNames are the flags' names in the order COMMAND lists them

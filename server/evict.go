@@ -181,7 +181,9 @@ func (s *Server) wakeEvictor() {
 func (s *Server) evictCycle(stop <-chan struct{}) {
 	limit := s.maxMemory.Load()
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if limit <= 0 || p == fsm.EvictNone || !s.mayExpire() {
+	if limit <= 0 || p == fsm.EvictNone || !s.mayExpire() || s.pauseMode.Load() != pauseNone {
+		// A client pause keeps the data as it is: no eviction either, as
+		// in Redis.
 		return
 	}
 	start := time.Now()

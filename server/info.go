@@ -118,7 +118,7 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "clients":
 		add("connected_clients", s.connectedClients())
 		add("maxclients", s.maxClients.Load())
-		add("blocked_clients", s.blocked.count())
+		add("blocked_clients", s.blocked.count()+int(s.pausedClients.Load()))
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

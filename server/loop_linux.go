@@ -424,6 +424,9 @@ func (lp *loop) wake() {
 	lp.mu.Unlock()
 	for _, c := range woken {
 		if !c.dead && c.suspended && (c.waitingBlocked() || c.held) {
+			if c.held {
+				c.setPaused(false)
+			}
 			c.suspended, c.held = false, false
 			lp.run1(c, nil)
 		}

@@ -59,15 +59,16 @@ func (m *multiState) reset() {
 	}
 }
 
-// writes reports whether the transaction holds a command a client pause
-// of writes holds (cmd_client.go).
-func (m *multiState) writes() bool {
+// flags are the flags of the queued commands together (Redis's
+// mstate.cmd_flags), scripts' as they declare them.
+func (m *multiState) flags(c *client) cmdFlags {
+	var f cmdFlags
 	for _, q := range m.queued {
-		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
-			return true
+		if q.cmd != nil {
+			f |= c.commandFlags(q.cmd, q.args)
 		}
 	}
-	return false
+	return f
 }
 
 type queuedCmd struct {

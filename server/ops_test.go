@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,75 @@ func TestClientPauseHoldsWrites(t *testing.T) {
 			}
 			if r := admin.do("GET", "k"); r != "$1\r\nv\r\n" {
 				t.Fatalf("GET after the pause = %q", r)
+			}
+		})
+	}
+}
+
+// TestClientPauseWriteScripts: a pause of writes holds what may write or
+// be propagated (a script without flags, one that may write, PUBLISH, an
+// EXEC of a transaction holding one) and counts it in INFO's
+// blocked_clients and CLIENT LIST's flag b, as Redis does, and lets
+// read-only scripts, functions and transactions run.
+func TestClientPauseWriteScripts(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			admin := dialRaw(t, s)
+			admin.do("SET", "x", "y")
+			admin.do("FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='ro', "+
+				"callback=function() return 'hello' end, flags={'no-writes'}}\n"+
+				"redis.register_function('rw', function() return 'rw' end)")
+			sha := strings.Split(admin.do("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 2"), "\r\n")[1]
+			if r := admin.do("CLIENT", "PAUSE", "100000", "WRITE"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			ro := dialRaw(t, s)
+			for _, tc := range []struct{ args, want []string }{
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn 'unique'", "0"}, []string{"$6\r\nunique\r\n"}},
+				{[]string{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "x"}, []string{"$1\r\ny\r\n"}},
+				{[]string{"EVALSHA", sha, "0"}, []string{":2\r\n"}},
+				{[]string{"FCALL", "ro", "0"}, []string{"$5\r\nhello\r\n"}},
+				{[]string{"MULTI"}, []string{"+OK\r\n"}},
+				{[]string{"GET", "x"}, []string{"+QUEUED\r\n"}},
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn 12", "0"}, []string{"+QUEUED\r\n"}},
+				{[]string{"EXEC"}, []string{"*2\r\n$1\r\ny\r\n:12\r\n"}},
+			} {
+				if got := ro.do(tc.args...); got != tc.want[0] {
+					t.Errorf("%q during a pause of writes: %q, want %q", tc.args, got, tc.want[0])
+				}
+			}
+			var held []*rawConn
+			for _, cmd := range [][]string{
+				{"EVAL", "return 1", "0"}, {"EVAL", "#!lua\nreturn 1", "0"}, {"FCALL", "rw", "0"},
+				{"PUBLISH", "ch", "m"}, {"SET", "x", "z"},
+			} {
+				w := dialRaw(t, s)
+				w.send(encodeCommand(cmd...))
+				held = append(held, w)
+			}
+			tx := dialRaw(t, s)
+			tx.do("MULTI")
+			tx.do("SET", "x", "w")
+			tx.send(encodeCommand("EXEC"))
+			held = append(held, tx)
+			eventually(t, "six clients held", func() bool {
+				return strings.Contains(admin.do("INFO", "clients"), "blocked_clients:6\r\n")
+			})
+			if n := len(regexp.MustCompile(` flags=x?b `).FindAllString(admin.do("CLIENT", "LIST"), -1)); n != 6 {
+				t.Errorf("%d clients with flag b in CLIENT LIST, want 6", n)
+			}
+			if r := admin.do("GET", "x"); r != "$1\r\ny\r\n" {
+				t.Fatalf("GET during the pause = %q", r)
+			}
+			admin.do("CLIENT", "UNPAUSE")
+			for i, w := range held {
+				if r := w.reply(); strings.HasPrefix(r, "-") {
+					t.Errorf("held command %d answered %q", i, r)
+				}
+			}
+			if r := admin.do("INFO", "clients"); !strings.Contains(r, "blocked_clients:0\r\n") {
+				t.Errorf("after the pause: %q", r)
 			}
 		})
 	}

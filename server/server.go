@@ -51,6 +51,8 @@ type Server struct {
 	// clientPause its state (cmd_client.go).
 	pauseMode   atomic.Int32
 	clientPause pauseState
+	// pausedClients counts the clients clientPause holds.
+	pausedClients atomic.Int64
 	// monitoring counts the MONITOR connections, loaded once per command;
 	// monitors are they (monitor.go).
 	monitoring atomic.Int32
@@ -404,6 +406,7 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	c.setPaused(false) // closed while a client pause held it
 	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
