@@ -137,6 +137,14 @@ type client struct {
 	// blocked_clients, CLIENT LIST's flag b; setPaused).
 	paused atomic.Bool
 
+	// The buffers' figures for CLIENT LIST, and what resizing them needs
+	// (querybuf.go): the reply buffer's peak since outPeakAt, the last
+	// resize.
+	bufs       bufFigures
+	outPeak    int
+	outPeakAt  time.Time
+	lastResize time.Time
+
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte
 	pipeAt int
@@ -235,12 +243,16 @@ func (c *client) serve() {
 		}
 	}()
 	for {
+		if now := time.Now(); now.Sub(c.lastResize) >= cronInterval {
+			c.resizeBuffers(now)
+		}
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		c.runPipeline(cmds)
+		c.noteBuffers()
 		if err := c.flush(); err != nil {
 			return
 		}

@@ -34,6 +34,9 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.stats.sampleOps(now.UnixNano())
 			s.releaseMemory()
 			s.checkOutputLimits()
+			for _, lp := range s.loops {
+				lp.clientsCronSoon()
+			}
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
 			s.sampleMemPeak()

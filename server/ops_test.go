@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -338,5 +339,68 @@ func TestResetStatResetsLatencyStats(t *testing.T) {
 	rc.do("SET", "k", "v")
 	if r := rc.do("INFO", "latencystats"); strings.Contains(r, "usec_set") {
 		t.Errorf("with latency-tracking no: %q", r)
+	}
+}
+
+// TestClientListBuffers: CLIENT LIST's query buffer figures are Redis's
+// (the asking command counts as buffered), a large request grows the
+// buffer, and the cron gives the room back: past the recent peak while
+// the client is busy, all of it once it is idle (on an event loop).
+func TestClientListBuffers(t *testing.T) {
+	field := func(line, name string) int {
+		m := regexp.MustCompile(` ` + name + `=(\d+)`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no %s in %q", name, line)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			admin, w := dialRaw(t, s), dialRaw(t, s)
+			self := admin.do("CLIENT", "INFO")
+			if field(self, "qbuf") != 26 || field(self, "argv-mem") != 10 || field(self, "qbuf-free") < 16<<10-26 {
+				t.Errorf("CLIENT INFO: %q", self)
+			}
+			w.do("CLIENT", "SETNAME", "w")
+			line := func() string {
+				for _, l := range strings.Split(admin.do("CLIENT", "LIST"), "\n") {
+					if strings.Contains(l, " name=w ") {
+						return l
+					}
+				}
+				t.Fatal("no client w")
+				return ""
+			}
+			w.do("SET", "x", strings.Repeat("A", 400000))
+			l := line()
+			grown := field(l, "qbuf") + field(l, "qbuf-free")
+			if field(l, "qbuf") != 0 || grown < 400000 || field(l, "argv-mem") != 0 {
+				t.Fatalf("after a 400 KB request: %q", l)
+			}
+			eventually(t, "the buffer shrinks while small requests come", func() bool {
+				w.do("SET", "x", "small")
+				l := line()
+				n := field(l, "qbuf") + field(l, "qbuf-free")
+				return n > 0 && n < grown
+			})
+			if goroutines {
+				return // an idle goroutine's buffer holds its read
+			}
+			// A read after the cut grows the buffer back to 16 KB, which
+			// idleness then gives back whole.
+			w.do("SET", "x", "small")
+			if l := line(); field(l, "qbuf-free") < 16<<10-100 {
+				t.Fatalf("a read into a buffer cut to a small request's size: %q", l)
+			}
+			eventually(t, "an idle client's buffer is given back", func() bool {
+				l := line()
+				return field(l, "qbuf") == 0 && field(l, "qbuf-free") == 0
+			})
+			if r := w.do("PING"); r != "+PONG\r\n" {
+				t.Fatalf("PING after the buffer was given back: %q", r)
+			}
+		})
 	}
 }
