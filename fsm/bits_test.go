@@ -640,6 +640,7 @@ type fakeObj struct {
 func (o *fakeObj) clone() object   { return &fakeObj{elems: append([]string(nil), o.elems...)} }
 func (o *fakeObj) size() int64     { return int64(len(o.elems)) * 16 }
 func (o *fakeObj) cowGen() *uint64 { return &o.gen }
+func (o *fakeObj) freeEffort() int { return len(o.elems) }
 
 // TestCopyCollections: COPY gives the destination its own clone of a
 // large form (a later edit of either leaves the other alone), shares a

@@ -10,7 +10,7 @@ import (
 // replicated cluster metadata.
 
 func init() {
-	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), apply: applyDel, keys: keysAll})
+	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), flags: FlagLazy, apply: applyDel, keys: keysAll})
 	registerOp(OpRename, opSpec{name: "RENAME", write: true, args: 2, keys: keysFirst(2),
 		apply: func(s *Store, now int64, c *Command) Reply { return s.renameLocked(now, c.Args[0], c.Args[1], false) }})
 	registerOp(OpRenameNX, opSpec{name: "RENAMENX", write: true, args: 2, keys: keysFirst(2),
@@ -18,7 +18,7 @@ func init() {
 	registerOp(OpExpireAt, opSpec{name: "EXPIREAT", write: true, args: 1, flags: FlagNX | FlagXX | FlagGT | FlagLT,
 		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
 	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
-	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, apply: applyFlushAll})
+	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy, apply: applyFlushAll})
 	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll})
 	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
 		check: func(c *Command) error {
@@ -58,10 +58,22 @@ func scanCheck(c *Command) error {
 	return nil
 }
 
+// FlagLazy, on OpDel and OpFlushAll: UNLINK, FLUSHALL ASYNC, FLUSHDB
+// ASYNC, which Redis frees in the background (LazyFreed).
+const FlagLazy Flags = 1
+
+// lazyFreeThreshold is Redis's LAZYFREE_THRESHOLD: a value that takes more
+// allocations than this to free is freed in the background.
+const lazyFreeThreshold = 64
+
 func applyDel(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if old, ok := s.deleteLocked(k); ok && !old.expired(now) {
+		old, ok := s.deleteLocked(k)
+		if ok && c.Flags&FlagLazy != 0 && old.obj != nil && old.obj.freeEffort() > lazyFreeThreshold {
+			s.lazyFreed.Add(1)
+		}
+		if ok && !old.expired(now) {
 			n++
 			s.notifyLocked(NotifyGeneric, "del", k)
 		}
@@ -81,10 +93,20 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 }
 
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
+	if c.Flags&FlagLazy != 0 {
+		s.lazyFreed.Add(int64(s.keys.Len()))
+	}
 	// Cluster metadata is not data: it survives FLUSHALL.
 	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK
 }
+
+// LazyFreed counts the objects Redis would have freed in the background
+// since the store was made: each value UNLINK deleted that takes more than
+// 64 allocations to free, and each key FLUSHALL or FLUSHDB ASYNC deleted
+// (what Redis's lazyfreed_objects counts once its thread has freed them).
+// The server has their memory collected (server/lazyfree.go).
+func (s *Store) LazyFreed() int64 { return s.lazyFreed.Load() }
 
 func applyDelExpired(s *Store, now int64, c *Command) Reply {
 	var n int64

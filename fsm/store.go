@@ -92,6 +92,9 @@ type object interface {
 	// cowGen is the keyspace generation the object was last cloned or
 	// created in (see editLocked).
 	cowGen() *uint64
+	// freeEffort is what Redis's lazyfreeGetFreeEffort says freeing it
+	// takes: its elements (a list's chunks), for lazyfreed_objects.
+	freeEffort() int
 }
 
 // expired reports whether it is logically gone at now. Every lookup goes
@@ -189,6 +192,9 @@ type Store struct {
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
 	vms    vmPool
+	// lazyFreed counts what Redis would have freed in the background
+	// (LazyFreed): a node's statistic, outside the replicated state.
+	lazyFreed atomic.Int64
 }
 
 // NewStore returns an empty store with AppliedIndex 0.

@@ -205,7 +205,12 @@ func (rr *Reader) QueryBuf(executing bool) (used, free int) {
 // the last Resize, what lies past the larger of those, the bytes buffered
 // and the request being read. Call it periodically, and never while the
 // requests last returned are in use: their arguments alias the buffer.
+// The argument lists a request of many arguments needed are given back
+// too.
 func (rr *Reader) Resize(idle bool) {
+	if cap(rr.args) > maxKeptArgs {
+		rr.args, rr.cmds = nil, nil
+	}
 	used := rr.end - rr.start
 	if len(rr.buf)-used > resizeSlack {
 		switch {
@@ -219,10 +224,12 @@ func (rr *Reader) Resize(idle bool) {
 }
 
 // Redis's bounds for giving back query buffer room: PROTO_RESIZE_THRESHOLD,
-// and the 4 KB clientsCronResizeQueryBuffer leaves alone.
+// and the 4 KB clientsCronResizeQueryBuffer leaves alone; and the most
+// argument slots Resize keeps for the next requests.
 const (
 	resizeThreshold = 32 << 10
 	resizeSlack     = 4 << 10
+	maxKeptArgs     = 1 << 10
 )
 
 // resizeTo moves the unparsed bytes to a buffer of n bytes (n >= their

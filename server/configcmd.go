@@ -89,6 +89,7 @@ func runConfig(c *client, args [][]byte) {
 			return
 		}
 		c.s.stats.reset()
+		c.s.resetLazyFreed()
 		c.out = appendStatus(c.out, "OK")
 	case is(sub, "help") && len(args) == 2:
 		c.out = appendHelp(c.out, configHelp)

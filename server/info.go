@@ -141,6 +141,9 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("maxmemory_human", humanBytes(uint64(maxmem)))
 		add("maxmemory_policy", s.policyName())
 		add("mem_allocator", "go")
+		pending, freed := s.lazyFreeInfo()
+		add("lazyfree_pending_objects", pending)
+		add("lazyfreed_objects", freed)
 	case "persistence":
 		add("loading", 0)
 		add("async_loading", 0)

@@ -404,3 +404,40 @@ func TestClientListBuffers(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyFreeInfo: UNLINK of a large value and FLUSHALL ASYNC count in
+// INFO's lazyfreed_objects once the cron has had their memory collected
+// (pending until then); DEL and small values count nothing; CONFIG
+// RESETSTAT starts the count over.
+func TestLazyFreeInfo(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	big := []string{"SADD", "big"}
+	for i := range 200 {
+		big = append(big, "m"+strconv.Itoa(i))
+	}
+	lazy := func() (pending, freed int) {
+		info := rc.do("INFO", "memory")
+		m := regexp.MustCompile(`lazyfree_pending_objects:(\d+)\r\nlazyfreed_objects:(\d+)\r\n`).FindStringSubmatch(info)
+		if m == nil {
+			t.Fatalf("INFO memory: %q", info)
+		}
+		p, _ := strconv.Atoi(m[1])
+		f, _ := strconv.Atoi(m[2])
+		return p, f
+	}
+	rc.do(big...)
+	rc.do("DEL", "big")
+	rc.do(big...)
+	rc.do("SET", "small", "v")
+	rc.do("UNLINK", "big", "small")
+	eventually(t, "UNLINK's large set freed", func() bool { p, f := lazy(); return p == 0 && f == 1 })
+	rc.do("SET", "a", "1")
+	rc.do("SET", "b", "1")
+	rc.do("FLUSHALL", "ASYNC")
+	eventually(t, "FLUSHALL ASYNC's keys freed", func() bool { p, f := lazy(); return p == 0 && f == 3 })
+	rc.do("CONFIG", "RESETSTAT")
+	if p, f := lazy(); p != 0 || f != 0 {
+		t.Errorf("after CONFIG RESETSTAT: pending %d, freed %d", p, f)
+	}
+}

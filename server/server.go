@@ -59,6 +59,8 @@ type Server struct {
 	monitors   monitorSet
 	// memPeak is INFO's used_memory_peak (info_memory.go).
 	memPeak memPeak
+	// lazy is INFO's lazy freeing (lazyfree.go).
+	lazy lazyFree
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
