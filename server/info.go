@@ -225,7 +225,10 @@ func (s *Server) commandStatsInfo() []InfoField {
 }
 
 func (s *Server) port() string {
-	if s.cfg.PlainDisabled {
+	s.mu.Lock()
+	closed := s.portClosed
+	s.mu.Unlock()
+	if s.cfg.PlainDisabled || closed {
 		return "0"
 	}
 	if a := s.Addr(); a != nil {

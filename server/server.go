@@ -111,6 +111,10 @@ type Server struct {
 
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
+	// portClosed: CONFIG SET port 0 closed ln (listenport.go);
+	// lnChanged wakes the accept loop when ln changes.
+	portClosed bool
+	lnChanged  chan struct{}
 	tlsLn    net.Listener // the TLS client listener (tls.go); nil without one
 	serving  bool
 	clients  map[*client]struct{}
@@ -138,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
+		lnChanged:   make(chan struct{}, 1),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
 	s.saves.last = s.started // as Redis, which counts its start as a save
@@ -323,6 +328,13 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			if !secure && acceptErrClosed(err) && !s.shutdown.Load() {
+				// CONFIG SET port replaced the listener (listenport.go).
+				if next, ok := s.nextListener(ln); ok {
+					ln = next
+					continue
+				}
+			}
 			if s.shutdown.Load() || errors.Is(err, net.ErrClosed) {
 				return ErrServerClosed
 			}
