@@ -109,18 +109,18 @@ type Server struct {
 	loops []*loop
 	next  atomic.Uint32
 
-	mu sync.Mutex // guards the fields below
-	ln net.Listener
-	// portClosed: CONFIG SET port 0 closed ln (listenport.go);
-	// lnChanged wakes the accept loop when ln changes.
+	mu       sync.Mutex // guards the fields below
+	ln       net.Listener
+	tlsLn    net.Listener // the TLS client listener (tls.go); nil without one
+	serving  bool
+	clients  map[*client]struct{}
+	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
+	closed   bool                  // Close or Shutdown ran (idempotence)
+	streams  map[net.Conn]struct{} // backups being streamed (backup.go)
+	// portClosed: CONFIG SET port 0 closed ln (listenport.go).
 	portClosed bool
-	lnChanged  chan struct{}
-	tlsLn      net.Listener // the TLS client listener (tls.go); nil without one
-	serving    bool
-	clients    map[*client]struct{}
-	cronStop   chan struct{}         // closed to stop the cron loop; nil until Serve
-	closed     bool                  // Close or Shutdown ran (idempotence)
-	streams    map[net.Conn]struct{} // backups being streamed (backup.go)
+	// lnChanged wakes the accept loop when CONFIG SET port changes ln.
+	lnChanged chan struct{}
 
 	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
 	saves saveState
