@@ -195,6 +195,10 @@ type pendingReply struct {
 	// say how to make EXEC's reply of it (multi.go).
 	exec  bool
 	slots []execSlot
+	// monitor are the MONITOR lines of an EXEC (its commands', then its
+	// own), shown once its outcome is known: only the last if a watched
+	// key changed and nothing ran.
+	monitor [][]byte
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -416,7 +420,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd, args) {
 		return false // held by CLIENT PAUSE: run again when it ends
 	}
-	if c.s.monitoring.Load() != 0 && !c.peer {
+	if c.s.monitoring.Load() != 0 && !c.peer && cmd.name != "exec" {
+		// EXEC shows its transaction's commands, then itself, once they
+		// have run (execMonitorLines).
 		c.s.feedMonitors(c.addr, cmd, args)
 	}
 	if c.ps != nil {
@@ -633,6 +639,10 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			j++
 			switch {
 			case p.exec:
+				if r.Kind != fsm.ReplyArray && len(p.monitor) > 0 {
+					p.monitor = p.monitor[len(p.monitor)-1:]
+				}
+				c.s.showMonitorLines(p.monitor)
 				c.out = c.appendExec(c.out, p.slots, r)
 			case p.read:
 				c.finishRead(p, r)

@@ -262,6 +262,7 @@ func runUnwatch(c *client, args [][]byte) {
 func txExec(c *client, id int, args [][]byte) bool {
 	m := c.multi
 	if m == nil {
+		c.s.showMonitorLines(c.execMonitorLines(nil, false, args))
 		c.replyError(id, false, errExecNoMulti)
 		return true
 	}
@@ -271,6 +272,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 		return true
 	}
 	if m.aborted {
+		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
 		c.endTransaction()
 		c.replyError(id, false, errExecAbort)
 		return true
@@ -288,10 +290,12 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
+	lines := c.execMonitorLines(m.queued, true, args)
 	start := len(c.execSlots)
 	slots, subs := c.planExec(m.queued)
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
+		c.s.showMonitorLines(lines)
 		c.replyRaw(id, string(c.appendExec(nil, slots, nil)))
 		clear(slots)
 		c.execSlots = c.execSlots[:start] // nothing else refers to them
@@ -305,7 +309,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
-	c.queue(pendingReply{cmd: id, exec: true, slots: slots})
+	c.queue(pendingReply{cmd: id, exec: true, slots: slots, monitor: lines})
 	return true
 }
 

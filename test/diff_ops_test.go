@@ -274,17 +274,33 @@ func diffMonitor(t *testing.T, ref, kvs *Node, proto int) {
 		if got := string(m.Do("MONITOR").Raw); got != "+OK\r\n" {
 			t.Fatalf("MONITOR: %q", got)
 		}
-		c := dialRaw(t, n.Addr)
+		c, other := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
 		for _, args := range [][]string{
 			{"SET", "mk", "a \"b\"\n\x01"}, {"GET", "mk"}, {"AUTH", "u", "p"},
 			{"HELLO", "2", "AUTH", "u", "p"}, {"CONFIG", "GET", "maxclients"},
 			{"EVAL", "return redis.call('get', KEYS[1])", "1", "mk"}, {"NOSUCHCOMMAND"},
 			{"CLIENT", "LIST"}, {"DEL", "mk"},
+			// A transaction shows when it runs: its commands, then EXEC;
+			// one aborted at EXEC, or whose watched key changed, only
+			// EXEC.
+			{"MULTI"}, {"SET", "mk", "1"}, {"GET", "mk"}, {"CLIENT", "LIST"}, {"PING"}, {"EXEC"},
+			{"MULTI"}, {"NOSUCHCOMMAND"}, {"EXEC"},
+			{"EXEC"},
+			{"WATCH", "mk"}, {"OTHER", "SET", "mk", "2"}, {"MULTI"}, {"SET", "mk", "3"}, {"EXEC"},
+			{"ECHO", "monitor-end"},
 		} {
+			if args[0] == "OTHER" {
+				other.Do(args[1:]...)
+				continue
+			}
 			c.Do(args...)
 		}
-		for j := 0; j < 7; j++ {
-			lines[i] = append(lines[i], maskOps(string(m.Read().Raw)))
+		for {
+			line := maskOps(string(m.Read().Raw))
+			lines[i] = append(lines[i], line)
+			if strings.Contains(line, "monitor-end") {
+				break
+			}
 		}
 	}
 	if fmt.Sprint(lines[0]) != fmt.Sprint(lines[1]) {
