@@ -36,7 +36,10 @@ import (
 //
 // SAVE and BGSAVE ask Config.Saver for a snapshot (the wal's compaction,
 // a raft snapshot); LASTSAVE is the Unix time of the last one that
-// succeeded, or of the server's start, as in Redis.
+// succeeded, or of the server's start, as in Redis. In memory mode there
+// is nowhere to save to and nothing a restart would load: a save there
+// writes nothing and succeeds (memorySaver), so that tools and tests that
+// call SAVE or BGSAVE go on, and the server's log says so once.
 
 // Saver takes a snapshot of the store where the node keeps its state, and
 // returns once it is written and durable (or failed). Config.Saver.
@@ -44,8 +47,29 @@ type Saver interface {
 	Save() error
 }
 
+// memorySaver is memory mode's Saver: see the top of this file.
+type memorySaver struct {
+	s    *Server
+	once sync.Once
+}
+
+func (m *memorySaver) Save() error {
+	m.once.Do(func() {
+		m.s.cfg.Logger.Warn("SAVE or BGSAVE in memory mode writes nothing: the data lives only in memory " +
+			"(start kvs with --data-dir to keep it, or use kvs backup)")
+	})
+	return nil
+}
+
+// saver is the Saver SAVE, BGSAVE and SHUTDOWN SAVE use.
+func (s *Server) saver() Saver {
+	if s.cfg.Saver != nil {
+		return s.cfg.Saver
+	}
+	return &s.memSaver
+}
+
 const (
-	errNothingToSave     = "ERR kvs runs in memory mode (no --data-dir): there is nothing to save to"
 	errBgsaveInProgress  = "ERR Background save already in progress"
 	errBackupInMulti     = "ERR Command not allowed inside a transaction"
 	backupChunkBytes     = 256 << 10
@@ -215,15 +239,11 @@ func (s *Server) closeStreamsLocked() {
 // waits for its SAVE.
 func runSave(c *client, args [][]byte) {
 	s := c.s
-	if s.cfg.Saver == nil {
-		c.out = appendError(c.out, errNothingToSave)
-		return
-	}
 	if !s.saves.begin() {
 		c.out = appendError(c.out, errBgsaveInProgress)
 		return
 	}
-	err := s.cfg.Saver.Save()
+	err := s.saver().Save()
 	if s.saves.end(err) {
 		s.saveInBackground() // a BGSAVE SCHEDULE came meanwhile
 	}
@@ -246,10 +266,6 @@ func runBgsave(c *client, args [][]byte) {
 		}
 		schedule = true
 	}
-	if s.cfg.Saver == nil {
-		c.out = appendError(c.out, errNothingToSave)
-		return
-	}
 	if !s.saves.begin() {
 		if !schedule {
 			c.out = appendError(c.out, errBgsaveInProgress)
@@ -270,7 +286,7 @@ func (s *Server) saveInBackground() {
 	go func() {
 		defer s.wg.Done()
 		for again := true; again; {
-			err := s.cfg.Saver.Save()
+			err := s.saver().Save()
 			if err != nil {
 				s.cfg.Logger.Error("server: background save failed", "err", err)
 			}

@@ -122,8 +122,10 @@ type Server struct {
 	// lnChanged wakes the accept loop when CONFIG SET port changes ln.
 	lnChanged chan struct{}
 
-	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
-	saves saveState
+	// saves is SAVE, BGSAVE and LASTSAVE's state, memSaver memory mode's
+	// Saver (backup.go).
+	saves    saveState
+	memSaver memorySaver
 	// shutdownReq is closed by the first SHUTDOWN (shutdown.go).
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
@@ -146,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
 	s.saves.last = s.started // as Redis, which counts its start as a save
+	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
 	s.acl.requirePass.Store(&cfg.RequirePass)
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
