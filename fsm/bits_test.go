@@ -677,3 +677,26 @@ func TestCopyCollections(t *testing.T) {
 	}
 	checkInvariants(t, s)
 }
+
+// TestDirtySetBit: SETBIT counts a change only when the bit changed or
+// the string was created or grown, as Redis's dirty counter does (INFO's
+// rdb_changes_since_last_save); BITFIELD, whose count is per write, is
+// checked against redis-server by test/diff_dirty_test.go.
+func TestDirtySetBit(t *testing.T) {
+	s := NewStore()
+	for i, st := range []struct {
+		off, on, want int64
+	}{
+		{0, 0, 1},  // created
+		{0, 0, 0},  // the bit already there
+		{0, 1, 1},  // changed
+		{0, 1, 0},  // the bit already there
+		{90, 0, 1}, // grown
+	} {
+		before := s.Dirty()
+		s.Apply(0, 1000, []Command{c(OpSetBit, "b").i(st.off).i2(st.on)})
+		if got := s.Dirty() - before; got != st.want {
+			t.Errorf("step %d: SETBIT b %d %d counted %d changes, want %d", i, st.off, st.on, got, st.want)
+		}
+	}
+}

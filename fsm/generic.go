@@ -96,6 +96,7 @@ func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	if c.Flags&FlagLazy != 0 {
 		s.lazyFreed.Add(int64(s.keys.Len()))
 	}
+	s.reportDirtyLocked(int64(s.keys.Len()))
 	// Cluster metadata is not data: it survives FLUSHALL.
 	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK

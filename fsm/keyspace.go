@@ -45,6 +45,9 @@ type keyspace struct {
 	// acc records key accesses for LRU and LFU eviction (access.go); nil
 	// while no such policy is in force, and in a read-only view.
 	acc *accessTable
+	// writes counts the items stored and deleted (Set, Delete, written):
+	// applyLocked's measure of the keys a write changed (dirty.go).
+	writes int64
 }
 
 const (
@@ -217,7 +220,10 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 
 // written stamps an item changed in place through findForWrite with the
 // write's version, as Set does.
-func (ks *keyspace) written(it *item) { ks.vers.storedLocked(it, ks.gen) }
+func (ks *keyspace) written(it *item) {
+	ks.writes++
+	ks.vers.storedLocked(it, ks.gen)
+}
 
 // Get returns a copy of the item with pivot's hash and key.
 func (ks *keyspace) Get(pivot item) (item, bool) {
@@ -229,6 +235,7 @@ func (ks *keyspace) Get(pivot item) (item, bool) {
 
 // Set inserts or replaces it and returns the item it replaced.
 func (ks *keyspace) Set(it item) (item, bool) {
+	ks.writes++
 	ks.vers.storedLocked(&it, ks.gen)
 	return ks.set(it)
 }
@@ -298,6 +305,7 @@ func (ks *keyspace) Delete(pivot item) (item, bool) {
 	}
 	r.n--
 	ks.n--
+	ks.writes++
 	ks.countTTL(prev.exp, 0)
 	ks.fixDue(s, prev.exp, 0)
 	ks.vers.deletedLocked(&prev, ks.gen)

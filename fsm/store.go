@@ -195,6 +195,10 @@ type Store struct {
 	// lazyFreed counts what Redis would have freed in the background
 	// (LazyFreed): a node's statistic, outside the replicated state.
 	lazyFreed atomic.Int64
+	// dirty is Redis's count of changes (Dirty, dirty.go);
+	// dirtyReported says the op being applied counted its own.
+	dirty         int64
+	dirtyReported bool
 }
 
 // NewStore returns an empty store with AppliedIndex 0.

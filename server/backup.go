@@ -84,6 +84,10 @@ type saveState struct {
 	scheduled bool       // BGSAVE SCHEDULE asked for another after it
 	last      time.Time  // the last successful save, or the server's start
 	lastErr   error      // the last save's outcome
+	// dirty is the store's Dirty when the last successful save began:
+	// INFO's rdb_changes_since_last_save counts from it, as Redis's
+	// dirty counter starts over at a save.
+	dirty int64
 }
 
 // backupMode is the mode a backup's header records.
@@ -243,8 +247,9 @@ func runSave(c *client, args [][]byte) {
 		c.out = appendError(c.out, errBgsaveInProgress)
 		return
 	}
+	dirty := s.cfg.Store.Dirty()
 	err := s.saver().Save()
-	if s.saves.end(err) {
+	if s.saves.end(err, dirty) {
 		s.saveInBackground() // a BGSAVE SCHEDULE came meanwhile
 	}
 	if err != nil {
@@ -286,11 +291,12 @@ func (s *Server) saveInBackground() {
 	go func() {
 		defer s.wg.Done()
 		for again := true; again; {
+			dirty := s.cfg.Store.Dirty()
 			err := s.saver().Save()
 			if err != nil {
 				s.cfg.Logger.Error("server: background save failed", "err", err)
 			}
-			again = s.saves.end(err)
+			again = s.saves.end(err, dirty)
 		}
 	}()
 }
@@ -313,14 +319,16 @@ func (st *saveState) schedule() {
 	st.scheduled = true
 }
 
-// end records a save's outcome. It reports true, keeping the claim, when
-// another was scheduled meanwhile: the caller then saves again.
-func (st *saveState) end(err error) (again bool) {
+// end records the outcome of a save that began when the store's Dirty was
+// dirty. It reports true, keeping the claim, when another was scheduled
+// meanwhile: the caller then saves again.
+func (st *saveState) end(err error, dirty int64) (again bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.lastErr = err
 	if err == nil {
 		st.last = time.Now()
+		st.dirty = dirty
 	}
 	if st.scheduled {
 		st.scheduled = false
@@ -335,6 +343,14 @@ func (st *saveState) status() (last time.Time, running bool, lastErr error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.last, st.running, st.lastErr
+}
+
+// changesSinceSave is INFO's rdb_changes_since_last_save.
+func (s *Server) changesSinceSave() int64 {
+	s.saves.mu.Lock()
+	base := s.saves.dirty
+	s.saves.mu.Unlock()
+	return s.cfg.Store.Dirty() - base
 }
 
 func runLastsave(c *client, args [][]byte) {

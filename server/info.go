@@ -148,6 +148,7 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("loading", 0)
 		add("async_loading", 0)
 		last, running, lastErr := s.saves.status()
+		add("rdb_changes_since_last_save", s.changesSinceSave())
 		add("rdb_bgsave_in_progress", boolInt(running))
 		add("rdb_last_save_time", last.Unix())
 		add("rdb_last_bgsave_status", okErr(lastErr))
