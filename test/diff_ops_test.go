@@ -101,6 +101,38 @@ func diffSlowlog(t *testing.T, p *opsPair) {
 	} {
 		p.same(bad...)
 	}
+	// Commands Redis rewrites for replication are logged as sent.
+	for _, cmds := range [][][]string{
+		{{"SADD", "slowset", "a", "b", "c", "d", "e"}, {"SLOWLOG", "RESET"}, {"SPOP", "slowset", "10"}},
+		{{"SET", "A", "5"}, {"SLOWLOG", "RESET"}, {"GETSET", "a", "5"}},
+		{{"SET", "A", "0"}, {"SLOWLOG", "RESET"}, {"INCRBYFLOAT", "A", "1.0"}},
+		{{"SLOWLOG", "RESET"}, {"SET", "ex", "v", "EX", "100"}, {"EXPIRE", "ex", "100"}, {"GETEX", "ex", "PX", "100000"}},
+	} {
+		for _, cmd := range cmds {
+			// SPOP's members come in each server's own order.
+			p.both(func(_ string, c *rawConn) { c.Do(cmd...) })
+		}
+		p.same("SLOWLOG", "GET", "2")
+	}
+	// A blocked BLPOP served by a transaction is logged as sent, once it
+	// is served.
+	p.both(func(side string, c *rawConn) {
+		w := dialRaw(t, c.c.RemoteAddr().String())
+		c.Do("DEL", "slowlist")
+		w.Write(string(encodeCommand("BLPOP", "slowlist", "0")))
+		waitFor(t, side+": BLPOP blocks", func() error {
+			if info := c.Do("INFO", "clients").Str; !strings.Contains(info, "blocked_clients:1\r\n") {
+				return fmt.Errorf("INFO clients: %s", info)
+			}
+			return nil
+		})
+		c.Do("MULTI")
+		c.Do("LPUSH", "slowlist", "foo")
+		c.Do("SLOWLOG", "RESET")
+		c.Do("EXEC")
+		w.Read()
+	})
+	p.same("SLOWLOG", "GET", "1")
 	p.same("CONFIG", "SET", "slowlog-max-len", "3")
 	p.same("PING")
 	p.same("SLOWLOG", "LEN")
