@@ -21,9 +21,10 @@ import (
 // never replicated: only the node that decides evictions reads them.
 //
 // LRU: a slot holds the last access's time, from the clock readings Read
-// and Apply are given, in milliseconds (mod 2^32: idle times are taken mod
-// 2^32 too, so a key idle for more than 49 days looks fresh again, as
-// Redis's 24-bit clock wraps). LFU: Redis's encoding, the minutes of the
+// and Apply are given, in seconds, Redis's LRU clock's resolution: a key
+// read constantly rewrites its slot once a second, not at every read,
+// which keeps the table's cache lines clean on a busy node (mod 2^32, as
+// idle times are taken). LFU: Redis's encoding, the minutes of the
 // last decrement in the high 16 bits and a logarithmic counter in the low
 // 8: 5 for a new key (LFU_INIT_VAL), incremented with probability
 // 1/((counter-5)*10+1) (lfu-log-factor 10) and decremented once per minute
@@ -59,7 +60,7 @@ func (a *accessTable) tick(now int64) {
 func (a *accessTable) touch(h uint64) {
 	p := a.slot(h)
 	if !a.lfu {
-		if t := uint32(a.now.Load()); p.Load() != t {
+		if t := uint32(a.now.Load() / 1000); p.Load() != t {
 			p.Store(t)
 		}
 		return
@@ -81,7 +82,7 @@ func (a *accessTable) touch(h uint64) {
 // created records a key that a write has just added.
 func (a *accessTable) created(h uint64) {
 	if !a.lfu {
-		a.slot(h).Store(uint32(a.now.Load()))
+		a.slot(h).Store(uint32(a.now.Load() / 1000))
 		return
 	}
 	a.slot(h).Store((uint32(a.now.Load()/60000)&0xffff)<<8 | lfuInit)
@@ -106,11 +107,12 @@ func lfuDecayed(v, mins uint32) uint8 {
 }
 
 // evictScore is how much the key whose hash is h deserves eviction: its
-// idle milliseconds (LRU), or 255 less its decayed counter (LFU).
+// idle milliseconds (LRU, whole seconds), or 255 less its decayed counter
+// (LFU).
 func (a *accessTable) evictScore(h uint64) int64 {
 	v := a.slot(h).Load()
 	if !a.lfu {
-		return int64(uint32(a.now.Load()) - v)
+		return int64(uint32(a.now.Load()/1000)-v) * 1000
 	}
 	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
 }
