@@ -21,10 +21,12 @@ import (
 // never replicated: only the node that decides evictions reads them.
 //
 // LRU: a slot holds the last access's time, from the clock readings Read
-// and Apply are given, in seconds, Redis's LRU clock's resolution: a key
-// read constantly rewrites its slot once a second, not at every read,
-// which keeps the table's cache lines clean on a busy node (mod 2^32, as
-// idle times are taken). LFU: Redis's encoding, the minutes of the
+// and Apply are given (mod 2^32, as idle times are taken): in
+// milliseconds under an LRU policy, whose evictions order keys by it; in
+// seconds otherwise, Redis's LRU clock's resolution, enough for OBJECT
+// IDLETIME, so that a key read constantly rewrites its slot once a second
+// rather than at every read, which keeps the table's cache lines clean on
+// a busy node. LFU: Redis's encoding, the minutes of the
 // last decrement in the high 16 bits and a logarithmic counter in the low
 // 8: 5 for a new key (LFU_INIT_VAL), incremented with probability
 // 1/((counter-5)*10+1) (lfu-log-factor 10) and decremented once per minute
@@ -32,15 +34,35 @@ import (
 
 const accessSlots = 1 << 20
 
+// AccessTracking is the key access records a store keeps
+// (SetAccessTracking).
+type AccessTracking uint8
+
+const (
+	TrackNone AccessTracking = iota
+	TrackIdle                // recency in seconds: OBJECT IDLETIME
+	TrackLRU                 // recency in milliseconds: LRU eviction
+	TrackLFU                 // frequency: LFU eviction
+)
+
 // accessTable is the records of one tracking mode.
 type accessTable struct {
 	lfu   bool
+	unit  int64 // a recency record's unit, in ms; set under the store's write lock
 	now   atomic.Int64 // the latest clock reading, Unix ms
 	slots []atomic.Uint32
 }
 
-func newAccessTable(lfu bool) *accessTable {
-	return &accessTable{lfu: lfu, slots: make([]atomic.Uint32, accessSlots)}
+func newAccessTable(t AccessTracking) *accessTable {
+	return &accessTable{lfu: t == TrackLFU, unit: recencyUnit(t), slots: make([]atomic.Uint32, accessSlots)}
+}
+
+// recencyUnit is a recency record's unit under t, in milliseconds.
+func recencyUnit(t AccessTracking) int64 {
+	if t == TrackIdle {
+		return 1000
+	}
+	return 1
 }
 
 // slot is h's record; h's low bits are the key's, mixed so that keys of
@@ -60,7 +82,7 @@ func (a *accessTable) tick(now int64) {
 func (a *accessTable) touch(h uint64) {
 	p := a.slot(h)
 	if !a.lfu {
-		if t := uint32(a.now.Load() / 1000); p.Load() != t {
+		if t := uint32(a.now.Load() / a.unit); p.Load() != t {
 			p.Store(t)
 		}
 		return
@@ -82,7 +104,7 @@ func (a *accessTable) touch(h uint64) {
 // created records a key that a write has just added.
 func (a *accessTable) created(h uint64) {
 	if !a.lfu {
-		a.slot(h).Store(uint32(a.now.Load() / 1000))
+		a.slot(h).Store(uint32(a.now.Load() / a.unit))
 		return
 	}
 	a.slot(h).Store((uint32(a.now.Load()/60000)&0xffff)<<8 | lfuInit)
@@ -107,26 +129,32 @@ func lfuDecayed(v, mins uint32) uint8 {
 }
 
 // evictScore is how much the key whose hash is h deserves eviction: its
-// idle milliseconds (LRU, whole seconds), or 255 less its decayed counter
-// (LFU).
+// idle milliseconds (LRU), or 255 less its decayed counter (LFU).
 func (a *accessTable) evictScore(h uint64) int64 {
 	v := a.slot(h).Load()
 	if !a.lfu {
-		return int64(uint32(a.now.Load()/1000)-v) * 1000
+		return int64(uint32(a.now.Load()/a.unit)-v) * a.unit
 	}
 	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
 }
 
-// SetAccessTracking turns the records on, for LRU or LFU, or off.
-func (s *Store) SetAccessTracking(on, lfu bool) {
-	s.mu.Lock()
+// SetAccessTracking sets which records the store keeps. From one unit of
+// recency to the other, every key's idle time starts over.
+func (s *Store) SetAccessTracking(t AccessTracking) {
+	s.mu.Lock() // no lookup records an access meanwhile
 	defer s.mu.Unlock()
 	cur := s.keys.acc
 	switch {
-	case !on:
+	case t == TrackNone:
 		s.keys.acc = nil
-	case cur == nil || cur.lfu != lfu:
-		s.keys.acc = newAccessTable(lfu)
+	case cur == nil || cur.lfu != (t == TrackLFU):
+		s.keys.acc = newAccessTable(t)
+	case cur.unit != recencyUnit(t):
+		cur.unit = recencyUnit(t)
+		now := uint32(cur.now.Load() / cur.unit)
+		for i := range cur.slots {
+			cur.slots[i].Store(now)
+		}
 	}
 }
 

@@ -50,14 +50,17 @@ func (p EvictPolicy) volatile() bool {
 }
 
 // Tracks reports which key access records p needs (SetAccessTracking):
-// frequency (LFU) for the LFU policies, and recency (LRU) under every
-// other, as Redis keeps it for OBJECT IDLETIME whatever the policy.
-func (p EvictPolicy) Tracks() (on, lfu bool) {
+// frequency for the LFU policies, recency to the millisecond for the LRU
+// ones, and to the second under every other, as Redis keeps it for
+// OBJECT IDLETIME whatever the policy.
+func (p EvictPolicy) Tracks() AccessTracking {
 	switch p {
 	case EvictAllKeysLFU, EvictVolatileLFU:
-		return true, true
+		return TrackLFU
+	case EvictAllKeysLRU, EvictVolatileLRU:
+		return TrackLRU
 	}
-	return true, false
+	return TrackIdle
 }
 
 // DataBytes is the store's estimate of what its keys and values hold

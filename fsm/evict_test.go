@@ -98,8 +98,8 @@ func TestEvictionLRULFU(t *testing.T) {
 		})
 	}
 	s := NewStore()
-	s.SetAccessTracking(true, false)
-	s.SetAccessTracking(false, false)
+	s.SetAccessTracking(TrackLRU)
+	s.SetAccessTracking(TrackNone)
 	if s.keys.acc != nil {
 		t.Fatal("records still kept with tracking off")
 	}
@@ -110,7 +110,7 @@ func TestEvictionLRULFU(t *testing.T) {
 // (run with -race).
 func TestAccessTrackingConcurrent(t *testing.T) {
 	s := NewStore()
-	s.SetAccessTracking(true, true)
+	s.SetAccessTracking(TrackLFU)
 	for i := range 200 {
 		s.Apply(uint64(i+1), 1000, []Command{c(OpSet, "k"+itoa(i), "v")})
 	}
@@ -146,7 +146,7 @@ func BenchmarkGetTracked(b *testing.B) {
 	for _, lfu := range []bool{false, true} {
 		b.Run(map[bool]string{false: "lru", true: "lfu"}[lfu], func(b *testing.B) {
 			s := loadedStore(b, benchKeys)
-			s.SetAccessTracking(true, lfu)
+			s.SetAccessTracking(map[bool]AccessTracking{false: TrackLRU, true: TrackLFU}[lfu])
 			b.ReportAllocs()
 			var k keyer
 			cmd := Command{Op: OpGet, Args: [][]byte{nil}}
@@ -188,5 +188,9 @@ func TestObjectIdleTime(t *testing.T) {
 		{22_000, idle, in(2)},
 		{22_000, c(OpAppend, "k", "w"), in(2)},
 		{22_000, idle, in(0)},
+		{25_000, idle, in(3)},
 	})
+	// An LRU policy keeps milliseconds: idle times start over.
+	s.SetAccessTracking(EvictAllKeysLRU.Tracks())
+	run(t, s, []step{{25_000, idle, in(0)}, {27_500, idle, in(2)}})
 }
