@@ -48,7 +48,7 @@ const (
 // accessTable is the records of one tracking mode.
 type accessTable struct {
 	lfu   bool
-	unit  int64 // a recency record's unit, in ms; set under the store's write lock
+	unit  int64        // a recency record's unit, in ms; set under the store's write lock
 	now   atomic.Int64 // the latest clock reading, Unix ms
 	slots []atomic.Uint32
 }
