@@ -138,23 +138,32 @@ func (a *accessTable) evictScore(h uint64) int64 {
 	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
 }
 
-// SetAccessTracking sets which records the store keeps. From one unit of
-// recency to the other, every key's idle time starts over.
-func (s *Store) SetAccessTracking(t AccessTracking) {
+// SetAccessTracking sets which records the store keeps. New recency
+// records, or records in another unit, start every key's idle time over
+// at now (Unix ms), as Redis's keys are fresh once loaded; new frequency
+// records start every key at a count of 0.
+func (s *Store) SetAccessTracking(t AccessTracking, now int64) {
 	s.mu.Lock() // no lookup records an access meanwhile
 	defer s.mu.Unlock()
 	cur := s.keys.acc
 	switch {
 	case t == TrackNone:
 		s.keys.acc = nil
+		return
 	case cur == nil || cur.lfu != (t == TrackLFU):
-		s.keys.acc = newAccessTable(t)
-	case cur.unit != recencyUnit(t):
-		cur.unit = recencyUnit(t)
-		now := uint32(cur.now.Load() / cur.unit)
-		for i := range cur.slots {
-			cur.slots[i].Store(now)
+		cur = newAccessTable(t)
+		s.keys.acc = cur
+		if cur.lfu {
+			return
 		}
+	case cur.unit == recencyUnit(t):
+		return
+	}
+	cur.unit = recencyUnit(t)
+	cur.tick(now)
+	fresh := uint32(cur.now.Load() / cur.unit)
+	for i := range cur.slots {
+		cur.slots[i].Store(fresh)
 	}
 }
 

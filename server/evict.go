@@ -288,7 +288,7 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 // setPolicy puts policy in force, with the key access records it needs.
 func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.evictPolicy.Store(uint32(p))
-	s.cfg.Store.SetAccessTracking(p.Tracks())
+	s.cfg.Store.SetAccessTracking(p.Tracks(), time.Now().UnixMilli())
 }
 
 // policyName is maxmemory-policy's value now.
