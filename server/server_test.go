@@ -464,7 +464,7 @@ func TestInfoAndClientList(t *testing.T) {
 	rc.do("CLIENT", "SETINFO", "LIB-NAME", "go-redis")
 	info := rc.do("INFO")
 	for _, want := range []string{"# Server\r\n", "redis_version:7.2.4\r\n", "kvs_version:0.1.0\r\n",
-		"# Clients\r\nconnected_clients:1\r\n", "# Memory\r\nused_memory:", "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\naof_enabled:1\r\n",
+		"# Clients\r\nconnected_clients:1\r\n", "# Memory\r\nused_memory:", "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\naof_enabled:1\r\n",
 		"# Stats\r\ntotal_connections_received:1\r\ntotal_commands_processed:3\r\n", "# Replication\r\nrole:slave\r\nconnected_slaves:0\r\n", "# Cluster\r\ncluster_enabled:0\r\n", "# Keyspace\r\n", "# Raft\r\nstate:leader\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q:\n%s", want, info)
