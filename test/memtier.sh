@@ -23,10 +23,12 @@ LAUNCH=()
 PIDS=()     # every server started, for stop_started
 LOAD_PORT=  # the port start_kvs's load should go to (the cluster leader's)
 
-# The reference workload; load_cmd passes it to either tool.
-WORKLOAD_KEY_MAX=100000
+# The reference workload; load_cmd passes it to either tool. Its 100,001
+# keys are numbered from 1: memtier_benchmark refuses --key-minimum 0.
+WORKLOAD_KEY_MIN=1
+WORKLOAD_KEY_MAX=100001
 WORKLOAD_ARGS=(--threads 4 --clients 50 --ratio 1:10 --data-size 32
-  --key-minimum 0 --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --key-pattern R:R)
+  --key-minimum "$WORKLOAD_KEY_MIN" --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --key-pattern R:R)
 
 # port_answers PORT: true if something accepts connections on PORT.
 port_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -174,7 +176,7 @@ run_load() {
   shift 3
   if have_memtier; then
     "$@" memtier_benchmark -s 127.0.0.1 -p "$port" --protocol=redis --ratio 1:0 --key-pattern P:P \
-      --key-minimum 0 --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --data-size 32 \
+      --key-minimum "$WORKLOAD_KEY_MIN" --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --data-size 32 \
       --requests allkeys --pipeline 64 --hide-histogram >/dev/null 2>&1 || {
       echo "memtier: the prefill failed" >&2
       return 1
