@@ -13,6 +13,7 @@
 #   KVS_BENCH_PORT  client port (default 16379); cluster nodes use it, +1
 #                   and +2, and Raft ports 100 above each
 #   KVS             binary (default dist/kvs)
+#   BENCH_JSON      where the JSON goes (default dist/memtier-<mode>.json)
 #
 # Sourced (as test/compare-redis.sh does), it only defines the functions.
 
@@ -199,17 +200,18 @@ memtier_main() {
     ;;
   esac
   [ -x "$KVS" ] || { echo "memtier: $KVS not built (make build)" >&2; exit 1; }
-  mkdir -p dist
   WORK=$(mktemp -d)
   trap 'stop_started; rm -rf "$WORK"' EXIT
   trap 'exit 130' INT TERM
 
+  local json=${BENCH_JSON:-dist/memtier-$mode.json}
+  mkdir -p "$(dirname "$json")"
   start_kvs "$mode" "$port" "$WORK"
   local tool="kvs bench"
   have_memtier && tool=memtier_benchmark
   echo "memtier: kvs $mode on port $LOAD_PORT; $tool for ${secs}s after writing every key" >&2
-  run_load "$LOAD_PORT" "$secs" "dist/memtier-$mode.json"
-  echo "memtier: results in dist/memtier-$mode.json" >&2
+  run_load "$LOAD_PORT" "$secs" "$json"
+  echo "memtier: results in $json" >&2
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
