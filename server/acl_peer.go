@@ -102,9 +102,16 @@ func (s *Server) checkPeerAuthParam(name string, val []byte) (func(), string) {
 // peerLoginRefusal is the error of a login the leader at addr refused
 // with text, saying what the operator must do.
 func peerLoginRefusal(addr string, l peerLogin, text string) error {
-	return fmt.Errorf("%w: the leader at %s refused this node's login as user '%s' (%s): give this node that user's password in the cluster with CONFIG SET masterauth <password> (CONFIG SET masteruser <user> to log in as another user), or restart it with --masterauth",
-		ErrLeaderUnreachable, addr, l.user, text)
+	return &loginRefused{fmt.Sprintf("the leader at %s refused this node's login as user '%s' (%s): give this node that user's password in the cluster with CONFIG SET masterauth <password> (CONFIG SET masteruser <user> to log in as another user), or restart it with --masterauth",
+		addr, l.user, text)}
 }
+
+// loginRefused is a refused peer login: the request was not sent, as with
+// any ErrLeaderUnreachable, and the client is told why in full.
+type loginRefused struct{ text string }
+
+func (e *loginRefused) Error() string { return e.text }
+func (e *loginRefused) Unwrap() error { return ErrLeaderUnreachable }
 
 // runPeer answers KVS.PEER [user password], with which another node's pool
 // connection announces itself (and authenticates): requests on it are
