@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -21,8 +20,8 @@ import (
 // goroutine, so the messages of one node reach another in the order they
 // were published; the receiver delivers them to its own subscribers and
 // never passes them on, so each subscriber gets each message once.
-// KVS.PUBLISH has no reply; the link only reads to notice that the
-// connection ended.
+// KVS.PUBLISH has no reply; the link reads to notice that the connection
+// ended, or that the member refuses it.
 //
 // Delivery is at most once, as in Redis: a message is not logged or
 // retried. While a member is unreachable, its link drops what it cannot
@@ -36,7 +35,9 @@ import (
 // A link logs in as the node's peer login (acl_peer.go) with AUTH, and
 // reads AUTH's reply before it writes anything else: a member that refuses
 // the login is logged (once per login) and, while it refuses, dialled at
-// most once per linkRefresh, its messages dropped. When the node's login
+// most once per linkRefresh, its messages dropped. A node with no password
+// sends no AUTH; a member with one answers its messages NOAUTH, logged
+// once per connection. When the node's login
 // changes, each link closes a connection that logged in otherwise and the
 // next message dials anew.
 
@@ -282,8 +283,7 @@ func (l *peerLink) connect(login peerLogin) *linkConn {
 		if r.Kind == resp.KindError {
 			nc.Close()
 			if l.refused == nil || *l.refused != login {
-				l.log.Warn("a member refused this node's login on its pub/sub link; messages to it are dropped until masteruser and masterauth give a login it accepts",
-					"member", l.addr, "user", login.user, "err", string(r.Str))
+				l.refusedWarn(login, string(r.Str))
 			}
 			l.refused, l.refusedAt = &login, time.Now()
 			return nil
@@ -294,9 +294,27 @@ func (l *peerLink) connect(login peerLogin) *linkConn {
 	c := &linkConn{nc: nc, login: login, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		io.Copy(io.Discard, br) // nothing is expected: errors, if any
+		// KVS.PUBLISH has no reply: an error is a refusal (NOAUTH, from a
+		// member with a password this node has not been given), said once
+		// per connection.
+		warned := false
+		for {
+			r, err := resp.ReadReply(br, resp.Limits{})
+			if err != nil {
+				return
+			}
+			if r.Kind == resp.KindError && !warned {
+				warned = true
+				l.refusedWarn(login, string(r.Str))
+			}
+		}
 	}()
 	return c
+}
+
+func (l *peerLink) refusedWarn(login peerLogin, text string) {
+	l.log.Warn("a member refused this node's login on its pub/sub link; messages to it are dropped until masteruser and masterauth give a login it accepts",
+		"member", l.addr, "user", login.user, "err", text)
 }
 
 func (c *linkConn) ended() bool {

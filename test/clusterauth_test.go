@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,9 +88,41 @@ func TestClusterPasswordLater(t *testing.T) {
 		t.Fatalf("a write on a node without masterauth: %v; want TRYAGAIN saying to set masterauth", err)
 	}
 	t.Logf("a write on a node without masterauth: %v", err)
+	// Its pub/sub links are refused too, which its log says.
+	other := followers(nodes, late)[0]
+	sub := passwordClient(t, other).Subscribe(ctx, "late")
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refused link logged on "+late.Name, func() error {
+		if err := lc.Publish(ctx, "late", "refused").Err(); err != nil {
+			return err
+		}
+		if b, _ := os.ReadFile(late.LogPath()); !bytes.Contains(b, []byte("refused this node's login on its pub/sub link")) {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
 	if err := lc.ConfigSet(ctx, "masterauth", recipePassword).Err(); err != nil {
 		t.Fatal(err)
 	}
+	msgs := sub.Channel()
+	pollFor(t, "a message published on "+late.Name, clusterWait, 50*time.Millisecond, func() error {
+		if err := lc.Publish(ctx, "late", "accepted").Err(); err != nil {
+			return err
+		}
+		for {
+			select {
+			case m := <-msgs:
+				if m.Payload == "accepted" {
+					return nil
+				}
+			default:
+				return errors.New("not received yet")
+			}
+		}
+	})
 	if v, err := lc.ConfigGet(ctx, "masterauth").Result(); err != nil || v["masterauth"] != recipePassword {
 		t.Fatalf("CONFIG GET masterauth: %v, %v", v, err)
 	}
