@@ -176,6 +176,7 @@ var checkedParams = []struct {
 	{isEvictParam, (*Server).checkEvictParam},
 	{isSafetyParam, (*Server).checkSafetyParam},
 	{isPubsubParam, (*Server).checkPubsubParam},
+	{isPeerAuthParam, (*Server).checkPeerAuthParam},
 }
 
 func checkedParam(name string) func(*Server, string, []byte) (func(), string) {

@@ -146,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 		lnChanged:   make(chan struct{}, 1),
 	}
-	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
+	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
 	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
