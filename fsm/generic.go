@@ -10,7 +10,7 @@ import (
 // replicated cluster metadata.
 
 func init() {
-	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), apply: applyDel, keys: keysAll})
+	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), flags: FlagLazy, apply: applyDel, keys: keysAll})
 	registerOp(OpRename, opSpec{name: "RENAME", write: true, args: 2, keys: keysFirst(2),
 		apply: func(s *Store, now int64, c *Command) Reply { return s.renameLocked(now, c.Args[0], c.Args[1], false) }})
 	registerOp(OpRenameNX, opSpec{name: "RENAMENX", write: true, args: 2, keys: keysFirst(2),
@@ -18,7 +18,7 @@ func init() {
 	registerOp(OpExpireAt, opSpec{name: "EXPIREAT", write: true, args: 1, flags: FlagNX | FlagXX | FlagGT | FlagLT,
 		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
 	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
-	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, apply: applyFlushAll})
+	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy, apply: applyFlushAll})
 	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll})
 	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
 		check: func(c *Command) error {
@@ -28,7 +28,7 @@ func init() {
 			return nil
 		}})
 
-	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), read: readExists})
+	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), flags: FlagTouch, read: readExists})
 	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
 	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
@@ -58,10 +58,22 @@ func scanCheck(c *Command) error {
 	return nil
 }
 
+// FlagLazy, on OpDel and OpFlushAll: UNLINK, FLUSHALL ASYNC, FLUSHDB
+// ASYNC, which Redis frees in the background (LazyFreed).
+const FlagLazy Flags = 1
+
+// lazyFreeThreshold is Redis's LAZYFREE_THRESHOLD: a value that takes more
+// allocations than this to free is freed in the background.
+const lazyFreeThreshold = 64
+
 func applyDel(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if old, ok := s.deleteLocked(k); ok && !old.expired(now) {
+		old, ok := s.deleteLocked(k)
+		if ok && c.Flags&FlagLazy != 0 && old.obj != nil && old.obj.freeEffort() > lazyFreeThreshold {
+			s.lazyFreed.Add(1)
+		}
+		if ok && !old.expired(now) {
 			n++
 			s.notifyLocked(NotifyGeneric, "del", k)
 		}
@@ -81,10 +93,21 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 }
 
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
+	if c.Flags&FlagLazy != 0 {
+		s.lazyFreed.Add(int64(s.keys.Len()))
+	}
+	s.reportDirtyLocked(int64(s.keys.Len()))
 	// Cluster metadata is not data: it survives FLUSHALL.
 	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK
 }
+
+// LazyFreed counts the objects Redis would have freed in the background
+// since the store was made: each value UNLINK deleted that takes more than
+// 64 allocations to free, and each key FLUSHALL or FLUSHDB ASYNC deleted
+// (what Redis's lazyfreed_objects counts once its thread has freed them).
+// The server has their memory collected (server/lazyfree.go).
+func (s *Store) LazyFreed() int64 { return s.lazyFreed.Load() }
 
 func applyDelExpired(s *Store, now int64, c *Command) Reply {
 	var n int64
@@ -103,10 +126,20 @@ func applyMetaSet(s *Store, now int64, c *Command) Reply {
 	return replyOK
 }
 
+// FlagTouch, on OpExists: TOUCH, which is an access of each key it finds
+// (EXISTS is not).
+const FlagTouch Flags = 1
+
 func readExists(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if _, ok := s.liveLocked(k, now); ok {
+		var ok bool
+		if c.Flags&FlagTouch != 0 {
+			_, ok = s.liveLocked(k, now)
+		} else {
+			_, ok = s.peekLocked(k, now)
+		}
+		if ok {
 			n++
 		}
 	}
@@ -114,7 +147,7 @@ func readExists(s *Store, now int64, c *Command) Reply {
 }
 
 func readType(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return Reply{Kind: ReplyStatus, Str: "none"}
 	}
@@ -122,7 +155,7 @@ func readType(s *Store, now int64, c *Command) Reply {
 }
 
 func readMemoryUsage(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return replyNil
 	}
@@ -191,7 +224,7 @@ func (s *Store) expireLocked(now int64, key []byte, at int64, f Flags) Reply {
 }
 
 func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
-	it, ok := s.liveLocked(key, now)
+	it, ok := s.peekLocked(key, now)
 	switch {
 	case !ok:
 		return IntReply(-2)
@@ -214,7 +247,7 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 func (s *Store) keysLocked(now int64, pattern string) Reply {
 	out := []Reply{}
 	if globIsLiteral(pattern) {
-		if _, ok := s.liveLocked([]byte(pattern), now); ok {
+		if _, ok := s.peekLocked([]byte(pattern), now); ok {
 			out = append(out, BulkReply([]byte(pattern)))
 		}
 		return Reply{Kind: ReplyArray, Array: out}

@@ -51,6 +51,9 @@ type Reader struct {
 	buf        []byte // buf[start:end] is read but not yet parsed
 	start, end int
 	need       int // parse again only once end-start reaches need
+	// batch is where the requests last returned begin (QueryBuf); peak
+	// the most bytes buffered unparsed since the last Resize.
+	batch, peak int
 
 	// buf[start+nlFrom : start+nlTo] is known to hold no '\n': the
 	// unfinished line at the end of the buffer is not scanned again
@@ -105,6 +108,7 @@ func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	rr.args = rr.args[:0]
 	rr.inline = rr.inline[:0]
 	if rr.end-rr.start >= rr.need {
+		rr.batch = rr.start
 		if err := rr.parseAll(); len(rr.cmds) > 0 {
 			return rr.cmds, true, nil
 		} else if err != nil {
@@ -121,6 +125,7 @@ func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	}
 	more = full || rr.err != nil
 	if rr.end-rr.start >= rr.need {
+		rr.batch = rr.start
 		if err := rr.parseAll(); len(rr.cmds) > 0 {
 			// A framing error after the requests is reported next time.
 			more = more || err != nil
@@ -155,14 +160,15 @@ func (rr *Reader) fill() bool {
 		return false
 	}
 	if want := pending + ReadChunk/4; len(rr.buf)-rr.start < want {
-		if pending <= len(rr.buf)/2 {
+		if pending <= len(rr.buf)/2 && len(rr.buf) >= want {
 			copy(rr.buf, rr.buf[rr.start:rr.end])
 		} else {
 			size := 2 * len(rr.buf)
 			if rr.need > want && size > rr.need {
 				size = rr.need
 			}
-			nb := make([]byte, max(size, want))
+			// A buffer Resize cut below a read's worth grows back to one.
+			nb := make([]byte, max(size, want, ReadChunk))
 			copy(nb, rr.buf[rr.start:rr.end])
 			rr.buf = nb
 		}
@@ -171,10 +177,71 @@ func (rr *Reader) fill() bool {
 	room := len(rr.buf) - rr.end
 	n, err := rr.r.Read(rr.buf[rr.end:])
 	rr.end += n
+	rr.peak = max(rr.peak, rr.end-rr.start)
 	if err != nil {
 		rr.err = err
 	}
 	return n == room
+}
+
+// QueryBuf returns what Redis's CLIENT LIST calls a client's qbuf and
+// qbuf-free: the bytes buffered and the room left after them, counted as
+// if they began the buffer (Redis moves its query buffer's bytes to the
+// front after each batch). executing counts the requests last returned
+// as still buffered, as Redis's buffer holds the batch it is running.
+func (rr *Reader) QueryBuf(executing bool) (used, free int) {
+	from := rr.start
+	if executing {
+		from = rr.batch
+	}
+	used = rr.end - from
+	return used, len(rr.buf) - used
+}
+
+// Resize gives back room the buffer no longer needs, as Redis's
+// clientsCronResizeQueryBuffer does, when more than 4 KB of it is free:
+// all of it when idle (the client sent nothing for a while); otherwise,
+// for a buffer over 32 KB more than twice the most bytes buffered since
+// the last Resize, what lies past the larger of those, the bytes buffered
+// and the request being read. Call it periodically, and never while the
+// requests last returned are in use: their arguments alias the buffer.
+// The argument lists a request of many arguments needed are given back
+// too.
+func (rr *Reader) Resize(idle bool) {
+	if cap(rr.args) > maxKeptArgs {
+		rr.args, rr.cmds = nil, nil
+	}
+	used := rr.end - rr.start
+	if len(rr.buf)-used > resizeSlack {
+		switch {
+		case idle:
+			rr.resizeTo(used)
+		case len(rr.buf) > resizeThreshold && len(rr.buf)/2 > rr.peak:
+			rr.resizeTo(max(used, rr.peak, rr.need))
+		}
+	}
+	rr.peak = max(rr.end-rr.start, rr.need)
+}
+
+// Redis's bounds for giving back query buffer room: PROTO_RESIZE_THRESHOLD,
+// and the 4 KB clientsCronResizeQueryBuffer leaves alone; and the most
+// argument slots Resize keeps for the next requests.
+const (
+	resizeThreshold = 32 << 10
+	resizeSlack     = 4 << 10
+	maxKeptArgs     = 1 << 10
+)
+
+// resizeTo moves the unparsed bytes to a buffer of n bytes (n >= their
+// number; none when 0).
+func (rr *Reader) resizeTo(n int) {
+	var nb []byte
+	if n > 0 {
+		nb = make([]byte, n)
+		copy(nb, rr.buf[rr.start:rr.end])
+	}
+	rr.buf = nb
+	rr.start, rr.end, rr.batch = 0, rr.end-rr.start, 0
 }
 
 // parseAll parses every complete request in the buffer into cmds. It

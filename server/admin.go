@@ -175,7 +175,7 @@ func runClient(c *client, args [][]byte) {
 	case is(sub, "setinfo") && len(args) == 4:
 		c.clientSetInfo(args[2], args[3])
 	case is(sub, "info") && len(args) == 2:
-		c.out = appendVerbatim(c.out, c.describe(time.Now())+"\n", c.proto)
+		c.out = appendVerbatim(c.out, c.describe(time.Now(), true)+"\n", c.proto)
 	case is(sub, "list"):
 		c.clientList(args[2:])
 	case is(sub, "help") && len(args) == 2:
@@ -301,7 +301,7 @@ func (c *client) clientList(opts [][]byte) {
 	now := time.Now()
 	for _, o := range c.s.clientsByID() {
 		if (ids == nil || ids[o.id]) && (typ == "" || o.clientType() == typ) {
-			sb.WriteString(o.describe(now))
+			sb.WriteString(o.describe(now, o == c))
 			sb.WriteByte('\n')
 		}
 	}
@@ -309,10 +309,11 @@ func (c *client) clientList(opts [][]byte) {
 }
 
 // describe is the client's CLIENT LIST line: every field Redis 7.2 prints,
-// in its order. The buffer fields kvs does not account per connection
-// (qbuf, qbuf-free, argv-mem, multi-mem, rbs, rbp, obl, oll, omem,
-// tot-mem) read 0; docs/compatibility.md.
-func (c *client) describe(now time.Time) string {
+// in its order. self: c describes itself (CLIENT INFO, its own line of
+// CLIENT LIST, ACL LOG's client-info), on its own goroutine or loop. The
+// output buffer fields (obl, oll, omem) and multi-mem read 0;
+// docs/compatibility.md.
+func (c *client) describe(now time.Time, self bool) string {
 	c.info.Lock()
 	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
 	c.info.Unlock()
@@ -334,7 +335,8 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
 	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))
 	b.WriteString(" multi=" + strconv.Itoa(int(c.multiCount.Load())))
-	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	c.appendBufferFields(&b, self)
+	b.WriteString(" events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))

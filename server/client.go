@@ -133,6 +133,17 @@ type client struct {
 	// says a loop client waits for a client pause to end.
 	replyMode uint8
 	held      bool
+	// paused: a client pause holds c, loop client or not (INFO's
+	// blocked_clients, CLIENT LIST's flag b; setPaused).
+	paused atomic.Bool
+
+	// The buffers' figures for CLIENT LIST, and what resizing them needs
+	// (querybuf.go): the reply buffer's peak since outPeakAt, the last
+	// resize.
+	bufs       bufFigures
+	outPeak    int
+	outPeakAt  time.Time
+	lastResize time.Time
 
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte
@@ -184,6 +195,10 @@ type pendingReply struct {
 	// say how to make EXEC's reply of it (multi.go).
 	exec  bool
 	slots []execSlot
+	// monitor are the MONITOR lines of an EXEC (its commands', then its
+	// own), shown once its outcome is known: only the last if a watched
+	// key changed and nothing ran.
+	monitor [][]byte
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -232,12 +247,16 @@ func (c *client) serve() {
 		}
 	}()
 	for {
+		if now := time.Now(); now.Sub(c.lastResize) >= cronInterval {
+			c.resizeBuffers(now)
+		}
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		c.runPipeline(cmds)
+		c.noteBuffers()
 		if err := c.flush(); err != nil {
 			return
 		}
@@ -398,10 +417,12 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, true, errWrongArgs(cmd.name))
 		return true
 	}
-	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
+	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd, args) {
 		return false // held by CLIENT PAUSE: run again when it ends
 	}
-	if c.s.monitoring.Load() != 0 && !c.peer {
+	if c.s.monitoring.Load() != 0 && !c.peer && cmd.name != "exec" {
+		// EXEC shows its transaction's commands, then itself, once they
+		// have run (execMonitorLines).
 		c.s.feedMonitors(c.addr, cmd, args)
 	}
 	if c.ps != nil {
@@ -618,6 +639,10 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			j++
 			switch {
 			case p.exec:
+				if r.Kind != fsm.ReplyArray && len(p.monitor) > 0 {
+					p.monitor = p.monitor[len(p.monitor)-1:]
+				}
+				c.s.showMonitorLines(p.monitor)
 				c.out = c.appendExec(c.out, p.slots, r)
 			case p.read:
 				c.finishRead(p, r)

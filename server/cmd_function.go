@@ -15,11 +15,12 @@ import (
 // through the log, so every node has the same ones.
 
 func init() {
-	const script = flagNoScript | flagStale
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
 	registerCommands(
-		command{name: "fcall", arity: -3, flags: script, group: "scripting", parse: parseFCall},
+		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
-		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting", parse: parseFunction},
+		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting",
+			subs: "delete flush kill list load stats", parse: parseFunction},
 	)
 	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
 	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}

@@ -12,7 +12,7 @@ import (
 func init() {
 	registerCommands([]command{
 		{name: "copy", arity: -3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseCopy},
-		{name: "object", arity: -2, flags: r, group: "generic", run: runObject},
+		{name: "object", arity: -2, flags: r, group: "generic", subs: "encoding freq help idletime refcount", run: runObject},
 	}...)
 	commandDocs["copy"] = [2]string{"Copies the value of a key to a new key.", "6.2.0"}
 	commandDocs["object"] = [2]string{"A container for object introspection commands.", "2.2.3"}

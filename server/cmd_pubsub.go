@@ -11,7 +11,7 @@ import (
 // pubsub_cluster.go the delivery to the other nodes of a cluster).
 
 func init() {
-	const ps = flagNoScript | flagLoading | flagStale
+	const ps = flagPubsub | flagNoScript | flagLoading | flagStale
 	const pub = flagLoading | flagStale | flagFast
 	registerCommands(
 		command{name: "subscribe", arity: -2, flags: ps, group: "pubsub", run: runSubscribe(subChannel)},
@@ -22,11 +22,12 @@ func init() {
 		command{name: "punsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subPattern)},
 		command{name: "sunsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subShard),
 			firstKey: 1, lastKey: -1, keyStep: 1},
-		command{name: "publish", arity: 3, flags: pub, group: "pubsub", run: runPublish(false)},
-		command{name: "spublish", arity: 3, flags: pub, group: "pubsub", run: runPublish(true),
+		command{name: "publish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(false)},
+		command{name: "spublish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(true),
 			firstKey: 1, lastKey: 1, keyStep: 1},
-		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub", run: runPubsub},
-		command{name: "reset", arity: 1, flags: conn, group: "connection", run: runReset},
+		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub",
+			subs: "channels help numpat numsub shardchannels shardnumsub", run: runPubsub},
+		command{name: "reset", arity: 1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runReset},
 		// Another node's message for this node's subscribers (cluster mode).
 		command{name: "kvs.publish", arity: 4, flags: pub, group: "pubsub", run: runPeerPublish},
 	)

@@ -19,13 +19,14 @@ import (
 // parseScriptCall, which the store calls under its lock.
 
 func init() {
-	const script = flagNoScript | flagStale
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
 	registerCommands(
-		command{name: "eval", arity: -3, flags: script, group: "scripting", parse: evalParser(false, false)},
-		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: evalParser(true, false)},
+		command{name: "eval", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(false, false)},
+		command{name: "evalsha", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(true, false)},
 		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(false, true)},
 		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(true, true)},
-		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript},
+		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", subs: "exists flush kill load",
+			parse: parseScript},
 	)
 	for name, doc := range map[string][2]string{
 		"eval":       {"Execute a Lua script server side", "2.6.0"},
@@ -276,8 +277,10 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		}
 	}
 	switch {
-	case p.ReadOnly && cmd.flags&flagWrite != 0:
-		// Refused before its arguments are parsed, as in Redis.
+	case p.ReadOnly && cmd.flags&(flagWrite|flagMayReplicate) != 0:
+		// Refused before its arguments are parsed, as in Redis, which
+		// counts what may be propagated (PUBLISH) as a write here, so
+		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
 	case p.OOM && !p.Dirty && cmd.flags&flagDenyOOM != 0:
 		return fail(errOOM)

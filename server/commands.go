@@ -1,8 +1,10 @@
 package server
 
 import (
-	"kvs/fsm"
+	"sort"
 	"strings"
+
+	"kvs/fsm"
 )
 
 // maxCommandName bounds the command names the table can hold; longer names
@@ -10,7 +12,7 @@ import (
 const maxCommandName = 32
 
 // cmdFlags are Redis's command flags, reported by COMMAND.
-type cmdFlags uint16
+type cmdFlags uint32
 
 const (
 	flagWrite cmdFlags = 1 << iota
@@ -21,15 +23,43 @@ const (
 	flagNoScript
 	flagLoading
 	flagStale
+	flagPubsub
+	flagBlocking
+	flagSkipMonitor
+	flagSkipSlowlog
+	flagAsking
+	flagNoAuth
+	flagNoMandatoryKeys
+	flagNoAsyncLoading
+	flagNoMulti
+	flagMovableKeys
+	flagAllowBusy
+	// flagMayReplicate: a command that is not a write but may still be
+	// propagated (PUBLISH, a script that may write), which a pause of
+	// writes holds. COMMAND does not list it, as Redis does not.
+	flagMayReplicate
 )
 
+// flagNames are the flags' names in the order COMMAND lists them
+// (addReplyFlagsForCommand).
 var flagNames = []struct {
 	f    cmdFlags
 	name string
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"},
-	{flagAdmin, "admin"}, {flagNoScript, "noscript"}, {flagLoading, "loading"},
-	{flagStale, "stale"}, {flagFast, "fast"},
+	{flagAdmin, "admin"}, {flagPubsub, "pubsub"}, {flagNoScript, "noscript"},
+	{flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"},
+	{flagSkipMonitor, "skip_monitor"}, {flagSkipSlowlog, "skip_slowlog"},
+	{flagAsking, "asking"}, {flagFast, "fast"}, {flagNoAuth, "no_auth"},
+	{flagNoMandatoryKeys, "no_mandatory_keys"}, {flagNoAsyncLoading, "no_async_loading"},
+	{flagNoMulti, "no_multi"}, {flagMovableKeys, "movablekeys"}, {flagAllowBusy, "allow_busy"},
+}
+
+// subcommandInfo is what COMMAND says of a subcommand beyond its categories
+// and key specs, from Redis's table (acl_table.go).
+type subcommandInfo struct {
+	arity int
+	flags cmdFlags
 }
 
 // command is one entry of the command table.
@@ -60,6 +90,22 @@ type command struct {
 	// container: Redis has subcommands of it ("config|get"), counted
 	// apart in INFO commandstats. Set by commandTable.
 	container bool
+	// subs names, for a container, the subcommands of Redis's that it
+	// answers (run dispatches them itself). commandTable makes each an
+	// entry of subcommands, named "container|sub", with Redis's arity and
+	// flags, for COMMAND to describe.
+	subs        string
+	subcommands []*command
+}
+
+// subcommand returns the container's subcommand named sub, or nil.
+func (cmd *command) subcommand(sub []byte) *command {
+	for _, s := range cmd.subcommands {
+		if is(sub, s.name[len(cmd.name)+1:]) {
+			return s
+		}
+	}
+	return nil
 }
 
 // Flag sets the command-table rows use.
@@ -86,29 +132,38 @@ func commandTable() map[string]*command {
 		{name: "dbsize", arity: 1, flags: rf, group: "server", parse: parseDBSize},
 		{name: "flushdb", arity: -1, flags: wd, group: "server", parse: parseFlush},
 		{name: "flushall", arity: -1, flags: wd, group: "server", parse: parseFlush},
-		{name: "memory", arity: -2, flags: r, group: "server", run: runMemory},
+		{name: "memory", arity: -2, flags: r, group: "server", subs: "help usage", run: runMemory},
 
 		// connection and server, answered by the server itself
 		{name: "ping", arity: -1, flags: flagFast, group: "connection", run: runPing},
-		{name: "echo", arity: 2, flags: flagFast, group: "connection", run: runEcho},
-		{name: "hello", arity: -1, flags: conn, group: "connection", run: runHello},
-		{name: "auth", arity: -2, flags: conn, group: "connection", run: runAuth},
-		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL},
-		{name: "quit", arity: -1, flags: conn, group: "connection", run: runQuit},
+		{name: "echo", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runEcho},
+		{name: "hello", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runHello},
+		{name: "auth", arity: -2, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runAuth},
+		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "cat deluser dryrun genpass getuser help list load log save setuser users whoami", run: runACL},
+		{name: "quit", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
-		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient},
-		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", run: runCommand},
+		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection",
+			subs: "getname help id info kill list no-evict pause reply setname unblock unpause", run: runClient},
+		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server",
+			subs: "count docs getkeys getkeysandflags help info list", run: runCommand},
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
-		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig},
-		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server", run: runSlowlog},
+		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "get help resetstat rewrite set", run: runConfig},
+		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server",
+			subs: "get help len reset", run: runSlowlog},
 		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runMonitor},
-		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runLatency},
+		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "help history latest reset", run: runLatency},
 		{name: "role", arity: 1, flags: conn, group: "server", run: runRole},
 
 		// Redis Cluster's topology (cluster mode; standalone answers as
 		// redis-server without cluster support does)
-		{name: "cluster", arity: -2, group: "cluster", run: runCluster},
+		{name: "cluster", arity: -2, group: "cluster", subs: "addslots addslotsrange bumpepoch count-failure-reports " +
+			"countkeysinslot delslots delslotsrange failover flushslots forget getkeysinslot help info keyslot " +
+			"links meet myid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots",
+			run: runCluster},
 		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
 
@@ -123,10 +178,10 @@ func commandTable() map[string]*command {
 		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
-		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
-		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
+		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSave},
+		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, group: "server", run: runBgsave},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
-		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runShutdown},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti | flagAllowBusy, group: "server", run: runShutdown},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))
@@ -142,6 +197,22 @@ func commandTable() map[string]*command {
 	for name := range redisCategories {
 		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil {
 			m[name[:i]].container = true
+		}
+	}
+	for _, cmd := range m {
+		if _, _, _, movable := legacyRange(redisKeySpecs[cmd.name]); movable {
+			cmd.flags |= flagMovableKeys
+		}
+		subs := strings.Fields(cmd.subs)
+		sort.Strings(subs)
+		for _, sub := range subs {
+			name := cmd.name + "|" + sub
+			info, ok := redisSubcommands[name]
+			if !ok {
+				panic("server: Redis has no subcommand " + name)
+			}
+			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.arity,
+				flags: info.flags, group: cmd.group})
 		}
 	}
 	return m

@@ -52,9 +52,9 @@ type Config struct {
 	Cluster Cluster
 
 	// Saver takes the snapshots SAVE and BGSAVE ask for (durable and
-	// cluster mode). Nil in memory mode: they answer that there is nothing
-	// to save to. A backup's header records durable mode when it is set
-	// and Cluster is not.
+	// cluster mode). Nil in memory mode: they save nothing and succeed. A
+	// backup's header records durable mode when it is set and Cluster is
+	// not.
 	Saver Saver
 
 	// LinearizableReads makes reads linearizable in cluster mode: the

@@ -89,6 +89,7 @@ func runConfig(c *client, args [][]byte) {
 			return
 		}
 		c.s.stats.reset()
+		c.s.resetLazyFreed()
 		c.out = appendStatus(c.out, "OK")
 	case is(sub, "help") && len(args) == 2:
 		c.out = appendHelp(c.out, configHelp)
@@ -207,6 +208,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	limitsSet := map[string]bool{}
 	var stored [][2]string
 	tlsSet := map[string][]byte{}
+	newPort := int64(-1)
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
@@ -257,6 +259,10 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			if e != "" {
 				return errConfigSetFailed(name, e)
 			}
+			if p.name == "port" && !startup && v != known["port"] {
+				newPort, _ = strconv.ParseInt(v, 10, 64)
+				continue
+			}
 			if why, owned := kvsOwnedParams[p.name]; owned {
 				if !startup && v != known[p.name] {
 					if why == "" {
@@ -269,15 +275,30 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			stored = append(stored, [2]string{p.name, v})
 		}
 	}
-	applyTLS, e := s.checkTLSParams(tlsSet)
+	applyTLS, e := s.checkTLSParams(tlsSet, known)
 	if e != "" {
 		return e
 	}
 	applies = append(applies, applyTLS)
+	// What may fail in applying comes after every check, as Redis's apply
+	// functions do, and is undone if a later step fails: binding a new
+	// port, then the password's write.
+	var newLn net.Listener
+	if newPort >= 0 {
+		ln, e := s.bindPort(newPort)
+		if e != "" {
+			return errConfigSetFailed("port", e)
+		}
+		newLn = ln
+		applies = append(applies, func() { s.installListener(ln) })
+	}
 	if requirePass != nil {
 		// The default user's password is replicated state: a write
 		// through the log, before the other changes apply.
 		if err := s.setRequirePass(*requirePass); err != nil {
+			if newLn != nil {
+				newLn.Close()
+			}
 			return errProposal(err, true)
 		}
 	}

@@ -181,7 +181,9 @@ func (s *Server) wakeEvictor() {
 func (s *Server) evictCycle(stop <-chan struct{}) {
 	limit := s.maxMemory.Load()
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if limit <= 0 || p == fsm.EvictNone || !s.mayExpire() {
+	if limit <= 0 || p == fsm.EvictNone || !s.mayExpire() || s.pauseMode.Load() != pauseNone {
+		// A client pause keeps the data as it is: no eviction either, as
+		// in Redis.
 		return
 	}
 	start := time.Now()
@@ -286,7 +288,7 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 // setPolicy puts policy in force, with the key access records it needs.
 func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.evictPolicy.Store(uint32(p))
-	s.cfg.Store.SetAccessTracking(p.Tracks())
+	s.cfg.Store.SetAccessTracking(p.Tracks(), time.Now().UnixMilli())
 }
 
 // policyName is maxmemory-policy's value now.

@@ -33,7 +33,11 @@ func (s *Server) cron(stop <-chan struct{}) {
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
 			s.releaseMemory()
+			s.collectLazyFreed(now)
 			s.checkOutputLimits()
+			for _, lp := range s.loops {
+				lp.clientsCronSoon()
+			}
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
 			s.sampleMemPeak()

@@ -118,7 +118,7 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "clients":
 		add("connected_clients", s.connectedClients())
 		add("maxclients", s.maxClients.Load())
-		add("blocked_clients", s.blocked.count())
+		add("blocked_clients", s.blocked.count()+int(s.pausedClients.Load()))
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -141,10 +141,14 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("maxmemory_human", humanBytes(uint64(maxmem)))
 		add("maxmemory_policy", s.policyName())
 		add("mem_allocator", "go")
+		pending, freed := s.lazyFreeInfo()
+		add("lazyfree_pending_objects", pending)
+		add("lazyfreed_objects", freed)
 	case "persistence":
 		add("loading", 0)
 		add("async_loading", 0)
 		last, running, lastErr := s.saves.status()
+		add("rdb_changes_since_last_save", s.changesSinceSave())
 		add("rdb_bgsave_in_progress", boolInt(running))
 		add("rdb_last_save_time", last.Unix())
 		add("rdb_last_bgsave_status", okErr(lastErr))
@@ -222,7 +226,10 @@ func (s *Server) commandStatsInfo() []InfoField {
 }
 
 func (s *Server) port() string {
-	if s.cfg.PlainDisabled {
+	s.mu.Lock()
+	closed := s.portClosed
+	s.mu.Unlock()
+	if s.cfg.PlainDisabled || closed {
 		return "0"
 	}
 	if a := s.Addr(); a != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +66,9 @@ type loop struct {
 	// (checkLimitsSoon).
 	waitingOut atomic.Int32
 	limitsDue  atomic.Bool
+	// cronDue asks the loop to resize its connections' buffers
+	// (clientsCronSoon).
+	cronDue atomic.Bool
 
 	// Durable mode: the proposer; batches enqueued since the last kick;
 	// batches enqueued and not yet answered (the log may answer a batch
@@ -410,6 +414,9 @@ func (lp *loop) wake() {
 	if lp.limitsDue.Swap(false) {
 		lp.checkLimits()
 	}
+	if lp.cronDue.Swap(false) {
+		lp.clientsCron()
+	}
 	lp.resume()
 	lp.mu.Lock()
 	woken := lp.woken
@@ -424,6 +431,9 @@ func (lp *loop) wake() {
 	lp.mu.Unlock()
 	for _, c := range woken {
 		if !c.dead && c.suspended && (c.waitingBlocked() || c.held) {
+			if c.held {
+				c.setPaused(false)
+			}
 			c.suspended, c.held = false, false
 			lp.run1(c, nil)
 		}
@@ -536,6 +546,7 @@ func (lp *loop) input(c *client) {
 			return
 		}
 		if len(cmds) == 0 {
+			c.noteBuffers()
 			continue // a request still incomplete: read on while more
 		}
 		lp.run1(c, cmds)
@@ -563,6 +574,7 @@ func (lp *loop) run1(c *client, cmds [][][]byte) {
 		complete = c.resume()
 	}
 	if complete {
+		c.noteBuffers()
 		lp.dirty = append(lp.dirty, c)
 		if cmds != nil {
 			lp.answered = true
@@ -684,6 +696,24 @@ func (lp *loop) checkLimitsSoon() {
 	if lp.waitingOut.Load() > 0 {
 		lp.limitsDue.Store(true)
 		lp.signal()
+	}
+}
+
+// clientsCronSoon has the loop resize its connections' buffers; the cron
+// loop calls it every tick, as Redis's clientsCron runs.
+func (lp *loop) clientsCronSoon() {
+	lp.cronDue.Store(true)
+	lp.signal()
+}
+
+// clientsCron resizes the buffers of the connections between pipelines:
+// a running pipeline's arguments alias its read buffer.
+func (lp *loop) clientsCron() {
+	now := time.Now()
+	for _, c := range lp.conns {
+		if c.pipe == nil && !c.suspended && !c.dead {
+			c.resizeBuffers(now)
+		}
 	}
 }
 

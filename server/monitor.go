@@ -82,6 +82,38 @@ func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
 	}
 }
 
+// execMonitorLines are the MONITOR lines of an EXEC by c: its queued
+// commands, those the ACL still allows (run), and then the EXEC itself,
+// as Redis shows a transaction once it runs; nil when no monitor is on.
+func (c *client) execMonitorLines(queued []queuedCmd, run bool, exec [][]byte) [][]byte {
+	if c.s.monitoring.Load() == 0 || c.peer {
+		return nil
+	}
+	now := time.Now()
+	var lines [][]byte
+	for _, q := range queued {
+		if run && q.cmd != nil && monitored(q.cmd, q.args) && c.execRefusal(q.cmd, q.args) == "" {
+			lines = append(lines, monitorLine(now, c.addr, q.args))
+		}
+	}
+	return append(lines, monitorLine(now, c.addr, exec))
+}
+
+// showMonitorLines delivers lines to the monitors.
+func (s *Server) showMonitorLines(lines [][]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	m := &s.monitors
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, line := range lines {
+		for _, mc := range m.list {
+			s.deliver(mc, line)
+		}
+	}
+}
+
 // monitored reports whether MONITOR shows cmd: not Redis's ADMIN commands
 // and subcommands. Redis 7.0 shows EVAL and then its script's commands,
 // and so does kvs.

@@ -59,15 +59,16 @@ func (m *multiState) reset() {
 	}
 }
 
-// writes reports whether the transaction holds a command a client pause
-// of writes holds (cmd_client.go).
-func (m *multiState) writes() bool {
+// flags are the flags of the queued commands together (Redis's
+// mstate.cmd_flags), scripts' as they declare them.
+func (m *multiState) flags(c *client) cmdFlags {
+	var f cmdFlags
 	for _, q := range m.queued {
-		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
-			return true
+		if q.cmd != nil {
+			f |= c.commandFlags(q.cmd, q.args)
 		}
 	}
-	return false
+	return f
 }
 
 type queuedCmd struct {
@@ -103,11 +104,11 @@ const (
 
 func init() {
 	registerCommands(
-		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txMulti},
-		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, group: "transactions", tx: txExec},
-		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txDiscard},
-		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
-		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", run: runUnwatch},
+		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txMulti},
+		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagSkipSlowlog, group: "transactions", tx: txExec},
+		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txDiscard},
+		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
+		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", run: runUnwatch},
 	)
 }
 
@@ -261,6 +262,7 @@ func runUnwatch(c *client, args [][]byte) {
 func txExec(c *client, id int, args [][]byte) bool {
 	m := c.multi
 	if m == nil {
+		c.s.showMonitorLines(c.execMonitorLines(nil, false, args))
 		c.replyError(id, false, errExecNoMulti)
 		return true
 	}
@@ -270,6 +272,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 		return true
 	}
 	if m.aborted {
+		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
 		c.endTransaction()
 		c.replyError(id, false, errExecAbort)
 		return true
@@ -287,10 +290,12 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
+	lines := c.execMonitorLines(m.queued, true, args)
 	start := len(c.execSlots)
 	slots, subs := c.planExec(m.queued)
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
+		c.s.showMonitorLines(lines)
 		c.replyRaw(id, string(c.appendExec(nil, slots, nil)))
 		clear(slots)
 		c.execSlots = c.execSlots[:start] // nothing else refers to them
@@ -304,7 +309,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
-	c.queue(pendingReply{cmd: id, exec: true, slots: slots})
+	c.queue(pendingReply{cmd: id, exec: true, slots: slots, monitor: lines})
 	return true
 }
 

@@ -51,12 +51,16 @@ type Server struct {
 	// clientPause its state (cmd_client.go).
 	pauseMode   atomic.Int32
 	clientPause pauseState
+	// pausedClients counts the clients clientPause holds.
+	pausedClients atomic.Int64
 	// monitoring counts the MONITOR connections, loaded once per command;
 	// monitors are they (monitor.go).
 	monitoring atomic.Int32
 	monitors   monitorSet
 	// memPeak is INFO's used_memory_peak (info_memory.go).
 	memPeak memPeak
+	// lazy is INFO's lazy freeing (lazyfree.go).
+	lazy lazyFree
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -113,9 +117,15 @@ type Server struct {
 	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
 	closed   bool                  // Close or Shutdown ran (idempotence)
 	streams  map[net.Conn]struct{} // backups being streamed (backup.go)
+	// portClosed: CONFIG SET port 0 closed ln (listenport.go).
+	portClosed bool
+	// lnChanged wakes the accept loop when CONFIG SET port changes ln.
+	lnChanged chan struct{}
 
-	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
-	saves saveState
+	// saves is SAVE, BGSAVE and LASTSAVE's state, memSaver memory mode's
+	// Saver (backup.go).
+	saves    saveState
+	memSaver memorySaver
 	// shutdownReq is closed by the first SHUTDOWN (shutdown.go).
 	shutdownReq  chan struct{}
 	shutdownOnce sync.Once
@@ -134,9 +144,11 @@ func New(cfg Config) (*Server, error) {
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
+		lnChanged:   make(chan struct{}, 1),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
 	s.saves.last = s.started // as Redis, which counts its start as a save
+	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
 	s.acl.requirePass.Store(&cfg.RequirePass)
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
@@ -319,6 +331,13 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			if !secure && acceptErrClosed(err) && !s.shutdown.Load() {
+				// CONFIG SET port replaced the listener (listenport.go).
+				if next, ok := s.nextListener(ln); ok {
+					ln = next
+					continue
+				}
+			}
 			if s.shutdown.Load() || errors.Is(err, net.ErrClosed) {
 				return ErrServerClosed
 			}
@@ -404,6 +423,7 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	c.setPaused(false) // closed while a client pause held it
 	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
