@@ -250,8 +250,7 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.sockFD.Store(int32(fd))
 	c.lp = lp
-	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
-	c.rd.SetQueryLimit(c.s.maxQuery.Load)
+	c.rd = c.newReader(fdReader{fd}) // nothing is read yet
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -659,6 +658,11 @@ func (lp *loop) flush() {
 // stops here, paused until the loop's next round (the socket did not take
 // everything) or closed (over the output buffer limit); see outbuf.go.
 func (lp *loop) endSlice(c *client) bool {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return true
+	}
 	if !lp.writeOut(c) {
 		return true // the write failed: closed
 	}
@@ -753,6 +757,11 @@ func (lp *loop) writeOut(c *client) bool {
 // c is not read meanwhile, which pushes back on a client that does not
 // read its replies.
 func (lp *loop) write(c *client) {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return
+	}
 	if !lp.writeOut(c) {
 		return
 	}

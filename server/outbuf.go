@@ -37,6 +37,11 @@ import (
 // counted (INFO stats client_output_buffer_limit_disconnections, Redis
 // 7.4's name), and its buffers are dropped; when they were large the cron
 // loop hands the freed memory back to the OS (releaseMemory).
+//
+// A client that must authenticate and has not is closed as soon as its
+// pending output passes unauthOutputLimit, as in Redis (the
+// CVE-2025-21605 fix), whatever the class limits say: such a client could
+// otherwise have the server hold replies it never reads.
 
 // defaultNormalLimit is kvs's client-output-buffer-limit normal: Redis's
 // own bound for its largest legitimate reader, a replica (256 MiB hard,
@@ -47,6 +52,12 @@ var defaultNormalLimit = outputLimit{hard: 256 << 20, soft: 64 << 20, softSecond
 // largeRelease is the size of dropped buffers past which the memory is
 // returned to the OS at the next cron tick.
 const largeRelease = 16 << 20
+
+// unauthOutputLimit is the pending output an unauthenticated client may
+// have: Redis closes one whose replies no longer fit its 16 KiB reply
+// buffer (checkClientOutputBufferLimits: more than 1 KiB in the reply list
+// that follows the buffer, whose first block is 16 KiB).
+const unauthOutputLimit = 16 << 10
 
 // outBuf is a client's output set aside, and its limit's state; only the
 // connection's loop or goroutine uses it.
@@ -91,6 +102,13 @@ func (c *client) normalLimit() *outputLimit {
 func (c *client) overOutputLimit() bool {
 	l := c.normalLimit()
 	return l != nil && l.over(&c.ob.softSince, c.pendingOut(), unixNanoNow)
+}
+
+// overUnauthLimit reports whether c must authenticate and has more output
+// pending than unauthOutputLimit. It is checked before the output is
+// written, as Redis checks it as replies are added.
+func (c *client) overUnauthLimit() bool {
+	return c.pendingOut() > unauthOutputLimit && c.authRequired()
 }
 
 // dropOutput forgets c's output (it is being closed for it), logs and
@@ -148,6 +166,10 @@ func (c *client) queryLimitHit(err error) {
 // writes c.out (flush): it reports false when c must be closed for its
 // output buffer, and sets or clears the soft limit's write deadline.
 func (c *client) outputGuard() bool {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		return false
+	}
 	l := c.normalLimit()
 	if l == nil {
 		return true
