@@ -32,11 +32,11 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.evictCycle(stop)
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
-			s.releaseMemory()
+			s.collectFreed()
 			s.checkOutputLimits()
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
-			s.sampleMemPeak()
+			s.memPeak.note(uint64(s.usedMemory()))
 			s.refreshLinks(now)
 			// A client pause stops active expiry too, as in Redis, so
 			// that a paused node's data does not change.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"runtime/debug"
 	"time"
 
 	"kvs/resp"
@@ -36,7 +35,7 @@ import (
 // A client closed for its output buffer is logged as Redis logs it,
 // counted (INFO stats client_output_buffer_limit_disconnections, Redis
 // 7.4's name), and its buffers are dropped; when they were large the cron
-// loop hands the freed memory back to the OS (releaseMemory).
+// loop hands the freed memory back to the OS (memory.go's collectFreed).
 //
 // A client that must authenticate and has not is closed as soon as its
 // pending output passes unauthOutputLimit, as in Redis (the
@@ -122,9 +121,7 @@ func (c *client) dropOutput() {
 	c.s.stats.outputLimitKills.Add(1)
 	c.s.cfg.Logger.Warn("server: client scheduled to be closed ASAP for overcoming of output buffer limits",
 		"client", c.addr, "id", c.id, "pending_bytes", n)
-	if n >= largeRelease {
-		c.s.freeMemory.Store(true)
-	}
+	c.s.mem.noteFreed(n, false)
 }
 
 // checkOutputLimits is the cron loop's: it has every event loop check the
@@ -138,15 +135,6 @@ func (s *Server) checkOutputLimits() {
 	}
 }
 
-// releaseMemory is the cron loop's: after a large client was dropped, it
-// collects and returns the freed pages to the OS, so RSS falls as soon as
-// the memory is free rather than minutes later.
-func (s *Server) releaseMemory() {
-	if s.freeMemory.Swap(false) {
-		debug.FreeOSMemory()
-	}
-}
-
 // queryLimitHit logs and counts the close of a client whose request grew
 // past client-query-buffer-limit, if err says that is why it is closed.
 // Redis sends no reply; neither does kvs.
@@ -155,9 +143,6 @@ func (c *client) queryLimitHit(err error) {
 		return
 	}
 	c.s.stats.queryLimitKills.Add(1)
-	if c.s.maxQuery.Load() >= largeRelease {
-		c.s.freeMemory.Store(true) // the buffer goes with the client
-	}
 	c.s.cfg.Logger.Warn("server: closing client that reached max query buffer length",
 		"client", c.addr, "id", c.id, "limit", c.s.maxQuery.Load())
 }

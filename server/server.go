@@ -75,10 +75,8 @@ type Server struct {
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
 	// normalLimit is client-output-buffer-limit's normal class (nil: no
-	// limit); freeMemory asks the cron loop to return freed memory to the
-	// OS (outbuf.go).
+	// limit; outbuf.go).
 	normalLimit atomic.Pointer[outputLimit]
-	freeMemory  atomic.Bool
 	// maxmemory, maxmemory-policy (an fsm.EvictPolicy) and
 	// maxmemory-samples; mem computes used memory; evictKick wakes the
 	// cron loop's evictor (evict.go).
@@ -157,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
+	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
 	return s, nil
 }
 
@@ -412,6 +411,7 @@ func (s *Server) unregister(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	c.rd.Release()
 }
 
 // connectedClients is INFO's connected_clients.
