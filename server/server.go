@@ -57,6 +57,9 @@ type Server struct {
 	monitors   monitorSet
 	// memPeak is INFO's used_memory_peak (info_memory.go).
 	memPeak memPeak
+	// replID is INFO replication's master_replid outside a cluster: 40
+	// random hex digits per process, as Redis makes one at start.
+	replID string
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -155,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
+	s.replID = randomHex(20)
 	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
 	return s, nil
 }
