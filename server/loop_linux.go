@@ -521,7 +521,11 @@ func (lp *loop) input(c *client) {
 			return
 		}
 		cmds, more, err := c.rd.ReadReady()
-		c.more = more
+		// Once the peer has hung up, a short read no longer means the
+		// socket is drained: the hang-up's edge came with the last bytes,
+		// and no other will announce the end of the stream, so read on
+		// until it is seen.
+		c.more = more || c.hup
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
