@@ -514,7 +514,11 @@ func (lp *loop) input(c *client) {
 		lp.run1(c, nil)
 		return
 	}
-	for !c.dead && !c.suspended && c.more && c.pendingOut() == 0 {
+	// A client is not read while its replies wait for its socket, which
+	// pushes back on one that does not read them; except one that must
+	// still authenticate, read on as Redis reads it, so that its unread
+	// replies pass unauthOutputLimit and it is closed.
+	for !c.dead && !c.suspended && c.more && (c.pendingOut() == 0 || c.authRequired()) {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
