@@ -1,11 +1,14 @@
 package server
 
 import (
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"kvs/fsm"
 )
 
 // TestUsedMemoryFormula: used memory is the live heap of the last sample
@@ -165,4 +168,27 @@ func TestInfoMemoryConsistent(t *testing.T) {
 	if n("mem_clients_normal") < 16<<10 {
 		t.Errorf("mem_clients_normal %d: this connection's read buffer is not counted", n("mem_clients_normal"))
 	}
+}
+
+// BenchmarkRESPPipelinedMaxmemory is BenchmarkRESPPipelined's SET with
+// maxmemory set (far above what the benchmark uses): every SET then reads
+// used memory for the OOM check, the cost the figure adds to the write
+// path.
+func BenchmarkRESPPipelinedMaxmemory(b *testing.B) {
+	s := startServer(b, Config{Store: fsm.NewStore(), DisableActiveExpiry: true, MaxMemory: 1 << 40})
+	rc := dialRaw(b, s)
+	var req []byte
+	for range 100 {
+		req = append(req, encodeCommand("SET", "key", "value")...)
+	}
+	buf := make([]byte, 100*len("+OK\r\n"))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(req)))
+	for b.Loop() {
+		rc.send(req)
+		if _, err := io.ReadFull(rc.br, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/cmd")
 }
