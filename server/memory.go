@@ -39,10 +39,13 @@ import (
 // buffer limit is not counted as it is built, so its bytes are noted when
 // it is dropped (unaccounted); until a collection has run, the evictor
 // does not count them as used, so no key is evicted for them. Whenever
-// large buffers let go add up to largeRelease, the cron loop runs a
-// collection and returns the freed pages to the OS (debug.FreeOSMemory),
-// at most once per collectInterval, so that RSS follows too and the next
-// sample is clean.
+// large buffers let go add up to largeRelease and a quarter of the live
+// heap, the cron loop runs a collection and returns the freed pages to the
+// OS (debug.FreeOSMemory), at most once per collectInterval, so that RSS
+// follows too and the next sample is clean. The quarter keeps a workload
+// of large values, whose connections let go of large buffers all the time,
+// from paying a collection of a large heap every second: it collects no
+// more often than Go's own pacing would.
 
 // largeBuffer is the size from which a buffer let go is noted as freed.
 const largeBuffer = 1 << 20
@@ -100,12 +103,15 @@ func (g *memGauge) refreshLocked(data func() int64) {
 	}
 	metrics.Read(g.samples)
 	cycles := uint64Sample(g.samples[0])
-	if cur := g.cur.Load(); cur != nil && cur.cycles == cycles {
+	live := int64(uint64Sample(g.samples[1]))
+	if cur := g.cur.Load(); cur != nil && cur.cycles == cycles && live != 0 {
 		return
 	}
-	live := int64(uint64Sample(g.samples[1]))
-	if cycles == 0 || live == 0 {
-		live = int64(uint64Sample(g.samples[2])) // no collection yet
+	if live == 0 {
+		// No collection yet: the heap in use now, taken anew each tick
+		// until one has run, so that what the process allocates as it
+		// starts counts.
+		live = int64(uint64Sample(g.samples[2]))
 	}
 	g.cur.Store(&memSample{cycles: cycles, live: live, data: data(), clients: g.clients.Load()})
 	if cycles > g.unaccountedGC.Load() {
@@ -146,15 +152,25 @@ func (g *memGauge) noteFreed(n int, accounted bool) {
 func (g *memGauge) collect(data func() int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := time.Now()
-	if now.Sub(g.lastForced) < collectInterval {
+	if time.Since(g.lastForced) < collectInterval {
 		return false
 	}
+	g.collectLocked(data)
+	return true
+}
+
+// purge is collect without its interval: MEMORY PURGE.
+func (g *memGauge) purge(data func() int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.collectLocked(data)
+}
+
+func (g *memGauge) collectLocked(data func() int64) {
 	g.freed.Store(0)
 	debug.FreeOSMemory()
 	g.lastForced = time.Now()
 	g.refreshLocked(data)
-	return true
 }
 
 func uint64Sample(s metrics.Sample) uint64 {
@@ -162,6 +178,15 @@ func uint64Sample(s metrics.Sample) uint64 {
 		return 0
 	}
 	return s.Value.Uint64()
+}
+
+// runMemoryPurge answers MEMORY PURGE, which in Redis has the allocator
+// release dirty pages: a collection, the freed pages returned to the OS,
+// and used memory sampled anew. It runs on the connection's loop or
+// goroutine, as Redis runs it on its one thread.
+func runMemoryPurge(c *client) {
+	c.s.mem.purge(c.s.cfg.Store.DataBytes)
+	c.out = appendStatus(c.out, "OK")
 }
 
 // usedMemory is INFO's used_memory and what maxmemory is held to.
@@ -176,10 +201,16 @@ func (s *Server) accountReadBuffer(delta int) {
 }
 
 // collectFreed is the cron loop's: once large buffers let go add up to
-// largeRelease it collects, so used memory's sample is clean and RSS
-// falls as soon as the memory is free rather than minutes later.
+// largeRelease and a quarter of the live heap, it collects, so used
+// memory's sample is clean and RSS falls as soon as the memory is free
+// rather than minutes later.
 func (s *Server) collectFreed() {
-	if s.mem.freed.Load() >= largeRelease {
-		s.mem.collect(s.cfg.Store.DataBytes)
+	freed := s.mem.freed.Load()
+	if freed < largeRelease {
+		return
 	}
+	if cur := s.mem.cur.Load(); cur != nil && freed < cur.live/4 {
+		return
+	}
+	s.mem.collect(s.cfg.Store.DataBytes)
 }
