@@ -63,7 +63,8 @@ type memGauge struct {
 	freed       atomic.Int64
 	unaccounted atomic.Int64
 	// unaccountedGC is the collections completed when unaccounted last
-	// grew: a sample of a later one no longer holds those bytes.
+	// grew. The next one may have begun before the bytes went, and count
+	// them as live; the one after began later and does not.
 	unaccountedGC atomic.Uint64
 	// cur is the latest sample; nil until the first.
 	cur atomic.Pointer[memSample]
@@ -114,7 +115,7 @@ func (g *memGauge) refreshLocked(data func() int64) {
 		live = int64(uint64Sample(g.samples[2]))
 	}
 	g.cur.Store(&memSample{cycles: cycles, live: live, data: data(), clients: g.clients.Load()})
-	if cycles > g.unaccountedGC.Load() {
+	if cycles >= g.unaccountedGC.Load()+2 {
 		// A collection began after the unaccounted buffers went: they
 		// are not in this sample's live part.
 		g.unaccounted.Store(0)
@@ -168,7 +169,11 @@ func (g *memGauge) purge(data func() int64) {
 
 func (g *memGauge) collectLocked(data func() int64) {
 	g.freed.Store(0)
+	// What was let go before the collection began is not in its live
+	// heap.
+	gone := g.unaccounted.Load()
 	debug.FreeOSMemory()
+	g.unaccounted.Add(-gone)
 	g.lastForced = time.Now()
 	g.refreshLocked(data)
 }
