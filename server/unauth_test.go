@@ -12,7 +12,8 @@ import (
 // and 16 KiB per bulk, refused at the header and closed, and at most
 // 16 KiB of pending output. "Authenticated" is Redis's: AUTH or HELLO
 // AUTH succeeded, as the default user or another, or the default user
-// needs no password (then nobody is limited); RESET logs out again.
+// needs no password and is on (then nobody is limited); RESET logs out
+// again.
 
 func unauthBigSet() []byte { return encodeCommand("SET", "k", strings.Repeat("v", 20000)) }
 
@@ -115,6 +116,15 @@ func TestUnauthenticatedRequestLimits(t *testing.T) {
 			waiting.send(unauthBigSet())
 			if r := waiting.reply(); r != "+OK\r\n" {
 				t.Errorf("a large SET once no password is needed: %q", r)
+			}
+
+			// A default user that is off needs a login though it has no
+			// password.
+			if r := admin.do("ACL", "SETUSER", "default", "off"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			if got := closedWith(t, s, []byte("*11\r\n")); got != unauthArgs {
+				t.Errorf("11 arguments with the default user off: %q", got)
 			}
 		})
 	}
