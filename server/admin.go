@@ -345,8 +345,9 @@ func (c *client) describe(now time.Time, self bool) string {
 	return b.String()
 }
 
-// runMemory answers MEMORY USAGE key [SAMPLES n] from the store and MEMORY
-// HELP; kvs has no allocator statistics to report for the rest.
+// runMemory answers MEMORY USAGE key [SAMPLES n] from the store, MEMORY
+// PURGE (memory.go) and MEMORY HELP; kvs has no allocator statistics to
+// report for the rest.
 func runMemory(c *client, args [][]byte) {
 	sub := args[1]
 	c.noteSubcommand("memory", sub)
@@ -368,6 +369,12 @@ func runMemory(c *client, args [][]byte) {
 		}
 		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 		c.out = appendReply(c.out, &r, c.proto)
+	case is(sub, "purge"):
+		if len(args) != 2 {
+			c.out = appendError(c.out, errWrongArgs("memory|purge"))
+			return
+		}
+		runMemoryPurge(c)
 	case is(sub, "help") && len(args) == 2:
 		c.out = appendHelp(c.out, memoryHelp)
 	default:
@@ -377,6 +384,8 @@ func runMemory(c *client, args [][]byte) {
 
 var memoryHelp = []string{
 	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"PURGE",
+	"    Attempt to purge dirty pages for reclamation by the allocator.",
 	"USAGE <key> [SAMPLES <count>]",
 	"    Return memory in bytes used by <key> and its value. Nested values are",
 	"    sampled up to <count> times (default: 5, 0 means sample all).",

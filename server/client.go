@@ -228,8 +228,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.lastActive.Store(c.created.UnixNano())
 	c.auth = s.newClientAuth()
 	c.setUserName(c.auth.name)
-	c.rd = resp.NewReader(nc, s.maxBulk.Load)
-	c.rd.SetQueryLimit(s.maxQuery.Load)
+	c.rd = c.newReader(nc)
 	s.commandStats() // built on first use; lookup reads it
 	return c
 }

@@ -26,7 +26,13 @@
 //     (when the default user has a password) and allowed to run it on its
 //     keys and channels (acl*.go). The users are the store's replicated
 //     ACL table, compiled when its generation changes; while a connection's
-//     user may run anything the check is one atomic load.
+//     user may run anything the check is one atomic load. Until it has
+//     logged in, a connection that must is held to Redis's limits for an
+//     unauthenticated client: 10 arguments and 16 KiB bulks per request
+//     (reader.go) and 16 KiB of pending output (outbuf.go).
+//   - Used memory, which maxmemory and INFO memory report, counts the
+//     data and the clients' read buffers as they change and the rest as
+//     of the last garbage collection, never garbage (memory.go).
 //
 // # Connections
 //

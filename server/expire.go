@@ -32,15 +32,15 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.evictCycle(stop)
 		case now := <-t.C:
 			s.stats.sampleOps(now.UnixNano())
-			s.releaseMemory()
-			s.collectLazyFreed(now)
+			s.collectFreed()
+			s.collectLazyFreed()
 			s.checkOutputLimits()
 			for _, lp := range s.loops {
 				lp.clientsCronSoon()
 			}
 			s.mem.refresh(s.cfg.Store.DataBytes)
 			s.evictCycle(stop)
-			s.sampleMemPeak()
+			s.memPeak.note(uint64(s.usedMemory()))
 			s.refreshLinks(now)
 			// A client pause stops active expiry too, as in Redis, so
 			// that a paused node's data does not change.

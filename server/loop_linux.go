@@ -254,8 +254,7 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.sockFD.Store(int32(fd))
 	c.lp = lp
-	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
-	c.rd.SetQueryLimit(c.s.maxQuery.Load)
+	c.rd = c.newReader(fdReader{fd}) // nothing is read yet
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -525,14 +524,22 @@ func (lp *loop) input(c *client) {
 		lp.run1(c, nil)
 		return
 	}
-	for !c.dead && !c.suspended && c.more && c.pendingOut() == 0 {
+	// A client is not read while its replies wait for its socket, which
+	// pushes back on one that does not read them; except one that must
+	// still authenticate, read on as Redis reads it, so that its unread
+	// replies pass unauthOutputLimit and it is closed.
+	for !c.dead && !c.suspended && c.more && (c.pendingOut() == 0 || c.authRequired()) {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
 			return
 		}
 		cmds, more, err := c.rd.ReadReady()
-		c.more = more
+		// Once the peer has hung up, a short read no longer means the
+		// socket is drained: the hang-up's edge came with the last bytes,
+		// and no other will announce the end of the stream, so read on
+		// until it is seen.
+		c.more = more || c.hup
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
@@ -671,6 +678,11 @@ func (lp *loop) flush() {
 // stops here, paused until the loop's next round (the socket did not take
 // everything) or closed (over the output buffer limit); see outbuf.go.
 func (lp *loop) endSlice(c *client) bool {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return true
+	}
 	if !lp.writeOut(c) {
 		return true // the write failed: closed
 	}
@@ -783,6 +795,11 @@ func (lp *loop) writeOut(c *client) bool {
 // c is not read meanwhile, which pushes back on a client that does not
 // read its replies.
 func (lp *loop) write(c *client) {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return
+	}
 	if !lp.writeOut(c) {
 		return
 	}

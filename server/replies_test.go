@@ -154,6 +154,8 @@ var redisReplies = []struct {
 	{[]string{"memory", "usage", "nokey", "samples", "x"}, "-ERR value is not an integer or out of range\r\n"},
 	{[]string{"memory", "usage", "nokey", "foo"}, "-ERR syntax error\r\n"},
 	{[]string{"memory", "foo"}, "-ERR unknown subcommand 'foo'. Try MEMORY HELP.\r\n"},
+	{[]string{"memory", "purge"}, "+OK\r\n"},
+	{[]string{"memory", "purge", "x"}, "-ERR wrong number of arguments for 'memory|purge' command\r\n"},
 	{[]string{"memory"}, "-ERR wrong number of arguments for 'memory' command\r\n"},
 	{[]string{"flushall", "foo"}, "-ERR syntax error\r\n"},
 	{[]string{"flushall", "async"}, "+OK\r\n"},

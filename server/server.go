@@ -61,6 +61,9 @@ type Server struct {
 	memPeak memPeak
 	// lazy is INFO's lazy freeing (lazyfree.go).
 	lazy lazyFree
+	// replID is INFO replication's master_replid outside a cluster: 40
+	// random hex digits per process, as Redis makes one at start.
+	replID string
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -79,10 +82,8 @@ type Server struct {
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
 	// normalLimit is client-output-buffer-limit's normal class (nil: no
-	// limit); freeMemory asks the cron loop to return freed memory to the
-	// OS (outbuf.go).
+	// limit; outbuf.go).
 	normalLimit atomic.Pointer[outputLimit]
-	freeMemory  atomic.Bool
 	// maxmemory, maxmemory-policy (an fsm.EvictPolicy) and
 	// maxmemory-samples; mem computes used memory; evictKick wakes the
 	// cron loop's evictor (evict.go).
@@ -169,6 +170,8 @@ func New(cfg Config) (*Server, error) {
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
+	s.replID = randomHex(20)
+	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
 	return s, nil
 }
 
@@ -432,6 +435,7 @@ func (s *Server) unregister(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	c.rd.Release()
 }
 
 // connectedClients is INFO's connected_clients.
