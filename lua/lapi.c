@@ -1107,3 +1107,21 @@ LUA_API int lua_isreadonlytable (lua_State *L, int objindex) {
   return t->readonly;
 }
 
+
+/*
+** kvs: an object's creation number (0 for a value that is not a table,
+** function, userdata or thread), and the number the next object gets.
+** Setting the next number back at the start of each script run makes
+** every run number its objects alike on every replica.
+*/
+LUA_API unsigned int lua_objectseq (lua_State *L, int idx) {
+  return luaO_seq(index2adr(L, idx));
+}
+
+LUA_API unsigned int lua_getobjectseq (lua_State *L) {
+  return G(L)->nextseq;
+}
+
+LUA_API void lua_setobjectseq (lua_State *L, unsigned int next) {
+  G(L)->nextseq = next;
+}

@@ -411,9 +411,15 @@ static int luaB_tostring (lua_State *L) {
     case LUA_TNIL:
       lua_pushliteral(L, "nil");
       break;
-    default:
+    case LUA_TLIGHTUSERDATA:
       lua_pushfstring(L, "%s: %p", luaL_typename(L, 1), lua_topointer(L, 1));
       break;
+    default: {  /* kvs: the creation number, not the address */
+      char buff[16];
+      snprintf(buff, sizeof(buff), "0x%08x", lua_objectseq(L, 1));
+      lua_pushfstring(L, "%s: %s", luaL_typename(L, 1), buff);
+      break;
+    }
   }
   return 1;
 }

@@ -87,6 +87,22 @@ int luaO_rawequalObj (const TValue *t1, const TValue *t2) {
 }
 
 
+/*
+** kvs: the creation number of a table, function, userdata or thread (0 for
+** any other value), which is the same on every replica where the address
+** is not.
+*/
+lu_int32 luaO_seq (const TValue *o) {
+  switch (ttype(o)) {
+    case LUA_TTABLE: return hvalue(o)->seq;
+    case LUA_TFUNCTION: return clvalue(o)->c.seq;
+    case LUA_TUSERDATA: return rawuvalue(o)->uv.seq;
+    case LUA_TTHREAD: return thvalue(o)->seq;
+    default: return 0;
+  }
+}
+
+
 int luaO_str2d (const char *s, lua_Number *result) {
   char *endptr;
   *result = lua_str2number(s, &endptr);

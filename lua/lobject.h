@@ -219,6 +219,7 @@ typedef union Udata {
     struct Table *metatable;
     struct Table *env;
     size_t len;
+    lu_int32 seq;  /* kvs: creation number, hashed instead of the address */
   } uv;
 } Udata;
 
@@ -289,8 +290,9 @@ typedef struct UpVal {
 */
 
 #define ClosureHeader \
-	CommonHeader; lu_byte isC; lu_byte nupvalues; GCObject *gclist; \
-	struct Table *env
+	CommonHeader; lu_byte isC; lu_byte nupvalues; \
+	lu_int32 seq;  /* kvs: creation number, hashed instead of the address */ \
+	GCObject *gclist; struct Table *env
 
 typedef struct CClosure {
   ClosureHeader;
@@ -340,6 +342,7 @@ typedef struct Table {
   lu_byte flags;  /* 1<<p means tagmethod(p) is not present */
   int readonly;
   lu_byte lsizenode;  /* log2 of size of `node' array */
+  lu_int32 seq;  /* kvs: creation number, hashed instead of the address */
   struct Table *metatable;
   TValue *array;  /* array part */
   Node *node;
@@ -371,6 +374,7 @@ LUAI_FUNC int luaO_log2 (unsigned int x);
 LUAI_FUNC int luaO_int2fb (unsigned int x);
 LUAI_FUNC int luaO_fb2int (int x);
 LUAI_FUNC int luaO_rawequalObj (const TValue *t1, const TValue *t2);
+LUAI_FUNC lu_int32 luaO_seq (const TValue *o);
 LUAI_FUNC int luaO_str2d (const char *s, lua_Number *result);
 LUAI_FUNC const char *luaO_pushvfstring (lua_State *L, const char *fmt,
                                                        va_list argp);

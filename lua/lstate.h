@@ -91,6 +91,8 @@ typedef struct global_State {
   UpVal uvhead;  /* head of double-linked list of all open upvalues */
   struct Table *mt[NUM_TAGS];  /* metatables for basic types */
   TString *tmname[TM_N];  /* array with tag-method names */
+  lu_int32 nextseq;  /* kvs: creation number of the next table, function,
+                        userdata or thread (see lua_setobjectseq) */
 } global_State;
 
 
@@ -124,10 +126,14 @@ struct lua_State {
   GCObject *gclist;
   struct lua_longjmp *errorJmp;  /* current error recover point */
   ptrdiff_t errfunc;  /* current error handling function (stack index) */
+  lu_int32 seq;  /* kvs: creation number, hashed instead of the address */
 };
 
 
 #define G(L)	(L->l_G)
+
+/* kvs: the creation number of a new object */
+#define luaE_nextseq(L)	(G(L)->nextseq++)
 
 
 /*

@@ -101,6 +101,7 @@ Udata *luaS_newudata (lua_State *L, size_t s, Table *e) {
   u->uv.marked = luaC_white(G(L));  /* is not finalized */
   u->uv.tt = LUA_TUSERDATA;
   u->uv.len = s;
+  u->uv.seq = luaE_nextseq(L);
   u->uv.metatable = NULL;
   u->uv.env = e;
   /* chain it on udata list (after main thread) */

@@ -107,8 +107,8 @@ static Node *mainposition (const Table *t, const TValue *key) {
       return hashboolean(t, bvalue(key));
     case LUA_TLIGHTUSERDATA:
       return hashpointer(t, pvalue(key));
-    default:
-      return hashpointer(t, gcvalue(key));
+    default:  /* kvs: by creation number, not address (see luaO_seq) */
+      return hashmod(t, luaO_seq(key));
   }
 }
 
@@ -365,6 +365,7 @@ Table *luaH_new (lua_State *L, int narray, int nhash) {
   t->sizearray = 0;
   t->lsizenode = 0;
   t->readonly = 0;
+  t->seq = luaE_nextseq(L);
   t->node = cast(Node *, dummynode);
   setarrayvector(L, t, narray);
   setnodevector(L, t, nhash);

@@ -361,6 +361,11 @@ struct lua_Debug {
 LUA_API void lua_enablereadonlytable (lua_State *L, int index, int enabled);
 LUA_API int lua_isreadonlytable (lua_State *L, int index);
 
+/* kvs: creation numbers, what tables hash objects by (see luaO_seq) */
+LUA_API unsigned int lua_objectseq (lua_State *L, int index);
+LUA_API unsigned int lua_getobjectseq (lua_State *L);
+LUA_API void lua_setobjectseq (lua_State *L, unsigned int next);
+
 /* }====================================================================== */
 
 

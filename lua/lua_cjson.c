@@ -47,7 +47,7 @@
 #include "strbuf.h"
 #include "fpconv.h"
 
-#include "../../../src/solarisfixes.h"
+/* kvs: Redis's src/solarisfixes.h is not here (it only matters on Solaris) */
 
 #ifndef CJSON_MODNAME
 #define CJSON_MODNAME   "cjson"
@@ -442,6 +442,30 @@ static void json_create_config(lua_State *l)
     cfg->escape2char['f'] = '\f';
     cfg->escape2char['r'] = '\r';
     cfg->escape2char['u'] = 'u';          /* Unicode parsing required */
+}
+
+/* kvs: puts the settings a script may change (cjson.encode_max_depth,
+ * ...) back to their defaults, which a script finds when it starts: one
+ * interpreter runs many scripts, and each must see what a new one would. */
+void json_reset_config(void *p)
+{
+    json_config_t *cfg = p;
+
+    if (cfg->encode_keep_buffer != DEFAULT_ENCODE_KEEP_BUFFER) {
+        if (DEFAULT_ENCODE_KEEP_BUFFER)
+            strbuf_init(&cfg->encode_buf, 0);
+        else
+            strbuf_free(&cfg->encode_buf);
+    }
+    cfg->encode_sparse_convert = DEFAULT_SPARSE_CONVERT;
+    cfg->encode_sparse_ratio = DEFAULT_SPARSE_RATIO;
+    cfg->encode_sparse_safe = DEFAULT_SPARSE_SAFE;
+    cfg->encode_max_depth = DEFAULT_ENCODE_MAX_DEPTH;
+    cfg->decode_max_depth = DEFAULT_DECODE_MAX_DEPTH;
+    cfg->encode_invalid_numbers = DEFAULT_ENCODE_INVALID_NUMBERS;
+    cfg->decode_invalid_numbers = DEFAULT_DECODE_INVALID_NUMBERS;
+    cfg->encode_keep_buffer = DEFAULT_ENCODE_KEEP_BUFFER;
+    cfg->encode_number_precision = DEFAULT_ENCODE_NUMBER_PRECISION;
 }
 
 /* ===== ENCODING ===== */
