@@ -164,11 +164,17 @@ func libraryName(code string) (string, string) {
 	if end < 0 {
 		return "", "ERR Invalid library metadata"
 	}
-	parts := strings.Fields(code[:end])
-	engine, name, named := parts[0][2:], "", false
+	parts, ok := SplitArgs(code[:end])
+	if !ok || len(parts) == 0 {
+		return "", "ERR Invalid library metadata"
+	}
+	engine, name, named := "", "", false
+	if len(parts[0]) > 2 {
+		engine = parts[0][2:]
+	}
 	for _, p := range parts[1:] {
 		if len(p) < 5 || !strings.EqualFold(p[:5], "name=") {
-			return "", "ERR Invalid metadata value given: " + p
+			return "", "ERR Invalid metadata value given: " + errorLine(p)
 		}
 		if named {
 			return "", "ERR Invalid metadata value, name argument was given multiple times"
@@ -181,7 +187,7 @@ func libraryName(code string) (string, string) {
 	case !validFunctionName(name):
 		return "", "ERR " + errBadName
 	case !strings.EqualFold(engine, "lua"):
-		return "", "ERR Engine '" + engine + "' not found"
+		return "", "ERR Engine '" + errorLine(engine) + "' not found"
 	}
 	return name, ""
 }
@@ -394,6 +400,7 @@ func applyFunctionDelete(s *Store, now int64, c *Command) Reply {
 func applyFunctionFlush(s *Store, now int64, c *Command) Reply {
 	s.dropMetaPrefixLocked(libraryMetaPrefix)
 	s.dropMetaPrefixLocked(functionMetaPrefix)
+	s.vms.reset(lua.Function)
 	return replyOK
 }
 

@@ -207,6 +207,10 @@ type luaVM struct {
 type compiledScript struct {
 	ref lua.Ref
 	sha string
+	// noWrites: the body's shebang says flags=no-writes, so the script
+	// runs read-only even where the proposer did not know (an EVALSHA of
+	// a script loaded earlier in its pipeline).
+	noWrites bool
 }
 
 // maxCompiled bounds the chunks one interpreter keeps; past it, it
@@ -251,7 +255,7 @@ func (vm *luaVM) script(sha, body string) (compiledScript, Reply, bool) {
 	if vm.scripts == nil {
 		vm.scripts = make(map[string]compiledScript)
 	}
-	c := compiledScript{ref, strings.Clone(sha)}
+	c := compiledScript{ref, strings.Clone(sha), shebangNoWrites(body)}
 	vm.scripts[c.sha] = c
 	return c, Reply{}, true
 }
@@ -289,6 +293,29 @@ func blankShebang(src string) string {
 		return src[i:]
 	}
 	return ""
+}
+
+// shebangNoWrites reports whether body's "#!lua" shebang declares the
+// no-writes flag.
+func shebangNoWrites(body string) bool {
+	if !strings.HasPrefix(body, "#!") {
+		return false
+	}
+	end := strings.IndexByte(body, '\n')
+	if end < 0 {
+		return false
+	}
+	parts, _ := SplitArgs(body[:end])
+	for _, p := range parts {
+		if flags, ok := strings.CutPrefix(p, "flags="); ok {
+			for _, f := range strings.Split(flags, ",") {
+				if f == "no-writes" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // errorLine is text made one line, as Redis's addReplyErrorFormat makes
@@ -361,4 +388,70 @@ func CompileScript(body []byte) string {
 	}
 	checker.st.Unref(ref)
 	return ""
+}
+
+// ScriptStats is what INFO memory reports of scripts and functions.
+type ScriptStats struct {
+	Scripts, Libraries, Functions int
+	// ScriptBytes and FunctionBytes estimate the memory the loaded script
+	// bodies and library code take; EvalVM and FunctionVM are the heaps
+	// of the node's interpreters of each kind, as Lua counts them.
+	ScriptBytes, FunctionBytes int64
+	EvalVM, FunctionVM         int64
+}
+
+// Estimated bookkeeping per loaded script (its SHA1 and entry) and per
+// library (its name, its functions' entries).
+const scriptOverhead, libraryOverhead = 96, 256
+
+// ScriptStats returns the store's ScriptStats.
+func (s *Store) ScriptStats() ScriptStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var st ScriptStats
+	for name, v := range s.meta {
+		switch {
+		case strings.HasPrefix(name, scriptMetaPrefix):
+			st.Scripts++
+			st.ScriptBytes += int64(len(v)) + scriptOverhead
+		case strings.HasPrefix(name, libraryMetaPrefix):
+			st.Libraries++
+			st.FunctionBytes += int64(len(v)) + libraryOverhead
+		case strings.HasPrefix(name, functionMetaPrefix):
+			st.Functions++
+		}
+	}
+	st.EvalVM, st.FunctionVM = s.vms.memory(lua.Eval), s.vms.memory(lua.Function)
+	return st
+}
+
+// memory is the heap of the interpreters of kind not running a script:
+// with the store's lock held, every one but the reads in progress.
+func (p *vmPool) memory(kind lua.Kind) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	if vm := p.write[kind]; vm != nil {
+		n += vm.st.Memory()
+	}
+	for _, vm := range p.idle[kind] {
+		n += vm.st.Memory()
+	}
+	return n
+}
+
+// reset closes the interpreters of kind, as Redis's SCRIPT FLUSH starts a
+// new one: what they compiled and hold goes with them. Called under the
+// store's exclusive lock, when none of them runs.
+func (p *vmPool) reset(kind lua.Kind) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if vm := p.write[kind]; vm != nil {
+		vm.st.Close()
+		p.write[kind] = nil
+	}
+	for _, vm := range p.idle[kind] {
+		vm.st.Close()
+	}
+	p.idle[kind] = nil
 }

@@ -207,7 +207,7 @@ func (s *Store) eval(now int64, c *Command, read bool) Reply {
 		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
 		s.cacheScriptLocked(script.sha, c.Args[0])
 	}
-	readOnly := read || c.Flags&FlagScriptNoWrites != 0
+	readOnly := read || c.Flags&FlagScriptNoWrites != 0 || script.noWrites
 	run := vm.newRun(s, now, readOnly, uint64(c.Int2), int64(c.Float))
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
@@ -268,6 +268,7 @@ func applyScriptLoad(s *Store, now int64, c *Command) Reply {
 
 func applyScriptFlush(s *Store, now int64, c *Command) Reply {
 	s.dropMetaPrefixLocked(scriptMetaPrefix)
+	s.vms.reset(lua.Eval)
 	return replyOK
 }
 

@@ -284,3 +284,16 @@ func TestSetScriptUser(t *testing.T) {
 		t.Fatalf("SET was changed: %+v", other)
 	}
 }
+
+// TestEvalSHANoWritesAtApply: an EVALSHA proposed without the no-writes
+// flag (its script was loaded earlier in the same pipeline, so the
+// proposer did not see the shebang) still runs read-only.
+func TestEvalSHANoWritesAtApply(t *testing.T) {
+	s := newScriptStore()
+	body := "#!lua flags=no-writes\nreturn redis.call('set', 'k', 'v')"
+	s.Apply(0, 1, []Command{c(OpScriptLoad, body)})
+	r := s.Apply(0, 1, []Command{c(OpEval, ScriptSHA([]byte(body))).fl(FlagScriptSHA)})[0]
+	if !strings.HasPrefix(r.Str, "ERR Write commands are not allowed from read-only scripts.") {
+		t.Fatalf("a write from a no-writes script: %v", r)
+	}
+}

@@ -1563,10 +1563,10 @@ void kvs_release_funcs(kvs_state *st) {
 }
 
 /* functionsVerifyName */
-static int functionsVerifyName(const char *name) {
-  if (name[0] == '\0') return -1;
-  for (const char *p = name; *p; p++) {
-    char c = *p;
+static int functionsVerifyName(const char *name, size_t len) {
+  if (len == 0) return -1;
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
     if (!isalnum((unsigned char)c) && c != '_') return -1;
   }
   return 0;
@@ -1679,6 +1679,7 @@ static int luaRegisterFunctionReadNamedArgs(lua_State *L, kvs_func *f) {
     goto error;
   }
   f->name = name;
+  f->namelen = namelen;
   f->desc = desc;
   f->desclen = desclen;
   f->hasdesc = desc != NULL;
@@ -1708,6 +1709,7 @@ static int luaRegisterFunctionReadPositionalArgs(lua_State *L, kvs_func *f) {
   }
   f->ref = luaL_ref(L, LUA_REGISTRYINDEX);
   f->name = name;
+  f->namelen = namelen;
   f->desc = NULL;
   f->desclen = 0;
   f->hasdesc = 0;
@@ -1741,11 +1743,12 @@ static int luaRegisterFunction(lua_State *L) {
 
   /* functionLibCreateFunction */
   const char *err = NULL;
-  if (functionsVerifyName(f.name) != 0) {
+  if (functionsVerifyName(f.name, f.namelen) != 0) {
     err = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
   } else {
     for (int i = 0; i < st->nfuncs; i++)
-      if (!strcmp(st->funcs[i].name, f.name)) err = "Function already exists in the library";
+      if (st->funcs[i].namelen == f.namelen && !memcmp(st->funcs[i].name, f.name, f.namelen))
+        err = "Function already exists in the library";
   }
   if (err) {
     free(f.name);
@@ -1825,7 +1828,7 @@ static void listFuncs(kvs_state *st) {
   b->len = 0;
   for (int i = 0; i < st->nfuncs; i++) {
     kvs_func *f = &st->funcs[i];
-    size_t n = strlen(f->name);
+    size_t n = f->namelen;
     putWord(b, n);
     bufAppend(b, f->name, n);
     putWord(b, f->flags);
@@ -1892,3 +1895,5 @@ int kvs_fcall(kvs_state *st, int ref, const char *fname, const char *args, const
   endRun(st);
   return a.loadfail ? KVS_RUN_LOADFAIL : KVS_RUN_OK;
 }
+
+size_t kvs_memory(kvs_state *st) { return (size_t)lua_gc(st->L, LUA_GCCOUNT, 0) * 1024; }

@@ -48,7 +48,7 @@ typedef struct kvs_buf {
 /* A function a library registered (redis.register_function). */
 typedef struct kvs_func {
   char *name, *desc;
-  size_t desclen;
+  size_t namelen, desclen;
   int hasdesc;
   int flags; /* bit i: the i-th of kvs_flag_names */
   int ref;   /* the callback, in the registry */
@@ -108,5 +108,8 @@ int kvs_fcall(kvs_state *st, int ref, const char *fname, const char *args,
 
 /* Forgets what the last library registered. */
 void kvs_release_funcs(kvs_state *st);
+
+/* The bytes the interpreter's heap holds, in whole KiB (luaMemory). */
+size_t kvs_memory(kvs_state *st);
 
 #endif

@@ -143,6 +143,10 @@ func (s *State) Load(code, name string) (Ref, string) {
 	return Ref(ref), ""
 }
 
+// Memory is the bytes the interpreter's heap holds, in whole KiB, as
+// Redis's INFO reports it.
+func (s *State) Memory() int64 { return int64(C.kvs_memory(s.c)) }
+
 // Unref forgets a chunk Load returned.
 func (s *State) Unref(r Ref) { C.kvs_unref(s.c, C.int(r)) }
 

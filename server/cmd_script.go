@@ -164,8 +164,9 @@ type scriptFlags struct {
 	allowOOM bool
 }
 
-// shebangFlags reads a "#!lua flags=..." first line, or returns Redis's
-// error for a shebang it does not accept.
+// shebangFlags reads a "#!lua flags=..." first line, split as Redis's
+// sdssplitargs splits it, or returns Redis's error for a shebang it does
+// not accept.
 func shebangFlags(body []byte) (scriptFlags, string) {
 	var sf scriptFlags
 	if !bytes.HasPrefix(body, []byte("#!")) {
@@ -176,15 +177,20 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	if i < 0 {
 		return sf, "ERR Invalid script shebang"
 	}
-	line := body[:i]
-	parts := strings.Fields(string(line))
+	parts, ok := fsm.SplitArgs(string(body[:i]))
+	if !ok || len(parts) == 0 {
+		return sf, "ERR Invalid engine in script shebang"
+	}
 	if parts[0] != "#!lua" {
-		return sf, "ERR Unexpected engine in script shebang: " + parts[0]
+		return sf, "ERR Unexpected engine in script shebang: " + spacedArg([]byte(parts[0]))
 	}
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return sf, "ERR Unknown lua shebang option: " + p
+			return sf, "ERR Unknown lua shebang option: " + spacedArg([]byte(p))
+		}
+		if flags == "" {
+			continue
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
@@ -192,9 +198,9 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 				sf.noWrites = true
 			case "allow-oom":
 				sf.allowOOM = true
-			case "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys":
 			default:
-				return sf, "ERR Unexpected flag in script shebang: " + f
+				return sf, "ERR Unexpected flag in script shebang: " + spacedArg([]byte(f))
 			}
 		}
 	}
@@ -393,4 +399,23 @@ func (c *client) seed() int64 {
 		return c.script.Rand.Int64()
 	}
 	return rand.Int64()
+}
+
+// addScriptMemory adds INFO memory's fields of scripts and functions, in
+// Redis's order.
+func (s *Server) addScriptMemory(add func(name string, v any)) {
+	st := s.cfg.Store.ScriptStats()
+	add("used_memory_lua", st.EvalVM)
+	add("used_memory_vm_eval", st.EvalVM)
+	add("used_memory_lua_human", humanBytes(uint64(st.EvalVM)))
+	add("used_memory_scripts_eval", st.ScriptBytes)
+	add("number_of_cached_scripts", st.Scripts)
+	add("number_of_functions", st.Functions)
+	add("number_of_libraries", st.Libraries)
+	add("used_memory_vm_functions", st.FunctionVM)
+	add("used_memory_vm_total", st.EvalVM+st.FunctionVM)
+	add("used_memory_vm_total_human", humanBytes(uint64(st.EvalVM+st.FunctionVM)))
+	add("used_memory_functions", st.FunctionBytes)
+	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
+	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
 }

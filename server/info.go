@@ -136,6 +136,7 @@ func (s *Server) infoSection(name string) []InfoField {
 		sys := totalSystemMemory()
 		add("total_system_memory", sys)
 		add("total_system_memory_human", humanBytes(sys))
+		s.addScriptMemory(add)
 		maxmem := s.maxMemory.Load()
 		add("maxmemory", maxmem)
 		add("maxmemory_human", humanBytes(uint64(maxmem)))

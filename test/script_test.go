@@ -188,3 +188,41 @@ func TestScriptReplicated(t *testing.T) {
 		t.Fatalf("a write from EVAL_RO: %v", err)
 	}
 }
+
+// TestScriptErrorsLeaveServerAnswering runs scripts that fail inside and
+// around the interpreter's C functions and callbacks: unpack of a huge
+// table (which once panicked kvs's interpreter through the store's lock
+// and hung the server), deep recursion, error objects of every type, a
+// reply nesting itself. Each gets an error reply, and the server, in
+// memory and durable mode, goes on answering.
+func TestScriptErrorsLeaveServerAnswering(t *testing.T) {
+	for _, mode := range []string{"memory", "durable"} {
+		t.Run(mode, func(t *testing.T) {
+			rdb := scriptModes(t)[mode](t)
+			defer rdb.Close()
+			ctx := context.Background()
+			for _, body := range []string{
+				`return unpack({}, 1, 1e7)`,
+				`local t = {} for i = 1, 100000 do t[i] = i end return unpack(t)`,
+				`local t = {} for i = 1, 7999 do t[i] = 'k' end return redis.call('DEL', unpack(t))`,
+				`local function f(n) return f(n + 1) + 1 end return f(1)`,
+				`local function f() return pcall(f) end return f()`,
+				`local function f() return redis.call('GET', f()) end return f()`,
+				`error(nil)`, `error(true)`, `error(1.5)`, `error({})`, `error({err = 'X y'})`,
+				`error(function() end)`, `error(coroutine.create(function() end))`,
+				`error(setmetatable({}, {__index = function() error('again') end}))`,
+				`local a = {} a[1] = a return a`,
+				`return cjson.decode(string.rep('[', 100000))`,
+				`return cmsgpack.unpack(string.rep('\145', 100000))`,
+			} {
+				_ = rdb.Eval(ctx, body, nil).Err()
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					t.Fatalf("after %q: PING: %v", body, err)
+				}
+			}
+			if n, err := rdb.Eval(ctx, `return redis.call('INCR', KEYS[1])`, []string{"after"}).Int(); err != nil || n != 1 {
+				t.Fatalf("a script afterwards: %d %v", n, err)
+			}
+		})
+	}
+}
