@@ -297,3 +297,33 @@ func TestEvalSHANoWritesAtApply(t *testing.T) {
 		t.Fatalf("a write from a no-writes script: %v", r)
 	}
 }
+
+// TestMemoryUsageLogical: a script's MEMORY USAGE (FlagMemoryLogical)
+// depends on the value alone, not on whether a store holds it packed or
+// large; sampling counts the first elements for every one.
+func TestMemoryUsageLogical(t *testing.T) {
+	values := []Command{
+		c(OpSet, "s", "some value"),
+		c(OpHSet, "h", "f1", "v1", "f2", "a longer value", "f3", "v3"),
+		c(OpRPush, "l", "a", "bb", "ccc"),
+		c(OpSAdd, "set", "m1", "m2", "member three"),
+		zadd("z", 1.0, "one", 2.0, "two", 3.5, "three and a half"),
+	}
+	packed, large := NewStore(), NewStore()
+	large.SetLimits(Limits{ListMaxListpackSize: 1})
+	for _, s := range []*Store{packed, large} {
+		s.Apply(0, t0, values)
+	}
+	for _, key := range []string{"s", "h", "l", "set", "z"} {
+		for _, samples := range []int64{0, 1, 5} {
+			cmd := c(OpMemoryUsage, key).fl(FlagMemoryLogical).i(samples)
+			p, l := packed.Read(t0, cmd), large.Read(t0, cmd)
+			if p.Kind != ReplyInt || p.Int < 50 || p.Int != l.Int {
+				t.Errorf("%s, %d samples: %v packed, %v large", key, samples, p, l)
+			}
+		}
+	}
+	if r := packed.Read(t0, c(OpMemoryUsage, "missing").fl(FlagMemoryLogical)); r.Kind != ReplyNil {
+		t.Errorf("a missing key: %v", r)
+	}
+}

@@ -319,6 +319,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 			return fail(e)
 		}
 		return req.cmd, fsm.Reply{}, false
+	case cmd.name == "memory":
+		return scriptMemory(args)
 	case cmd.parse == nil:
 		return fail("ERR This Redis command is not allowed from script")
 	}
@@ -418,4 +420,39 @@ func (s *Server) addScriptMemory(add func(name string, v any)) {
 	add("used_memory_functions", st.FunctionBytes)
 	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
 	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
+}
+
+// scriptMemory is MEMORY inside a script: USAGE reads the store's
+// estimate from the value alone (fsm.FlagMemoryLogical), the same on
+// every replica whatever each holds the value as, since a script that
+// writes runs on all of them; HELP answers as outside. As in Redis, a
+// subcommand's arity is checked as a command's, and an unknown one is an
+// unknown command.
+func scriptMemory(args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
+	}
+	const wrongArgs = "ERR Wrong number of args calling Redis command from script"
+	sub := args[1]
+	switch {
+	case is(sub, "usage"):
+		if len(args) < 3 {
+			return fail(wrongArgs)
+		}
+		samples, e := parseMemoryUsage(args)
+		if e != "" {
+			return fail(e)
+		}
+		return fsm.Command{Op: fsm.OpMemoryUsage, Flags: fsm.FlagMemoryLogical, Int: samples, Args: args[2:3]}, fsm.Reply{}, false
+	case is(sub, "help"):
+		if len(args) != 2 {
+			return fail(wrongArgs)
+		}
+		lines := make([]fsm.Reply, len(memoryHelp))
+		for i, l := range memoryHelp {
+			lines[i] = fsm.Reply{Kind: fsm.ReplyStatus, Str: l}
+		}
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: lines}, true
+	}
+	return fail("ERR Unknown Redis command called from script")
 }

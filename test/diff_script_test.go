@@ -2,7 +2,9 @@ package test
 
 import (
 	"crypto/sha1"
+	"encoding/binary"
 	"encoding/hex"
+	"hash/crc64"
 	"slices"
 	"strings"
 )
@@ -32,8 +34,25 @@ func init() {
 }
 
 // sameFunctionList compares FUNCTION LIST replies as sets of libraries,
-// each with a set of functions.
+// each with a set of functions; FUNCTION DUMP payloads as the sets of
+// library code they hold; and FUNCTION RESTORE's collision errors by kind
+// (which of several colliding libraries Redis names depends on its hash
+// table).
 func sameFunctionList(cmd []string, ref, got Value) (equal, handled bool) {
+	if len(cmd) >= 2 && strings.EqualFold(cmd[0], "FUNCTION") && strings.EqualFold(cmd[1], "DUMP") && ref.Kind == '$' {
+		r, ok1 := payloadCodes(ref.Str)
+		g, ok2 := payloadCodes(got.Str)
+		return ok1 && ok2 && slices.Equal(r, g), true
+	}
+	if len(cmd) >= 2 && strings.EqualFold(cmd[0], "FUNCTION") && strings.EqualFold(cmd[1], "RESTORE") && ref.IsError() {
+		for _, kind := range []string{"ERR Library ", "ERR Function "} {
+			if strings.HasPrefix(ref.Str, kind) && strings.HasPrefix(got.Str, kind) &&
+				strings.HasSuffix(ref.Str, " already exists") && strings.HasSuffix(got.Str, " already exists") {
+				return true, true
+			}
+		}
+		return false, false
+	}
 	if len(cmd) < 2 || !strings.EqualFold(cmd[0], "FUNCTION") || !strings.EqualFold(cmd[1], "LIST") || ref.Kind != '*' {
 		return false, false
 	}
@@ -283,6 +302,16 @@ var diffScripts = []string{
 	`local t = {} for k, v in pairs({a = 1, b = 2, c = 3, [1] = 'x', [2.5] = 'y'}) do t[#t + 1] = tostring(k) .. '=' .. tostring(v) end return t`,
 	`local t = {} for i = 1, 20 do t['k' .. i] = i end local o = {} for k in pairs(t) do o[#o + 1] = k end return o`,
 	`local t = {} for i = 1, 7999 do t[i] = 1 end return redis.call('DEL', unpack(t))`,
+	// MEMORY USAGE, whose number is kvs's own estimate.
+	`return type(redis.call('MEMORY', 'USAGE', KEYS[1]))`,
+	`return type(redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', 0))`,
+	`return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', -1)`,
+	`return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES')`,
+	`return redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', 'x')`,
+	`return redis.call('MEMORY', 'USAGE')`,
+	`return redis.call('MEMORY', 'BOGUS')`,
+	`return redis.call('MEMORY')`,
+	`return redis.pcall('MEMORY', 'HELP', 'x')`,
 	// SORT BY a constant sorts a set inside a script.
 	`redis.call('DEL', KEYS[1]) redis.call('SADD', KEYS[1], 'c', 'a', 'b', 'aa', '10', '9') return redis.call('SORT', KEYS[1], 'BY', 'nosort')`,
 	`redis.call('DEL', KEYS[1]) redis.call('SADD', KEYS[1], 'c', 'a', 'b') return redis.call('SORT', KEYS[1], 'BY', '_', 'GET', '#', 'GET', '_:*')`,
@@ -432,7 +461,15 @@ func genScriptCommand(g *cmdGen) []string {
 	case 17:
 		return []string{"FCALL", g.pick(diffFunctions...), g.pick("-1", "5", "x")}
 	case 18:
-		switch g.r.Intn(6) {
+		switch g.r.Intn(8) {
+		case 6:
+			return []string{"FUNCTION", "DUMP"}
+		case 7:
+			cmd := []string{"FUNCTION", "RESTORE", g.pick(diffPayloads()...)}
+			if g.chance(0.7) {
+				cmd = append(cmd, g.pick("APPEND", "REPLACE", "FLUSH", "replace", "bogus"))
+			}
+			return cmd
 		case 0:
 			return []string{"FUNCTION", "DELETE", g.pick("dwrite", "dread", "dmany", "dshadow", "nosuch", "DWRITE")}
 		case 1:
@@ -451,4 +488,148 @@ func genScriptCommand(g *cmdGen) []string {
 		cmd = append(cmd, "WITHCODE")
 	}
 	return cmd
+}
+
+// diffPayloads are FUNCTION RESTORE's payloads: libraries of
+// diffLibraries alone and together, one twice, and payloads with a bad
+// checksum, a later version, a wrong opcode, a truncated string.
+func diffPayloads() []string {
+	l := diffLibraries
+	good := []string{
+		functionPayload(l[0]), functionPayload(l[1]), functionPayload(l[0], l[1]), functionPayload(l[2]),
+		functionPayload(l[3]), functionPayload(l[4]), functionPayload(l[0], l[0]), functionPayload(l[1], l[3]),
+		functionPayload(),
+	}
+	bad := functionPayload(l[1])
+	crc := bad[:len(bad)-1] + string(bad[len(bad)-1]^1)
+	version := sealPayload(bad[:len(bad)-10], 11)
+	opcode := sealPayload("\x07\x01x", 10)
+	truncated := sealPayload("\xf5\x3fx", 10)
+	return append(good, crc, version, opcode, truncated, "x", "")
+}
+
+// functionPayload is a FUNCTION DUMP payload of codes, its strings stored
+// as they are (Redis would compress the longer ones, and reads both).
+func functionPayload(codes ...string) string {
+	var b []byte
+	for _, code := range codes {
+		b = append(b, 245)
+		switch n := len(code); {
+		case n < 1<<6:
+			b = append(b, byte(n))
+		case n < 1<<14:
+			b = append(b, byte(n>>8)|0x40, byte(n))
+		default:
+			b = binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
+		}
+		b = append(b, code...)
+	}
+	return sealPayload(string(b), 10)
+}
+
+// sealPayload adds a payload's footer: the RDB version and Redis's CRC-64.
+func sealPayload(body string, version uint16) string {
+	b := binary.LittleEndian.AppendUint16([]byte(body), version)
+	return string(binary.LittleEndian.AppendUint64(b, redisCRC64(b)))
+}
+
+var jonesTable = crc64.MakeTable(0x95ac9329ac4bc9b5)
+
+func redisCRC64(b []byte) uint64 { return ^crc64.Update(^uint64(0), jonesTable, b) }
+
+// payloadCodes reads the library code a FUNCTION DUMP payload holds, in
+// order, decompressing LZF strings.
+func payloadCodes(p string) ([]string, bool) {
+	if len(p) < 10 {
+		return nil, false
+	}
+	b := []byte(p[:len(p)-10])
+	var codes []string
+	readLen := func() (int, bool, bool) {
+		if len(b) == 0 {
+			return 0, false, false
+		}
+		c := b[0]
+		b = b[1:]
+		switch {
+		case c>>6 == 3:
+			return int(c & 0x3f), true, true
+		case c>>6 == 0:
+			return int(c), false, true
+		case c>>6 == 1 && len(b) > 0:
+			n := int(c&0x3f)<<8 | int(b[0])
+			b = b[1:]
+			return n, false, true
+		case c == 0x80 && len(b) >= 4:
+			n := int(binary.BigEndian.Uint32(b))
+			b = b[4:]
+			return n, false, true
+		}
+		return 0, false, false
+	}
+	for len(b) > 0 {
+		if b[0] != 245 {
+			return nil, false
+		}
+		b = b[1:]
+		n, encoded, ok := readLen()
+		if !ok {
+			return nil, false
+		}
+		if !encoded {
+			if n > len(b) {
+				return nil, false
+			}
+			codes = append(codes, string(b[:n]))
+			b = b[n:]
+			continue
+		}
+		clen, _, ok1 := readLen()
+		plen, _, ok2 := readLen()
+		if n != 3 || !ok1 || !ok2 || clen > len(b) {
+			return nil, false
+		}
+		code, ok := lzfDecode(b[:clen], plen)
+		if !ok {
+			return nil, false
+		}
+		codes = append(codes, code)
+		b = b[clen:]
+	}
+	slices.Sort(codes)
+	return codes, true
+}
+
+// lzfDecode is liblzf's decompression.
+func lzfDecode(in []byte, n int) (string, bool) {
+	var out []byte
+	for i := 0; i < len(in); {
+		ctrl := int(in[i])
+		i++
+		if ctrl < 32 {
+			if i+ctrl+1 > len(in) {
+				return "", false
+			}
+			out = append(out, in[i:i+ctrl+1]...)
+			i += ctrl + 1
+			continue
+		}
+		l := ctrl >> 5
+		if l == 7 && i < len(in) {
+			l += int(in[i])
+			i++
+		}
+		if i >= len(in) {
+			return "", false
+		}
+		ref := len(out) - (ctrl&31)<<8 - int(in[i]) - 1
+		i++
+		if ref < 0 {
+			return "", false
+		}
+		for j := 0; j < l+2; j++ {
+			out = append(out, out[ref+j])
+		}
+	}
+	return string(out), len(out) == n
 }
