@@ -339,19 +339,24 @@ var maxIdleVMs = 2 * runtime.GOMAXPROCS(0)
 
 func (p *vmPool) get(kind lua.Kind, readOnly bool) *luaVM {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if !readOnly {
-		if p.write[kind] == nil {
-			p.write[kind] = newLuaVM(kind)
+		vm := p.write[kind]
+		if vm == nil {
+			vm = newLuaVM(kind)
+			p.write[kind] = vm
 		}
-		return p.write[kind]
-	}
-	if n := len(p.idle[kind]); n > 0 {
-		vm := p.idle[kind][n-1]
-		p.idle[kind] = p.idle[kind][:n-1]
+		p.mu.Unlock()
 		return vm
 	}
-	return newLuaVM(kind)
+	n := len(p.idle[kind])
+	if n == 0 {
+		p.mu.Unlock()
+		return newLuaVM(kind)
+	}
+	vm := p.idle[kind][n-1]
+	p.idle[kind] = p.idle[kind][:n-1]
+	p.mu.Unlock()
+	return vm
 }
 
 func (p *vmPool) put(vm *luaVM, kind lua.Kind, readOnly bool) {

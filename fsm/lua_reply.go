@@ -167,6 +167,29 @@ func respLine(b []byte) (line, rest []byte) {
 }
 
 func respInt(b []byte) int64 {
+	// The common case, a few digits, without strconv's generality.
+	if len(b) > 0 && len(b) < 19 {
+		var n int64
+		neg := b[0] == '-'
+		digits := b
+		if neg {
+			digits = b[1:]
+		}
+		ok := len(digits) > 0
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if ok {
+			if neg {
+				return -n
+			}
+			return n
+		}
+	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: a script's reply with length %q", b))

@@ -127,10 +127,26 @@ static void bufAppend(kvs_buf *b, const char *s, size_t n) {
 
 static void bufAppendStr(kvs_buf *b, const char *s) { bufAppend(b, s, strlen(s)); }
 
+/* formatInt writes n in decimal at the end of tmp[0:32], returning
+ * where it starts. */
+static char *formatInt(char *end, long long n) {
+  unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+  char *p = end;
+  do {
+    *--p = '0' + u % 10;
+    u /= 10;
+  } while (u);
+  if (n < 0) *--p = '-';
+  return p;
+}
+
 static void bufAppendLen(kvs_buf *b, char type, long long n) {
   char tmp[32];
-  int len = snprintf(tmp, sizeof(tmp), "%c%lld\r\n", type, n);
-  bufAppend(b, tmp, len);
+  char *end = tmp + sizeof(tmp) - 2;
+  end[0] = '\r', end[1] = '\n';
+  char *p = formatInt(end, n);
+  *--p = type;
+  bufAppend(b, p, tmp + sizeof(tmp) - p);
 }
 
 /* ---------------------------------------------------------------------------
@@ -722,9 +738,18 @@ static int luaArgsToRedisArgv(lua_State *L, kvs_state *st, int *argc) {
   char *num = st->nums;
   for (j = 0; j < *argc; j++) {
     if (lua_type(L, j + 1) == LUA_TNUMBER) {
-      /* Not lua_tolstring: Lua's number format loses precision. */
+      /* Not lua_tolstring: Lua's number format loses precision. An
+       * integer below 1e15 (a TTL, a count) is %.17g's digits, written
+       * without printf. */
       lua_Number n = lua_tonumber(L, j + 1);
-      int len = snprintf(num, 32, "%.17g", (double)n);
+      int len;
+      if (n > -1e15 && n < 1e15 && n == (lua_Number)(long long)n && (n != 0 || !signbit(n))) {
+        char *start = formatInt(num + 32, (long long)n);
+        len = num + 32 - start;
+        memmove(num, start, len);
+      } else {
+        len = snprintf(num, 32, "%.17g", (double)n);
+      }
       st->argv[j].p = num;
       st->argv[j].len = len;
       num += 32;
@@ -1311,14 +1336,65 @@ static void functionInit(lua_State *L) {
  * States
  * ------------------------------------------------------------------------- */
 
+/* The interpreter's allocator (lua_Alloc). Blocks of up to
+ * KVS_POOL_CLASSES * 16 bytes are kept, once freed, on free lists of the
+ * interpreter's own, one per 16-byte size class, and handed out again:
+ * a run makes and drops the same few small objects (KEYS, ARGV, strings),
+ * and malloc's and free's own work cost more than the rest of an empty
+ * run. A list keeps at most KVS_POOL_MAX blocks; past that they go back
+ * to free(). Lua always passes a block's size (osize), which gives its
+ * class. */
+static int poolClass(size_t size) { return size > 0 && size <= KVS_POOL_CLASSES * 16 ? (int)((size - 1) / 16) : -1; }
+
+static void *poolAlloc(kvs_state *st, size_t size) {
+  int c = poolClass(size);
+  if (c < 0) return malloc(size);
+  void *p = st->pool[c];
+  if (p) {
+    st->pool[c] = *(void **)p;
+    st->npool[c]--;
+    return p;
+  }
+  return malloc((size_t)(c + 1) * 16);
+}
+
+static void poolFree(kvs_state *st, void *p, size_t size) {
+  int c = poolClass(size);
+  if (c < 0 || st->npool[c] >= KVS_POOL_MAX) {
+    free(p);
+    return;
+  }
+  *(void **)p = st->pool[c];
+  st->pool[c] = p;
+  st->npool[c]++;
+}
+
 static void *kvsAlloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  (void)osize;
+  kvs_state *st = ud;
   if (nsize == 0) {
-    free(ptr);
+    if (ptr) poolFree(st, ptr, osize);
     return NULL;
   }
-  return realloc(ptr, nsize);
+  if (!ptr) return poolAlloc(st, nsize);
+  int oc = poolClass(osize), nc = poolClass(nsize);
+  if (oc < 0 && nc < 0) return realloc(ptr, nsize);
+  if (oc >= 0 && oc == nc) return ptr;
+  void *p = poolAlloc(st, nsize);
+  if (!p) return NULL;
+  memcpy(p, ptr, osize < nsize ? osize : nsize);
+  poolFree(st, ptr, osize);
+  return p;
+}
+
+static void poolRelease(kvs_state *st) {
+  for (int c = 0; c < KVS_POOL_CLASSES; c++) {
+    while (st->pool[c]) {
+      void *p = st->pool[c];
+      st->pool[c] = *(void **)p;
+      free(p);
+    }
+    st->npool[c] = 0;
+  }
 }
 
 static int kvsPanic(lua_State *L) {
@@ -1329,6 +1405,19 @@ static int kvsPanic(lua_State *L) {
 }
 
 static void kvsHook(lua_State *L, lua_Debug *ar);
+static int evalRun(lua_State *L);
+static int libraryRun(lua_State *L);
+static int fcallRun(lua_State *L);
+
+static int refString(lua_State *L, const char *s) {
+  lua_pushstring(L, s);
+  return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+static int refFunction(lua_State *L, lua_CFunction f) {
+  lua_pushcfunction(L, f);
+  return luaL_ref(L, LUA_REGISTRYINDEX);
+}
 
 kvs_state *kvs_open(int kind, uintptr_t handle) {
   kvs_state *st = calloc(1, sizeof(*st));
@@ -1352,14 +1441,35 @@ kvs_state *kvs_open(int kind, uintptr_t handle) {
   st->cjson = lua_touserdata(L, -1);
   lua_pop(L, 3);
 
+  st->evalrun = refFunction(L, evalRun);
+  st->libraryrun = refFunction(L, libraryRun);
+  st->fcallrun = refFunction(L, fcallRun);
+  if (kind == KVS_EVAL)
+    lua_getglobal(L, "__redis__err__handler");
+  else
+    lua_getfield(L, LUA_REGISTRYINDEX, REGISTRY_ERROR_HANDLER_NAME);
+  st->errhandler = luaL_ref(L, LUA_REGISTRYINDEX);
+  st->keysname = refString(L, "KEYS");
+  st->argvname = refString(L, "ARGV");
+
   lua_settop(L, 0);
   st->baseseq = lua_getobjectseq(L);
   return st;
 }
 
+/* Runs f(ud), one of the protected bodies, as lua_cpcall would, but
+ * without making a new closure each time. */
+static int protectedCall(kvs_state *st, int f, void *ud) {
+  lua_State *L = st->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, f);
+  lua_pushlightuserdata(L, ud);
+  return lua_pcall(L, 1, 0, 0);
+}
+
 void kvs_close(kvs_state *st) {
   kvs_release_funcs(st);
   lua_close(st->L);
+  poolRelease(st);
   free(st->in.p);
   free(st->out.p);
   free(st->argv);
@@ -1436,19 +1546,11 @@ static void endRun(kvs_state *st) {
 
 /* luaCreateArray */
 static void luaCreateArray(lua_State *L, const char **args, const size_t *lens, int n) {
-  lua_newtable(L);
+  lua_createtable(L, n, 0);
   for (int j = 0; j < n; j++) {
     lua_pushlstring(L, *args, lens[j]);
     *args += lens[j];
     lua_rawseti(L, -2, j + 1);
-  }
-}
-
-/* The GC step Redis takes every 50 runs (LUA_GC_CYCLE_PERIOD). */
-static void gcStep(kvs_state *st) {
-  if (++st->gccount == 50) {
-    lua_gc(st->L, LUA_GCSTEP, 50);
-    st->gccount = 0;
   }
 }
 
@@ -1505,23 +1607,28 @@ typedef struct runArgs {
 } runArgs;
 
 /* evalGenericCommand's run, protected: the script's function under EVAL's
- * error handler, KEYS and ARGV as globals, then its reply. */
+ * error handler, KEYS and ARGV as globals, then its reply. kvs: Redis
+ * also forces a collector step every 50 runs (LUA_GC_CYCLE_PERIOD);
+ * kvs leaves the collector to its own pace, which keeps the heap within
+ * twice what is live, and saves the CPU the forced steps cost. */
 static int evalRun(lua_State *L) {
   runArgs *a = lua_touserdata(L, 1);
+  kvs_state *st = a->st;
   lua_pop(L, 1);
-  lua_getglobal(L, "__redis__err__handler");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, st->errhandler);
   lua_rawgeti(L, LUA_REGISTRYINDEX, a->ref);
   const char *args = a->args;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, st->keysname);
   luaCreateArray(L, &args, a->lens, a->nkeys);
   lua_enablereadonlytable(L, LUA_GLOBALSINDEX, 0);
-  lua_setglobal(L, "KEYS");
+  lua_rawset(L, LUA_GLOBALSINDEX);
   lua_enablereadonlytable(L, LUA_GLOBALSINDEX, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, st->argvname);
   luaCreateArray(L, &args, a->lens + a->nkeys, a->nargs);
   lua_enablereadonlytable(L, LUA_GLOBALSINDEX, 0);
-  lua_setglobal(L, "ARGV");
+  lua_rawset(L, LUA_GLOBALSINDEX);
   lua_enablereadonlytable(L, LUA_GLOBALSINDEX, 1);
   int err = lua_pcall(L, 0, 1, -2);
-  gcStep(a->st);
   replyResult(a->st, err, a->name);
   return 0;
 }
@@ -1544,7 +1651,7 @@ int kvs_run(kvs_state *st, int ref, const char *name, const char *args, const si
   runArgs a = {st, ref, name, args, lens, nkeys, nargs, 0};
   st->running = 1;
   beginRun(st, seed, hook);
-  if (lua_cpcall(st->L, evalRun, &a) != 0) runFailed(st, name);
+  if (protectedCall(st, st->evalrun, &a) != 0) runFailed(st, name);
   endRun(st);
   return KVS_RUN_OK;
 }
@@ -1842,7 +1949,7 @@ int kvs_library(kvs_state *st, int ref, int hook) {
   runArgs a = {st, ref, NULL, NULL, NULL, 0, 0, 0};
   kvs_release_funcs(st);
   beginRun(st, 0, hook);
-  if (lua_cpcall(st->L, libraryRun, &a) != 0) {
+  if (protectedCall(st, st->libraryrun, &a) != 0) {
     st->out.len = 0;
     bufAppendStr(&st->out, "ERR out of memory");
     a.loadfail = 1;
@@ -1873,13 +1980,12 @@ static int fcallRun(lua_State *L) {
     a->loadfail = 1;
     return 0;
   }
-  lua_getfield(L, LUA_REGISTRYINDEX, REGISTRY_ERROR_HANDLER_NAME);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, st->errhandler);
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   const char *args = a->args;
   luaCreateArray(L, &args, a->lens, a->nkeys);
   luaCreateArray(L, &args, a->lens + a->nkeys, a->nargs);
   int err = lua_pcall(L, 2, 1, -4);
-  gcStep(st);
   replyResult(st, err, a->name);
   return 0;
 }
@@ -1890,7 +1996,7 @@ int kvs_fcall(kvs_state *st, int ref, const char *fname, const char *args, const
   kvs_release_funcs(st);
   st->running = 1;
   beginRun(st, seed, hook);
-  if (lua_cpcall(st->L, fcallRun, &a) != 0) runFailed(st, fname);
+  if (protectedCall(st, st->fcallrun, &a) != 0) runFailed(st, fname);
   kvs_release_funcs(st);
   endRun(st);
   return a.loadfail ? KVS_RUN_LOADFAIL : KVS_RUN_OK;

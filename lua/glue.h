@@ -45,6 +45,10 @@ typedef struct kvs_buf {
   size_t len, cap;
 } kvs_buf;
 
+/* The small-block pool of an interpreter's allocator (glue.c, kvsAlloc). */
+#define KVS_POOL_CLASSES 16
+#define KVS_POOL_MAX 4096
+
 /* A function a library registered (redis.register_function). */
 typedef struct kvs_func {
   char *name, *desc;
@@ -64,7 +68,6 @@ typedef struct kvs_state {
   uint32_t rx[3], ra[3], rc; /* redisLrand48's state */
   unsigned int baseseq;      /* the object number a run starts from */
   void *cjson;               /* the cjson library's settings */
-  int gccount;               /* runs since the last GC step */
   kvs_buf in;                /* from Go: a reply, an error text */
   kvs_buf out;               /* to Go: a run's reply, a compile error */
   kvs_arg *argv;             /* redis.call's arguments */
@@ -73,6 +76,12 @@ typedef struct kvs_state {
   size_t numscap;
   kvs_func *funcs; /* what the library being loaded registered */
   int nfuncs, funcscap;
+  /* Registry references made once, so that a run allocates none of them:
+   * the protected bodies of kvs_run, kvs_library and kvs_fcall, the
+   * error handler, and the names KEYS and ARGV. */
+  int evalrun, libraryrun, fcallrun, errhandler, keysname, argvname;
+  void *pool[KVS_POOL_CLASSES]; /* free blocks, by 16-byte size class */
+  int npool[KVS_POOL_CLASSES];
 } kvs_state;
 
 /* The flags a function may declare, in Redis's order. */

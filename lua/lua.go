@@ -43,7 +43,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"runtime"
-	"runtime/cgo"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -87,11 +88,11 @@ type State struct {
 	*core
 }
 
-// core is what the cgo handle reaches: all of a State but the value the
-// cleanup watches.
+// core is what the C side's handle reaches (cores): all of a State but
+// the value the cleanup watches.
 type core struct {
 	c        *C.kvs_state
-	h        cgo.Handle
+	h        int // its index in cores
 	host     Host
 	panicked any
 	// Reused from run to run: the keys and arguments passed in, the
@@ -107,7 +108,7 @@ type core struct {
 // finds it.
 func New(kind Kind) *State {
 	c := &core{}
-	c.h = cgo.NewHandle(c)
+	c.h = cores.add(c)
 	c.c = C.kvs_open(C.int(kind), C.uintptr_t(c.h))
 	s := &State{c}
 	runtime.AddCleanup(s, func(c *core) { c.close() }, c)
@@ -123,8 +124,54 @@ func (c *core) close() {
 	}
 	C.kvs_close(c.c)
 	c.c = nil
-	c.h.Delete()
+	cores.remove(c.h)
 }
+
+// cores are the live interpreters' cores, by the handle their C state
+// holds: a callback finds its core with one load and an index, where
+// runtime/cgo's handles take a concurrent map's lookup.
+var cores coreTable
+
+type coreTable struct {
+	mu   sync.Mutex // guards the writers: add, remove, free
+	v    atomic.Pointer[[]*core]
+	free []int // indexes of removed cores, reused
+}
+
+func (t *coreTable) add(c *core) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var old []*core
+	if p := t.v.Load(); p != nil {
+		old = *p
+	}
+	if n := len(t.free); n > 0 {
+		h := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.set(old, h, c)
+		return h
+	}
+	next := append(old[:len(old):len(old)], c)
+	t.v.Store(&next)
+	return len(next) - 1
+}
+
+func (t *coreTable) remove(h int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.set(*t.v.Load(), h, nil)
+	t.free = append(t.free, h)
+}
+
+// set publishes a copy of cores with cores[h] = c: readers never see a
+// slice change under them.
+func (t *coreTable) set(cores []*core, h int, c *core) {
+	next := append([]*core(nil), cores...)
+	next[h] = c
+	t.v.Store(&next)
+}
+
+func (t *coreTable) get(h C.uintptr_t) *core { return (*t.v.Load())[h] }
 
 // Load compiles code as chunk name ("@user_script"), which runs it in the
 // interpreter's globals. It returns the chunk, kept until Unref, or Lua's
@@ -287,7 +334,7 @@ func (c *core) callArgs(argv *C.kvs_arg, argc C.int) [][]byte {
 
 //export kvsGoCall
 func kvsGoCall(h C.uintptr_t, op C.int, argv *C.kvs_arg, argc C.int) (rc C.int) {
-	c := cgo.Handle(h).Value().(*core)
+	c := cores.get(h)
 	defer func() {
 		if p := recover(); p != nil {
 			c.panicked, rc = p, C.KVS_PANIC
@@ -319,7 +366,7 @@ func kvsGoCall(h C.uintptr_t, op C.int, argv *C.kvs_arg, argc C.int) (rc C.int) 
 //
 //export kvsGoCheckpoint
 func kvsGoCheckpoint(h C.uintptr_t, executed C.int, next *C.int) (rc C.int) {
-	c := cgo.Handle(h).Value().(*core)
+	c := cores.get(h)
 	defer func() {
 		if p := recover(); p != nil {
 			c.panicked, rc = p, C.KVS_PANIC

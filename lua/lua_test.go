@@ -153,6 +153,16 @@ func TestNumbers(t *testing.T) {
 			t.Errorf("%q: %q, want %q", tc.src, got, want)
 		}
 	}
+	// redis.call's number arguments are %.17g, integers or not, on either
+	// side of the bounds of the integer shortcut.
+	for _, n := range []string{"0", "-0", "1", "-1", "60", "1e15 - 1", "1e15", "1e15 + 1", "-1e15 + 1", "-1e15", "-1e15 - 1",
+		"0.5", "-2.5", "1e16", "2^53", "1e17", "1e300", "-1e300", "2^63", "-2^63", "123456789012345"} {
+		got := eval(t, s, h, "redis.call('set', 'n', "+n+") return redis.call('get', 'n')", nil, nil)
+		f := eval(t, s, h, "return string.format('%.17g', "+n+")", nil, nil)
+		if got != f {
+			t.Errorf("redis.call's argument %s: %q, want %q", n, got, f)
+		}
+	}
 	// A number reply is the integer part.
 	if got := eval(t, s, h, "return 3.99", nil, nil); got != ":3\r\n" {
 		t.Errorf("return 3.99: %q", got)
