@@ -1453,7 +1453,10 @@ kvs_state *kvs_open(int kind, uintptr_t handle) {
   st->argvname = refString(L, "ARGV");
 
   lua_settop(L, 0);
-  st->baseseq = lua_getobjectseq(L);
+  if (lua_getobjectseq(L) >= KVS_RUN_SEQ) {
+    fputs("kvs: the interpreter made more objects than KVS_RUN_SEQ allows\n", stderr);
+    abort();
+  }
   return st;
 }
 
@@ -1525,14 +1528,18 @@ static void kvsHook(lua_State *L, lua_Debug *ar) {
 
 /* What every run starts from, as a fresh interpreter: RESP2 replies, the
  * random source seeded from the entry, cjson's defaults, and the object
- * numbers every replica gives this run's objects. */
+ * numbers every replica gives this run's objects. They start at
+ * KVS_RUN_SEQ, above every number the interpreter's own objects got when
+ * it was built, so that they do not depend on how many those were: a
+ * replica running another kvs version, whose interpreter may be built
+ * with more or fewer objects, still numbers a script's objects alike. */
 static void beginRun(kvs_state *st, uint64_t seed, int hook) {
   lua_State *L = st->L;
   lua_settop(L, 0);
   st->resp = 2;
   rand48Seed(st, RAND_LOW(seed), RAND_LOW(seed >> 16), RAND_LOW(seed >> 32));
   if (st->cjson) json_reset_config(st->cjson);
-  lua_setobjectseq(L, st->baseseq);
+  lua_setobjectseq(L, KVS_RUN_SEQ);
   if (hook > 0) lua_sethook(L, kvsHook, LUA_MASKCOUNT, hook);
 }
 

@@ -45,6 +45,9 @@ typedef struct kvs_buf {
   size_t len, cap;
 } kvs_buf;
 
+/* The object number the objects a run makes start from (lua_setobjectseq). */
+#define KVS_RUN_SEQ 0x01000000u
+
 /* The small-block pool of an interpreter's allocator (glue.c, kvsAlloc). */
 #define KVS_POOL_CLASSES 16
 #define KVS_POOL_MAX 4096
@@ -66,7 +69,6 @@ typedef struct kvs_state {
   int loading;      /* a library's top level runs: register_function works */
   int resp;         /* what redis.call's replies are in (redis.setresp) */
   uint32_t rx[3], ra[3], rc; /* redisLrand48's state */
-  unsigned int baseseq;      /* the object number a run starts from */
   void *cjson;               /* the cjson library's settings */
   kvs_buf in;                /* from Go: a reply, an error text */
   kvs_buf out;               /* to Go: a run's reply, a compile error */
