@@ -353,19 +353,9 @@ func runMemory(c *client, args [][]byte) {
 	c.noteSubcommand("memory", sub)
 	switch {
 	case is(sub, "usage"):
-		if len(args) < 3 {
-			c.out = appendError(c.out, errWrongArgs("memory|usage"))
+		if _, e := parseMemoryUsage(args); e != "" {
+			c.out = appendError(c.out, e)
 			return
-		}
-		for j := 3; j < len(args); j += 2 {
-			if !is(args[j], "samples") || j+1 >= len(args) {
-				c.out = appendError(c.out, errSyntax)
-				return
-			}
-			if _, ok := parseInt(args[j+1]); !ok {
-				c.out = appendError(c.out, errNotInteger)
-				return
-			}
 		}
 		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 		c.out = appendReply(c.out, &r, c.proto)
@@ -380,6 +370,30 @@ func runMemory(c *client, args [][]byte) {
 	default:
 		c.out = appendError(c.out, errUnknownSubcommand(sub, "memory"))
 	}
+}
+
+// parseMemoryUsage checks MEMORY USAGE key [SAMPLES count] as Redis's
+// memoryCommand does, and returns the count (Redis's default 5; 0 means
+// every element).
+func parseMemoryUsage(args [][]byte) (samples int64, e string) {
+	if len(args) < 3 {
+		return 0, errWrongArgs("memory|usage")
+	}
+	samples = 5
+	for j := 3; j < len(args); j += 2 {
+		if !is(args[j], "samples") || j+1 >= len(args) {
+			return 0, errSyntax
+		}
+		n, ok := parseInt(args[j+1])
+		switch {
+		case !ok:
+			return 0, errNotInteger
+		case n < 0:
+			return 0, errSyntax
+		}
+		samples = n
+	}
+	return samples, ""
 }
 
 var memoryHelp = []string{

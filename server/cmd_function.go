@@ -8,11 +8,11 @@ import (
 )
 
 // Functions: FCALL, FCALL_RO and FUNCTION LOAD / DELETE / FLUSH / LIST /
-// STATS / KILL. FCALL of a function that may write is proposed as one
-// OpFCall write, with a seed and an instruction budget as EVAL's; FCALL_RO
-// and FCALL of a no-writes function are OpFCallRO reads. The libraries
-// live in the store (fsm/function.go); LOAD, DELETE and FLUSH are writes
-// through the log, so every node has the same ones.
+// STATS / KILL / DUMP / RESTORE. FCALL of a function that may write is
+// proposed as one OpFCall write, with a seed and an instruction budget as
+// EVAL's; FCALL_RO and FCALL of a no-writes function are OpFCallRO reads.
+// The libraries live in the store (fsm/function.go); LOAD, DELETE, FLUSH
+// and RESTORE are writes through the log, so every node has the same ones.
 
 func init() {
 	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
@@ -89,7 +89,11 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		// A function never runs past its instruction budget, and never
 		// while another command waits for it on the same node.
 		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"):
+	case is(sub, "dump") && len(args) == 2:
+		return fsm.Command{Op: fsm.OpFunctionDump}, ""
+	case is(sub, "restore") && len(args) >= 3:
+		return parseFunctionRestore(c, args)
+	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"), is(sub, "dump"), is(sub, "restore"):
 		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
 	}
 	return fsm.Command{}, errUnknownSubcommand(sub, "function")
@@ -118,6 +122,38 @@ func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 		return fsm.Command{}, e
 	}
 	cmd.Args = args[last:]
+	return cmd, ""
+}
+
+// parseFunctionRestore parses FUNCTION RESTORE payload [FLUSH|APPEND|
+// REPLACE] and checks the payload's version and checksum, in Redis's
+// order. Reading the libraries, and whether they collide with the ones
+// loaded, is decided at apply.
+func parseFunctionRestore(c *client, args [][]byte) (fsm.Command, string) {
+	if c.s.maxMemory.Load() > 0 {
+		// FUNCTION RESTORE is denyoom in Redis.
+		if e := c.oomRefusal(); e != "" {
+			return fsm.Command{}, e
+		}
+	}
+	if len(args) > 4 {
+		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + spacedArg(args[1]) + "'. Try FUNCTION HELP."
+	}
+	cmd := fsm.Command{Op: fsm.OpFunctionRestore, Int: fsm.RestoreAppend, Args: args[2:3]}
+	if len(args) == 4 {
+		switch {
+		case is(args[3], "append"):
+		case is(args[3], "replace"):
+			cmd.Int = fsm.RestoreReplace
+		case is(args[3], "flush"):
+			cmd.Int = fsm.RestoreFlush
+		default:
+			return fsm.Command{}, "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
+		}
+	}
+	if !fsm.VerifyDumpPayload(args[2]) {
+		return fsm.Command{}, "ERR DUMP payload version or checksum are wrong"
+	}
 	return cmd, ""
 }
 
