@@ -88,6 +88,9 @@ type scriptRun struct {
 	oom      bool               // FlagScriptOOM
 	ids      map[lua.LValue]int // tostring's numbering
 	cmd      Command            // the command redis.call is running
+	// met collects the keys its reads find expired (expire.go); nil: no
+	// one asked.
+	met *[][]byte
 }
 
 // budget is the context a run's interpreter checks once per instruction

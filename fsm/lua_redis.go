@@ -201,7 +201,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if err := cmd.Validate(); err != nil {
 		panic(err)
 	}
-	return s.readInsideLocked(run.now, cmd, !run.readOnly)
+	return s.readInsideLocked(run.now, cmd, !run.readOnly, run.met)
 }
 
 // errReplyArgs is what redis.error_reply and redis.status_reply return

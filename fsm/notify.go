@@ -373,9 +373,9 @@ func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
 // each key of c that is expired at the entry's now is deleted, and
 // announced "expired", before c runs. It runs in apply, on every replica
 // alike, whether or not anyone listens, so the store stays the same on
-// all of them. Reads only hide expired keys (a read never writes, and a
-// follower may not delete): active expiry deletes them later, and
-// announces them then.
+// all of them. Reads only hide expired keys and report them (a read never
+// writes, and a follower may not delete; expire.go): the node that may
+// write proposes their deletion, which announces them.
 func (s *Store) expireMetLocked(now int64, c *Command) {
 	if s.keys.nextDue() > now || c.Op == OpDelExpired {
 		return

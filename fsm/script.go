@@ -103,7 +103,7 @@ func init() {
 	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
-		check: checkNumKeys, read: readEval})
+		check: checkNumKeys, read: readEval, readMet: readEvalMet})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
 	registerOp(OpScriptFlush, opSpec{name: "SCRIPT", write: true, args: 0, apply: applyScriptFlush, keys: keysNone})
 	registerOp(OpScriptExists, opSpec{name: "SCRIPT", args: argsAtLeast(1), read: readScriptExists})
@@ -194,15 +194,19 @@ func applyEval(s *Store, now int64, c *Command) Reply {
 		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
 		s.cacheScriptLocked(sha, c.Args[0])
 	}
-	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0)
+	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0, &s.expired.met)
 }
 
-func readEval(s *Store, now int64, c *Command) Reply {
+func readEval(s *Store, now int64, c *Command) Reply { return readEvalMet(s, now, c, nil) }
+
+// readEvalMet is readEval collecting the expired keys the script's reads
+// meet into *met (nil: none).
+func readEvalMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
 	proto, sha, r, ok := s.evalScriptLocked(c)
 	if !ok {
 		return r
 	}
-	return s.runScript(now, c, sha, proto, true)
+	return s.runScript(now, c, sha, proto, true, met)
 }
 
 // evalScriptLocked finds and compiles the script an eval command runs:
@@ -288,10 +292,12 @@ func readScriptExists(s *Store, now int64, c *Command) Reply {
 
 // runScript runs proto (named sha) with the keys and arguments of c, under
 // the lock the caller holds: exclusive for a write, shared when readOnly.
-func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly bool) Reply {
+// The expired keys its reads meet are appended to *met (nil: none).
+func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly bool, met *[][]byte) Reply {
 	vm := s.vms.get(readOnly)
 	defer s.vms.put(vm, readOnly)
 	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
+	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
 	return vm.runEval(run, proto, keys, argv)
