@@ -211,6 +211,34 @@ func TestExpiredHookMayWrite(t *testing.T) {
 	}
 }
 
+// TestSetDeadlinePast: SET with a deadline already past stores the key
+// expired, as Redis does ("new", "set", "expire"), and its expiry deletes
+// it and announces "expired" later, as any other's.
+func TestSetDeadlinePast(t *testing.T) {
+	s, events := notifyingStore(NotifyAll | NotifyNew)
+	for _, cmd := range []Command{c(OpSet, "k", "v").i(t0 - 1), c(OpSet, "x", "v").i(t0 - 1).fl(FlagNX)} {
+		if r := applyOne(s, t0, cmd); r.Kind != ReplyStatus {
+			t.Fatalf("SET = %v", r)
+		}
+		key := string(cmd.Args[0])
+		if got, want := events.take(), []string{"new:" + key, "set:" + key, "expire:" + key}; !slices.Equal(got, want) {
+			t.Fatalf("SET PXAT in the past announced %q, want %q", got, want)
+		}
+		if r := s.Read(t0, c(OpGet, key)); r.Kind != ReplyNil {
+			t.Fatalf("GET = %v", r)
+		}
+	}
+	if got := s.ExpiredKeys(t0, 10); len(got) != 2 {
+		t.Fatalf("ExpiredKeys = %q", got)
+	}
+	if r := applyOne(s, t0, c(OpDelExpired, "k", "x")); r.Int != 2 {
+		t.Fatalf("DELEXPIRED = %v", r)
+	}
+	if got, want := events.take(), []string{"expired:k", "expired:x"}; !slices.Equal(got, want) {
+		t.Fatalf("deletion announced %q, want %q", got, want)
+	}
+}
+
 // TestExpiredHookCostsNothing: with the hook set, a read allocates nothing
 // more while no key is due, nor a GET of a live key while one is.
 func TestExpiredHookCostsNothing(t *testing.T) {

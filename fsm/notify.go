@@ -333,7 +333,9 @@ func (s *Store) notifyAfterLocked(now int64, c *Command, r Reply, pre preState) 
 		if i < 64 && pre.live&(1<<i) != 0 && !alwaysNew(c, &r) || tk.repeated(c, i) {
 			return
 		}
-		if _, live := s.liveLocked(key, now); !live {
+		// Present, not live: a SET with a deadline already past adds
+		// its key, expired, as Redis's dbAdd does.
+		if ks := unsafeString(key); s.keys.peek(keyHash(ks), ks) == nil {
 			return
 		}
 		s.insertNewLocked(pre.n1, c, key)
