@@ -61,6 +61,9 @@ type Server struct {
 	memPeak memPeak
 	// lazy is INFO's lazy freeing (lazyfree.go).
 	lazy lazyFree
+	// passive holds the expired keys reads met, for the cron loop to
+	// delete where a proposal waits (expire.go).
+	passive passiveQueue
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -156,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
+	cfg.Store.SetExpiredHook(s.expireMet)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
@@ -168,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 	s.setPolicy(p)
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
+	s.passive.kick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
 	return s, nil
 }
