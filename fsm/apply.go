@@ -23,12 +23,16 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 	dst = s.applyEntryLocked(dst, index, now, cmds)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
+	met, expired := s.takeExpiredLocked()
 	s.mu.Unlock()
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
+	}
+	if expired != nil {
+		expired(met)
 	}
 	return dst
 }
@@ -59,12 +63,16 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 	}
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
+	met, expired := s.takeExpiredLocked()
 	s.mu.Unlock()
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
+	}
+	if expired != nil {
+		expired(met)
 	}
 	return out
 }

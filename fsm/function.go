@@ -92,7 +92,7 @@ func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
 	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser,
-		check: checkNumKeys, read: readFCall})
+		check: checkNumKeys, read: readFCall, readMet: readFCallMet})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
 	registerOp(OpFunctionDelete, opSpec{name: "FUNCTION", write: true, args: 1, apply: applyFunctionDelete, keys: keysNone})
@@ -282,16 +282,21 @@ func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
 }
 
 func applyFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, false)
+	return s.runFunction(now, c, false, &s.expired.met)
 }
 
-func readFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, true)
+func readFCall(s *Store, now int64, c *Command) Reply { return readFCallMet(s, now, c, nil) }
+
+// readFCallMet is readFCall collecting the expired keys the function's
+// reads meet into *met (nil: none).
+func readFCallMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
+	return s.runFunction(now, c, true, met)
 }
 
 // runFunction runs the function c calls under the lock the caller holds:
-// exclusive for OpFCall, shared for OpFCallRO.
-func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
+// exclusive for OpFCall, shared for OpFCallRO. The expired keys its reads
+// meet are appended to *met (nil: none).
+func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte) Reply {
 	lib, f := s.functionLocked(string(c.Args[0]))
 	switch {
 	case f == nil:
@@ -310,6 +315,7 @@ func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 		panic(fmt.Sprintf("fsm: library %q no longer compiles: %s", lib.name, e))
 	}
 	run := vm.newRun(s, now, shared || noWrites, uint64(c.Int2), int64(c.Float))
+	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user = user
 	out, e := vm.st.FCall(ref, f.name, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)

@@ -33,9 +33,11 @@ func init() {
 	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
 	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, flags: FlagScanMatch, check: scanCheck,
-		read: func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c) }})
+		read:    func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c, nil) },
+		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.scanLocked(now, *c, met) }})
 	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0,
-		read: func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now) }})
+		read:    func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now, nil) },
+		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.randomKeyLocked(now, met) }})
 	for _, op := range []Op{OpTTL, OpPTTL, OpExpireTime, OpPExpireTime} {
 		registerOp(op, opSpec{name: map[Op]string{OpTTL: "TTL", OpPTTL: "PTTL", OpExpireTime: "EXPIRETIME",
 			OpPExpireTime: "PEXPIRETIME"}[op], args: 1,
@@ -330,8 +332,10 @@ func (s *Store) keysLocked(now int64, pattern string) Reply {
 // The next cursor is the hash of the first key not visited, so a key that
 // exists for the whole iteration is returned at least once however the
 // keyspace changes between calls. A batch never ends inside a run of equal
-// hashes, so even colliding keys cannot make the cursor stand still.
-func (s *Store) scanLocked(now int64, c Command) Reply {
+// hashes, so even colliding keys cannot make the cursor stand still. The
+// expired keys it visits that match its pattern, which Redis's SCAN
+// deletes, are appended to *met unless it is nil.
+func (s *Store) scanLocked(now int64, c Command, met *[][]byte) Reply {
 	count := c.Int2
 	if count <= 0 {
 		count = 10
@@ -354,9 +358,16 @@ func (s *Store) scanLocked(now int64, c Command) Reply {
 		}
 		visited++
 		last = it.hash
-		if it.expired(now) ||
-			(typ != "" && it.kind.typeName() != typ) ||
-			(usePattern && !matchGlob(pattern, it.key)) {
+		if usePattern && !matchGlob(pattern, it.key) {
+			return true
+		}
+		if it.expired(now) {
+			if met != nil {
+				*met = append(*met, []byte(it.key))
+			}
+			return true
+		}
+		if typ != "" && it.kind.typeName() != typ {
 			return true
 		}
 		out = append(out, BulkReply([]byte(it.key)))
@@ -371,8 +382,10 @@ func (s *Store) scanLocked(now int64, c Command) Reply {
 
 // randomKeyLocked picks a key uniformly by rank (the tree keeps subtree
 // counts). Expired keys are skipped; if the sample keeps hitting them, a walk
-// from a random point finds a live one or proves there is none.
-func (s *Store) randomKeyLocked(now int64) Reply {
+// from a random point finds a live one or proves there is none. The
+// expired keys sampled, which Redis's RANDOMKEY deletes, are appended to
+// *met unless it is nil.
+func (s *Store) randomKeyLocked(now int64, met *[][]byte) Reply {
 	n := s.keys.Len()
 	if n == 0 {
 		return replyNil
@@ -381,6 +394,9 @@ func (s *Store) randomKeyLocked(now int64) Reply {
 		it, _ := s.keys.GetAt(rand.IntN(n))
 		if !it.expired(now) {
 			return BulkReply([]byte(it.key))
+		}
+		if met != nil {
+			*met = append(*met, []byte(it.key))
 		}
 	}
 	var found *item

@@ -91,6 +91,9 @@ type scriptRun struct {
 	budget   budget
 	// stop is the error a run past its budget raises (Checkpoint).
 	stop string
+	// met collects the keys its reads find expired (expire.go); nil: no
+	// one asked.
+	met *[][]byte
 }
 
 // budget counts the Lua instructions a run may still execute.
@@ -188,7 +191,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if err := cmd.Validate(); err != nil {
 		panic(err)
 	}
-	return s.readInsideLocked(run.now, cmd, !run.readOnly)
+	return s.readInsideLocked(run.now, cmd, !run.readOnly, run.met)
 }
 
 // luaVM is one interpreter and what it keeps from run to run: the chunks

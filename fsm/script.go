@@ -104,7 +104,7 @@ func init() {
 	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
-		check: checkNumKeys, read: readEval})
+		check: checkNumKeys, read: readEval, readMet: readEvalMet})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
 	registerOp(OpScriptFlush, opSpec{name: "SCRIPT", write: true, args: 0, apply: applyScriptFlush, keys: keysNone})
 	registerOp(OpScriptExists, opSpec{name: "SCRIPT", args: argsAtLeast(1), read: readScriptExists})
@@ -187,16 +187,21 @@ func (k *scriptKey) of(sha []byte) ([]byte, bool) {
 }
 
 func applyEval(s *Store, now int64, c *Command) Reply {
-	return s.eval(now, c, false)
+	return s.eval(now, c, false, &s.expired.met)
 }
 
-func readEval(s *Store, now int64, c *Command) Reply {
-	return s.eval(now, c, true)
+func readEval(s *Store, now int64, c *Command) Reply { return readEvalMet(s, now, c, nil) }
+
+// readEvalMet is readEval collecting the expired keys the script's reads
+// meet into *met (nil: none).
+func readEvalMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
+	return s.eval(now, c, true, met)
 }
 
 // eval runs the script an eval command names, under the lock the caller
-// holds: exclusive for a write, shared for a read.
-func (s *Store) eval(now int64, c *Command, read bool) Reply {
+// holds: exclusive for a write, shared for a read. The expired keys its
+// reads meet are appended to *met (nil: none).
+func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte) Reply {
 	vm := s.vms.get(lua.Eval, read)
 	defer s.vms.put(vm, lua.Eval, read)
 	script, r, ok := s.evalScriptLocked(vm, c)
@@ -209,6 +214,7 @@ func (s *Store) eval(now int64, c *Command, read bool) Reply {
 	}
 	readOnly := read || c.Flags&FlagScriptNoWrites != 0 || script.noWrites
 	run := vm.newRun(s, now, readOnly, uint64(c.Int2), int64(c.Float))
+	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
 	out := vm.st.Run(script.ref, script.sha, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)

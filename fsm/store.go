@@ -177,6 +177,8 @@ type Store struct {
 	readyHook func(keys []string)
 	// notify holds keyspace notifications (notify.go).
 	notify notifier
+	// expired holds the keys reads found expired (expire.go).
+	expired expiredSink
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.

@@ -193,6 +193,10 @@
 //
 // Active expiry proposes OpDelExpired batches through the Proposer every
 // 100 ms, for as long as it keeps finding full batches (up to 25 ms a
-// tick). Only a cluster leader may do so: in cluster mode a follower skips
-// the cycle, whatever SetActiveExpiry said.
+// tick). Passive expiry proposes the deletion of the expired keys a read
+// found (the store's expired hook) right after the read: at once in
+// memory mode, from the cron loop where a proposal waits. Only a cluster
+// leader may do either: in cluster mode a follower skips the cycle,
+// whatever SetActiveExpiry said, and drops what its reads found; and
+// neither runs while a client pause is on (expire.go).
 package server

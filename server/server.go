@@ -64,6 +64,9 @@ type Server struct {
 	// replID is INFO replication's master_replid outside a cluster: 40
 	// random hex digits per process, as Redis makes one at start.
 	replID string
+	// passive holds the expired keys reads met, for the cron loop to
+	// delete where a proposal waits (expire.go).
+	passive passiveQueue
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -157,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
+	cfg.Store.SetExpiredHook(s.expireMet)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
@@ -169,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 	s.setPolicy(p)
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
+	s.passive.kick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
 	s.replID = randomHex(20)
 	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
