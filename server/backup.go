@@ -47,7 +47,6 @@ type Saver interface {
 const (
 	errNothingToSave     = "ERR kvs runs in memory mode (no --data-dir): there is nothing to save to"
 	errBgsaveInProgress  = "ERR Background save already in progress"
-	errBackupInMulti     = "ERR Command not allowed inside a transaction"
 	backupChunkBytes     = 256 << 10
 	backupStreamHeader   = "$?\r\n"
 	backupStreamTerminal = ";0\r\n"

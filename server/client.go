@@ -367,54 +367,25 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
-	if cmd != nil && cmd.container && len(args) > 1 {
-		id = c.subcommandID(cmd, args[1])
+	spec := cmd
+	if cmd != nil && cmd.subs != nil && len(args) > 1 {
+		spec, id = c.subcommand(cmd, args[1])
 	}
-	// The ACL check costs one atomic load while the user may run anything;
-	// unknown names and wrong arities are answered first, as in Redis.
-	if cmd != nil && (!c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen()) && cmd.arityOK(args) {
-		if !c.aclAllows(cmd, id, args) {
-			return true
-		}
+	if spec != nil && c.lastCmd.Load() != &spec.name {
+		c.lastCmd.Store(&spec.name)
 	}
-	if cmd != nil && c.s.cfg.TLS != nil {
-		if e := c.nodeRefusal(cmd); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
-	}
-	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
-		c.queueInMulti(cmd, id, args)
+	switch c.admit(cmd, spec, id, args) {
+	case refused:
 		return true
+	case held:
+		return false // run again when the client pause ends
 	}
-	if cmd == nil {
-		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
+	if c.multi != nil && queuesInMulti(cmd) {
+		c.queueInMulti(cmd, spec, id, args)
 		return true
-	}
-	if c.lastCmd.Load() != &cmd.name {
-		c.lastCmd.Store(&cmd.name)
-	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
-		c.replyError(id, true, errWrongArgs(cmd.name))
-		return true
-	}
-	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
-		return false // held by CLIENT PAUSE: run again when it ends
 	}
 	if c.s.monitoring.Load() != 0 && !c.peer {
-		c.s.feedMonitors(c.addr, cmd, args)
-	}
-	if c.ps != nil {
-		if e := c.subscribedRefusal(cmd, args); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
-	}
-	if cmd.flags&flagDenyOOM != 0 && c.s.maxMemory.Load() > 0 {
-		if e := c.oomRefusal(); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
+		c.s.feedMonitors(c.addr, spec, args)
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
@@ -710,12 +681,15 @@ func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 	}
 }
 
-// subcommandID is the statistics index of cmd's subcommand sub. A
-// subcommand Redis does not have counts as an unknown command, as Redis
-// counts it (its "unknown subcommand" error is in errorstats only).
-func (c *client) subcommandID(cmd *command, sub []byte) int {
+// subcommand returns cmd's subcommand named sub (nil when kvs does not
+// serve one of that name) and its index in the command statistics.
+// Redis's subcommands count apart from their container; a subcommand kvs
+// does not serve counts as an unknown command, as Redis counts an unknown
+// subcommand (its error is in errorstats only).
+func (c *client) subcommand(cmd *command, sub []byte) (*command, int) {
+	st := &c.s.stats.cmds
 	if len(cmd.name)+1+len(sub) > len(c.lower) {
-		return c.s.stats.cmds.unknown
+		return nil, st.unknown
 	}
 	b := append(c.lower[:0], cmd.name...)
 	b = append(b, '|')
@@ -725,15 +699,12 @@ func (c *client) subcommandID(cmd *command, sub []byte) int {
 		}
 		b = append(b, ch)
 	}
-	if i, ok := c.s.stats.cmds.subs[string(b)]; ok {
-		return i
+	spec := cmd.subs[string(b[len(cmd.name)+1:])]
+	if spec == nil {
+		return nil, st.unknown
 	}
-	return c.s.stats.cmds.unknown
-}
-
-// noteSubcommand records "container|sub" as the last command, as CLIENT
-// LIST shows it, for the container commands (CLIENT, CONFIG, ...).
-func (c *client) noteSubcommand(container string, sub []byte) {
-	name := container + "|" + lowerName(sub)
-	c.lastCmd.Store(&name)
+	if i, ok := st.subs[string(b)]; ok {
+		return spec, i
+	}
+	return spec, st.unknown
 }

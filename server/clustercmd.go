@@ -103,33 +103,46 @@ func splitAddr(addr string) (string, int, bool) {
 	return host, port, true
 }
 
-// clusterSubcommands are Redis 7.2's CLUSTER subcommands and their arities,
-// so that arity and unknown-subcommand errors match Redis's in both modes.
-var clusterSubcommands = map[string]int{
-	"addslots": -3, "addslotsrange": -4, "bumpepoch": 2, "count-failure-reports": 3,
-	"countkeysinslot": 3, "delslots": -3, "delslotsrange": -4, "failover": -2,
-	"flushslots": 2, "forget": 3, "getkeysinslot": 4, "help": 2, "info": 2,
-	"keyslot": 3, "links": 2, "meet": -4, "myid": 2, "myshardid": 2, "nodes": 2,
-	"replicas": 3, "replicate": 3, "reset": -2, "saveconfig": 2,
-	"set-config-epoch": 3, "setslot": -4, "shards": 2, "slaves": 3, "slots": 2,
-}
+// clusterSubcommands are Redis 7.2's CLUSTER subcommands, with its
+// arities and flags, so that arity and unknown-subcommand errors match
+// Redis's in both modes.
+var clusterSubcommands = subcommands("cluster",
+	command{name: "addslots", arity: -3, flags: flagAdmin | flagStale},
+	command{name: "addslotsrange", arity: -4, flags: flagAdmin | flagStale},
+	command{name: "bumpepoch", arity: 2, flags: flagAdmin | flagStale},
+	command{name: "count-failure-reports", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "countkeysinslot", arity: 3, flags: flagStale},
+	command{name: "delslots", arity: -3, flags: flagAdmin | flagStale},
+	command{name: "delslotsrange", arity: -4, flags: flagAdmin | flagStale},
+	command{name: "failover", arity: -2, flags: flagAdmin | flagStale},
+	command{name: "flushslots", arity: 2, flags: flagAdmin | flagStale},
+	command{name: "forget", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "getkeysinslot", arity: 4, flags: flagStale},
+	command{name: "help", arity: 2, flags: subHelp},
+	command{name: "info", arity: 2, flags: flagStale},
+	command{name: "keyslot", arity: 3, flags: flagStale},
+	command{name: "links", arity: 2, flags: flagStale},
+	command{name: "meet", arity: -4, flags: flagAdmin | flagStale},
+	command{name: "myid", arity: 2, flags: flagStale},
+	command{name: "myshardid", arity: 2, flags: flagStale},
+	command{name: "nodes", arity: 2, flags: flagStale},
+	command{name: "replicas", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "replicate", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "reset", arity: -2, flags: flagAdmin | flagNoScript | flagStale},
+	command{name: "saveconfig", arity: 2, flags: flagAdmin | flagStale},
+	command{name: "set-config-epoch", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "setslot", arity: -4, flags: flagAdmin | flagStale},
+	command{name: "shards", arity: 2, flags: flagStale},
+	command{name: "slaves", arity: 3, flags: flagAdmin | flagStale},
+	command{name: "slots", arity: 2, flags: flagStale},
+)
 
 func runCluster(c *client, args [][]byte) {
-	sub := args[1]
-	c.noteSubcommand("cluster", sub)
-	name := lowerName(sub)
-	arity, ok := clusterSubcommands[name]
-	switch {
-	case !ok:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "cluster"))
-		return
-	case (arity > 0 && len(args) != arity) || len(args) < -arity:
-		c.out = appendError(c.out, errWrongArgs("cluster|"+name))
-		return
-	case c.s.cfg.Cluster == nil:
+	if c.s.cfg.Cluster == nil {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
+	name := lowerName(args[1])
 	switch name {
 	case "keyslot":
 		c.out = appendInt(c.out, int64(fsm.KeySlot(args[2])))

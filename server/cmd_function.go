@@ -19,7 +19,7 @@ func init() {
 	registerCommands(
 		command{name: "fcall", arity: -3, flags: script, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
-		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting", parse: parseFunction},
+		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting", parse: parseFunction, subs: functionSubcommands},
 	)
 	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
 	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}
@@ -64,14 +64,24 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	return cmd, ""
 }
 
+// functionSubcommands are the FUNCTION subcommands kvs serves, with
+// Redis's arities and flags.
+var functionSubcommands = subcommands("function",
+	command{name: "delete", arity: 3, flags: flagWrite | flagNoScript},
+	command{name: "flush", arity: -2, flags: flagWrite | flagNoScript},
+	command{name: "kill", arity: 2, flags: flagNoScript},
+	command{name: "list", arity: -2, flags: flagNoScript},
+	command{name: "load", arity: -3, flags: flagWrite | flagDenyOOM | flagNoScript},
+	command{name: "stats", arity: 2, flags: flagNoScript},
+)
+
 // parseFunction parses the FUNCTION subcommands.
 func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("function", sub)
 	switch {
-	case is(sub, "load") && len(args) >= 3:
+	case is(sub, "load"):
 		return parseFunctionLoad(c, args)
-	case is(sub, "delete") && len(args) == 3:
+	case is(sub, "delete"):
 		return fsm.Command{Op: fsm.OpFunctionDelete, Args: args[2:3]}, ""
 	case is(sub, "flush") && len(args) <= 3:
 		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
@@ -79,19 +89,15 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
 	case is(sub, "flush"):
-		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
+		return fsm.Command{}, errSubcommandSyntax(sub, "FUNCTION")
 	case is(sub, "list"):
 		return parseFunctionList(args)
-	case is(sub, "stats") && len(args) == 2:
+	case is(sub, "stats"):
 		return fsm.Command{Op: fsm.OpFunctionStats}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A function never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "function")
+	// KILL: a function never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its

@@ -5,6 +5,16 @@ import (
 	"strings"
 )
 
+// commandSubcommands are the COMMAND subcommands kvs serves, with Redis's
+// arities and flags.
+var commandSubcommands = subcommands("command",
+	command{name: "count", arity: 2, flags: subHelp},
+	command{name: "docs", arity: -2, flags: subHelp},
+	command{name: "help", arity: 2, flags: subHelp},
+	command{name: "info", arity: -2, flags: subHelp},
+	command{name: "list", arity: -2, flags: subHelp},
+)
+
 // runCommand answers COMMAND, COMMAND COUNT, COMMAND INFO [name...],
 // COMMAND DOCS [name...] and COMMAND LIST from the command table, so that
 // clients that discover commands (redis-cli's hints, go-redis's cluster
@@ -15,11 +25,15 @@ func runCommand(c *client, args [][]byte) {
 		return
 	}
 	sub := args[1]
-	c.noteSubcommand("command", sub)
 	switch {
-	case is(sub, "count") && len(args) == 2:
+	case is(sub, "count"):
 		c.out = appendInt(c.out, int64(len(c.s.commands)))
-	case is(sub, "list") && len(args) == 2:
+	case is(sub, "list"):
+		if len(args) > 2 {
+			// Redis's FILTERBY, which kvs does not have, or a bad option.
+			c.out = appendError(c.out, errSyntax)
+			return
+		}
 		cmds := c.s.sortedCommands()
 		c.out = appendArrayLen(c.out, len(cmds))
 		for _, cmd := range cmds {
@@ -47,12 +61,8 @@ func runCommand(c *client, args [][]byte) {
 			}
 		}
 		c.commandDocs(cmds)
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, commandHelp)
-	case is(sub, "count"), is(sub, "list"), is(sub, "help"):
-		c.out = appendError(c.out, errWrongArgs("command|"+lowerName(sub)))
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "command"))
+		c.out = appendHelp(c.out, commandHelp)
 	}
 }
 

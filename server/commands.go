@@ -21,6 +21,7 @@ const (
 	flagNoScript
 	flagLoading
 	flagStale
+	flagNoMulti // refused inside MULTI (Redis's no_multi)
 )
 
 var flagNames = []struct {
@@ -29,7 +30,7 @@ var flagNames = []struct {
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"},
 	{flagAdmin, "admin"}, {flagNoScript, "noscript"}, {flagLoading, "loading"},
-	{flagStale, "stale"}, {flagFast, "fast"},
+	{flagStale, "stale"}, {flagFast, "fast"}, {flagNoMulti, "no_multi"},
 }
 
 // command is one entry of the command table.
@@ -57,9 +58,32 @@ type command struct {
 	// had to propose the batch and that was handed to a roundProposer.
 	tx func(c *client, id int, args [][]byte) bool
 
-	// container: Redis has subcommands of it ("config|get"), counted
-	// apart in INFO commandstats. Set by commandTable.
-	container bool
+	// subs, on a container (a command Redis gives subcommands: CONFIG,
+	// CLIENT, ...), are the subcommands kvs serves, by lowercase name.
+	// Their rows hold what the checks before execution read (admit.go):
+	// the full name Redis's errors give ("config|get"), Redis's arity
+	// (the container's name counted) and flags. The container's own run
+	// or parse executes them, and may rely on the name and the arity
+	// being good.
+	subs map[string]*command
+}
+
+// subcommands indexes a container's subcommand rows, given with their
+// own names ("get"), by name, naming each row in full ("config|get").
+func subcommands(container string, rows ...command) map[string]*command {
+	m := make(map[string]*command, len(rows))
+	for i := range rows {
+		sub := rows[i].name
+		rows[i].name = container + "|" + sub
+		m[sub] = &rows[i]
+	}
+	return m
+}
+
+// arityOK reports whether args (the name included) are as many as cmd
+// takes.
+func (cmd *command) arityOK(args [][]byte) bool {
+	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
 }
 
 // Flag sets the command-table rows use.
@@ -71,6 +95,12 @@ const (
 	r    = flagReadonly
 	rf   = flagReadonly | flagFast
 	conn = flagNoScript | flagLoading | flagStale | flagFast
+
+	// Redis's flag sets of the subcommands kvs serves: every HELP, the
+	// administrative ones, those of a connection.
+	subHelp  = flagLoading | flagStale
+	subAdmin = flagAdmin | flagNoScript | flagLoading | flagStale
+	subConn  = flagNoScript | flagLoading | flagStale
 )
 
 // typeCommands are the rows each data type's file (cmd_string.go,
@@ -86,29 +116,29 @@ func commandTable() map[string]*command {
 		{name: "dbsize", arity: 1, flags: rf, group: "server", parse: parseDBSize},
 		{name: "flushdb", arity: -1, flags: wd, group: "server", parse: parseFlush},
 		{name: "flushall", arity: -1, flags: wd, group: "server", parse: parseFlush},
-		{name: "memory", arity: -2, flags: r, group: "server", run: runMemory},
+		{name: "memory", arity: -2, flags: r, group: "server", run: runMemory, subs: memorySubcommands},
 
 		// connection and server, answered by the server itself
 		{name: "ping", arity: -1, flags: flagFast, group: "connection", run: runPing},
 		{name: "echo", arity: 2, flags: flagFast, group: "connection", run: runEcho},
 		{name: "hello", arity: -1, flags: conn, group: "connection", run: runHello},
 		{name: "auth", arity: -2, flags: conn, group: "connection", run: runAuth},
-		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL},
+		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL, subs: aclSubcommands},
 		{name: "quit", arity: -1, flags: conn, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
-		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient},
-		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", run: runCommand},
+		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient, subs: clientSubcommands},
+		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", run: runCommand, subs: commandSubcommands},
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
-		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig},
-		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server", run: runSlowlog},
+		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig, subs: configSubcommands},
+		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server", run: runSlowlog, subs: slowlogSubcommands},
 		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runMonitor},
-		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runLatency},
+		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runLatency, subs: latencySubcommands},
 		{name: "role", arity: 1, flags: conn, group: "server", run: runRole},
 
 		// Redis Cluster's topology (cluster mode; standalone answers as
 		// redis-server without cluster support does)
-		{name: "cluster", arity: -2, group: "cluster", run: runCluster},
+		{name: "cluster", arity: -2, group: "cluster", run: runCluster, subs: clusterSubcommands},
 		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
 
@@ -120,13 +150,13 @@ func commandTable() map[string]*command {
 		{name: "kvs.peer", arity: -1, flags: conn, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
-		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
+		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
-		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
+		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoMulti, group: "server", run: runSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
-		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runShutdown},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runShutdown},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))
@@ -139,9 +169,12 @@ func commandTable() map[string]*command {
 		}
 		m[list[i].name] = &list[i]
 	}
+	// A container without its subcommands would refuse all of them as
+	// unknown: a command Redis has subcommands of must list those kvs
+	// serves.
 	for name := range redisCategories {
-		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil {
-			m[name[:i]].container = true
+		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil && m[name[:i]].subs == nil {
+			panic("server: container without subcommands: " + name[:i])
 		}
 	}
 	return m

@@ -50,29 +50,26 @@ func (s *Server) configParams() map[string]string {
 	return p
 }
 
+// configSubcommands are the CONFIG subcommands, with Redis's arities and
+// flags.
+var configSubcommands = subcommands("config",
+	command{name: "get", arity: -3, flags: subAdmin},
+	command{name: "help", arity: 2, flags: subHelp},
+	command{name: "resetstat", arity: 2, flags: subAdmin},
+	command{name: "rewrite", arity: 2, flags: subAdmin},
+	command{name: "set", arity: -4, flags: subAdmin},
+)
+
 // runConfig answers CONFIG GET pattern..., CONFIG SET param value...,
-// CONFIG RESETSTAT and CONFIG HELP.
+// CONFIG REWRITE, CONFIG RESETSTAT and CONFIG HELP.
 func runConfig(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("config", sub)
 	switch {
 	case is(sub, "get"):
-		if len(args) < 3 {
-			c.out = appendError(c.out, errWrongArgs("config|get"))
-			return
-		}
 		c.configGet(args[2:])
 	case is(sub, "set"):
-		if len(args) < 4 {
-			c.out = appendError(c.out, errWrongArgs("config|set"))
-			return
-		}
 		c.configSet(args[2:])
 	case is(sub, "rewrite"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|rewrite"))
-			return
-		}
 		switch err := c.s.rewriteConfig(); {
 		case errors.Is(err, errNoConfigFile):
 			c.out = appendError(c.out, err.Error())
@@ -84,16 +81,10 @@ func runConfig(c *client, args [][]byte) {
 			c.out = appendStatus(c.out, "OK")
 		}
 	case is(sub, "resetstat"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|resetstat"))
-			return
-		}
 		c.s.stats.reset()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, configHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "config"))
+		c.out = appendHelp(c.out, configHelp)
 	}
 }
 

@@ -208,15 +208,14 @@ func (c *client) answered(id int, rejected bool, at int) {
 	failed := c.replyFailed(at)
 	// A command refused before it ran is a run of its own, which SLOWLOG
 	// and LATENCY do not see, as Redis does not.
-	unlogged := rejected || failed && isRejection(c.out[at:])
-	if c.run.n > 0 && (c.run.id != id || unlogged || c.run.unlogged) {
+	if c.run.n > 0 && (c.run.id != id || rejected || c.run.unlogged) {
 		c.endRun()
 	}
 	if c.run.n == 0 {
 		c.runFirst = c.pipeAt
 	}
 	c.run.id = id
-	c.run.unlogged = unlogged
+	c.run.unlogged = rejected
 	c.run.add(rejected, failed)
 	if c.replyMode != 0 {
 		c.suppressReply(at)

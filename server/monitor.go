@@ -68,9 +68,12 @@ func (s *Server) removeMonitor(c *client) {
 }
 
 // feedMonitors shows args, executed by c (or by a script when from is
-// "lua"), to the monitors, unless Redis would not show cmd.
+// "lua"), to the monitors, unless Redis would not show cmd (the
+// subcommand, for a container): not Redis's ADMIN commands and
+// subcommands. Redis 7.0 shows EVAL and then its script's commands, and
+// so does kvs.
 func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
-	if !monitored(cmd, args) {
+	if cmd.flags&flagAdmin != 0 {
 		return
 	}
 	line := monitorLine(time.Now(), from, args)
@@ -80,28 +83,6 @@ func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
 	for _, mc := range m.list {
 		s.deliver(mc, line)
 	}
-}
-
-// monitored reports whether MONITOR shows cmd: not Redis's ADMIN commands
-// and subcommands. Redis 7.0 shows EVAL and then its script's commands,
-// and so does kvs.
-func monitored(cmd *command, args [][]byte) bool {
-	if cmd.flags&flagAdmin != 0 {
-		return false
-	}
-	switch cmd.name {
-	case "slowlog", "latency", "monitor":
-		return false
-	case "client":
-		if len(args) > 1 {
-			for _, sub := range []string{"kill", "list", "no-evict", "pause", "unpause", "unblock"} {
-				if is(args[1], sub) {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 // monitorLine formats one MONITOR line as Redis's replicationFeedMonitors

@@ -11,11 +11,12 @@ import (
 //
 // The queue and the watched keys are the connection's state. Between
 // MULTI and EXEC every command but EXEC, DISCARD, MULTI, WATCH, QUIT and
-// RESET is queued and answered QUEUED; an unknown command or a wrong
-// argument count is answered with its error and marks the transaction, so
-// that EXEC answers EXECABORT. Syntax errors are not queuing errors (Redis
-// checks only the name and the arity then): the command's error is its
-// element of EXEC's array.
+// RESET is queued and answered QUEUED once it passed the checks every
+// command passes before it runs (admit.go: its name, its arity, the ACL,
+// maxmemory, ...); a refusal is answered with its error and marks the
+// transaction, so that EXEC answers EXECABORT. Syntax errors are not
+// queuing errors (Redis checks only what admit checks then): the
+// command's error is its element of EXEC's array.
 //
 // EXEC turns the queue into one fsm.OpExec: the data commands (parsed at
 // EXEC, so relative expiry times count from it), reads and writes alike,
@@ -38,6 +39,10 @@ import (
 type multiState struct {
 	queued  []queuedCmd
 	aborted bool // a queuing error: EXEC answers EXECABORT
+	// flags are the queued commands' flags together (Redis's
+	// mstate.cmd_flags): EXEC is a denyoom command, or a write, when one
+	// of them is.
+	flags cmdFlags
 	// buf holds the queued commands' arguments, which the connection's
 	// read buffer cannot keep, and argv the slices of them.
 	buf  []byte
@@ -53,7 +58,7 @@ func (m *multiState) reset() {
 	clear(m.queued)
 	clear(m.argv)
 	m.queued, m.argv, m.buf = m.queued[:0], m.argv[:0], m.buf[:0]
-	m.aborted = false
+	m.aborted, m.flags = false, 0
 	if cap(m.buf) > maxReusedTx || cap(m.argv) > maxReusedTx/16 || cap(m.queued) > maxReusedTx/32 {
 		*m = multiState{}
 	}
@@ -62,8 +67,11 @@ func (m *multiState) reset() {
 // writes reports whether the transaction holds a command a client pause
 // of writes holds (cmd_client.go).
 func (m *multiState) writes() bool {
+	if m.flags&flagWrite != 0 {
+		return true
+	}
 	for _, q := range m.queued {
-		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
+		if mayPropagate(q.cmd) {
 			return true
 		}
 	}
@@ -94,11 +102,13 @@ type execSlot struct {
 }
 
 const (
-	errExecAbort      = "EXECABORT Transaction discarded because of previous errors."
-	errMultiNested    = "ERR MULTI calls can not be nested"
-	errExecNoMulti    = "ERR EXEC without MULTI"
-	errDiscardNoMulti = "ERR DISCARD without MULTI"
-	errWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	errExecAbortBecause = "EXECABORT Transaction discarded because of: " // and the refusal of EXEC
+	errNoMulti          = "ERR Command not allowed inside a transaction"
+	errMultiNested      = "ERR MULTI calls can not be nested"
+	errExecNoMulti      = "ERR EXEC without MULTI"
+	errDiscardNoMulti   = "ERR DISCARD without MULTI"
+	errWatchInMulti     = "ERR WATCH inside MULTI is not allowed"
 )
 
 func init() {
@@ -121,33 +131,10 @@ func queuesInMulti(cmd *command) bool {
 	return true
 }
 
-// queueInMulti answers a command sent inside MULTI: QUEUED, or the error
-// that aborts the transaction.
-func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
+// queueInMulti queues a command sent inside MULTI that admit let pass
+// (spec: its subcommand, for a container) and answers QUEUED.
+func (c *client) queueInMulti(cmd, spec *command, id int, args [][]byte) {
 	m := c.multi
-	if cmd == nil {
-		m.aborted = true
-		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
-		return
-	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
-		m.aborted = true
-		c.replyError(id, true, errWrongArgs(cmd.name))
-		return
-	}
-	switch cmd.name {
-	case "kvs.backup", "save", "shutdown":
-		// Redis's no_multi commands (KVS.BACKUP takes the connection
-		// over).
-		m.aborted = true
-		c.replyError(id, true, errBackupInMulti)
-		return
-	}
-	if e := c.oomInMulti(); e != "" {
-		m.aborted = true
-		c.replyError(id, true, e)
-		return
-	}
 	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
 		n := 0
 		for _, a := range args {
@@ -169,6 +156,7 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 		}
 		end := len(m.argv)
 		m.queued = append(m.queued, queuedCmd{cmd: cmd, id: id, args: m.argv[first:end:end]})
+		m.flags |= spec.flags
 		c.multiCount.Store(int32(len(m.queued)))
 	}
 	c.replyRaw(id, rawQueued)
@@ -262,11 +250,6 @@ func txExec(c *client, id int, args [][]byte) bool {
 	m := c.multi
 	if m == nil {
 		c.replyError(id, false, errExecNoMulti)
-		return true
-	}
-	if e := c.oomAtExec(m); e != "" {
-		c.endTransaction()
-		c.replyError(id, true, e)
 		return true
 	}
 	if m.aborted {
