@@ -19,11 +19,12 @@ import "strings"
 //     commands come from a node;
 //  6. past maxmemory with nothing to evict, a denyoom command, or inside
 //     MULTI any command to queue, since queuing takes memory (OOM);
-//  7. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
+//  7. while the append log cannot be written, a write (MISCONF);
+//  8. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
 //     (P|S)UNSUBSCRIBE, PING, QUIT and RESET;
-//  8. (where Redis refuses a command with BUSY while a script runs past
+//  9. (where Redis refuses a command with BUSY while a script runs past
 //     busy-reply-threshold: marked in admit);
-//  9. a client pause holds the command until it ends.
+// 10. a client pause holds the command until it ends.
 //
 // A refusal is answered at once, in the pipeline's order, and inside MULTI
 // it flags the transaction, so that EXEC answers EXECABORT (Redis's
@@ -104,6 +105,12 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
+	if c.s.cfg.LogWriteErr != nil && c.writes(cmd, spec) {
+		if err := c.s.cfg.LogWriteErr(); err != nil {
+			c.refuse(cmd, id, args, errMisconfAOF+strerror(err))
+			return refused
+		}
+	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, spec); e != "" {
 			c.refuse(cmd, id, args, e)
@@ -163,4 +170,14 @@ func (c *client) refusesOOM(cmd, spec *command) bool {
 		return false
 	}
 	return true
+}
+
+// writes reports whether cmd (spec, for a container) is a write to
+// refuse while the log cannot be written: a write command, or an EXEC
+// whose transaction holds one.
+func (c *client) writes(cmd, spec *command) bool {
+	if spec.flags&flagWrite != 0 {
+		return true
+	}
+	return c.multi != nil && cmd.name == "exec" && c.multi.flags&flagWrite != 0
 }

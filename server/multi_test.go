@@ -1,8 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"kvs/fsm"
@@ -413,5 +416,42 @@ func TestRefusalsAgree(t *testing.T) {
 	}
 	if got := admin.do("ACL", "LOG", "1"); !strings.Contains(got, "\r\ncontext\r\n$5\r\nmulti\r\n") {
 		t.Errorf("the last ACL LOG entry is not from MULTI: %q", got)
+	}
+}
+
+// TestMultiLogWriteRefusal: while the log cannot be written, writes are
+// refused with MISCONF, inside MULTI at once (flagging the transaction),
+// and an EXEC holding a write queued before is refused whole; reads are
+// queued and run.
+func TestMultiLogWriteRefusal(t *testing.T) {
+	var failure atomic.Pointer[error]
+	s := startServer(t, Config{LogWriteErr: func() error {
+		if p := failure.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}})
+	rc := dialRaw(t, s)
+	rc.do("SET", "k", "1")
+	misconf := "-MISCONF Errors writing to the AOF file: No space left on device\r\n"
+	got := script(t, rc, [][]string{{"MULTI"}, {"SET", "k", "2"}, {"GET", "k"}})
+	err := fmt.Errorf("wal: write failed: %w", syscall.ENOSPC)
+	failure.Store(&err)
+	got = append(got, script(t, rc, [][]string{
+		{"EXEC"},
+		{"SET", "k", "3"}, {"PING"},
+		{"MULTI"}, {"GET", "k"}, {"EXEC"},
+		{"MULTI"}, {"SET", "k", "4"}, {"GET", "k"}, {"EXEC"},
+	})...)
+	want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+		"-EXECABORT Transaction discarded because of: MISCONF Errors writing to the AOF file: No space left on device\r\n",
+		misconf, "+PONG\r\n",
+		"+OK\r\n", "+QUEUED\r\n", "*1\r\n$1\r\n1\r\n",
+		"+OK\r\n", misconf, "+QUEUED\r\n", "-" + errExecAbort + "\r\n",
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d = %q, want %q", i, got[i], want[i])
+		}
 	}
 }
