@@ -147,7 +147,7 @@ func (c *client) configGet(patterns [][]byte) {
 // is applied, as Redis does.
 func (c *client) configSet(pairs [][]byte) {
 	if len(pairs)%2 != 0 {
-		c.out = appendError(c.out, errWrongArgs("config|set"))
+		c.out = appendError(c.out, errSyntax)
 		return
 	}
 	if e := c.s.setConfig(pairs, false); e != "" {
