@@ -90,9 +90,11 @@ type client struct {
 	// commands: the script's clock and random source (cmd_script.go).
 	script *fsm.ParseContext
 	// The open transaction (MULTI; nil outside one) and the keys WATCH
-	// recorded (multi.go).
-	multi   *multiState
-	watched []watchedKey
+	// recorded (multi.go); capturing: EXEC runs a command for its reply
+	// (runCaptured).
+	multi     *multiState
+	watched   []watchedKey
+	capturing bool
 	// Memory transactions reuse (multi.go): tx is what multi points to;
 	// execs builds the batch's OpExecs and execSlots holds their EXECs'
 	// reply slots, both until the batch is answered (execDone);

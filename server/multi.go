@@ -95,7 +95,7 @@ type watchedKey struct {
 type execSlot struct {
 	raw     []byte
 	sub     bool
-	block   bool   // a blocking command's non-blocking form: empty is a null array
+	block   bool   // a blocking command's non-blocking form whose empty reply is a null array
 	op      fsm.Op // a read's op, for the hit counters
 	read    bool
 	ifFound string // the parser's errIfFound
@@ -323,7 +323,10 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 		case q.cmd.block != nil:
 			var req blockReq
 			req, e = q.cmd.block(c, q.args)
-			fc, sl.block = req.cmd, true
+			// Inside MULTI, BRPOPLPUSH and BLMOVE answer an empty source
+			// with a null bulk string (Redis's blmoveGenericCommand),
+			// the others with a null array.
+			fc, sl.block = req.cmd, q.cmd.name != "brpoplpush" && q.cmd.name != "blmove"
 		case q.cmd.parse != nil:
 			fc, e = q.cmd.parse(c, q.args)
 			sl.ifFound, c.errIfFound = c.errIfFound, ""
@@ -348,13 +351,18 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 // runCaptured runs a command the server answers itself and returns its
 // reply, leaving the connection's output and pending replies as they were.
 func (c *client) runCaptured(cmd *command, args [][]byte) []byte {
+	if c.ps != nil && c.fd < 0 {
+		// Its writer takes the replies before EXEC's now: while the
+		// command runs, c.out holds only its reply (see mergeOutput).
+		c.mergeOutput()
+	}
 	pending, batch := c.pending, c.batch
-	c.pending, c.batch = nil, nil
+	c.pending, c.batch, c.capturing = nil, nil, true
 	at := len(c.out)
 	cmd.run(c, args)
 	raw := append([]byte(nil), c.out[at:]...)
 	c.out = c.out[:at]
-	c.pending, c.batch = pending, batch
+	c.pending, c.batch, c.capturing = pending, batch, false
 	return raw
 }
 

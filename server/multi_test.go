@@ -31,7 +31,7 @@ var multiReplies = []struct {
 	{[]string{"GET", "k"}, "+QUEUED\r\n"},
 	{[]string{"LPUSH", "k", "x"}, "+QUEUED\r\n"},
 	{[]string{"UNWATCH"}, "+QUEUED\r\n"},
-	{[]string{"EXEC"}, "*9\r\n*-1\r\n*-1\r\n-ERR syntax error\r\n+PONG\r\n+OK\r\n:2\r\n$1\r\n2\r\n" +
+	{[]string{"EXEC"}, "*9\r\n$-1\r\n*-1\r\n-ERR syntax error\r\n+PONG\r\n+OK\r\n:2\r\n$1\r\n2\r\n" +
 		"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n"},
 	{[]string{"MULTI"}, "+OK\r\n"},
 	{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
@@ -453,5 +453,51 @@ func TestMultiLogWriteRefusal(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("reply %d = %q, want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// TestMultiSubscribe: SUBSCRIBE queued in MULTI answers inside EXEC's
+// reply, after the replies before it in the pipeline, on an event loop
+// and on a connection's own goroutine (whose output goes through a writer
+// once it subscribed), and the messages published after come after
+// EXEC's reply. A message a RESP3 connection publishes to itself inside
+// MULTI comes inside EXEC's reply on a loop, as in Redis, and before it
+// on a goroutine.
+func TestMultiSubscribe(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprintf("goroutines=%v", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			rc, pub := dialRaw(t, s), dialRaw(t, s)
+			got := script(t, rc, [][]string{{"PING"}, {"MULTI"}, {"SUBSCRIBE", "ch"}, {"EXEC"}, {"PING"}})
+			want := []string{"+PONG\r\n", "+OK\r\n", "+QUEUED\r\n",
+				"*1\r\n*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n", "*2\r\n$4\r\npong\r\n$0\r\n\r\n"}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("reply %d = %q, want %q", i, got[i], want[i])
+				}
+			}
+			if got := pub.do("PUBLISH", "ch", "m"); got != ":1\r\n" {
+				t.Fatalf("PUBLISH = %q", got)
+			}
+			if got := rc.reply(); got != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n" {
+				t.Fatalf("message = %q", got)
+			}
+
+			r3 := dialRaw(t, s)
+			script(t, r3, [][]string{{"HELLO", "3"}, {"SUBSCRIBE", "ch"}})
+			r3.send(append(append(encodeCommand("MULTI"), encodeCommand("PUBLISH", "ch", "self")...), encodeCommand("EXEC")...))
+			var out string
+			for range 4 {
+				out += r3.reply()
+			}
+			msg := ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$4\r\nself\r\n"
+			want3 := "+OK\r\n+QUEUED\r\n*1\r\n" + msg + ":2\r\n"
+			if goroutines {
+				want3 = "+OK\r\n+QUEUED\r\n" + msg + "*1\r\n:2\r\n"
+			}
+			if out != want3 {
+				t.Fatalf("MULTI PUBLISH to itself EXEC = %q, want %q", out, want3)
+			}
+		})
 	}
 }
