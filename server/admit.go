@@ -119,11 +119,12 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 	}
 	// Redis's BUSY refusal of a command while a script runs past
 	// busy-reply-threshold goes here, after every refusal above and
-	// before the client pause, with Redis's exemptions (its allow-busy
-	// commands: MULTI, EXEC, DISCARD, WATCH and UNWATCH among them, so
-	// that a transaction sent during the script is refused whole or run
-	// whole) and through refuse, which flags the transaction or aborts
-	// the EXEC.
+	// before the client pause, through refuse: a command queued during
+	// the script flags its transaction, and EXEC, which is not one of
+	// Redis's allow-busy commands (AUTH, HELLO, QUIT, RESET, MULTI,
+	// DISCARD, WATCH, UNWATCH, SHUTDOWN, SCRIPT KILL, FUNCTION KILL and
+	// FUNCTION STATS are), answers EXECABORT, so that a transaction
+	// sent during the script runs whole or not at all.
 	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(spec) {
 		return held
 	}
