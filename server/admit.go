@@ -78,10 +78,10 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 		if !c.auth.fast {
 			ac = c.aclCommand(cmd, args)
 		}
-	}
-	if ac != nil && c.needsAuth(ac) {
-		c.refuse(cmd, id, args, errNoAuth)
-		return refused
+		if ac != nil && c.needsAuth(ac) {
+			c.refuse(cmd, id, args, errNoAuth)
+			return refused
+		}
 	}
 	if c.multi != nil && spec.flags&flagNoMulti != 0 {
 		c.refuse(cmd, id, args, errNoMulti)
@@ -105,7 +105,7 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
-	if c.s.cfg.LogWriteErr != nil && c.writes(cmd, spec) {
+	if c.writes(cmd, spec) && c.s.cfg.LogWriteErr != nil {
 		if err := c.s.cfg.LogWriteErr(); err != nil {
 			c.refuse(cmd, id, args, errMisconfAOF+strerror(err))
 			return refused
