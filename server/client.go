@@ -136,9 +136,13 @@ type client struct {
 	replyMode uint8
 	held      bool
 
-	// The pipeline being executed, and the index of the next command.
-	pipe   [][][]byte
-	pipeAt int
+	// The pipeline being executed, and the index of the next command;
+	// monitored: MONITOR has shown that command, which executeOne may
+	// run again (after a batch's round, a client pause, a blocking wait)
+	// but the monitors see once.
+	pipe      [][][]byte
+	pipeAt    int
+	monitored bool
 
 	// Event loop (loop_linux.go): the socket, or -1 for a connection
 	// served by a goroutine of its own; the loop's state of it.
@@ -325,6 +329,7 @@ func (c *client) resume() bool {
 			return false // executed again once the batch is answered
 		}
 		c.pipeAt++
+		c.monitored = false
 		if c.quit {
 			c.pipeAt = len(c.pipe)
 			break
@@ -386,8 +391,9 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.queueInMulti(cmd, spec, id, args)
 		return true
 	}
-	if c.s.monitoring.Load() != 0 && !c.peer {
+	if c.s.monitoring.Load() != 0 && !c.peer && !c.monitored {
 		c.s.feedMonitors(c.addr, spec, args)
+		c.monitored = true
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
