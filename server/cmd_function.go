@@ -68,11 +68,10 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 // parseFunction parses the FUNCTION subcommands.
 func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("function", sub)
 	switch {
-	case is(sub, "load") && len(args) >= 3:
+	case is(sub, "load"):
 		return parseFunctionLoad(c, args)
-	case is(sub, "delete") && len(args) == 3:
+	case is(sub, "delete"):
 		return fsm.Command{Op: fsm.OpFunctionDelete, Args: args[2:3]}, ""
 	case is(sub, "flush") && len(args) <= 3:
 		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
@@ -80,19 +79,15 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
 	case is(sub, "flush"):
-		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
+		return fsm.Command{}, errSubcommandSyntax(sub, "FUNCTION")
 	case is(sub, "list"):
 		return parseFunctionList(args)
-	case is(sub, "stats") && len(args) == 2:
+	case is(sub, "stats"):
 		return fsm.Command{Op: fsm.OpFunctionStats}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A function never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "function")
+	// KILL: a function never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its

@@ -204,9 +204,8 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 // parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
 func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("script", sub)
 	switch {
-	case is(sub, "load") && len(args) == 3:
+	case is(sub, "load"):
 		if _, e := shebangNoWrites(args[2]); e != "" {
 			return fsm.Command{}, e
 		}
@@ -214,21 +213,17 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 			return fsm.Command{}, e
 		}
 		return fsm.Command{Op: fsm.OpScriptLoad, Args: args[2:3]}, ""
-	case is(sub, "exists") && len(args) >= 3:
+	case is(sub, "exists"):
 		return fsm.Command{Op: fsm.OpScriptExists, Args: args[2:]}, ""
-	case is(sub, "flush") && len(args) <= 3:
-		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+	case is(sub, "flush"):
+		if len(args) > 3 || len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
 			return fsm.Command{}, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 		}
 		return fsm.Command{Op: fsm.OpScriptFlush}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A script never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "load"), is(sub, "exists"), is(sub, "flush"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "script")
+	// KILL: a script never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // InstallScriptParser gives cfg.Store the parser redis.call uses before
@@ -263,12 +258,16 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	if p.CheckOnly {
 		return s.scriptACLCheck(p, sc, cmd, args)
 	}
+	spec := cmd
+	if cmd != nil && cmd.subcommands != nil && len(args) > 1 {
+		spec = cmd.subcommand(args[1])
+	}
 	switch {
-	case cmd == nil:
+	case spec == nil:
 		return fail("ERR Unknown Redis command called from script")
-	case (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity:
+	case !spec.arityOK(args):
 		return fail("ERR Wrong number of args calling Redis command from script")
-	case cmd.flags&flagNoScript != 0:
+	case spec.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	}
 	if p.User != "" {
@@ -277,22 +276,22 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		}
 	}
 	switch {
-	case p.ReadOnly && cmd.flags&(flagWrite|flagMayReplicate) != 0:
+	case p.ReadOnly && spec.flags&(flagWrite|flagMayReplicate) != 0:
 		// Refused before its arguments are parsed, as in Redis, which
 		// counts what may be propagated (PUBLISH) as a write here, so
 		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
-	case p.OOM && !p.Dirty && cmd.flags&flagDenyOOM != 0:
+	case p.OOM && !p.Dirty && spec.flags&flagDenyOOM != 0:
 		return fail(errOOM)
 	}
-	if cmd.flags&flagWrite != 0 {
+	if spec.flags&flagWrite != 0 {
 		p.Dirty = true
 	}
 	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
 	if s.monitoring.Load() != 0 {
-		s.feedMonitors("lua", cmd, args)
+		s.feedMonitors("lua", spec, args)
 	}
 	switch {
 	case cmd.name == "time":
