@@ -45,7 +45,13 @@ func init() {
 		read: func(s *Store, now int64, c *Command) Reply {
 			return IntReply(int64(s.keys.Len() - s.countExpiredLocked(now)))
 		}})
-	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, read: readMemoryUsage})
+	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, flags: FlagMemoryLogical, read: readMemoryUsage,
+		check: func(c *Command) error {
+			if c.Int < 0 {
+				return errorString("negative sample count")
+			}
+			return nil
+		}})
 }
 
 func scanCheck(c *Command) error {
@@ -154,12 +160,70 @@ func readType(s *Store, now int64, c *Command) Reply {
 	return Reply{Kind: ReplyStatus, Str: it.kind.typeName()}
 }
 
+// FlagMemoryLogical, on OpMemoryUsage: answer logicalSize.
+const FlagMemoryLogical Flags = 1
+
 func readMemoryUsage(s *Store, now int64, c *Command) Reply {
 	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return replyNil
 	}
+	if c.Flags&FlagMemoryLogical != 0 {
+		return IntReply(it.logicalSize(int(c.Int)))
+	}
 	return IntReply(it.size())
+}
+
+// Per-element costs of logicalSize, roughly what the large forms hold
+// per element beside its bytes.
+const (
+	logicalObjBytes    = 64
+	logicalElemBytes   = 16
+	logicalZSetEntries = 24
+)
+
+// logicalSize estimates the bytes of it from its key and value alone, as
+// Redis's MEMORY USAGE does with SAMPLES: the elements of a collection
+// are sampled (the first samples of them, in the order every form keeps
+// them in, or all for 0) and their average cost counted for each. It
+// does not depend on how the value is held (packed or large, the spare
+// capacity of its buffers), which differs between replicas and after a
+// restore, so a script's MEMORY USAGE is the same on every replica.
+func (it *item) logicalSize(samples int) int64 {
+	n := itemSlotBytes + int64(roundAlloc(len(it.key)))
+	if it.kind == kindString {
+		return n + int64(roundAlloc(len(it.val)))
+	}
+	var sum, seen, total int64
+	add := func(cost int) bool {
+		sum += int64(cost)
+		seen++
+		return samples == 0 || seen < int64(samples)
+	}
+	switch it.kind {
+	case kindHash:
+		total = int64(hashLen(it))
+		hashEach(it, func(f, v []byte) bool {
+			return add(2*logicalElemBytes + roundAlloc(len(f)) + roundAlloc(len(v)))
+		})
+	case kindList:
+		total = listLen(it)
+		listElements(it, func(e []byte) bool { return add(logicalElemBytes + roundAlloc(len(e))) })
+	case kindSet:
+		v := viewOf(it)
+		total = int64(v.len())
+		v.each(func(_ uint64, m []byte) bool { return add(logicalElemBytes + roundAlloc(len(m))) })
+	case kindZSet:
+		v := zsetView(it)
+		total = int64(v.card())
+		v.each(0, false, func(e zent) bool {
+			return add(logicalElemBytes + logicalZSetEntries + roundAlloc(len(e.member)))
+		})
+	}
+	if seen > 0 {
+		n += sum * total / seen
+	}
+	return n + logicalObjBytes
 }
 
 func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {

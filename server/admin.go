@@ -348,15 +348,9 @@ func (c *client) describe(now time.Time, self bool) string {
 func runMemory(c *client, args [][]byte) {
 	switch sub := args[1]; {
 	case is(sub, "usage"):
-		for j := 3; j < len(args); j += 2 {
-			if !is(args[j], "samples") || j+1 >= len(args) {
-				c.out = appendError(c.out, errSyntax)
-				return
-			}
-			if _, ok := parseInt(args[j+1]); !ok {
-				c.out = appendError(c.out, errNotInteger)
-				return
-			}
+		if _, e := parseMemoryUsage(args); e != "" {
+			c.out = appendError(c.out, e)
+			return
 		}
 		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 		c.out = appendReply(c.out, &r, c.proto)
@@ -365,6 +359,28 @@ func runMemory(c *client, args [][]byte) {
 	default:
 		c.out = appendHelp(c.out, memoryHelp)
 	}
+}
+
+// parseMemoryUsage checks the options of MEMORY USAGE key [SAMPLES count]
+// as Redis's memoryCommand does, and returns the count (Redis's default 5;
+// 0 means every element). Its arity was checked before it runs, by admit
+// or parseScriptCall.
+func parseMemoryUsage(args [][]byte) (samples int64, e string) {
+	samples = 5
+	for j := 3; j < len(args); j += 2 {
+		if !is(args[j], "samples") || j+1 >= len(args) {
+			return 0, errSyntax
+		}
+		n, ok := parseInt(args[j+1])
+		switch {
+		case !ok:
+			return 0, errNotInteger
+		case n < 0:
+			return 0, errSyntax
+		}
+		samples = n
+	}
+	return samples, ""
 }
 
 var memoryHelp = []string{

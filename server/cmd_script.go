@@ -41,10 +41,11 @@ func init() {
 
 // instructionsPerMs turns lua-time-limit (busy-reply-threshold)
 // milliseconds into the instruction budget a script runs under: roughly
-// what gopher-lua executes in a millisecond on a current core, so the
-// default 5000 ms stops a runaway script after about that long, on every
-// replica at the same instruction.
-const instructionsPerMs = 20000
+// what Lua 5.1 executes in a millisecond on a current core (a plain loop
+// runs faster, a script busy in C functions such as string.rep slower),
+// so the default 5000 ms stops a runaway script after about that long, on
+// every replica at the same instruction.
+const instructionsPerMs = 100_000
 
 const defaultLuaTimeLimit = 5000
 
@@ -164,8 +165,9 @@ type scriptFlags struct {
 	allowOOM bool
 }
 
-// shebangFlags reads a "#!lua flags=..." first line, or returns Redis's
-// error for a shebang it does not accept.
+// shebangFlags reads a "#!lua flags=..." first line, split as Redis's
+// sdssplitargs splits it, or returns Redis's error for a shebang it does
+// not accept.
 func shebangFlags(body []byte) (scriptFlags, string) {
 	var sf scriptFlags
 	if !bytes.HasPrefix(body, []byte("#!")) {
@@ -176,15 +178,20 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	if i < 0 {
 		return sf, "ERR Invalid script shebang"
 	}
-	line := body[:i]
-	parts := strings.Fields(string(line))
+	parts, ok := fsm.SplitArgs(string(body[:i]))
+	if !ok || len(parts) == 0 {
+		return sf, "ERR Invalid engine in script shebang"
+	}
 	if parts[0] != "#!lua" {
-		return sf, "ERR Unexpected engine in script shebang: " + parts[0]
+		return sf, "ERR Unexpected engine in script shebang: " + spacedArg([]byte(parts[0]))
 	}
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return sf, "ERR Unknown lua shebang option: " + p
+			return sf, "ERR Unknown lua shebang option: " + spacedArg([]byte(p))
+		}
+		if flags == "" {
+			continue
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
@@ -192,9 +199,9 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 				sf.noWrites = true
 			case "allow-oom":
 				sf.allowOOM = true
-			case "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys":
 			default:
-				return sf, "ERR Unexpected flag in script shebang: " + f
+				return sf, "ERR Unexpected flag in script shebang: " + spacedArg([]byte(f))
 			}
 		}
 	}
@@ -314,6 +321,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 			return fail(e)
 		}
 		return req.cmd, fsm.Reply{}, false
+	case cmd.name == "memory":
+		return scriptMemory(args)
 	case cmd.parse == nil:
 		return fail("ERR This Redis command is not allowed from script")
 	}
@@ -394,4 +403,50 @@ func (c *client) seed() int64 {
 		return c.script.Rand.Int64()
 	}
 	return rand.Int64()
+}
+
+// addScriptMemory adds INFO memory's fields of scripts and functions, in
+// Redis's order.
+func (s *Server) addScriptMemory(add func(name string, v any)) {
+	st := s.cfg.Store.ScriptStats()
+	add("used_memory_lua", st.EvalVM)
+	add("used_memory_vm_eval", st.EvalVM)
+	add("used_memory_lua_human", humanBytes(uint64(st.EvalVM)))
+	add("used_memory_scripts_eval", st.ScriptBytes)
+	add("number_of_cached_scripts", st.Scripts)
+	add("number_of_functions", st.Functions)
+	add("number_of_libraries", st.Libraries)
+	add("used_memory_vm_functions", st.FunctionVM)
+	add("used_memory_vm_total", st.EvalVM+st.FunctionVM)
+	add("used_memory_vm_total_human", humanBytes(uint64(st.EvalVM+st.FunctionVM)))
+	add("used_memory_functions", st.FunctionBytes)
+	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
+	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
+}
+
+// scriptMemory is MEMORY inside a script, its subcommand and arity
+// checked as any command's (parseScriptCall): USAGE reads the store's
+// estimate from the value alone (fsm.FlagMemoryLogical), the same on
+// every replica whatever each holds the value as, since a script that
+// writes runs on all of them; HELP answers as outside; PURGE, a node's
+// own affair, is not there.
+func scriptMemory(args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
+	}
+	switch sub := args[1]; {
+	case is(sub, "usage"):
+		samples, e := parseMemoryUsage(args)
+		if e != "" {
+			return fail(e)
+		}
+		return fsm.Command{Op: fsm.OpMemoryUsage, Flags: fsm.FlagMemoryLogical, Int: samples, Args: args[2:3]}, fsm.Reply{}, false
+	case is(sub, "help"):
+		lines := make([]fsm.Reply, len(memoryHelp))
+		for i, l := range memoryHelp {
+			lines[i] = fsm.Reply{Kind: fsm.ReplyStatus, Str: l}
+		}
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: lines}, true
+	}
+	return fail("ERR Unknown Redis command called from script")
 }

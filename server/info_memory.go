@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -65,6 +66,7 @@ func (s *Server) memoryInfo() []InfoField {
 	str("used_memory_dataset_perc", percent(dataset, net))
 	add("total_system_memory", int64(sys))
 	human("total_system_memory_human", int64(sys))
+	s.addScriptMemory(func(name string, v any) { fs = append(fs, InfoField{name, fmt.Sprint(v)}) })
 	add("maxmemory", maxmem)
 	human("maxmemory_human", maxmem)
 	str("maxmemory_policy", s.policyName())

@@ -139,7 +139,10 @@ func TestInfoMemoryConsistent(t *testing.T) {
 	want := []string{"used_memory", "used_memory_human", "used_memory_rss", "used_memory_rss_human",
 		"used_memory_peak", "used_memory_peak_human", "used_memory_peak_perc", "used_memory_overhead",
 		"used_memory_startup", "used_memory_dataset", "used_memory_dataset_perc", "total_system_memory",
-		"total_system_memory_human", "maxmemory", "maxmemory_human", "maxmemory_policy",
+		"total_system_memory_human", "used_memory_lua", "used_memory_vm_eval", "used_memory_lua_human",
+		"used_memory_scripts_eval", "number_of_cached_scripts", "number_of_functions", "number_of_libraries",
+		"used_memory_vm_functions", "used_memory_vm_total", "used_memory_vm_total_human", "used_memory_functions",
+		"used_memory_scripts", "used_memory_scripts_human", "maxmemory", "maxmemory_human", "maxmemory_policy",
 		"mem_fragmentation_ratio", "mem_fragmentation_bytes", "mem_not_counted_for_evict",
 		"mem_clients_normal", "mem_allocator", "lazyfree_pending_objects", "lazyfreed_objects"}
 	if strings.Join(order, " ") != strings.Join(want, " ") {
