@@ -110,8 +110,9 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
-	if c.s.cfg.LogWriteErr != nil {
-		// The log's state first: it is one load, and a failed log rare.
+	if c.s.cfg.LogWriteErr != nil && (spec.flags&(flagWrite|flagDeclared) != 0 || cmd.tx != nil) {
+		// What may write (EXEC, a script) asks the log's state first,
+		// then what it holds or declares.
 		if err := c.s.cfg.LogWriteErr(); err != nil && c.writes(cmd, spec, args) {
 			c.refuse(cmd, id, args, errMisconfAOF+strerror(err))
 			return refused

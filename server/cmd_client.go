@@ -335,6 +335,9 @@ func (c *client) holds(mode int32, cmd *command, args [][]byte) bool {
 // script cache or libraries; one that does not is the command's.
 func (c *client) commandFlags(cmd *command, args [][]byte) cmdFlags {
 	f := cmd.flags
+	if f&flagDeclared == 0 {
+		return f
+	}
 	var sf scriptFlags
 	switch cmd.name {
 	case "eval", "eval_ro":

@@ -15,7 +15,7 @@ import (
 // and RESTORE are writes through the log, so every node has the same ones.
 
 func init() {
-	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
 		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},

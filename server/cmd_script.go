@@ -19,7 +19,7 @@ import (
 // parseScriptCall, which the store calls under its lock.
 
 func init() {
-	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
 		command{name: "eval", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(false, false)},
 		command{name: "evalsha", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(true, false)},

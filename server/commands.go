@@ -38,6 +38,10 @@ const (
 	// propagated (PUBLISH, a script that may write), which a pause of
 	// writes holds. COMMAND does not list it, as Redis does not.
 	flagMayReplicate
+	// flagDeclared: a command that runs a script or function, whose flags
+	// are those it declares when it declares any (commandFlags). kvs's
+	// own, not listed by COMMAND.
+	flagDeclared
 )
 
 // flagNames are the flags' names in the order COMMAND lists them

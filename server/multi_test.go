@@ -422,7 +422,8 @@ func TestRefusalsAgree(t *testing.T) {
 // TestMultiLogWriteRefusal: while the log cannot be written, writes are
 // refused with MISCONF, inside MULTI at once (flagging the transaction),
 // and an EXEC holding a write queued before is refused whole; reads are
-// queued and run.
+// queued and run. A script that declares flags is a write unless it
+// declares no-writes, whatever command runs it, as in Redis.
 func TestMultiLogWriteRefusal(t *testing.T) {
 	var failure atomic.Pointer[error]
 	s := startServer(t, Config{LogWriteErr: func() error {
@@ -442,12 +443,17 @@ func TestMultiLogWriteRefusal(t *testing.T) {
 		{"SET", "k", "3"}, {"PING"},
 		{"MULTI"}, {"GET", "k"}, {"EXEC"},
 		{"MULTI"}, {"SET", "k", "4"}, {"GET", "k"}, {"EXEC"},
+		// A script is judged by the flags it declares.
+		{"EVAL", "#!lua\nreturn 1", "0"}, {"EVAL", "#!lua flags=no-writes\nreturn 2", "0"},
+		{"MULTI"}, {"EVAL", "#!lua flags=no-writes\nreturn 3", "0"}, {"EVAL_RO", "#!lua\nreturn 4", "0"}, {"EXEC"},
 	})...)
 	want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
 		"-EXECABORT Transaction discarded because of: MISCONF Errors writing to the AOF file: No space left on device\r\n",
 		misconf, "+PONG\r\n",
 		"+OK\r\n", "+QUEUED\r\n", "*1\r\n$1\r\n1\r\n",
 		"+OK\r\n", misconf, "+QUEUED\r\n", "-" + errExecAbort + "\r\n",
+		misconf, ":2\r\n",
+		"+OK\r\n", "+QUEUED\r\n", misconf, "-" + errExecAbort + "\r\n",
 	}
 	for i := range want {
 		if got[i] != want[i] {
