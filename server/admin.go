@@ -147,14 +147,13 @@ func runTime(c *client, args [][]byte) {
 
 func runClient(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("client", sub)
 	if runClientOps(c, sub, args) {
 		return
 	}
 	switch {
-	case is(sub, "id") && len(args) == 2:
+	case is(sub, "id"):
 		c.out = appendInt(c.out, c.id)
-	case is(sub, "setname") && len(args) == 3:
+	case is(sub, "setname"):
 		if !validClientAttr(args[2]) {
 			c.out = appendError(c.out, errClientName)
 			return
@@ -163,7 +162,7 @@ func runClient(c *client, args [][]byte) {
 		c.info.name = string(args[2])
 		c.info.Unlock()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "getname") && len(args) == 2:
+	case is(sub, "getname"):
 		c.info.Lock()
 		name := c.info.name
 		c.info.Unlock()
@@ -172,21 +171,19 @@ func runClient(c *client, args [][]byte) {
 		} else {
 			c.out = appendBulkString(c.out, name)
 		}
-	case is(sub, "setinfo") && len(args) == 4:
+	case is(sub, "setinfo"):
 		c.clientSetInfo(args[2], args[3])
-	case is(sub, "info") && len(args) == 2:
+	case is(sub, "info"):
 		c.out = appendVerbatim(c.out, c.describe(time.Now(), true)+"\n", c.proto)
 	case is(sub, "list"):
 		c.clientList(args[2:])
-	case is(sub, "help") && len(args) == 2:
+	case is(sub, "help"):
 		c.out = appendHelp(c.out, clientHelp)
-	case is(sub, "unblock") && (len(args) == 3 || len(args) == 4):
+	case is(sub, "unblock") && len(args) <= 4:
 		runClientUnblock(c, args)
-	case is(sub, "id"), is(sub, "setname"), is(sub, "getname"), is(sub, "setinfo"),
-		is(sub, "info"), is(sub, "help"), is(sub, "unblock"):
-		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "client"))
+		// UNBLOCK with more arguments than it takes.
+		c.out = appendError(c.out, errSubcommandSyntax(sub, "CLIENT"))
 	}
 }
 
@@ -349,9 +346,7 @@ func (c *client) describe(now time.Time, self bool) string {
 // PURGE (memory.go) and MEMORY HELP; kvs has no allocator statistics to
 // report for the rest.
 func runMemory(c *client, args [][]byte) {
-	sub := args[1]
-	c.noteSubcommand("memory", sub)
-	switch {
+	switch sub := args[1]; {
 	case is(sub, "usage"):
 		if _, e := parseMemoryUsage(args); e != "" {
 			c.out = appendError(c.out, e)
@@ -360,25 +355,17 @@ func runMemory(c *client, args [][]byte) {
 		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 		c.out = appendReply(c.out, &r, c.proto)
 	case is(sub, "purge"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("memory|purge"))
-			return
-		}
 		runMemoryPurge(c)
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, memoryHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "memory"))
+		c.out = appendHelp(c.out, memoryHelp)
 	}
 }
 
-// parseMemoryUsage checks MEMORY USAGE key [SAMPLES count] as Redis's
-// memoryCommand does, and returns the count (Redis's default 5; 0 means
-// every element).
+// parseMemoryUsage checks the options of MEMORY USAGE key [SAMPLES count]
+// as Redis's memoryCommand does, and returns the count (Redis's default 5;
+// 0 means every element). Its arity was checked before it runs, by admit
+// or parseScriptCall.
 func parseMemoryUsage(args [][]byte) (samples int64, e string) {
-	if len(args) < 3 {
-		return 0, errWrongArgs("memory|usage")
-	}
 	samples = 5
 	for j := 3; j < len(args); j += 2 {
 		if !is(args[j], "samples") || j+1 >= len(args) {

@@ -71,7 +71,6 @@ func (s *Server) saver() Saver {
 
 const (
 	errBgsaveInProgress  = "ERR Background save already in progress"
-	errBackupInMulti     = "ERR Command not allowed inside a transaction"
 	backupChunkBytes     = 256 << 10
 	backupStreamHeader   = "$?\r\n"
 	backupStreamTerminal = ";0\r\n"

@@ -58,7 +58,7 @@ func TestBackupRefusedInMulti(t *testing.T) {
 	s := startServer(t, Config{})
 	rc := dialRaw(t, s)
 	rc.do("MULTI")
-	if got := rc.do("KVS.BACKUP"); got != "-"+errBackupInMulti+"\r\n" {
+	if got := rc.do("KVS.BACKUP"); got != "-"+errNoMulti+"\r\n" {
 		t.Fatalf("KVS.BACKUP in MULTI: %q", got)
 	}
 	if got := rc.do("EXEC"); !strings.HasPrefix(got, "-EXECABORT") {

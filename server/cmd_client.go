@@ -86,10 +86,7 @@ func runClientKill(c *client, args [][]byte) {
 	case oldForm:
 		a := string(args[2])
 		f.addr, f.skipme = &a, false
-	case len(args) == 2:
-		c.out = appendError(c.out, errWrongArgs("client|kill"))
-		return
-	case len(args) > 3:
+	default:
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
 				c.out = appendError(c.out, errSyntax)
@@ -137,9 +134,6 @@ func runClientKill(c *client, args [][]byte) {
 				return
 			}
 		}
-	default:
-		c.out = appendError(c.out, errSyntax)
-		return
 	}
 	killed := 0
 	for _, o := range c.s.clientsByID() {
@@ -332,7 +326,7 @@ func (c *client) holds(mode int32, cmd *command, args [][]byte) bool {
 	if c.commandFlags(cmd, args)&(flagWrite|flagMayReplicate) != 0 {
 		return true
 	}
-	return cmd.name == "exec" && c.multi != nil && c.multi.flags(c)&(flagWrite|flagMayReplicate) != 0
+	return cmd.name == "exec" && c.multi != nil && c.multi.flags&(flagWrite|flagMayReplicate) != 0
 }
 
 // commandFlags are cmd's flags for args (Redis's getCommandFlags): a
@@ -341,6 +335,9 @@ func (c *client) holds(mode int32, cmd *command, args [][]byte) bool {
 // script cache or libraries; one that does not is the command's.
 func (c *client) commandFlags(cmd *command, args [][]byte) cmdFlags {
 	f := cmd.flags
+	if f&flagDeclared == 0 {
+		return f
+	}
 	var sf scriptFlags
 	switch cmd.name {
 	case "eval", "eval_ro":
@@ -467,17 +464,15 @@ func runClientOps(c *client, sub []byte, args [][]byte) bool {
 	switch {
 	case is(sub, "kill"):
 		runClientKill(c, args)
-	case is(sub, "reply") && len(args) == 3:
+	case is(sub, "reply"):
 		runClientReply(c, args[2])
-	case is(sub, "no-evict") && len(args) == 3:
+	case is(sub, "no-evict"):
 		runClientNoEvict(c, args[2])
-	case is(sub, "pause") && (len(args) == 3 || len(args) == 4):
+	case is(sub, "pause") && len(args) <= 4:
 		runClientPause(c, args)
-	case is(sub, "unpause") && len(args) == 2:
+	case is(sub, "unpause"):
 		c.s.unpause()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "reply"), is(sub, "no-evict"), is(sub, "pause"), is(sub, "unpause"):
-		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
 	default:
 		return false
 	}

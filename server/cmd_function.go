@@ -15,12 +15,12 @@ import (
 // and RESTORE are writes through the log, so every node has the same ones.
 
 func init() {
-	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
 		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
 		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting",
-			subs: "delete flush kill list load stats", parse: parseFunction},
+			subs: "delete dump flush kill list load restore stats", parse: parseFunction},
 	)
 	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
 	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}
@@ -68,11 +68,10 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 // parseFunction parses the FUNCTION subcommands.
 func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("function", sub)
 	switch {
-	case is(sub, "load") && len(args) >= 3:
+	case is(sub, "load"):
 		return parseFunctionLoad(c, args)
-	case is(sub, "delete") && len(args) == 3:
+	case is(sub, "delete"):
 		return fsm.Command{Op: fsm.OpFunctionDelete, Args: args[2:3]}, ""
 	case is(sub, "flush") && len(args) <= 3:
 		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
@@ -80,23 +79,19 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
 	case is(sub, "flush"):
-		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
+		return fsm.Command{}, errSubcommandSyntax(sub, "FUNCTION")
 	case is(sub, "list"):
 		return parseFunctionList(args)
-	case is(sub, "stats") && len(args) == 2:
+	case is(sub, "stats"):
 		return fsm.Command{Op: fsm.OpFunctionStats}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A function never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "dump") && len(args) == 2:
+	case is(sub, "dump"):
 		return fsm.Command{Op: fsm.OpFunctionDump}, ""
-	case is(sub, "restore") && len(args) >= 3:
+	case is(sub, "restore"):
 		return parseFunctionRestore(c, args)
-	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"), is(sub, "dump"), is(sub, "restore"):
-		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "function")
+	// KILL: a function never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its
@@ -104,12 +99,6 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 // whether the code loads, whether its function names are free) is
 // decided at apply, against the libraries as the log has them there.
 func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
-	if c.s.maxMemory.Load() > 0 {
-		// FUNCTION LOAD is denyoom in Redis; FUNCTION as a whole is not.
-		if e := c.oomRefusal(); e != "" {
-			return fsm.Command{}, e
-		}
-	}
 	cmd := fsm.Command{Op: fsm.OpFunctionLoad}
 	last := len(args) - 1
 	for _, opt := range args[2:last] {
@@ -130,12 +119,6 @@ func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 // order. Reading the libraries, and whether they collide with the ones
 // loaded, is decided at apply.
 func parseFunctionRestore(c *client, args [][]byte) (fsm.Command, string) {
-	if c.s.maxMemory.Load() > 0 {
-		// FUNCTION RESTORE is denyoom in Redis.
-		if e := c.oomRefusal(); e != "" {
-			return fsm.Command{}, e
-		}
-	}
 	if len(args) > 4 {
 		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + spacedArg(args[1]) + "'. Try FUNCTION HELP."
 	}

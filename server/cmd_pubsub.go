@@ -2,7 +2,6 @@ package server
 
 import (
 	"sort"
-	"strings"
 
 	"kvs/fsm"
 )
@@ -40,28 +39,13 @@ var subscribedAllowed = map[string]bool{
 	"ping": true, "quit": true, "reset": true,
 }
 
-// subscribedRefusal is the error for cmd in RESP2's subscribed mode, or ""
-// when cmd may run.
-func (c *client) subscribedRefusal(cmd *command, args [][]byte) string {
+// subscribedRefusal is the error for cmd (spec: its subcommand, for a
+// container) in RESP2's subscribed mode, or "" when cmd may run.
+func (c *client) subscribedRefusal(cmd, spec *command) string {
 	if !c.subscribedMode() || subscribedAllowed[cmd.name] {
 		return ""
 	}
-	return errSubscribedMode(fullCommandName(cmd, args))
-}
-
-// containerCommands are the commands whose COMMAND name includes their
-// subcommand ("config|get"), as Redis names them in errors.
-var containerCommands = map[string]bool{
-	"client": true, "cluster": true, "command": true, "config": true, "memory": true,
-	"object": true, "pubsub": true, "script": true, "function": true, "xinfo": true,
-	"acl": true, "latency": true, "module": true, "slowlog": true, "xgroup": true,
-}
-
-func fullCommandName(cmd *command, args [][]byte) string {
-	if containerCommands[cmd.name] && len(args) > 1 {
-		return cmd.name + "|" + strings.ToLower(string(args[1]))
-	}
-	return cmd.name
+	return errSubscribedMode(spec.name)
 }
 
 // appendSubReply appends one (un)subscribe confirmation: kind, the channel
@@ -179,15 +163,9 @@ var pubsubHelp = []string{
 // SHARDNUMSUB and HELP about this node's subscriptions.
 func runPubsub(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("pubsub", sub)
-	name := "pubsub|" + strings.ToLower(string(sub))
 	r := &c.s.pubsub
 	switch {
-	case is(sub, "channels"), is(sub, "shardchannels"):
-		if len(args) > 3 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
+	case is(sub, "channels") && len(args) <= 3, is(sub, "shardchannels") && len(args) <= 3:
 		k := subChannel
 		if is(sub, "shardchannels") {
 			k = subShard
@@ -218,22 +196,15 @@ func runPubsub(c *client, args [][]byte) {
 		}
 		r.mu.RUnlock()
 	case is(sub, "numpat"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
 		r.mu.RLock()
 		n := len(r.patterns)
 		r.mu.RUnlock()
 		c.out = appendInt(c.out, int64(n))
 	case is(sub, "help"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
 		c.out = appendHelp(c.out, pubsubHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "pubsub"))
+		// CHANNELS or SHARDCHANNELS with more than a pattern.
+		c.out = appendError(c.out, errSubcommandSyntax(sub, "PUBSUB"))
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // parseScriptCall, which the store calls under its lock.
 
 func init() {
-	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
 		command{name: "eval", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(false, false)},
 		command{name: "evalsha", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(true, false)},
@@ -211,9 +211,8 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 // parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
 func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("script", sub)
 	switch {
-	case is(sub, "load") && len(args) == 3:
+	case is(sub, "load"):
 		if _, e := shebangNoWrites(args[2]); e != "" {
 			return fsm.Command{}, e
 		}
@@ -221,21 +220,17 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 			return fsm.Command{}, e
 		}
 		return fsm.Command{Op: fsm.OpScriptLoad, Args: args[2:3]}, ""
-	case is(sub, "exists") && len(args) >= 3:
+	case is(sub, "exists"):
 		return fsm.Command{Op: fsm.OpScriptExists, Args: args[2:]}, ""
-	case is(sub, "flush") && len(args) <= 3:
-		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+	case is(sub, "flush"):
+		if len(args) > 3 || len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
 			return fsm.Command{}, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 		}
 		return fsm.Command{Op: fsm.OpScriptFlush}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A script never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
-	case is(sub, "load"), is(sub, "exists"), is(sub, "flush"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "script")
+	// KILL: a script never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // InstallScriptParser gives cfg.Store the parser redis.call uses before
@@ -270,12 +265,16 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	if p.CheckOnly {
 		return s.scriptACLCheck(p, sc, cmd, args)
 	}
+	spec := cmd
+	if cmd != nil && cmd.subcommands != nil && len(args) > 1 {
+		spec = cmd.subcommand(args[1])
+	}
 	switch {
-	case cmd == nil:
+	case spec == nil:
 		return fail("ERR Unknown Redis command called from script")
-	case (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity:
+	case !spec.arityOK(args):
 		return fail("ERR Wrong number of args calling Redis command from script")
-	case cmd.flags&flagNoScript != 0:
+	case spec.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	}
 	if p.User != "" {
@@ -284,22 +283,22 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		}
 	}
 	switch {
-	case p.ReadOnly && cmd.flags&(flagWrite|flagMayReplicate) != 0:
+	case p.ReadOnly && spec.flags&(flagWrite|flagMayReplicate) != 0:
 		// Refused before its arguments are parsed, as in Redis, which
 		// counts what may be propagated (PUBLISH) as a write here, so
 		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
-	case p.OOM && !p.Dirty && cmd.flags&flagDenyOOM != 0:
+	case p.OOM && !p.Dirty && spec.flags&flagDenyOOM != 0:
 		return fail(errOOM)
 	}
-	if cmd.flags&flagWrite != 0 {
+	if spec.flags&flagWrite != 0 {
 		p.Dirty = true
 	}
 	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
 	if s.monitoring.Load() != 0 {
-		s.feedMonitors("lua", cmd, args)
+		s.feedMonitors("lua", spec, args)
 	}
 	switch {
 	case cmd.name == "time":
@@ -425,32 +424,24 @@ func (s *Server) addScriptMemory(add func(name string, v any)) {
 	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
 }
 
-// scriptMemory is MEMORY inside a script: USAGE reads the store's
+// scriptMemory is MEMORY inside a script, its subcommand and arity
+// checked as any command's (parseScriptCall): USAGE reads the store's
 // estimate from the value alone (fsm.FlagMemoryLogical), the same on
 // every replica whatever each holds the value as, since a script that
-// writes runs on all of them; HELP answers as outside. As in Redis, a
-// subcommand's arity is checked as a command's, and an unknown one is an
-// unknown command.
+// writes runs on all of them; HELP answers as outside; PURGE, a node's
+// own affair, is not there.
 func scriptMemory(args [][]byte) (fsm.Command, fsm.Reply, bool) {
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
 	}
-	const wrongArgs = "ERR Wrong number of args calling Redis command from script"
-	sub := args[1]
-	switch {
+	switch sub := args[1]; {
 	case is(sub, "usage"):
-		if len(args) < 3 {
-			return fail(wrongArgs)
-		}
 		samples, e := parseMemoryUsage(args)
 		if e != "" {
 			return fail(e)
 		}
 		return fsm.Command{Op: fsm.OpMemoryUsage, Flags: fsm.FlagMemoryLogical, Int: samples, Args: args[2:3]}, fsm.Reply{}, false
 	case is(sub, "help"):
-		if len(args) != 2 {
-			return fail(wrongArgs)
-		}
 		lines := make([]fsm.Reply, len(memoryHelp))
 		for i, l := range memoryHelp {
 			lines[i] = fsm.Reply{Kind: fsm.ReplyStatus, Str: l}

@@ -16,11 +16,6 @@ func runCommand(c *client, args [][]byte) {
 		return
 	}
 	sub := args[1]
-	c.noteSubcommand("command", sub)
-	if s := c.s.commands["command"].subcommand(sub); s != nil && !s.arityOK(args) {
-		c.out = appendError(c.out, errWrongArgs(s.name))
-		return
-	}
 	switch {
 	case is(sub, "count"):
 		c.out = appendInt(c.out, int64(len(c.s.commands)))
@@ -52,10 +47,8 @@ func runCommand(c *client, args [][]byte) {
 		c.commandGetKeys(args[2:], false)
 	case is(sub, "getkeysandflags"):
 		c.commandGetKeys(args[2:], true)
-	case is(sub, "help"):
-		c.out = appendHelp(c.out, commandHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "command"))
+		c.out = appendHelp(c.out, commandHelp)
 	}
 }
 
@@ -100,7 +93,7 @@ func (s *Server) commandByFullName(name string) *command {
 	if !isSub || cmd == nil {
 		return cmd
 	}
-	return cmd.subcommand([]byte(sub))
+	return cmd.describedSubcommand([]byte(sub))
 }
 
 // commandList answers COMMAND LIST [FILTERBY MODULE|ACLCAT|PATTERN arg]:
@@ -131,7 +124,7 @@ func (c *client) commandList(opts [][]byte) {
 			names = append(names, cmd.name)
 		}
 		for _, sub := range cmd.subcommands {
-			if match(sub) {
+			if !sub.unlisted && match(sub) {
 				names = append(names, sub.name)
 			}
 		}
@@ -161,7 +154,7 @@ func asciiLower(b []byte) []byte {
 func (c *client) commandGetKeys(args [][]byte, withFlags bool) {
 	cmd := c.s.commands[lowerName(args[0])]
 	if cmd != nil && len(args) > 1 && len(cmd.subcommands) > 0 {
-		cmd = cmd.subcommand(args[1])
+		cmd = cmd.describedSubcommand(args[1])
 	}
 	var ac *aclCmd
 	if cmd != nil {
@@ -238,8 +231,9 @@ func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
 	flags := cmd.flags
 	if cmd.container && cmd.arity <= -2 {
 		// A container that never runs without a subcommand has no flags
-		// of its own in Redis: its subcommands carry them (kvs applies
-		// the row's to them all). COMMAND alone runs bare, and has some.
+		// of its own in Redis: its subcommands carry them, and the checks
+		// before execution read theirs. COMMAND alone runs bare, and has
+		// some.
 		flags = 0
 	}
 	b = appendArrayLen(b, 10)
@@ -274,12 +268,20 @@ func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
 	for i := range specs {
 		b = appendKeySpec(b, &specs[i], c.proto)
 	}
-	if len(cmd.subcommands) == 0 {
+	n = 0
+	for _, sub := range cmd.subcommands {
+		if !sub.unlisted {
+			n++
+		}
+	}
+	if n == 0 {
 		return appendSetLen(b, 0, c.proto)
 	}
-	b = appendArrayLen(b, len(cmd.subcommands))
+	b = appendArrayLen(b, n)
 	for _, sub := range cmd.subcommands {
-		b = c.appendCommandInfo(b, sub)
+		if !sub.unlisted {
+			b = c.appendCommandInfo(b, sub)
+		}
 	}
 	return b
 }

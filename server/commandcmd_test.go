@@ -145,3 +145,36 @@ func TestCommandList(t *testing.T) {
 		}
 	}
 }
+
+// The subcommands of Redis 7.2 that kvs answers (CLIENT SETINFO, CLUSTER
+// MYSHARDID) are checked before they run as the others are, and counted
+// apart, but COMMAND, which describes Redis 7.0, names none of them.
+func TestLaterSubcommands(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "SETINFO", "lib-name"}, "-ERR wrong number of arguments for 'client|setinfo' command\r\n"},
+		{[]string{"CLIENT", "SETINFO", "lib-name", "kvs-test"}, "+OK\r\n"},
+		{[]string{"CLUSTER", "MYSHARDID", "x"}, "-ERR wrong number of arguments for 'cluster|myshardid' command\r\n"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"CLIENT", "SETINFO", "lib-ver"}, "-ERR wrong number of arguments for 'client|setinfo' command\r\n"},
+		{[]string{"EXEC"}, "-" + errExecAbort + "\r\n"},
+		{[]string{"COMMAND", "INFO", "client|setinfo", "cluster|myshardid"}, "*2\r\n$-1\r\n$-1\r\n"},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "client|set*"}, "*1\r\n$14\r\nclient|setname\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "client", "setinfo", "lib-name", "x"}, "-ERR Invalid command specified\r\n"},
+	} {
+		if got := rc.do(tc.args...); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	info := rc.do("COMMAND", "INFO", "client")
+	if strings.Contains(info, "setinfo") {
+		t.Errorf("COMMAND INFO client describes SETINFO: %q", info)
+	}
+	if stats := rc.do("INFO", "commandstats"); !strings.Contains(stats, "cmdstat_client|setinfo:calls=1,") {
+		t.Errorf("INFO commandstats: %q", stats)
+	}
+}

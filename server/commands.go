@@ -38,6 +38,10 @@ const (
 	// propagated (PUBLISH, a script that may write), which a pause of
 	// writes holds. COMMAND does not list it, as Redis does not.
 	flagMayReplicate
+	// flagDeclared: a command that runs a script or function, whose flags
+	// are those it declares when it declares any (commandFlags). kvs's
+	// own, not listed by COMMAND.
+	flagDeclared
 )
 
 // flagNames are the flags' names in the order COMMAND lists them
@@ -91,19 +95,51 @@ type command struct {
 	// apart in INFO commandstats. Set by commandTable.
 	container bool
 	// subs names, for a container, the subcommands of Redis's that it
-	// answers (run dispatches them itself). commandTable makes each an
-	// entry of subcommands, named "container|sub", with Redis's arity and
-	// flags, for COMMAND to describe.
+	// answers. commandTable makes each an entry of subcommands, named
+	// "container|sub", with Redis's arity and flags (acl_table.go): what
+	// the checks before execution read (admit.go) and what COMMAND
+	// describes. The container's run or parse executes them, and may rely
+	// on the subcommand being one of subs with a good arity.
 	subs        string
 	subcommands []*command
+	// unlisted: a subcommand of a later Redis than the one COMMAND
+	// describes (laterSubcommands), checked and answered as the others
+	// but not described.
+	unlisted bool
 }
 
-// subcommand returns the container's subcommand named sub, or nil.
+// laterSubcommands are the subcommands of Redis 7.2 that kvs answers,
+// which the generated table (Redis 7.0.15's) lacks, with 7.2's arity and
+// flags: CLIENT SETINFO, which go-redis sends as it connects, and CLUSTER
+// MYSHARDID. COMMAND does not describe them, as Redis 7.0 has none, and
+// the ACL sees them as their container.
+var laterSubcommands = map[string]subcommandInfo{
+	"client|setinfo":    {4, flagNoScript | flagLoading | flagStale},
+	"cluster|myshardid": {2, flagStale},
+}
+
+// subcommand returns the container's subcommand named sub (any case), or
+// nil when kvs answers none of that name.
 func (cmd *command) subcommand(sub []byte) *command {
 	for _, s := range cmd.subcommands {
 		if is(sub, s.name[len(cmd.name)+1:]) {
 			return s
 		}
+	}
+	return nil
+}
+
+// arityOK reports whether args (the name included) are as many as cmd
+// takes.
+func (cmd *command) arityOK(args [][]byte) bool {
+	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
+}
+
+// describedSubcommand is the subcommand named sub that COMMAND describes,
+// or nil.
+func (cmd *command) describedSubcommand(sub []byte) *command {
+	if s := cmd.subcommand(sub); s != nil && !s.unlisted {
+		return s
 	}
 	return nil
 }
@@ -132,7 +168,7 @@ func commandTable() map[string]*command {
 		{name: "dbsize", arity: 1, flags: rf, group: "server", parse: parseDBSize},
 		{name: "flushdb", arity: -1, flags: wd, group: "server", parse: parseFlush},
 		{name: "flushall", arity: -1, flags: wd, group: "server", parse: parseFlush},
-		{name: "memory", arity: -2, flags: r, group: "server", subs: "help usage", run: runMemory},
+		{name: "memory", arity: -2, flags: r, group: "server", subs: "help purge usage", run: runMemory},
 
 		// connection and server, answered by the server itself
 		{name: "ping", arity: -1, flags: flagFast, group: "connection", run: runPing},
@@ -144,7 +180,7 @@ func commandTable() map[string]*command {
 		{name: "quit", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
 		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection",
-			subs: "getname help id info kill list no-evict pause reply setname unblock unpause", run: runClient},
+			subs: "getname help id info kill list no-evict pause reply setinfo setname unblock unpause", run: runClient},
 		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server",
 			subs: "count docs getkeys getkeysandflags help info list", run: runCommand},
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
@@ -162,7 +198,7 @@ func commandTable() map[string]*command {
 		// redis-server without cluster support does)
 		{name: "cluster", arity: -2, group: "cluster", subs: "addslots addslotsrange bumpepoch count-failure-reports " +
 			"countkeysinslot delslots delslotsrange failover flushslots forget getkeysinslot help info keyslot " +
-			"links meet myid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots",
+			"links meet myid myshardid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots",
 			run: runCluster},
 		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
@@ -175,7 +211,7 @@ func commandTable() map[string]*command {
 		{name: "kvs.peer", arity: -1, flags: conn, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
-		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
+		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
 		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSave},
@@ -203,16 +239,25 @@ func commandTable() map[string]*command {
 		if _, _, _, movable := legacyRange(redisKeySpecs[cmd.name]); movable {
 			cmd.flags |= flagMovableKeys
 		}
+		if cmd.container != (cmd.subs != "") {
+			// A container naming none would refuse every subcommand as
+			// unknown.
+			panic("server: a container names its subcommands, and only a container: " + cmd.name)
+		}
 		subs := strings.Fields(cmd.subs)
 		sort.Strings(subs)
 		for _, sub := range subs {
 			name := cmd.name + "|" + sub
 			info, ok := redisSubcommands[name]
+			unlisted := false
 			if !ok {
+				info, unlisted = laterSubcommands[name]
+			}
+			if !ok && !unlisted {
 				panic("server: Redis has no subcommand " + name)
 			}
 			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.arity,
-				flags: info.flags, group: cmd.group})
+				flags: info.flags, group: cmd.group, unlisted: unlisted})
 		}
 	}
 	return m

@@ -57,6 +57,16 @@ type Config struct {
 	// not.
 	Saver Saver
 
+	// LogWriteErr, when set, returns why the node cannot write its log
+	// now (a full disk: durable mode's append log), or nil while it can.
+	// While it cannot, writes are refused before they are proposed, with
+	// Redis's MISCONF error, as redis-server refuses them while its AOF
+	// cannot be written: inside MULTI too, where Redis refuses to queue
+	// them. It is called from client goroutines before every write and
+	// must be cheap and safe for concurrent use. Nil: writes go to the
+	// Proposer, whose ErrLogWrite is answered the same way.
+	LogWriteErr func() error
+
 	// LinearizableReads makes reads linearizable in cluster mode: the
 	// leader answers reads only after Cluster.ReadBarrier, and followers
 	// forward reads to the leader. False: every node answers reads from

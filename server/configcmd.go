@@ -51,28 +51,15 @@ func (s *Server) configParams() map[string]string {
 }
 
 // runConfig answers CONFIG GET pattern..., CONFIG SET param value...,
-// CONFIG RESETSTAT and CONFIG HELP.
+// CONFIG REWRITE, CONFIG RESETSTAT and CONFIG HELP.
 func runConfig(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("config", sub)
 	switch {
 	case is(sub, "get"):
-		if len(args) < 3 {
-			c.out = appendError(c.out, errWrongArgs("config|get"))
-			return
-		}
 		c.configGet(args[2:])
 	case is(sub, "set"):
-		if len(args) < 4 {
-			c.out = appendError(c.out, errWrongArgs("config|set"))
-			return
-		}
 		c.configSet(args[2:])
 	case is(sub, "rewrite"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|rewrite"))
-			return
-		}
 		switch err := c.s.rewriteConfig(); {
 		case errors.Is(err, errNoConfigFile):
 			c.out = appendError(c.out, err.Error())
@@ -84,17 +71,11 @@ func runConfig(c *client, args [][]byte) {
 			c.out = appendStatus(c.out, "OK")
 		}
 	case is(sub, "resetstat"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|resetstat"))
-			return
-		}
 		c.s.stats.reset()
 		c.s.resetLazyFreed()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, configHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "config"))
+		c.out = appendHelp(c.out, configHelp)
 	}
 }
 
@@ -157,7 +138,7 @@ func (c *client) configGet(patterns [][]byte) {
 // is applied, as Redis does.
 func (c *client) configSet(pairs [][]byte) {
 	if len(pairs)%2 != 0 {
-		c.out = appendError(c.out, errWrongArgs("config|set"))
+		c.out = appendError(c.out, errSyntax)
 		return
 	}
 	if e := c.s.setConfig(pairs, false); e != "" {

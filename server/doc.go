@@ -22,6 +22,12 @@
 //   - Replies are written in the connection's protocol, RESP2 until the
 //     client sends HELLO 3.
 //   - Client-facing error texts are built in errors.go only.
+//   - Every command a client sends passes the checks of Redis's
+//     processCommand, in its order, in one place (admit.go), before it
+//     is either run or queued in MULTI: its name, its subcommand and
+//     arity, authentication, the ACL, maxmemory, the log's health, RESP2's
+//     subscribed mode, a client pause. A refusal inside MULTI makes EXEC
+//     fail with EXECABORT.
 //   - Before a command runs, its connection's user must be authenticated
 //     (when the default user has a password) and allowed to run it on its
 //     keys and channels (acl*.go). The users are the store's replicated

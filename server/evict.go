@@ -82,33 +82,6 @@ func (c *client) oomRefusal() string {
 	return ""
 }
 
-// oomInMulti is the error a command being queued in MULTI gets now, or
-// "": over maxmemory Redis refuses to queue any command (queuing takes
-// memory), not only denyoom ones.
-func (c *client) oomInMulti() string {
-	if c.s.maxMemory.Load() <= 0 {
-		return ""
-	}
-	return c.oomRefusal()
-}
-
-// oomAtExec is EXEC's error when its transaction holds a denyoom command
-// and memory is over maxmemory now, as Redis answers it, or "".
-func (c *client) oomAtExec(m *multiState) string {
-	if c.s.maxMemory.Load() <= 0 {
-		return ""
-	}
-	for _, q := range m.queued {
-		if q.cmd.flags&flagDenyOOM != 0 {
-			if e := c.oomRefusal(); e != "" {
-				return "EXECABORT Transaction discarded because of: " + e
-			}
-			return ""
-		}
-	}
-	return ""
-}
-
 // wakeEvictor asks the cron loop to evict now rather than at its next tick.
 func (s *Server) wakeEvictor() {
 	select {

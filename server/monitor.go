@@ -68,9 +68,12 @@ func (s *Server) removeMonitor(c *client) {
 }
 
 // feedMonitors shows args, executed by c (or by a script when from is
-// "lua"), to the monitors, unless Redis would not show cmd.
+// "lua"), to the monitors, unless Redis would not show cmd (the
+// subcommand, for a container): not Redis's ADMIN commands and
+// subcommands. Redis 7.0 shows EVAL and then its script's commands, and
+// so does kvs.
 func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
-	if !monitored(cmd, args) {
+	if cmd.flags&flagAdmin != 0 {
 		return
 	}
 	line := monitorLine(time.Now(), from, args)
@@ -92,7 +95,7 @@ func (c *client) execMonitorLines(queued []queuedCmd, run bool, exec [][]byte) [
 	now := time.Now()
 	var lines [][]byte
 	for _, q := range queued {
-		if run && q.cmd != nil && monitored(q.cmd, q.args) && c.execRefusal(q.cmd, q.args) == "" {
+		if run && q.spec.flags&flagAdmin == 0 && c.execRefusal(q.cmd, q.args) == "" {
 			lines = append(lines, monitorLine(now, c.addr, q.args))
 		}
 	}
@@ -112,28 +115,6 @@ func (s *Server) showMonitorLines(lines [][]byte) {
 			s.deliver(mc, line)
 		}
 	}
-}
-
-// monitored reports whether MONITOR shows cmd: not Redis's ADMIN commands
-// and subcommands. Redis 7.0 shows EVAL and then its script's commands,
-// and so does kvs.
-func monitored(cmd *command, args [][]byte) bool {
-	if cmd.flags&flagAdmin != 0 {
-		return false
-	}
-	switch cmd.name {
-	case "slowlog", "latency", "monitor":
-		return false
-	case "client":
-		if len(args) > 1 {
-			for _, sub := range []string{"kill", "list", "no-evict", "pause", "unpause", "unblock"} {
-				if is(args[1], sub) {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 // monitorLine formats one MONITOR line as Redis's replicationFeedMonitors

@@ -183,10 +183,11 @@ func TestClientPauseHoldsWrites(t *testing.T) {
 }
 
 // TestClientPauseWriteScripts: a pause of writes holds what may write or
-// be propagated (a script without flags, one that may write, PUBLISH, an
-// EXEC of a transaction holding one) and counts it in INFO's
-// blocked_clients and CLIENT LIST's flag b, as Redis does, and lets
-// read-only scripts, functions and transactions run.
+// be propagated (a script without flags, one that may write, PUBLISH, a
+// subcommand that writes, an EXEC of a transaction holding one, such a
+// command sent inside MULTI) and counts it in INFO's blocked_clients and
+// CLIENT LIST's flag b, as Redis does, and lets read-only scripts,
+// functions and transactions run.
 func TestClientPauseWriteScripts(t *testing.T) {
 	for _, goroutines := range []bool{false, true} {
 		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
@@ -197,6 +198,10 @@ func TestClientPauseWriteScripts(t *testing.T) {
 				"callback=function() return 'hello' end, flags={'no-writes'}}\n"+
 				"redis.register_function('rw', function() return 'rw' end)")
 			sha := strings.Split(admin.do("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 2"), "\r\n")[1]
+			// A transaction holding a write queued before the pause.
+			tx := dialRaw(t, s)
+			tx.do("MULTI")
+			tx.do("SET", "x", "w")
 			if r := admin.do("CLIENT", "PAUSE", "100000", "WRITE"); r != "+OK\r\n" {
 				t.Fatal(r)
 			}
@@ -219,21 +224,26 @@ func TestClientPauseWriteScripts(t *testing.T) {
 			for _, cmd := range [][]string{
 				{"EVAL", "return 1", "0"}, {"EVAL", "#!lua\nreturn 1", "0"}, {"FCALL", "rw", "0"},
 				{"PUBLISH", "ch", "m"}, {"SET", "x", "z"},
+				// a subcommand that writes
+				{"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o', function() return 1 end)"},
 			} {
 				w := dialRaw(t, s)
 				w.send(encodeCommand(cmd...))
 				held = append(held, w)
 			}
-			tx := dialRaw(t, s)
-			tx.do("MULTI")
-			tx.do("SET", "x", "w")
 			tx.send(encodeCommand("EXEC"))
 			held = append(held, tx)
-			eventually(t, "six clients held", func() bool {
-				return strings.Contains(admin.do("INFO", "clients"), "blocked_clients:6\r\n")
+			// A write sent inside MULTI is held before it is queued, as
+			// Redis postpones it.
+			queuing := dialRaw(t, s)
+			queuing.do("MULTI")
+			queuing.send(encodeCommand("SET", "x", "v"))
+			held = append(held, queuing)
+			eventually(t, "eight clients held", func() bool {
+				return strings.Contains(admin.do("INFO", "clients"), "blocked_clients:8\r\n")
 			})
-			if n := len(regexp.MustCompile(` flags=x?b `).FindAllString(admin.do("CLIENT", "LIST"), -1)); n != 6 {
-				t.Errorf("%d clients with flag b in CLIENT LIST, want 6", n)
+			if n := len(regexp.MustCompile(` flags=x?b `).FindAllString(admin.do("CLIENT", "LIST"), -1)); n != 8 {
+				t.Errorf("%d clients with flag b in CLIENT LIST, want 8", n)
 			}
 			if r := admin.do("GET", "x"); r != "$1\r\ny\r\n" {
 				t.Fatalf("GET during the pause = %q", r)

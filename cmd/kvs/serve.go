@@ -353,6 +353,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
 		cfg.Proposer = &durableProposer{log: log}
 		cfg.Saver = durableSaver{log}
+		cfg.LogWriteErr = log.Err
 		cfg.Info = persistenceInfo(f, log)
 		logs = durableLogState(log)
 		if f.io != "loop" || log.FsyncMethod() != "io_uring" {
