@@ -18,6 +18,11 @@
 //	(*Store).Read(now int64, cmd Command) Reply      under the shared lock
 //	(*Store).SetExpiredHook(fn func(keys [][]byte))
 //	    receives the expired keys reads met, for passive expiry (expire.go)
+//	(*Store).SetNotifyHook(fn func([]Event)); SetNotifyClasses(c NotifyClass)
+//	    receives each applied entry's keyspace events and the messages its
+//	    scripts published (notify.go, publish.go)
+//	(*Store).SetReplayedThrough(index uint64)
+//	    entries up to index are replays: they announce nothing
 //	(*Store).AppliedIndex() uint64
 //	(*Store).ExpiredKeys(now int64, max int) [][]byte   earliest deadline first
 //	(*Store).Stats(now int64) Stats                  keys, keys with TTL, bytes

@@ -323,6 +323,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return req.cmd, fsm.Reply{}, false
 	case cmd.name == "memory":
 		return scriptMemory(args)
+	case cmd.name == "publish", cmd.name == "spublish":
+		return scriptPublish(cmd, args)
 	case cmd.parse == nil:
 		return fail("ERR This Redis command is not allowed from script")
 	}
@@ -422,6 +424,17 @@ func (s *Server) addScriptMemory(add func(name string, v any)) {
 	add("used_memory_functions", st.FunctionBytes)
 	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
 	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
+}
+
+// scriptPublish is PUBLISH or SPUBLISH inside a script: an op the store
+// applies on every replica, which delivers the message to each node's own
+// subscribers and answers 0 everywhere (fsm/publish.go).
+func scriptPublish(cmd *command, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fc := fsm.Command{Op: fsm.OpPublish, Args: args[1:3]}
+	if cmd.name == "spublish" {
+		fc.Flags = fsm.FlagPublishShard
+	}
+	return fc, fsm.Reply{}, false
 }
 
 // scriptMemory is MEMORY inside a script, its subcommand and arity

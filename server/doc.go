@@ -151,7 +151,9 @@
 // client-output-buffer-limit pubsub bounds a slow one); in cluster mode a
 // PUBLISH is also sent to every other member over one ordered link each
 // (pubsub_cluster.go), at most once. Keyspace notifications are emitted by
-// the store's apply through a hook (notify.go).
+// the store's apply through a hook (notify.go), and so are the messages a
+// script or function publishes: every node delivers them to its own
+// subscribers as it applies the script, never over the links.
 //
 // # Limits
 //

@@ -16,7 +16,8 @@ var flagPubsubOps = flag.Int("pubsub.ops", 1500, "operations per mode in TestDif
 // to redis-server and requires the same frames: two subscribers (one RESP2,
 // one RESP3) subscribe and unsubscribe to channels, patterns and shard
 // channels, PING, RESET and run commands that RESP2's subscribed mode
-// refuses, while a third connection publishes and asks PUBSUB. After each
+// refuses, while a third connection publishes (with PUBLISH, SPUBLISH and
+// scripts that call them) and asks PUBSUB. After each
 // operation both subscribers get a PING with a fresh marker: the frames
 // before its answer are the operation's (confirmations, messages, errors).
 //
@@ -190,7 +191,7 @@ func pickN(r *rand.Rand, pool []string, min, max int) []string {
 // and a command for it.
 func genPubsubOp(r *rand.Rand) (int, []string) {
 	if r.Intn(3) == 0 {
-		switch r.Intn(10) {
+		switch r.Intn(12) {
 		case 0, 1, 2:
 			return 2, []string{"PUBLISH", pickN(r, psChannels, 1, 1)[0], "m" + strconv.Itoa(r.Intn(100))}
 		case 3:
@@ -205,6 +206,14 @@ func genPubsubOp(r *rand.Rand) (int, []string) {
 			return 2, append([]string{"PUBSUB", "SHARDCHANNELS"}, pickN(r, []string{"s*", "*", "s[01]"}, 0, 1)...)
 		case 8:
 			return 2, append([]string{"PUBSUB", "SHARDNUMSUB"}, pickN(r, psShards, 0, 2)...)
+		case 9, 10:
+			// A script's messages: delivered as a PUBLISH's are. The
+			// script answers what it returns, not PUBLISH's count, which
+			// is 0 in kvs (compatibility.md); a read-only one is refused.
+			eval := []string{"EVAL", "EVAL", "EVAL_RO"}[r.Intn(3)]
+			return 2, []string{eval, "redis.call('publish', ARGV[1], ARGV[2]) redis.call('spublish', ARGV[3], ARGV[2]) " +
+				"return redis.call('publish', ARGV[1], ARGV[2] .. ' again') * 0", "0",
+				pickN(r, psChannels, 1, 1)[0], "script m" + strconv.Itoa(r.Intn(100)), pickN(r, psShards, 1, 1)[0]}
 		}
 		return 2, []string{"PUBSUB", []string{"BOGUS", "HELP", "help"}[r.Intn(3)]}
 	}
