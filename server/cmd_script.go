@@ -122,6 +122,12 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 			cmd.Flags |= fsm.FlagScriptOOM
 		}
 	}
+	if cmd.Op == fsm.OpEval && cmd.Flags&fsm.FlagScriptNoWrites == 0 && !sf.shebang && c.s.tooFewReplicas() {
+		// A script that declares flags and may write was refused
+		// before it ran (admit); one that declares none runs, and its
+		// first write is refused (Redis's scriptVerifyWriteCommandAllow).
+		cmd.Flags |= fsm.FlagScriptNoReplicas
+	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	c.setScriptUser(&cmd)
 	return cmd, ""
@@ -288,6 +294,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		// counts what may be propagated (PUBLISH) as a write here, so
 		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
+	case p.NoReplicas && !p.Dirty && spec.flags&flagWrite != 0:
+		return fail(errNoReplicas)
 	case p.OOM && !p.Dirty && spec.flags&flagDenyOOM != 0:
 		return fail(errOOM)
 	}

@@ -35,6 +35,9 @@ type Server struct {
 	luaLimit atomic.Pointer[int64]
 	// protectedMode is protected-mode (protected.go), read at accept.
 	protectedMode atomic.Bool
+	// minReplicas is min-replicas-to-write and min-replicas-max-lag
+	// (replicas.go).
+	minReplicas minReplicas
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -167,6 +170,7 @@ func New(cfg Config) (*Server, error) {
 	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
+	s.minReplicas.maxLag.Store(defaultMinReplicasMaxLag)
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
 	s.maxMemory.Store(cfg.MaxMemory)
 	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))

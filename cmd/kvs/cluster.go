@@ -310,6 +310,8 @@ func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
 
 func (v *clusterView) AppliedIndex() uint64 { return v.node.AppliedIndex() }
 
+func (v *clusterView) GoodReplicas(maxLag time.Duration) int { return v.node.ReplicasInContact(maxLag) }
+
 func (v *clusterView) WaitApplied(ctx context.Context, index uint64) error {
 	return clusterErr(v.node.WaitApplied(ctx, index))
 }
