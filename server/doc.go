@@ -120,6 +120,10 @@
 //   - "MISCONF Errors writing to the AOF file: <OS error>": the node
 //     cannot write its log (ErrLogWrite from the Proposer: durable mode
 //     on a full disk); the write was not applied. Reads go on.
+//   - "NOREPLICAS Not enough good replicas to write.": min-replicas-to-write
+//     is on and the leader (outside a cluster, the node, which has no
+//     replicas) has fewer good replicas (replicas.go); the write was not
+//     applied.
 //   - "UNCERTAIN the write may or may not have been applied: <detail>":
 //     the write was submitted but its fate is unknown (ErrUnknownOutcome
 //     from the Proposer, or the connection to the leader failed after the
