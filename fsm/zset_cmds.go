@@ -22,7 +22,7 @@ func init() {
 			}
 			return nil
 		}, apply: applyZPop})
-	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax | FlagZBPop, keys: keysAll,
+	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax | FlagZBPop | FlagZReady, keys: keysAll,
 		check: func(c *Command) error {
 			if c.Int < 1 {
 				return errorString("count below 1")
@@ -373,7 +373,7 @@ func applyZPop(s *Store, now int64, c *Command) Reply {
 func applyZMPop(s *Store, now int64, c *Command) Reply {
 	for _, key := range c.Args {
 		e, wrong := s.openZSetLocked(now, key)
-		if wrong {
+		if wrong && c.Flags&FlagZReady == 0 {
 			return replyWrongType
 		}
 		if !e.exists {

@@ -109,6 +109,7 @@ func TestZSetCommands(t *testing.T) {
 			{t0, zadd("s", 1, "a"), errr(ErrWrongType)},
 			{t0, c(OpZRange, "s").i(0).i2(1), errr(ErrWrongType)},
 			{t0, c(OpZMPop, "nope", "s").i(1), errr(ErrWrongType)},
+			{t0, c(OpZMPop, "s").i(1).fl(FlagZReady), Reply{Kind: ReplyNilArray}},
 		})
 	})
 }

@@ -26,8 +26,12 @@ import (
 // nil or a null array when there is nothing to pop); keys, the keys to
 // wait on; the timeout (parseTimeout gives Redis's errors; 0 waits
 // forever); and retry, which builds the form to run when one key became
-// ready (retryOnKey: cmd with that key as its only argument, for ops whose
-// arguments are just their keys; nil: cmd itself); and tokenized, when
+// ready: cmd with that key as its only argument for ops whose arguments
+// are just their keys (retryListKey, retryZSetKey), or cmd itself, and in
+// either case with the op's ready flag (fsm.FlagListReady...), under which
+// a key that holds another type by then is passed over as missing, as
+// Redis serves a blocked client only from a key of the type it waits for;
+// and tokenized, when
 // the op takes a result token in Int2 and reports its reply with it
 // (register its apply as withResultToken(apply) in fsm, as LMPOP does), so
 // that a pop whose outcome a lost leader left unknown is resolved rather
@@ -54,7 +58,9 @@ import (
 //     Signals that arrive while a waiter's pop is on its way are kept
 //     and tried next, so a push is never missed between the pop and the
 //     block. One waiter per key pops at a time, so clients are served in
-//     the order they blocked.
+//     the order they blocked. A pop that fails (BLMOVE's destination
+//     holds another type) answers its client with the error and passes
+//     the signal on, as the key still holds what it held.
 //  4. The timeout answers a null array (RESP3 null); a disconnect removes
 //     the waiter; shutdown closes the connection.
 //
@@ -87,9 +93,17 @@ type blockReq struct {
 	tokenized bool
 }
 
-// retryOnKey is blockReq.retry for ops whose arguments are their keys.
-func retryOnKey(cmd fsm.Command, key []byte) fsm.Command {
+// retryListKey and retryZSetKey are blockReq.retry for ops whose
+// arguments are their keys.
+func retryListKey(cmd fsm.Command, key []byte) fsm.Command {
 	cmd.Args = [][]byte{key}
+	cmd.Flags |= fsm.FlagListReady
+	return cmd
+}
+
+func retryZSetKey(cmd fsm.Command, key []byte) fsm.Command {
+	cmd.Args = [][]byte{key}
+	cmd.Flags |= fsm.FlagZReady
 	return cmd
 }
 
@@ -210,8 +224,10 @@ func (br *blockRegistry) add(w *waiter) {
 }
 
 // remove takes w out of every queue. served is the key it popped from
-// ("" when it was not served): that key may hold more, so its next waiter
-// is signalled, as are the keys w was signalled for and never tried.
+// (or failed to: "" when it tried none): that key may hold more, so its
+// next waiter is signalled first, as Redis serves every client blocked on
+// one key before the next ready key; then the keys w was signalled for
+// and never tried.
 func (br *blockRegistry) remove(w *waiter, served string) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
@@ -237,7 +253,7 @@ func (br *blockRegistry) remove(w *waiter, served string) {
 	}
 	pass := w.ready
 	if served != "" {
-		pass = append(pass, served)
+		pass = append([]string{served}, w.ready...)
 	}
 	w.ready = nil
 	br.signalLocked(pass)
@@ -455,11 +471,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		case err != nil:
 			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
 			return true
-		case r.Kind == fsm.ReplyError && b.key != "" && b.w.req.retry != nil && r.Str == fsm.ErrWrongType:
-			// The ready key holds another type by now (pushed, then
-			// overwritten): as in Redis 7.0, the client stays blocked.
 		case r.Kind == fsm.ReplyError:
-			c.finishBlocking(&r, "")
+			// Nothing was taken from b.key: its next waiter may be served.
+			c.finishBlocking(&r, b.key)
 			return true
 		case r.Kind != fsm.ReplyNil && r.Kind != fsm.ReplyNilArray:
 			c.finishBlocking(&r, servedKey(b, &r))
@@ -585,10 +599,7 @@ func (c *client) nextTry(b *blockState) bool {
 	switch {
 	case try:
 		b.key = key
-		b.cmd = b.w.req.cmd
-		if b.w.req.retry != nil {
-			b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
-		}
+		b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
 		return true
 	case done:
 		c.finishBlocking(&reply, "")
