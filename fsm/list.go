@@ -6,8 +6,8 @@ import "encoding/binary"
 // LLEN, LRANGE, LINDEX, LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE (and
 // RPOPLPUSH), LMPOP, and the non-blocking forms the server runs for BLPOP,
 // BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP. The two forms of a list are drawn
-// in list_quicklist.go. Every push signals its key ready for blocked
-// clients.
+// in list_quicklist.go. A push that creates its list signals the key
+// ready for blocked clients (Redis signals the keys it adds).
 
 // List ops. Their numbers are part of the log format: append only.
 const (
@@ -258,9 +258,10 @@ func applyPush(s *Store, now int64, c *Command) Reply {
 		s.signalReadyLocked(key)
 		return IntReply(int64(len(elems)))
 	}
+	// A push onto a list that exists signals nothing, as in Redis, which
+	// signals only the keys it adds.
 	n := listLen(&it) + int64(len(elems))
 	s.pushLocked(it, elems, head)
-	s.signalReadyLocked(key)
 	return IntReply(n)
 }
 
@@ -433,9 +434,9 @@ func applyLMove(s *Store, now int64, c *Command) Reply {
 			s.pushLocked(d, [][]byte{e}, !toTail)
 		} else {
 			s.putListLocked(dst, [][]byte{e}, 0)
+			s.signalReadyLocked(dst)
 		}
 	}
-	s.signalReadyLocked(dst)
 	return BulkReply(e)
 }
 

@@ -181,7 +181,10 @@ func applyZAdd(s *Store, now int64, c *Command) Reply {
 	}
 	e.commit()
 	s.notifyChangedLocked(added+updated > 0)
-	if added > 0 {
+	if added > 0 && !e.exists {
+		// Redis signals the keys it adds, not those it adds to: a client
+		// blocked on a sorted set that exists waits for it to be made
+		// anew.
 		s.signalReadyLocked(c.Args[0])
 	}
 	switch {
@@ -402,7 +405,7 @@ func applyZRangeStore(s *Store, now int64, c *Command) Reply {
 			slices.Reverse(ents) // stored in order, whatever the reply order
 		}
 	}
-	s.storeZSetLocked(c.Args[0], ents)
+	s.storeZSetLocked(now, c.Args[0], ents)
 	return IntReply(int64(len(ents)))
 }
 
@@ -822,6 +825,6 @@ func applyZSetOpStore(s *Store, now int64, c *Command) Reply {
 	if wrong {
 		return replyWrongType
 	}
-	s.storeZSetLocked(c.Args[0], out)
+	s.storeZSetLocked(now, c.Args[0], out)
 	return IntReply(int64(len(out)))
 }

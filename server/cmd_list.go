@@ -276,7 +276,7 @@ func blockBLMove(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], dst: args[2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
 }
 
 // retryLMove is BLMOVE's and BRPOPLPUSH's retry: the move itself, its
@@ -292,7 +292,7 @@ func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
 		return blockReq{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpLMove, Args: args[1:3], Flags: fsm.FlagListRight}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], dst: args[2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
 }
 
 func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
