@@ -133,6 +133,9 @@ type client struct {
 	// says a loop client waits for a client pause to end.
 	replyMode uint8
 	held      bool
+	// pushedEnd, set while replyMode is not zero, ends the pub/sub frames
+	// the current command queued in out (suppressReply keeps them).
+	pushedEnd int
 
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte

@@ -89,6 +89,9 @@ func (c *client) changeSubscriptions(f func(r *pubsubRegistry, ps *pushState)) {
 	f(r, ps)
 	c.mergeOutput()
 	r.mu.Unlock()
+	if c.replyMode != 0 {
+		c.pushedEnd = len(c.out)
+	}
 	c.s.updateNotify()
 }
 
@@ -114,6 +117,9 @@ func runUnsubscribe(k subKind) func(c *client, args [][]byte) {
 			}
 			for _, name := range args[1:] {
 				c.out = appendSubReply(c.out, kind, name, false, 0, c.proto)
+			}
+			if c.replyMode != 0 {
+				c.pushedEnd = len(c.out)
 			}
 			return
 		}
@@ -145,6 +151,9 @@ func runPublish(shard bool) func(c *client, args [][]byte) {
 		n := c.s.publish(shard, args[1], args[2])
 		if c.ps != nil {
 			c.mergeOutput() // a message to c itself comes before the reply
+			if c.replyMode != 0 {
+				c.pushedEnd = len(c.out)
+			}
 		}
 		c.s.broadcast(shard, args[1], args[2])
 		c.out = appendInt(c.out, int64(n))
@@ -237,8 +246,8 @@ func runPubsub(c *client, args [][]byte) {
 }
 
 // runReset is RESET: the connection's state as a new one's (RESP2, no
-// subscriptions, no transaction or watched keys, no name, READWRITE),
-// without unsubscribe replies.
+// subscriptions, no transaction or watched keys, no name, READWRITE,
+// replies on), without unsubscribe replies.
 func runReset(c *client, args [][]byte) {
 	c.endTransaction()
 	if c.ps != nil && c.ps.total() > 0 {
@@ -252,6 +261,7 @@ func runReset(c *client, args [][]byte) {
 		})
 	}
 	c.setProto(2)
+	c.replyMode = 0
 	c.readonly = false
 	c.info.Lock()
 	c.info.name = ""

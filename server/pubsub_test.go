@@ -114,6 +114,56 @@ func TestPubsubRESP3(t *testing.T) {
 	})
 }
 
+// TestPubsubReplyOff: CLIENT REPLY OFF and SKIP silence replies but not
+// pub/sub frames (confirmations, messages), as in Redis 7.0, in RESP2 and
+// RESP3; RESET turns replies back on and answers +RESET.
+func TestPubsubReplyOff(t *testing.T) {
+	ioModes(t, func(t *testing.T, cfg Config) {
+		s := startServer(t, cfg)
+		for _, proto := range []int{2, 3} {
+			c, pub := dialRaw(t, s), dialRaw(t, s)
+			if proto == 3 {
+				c.do("HELLO", "3")
+			}
+			push := "*"
+			if proto == 3 {
+				push = ">"
+			}
+			c.send(encodeCommand("CLIENT", "REPLY", "OFF"))
+			c.send(encodeCommand("UNSUBSCRIBE"))
+			want := push + "3\r\n" + bulk("unsubscribe") + map[int]string{2: "$-1\r\n", 3: "_\r\n"}[proto] + ":0\r\n"
+			if got := c.reply(); got != want {
+				t.Fatalf("RESP%d UNSUBSCRIBE with replies off: %q, want %q", proto, got, want)
+			}
+			c.send(encodeCommand("SUBSCRIBE", "ch"))
+			if got, want := c.reply(), subReply(proto, "subscribe", "ch", 1); got != want {
+				t.Fatalf("RESP%d SUBSCRIBE with replies off: %q, want %q", proto, got, want)
+			}
+			if got := pub.do("PUBLISH", "ch", "m"); got != ":1\r\n" {
+				t.Fatalf("PUBLISH: %q", got)
+			}
+			if got, want := c.reply(), push+"3\r\n"+bulk("message")+bulk("ch")+bulk("m"); got != want {
+				t.Fatalf("RESP%d message with replies off: %q, want %q", proto, got, want)
+			}
+			if proto == 3 {
+				// A RESP3 subscriber may publish: its own message comes,
+				// PUBLISH's reply does not.
+				c.send(encodeCommand("PUBLISH", "ch", "self"))
+				if got, want := c.reply(), push+"3\r\n"+bulk("message")+bulk("ch")+bulk("self"); got != want {
+					t.Fatalf("own message with replies off: %q, want %q", got, want)
+				}
+			}
+			c.send(encodeCommand("PING"))
+			if got := c.do("RESET"); got != "+RESET\r\n" {
+				t.Fatalf("RESP%d RESET with replies off: %q", proto, got)
+			}
+			if got := c.do("PING"); got != "+PONG\r\n" {
+				t.Fatalf("RESP%d PING after RESET: %q", proto, got)
+			}
+		}
+	})
+}
+
 // Every message published after SUBSCRIBE's reply reaches the subscriber,
 // in order, while another connection publishes as fast as it can.
 func TestPubsubOrder(t *testing.T) {
