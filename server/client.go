@@ -136,6 +136,14 @@ type client struct {
 	// pushedEnd, set while replyMode is not zero, ends the pub/sub frames
 	// the current command queued in out (suppressReply keeps them).
 	pushedEnd int
+	// Arrival order (order.go): readAt is when the pipeline was read
+	// (monoNow's clock); orderedAt the readAt an ordered command last
+	// waited for; orderWait the wait of a loop client, which ordering
+	// says it is suspended in.
+	readAt    int64
+	orderedAt int64
+	orderWait *orderWaiter
+	ordering  bool
 
 	// The pipeline being executed, and the index of the next command.
 	pipe   [][][]byte
@@ -256,6 +264,7 @@ func (c *client) runPipeline(cmds [][][]byte) bool {
 	start := time.Now()
 	now := start.UnixNano()
 	c.now = now / 1e6
+	c.readAt = monoAt(start)
 	c.lastActive.Store(now)
 	c.beginTiming(start)
 	c.s.stats.commands.Add(int64(len(cmds)))
@@ -428,6 +437,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	if cmd.parse == nil {
 		if c.proposeBatch() {
 			return false
+		}
+		if cmd.ordered && !c.inOrder() {
+			return false // waits for the other loops (order.go)
 		}
 		c.flushHits()
 		at := len(c.out)

@@ -22,9 +22,9 @@ func init() {
 		command{name: "punsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subPattern)},
 		command{name: "sunsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subShard),
 			firstKey: 1, lastKey: -1, keyStep: 1},
-		command{name: "publish", arity: 3, flags: pub, group: "pubsub", run: runPublish(false)},
+		command{name: "publish", arity: 3, flags: pub, group: "pubsub", run: runPublish(false), ordered: true},
 		command{name: "spublish", arity: 3, flags: pub, group: "pubsub", run: runPublish(true),
-			firstKey: 1, lastKey: 1, keyStep: 1},
+			firstKey: 1, lastKey: 1, keyStep: 1, ordered: true},
 		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub", run: runPubsub},
 		command{name: "reset", arity: 1, flags: conn, group: "connection", run: runReset},
 		// Another node's message for this node's subscribers (cluster mode).

@@ -60,6 +60,9 @@ type command struct {
 	// container: Redis has subcommands of it ("config|get"), counted
 	// apart in INFO commandstats. Set by commandTable.
 	container bool
+	// ordered: the command first waits for what other event loops
+	// received before it (order.go): PUBLISH after a SUBSCRIBE.
+	ordered bool
 }
 
 // Flag sets the command-table rows use.

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +332,41 @@ func TestKeyspaceExpired(t *testing.T) {
 	w.do("SET", "k", "v", "PX", "1")
 	if got, want := sub.reply(), "*3\r\n"+bulk("message")+bulk("__keyevent@0__:expired")+bulk("k"); got != want {
 		t.Fatalf("expired event: %q, want %q", got, want)
+	}
+}
+
+// TestPubsubArrivalOrder: a SUBSCRIBE or an UNSUBSCRIBE sent on one
+// connection counts for a PUBLISH sent after it on another, whichever
+// event loops read the two (order.go); neither waits for the other's
+// reply. Fresh subscriber connections land on the loops in turn. (A
+// connection not yet accepted is not ordered: see compatibility.md.)
+func TestPubsubArrivalOrder(t *testing.T) {
+	if runtime.NumCPU() < 2 || os.Getenv("KVS_TEST_CONN_GOROUTINES") != "" {
+		t.Skip("one event loop or none: nothing to overtake (order.go)")
+	}
+	s := startServer(t, Config{})
+	pub := dialRaw(t, s)
+	for i := range 300 {
+		ch := fmt.Sprint("ch", i)
+		sub := dialRaw(t, s)
+		sub.do("PING") // accepted and on its loop, as go-redis's HELLO makes it
+		sub.send(encodeCommand("SUBSCRIBE", ch))
+		if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
+			t.Fatalf("round %d: PUBLISH after SUBSCRIBE on another connection: %q, want :1", i, got)
+		}
+		sub.send(encodeCommand("UNSUBSCRIBE"))
+		if got := pub.do("PUBLISH", ch, "m"); got != ":0\r\n" {
+			t.Fatalf("round %d: PUBLISH after UNSUBSCRIBE on another connection: %q, want :0", i, got)
+		}
+		if got, want := sub.reply(), subReply(2, "subscribe", ch, 1); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		if got, want := sub.reply(), "*3\r\n"+bulk("message")+bulk(ch)+bulk("m"); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		if got, want := sub.reply(), subReply(2, "unsubscribe", ch, 0); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		sub.nc.Close()
 	}
 }
