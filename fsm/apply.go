@@ -23,12 +23,16 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 	dst = s.applyEntryLocked(dst, index, now, cmds)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
+	met, expired := s.takeExpiredLocked()
 	s.mu.Unlock()
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
+	}
+	if expired != nil {
+		expired(met)
 	}
 	return dst
 }
@@ -59,12 +63,16 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 	}
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
+	met, expired := s.takeExpiredLocked()
 	s.mu.Unlock()
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
+	}
+	if expired != nil {
+		expired(met)
 	}
 	return out
 }
@@ -96,11 +104,19 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	}
 	s.keys.vers.begin(now) // the version of every item this command writes
 	s.expireMetLocked(now, c)
+	written, reported := s.keys.writes, s.dirtyReported
+	s.dirtyReported = false
+	var r Reply
 	if s.notify.classes.Load() == 0 {
-		return sp.apply(s, now, c)
+		r = sp.apply(s, now, c)
+	} else {
+		pre := s.notifyBeforeLocked(now, c)
+		r = sp.apply(s, now, c)
+		s.notifyAfterLocked(now, c, r, pre)
 	}
-	pre := s.notifyBeforeLocked(now, c)
-	r := sp.apply(s, now, c)
-	s.notifyAfterLocked(now, c, r, pre)
+	if !s.dirtyReported {
+		s.dirty += dirtyOf(c, &r, s.keys.writes-written)
+	}
+	s.dirtyReported = reported
 	return r
 }

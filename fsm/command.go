@@ -110,7 +110,10 @@ const (
 	OpPExpireTime
 	// OpDBSize: Reply :number of keys not expired.
 	OpDBSize
-	// OpMemoryUsage: Args[0]=key. Reply :bytes or nil.
+	// OpMemoryUsage: Args[0]=key. Reply :bytes or nil. With
+	// FlagMemoryLogical (a script's MEMORY USAGE) the bytes are an
+	// estimate from the value alone, the same on every replica, sampling
+	// Int elements of a collection (0: all; see logicalSize).
 	OpMemoryUsage
 )
 
@@ -124,7 +127,7 @@ const (
 	opBaseZSet   Op = 600  // fsm/zset.go
 	opBaseBits   Op = 700  // fsm/bits.go (and other string commands)
 	opBaseSort   Op = 800  // SORT and other commands across types
-	opBaseScript Op = 900  // MULTI/EXEC, scripts (issue 13)
+	opBaseScript Op = 900  // MULTI/EXEC, scripts
 	opBaseAdmin  Op = 1000 // replicated server state (ACL users, ...)
 	opLimit      Op = 1100 // every op is below this
 )

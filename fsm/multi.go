@@ -51,7 +51,7 @@ import (
 // changed when it was written since; its deletion after expiring is not a
 // change, as in Redis 7.0.
 
-// opBaseMulti numbers the transaction ops, within issue 13's range.
+// opBaseMulti numbers the transaction ops, within the scripts' range.
 const opBaseMulti Op = opBaseScript + 50
 
 const (
@@ -282,7 +282,7 @@ func applyExec(s *Store, now int64, c *Command) Reply {
 		if sp.write {
 			out[i] = s.applyLocked(now, sub)
 		} else {
-			out[i] = s.readInsideLocked(now, sub, true)
+			out[i] = s.readInsideLocked(now, sub, true, &s.expired.met)
 		}
 	}
 	// The replies of reads alias the store's immutable memory, and those

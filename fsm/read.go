@@ -1,11 +1,16 @@
 package fsm
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Read answers a read command at now under the shared lock. Keys whose
 // deadline is not after now are absent to every read, whether or not their
-// deletion has been applied yet. Bulk replies alias the store's memory
-// (which is never modified in place) and stay valid after Read returns.
+// deletion has been applied yet; those its lookups met go to the expired
+// hook (expire.go) before Read returns. Bulk replies alias the store's
+// memory (which is never modified in place) and stay valid after Read
+// returns.
 //
 // Read panics on a command that fails Validate or is a write: the server
 // built it, so that is a bug.
@@ -34,9 +39,29 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	}
 	s.mu.RLock()
 	s.tickLocked(now)
-	r := sp.read(s, now, c)
+	var r Reply
+	var met [][]byte
+	switch collect := s.collectsLocked(now); {
+	case collect && sp.readMet != nil:
+		m := new([][]byte) // allocated only while a key is due
+		r = sp.readMet(s, now, c, m)
+		met = *m
+	case collect:
+		r = sp.read(s, now, c)
+		met = s.expiredLookupsLocked(now, c, nil)
+	default:
+		r = sp.read(s, now, c)
+	}
+	var expired func([][]byte)
+	if len(met) > 0 {
+		expired = s.expired.hook
+	}
 	misses, hook := s.readMissesLocked(now, c)
 	s.mu.RUnlock()
+	// Redis announces a key's expiry before the miss its lookup then is.
+	if expired != nil {
+		expired(met)
+	}
 	if hook != nil {
 		hook(misses)
 	}
@@ -65,9 +90,16 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 // script that may write) they join the entry's events, in order with its
 // writes'; under the shared lock (a read-only script) the entry's list
 // cannot be appended to, and they go to the hook at once, as a read's do
-// (the hook only publishes).
-func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
-	r := c.Op.spec().read(s, now, c)
+// (the hook only publishes). The expired keys it meets are appended to
+// *met (expire.go), unless met is nil.
+func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool, met *[][]byte) Reply {
+	sp := c.Op.spec()
+	var r Reply
+	if met != nil && s.expired.hook != nil {
+		r = s.readMetLocked(now, c, sp, met)
+	} else {
+		r = sp.read(s, now, c)
+	}
 	if !s.wantLocked(NotifyKeyMiss) {
 		return r
 	}
@@ -84,14 +116,24 @@ func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
 func (s *Store) get(now int64, key []byte) Reply {
 	s.mu.RLock()
 	s.tickLocked(now)
-	it, ok := s.liveLocked(key, now)
+	it, found := s.getLocked(key)
+	ok := found && !it.expired(now)
 	var hook func([]Event)
-	if !ok && s.wantLocked(NotifyKeyMiss) {
-		hook = s.notify.hook
+	var expired func([][]byte)
+	if !ok {
+		if found {
+			expired = s.expired.hook
+		}
+		if s.wantLocked(NotifyKeyMiss) {
+			hook = s.notify.hook
+		}
 	}
 	s.mu.RUnlock()
 	switch {
 	case !ok:
+		if expired != nil {
+			expired([][]byte{bytes.Clone(key)})
+		}
 		if hook != nil {
 			hook([]Event{{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)}})
 		}

@@ -180,6 +180,7 @@ func applyZAdd(s *Store, now int64, c *Command) Reply {
 		}
 	}
 	e.commit()
+	s.reportDirtyLocked(added + updated)
 	s.notifyChangedLocked(added+updated > 0)
 	if added > 0 && !e.exists {
 		// Redis signals the keys it adds, not those it adds to: a client

@@ -41,6 +41,14 @@ const (
 	errProtoBulkCount  = resp.MsgBulkCountTooBig
 )
 
+// COMMAND GETKEYS's and GETKEYSANDFLAGS's errors (server.c).
+const (
+	errGetKeysInvalidCommand = "ERR Invalid command specified"
+	errGetKeysNoKeys         = "ERR The command has no key arguments"
+	errGetKeysArity          = "ERR Invalid number of arguments specified for command"
+	errGetKeysInvalidArgs    = "ERR Invalid arguments specified for command"
+)
+
 // Errors of passwords and users (Redis 7.0's acl.c, networking.c, multi.c).
 const (
 	errNoAuth         = "NOAUTH Authentication required."
@@ -278,9 +286,15 @@ func errMoved(slot int, addr string) string {
 // Redis's generic "-ERR <text>" form.
 func errProposal(err error, write bool) string {
 	var re *remoteError
+	var refused *loginRefused
 	switch {
 	case errors.As(err, &re):
 		return re.text // the leader's own client text
+	case errors.As(err, &refused):
+		if !write {
+			return "TRYAGAIN " + refused.text
+		}
+		return "TRYAGAIN the write was not applied: " + refused.text
 	case errors.Is(err, ErrUnknownOutcome):
 		if !write {
 			// A read has no effect to be unsure about.
