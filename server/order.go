@@ -30,8 +30,9 @@ import (
 // unread past one read per connection (as Redis reads at most 16 KiB of a
 // connection per turn of its event loop).
 //
-// Connections served by goroutines (cluster mode, --io goroutines, TLS)
-// are not ordered: see docs/compatibility.md.
+// A connection served by a goroutine of its own (cluster mode, --io
+// goroutines, TLS) has its PUBLISH wait for the loops too, but nothing
+// waits for its own subscription changes: see docs/compatibility.md.
 
 // monoBase is the origin of monoNow's clock.
 var monoBase = time.Now()
