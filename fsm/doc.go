@@ -148,7 +148,9 @@
 // member. Snapshots keep the form, and a snapshot streams a big set
 // yielding its goroutine every 1024 members so writers are not kept from
 // a P. Writes that can wake
-// a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key.
+// a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key when
+// they create it, as Redis 7.0 signals the keys it adds and not those it
+// adds to or overwrites.
 //
 // # Bitmaps, COPY, slots
 //
@@ -179,10 +181,13 @@
 // clone leaves both sides owning nothing they share; bytes that were once
 // an entry are never written again, since replies alias them. It is
 // packed again once it shrinks to half the limit. Snapshots hold a list as
-// its length and elements, whatever its form. Pushes (and LMOVE, RENAME onto a key)
-// signal their key ready for blocked clients; LMPOP and LMOVE with a
-// token in Int2 report their reply through the ready hook (ResultOf), so
-// a server can learn the outcome of a blocked client's pop from its own
+// its length and elements, whatever its form. Pushes that create their
+// list (and LMOVE, RENAME onto a key) signal it ready for blocked
+// clients, and a woken client's pop (FlagListReady, FlagZReady for sorted
+// sets) passes over a key that holds another type by then, as Redis
+// serves a key only to clients of its type; LMPOP and LMOVE with a token
+// in Int2 report their reply through the ready hook (ResultOf), so a
+// server can learn the outcome of a blocked client's pop from its own
 // replica.
 //
 // # Formats

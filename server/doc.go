@@ -152,7 +152,10 @@
 //
 // Subscriptions are per node and per connection (pubsub.go draws how
 // messages reach subscribers on other event loops and goroutines, and how
-// client-output-buffer-limit pubsub bounds a slow one); in cluster mode a
+// client-output-buffer-limit pubsub bounds a slow one). A PUBLISH waits
+// until the other event loops have run what they received before it, so
+// a SUBSCRIBE sent first on another connection counts, as in Redis
+// (order.go); in cluster mode a
 // PUBLISH is also sent to every other member over one ordered link each
 // (pubsub_cluster.go), at most once. Keyspace notifications are emitted by
 // the store's apply through a hook (notify.go), and so are the messages a

@@ -82,6 +82,7 @@ type Server struct {
 	// blocked holds the clients blocked in BLPOP and friends; the store's
 	// ready hook wakes them (blocking.go).
 	blocked blockRegistry
+	order   orderBarrier
 	// pubsub holds the subscriptions (pubsub.go), pubsubLimit
 	// client-output-buffer-limit's pubsub class (nil: no limit), bcast
 	// the links that carry PUBLISH to the other nodes (cluster mode).
