@@ -123,11 +123,18 @@ func TestMinReplicasWithoutReplicas(t *testing.T) {
 // TestMinReplicasCluster: in a cluster the leader decides, with its own
 // parameters and its good replicas, for its own clients and for the
 // writes its followers forward: a follower's clients get the leader's
-// refusals, scripts that declare no flags inside a forwarded transaction
-// included, and the follower's own parameters change nothing.
+// refusals, of functions and FUNCTION DELETE too, and of scripts that
+// declare no flags inside a forwarded transaction; no-writes functions
+// and scripts run; the follower's own parameters change nothing.
 func TestMinReplicasCluster(t *testing.T) {
 	p := startPair(t, false, true)
 	lead, fol := dialRaw(t, p.leader), dialRaw(t, p.follower)
+	lib := "#!lua name=lib\n" +
+		"redis.register_function('f', function() return redis.call('set','x',3) end)\n" +
+		"redis.register_function{function_name='g', callback=function() return redis.call('get','x') end, flags={'no-writes'}}"
+	if got := lead.do("FUNCTION", "LOAD", lib); got != bulk("lib") {
+		t.Fatalf("FUNCTION LOAD: %q", got)
+	}
 	for _, rc := range []*rawConn{lead, fol} {
 		if got := rc.do("CONFIG", "SET", "min-replicas-to-write", "2"); got != "+OK\r\n" {
 			t.Fatalf("CONFIG SET: %q", got)
@@ -141,6 +148,12 @@ func TestMinReplicasCluster(t *testing.T) {
 			rcase(setRefused, "EVAL", setScript, "0"),
 			rcase(noReplicas, "EVAL", "#!lua\nreturn 1", "0"),
 			rcase("$-1\r\n", "EVAL", "return redis.call('get','x')", "0"),
+			rcase("$-1\r\n", "EVAL", "#!lua flags=no-writes\nreturn redis.call('get','x')", "0"),
+			rcase(noReplicas, "FCALL", "f", "0"),
+			rcase("$-1\r\n", "FCALL", "g", "0"),
+			rcase("$-1\r\n", "FCALL_RO", "g", "0"),
+			rcase(noReplicas, "FUNCTION", "DELETE", "lib"),
+			rcase(":0\r\n", "EVAL", "return redis.call('publish','ch','m')", "0"),
 			rcase("$-1\r\n", "GET", "x"),
 		} {
 			if got := rc.do(tc.cmd...); got != tc.want {
@@ -155,10 +168,13 @@ func TestMinReplicasCluster(t *testing.T) {
 	if got, want := fol.do("EXEC"), "*2\r\n$-1\r\n"+setRefused; got != want {
 		t.Fatalf("a forwarded transaction with a script: %q, want %q", got, want)
 	}
-	fol.do("MULTI")
-	fol.do("SET", "x", "1")
-	if got, want := fol.do("EXEC"), "-EXECABORT Transaction discarded because of: "+errNoReplicas+"\r\n"; got != want {
-		t.Fatalf("a forwarded transaction with a write: %q, want %q", got, want)
+	for _, write := range [][]string{{"SET", "x", "1"}, {"FCALL", "f", "0"}} {
+		fol.do("MULTI")
+		fol.do("GET", "x")
+		fol.do(write...)
+		if got, want := fol.do("EXEC"), "-EXECABORT Transaction discarded because of: "+errNoReplicas+"\r\n"; got != want {
+			t.Fatalf("a forwarded transaction with %q: %q, want %q", write, got, want)
+		}
 	}
 	if got := lead.do("INFO", "replication"); !strings.Contains(got, "min_slaves_good_slaves:1\r\n") {
 		t.Fatalf("the leader's INFO replication: %q", got)
