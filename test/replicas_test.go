@@ -108,3 +108,37 @@ func TestClusterMinReplicas(t *testing.T) {
 	// which leaves the check to the leader.
 	waitFor(t, "writes taken once a follower is back", write(""))
 }
+
+// TestMinReplicasReplay: a script refused its write for want of good
+// replicas is refused the same write when a durable node replays its log
+// after a restart, though the restarted node has the check off: the
+// refusal travels in the log entry, so every replay decides as the first
+// run did.
+func TestMinReplicasReplay(t *testing.T) {
+	t.Parallel()
+	n := startKVS(t, KVSOptions{Durable: true})
+	script := "local r = redis.pcall('set', 'k', 'written') return r['err']"
+	want := "$45\r\nNOREPLICAS Not enough good replicas to write.\r\n"
+	rc := dialRaw(t, n.Addr)
+	for _, tc := range []respCase{
+		c("+OK\r\n", "SET", "before", "1"),
+		c("+OK\r\n", "CONFIG", "SET", "min-replicas-to-write", "1"),
+		c(want, "EVAL", script, "0"),
+		c("$-1\r\n", "GET", "k"),
+	} {
+		if v := rc.Do(tc.cmd...); string(v.Raw) != tc.want {
+			t.Fatalf("%s: %s, want %q", showCommand(tc.cmd), v, tc.want)
+		}
+	}
+	n.Restart()
+	rc = dialRaw(t, n.Addr)
+	for _, tc := range []respCase{
+		c("$1\r\n1\r\n", "GET", "before"),
+		c("$-1\r\n", "GET", "k"),
+		c("*2\r\n$21\r\nmin-replicas-to-write\r\n$1\r\n0\r\n", "CONFIG", "GET", "min-replicas-to-write"),
+	} {
+		if v := rc.Do(tc.cmd...); string(v.Raw) != tc.want {
+			t.Fatalf("after the restart: %s: %s, want %q", showCommand(tc.cmd), v, tc.want)
+		}
+	}
+}
