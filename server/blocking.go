@@ -225,7 +225,11 @@ func (br *blockRegistry) result(pr *popResult) (fsm.Reply, bool) {
 	return pr.r, pr.found
 }
 
-func (br *blockRegistry) add(w *waiter) {
+// add queues w on its keys. It reports whether one of them is being
+// served: w then waits its turn without a first try, as in Redis a push
+// serves the clients already blocked before any other command runs, and
+// one that arrives meanwhile must not take what they are owed.
+func (br *blockRegistry) add(w *waiter) (behind bool) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	if br.keys == nil {
@@ -237,8 +241,11 @@ func (br *blockRegistry) add(w *waiter) {
 			continue // a key named twice
 		}
 		br.keys[k] = append(q, w)
+		_, serving := br.serving[k]
+		behind = behind || serving
 	}
 	br.byID[w.c.id] = w
+	return behind
 }
 
 // remove takes w out of every queue. served is the key it popped from
@@ -560,6 +567,13 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			c.replyError(id, false, e)
 			return true
 		}
+		if !c.inOrder() {
+			// Its first try waits for the commands that arrived before it
+			// on other loops (order.go): Redis serves clients blocked on
+			// one key in the order their pops arrived, and a pop that
+			// arrived first may yet block on another loop.
+			return false
+		}
 		w := &waiter{c: c, req: req, dst: string(req.dst), state: waitTrying}
 		for _, k := range req.keys {
 			w.keys = append(w.keys, string(k))
@@ -569,7 +583,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		}
 		c.blk = &blockState{w: w, cmd: req.cmd, id: id}
 		c.startWaiting(w)
-		c.s.blocked.add(w)
+		if c.s.blocked.add(w) {
+			c.blk.waiting = true
+		}
 	}
 	b := c.blk
 	for {

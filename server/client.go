@@ -139,10 +139,14 @@ type client struct {
 	// the current command queued in out (suppressReply keeps them).
 	pushedEnd int
 	// Arrival order (order.go): readAt is when the pipeline was read
-	// (monoNow's clock); orderedAt the readAt an ordered command last
+	// (monoNow's clock), arrivedAt when it arrived (the kernel's receive
+	// time where it gives one, else readAt); orderedAt the readAt an ordered command last
 	// waited for; orderWait the wait of a loop client, which ordering
 	// says it is suspended in.
 	readAt    int64
+	arrivedAt int64
+	entering  bool // counted in orderBarrier.entering
+
 	orderedAt int64
 	orderWait *orderWaiter
 	ordering  bool
@@ -170,8 +174,9 @@ type client struct {
 	// served by a goroutine of its own; the loop's state of it.
 	fd   int
 	lp   *loop
-	more bool // the socket may hold requests not yet read
-	dead bool // closed
+	fdr  *fdReader // the socket's reader
+	more bool      // the socket may hold requests not yet read
+	dead bool      // closed
 
 	// Durable mode on a loop: the proposer that takes batches without
 	// waiting, the callback it answers through (built once), the answer
@@ -289,6 +294,10 @@ func (c *client) runPipeline(cmds [][][]byte) bool {
 	now := start.UnixNano()
 	c.now = now / 1e6
 	c.readAt = monoAt(start)
+	c.arrivedAt = c.readAt
+	if t := c.kernelArrival(); t != 0 && t < c.readAt {
+		c.arrivedAt = t
+	}
 	c.lastActive.Store(now)
 	c.beginTiming(start)
 	c.s.stats.commands.Add(int64(len(cmds)))

@@ -5,6 +5,7 @@ package server
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,9 @@ type loop struct {
 	quiet      atomic.Bool
 	sleeping   atomic.Bool
 	roundAt    int64
+	// wallOffset is the wall clock less monoNow's at the round's start
+	// (fdReader converts receive times with it).
+	wallOffset int64
 	polledAt   int64
 	// blocking: the loop sleeps in epoll_wait, not in Go's poller.
 	// ordered are clients to run again (wakeOrdered), orderedDue says
@@ -100,20 +104,25 @@ type loop struct {
 	blocking   atomic.Bool
 	orderedDue atomic.Bool
 	// orderHeld are the clients whose ordered command this round
-	// suspended, orderAt the latest of their read times (holdOrdered).
-	orderHeld []*client
-	orderAt   int64
+	// suspended, orderAt and orderFirst the latest and earliest of their
+	// arrivals (holdOrdered).
+	orderHeld  []*client
+	orderAt    int64
+	orderFirst int64
+	// entering are the connections taken this round, counted in the
+	// barrier's entering until the round has read them.
+	entering []*client
 
-	mu       sync.Mutex // guards the fields below
-	done     []*client  // answered by the roundProposer, to resume
-	woken    []*client  // blocked clients whose waiter was woken, to run again
-	pushed   []*client  // subscribers with messages queued (pushReady)
-	ordered  []*client  // whose ordered command may go on (wakeOrdered)
-	killed   []*client  // to close: CLIENT KILL (kill)
-	incoming []*client  // accepted, not yet in conns
-	stopping bool       // Shutdown: close connections once their replies are written
-	closing  bool       // Close: close everything now
-	exited   bool       // the loop returned; add closes the connection
+	mu       sync.Mutex     // guards the fields below
+	done     []*client      // answered by the roundProposer, to resume
+	woken    []*client      // blocked clients whose waiter was woken, to run again
+	pushed   []*client      // subscribers with messages queued (pushReady)
+	ordered  []*orderWaiter // whose ordered commands may go on (wakeOrdered)
+	killed   []*client      // to close: CLIENT KILL (kill)
+	incoming []*client      // accepted, not yet in conns
+	stopping bool           // Shutdown: close connections once their replies are written
+	closing  bool           // Close: close everything now
+	exited   bool           // the loop returned; add closes the connection
 }
 
 // The loop's system calls on its sockets, its eventfd and its epoll set
@@ -157,12 +166,22 @@ func rawEpollWait(epfd int, events []unix.EpollEvent) (int, error) {
 }
 
 // fdReader reads a non-blocking socket, reporting EAGAIN as resp.ErrAgain
-// (which resp.Reader.ReadReady understands).
-type fdReader struct{ fd int }
+// (which resp.Reader.ReadReady understands). Each read also takes the
+// kernel's receive time of the data it returns (SO_TIMESTAMPNS, which
+// stampArrivals sets on the listener and accepted sockets inherit): the
+// order requests arrived in across loops (order.go).
+type fdReader struct {
+	fd int
+	lp *loop
+	// arrived is that receive time on monoNow's clock, 0 when the kernel
+	// gave none.
+	arrived int64
+	control [64]byte
+}
 
-func (r fdReader) Read(p []byte) (int, error) {
+func (r *fdReader) Read(p []byte) (int, error) {
 	for {
-		n, err := rawRead(r.fd, p)
+		n, err := r.recv(p)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -175,6 +194,76 @@ func (r fdReader) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// stampArrivals has the kernel note the receive time of what every
+// connection ln accepts receives (SO_TIMESTAMPNS, which accepted sockets
+// inherit), so that requests on different loops can be ordered by arrival
+// (order.go). On the listener it also keeps the kernel stamping while no
+// connection is open, so a new connection's first request is stamped too.
+// A kernel that refuses leaves requests ordered by the time they are read.
+func stampArrivals(s *Server, ln net.Listener) {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	})
+	// A connection the kernel holds for accept(2) may already carry
+	// requests that arrived before an ordered command's.
+	pending := func() bool {
+		ready := false
+		rc.Control(func(fd uintptr) {
+			fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			var ts unix.Timespec
+			n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1,
+				uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+			ready = e == 0 && n > 0
+		})
+		return ready
+	}
+	s.order.backlog.Store(&pending)
+}
+
+// recv is recvmsg(2) into p, noting the receive time.
+func (r *fdReader) recv(p []byte) (int, error) {
+	var iov unix.Iovec
+	if len(p) > 0 {
+		iov.Base = &p[0]
+		iov.SetLen(len(p))
+	}
+	msg := unix.Msghdr{Iov: &iov, Iovlen: 1, Control: &r.control[0]}
+	msg.SetControllen(len(r.control))
+	n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(r.fd), uintptr(unsafe.Pointer(&msg)), 0)
+	if e != 0 {
+		return 0, e
+	}
+	r.arrived = 0
+	hdr := unix.CmsgSpace(0)
+	if int(msg.Controllen) >= hdr+int(unsafe.Sizeof(unix.Timespec{})) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&r.control[0]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_TIMESTAMPNS {
+			ts := (*unix.Timespec)(unsafe.Pointer(&r.control[hdr]))
+			// The kernel stamps by the wall clock: onto the monotonic one
+			// by their difference at the round's start.
+			r.arrived = ts.Nano() - r.lp.wallOffset
+		}
+	}
+	return int(n), nil
+}
+
+// kernelArrival is when the data of c's last read arrived (monoNow's
+// clock), or 0 when the kernel did not say.
+func (c *client) kernelArrival() int64 {
+	if c.fdr == nil {
+		return 0
+	}
+	return c.fdr.arrived
 }
 
 // newLoops returns n loops, or an error when the system refuses epoll or
@@ -277,7 +366,8 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.sockFD.Store(int32(fd))
 	c.lp = lp
-	c.rd = c.newReader(fdReader{fd}) // nothing is read yet
+	c.fdr = &fdReader{fd: fd, lp: lp}
+	c.rd = c.newReader(c.fdr) // nothing is read yet
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -293,6 +383,7 @@ func (lp *loop) add(c *client) bool {
 	lp.mu.Lock()
 	if lp.exited {
 		lp.mu.Unlock()
+		c.entered()
 		unix.Close(fd)
 		lp.s.unregister(c)
 		return true
@@ -360,6 +451,19 @@ func (lp *loop) run() {
 				lp.input(c)
 			}
 		}
+		for len(lp.orderHeld) > 0 {
+			// Ordered commands suspended this round wait together
+			// (order.go), registered before the loop says it caught up,
+			// or run now if the other loops have.
+			lp.holdOrdered()
+		}
+		for i, c := range lp.entering {
+			// Read, and what they sent run or registered above: no
+			// longer on their way (order.go).
+			c.entered()
+			lp.entering[i] = nil
+		}
+		lp.entering = lp.entering[:0]
 		if n < len(lp.events) {
 			// Every connection ready when the round began has been read
 			// (once) and run; with the events array full, some may not
@@ -406,7 +510,7 @@ func (lp *loop) run() {
 // wait returns the number of events in lp.events, parking in Go's poller
 // until there is one if block is set.
 func (lp *loop) wait(block bool) int {
-	lp.roundAt = monoNow()
+	lp.roundAt = lp.clock()
 	lp.quiet.Store(false)
 	lp.sleeping.Store(false)
 	n, _ := rawEpollWait(lp.epfd, lp.events)
@@ -422,7 +526,7 @@ func (lp *loop) wait(block bool) int {
 		// for this loop wakes it (orderBarrier.hold).
 		lp.blocking.Store(true)
 		lp.quiet.Store(false)
-		lp.roundAt = monoNow()
+		lp.roundAt = lp.clock()
 		n, _ := unix.EpollWait(lp.epfd, lp.events, -1)
 		return max(n, 0)
 	}
@@ -434,13 +538,22 @@ func (lp *loop) wait(block bool) int {
 // park would cost an allocation per idle moment): it reports whether the
 // set has events, leaving their number in polled.
 func (lp *loop) pollOnce(uintptr) bool {
-	lp.polledAt = monoNow()
+	lp.polledAt = lp.clock()
 	lp.quiet.Store(false)
 	lp.sleeping.Store(false)
 	lp.polled, _ = rawEpollWait(lp.epfd, lp.events)
 	// Not sleeping after all, when an ordered command still waits for
 	// this loop: the next look (a later time) releases it.
 	return lp.polled > 0 || !lp.idle(lp.polledAt)
+}
+
+// clock returns monoNow, noting the wall clock's offset from it, which
+// fdReader converts the kernel's receive times with.
+func (lp *loop) clock() int64 {
+	now := time.Now()
+	mono := monoAt(now)
+	lp.wallOffset = now.UnixNano() - mono
+	return mono
 }
 
 // idle notes that the loop is about to sleep, having found nothing ready
@@ -524,6 +637,9 @@ func (lp *loop) wake() {
 		lp.takePushes(c)
 	}
 	for _, c := range incoming {
+		// Read below, in this round; counted as entering until then
+		// (order.go).
+		lp.entering = append(lp.entering, c)
 		ev := unix.EpollEvent{
 			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
 			Fd:     int32(c.fd),
@@ -721,9 +837,9 @@ func (lp *loop) wakeHeld(c *client) { lp.wakeBlocked(c) }
 // busy loop takes them at the start of its next round (runOrdered), so
 // only a sleeping one is signalled (idle looks at orderedDue after it set
 // sleeping).
-func (lp *loop) wakeOrdered(clients []*client) {
+func (lp *loop) wakeOrdered(w *orderWaiter) {
 	lp.mu.Lock()
-	lp.ordered = append(lp.ordered, clients...)
+	lp.ordered = append(lp.ordered, w)
 	lp.mu.Unlock()
 	lp.orderedDue.Store(true)
 	if lp.sleeping.Load() {
@@ -731,17 +847,21 @@ func (lp *loop) wakeOrdered(clients []*client) {
 	}
 }
 
-// runOrdered runs the clients wakeOrdered handed the loop.
+// runOrdered runs the clients of the waits wakeOrdered handed the loop,
+// then lets go on what waited for them to run.
 func (lp *loop) runOrdered() {
 	lp.mu.Lock()
-	clients := lp.ordered
+	waits := lp.ordered
 	lp.ordered = nil
 	lp.mu.Unlock()
-	for _, c := range clients {
-		if !c.dead && c.suspended && c.ordering {
-			c.suspended, c.ordering = false, false
-			lp.run1(c, nil)
+	for _, w := range waits {
+		for _, c := range w.clients {
+			if !c.dead && c.suspended && c.ordering {
+				c.suspended, c.ordering = false, false
+				lp.run1(c, nil)
+			}
 		}
+		lp.s.order.finish(lp.s.loops, w)
 	}
 }
 
@@ -961,3 +1081,60 @@ func (lp *loop) close(c *client) {
 	unix.Close(c.fd)
 	lp.s.unregister(c)
 }
+
+// accept is ln.Accept, counting the connection in entering from before
+// accept(2) takes it out of the kernel's backlog, so that arrivalsPending
+// never misses it between the two. Go's listeners cannot wait for
+// readiness through their RawConn, so the wait is a ppoll of at most
+// acceptPoll, inside Control so that a Close waits for it rather than
+// the descriptor being reused under it.
+func (o *orderBarrier) accept(ln net.Listener) (net.Conn, error) {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		nc, err := ln.Accept()
+		if err == nil {
+			o.entering.Add(1)
+		}
+		return nc, err
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		nfd, aerr := -1, error(nil)
+		err := rc.Control(func(fd uintptr) {
+			o.entering.Add(1)
+			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			if aerr == nil {
+				return
+			}
+			o.entering.Add(-1)
+			if aerr == unix.EAGAIN {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				ts := unix.NsecToTimespec(int64(acceptPoll))
+				unix.Ppoll(fds, &ts, nil)
+			}
+		})
+		switch {
+		case err != nil:
+			return nil, err // closed
+		case aerr == unix.EAGAIN || aerr == unix.EINTR || aerr == unix.ECONNABORTED:
+			continue
+		case aerr != nil:
+			return nil, aerr
+		}
+		f := os.NewFile(uintptr(nfd), "")
+		nc, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			o.entering.Add(-1)
+			return nil, err
+		}
+		return nc, nil
+	}
+}
+
+// acceptPoll bounds accept's wait for a connection, which is how long a
+// Close of the listener may wait for it.
+const acceptPoll = 50 * time.Millisecond

@@ -4,6 +4,7 @@ package server
 
 import (
 	"errors"
+	"net"
 	"sync/atomic"
 )
 
@@ -14,7 +15,14 @@ type loop struct {
 	blocking   atomic.Bool
 	orderHeld  []*client
 	orderAt    int64
+	orderFirst int64
 }
+
+// fdReader is loop_linux.go's socket reader.
+type fdReader struct{}
+
+func (*client) kernelArrival() int64 { return 0 }
+func stampArrivals(net.Listener)     {}
 
 func newLoops(*Server, int) ([]*loop, error) {
 	return nil, errors.New("server: no event loop on this system")
@@ -33,4 +41,12 @@ func (*loop) wakeHeld(*client)         {}
 func (*loop) signal()                  {}
 func (*loop) quietNow() bool           { return true }
 func (*loop) run1(*client, [][][]byte) {}
-func (*loop) wakeOrdered([]*client)    {}
+func (*loop) wakeOrdered(*orderWaiter) {}
+
+func (o *orderBarrier) accept(ln net.Listener) (net.Conn, error) {
+	nc, err := ln.Accept()
+	if err == nil {
+		o.entering.Add(1)
+	}
+	return nc, err
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,10 +17,17 @@ import (
 // its own: the loop that reads the PUBLISH can run it before another loop
 // has even read a SUBSCRIBE (or an UNSUBSCRIBE) that arrived first.
 //
-// A command marked ordered (PUBLISH, SPUBLISH) therefore waits until every
-// other loop has run what it received before the command was read: a loop
-// has, once it has finished a round whose epoll_wait began after that
-// (loop.doneBefore), or when it sleeps with nothing ready (loop.quietNow).
+// A command marked ordered (PUBLISH, SPUBLISH, and a blocking command's
+// first try) therefore waits until every other loop has run what it
+// received before the command arrived: a loop has, once it has finished a
+// round whose epoll_wait began after that (loop.doneBefore), or when it
+// sleeps with nothing ready (loop.quietNow). When the command arrived is
+// the kernel's receive time of its bytes (stampArrivals), or else when it
+// was read. Ordered commands held on different loops then go on in the
+// order they arrived: one waits until every one that arrived before it on
+// another loop has run. Two clients blocked on one list with a push after
+// them (unit/type/list's "BRPOPLPUSH with multiple blocked clients") are
+// served in the order they sent their pops, whichever loop reads first.
 // A loop client waits suspended, as a client pause holds it, and its loop
 // serves the others meanwhile; the waiting command goes on when the last
 // loop it waits for reports progress. Loops never wait for each other, so
@@ -50,6 +58,31 @@ type orderBarrier struct {
 	waiters []*orderWaiter
 	// waiting is len(waiters), which loops read without the lock.
 	waiting atomic.Int32
+	// entering counts the connections accepted and not yet taken by
+	// their loop, whose requests may have arrived before a waiter's;
+	// backlog reports whether the listener holds connections not yet
+	// accepted (stampArrivals sets it).
+	entering atomic.Int32
+	backlog  atomic.Pointer[func() bool]
+}
+
+// entered notes that c's loop took it (or that no loop will).
+func (c *client) entered() {
+	if c.entering {
+		c.entering = false
+		c.s.order.entering.Add(-1)
+	}
+}
+
+// arrivalsPending reports whether connections not yet read by a loop
+// exist: accepted and on their way to one, or not yet accepted.
+func (o *orderBarrier) arrivalsPending() bool {
+	// The backlog first: a connection gone from it was counted in
+	// entering before it left (accept).
+	if f := o.backlog.Load(); f != nil && (*f)() {
+		return true
+	}
+	return o.entering.Load() > 0
 }
 
 // orderWaiter is a wait for each of loops to have run what it received
@@ -57,9 +90,13 @@ type orderBarrier struct {
 // (clients, woken on lp), or of one command of a client with a goroutine
 // of its own (ch).
 type orderWaiter struct {
-	at    int64
-	loops []*loop
-	done  atomic.Bool
+	// at is the latest arrival of the commands, first the earliest.
+	at, first int64
+	loops     []*loop
+	done      atomic.Bool
+	// released: done was set, and the commands have yet to run
+	// (orderBarrier.finish), under the barrier's lock.
+	released bool
 	// lp and clients, or ch: who goes on once done.
 	lp      *loop
 	clients []*client
@@ -88,17 +125,24 @@ func (c *client) inOrder() bool {
 		return true
 	}
 	if lp := c.lp; lp != nil {
+		if len(lp.orderHeld) == 0 {
+			lp.orderFirst = c.arrivedAt
+		}
 		lp.orderHeld = append(lp.orderHeld, c)
-		lp.orderAt = max(lp.orderAt, c.readAt)
+		lp.orderAt = max(lp.orderAt, c.arrivedAt)
+		lp.orderFirst = min(lp.orderFirst, c.arrivedAt)
 		c.ordering = true
 		return false
 	}
-	w := &orderWaiter{at: c.readAt, ch: make(chan struct{})}
+	w := &orderWaiter{at: c.arrivedAt, first: c.arrivedAt, ch: make(chan struct{})}
 	if !c.s.order.hold(c.s.loops, nil, w) {
 		select {
 		case <-w.ch:
 		case <-c.s.cronStopChan():
 		}
+		// The command runs now: the ones that arrived after it may go on
+		// (as they would once it ran, a moment later).
+		c.s.order.finish(c.s.loops, w)
 	}
 	c.orderedAt = c.readAt
 	return true
@@ -109,11 +153,11 @@ func (c *client) inOrder() bool {
 // loops have caught up with the latest of their read times, or else wait
 // for them together.
 func (lp *loop) holdOrdered() {
-	clients, at := lp.orderHeld, lp.orderAt
-	lp.orderHeld, lp.orderAt = nil, 0
+	clients, at, first := lp.orderHeld, lp.orderAt, lp.orderFirst
+	lp.orderHeld, lp.orderAt, lp.orderFirst = nil, 0, 0
 	o := &lp.s.order
-	if len(lp.s.loops) > 1 && len(o.behind(lp.s.loops, lp, at)) > 0 {
-		w := &orderWaiter{at: at, lp: lp, clients: clients}
+	if len(lp.s.loops) > 1 {
+		w := &orderWaiter{at: at, first: first, lp: lp, clients: clients}
 		for _, c := range clients {
 			c.orderWait = w
 		}
@@ -146,8 +190,9 @@ func (o *orderBarrier) behind(loops []*loop, self *loop, at int64) []*loop {
 	return out
 }
 
-// hold registers w, unless no loop is behind: then w is done and hold
-// reports true. A loop waited for does not go to sleep before it has
+// hold registers w, unless no loop is behind and no ordered command that
+// arrived before w's waits or is about to run on another loop: then w is
+// done and hold reports true. A loop waited for does not go to sleep before it has
 // caught up (loop.idle), so nobody needs to wake it, unless it sleeps in
 // epoll_wait itself (loop.blocking).
 func (o *orderBarrier) hold(loops []*loop, self *loop, w *orderWaiter) bool {
@@ -156,7 +201,7 @@ func (o *orderBarrier) hold(loops []*loop, self *loop, w *orderWaiter) bool {
 	// progress after its look sees a waiter to tell (progress).
 	o.waiting.Add(1)
 	w.loops = o.behind(loops, self, w.at)
-	if len(w.loops) == 0 {
+	if len(w.loops) == 0 && !o.arrivalsPending() && !o.earlierLocked(w) {
 		o.waiting.Add(-1)
 		o.mu.Unlock()
 		w.done.Store(true)
@@ -181,24 +226,57 @@ func (o *orderBarrier) progress(lp *loop) (waited bool) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	kept := o.waiters[:0]
 	for _, w := range o.waiters {
-		if !w.caughtUp() {
-			kept = append(kept, w)
+		if !w.released {
 			waited = waited || w.waitsFor(lp)
+		}
+	}
+	o.releaseLocked(lp.s.loops)
+	return waited
+}
+
+// releaseLocked lets go on the waiters every loop of which has caught up
+// and before which nothing that arrived earlier waits on another loop.
+// They stay registered until they have run (finish).
+func (o *orderBarrier) releaseLocked(loops []*loop) {
+	for _, w := range o.waiters {
+		if w.released || !o.caughtUpLocked(loops, w) || o.earlierLocked(w) {
 			continue
 		}
+		w.released = true
 		w.done.Store(true)
 		if w.lp != nil {
-			w.lp.wakeOrdered(w.clients)
+			w.lp.wakeOrdered(w)
 		} else {
 			close(w.ch)
 		}
 	}
-	clear(o.waiters[len(kept):])
-	o.waiters = kept
-	o.waiting.Store(int32(len(kept)))
-	return waited
+}
+
+// earlierLocked reports whether a command that arrived before w's first
+// is held on another loop (or another goroutine client's) and has not run.
+func (o *orderBarrier) earlierLocked(w *orderWaiter) bool {
+	for _, x := range o.waiters {
+		if x != w && (x.lp == nil || x.lp != w.lp) && x.first < w.first {
+			return true
+		}
+	}
+	return false
+}
+
+// finish unregisters w, whose commands have run, letting go on what waited
+// for them.
+func (o *orderBarrier) finish(loops []*loop, w *orderWaiter) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, x := range o.waiters {
+		if x == w {
+			o.waiters = slices.Delete(o.waiters, i, i+1)
+			break
+		}
+	}
+	o.waiting.Store(int32(len(o.waiters)))
+	o.releaseLocked(loops)
 }
 
 // waitsFor reports whether w still waits for lp.
@@ -211,9 +289,16 @@ func (w *orderWaiter) waitsFor(lp *loop) bool {
 	return false
 }
 
-func (w *orderWaiter) caughtUp() bool {
-	for _, lp := range w.loops {
-		if lp.doneBefore.Load() < w.at {
+// caughtUpLocked reports whether every loop but w's has run what it
+// received before w.at, and no connection is on its way to a loop. Every
+// loop is looked at again, not only those behind when w began to wait: a
+// loop that was quiet may have taken a new connection since.
+func (o *orderBarrier) caughtUpLocked(loops []*loop, w *orderWaiter) bool {
+	if o.arrivalsPending() {
+		return false
+	}
+	for _, lp := range loops {
+		if lp != w.lp && lp.doneBefore.Load() < w.at && !lp.quietNow() {
 			return false
 		}
 	}

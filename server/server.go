@@ -248,6 +248,9 @@ func (s *Server) Serve() error {
 			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
 		}
 		s.loops = lps
+		if len(lps) > 1 {
+			stampArrivals(s, ln)
+		}
 		for _, lp := range lps {
 			s.wg.Add(1)
 			go func() {
@@ -342,7 +345,17 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		// Until its loop has read it, a new connection's requests are
+		// counted as arrived and not yet run (order.go): from before the
+		// kernel hands it over where there are loops to order.
+		entering := !secure && len(s.loops) > 1
+		var nc net.Conn
+		var err error
+		if entering {
+			nc, err = s.order.accept(ln)
+		} else {
+			nc, err = ln.Accept()
+		}
 		if err != nil {
 			if !secure && acceptErrClosed(err) && !s.shutdown.Load() {
 				// CONFIG SET port replaced the listener (listenport.go).
@@ -387,10 +400,13 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 			continue
 		}
 		c := s.newClient(nc)
+		c.entering = entering
 		if !s.register(c) {
+			c.entered()
 			continue
 		}
 		if s.protectedRefuses(nc.RemoteAddr()) {
+			c.entered()
 			s.refuseProtected(c)
 			continue
 		}
@@ -400,6 +416,7 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 				continue
 			}
 		}
+		c.entered()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"net"
 	"sort"
@@ -310,4 +311,42 @@ func TestBlockingRename(t *testing.T) {
 	if v := c.Read(); string(v.Raw) != "*2\r\n$6\r\ntarget\r\n$5\r\nmoved\r\n" {
 		t.Fatalf("BLPOP after RENAME onto its key: %s", v)
 	}
+}
+
+// flagBlockedArrivalRounds is how many rounds TestBlockedArrivalOrder plays.
+var flagBlockedArrivalRounds = flag.Int("blocking.arrival.rounds", 200, "rounds of TestBlockedArrivalOrder per mode")
+
+// TestBlockedArrivalOrder is unit/type/list's "BRPOPLPUSH with multiple
+// blocked clients" over many rounds, on fresh connections each time so
+// that they land on different event loops: two pops sent one after the
+// other, then a push, none waited for. Redis serves them in the order they
+// were sent: the first pop gets WRONGTYPE (its destination is a string),
+// the second the element. A second pop that overtook the first would take
+// the element and leave the first blocked for ever.
+func TestBlockedArrivalOrder(t *testing.T) {
+	onTargets(t, []target{targetRedis, targetMemory}, func(t *testing.T, n *Node) {
+		r := dialRaw(t, n.Addr)
+		for i := range *flagBlockedArrivalRounds {
+			list, t1, t2 := fmt.Sprintf("blist%d{t}", i), fmt.Sprintf("target1:%d{t}", i), fmt.Sprintf("target2:%d{t}", i)
+			if v := r.Do("SET", t1, "nolist"); v.IsError() {
+				t.Fatalf("SET: %s", v.Str)
+			}
+			rd1, rd2 := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+			rd1.send("BRPOPLPUSH", list, t1, "0")
+			rd2.send("BRPOPLPUSH", list, t2, "0")
+			r.send("LPUSH", list, "foo")
+			if v := r.Read(); v.Str != "1" {
+				t.Fatalf("round %d: LPUSH: %+v", i, v)
+			}
+			// A pop left blocked shows as an I/O timeout here.
+			if v := rd1.Read(); !v.IsError() || !strings.HasPrefix(v.Str, "WRONGTYPE") {
+				t.Fatalf("round %d: the first pop got %+v, want WRONGTYPE", i, v)
+			}
+			if v := rd2.Read(); v.Str != "foo" {
+				t.Fatalf("round %d: the second pop got %+v, want foo", i, v)
+			}
+			rd1.c.Close()
+			rd2.c.Close()
+		}
+	})
 }
