@@ -19,18 +19,26 @@ func (s *Store) Apply(index uint64, now int64, cmds []Command) []Reply {
 // ApplyTo is Apply appending the replies to dst, for a caller that reuses
 // its reply buffer.
 func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
-	s.mu.Lock()
+	scripts := runsScripts(cmds)
+	s.lockWaiting(true, scripts)
 	dst = s.applyEntryLocked(dst, index, now, cmds)
+	s.finishApply(scripts)
+	return dst
+}
+
+// finishApply releases the lock an apply took (scripts: the apply may
+// have run scripts, see lockWaiting) and then hands out what it
+// signalled: keyspace events and keys ready for blocked clients.
+func (s *Store) finishApply(scripts bool) {
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
-	s.mu.Unlock()
+	s.unlock(true, scripts)
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
 	}
-	return dst
 }
 
 // Entry is one decoded log entry: its position, the proposer's clock and
@@ -51,21 +59,17 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 	}
 	all := make([]Reply, 0, n)
 	out := make([][]Reply, len(entries))
-	s.mu.Lock()
+	scripts := false
+	for _, e := range entries {
+		scripts = scripts || runsScripts(e.Cmds)
+	}
+	s.lockWaiting(true, scripts)
 	for i, e := range entries {
 		start := len(all)
 		all = s.applyEntryLocked(all, e.Index, e.Now, e.Cmds)
 		out[i] = all[start:len(all):len(all)]
 	}
-	ready, hook := s.takeReadyLocked()
-	events, notify := s.takeEventsLocked()
-	s.mu.Unlock()
-	if notify != nil {
-		notify(events)
-	}
-	if hook != nil {
-		hook(ready)
-	}
+	s.finishApply(scripts)
 	return out
 }
 
@@ -77,6 +81,7 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 		}
 		s.applied = index
 	}
+	s.entry = index
 	for i := range cmds {
 		dst = append(dst, s.applyLocked(now, &cmds[i]))
 	}

@@ -67,7 +67,10 @@ const (
 	// FlagFCallBadKeys, on OpFCallRO: the call's key count was refused
 	// with the error Args[1], which is the reply unless the function is
 	// not found (Redis looks for the function first).
-	FlagFCallBadKeys     Flags = 1 << 0
+	FlagFCallBadKeys Flags = 1 << 0
+	// FlagFCallRO, on OpFCallRO: the client sent FCALL_RO, not FCALL of
+	// a no-writes function (FUNCTION STATS shows which).
+	FlagFCallRO          Flags = 1 << 5
 	FlagFunctionPattern  Flags = 1 << 0 // OpFunctionList: Args[0] is LIBRARYNAME's pattern
 	FlagFunctionWithCode Flags = 1 << 1 // OpFunctionList: WITHCODE
 )
@@ -92,7 +95,7 @@ const (
 func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
-	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser,
+	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagFCallRO,
 		check: checkNumKeys, read: readFCall})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
@@ -300,7 +303,7 @@ func (vm *luaVM) loadLibrary(proto *lua.FunctionProto, b *budget, each func(regi
 	L.RemoveContext()
 	L.SetTop(0)
 	switch {
-	case b.exceeded:
+	case b.exceeded():
 		return nil, "ERR FUNCTION LOAD timeout"
 	case err != nil:
 		return nil, loadError(err)
@@ -442,11 +445,16 @@ func readScriptFlags(t *lua.LTable) (int, bool) {
 
 // functionLocked returns the function FCALL name calls and its library.
 func (s *Store) functionLocked(name string) (*library, *libFunction) {
-	libName, ok := s.meta[functionMetaPrefix+strings.ToLower(name)]
+	return s.functionIn(s.meta, name)
+}
+
+// functionIn is functionLocked in the metadata meta.
+func (s *Store) functionIn(meta map[string]string, name string) (*library, *libFunction) {
+	libName, ok := meta[functionMetaPrefix+strings.ToLower(name)]
 	if !ok {
 		return nil, nil
 	}
-	lib, e := s.libraryOf(s.meta[libraryMetaPrefix+libName])
+	lib, e := s.libraryOf(meta[libraryMetaPrefix+libName])
 	if e != "" {
 		// A library is in the metadata only once it loaded, and loading
 		// depends on its code alone.
@@ -460,9 +468,7 @@ func (s *Store) functionLocked(name string) (*library, *libFunction) {
 // allow-oom. The answer is the store's as of now; OpFCall and OpFCallRO
 // look again when they run.
 func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, f := s.functionLocked(name)
+	_, f := s.functionIn(s.publishedMeta(), name)
 	if f == nil {
 		return false, false, false
 	}
@@ -470,16 +476,17 @@ func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
 }
 
 func applyFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, false)
+	return s.runFunction(now, c, false, s.applyServe)
 }
 
 func readFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, true)
+	return s.runFunction(now, c, true, nil)
 }
 
 // runFunction runs the function c calls under the lock the caller holds:
-// exclusive for OpFCall, shared for OpFCallRO.
-func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
+// exclusive for OpFCall, shared for OpFCallRO; whileBusy is what its
+// caller serves once it is busy (nil: nothing).
+func (s *Store) runFunction(now int64, c *Command, shared bool, whileBusy func()) Reply {
 	lib, f := s.functionLocked(string(c.Args[0]))
 	switch {
 	case f == nil:
@@ -494,6 +501,13 @@ func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 	vm := s.vms.get(shared)
 	defer s.vms.put(vm, shared)
 	run := newScriptRun(s, now, c, f.name, shared || noWrites)
+	var index uint64
+	if !shared {
+		index = s.entry
+	}
+	run.budget.st.track(c, true, index, whileBusy)
+	defer run.budget.st.end()
+	run.source = "@user_function"
 	var callback *lua.LFunction
 	env, e := vm.loadLibrary(lib.proto, run.budget, func(r registered) {
 		if r.name == f.name {
@@ -501,14 +515,15 @@ func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 		}
 	})
 	switch {
-	case run.budget.exceeded:
+	case run.budget.exceeded():
 		return errorReply(ErrBudget)
+	case run.budget.st.killed():
+		return vm.killedReply(run, nil)
 	case e != "":
 		panic(fmt.Sprintf("fsm: library %q no longer loads: %s", lib.name, e))
 	}
 	// The functions see the whole API from now on, as in Redis.
 	vm.L.SetMetatable(env, vm.envMeta)
-	run.source = "@user_function"
 	keys, argv, user := scriptArgs(c)
 	run.user = user
 	return vm.call(run, callback, stringsTable(vm.L, keys), stringsTable(vm.L, argv))
@@ -517,10 +532,13 @@ func (s *Store) runFunction(now int64, c *Command, shared bool) Reply {
 // newScriptRun is a run of the function name for c, seeded and budgeted
 // as runScript's runs are.
 func newScriptRun(s *Store, now int64, c *Command, name string, readOnly bool) *scriptRun {
+	b := new(budget)
+	b.st.begin(s, name, readOnly, int64(c.Float))
+	b.start()
 	return &scriptRun{
 		s: s, now: now, readOnly: readOnly, name: name,
 		rnd:    rand.New(rand.NewPCG(uint64(c.Int2), 0x5c1a)),
-		budget: newBudget(int64(c.Float)),
+		budget: b,
 	}
 }
 
@@ -565,7 +583,7 @@ func applyFunctionLoad(s *Store, now int64, c *Command) Reply {
 	for _, f := range lib.funcs {
 		next[functionMetaPrefix+strings.ToLower(f.name)] = lib.name
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 	return Reply{Kind: ReplyBulk, Bulk: []byte(lib.name)}
 }
 
@@ -593,7 +611,7 @@ func applyFunctionDelete(s *Store, now int64, c *Command) Reply {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 	return replyOK
 }
 
@@ -605,11 +623,17 @@ func applyFunctionFlush(s *Store, now int64, c *Command) Reply {
 
 // librariesLocked returns the loaded libraries and their code, by name.
 func (s *Store) librariesLocked() (libs []*library, codes []string) {
-	for _, name := range sortedMeta(s.meta) {
+	return s.librariesIn(s.meta)
+}
+
+// librariesIn returns the libraries the metadata meta holds, and their
+// code, by name.
+func (s *Store) librariesIn(meta map[string]string) (libs []*library, codes []string) {
+	for _, name := range sortedMeta(meta) {
 		if !strings.HasPrefix(name, libraryMetaPrefix) {
 			continue
 		}
-		code := s.meta[name]
+		code := meta[name]
 		lib, e := s.libraryOf(code)
 		if e != "" {
 			panic(fmt.Sprintf("fsm: library %q no longer loads: %s", name, e))
@@ -662,16 +686,22 @@ func readFunctionList(s *Store, now int64, c *Command) Reply {
 	return Reply{Kind: ReplyArray, Array: out}
 }
 
-// readFunctionStats answers FUNCTION STATS: no function is ever running
-// while another command is answered.
+// readFunctionStats answers FUNCTION STATS when no script is busy
+// (BusyFunctionStats answers it otherwise).
 func readFunctionStats(s *Store, now int64, c *Command) Reply {
 	libs, _ := s.librariesLocked()
+	return functionStatsReply(libs, replyNil)
+}
+
+// functionStatsReply is FUNCTION STATS's reply: running is the busy
+// function's map, or nil.
+func functionStatsReply(libs []*library, running Reply) Reply {
 	n := 0
 	for _, lib := range libs {
 		n += len(lib.funcs)
 	}
 	return Reply{Kind: ReplyMap, Array: []Reply{
-		bulkString("running_script"), replyNil,
+		bulkString("running_script"), running,
 		bulkString("engines"), {Kind: ReplyMap, Array: []Reply{
 			bulkString("LUA"), {Kind: ReplyMap, Array: []Reply{
 				bulkString("libraries_count"), IntReply(int64(len(libs))),

@@ -91,12 +91,15 @@ type scriptRun struct {
 }
 
 // budget is the context a run's interpreter checks once per instruction
-// (gopher-lua's mainLoopWithContext calls Done before each): after max
-// calls it reports the run over, at the same instruction on every replica.
+// (gopher-lua's mainLoopWithContext calls Done before each): it counts
+// the instructions down and calls the run's checkpoint when the count
+// runs out (script_state.go), which says how many may run until the next
+// one, or that the run must stop: its budget is spent (at the same
+// instruction on every replica) or it was killed.
 type budget struct {
-	left     int64
-	limited  bool
-	exceeded bool
+	st   scriptState
+	left int64 // instructions before the next checkpoint
+	run  int64 // what left counted down from
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -104,27 +107,52 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // errBudget is what the interpreter raises once the budget is spent.
 var errBudget = errors.New("script instruction budget exceeded")
 
-func newBudget(max int64) *budget { return &budget{left: max, limited: max > 0} }
+// start readies b to count for st's run, whose state begin has set.
+func (b *budget) start() {
+	b.left = checkpointEvery
+	if b.st.limit > 0 && b.st.limit < b.left {
+		b.left = b.st.limit + 1
+	}
+	b.run = b.left
+}
+
+// newBudget is a budget of max instructions (0: none) for code that is no
+// script's run, a library's top level at FUNCTION LOAD: it is never busy
+// and cannot be killed.
+func newBudget(max int64) *budget {
+	b := &budget{st: scriptState{limit: max}}
+	b.start()
+	return b
+}
 
 func (b *budget) Done() <-chan struct{} {
-	if !b.limited {
+	if b.left--; b.left > 0 {
 		return nil
 	}
-	if b.left <= 0 {
-		b.exceeded = true
+	next, stop := b.st.checkpoint(b.run)
+	b.left, b.run = next, next
+	if stop != nil {
 		return closedChan
 	}
-	b.left--
 	return nil
 }
-func (b *budget) Err() error                              { return errBudget }
+func (b *budget) Err() error                              { return b.st.stop }
 func (b *budget) Deadline() (deadline time.Time, ok bool) { return time.Time{}, false }
 func (b *budget) Value(key any) any                       { return nil }
 
-// ErrBudget is the reply to a script stopped by its instruction budget,
-// of Redis's busy-script error class. The writes it made before it was
-// stopped stay, as Redis keeps a script's writes when it fails.
-const ErrBudget = "BUSY Redis is busy running a script. The script ran past its instruction budget (busy-reply-threshold) and was stopped"
+// halt ends the run at its next instruction, with err.
+func (b *budget) halt(err error) {
+	b.st.stop = err
+	b.left, b.run = 1, 1
+}
+
+// exceeded reports whether the run stopped at its instruction budget.
+func (b *budget) exceeded() bool { return b.st.stop == errBudget }
+
+// ErrBudget is the reply to a script stopped by its instruction budget
+// (script-write-budget). The writes it made before it was stopped stay,
+// as Redis keeps a script's writes when it fails.
+const ErrBudget = "ERR Script ran past its instruction budget (script-write-budget) and was stopped"
 
 // compiled caches compiled scripts by SHA1 (and functions' libraries by
 // the SHA1 of their code). Compiled protos are immutable and shared by
@@ -349,13 +377,15 @@ func newLuaVM() *luaVM {
 // newRun returns the run of a script in vm, reusing vm's buffers: the
 // returned run is valid until the next newRun. Its random source is
 // seeded with seed, as rand.New(rand.NewPCG(seed, 0x5c1a)) would be, and
-// it stops after budget instructions (0: never).
+// it stops after budget instructions (0: never). The caller describes the
+// run to its state (run.budget.st) and ends it (end) when it is over.
 func (vm *luaVM) newRun(s *Store, now int64, readOnly bool, name string, seed uint64, maxInstr int64) *scriptRun {
 	ids := vm.runBuf.ids
 	clear(ids)
 	pc := vm.runBuf.pc
 	vm.pcg.Seed(seed, 0x5c1a)
-	vm.budget = budget{left: maxInstr, limited: maxInstr > 0}
+	vm.budget.st.begin(s, name, readOnly, maxInstr)
+	vm.budget.start()
 	vm.runBuf = scriptRun{s: s, now: now, readOnly: readOnly, name: name, rnd: vm.rnd, budget: &vm.budget, ids: ids,
 		pc: ParseContext{Scratch: pc.Scratch}}
 	return &vm.runBuf
@@ -623,8 +653,11 @@ func (vm *luaVM) call(run *scriptRun, fn *lua.LFunction, fnArgs ...lua.LValue) R
 		L.Push(a)
 	}
 	err := L.PCall(len(fnArgs), 1, vm.errHandler)
-	if run.budget.exceeded {
+	switch {
+	case run.budget.exceeded():
 		return errorReply(ErrBudget)
+	case run.budget.st.killed():
+		return vm.killedReply(run, err)
 	}
 	if err != nil {
 		var ae *lua.ApiError
@@ -634,6 +667,21 @@ func (vm *luaVM) call(run *scriptRun, fn *lua.LFunction, fnArgs ...lua.LValue) R
 		return errorReply("ERR " + oneLine(err.Error()))
 	}
 	return luaToReply(run, L.Get(-1), 0)
+}
+
+// killedReply is the reply to a run SCRIPT KILL or FUNCTION KILL stopped
+// (err: what the interpreter raised last), which says where, as Redis's.
+func (vm *luaVM) killedReply(run *scriptRun, err error) Reply {
+	text := ErrScriptKilled
+	var ae *lua.ApiError
+	if errors.As(err, &ae) {
+		if t, ok := ae.Object.(*lua.LTable); ok {
+			if line, ok := t.RawGetString("line").(lua.LNumber); ok {
+				text += " script: " + run.name + ", on " + run.source + ":" + strconv.Itoa(int(line)) + "."
+			}
+		}
+	}
+	return errorReply(text)
 }
 
 // onError is the message handler of a run (Redis's __redis__err__handler):

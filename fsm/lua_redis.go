@@ -196,6 +196,11 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 		if run.readOnly {
 			return errorReply("ERR Write commands are not allowed from read-only scripts.")
 		}
+		if !run.budget.st.markDirty() {
+			// Killed before its first write: it must not write.
+			run.budget.halt(errKilled)
+			return errorReply(ErrScriptKilled)
+		}
 		return s.applyLocked(run.now, cmd)
 	}
 	if err := cmd.Validate(); err != nil {

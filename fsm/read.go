@@ -25,6 +25,22 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		return s.get(now, c.Args[0])
 	}
+	sp := s.checkRead(c)
+	scripts := isScriptOp(c.Op)
+	s.lockWaiting(false, scripts)
+	s.tickLocked(now)
+	r := sp.read(s, now, c)
+	misses, hook := s.readMissesLocked(now, c)
+	s.unlock(false, scripts)
+	if hook != nil {
+		hook(misses)
+	}
+	return r
+}
+
+// checkRead returns the spec of the read c, panicking if c is no valid
+// read: the server built it, so that is a bug.
+func (s *Store) checkRead(c *Command) *opSpec {
 	if err := c.Validate(); err != nil {
 		panic(err)
 	}
@@ -32,15 +48,7 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	if sp.write {
 		panic(fmt.Sprintf("fsm: Read of %v, which is not a read", c.Op))
 	}
-	s.mu.RLock()
-	s.tickLocked(now)
-	r := sp.read(s, now, c)
-	misses, hook := s.readMissesLocked(now, c)
-	s.mu.RUnlock()
-	if hook != nil {
-		hook(misses)
-	}
-	return r
+	return sp
 }
 
 // readMissesLocked returns the keymiss events of the read c, with the hook
@@ -83,6 +91,11 @@ func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
 // deferred unlock.
 func (s *Store) get(now int64, key []byte) Reply {
 	s.mu.RLock()
+	return s.getHeld(now, key)
+}
+
+// getHeld is get with the shared lock taken, which it releases.
+func (s *Store) getHeld(now int64, key []byte) Reply {
 	s.tickLocked(now)
 	it, ok := s.liveLocked(key, now)
 	var hook func([]Event)

@@ -136,9 +136,7 @@ func ScriptSHA(body []byte) string {
 
 // Script returns the body of the loaded script sha (any case).
 func (s *Store) Script(sha string) ([]byte, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	body, ok := s.meta[scriptMetaPrefix+strings.ToLower(sha)]
+	body, ok := s.publishedMeta()[scriptMetaPrefix+strings.ToLower(sha)]
 	return []byte(body), ok
 }
 
@@ -153,9 +151,7 @@ func (s *Store) ScriptShebang(sha []byte) (shebang []byte, ok bool) {
 	if !valid {
 		return nil, false
 	}
-	s.mu.RLock()
-	body, ok := s.meta[string(name)]
-	s.mu.RUnlock()
+	body, ok := s.publishedMeta()[string(name)]
 	if !ok || !strings.HasPrefix(body, "#!") {
 		return nil, ok
 	}
@@ -194,15 +190,21 @@ func applyEval(s *Store, now int64, c *Command) Reply {
 		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
 		s.cacheScriptLocked(sha, c.Args[0])
 	}
-	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0)
+	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0, false, s.applyServe)
 }
 
 func readEval(s *Store, now int64, c *Command) Reply {
+	return s.readEvalServing(now, c, nil)
+}
+
+// readEvalServing is readEval for a caller that serves whileBusy once the
+// script is busy (nil: nothing).
+func (s *Store) readEvalServing(now int64, c *Command, whileBusy func()) Reply {
 	proto, sha, r, ok := s.evalScriptLocked(c)
 	if !ok {
 		return r
 	}
-	return s.runScript(now, c, sha, proto, true)
+	return s.runScript(now, c, sha, proto, true, true, whileBusy)
 }
 
 // evalScriptLocked finds and compiles the script an eval command runs:
@@ -272,7 +274,7 @@ func (s *Store) dropMetaPrefixLocked(prefix string) {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 }
 
 func readScriptExists(s *Store, now int64, c *Command) Reply {
@@ -287,11 +289,19 @@ func readScriptExists(s *Store, now int64, c *Command) Reply {
 }
 
 // runScript runs proto (named sha) with the keys and arguments of c, under
-// the lock the caller holds: exclusive for a write, shared when readOnly.
-func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly bool) Reply {
+// the lock the caller holds: shared (a read), or exclusive, readOnly
+// saying whether the script may write; whileBusy is what its caller
+// serves once it is busy (nil: nothing).
+func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly, shared bool, whileBusy func()) Reply {
 	vm := s.vms.get(readOnly)
 	defer s.vms.put(vm, readOnly)
 	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
+	var index uint64
+	if !shared {
+		index = s.entry
+	}
+	run.budget.st.track(c, false, index, whileBusy)
+	defer run.budget.st.end()
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
 	return vm.runEval(run, proto, keys, argv)

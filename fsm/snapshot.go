@@ -181,9 +181,9 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	defer s.mu.Unlock()
 	next.keys.acc = s.keys.acc
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
-	s.meta = next.meta
-	s.acl, s.aclWritten = next.acl, next.aclWritten
-	s.aclGen.Add(1)
+	s.setMetaMapLocked(next.meta)
+	s.aclWritten = next.aclWritten
+	s.setACLLocked(next.acl)
 	return index, nil
 }
 

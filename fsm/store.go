@@ -177,7 +177,8 @@ type Store struct {
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
-	meta map[string]string
+	meta    map[string]string
+	metaPub atomic.Pointer[map[string]string] // meta, for readers without the lock
 	// acl is the replicated ACL table (OpACLSet, acl.go), replaced, never
 	// modified, like meta; aclWritten says an OpACLSet was ever applied
 	// (ACLSeed's condition). aclGen changes with either; it is atomic so
@@ -185,10 +186,22 @@ type Store struct {
 	acl        map[string]string
 	aclWritten bool
 	aclGen     atomic.Uint64
+	aclPub     atomic.Pointer[aclTable] // acl and its generation, for readers without the lock
 	// parser parses the commands scripts call (SetCommandParser); vms
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
 	vms    vmPool
+	// entry is the index of the entry being applied (0: memory mode's),
+	// and applyServe what the caller of ApplyServing serves while a
+	// script of its batch is busy (script_state.go).
+	entry      uint64
+	applyServe func()
+
+	// busy lists the scripts past the busy threshold (script_state.go),
+	// and gate keeps serving callers from waiting behind a script for the
+	// lock (serving.go); both have their own synchronisation.
+	busy busyScripts
+	gate lockGate
 }
 
 // NewStore returns an empty store with AppliedIndex 0.
