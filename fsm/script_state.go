@@ -331,6 +331,11 @@ func (b *busyScripts) waitChan() (turned <-chan struct{}, busy bool) {
 	return b.turned, false
 }
 
+// ScriptTurnsBusy returns a channel closed when a script next turns busy,
+// or busy true when one is busy now: for a caller about to wait for
+// something a script may hold up (the log's apply of its entry).
+func (s *Store) ScriptTurnsBusy() (turned <-chan struct{}, busy bool) { return s.busy.waitChan() }
+
 // SetBusyThreshold sets busy-reply-threshold (lua-time-limit): how many
 // milliseconds a script runs before it is busy (0 or less: never).
 func (s *Store) SetBusyThreshold(ms int64) { s.busy.threshold.Store(ms) }

@@ -26,7 +26,7 @@ func init() {
 		command{name: "spublish", arity: 3, flags: pub, group: "pubsub", run: runPublish(true),
 			firstKey: 1, lastKey: 1, keyStep: 1},
 		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub", run: runPubsub},
-		command{name: "reset", arity: 1, flags: conn, group: "connection", run: runReset},
+		command{name: "reset", arity: 1, flags: conn | flagAllowBusy, group: "connection", run: runReset},
 		// Another node's message for this node's subscribers (cluster mode).
 		command{name: "kvs.publish", arity: 4, flags: pub, group: "pubsub", run: runPeerPublish},
 	)

@@ -25,7 +25,7 @@ func init() {
 		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: evalParser(true, false)},
 		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(false, true)},
 		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(true, true)},
-		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript},
+		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript, runs: scriptSubcommands},
 	)
 	for name, doc := range map[string][2]string{
 		"eval":       {"Execute a Lua script server side", "2.6.0"},
@@ -38,19 +38,9 @@ func init() {
 	}
 }
 
-// instructionsPerMs turns lua-time-limit (busy-reply-threshold)
-// milliseconds into the instruction budget a script runs under: roughly
-// what gopher-lua executes in a millisecond on a current core, so the
-// default 5000 ms stops a runaway script after about that long, on every
-// replica at the same instruction.
-const instructionsPerMs = 20000
-
+// defaultLuaTimeLimit is lua-time-limit's (busy-reply-threshold's)
+// default, Redis's: after 5 s a script is busy (busy.go).
 const defaultLuaTimeLimit = 5000
-
-// scriptBudget is the instruction budget proposed with each script.
-func (s *Server) scriptBudget() float64 {
-	return float64(s.luaTimeLimit()) * instructionsPerMs
-}
 
 func (s *Server) luaTimeLimit() int64 {
 	if v := s.luaLimit.Load(); v != nil {
@@ -82,7 +72,7 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		return fsm.Command{}, errTooManyKeys
 	}
 	body := args[1]
-	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
+	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64()}
 	if sha {
 		// Only the shebang line matters here; the body is the store's.
 		// A script missing here may be loaded by an earlier command of
@@ -109,6 +99,10 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		cmd.Flags |= fsm.FlagScriptNoWrites
 	case noWrites:
 		cmd.Op = fsm.OpEvalRO
+	}
+	if cmd.Op == fsm.OpEval {
+		// Only a script that runs inside the log's apply has a budget.
+		cmd.Float = c.s.scriptBudget()
 	}
 	if cmd.Op == fsm.OpEval && c.s.maxMemory.Load() > 0 {
 		if e := c.scriptOOM(sf); e != "" {
@@ -200,7 +194,8 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	return sf, ""
 }
 
-// parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
+// parseScript parses SCRIPT LOAD / EXISTS / FLUSH, and KILL with the
+// wrong number of arguments (scriptSubcommands answers the right one).
 func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
 	c.noteSubcommand("script", sub)
@@ -220,10 +215,6 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 			return fsm.Command{}, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 		}
 		return fsm.Command{Op: fsm.OpScriptFlush}, ""
-	case is(sub, "kill") && len(args) == 2:
-		// A script never runs past its instruction budget, and never
-		// while another command waits for it on the same node.
-		return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 	case is(sub, "load"), is(sub, "exists"), is(sub, "flush"), is(sub, "kill"):
 		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
 	}

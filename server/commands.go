@@ -21,6 +21,8 @@ const (
 	flagNoScript
 	flagLoading
 	flagStale
+	// flagAllowBusy: the command runs while a script is busy (busy.go).
+	flagAllowBusy
 )
 
 var flagNames = []struct {
@@ -29,7 +31,7 @@ var flagNames = []struct {
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"},
 	{flagAdmin, "admin"}, {flagNoScript, "noscript"}, {flagLoading, "loading"},
-	{flagStale, "stale"}, {flagFast, "fast"},
+	{flagStale, "stale"}, {flagFast, "fast"}, {flagAllowBusy, "allow_busy"},
 }
 
 // command is one entry of the command table.
@@ -51,6 +53,9 @@ type command struct {
 	// parses the arguments into the command's non-blocking form, its keys
 	// and its timeout (blocking.go).
 	block func(c *client, args [][]byte) (blockReq, string)
+	// runs, of a command with parse, returns the run of a subcommand
+	// the server answers itself (SCRIPT KILL), or nil.
+	runs func(c *client, args [][]byte) func(*client, [][]byte)
 	// A transaction's control command (MULTI, EXEC, DISCARD, WATCH) has
 	// tx instead: it manages the pipeline's batch itself (multi.go) and,
 	// like executeOne, reports false, having done nothing, when it first
@@ -91,10 +96,10 @@ func commandTable() map[string]*command {
 		// connection and server, answered by the server itself
 		{name: "ping", arity: -1, flags: flagFast, group: "connection", run: runPing},
 		{name: "echo", arity: 2, flags: flagFast, group: "connection", run: runEcho},
-		{name: "hello", arity: -1, flags: conn, group: "connection", run: runHello},
-		{name: "auth", arity: -2, flags: conn, group: "connection", run: runAuth},
+		{name: "hello", arity: -1, flags: conn | flagAllowBusy, group: "connection", run: runHello},
+		{name: "auth", arity: -2, flags: conn | flagAllowBusy, group: "connection", run: runAuth},
 		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL},
-		{name: "quit", arity: -1, flags: conn, group: "connection", run: runQuit},
+		{name: "quit", arity: -1, flags: conn | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
 		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient},
 		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", run: runCommand},
@@ -126,7 +131,7 @@ func commandTable() map[string]*command {
 		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
-		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runShutdown},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagAllowBusy, group: "server", run: runShutdown},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))

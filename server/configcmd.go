@@ -44,6 +44,7 @@ func (s *Server) configParams() map[string]string {
 	s.addTLSParams(p)
 	s.addSafetyParams(p)
 	s.addEvictParams(p)
+	s.addScriptParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -175,6 +176,7 @@ var checkedParams = []struct {
 	{isEvictParam, (*Server).checkEvictParam},
 	{isSafetyParam, (*Server).checkSafetyParam},
 	{isPubsubParam, (*Server).checkPubsubParam},
+	{isScriptParam, (*Server).checkScriptParam},
 }
 
 func checkedParam(name string) func(*Server, string, []byte) (func(), string) {
@@ -298,6 +300,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
+			s.cfg.Store.SetBusyThreshold(v)
 		case "slowlog-log-slower-than":
 			s.slowlog.slowerThan.Store(ch.v)
 		case "slowlog-max-len":

@@ -53,11 +53,17 @@ type loop struct {
 	rc   syscall.RawConn // ep's, to park until the set has events
 
 	events []unix.EpollEvent
-	poll   func(uintptr) bool // pollOnce, as a func value made once
-	polled int                // what pollOnce found
-	conns  map[int32]*client  // by fd; loop-owned
-	ready  []*client          // may have input no new edge will announce
-	dirty  []*client          // have replies to write at the end of the round
+	// busyEvents is serveBusy's, apart from events, which the round a
+	// busy script interrupted is still going through; wakeMissed says
+	// serveBusy took the eventfd's wake-up and left the rest of its work
+	// (wake) to the round.
+	busyEvents []unix.EpollEvent
+	wakeMissed bool
+	poll       func(uintptr) bool // pollOnce, as a func value made once
+	polled     int                // what pollOnce found
+	conns      map[int32]*client  // by fd; loop-owned
+	ready      []*client          // may have input no new edge will announce
+	dirty      []*client          // have replies to write at the end of the round
 
 	signaled atomic.Bool // an eventfd write is pending
 	// waitingOut counts the connections whose output waits for EPOLLOUT;
@@ -197,14 +203,15 @@ func newLoop(s *Server) (*loop, error) {
 		return nil, err
 	}
 	lp := &loop{
-		s:      s,
-		epfd:   epfd,
-		evfd:   evfd,
-		ep:     ep,
-		rc:     rc,
-		rounds: s.roundProposer(),
-		events: make([]unix.EpollEvent, 256),
-		conns:  make(map[int32]*client),
+		s:          s,
+		epfd:       epfd,
+		evfd:       evfd,
+		ep:         ep,
+		rc:         rc,
+		rounds:     s.roundProposer(),
+		events:     make([]unix.EpollEvent, 256),
+		busyEvents: make([]unix.EpollEvent, 64),
+		conns:      make(map[int32]*client),
 	}
 	lp.poll = lp.pollOnce
 	return lp, nil
@@ -252,6 +259,7 @@ func (lp *loop) add(c *client) bool {
 	c.lp = lp
 	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
 	c.rd.SetQueryLimit(c.s.maxQuery.Load)
+	c.busyServe = func() { lp.serveBusy(c) }
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -324,6 +332,10 @@ func (lp *loop) run() {
 				lp.event(c, ev.Events)
 			}
 		}
+		if lp.wakeMissed {
+			lp.wakeMissed = false
+			lp.wake()
+		}
 		if len(lp.ready) > 0 {
 			ready := lp.ready
 			lp.ready = nil
@@ -346,8 +358,15 @@ func (lp *loop) run() {
 				// them, as redis-server does, so that the requests that
 				// arrive meanwhile are read as one round afterwards
 				// rather than one wake-up each.
+				// A script turning busy ends the wait: the loop answers
+				// BUSY to its clients while the log's apply runs it.
+				busy, already := lp.s.cfg.Store.ScriptTurnsBusy()
 				lp.flushing.Store(true)
-				lp.rounds.Flush()
+				if already {
+					lp.rounds.Kick()
+				} else {
+					lp.rounds.Flush(busy)
+				}
 				lp.flushing.Store(false)
 				lp.resume() // which may enqueue again: the loop goes round
 			}
@@ -431,6 +450,29 @@ func (lp *loop) wake() {
 	for _, c := range pushed {
 		lp.takePushes(c)
 	}
+	lp.register(incoming)
+	for _, c := range killed {
+		if lp.conns[int32(c.fd)] == c {
+			lp.close(c)
+		}
+	}
+	switch {
+	case closing:
+		for _, c := range lp.conns {
+			lp.close(c)
+		}
+	case stopping:
+		for _, c := range lp.conns {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held) {
+				lp.close(c)
+			}
+		}
+	}
+}
+
+// register adds the accepted connections to the loop's epoll set, to be
+// read this round.
+func (lp *loop) register(incoming []*client) {
 	for _, c := range incoming {
 		ev := unix.EpollEvent{
 			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET,
@@ -449,23 +491,6 @@ func (lp *loop) wake() {
 		}
 		c.more = true // requests may have arrived before the registration
 		lp.ready = append(lp.ready, c)
-	}
-	for _, c := range killed {
-		if lp.conns[int32(c.fd)] == c {
-			lp.close(c)
-		}
-	}
-	switch {
-	case closing:
-		for _, c := range lp.conns {
-			lp.close(c)
-		}
-	case stopping:
-		for _, c := range lp.conns {
-			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held) {
-				lp.close(c)
-			}
-		}
 	}
 }
 
@@ -797,4 +822,78 @@ func (lp *loop) close(c *client) {
 	delete(lp.conns, int32(c.fd))
 	unix.Close(c.fd)
 	lp.s.unregister(c)
+}
+
+// serveBusy answers the loop's clients while a script that c runs is
+// busy, as Redis's processEventsWhileBlocked does: it is called from the
+// script's checkpoint, on the loop's goroutine, with the store's lock
+// held by the script, every millisecond or so. It reads what has arrived
+// and runs it, which answers BUSY to all but the allow_busy commands (none
+// of which takes the store's lock), writes the replies, and takes new
+// connections. c itself is left alone until its script returns, as Redis
+// protects the script's client: its pipeline is mid-way, and what it sent
+// meanwhile is read afterwards. The rest of the loop's work (blocked
+// clients woken, messages, kills, stopping) waits for the round the script
+// interrupted.
+func (lp *loop) serveBusy(c *client) {
+	n, _ := rawEpollWait(lp.epfd, lp.busyEvents)
+	for i := range max(n, 0) {
+		ev := &lp.busyEvents[i]
+		switch c2 := lp.conns[ev.Fd]; {
+		case ev.Fd == int32(lp.evfd):
+			lp.busyWake()
+		case c2 == c:
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+				c.more = true
+			}
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.hup = true
+			}
+		case c2 != nil:
+			lp.event(c2, ev.Events)
+		}
+	}
+	ready := lp.ready
+	lp.ready = nil
+	for _, c2 := range ready {
+		if c2 == c {
+			lp.ready = append(lp.ready, c)
+			continue
+		}
+		lp.input(c2)
+	}
+	lp.flushExcept(c)
+}
+
+// busyWake takes the eventfd's wake-up during a busy script: it registers
+// the connections accepted meanwhile, so they are served too, and leaves
+// the rest of wake's work to the interrupted round.
+func (lp *loop) busyWake() {
+	var b [8]byte
+	rawRead(lp.evfd, b[:])
+	lp.signaled.Store(false)
+	lp.wakeMissed = true
+	lp.mu.Lock()
+	incoming := lp.incoming
+	lp.incoming = nil
+	lp.mu.Unlock()
+	lp.register(incoming)
+}
+
+// flushExcept writes the round's replies so far, but c's, whose pipeline
+// is mid-way: c stays in dirty for the round's own flush.
+func (lp *loop) flushExcept(c *client) {
+	kept := false
+	for i, c2 := range lp.dirty {
+		lp.dirty[i] = nil
+		if c2 == c {
+			kept = true
+		} else if !c2.dead {
+			lp.write(c2)
+		}
+	}
+	lp.dirty = lp.dirty[:0]
+	if kept {
+		lp.dirty = append(lp.dirty, c)
+	}
 }

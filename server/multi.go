@@ -76,10 +76,12 @@ type queuedCmd struct {
 	args [][]byte
 }
 
-// watchedKey is a key WATCH recorded.
+// watchedKey is a key WATCH recorded. unseen: WATCH could not look at
+// it, a busy script holding the store (busy.go); it counts as changed.
 type watchedKey struct {
-	key  []byte
-	seen fsm.KeyVersion
+	key    []byte
+	seen   fsm.KeyVersion
+	unseen bool
 }
 
 // execSlot is one element of EXEC's reply: a reply the server wrote at
@@ -103,11 +105,11 @@ const (
 
 func init() {
 	registerCommands(
-		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txMulti},
+		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txMulti},
 		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, group: "transactions", tx: txExec},
-		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", tx: txDiscard},
-		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
-		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, group: "transactions", run: runUnwatch},
+		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txDiscard},
+		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
+		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", run: runUnwatch},
 	)
 }
 
@@ -236,7 +238,8 @@ func txWatch(c *client, id int, args [][]byte) bool {
 			continue
 		}
 		key := append([]byte(nil), k...)
-		c.watched = append(c.watched, watchedKey{key: key, seen: c.s.cfg.Store.WatchKey(c.now, key)})
+		seen, ok := c.s.cfg.Store.WatchKeyServing(c.now, key)
+		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
 	c.out = appendStatus(c.out, "OK")
@@ -272,6 +275,13 @@ func txExec(c *client, id int, args [][]byte) bool {
 	if m.aborted {
 		c.endTransaction()
 		c.replyError(id, false, errExecAbort)
+		return true
+	}
+	if slices.ContainsFunc(c.watched, func(w watchedKey) bool { return w.unseen }) {
+		// As if a watched key changed: a null reply, nothing run.
+		c.endTransaction()
+		r := fsm.Reply{Kind: fsm.ReplyNilArray}
+		c.replyRaw(id, string(appendReply(nil, &r, c.proto)))
 		return true
 	}
 	// The commands the server answers see the pipeline's writes before

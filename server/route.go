@@ -189,7 +189,11 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		} else {
 			now := time.Now().UnixMilli()
 			for k := range run {
-				out = append(out, s.cfg.Store.ReadRef(now, &run[k]))
+				r, ok := s.cfg.Store.ReadServing(now, &run[k], nil)
+				if !ok {
+					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(s.cfg.Store.ScriptBusy())}
+				}
+				out = append(out, r)
 			}
 		}
 		i = j

@@ -31,8 +31,10 @@ type Server struct {
 	// maxQuery is client-query-buffer-limit, read before each read.
 	maxQuery atomic.Int64
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
-	// the default; scripts are proposed with the budget it gives.
-	luaLimit atomic.Pointer[int64]
+	// the default, which the store is given (busy.go); writeBudget is
+	// script-write-budget (config_script.go).
+	luaLimit    atomic.Pointer[int64]
+	writeBudget atomic.Int64
 	// protectedMode is protected-mode (protected.go), read at accept.
 	protectedMode atomic.Bool
 
@@ -116,8 +118,10 @@ type Server struct {
 
 	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
 	saves saveState
-	// shutdownReq is closed by the first SHUTDOWN (shutdown.go).
+	// shutdownReq is closed by the first SHUTDOWN (shutdown.go), stopNow
+	// set before when that one must not wait for a busy script.
 	shutdownReq  chan struct{}
+	stopNow      atomic.Bool
 	shutdownOnce sync.Once
 }
 
@@ -145,6 +149,8 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
+	cfg.Store.SetBusyThreshold(defaultLuaTimeLimit)
+	s.writeBudget.Store(DefaultScriptWriteBudget)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
 	s.slowlog.init()
