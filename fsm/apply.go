@@ -30,6 +30,7 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 // have run scripts, see lockWaiting) and then hands out what it
 // signalled: keyspace events and keys ready for blocked clients.
 func (s *Store) finishApply(scripts bool) {
+	s.bytesPub.Store(s.bytes)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
 	s.unlock(true, scripts)

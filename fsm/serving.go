@@ -225,6 +225,49 @@ func (s *Store) ApplyServing(dst []Reply, now int64, cmds []Command, whileBusy f
 	return dst, true
 }
 
+// StatsServing is Stats for a connection's goroutine (INFO): ok false
+// when a script turned busy while it waited for the lock.
+func (s *Store) StatsServing(now int64) (Stats, bool) {
+	if !s.lockServing(false, false) {
+		return Stats{}, false
+	}
+	defer s.mu.RUnlock()
+	return s.statsLocked(now), true
+}
+
+// EvictableServing is Evictable for a connection's goroutine (maxmemory's
+// check of a command): ok false when a script turned busy while it
+// waited for the lock.
+func (s *Store) EvictableServing(policy EvictPolicy) (evictable, ok bool) {
+	if !s.lockServing(false, false) {
+		return false, false
+	}
+	defer s.mu.RUnlock()
+	return s.evictableLocked(policy), true
+}
+
+// SetLimitsServing is SetLimits for a connection's goroutine (CONFIG
+// SET): ok false, nothing set, when a script turned busy while it waited
+// for the lock.
+func (s *Store) SetLimitsServing(l Limits) bool {
+	if !s.lockServing(true, false) {
+		return false
+	}
+	defer s.mu.Unlock()
+	s.setLimitsLocked(l)
+	return true
+}
+
+// SnapshotServing is Snapshot for a connection's goroutine (KVS.BACKUP):
+// nil when a script turned busy while it waited for the lock.
+func (s *Store) SnapshotServing() *Snapshot {
+	if !s.lockServing(true, false) {
+		return nil
+	}
+	defer s.mu.Unlock()
+	return s.snapshotLocked()
+}
+
 // WatchKeyServing is WatchKey for a connection's goroutine: ok false when
 // a script turned busy while it waited for the lock.
 func (s *Store) WatchKeyServing(now int64, key []byte) (KeyVersion, bool) {

@@ -164,10 +164,12 @@ type Store struct {
 	// exclusively only to copy the tree's root.
 	mu sync.RWMutex
 	// keys is the keyspace, and its TTL index (keyspace.go).
-	keys    *keyspace
-	bytes   int64  // sum of item.size() over keys
-	applied uint64 // index of the last applied entry
-	limits  Limits // encoding thresholds (limits.go)
+	keys      *keyspace
+	bytes     int64                  // sum of item.size() over keys
+	bytesPub  atomic.Int64           // bytes as of the last apply, for readers without the lock
+	applied   uint64                 // index of the last applied entry
+	limits    Limits                 // encoding thresholds (limits.go)
+	limitsPub atomic.Pointer[Limits] // limits, for readers without the lock
 	// ready holds the keys signalled for blocked clients during the
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
@@ -220,6 +222,10 @@ type Stats struct {
 func (s *Store) Stats(now int64) Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.statsLocked(now)
+}
+
+func (s *Store) statsLocked(now int64) Stats {
 	dead := s.countExpiredLocked(now)
 	return Stats{
 		Keys:    s.keys.Len() - dead,

@@ -364,8 +364,7 @@ func runMemory(c *client, args [][]byte) {
 				return
 			}
 		}
-		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
-		c.out = appendReply(c.out, &r, c.proto)
+		c.readNow(fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 	case is(sub, "help") && len(args) == 2:
 		c.out = appendHelp(c.out, memoryHelp)
 	default:

@@ -88,6 +88,20 @@ func (c *client) proposeServing(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Repl
 	return replies, nil
 }
 
+// readNow answers the read cmd, which a command the server answers itself
+// makes, at the clock's reading: BUSY if a script turned busy while it
+// waited for the store.
+func (c *client) readNow(cmd fsm.Command) {
+	c.readCmd = cmd
+	r, ok := c.s.cfg.Store.ReadServing(time.Now().UnixMilli(), &c.readCmd, nil)
+	c.readCmd = fsm.Command{}
+	if !ok {
+		c.out = appendError(c.out, errBusy(c.s.cfg.Store.ScriptBusy()))
+		return
+	}
+	c.out = appendReply(c.out, &r, c.proto)
+}
+
 // runScriptKill answers SCRIPT KILL.
 func runScriptKill(c *client, args [][]byte) { c.killScript(false) }
 

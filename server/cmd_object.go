@@ -1,7 +1,6 @@
 package server
 
 import (
-	"time"
 
 	"kvs/fsm"
 )
@@ -75,8 +74,7 @@ func runObject(c *client, args [][]byte) {
 	case spec.sub < 0:
 		c.out = appendHelp(c.out, objectHelp)
 	default:
-		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: spec.sub})
-		c.out = appendReply(c.out, &r, c.proto)
+		c.readNow(fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: spec.sub})
 	}
 }
 
@@ -123,6 +121,5 @@ func (c *client) clusterKeysInSlot(name string, args [][]byte) {
 		c.out = appendError(c.out, errInvalidSlot)
 		return
 	}
-	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), cmd)
-	c.out = appendReply(c.out, &r, c.proto)
+	c.readNow(cmd)
 }

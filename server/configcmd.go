@@ -275,15 +275,17 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		return e
 	}
 	applies = append(applies, applyTLS)
+	// The encoding thresholds first: the store may refuse them while a
+	// script is busy, and then nothing is changed.
+	if len(limitsSet) > 0 && !s.cfg.Store.SetLimitsServing(limits) {
+		return errBusy(s.cfg.Store.ScriptBusy())
+	}
 	if requirePass != nil {
 		// The default user's password is replicated state: a write
 		// through the log, before the other changes apply.
 		if err := s.setRequirePass(*requirePass); err != nil {
 			return errProposal(err, true)
 		}
-	}
-	if len(limitsSet) > 0 {
-		s.cfg.Store.SetLimits(limits)
 	}
 	for _, kv := range stored {
 		s.params.set(kv[0], kv[1])

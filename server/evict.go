@@ -133,7 +133,14 @@ func (c *client) oomRefusal() string {
 		return ""
 	}
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if p == fsm.EvictNone || !s.cfg.Store.Evictable(p) {
+	if p == fsm.EvictNone {
+		return errOOM
+	}
+	evictable, ok := s.cfg.Store.EvictableServing(p)
+	switch {
+	case !ok:
+		return errBusy(s.cfg.Store.ScriptBusy())
+	case !evictable:
 		return errOOM
 	}
 	s.wakeEvictor()

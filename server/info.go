@@ -3,9 +3,12 @@ package server
 import (
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"kvs/fsm"
 )
 
 // defaultInfoSections are the sections of a bare INFO, in Redis's order.
@@ -48,6 +51,16 @@ func runInfo(c *client, args [][]byte) {
 			}
 		}
 	}
+	// The key counts, read once and without waiting behind a busy
+	// script, which would hold the store (busy.go).
+	var st fsm.Stats
+	if slices.Contains(want, "memory") || slices.Contains(want, "keyspace") {
+		var ok bool
+		if st, ok = s.cfg.Store.StatsServing(time.Now().UnixMilli()); !ok {
+			c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
+			return
+		}
+	}
 	var b strings.Builder
 	for i, name := range want {
 		if i > 0 {
@@ -56,7 +69,7 @@ func runInfo(c *client, args [][]byte) {
 		b.WriteString("# ")
 		b.WriteString(strings.ToUpper(name[:1]) + name[1:])
 		b.WriteString("\r\n")
-		for _, f := range s.infoSection(name) {
+		for _, f := range s.infoSection(name, st) {
 			b.WriteString(f.Name)
 			b.WriteByte(':')
 			b.WriteString(f.Value)
@@ -66,7 +79,7 @@ func runInfo(c *client, args [][]byte) {
 	c.out = appendVerbatim(c.out, b.String(), c.proto)
 }
 
-func (s *Server) infoSection(name string) []InfoField {
+func (s *Server) infoSection(name string, st fsm.Stats) []InfoField {
 	var fs []InfoField
 	add := func(n string, v any) {
 		var sv string
@@ -122,7 +135,6 @@ func (s *Server) infoSection(name string) []InfoField {
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		st := s.cfg.Store.Stats(now.UnixMilli())
 		used := s.usedMemory()
 		add("used_memory", used)
 		add("used_memory_human", humanBytes(uint64(used)))
@@ -187,7 +199,6 @@ func (s *Server) infoSection(name string) []InfoField {
 			add("cluster_enabled", 0)
 		}
 	case "keyspace":
-		st := s.cfg.Store.Stats(now.UnixMilli())
 		if st.Keys > 0 {
 			add("db0", "keys="+strconv.Itoa(st.Keys)+",expires="+strconv.Itoa(st.Expires)+",avg_ttl=0")
 		}

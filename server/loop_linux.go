@@ -53,10 +53,14 @@ type loop struct {
 	rc   syscall.RawConn // ep's, to park until the set has events
 
 	events []unix.EpollEvent
-	// busyEvents is serveBusy's, apart from events, which the round a
-	// busy script interrupted is still going through; wakeMissed says
-	// serveBusy took the eventfd's wake-up and left the rest of its work
-	// (wake) to the round.
+	// The round's place in events (evAt of evN) and in the clients it
+	// reads again (readyNow, taken from ready). busyEvents is serveBusy's,
+	// apart from events, which the round a busy script interrupted is
+	// still going through; wakeMissed says serveBusy took the eventfd's
+	// wake-up and left the rest of its work (wake) to the round.
+	evAt, evN  int
+	readyNow   []*client
+	readyAt    int
 	busyEvents []unix.EpollEvent
 	wakeMissed bool
 	poll       func(uintptr) bool // pollOnce, as a func value made once
@@ -321,9 +325,14 @@ func (lp *loop) stop(now bool) {
 func (lp *loop) run() {
 	defer lp.release()
 	for {
-		n := lp.wait(len(lp.ready) == 0)
-		for i := range n {
-			ev := &lp.events[i]
+		// The round's events and ready clients are gone through by
+		// index in the loop's fields, so that a busy script one of them
+		// runs can serve the others (serveBusy): an edge-triggered event
+		// taken from the set is not reported again.
+		lp.evN = lp.wait(len(lp.ready) == 0)
+		for lp.evAt = 0; lp.evAt < lp.evN; {
+			ev := lp.events[lp.evAt]
+			lp.evAt++
 			if ev.Fd == int32(lp.evfd) {
 				lp.wake()
 				continue
@@ -337,11 +346,14 @@ func (lp *loop) run() {
 			lp.wake()
 		}
 		if len(lp.ready) > 0 {
-			ready := lp.ready
-			lp.ready = nil
-			for _, c := range ready {
+			lp.readyNow, lp.ready = lp.ready, nil
+			for lp.readyAt = 0; lp.readyAt < len(lp.readyNow); {
+				c := lp.readyNow[lp.readyAt]
+				lp.readyAt++
 				lp.input(c)
 			}
+			clear(lp.readyNow)
+			lp.readyNow = lp.readyNow[:0]
 		}
 		for lp.enqueued > 0 && lp.outstanding <= lp.enqueued {
 			// The batches enqueued since the last kick go out together:
@@ -836,33 +848,55 @@ func (lp *loop) close(c *client) {
 // clients woken, messages, kills, stopping) waits for the round the script
 // interrupted.
 func (lp *loop) serveBusy(c *client) {
+	// First what the interrupted round took from the set and has not
+	// gone through yet: no edge reports it again.
+	for lp.evAt < lp.evN {
+		ev := lp.events[lp.evAt]
+		lp.evAt++
+		lp.busyEvent(c, ev)
+	}
 	n, _ := rawEpollWait(lp.epfd, lp.busyEvents)
 	for i := range max(n, 0) {
-		ev := &lp.busyEvents[i]
-		switch c2 := lp.conns[ev.Fd]; {
-		case ev.Fd == int32(lp.evfd):
-			lp.busyWake()
-		case c2 == c:
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-				c.more = true
-			}
-			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-				c.hup = true
-			}
-		case c2 != nil:
-			lp.event(c2, ev.Events)
-		}
+		lp.busyEvent(c, lp.busyEvents[i])
+	}
+	for lp.readyAt < len(lp.readyNow) {
+		c2 := lp.readyNow[lp.readyAt]
+		lp.readyAt++
+		lp.busyInput(c, c2)
 	}
 	ready := lp.ready
 	lp.ready = nil
 	for _, c2 := range ready {
-		if c2 == c {
-			lp.ready = append(lp.ready, c)
-			continue
-		}
-		lp.input(c2)
+		lp.busyInput(c, c2)
 	}
 	lp.flushExcept(c)
+}
+
+// busyEvent is event during c's busy script.
+func (lp *loop) busyEvent(c *client, ev unix.EpollEvent) {
+	switch c2 := lp.conns[ev.Fd]; {
+	case ev.Fd == int32(lp.evfd):
+		lp.busyWake()
+	case c2 == c:
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			c.more = true
+		}
+		if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.hup = true
+		}
+	case c2 != nil:
+		lp.event(c2, ev.Events)
+	}
+}
+
+// busyInput is input during c's busy script: c2's requests are read,
+// c's wait for the round.
+func (lp *loop) busyInput(c, c2 *client) {
+	if c2 == c {
+		lp.ready = append(lp.ready, c)
+		return
+	}
+	lp.input(c2)
 }
 
 // busyWake takes the eventfd's wake-up during a busy script: it registers
