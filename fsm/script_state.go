@@ -336,6 +336,11 @@ func (b *busyScripts) waitChan() (turned <-chan struct{}, busy bool) {
 // something a script may hold up (the log's apply of its entry).
 func (s *Store) ScriptTurnsBusy() (turned <-chan struct{}, busy bool) { return s.busy.waitChan() }
 
+// ScriptRunning reports whether a call that may run a script (an entry
+// holding EVAL, FCALL or EXEC; a read-only script) is under way: one
+// atomic load.
+func (s *Store) ScriptRunning() bool { return s.gate.scripts.Load() > 0 }
+
 // SetBusyThreshold sets busy-reply-threshold (lua-time-limit): how many
 // milliseconds a script runs before it is busy (0 or less: never).
 func (s *Store) SetBusyThreshold(ms int64) { s.busy.threshold.Store(ms) }

@@ -140,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
+	s.peers.applyingScript = cfg.Store.ScriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
 	s.acl.requirePass.Store(&cfg.RequirePass)
