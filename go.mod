@@ -17,6 +17,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/match v1.1.1
 	go.etcd.io/bbolt v1.4.3
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 )
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,11 +45,16 @@ import (
 // A follower is pushed to only once raft has sent it the entry at C, and
 // not when a request raft sent already carried a commit index of at least
 // C. Under steady load raft's own requests mostly do.
+//
+// The same wrapper holds raft's RPCs to a follower that cannot be reached
+// (reach.go).
 type pushTransport struct {
 	*raft.NetworkTransport
 
 	raft   atomic.Pointer[raft.Raft] // set by start, once NewRaft returned
 	logs   raft.LogStore             // for the term of the entry at the commit index
+	snaps  raft.SnapshotStore        // for the newest snapshot (reach.go)
+	log    *slog.Logger
 	header atomic.Pointer[pushHeader]
 
 	mu    sync.Mutex // guards peers and stopped
@@ -78,6 +84,9 @@ type pushPeer struct {
 	sent atomic.Uint64
 	told atomic.Uint64
 	wake chan struct{} // one slot: a commit to tell
+	// held counts the RPCs to the follower held while it cannot be
+	// reached (reach.go).
+	held atomic.Int32
 }
 
 // pushRetries bounds the tries to tell one follower of one commit index
@@ -89,10 +98,12 @@ const (
 	pushRetryWait = time.Millisecond
 )
 
-func newPushTransport(trans *raft.NetworkTransport, logs raft.LogStore) *pushTransport {
+func newPushTransport(trans *raft.NetworkTransport, logs raft.LogStore, snaps raft.SnapshotStore, log *slog.Logger) *pushTransport {
 	return &pushTransport{
 		NetworkTransport: trans,
 		logs:             logs,
+		snaps:            snaps,
+		log:              log,
 		peers:            make(map[raft.ServerID]*pushPeer),
 		stopCh:           make(chan struct{}),
 	}
@@ -102,12 +113,6 @@ func newPushTransport(trans *raft.NetworkTransport, logs raft.LogStore) *pushTra
 // as a follower, and only a leader's applies are pushed, so nothing is
 // missed before it.
 func (t *pushTransport) start(r *raft.Raft) { t.raft.Store(r) }
-
-// AppendEntries is raft's synchronous AppendEntries, watched.
-func (t *pushTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	t.observe(id, target, args)
-	return t.NetworkTransport.AppendEntries(id, target, args, resp)
-}
 
 // AppendEntriesPipeline is raft's pipeline, with its requests watched.
 func (t *pushTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {

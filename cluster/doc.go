@@ -1,9 +1,9 @@
 // Package cluster runs kvs's Raft layer: hashicorp/raft with its log and
 // stable store in one raft-boltdb/v2 file (raft's LogCache in front of it),
-// a file snapshot store and the TCP transport (or, with Config.TLS, raft's
-// network transport over mutual TLS: tls.go). It knows nothing of RESP or
-// of the commands in the log: it is given a raft.BatchingFSM and carries
-// opaque []byte entries.
+// a file snapshot store and raft's network transport on a stream layer of
+// kvs's own, plain TCP or, with Config.TLS, mutual TLS (stream.go, tls.go).
+// It knows nothing of RESP or of the commands in the log: it is given a
+// raft.BatchingFSM and carries opaque []byte entries.
 //
 // # API
 //
@@ -42,6 +42,13 @@
 // to raft's next entries or CommitTimeout. AppliedIndex and WaitApplied
 // let a follower wait for a write the leader applied at a known index.
 //
+// The same wrapper holds the leader's AppendEntries and InstallSnapshot to
+// a follower whose Raft address refuses connections, redialling every
+// 50 ms, instead of failing them (reach.go): raft's retry backoff, which
+// grows to 10 s with consecutive failures and cannot be woken, then stays
+// small however long a follower is down, and a restarted follower gets its
+// entries within about 50 ms of listening.
+//
 // ReadIndex follows the Raft thesis §6.4 (see its doc). Progress of the FSM
 // is tracked by wrapping Config.FSM, because raft's AppliedIndex counts what
 // it handed to the FSM goroutine, not what that goroutine has applied.
@@ -65,7 +72,11 @@
 // Close runs once, in this order: if this node leads, it transfers
 // leadership to another voter and waits a bounded time (so the cluster does
 // not wait an election timeout for a new leader); then raft.Shutdown, which
-// stops raft's goroutines and closes the transport; then the watcher stops
+// stops raft's goroutines (an RPC held for an unreachable follower ends
+// within 50 ms of it) and closes the transport with its listener and the
+// connections it accepted; then the connections it dialled are closed, so
+// no goroutine of another node's transport keeps reading from this one;
+// then the watcher stops
 // and LeaderChanges is closed; then the bolt file is closed. Callers stop
 // their client listeners before Close, so that no new writes arrive.
 //

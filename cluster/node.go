@@ -203,7 +203,9 @@ func Open(cfg Config) (*Node, error) {
 			MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
 		})
 	} else {
-		n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, transportPool, transportTimeout, newHCLogger(cfg.Logger, "raft-net"))
+		n.trans, err = newTCPTransport(cfg.RaftAddr, &raft.NetworkTransportConfig{
+			MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
+		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
@@ -232,7 +234,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.findStart(logs); err != nil {
 		return nil, err
 	}
-	n.push = newPushTransport(n.trans, logs)
+	n.push = newPushTransport(n.trans, logs, snaps, n.log)
 	// findStart ran: startIndex is known before the FSM sees anything.
 	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, applying: &n.applying,
 		push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path}
@@ -531,6 +533,10 @@ func (n *Node) Close() error {
 		}
 		close(n.closing)
 		err := n.raft.Shutdown().Error()
+		// raft closed the transport's listener and the connections it
+		// accepted (stream.go), but not those it dialled: their
+		// goroutines on the other nodes would read on.
+		n.trans.CloseStreams()
 		n.push.stop()
 		close(n.stopped)
 		<-n.watchDone

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -37,36 +36,28 @@ type TLS struct {
 // handler forever.
 const handshakeTimeout = 10 * time.Second
 
-var errNotAdvertisable = errors.New("cluster: the raft address is not one peers can dial (unspecified host)")
-
-// tlsStream is a raft.StreamLayer of TLS connections.
-type tlsStream struct {
-	net.Listener // a tls.NewListener
-	dial         func() *tls.Config
-}
-
 // newTLSTransport binds addr and returns raft's NetworkTransport over TLS.
-// As raft's TCP transport does, it refuses an address peers could not dial.
 func newTLSTransport(addr string, t *TLS, cfg *raft.NetworkTransportConfig) (*raft.NetworkTransport, error) {
 	if t.Listener == nil || t.Dial == nil {
 		return nil, errors.New("cluster: Config.TLS needs Listener and Dial")
 	}
-	ln, err := net.Listen("tcp", addr)
+	wrap := func(ln net.Listener) net.Listener {
+		return &handshakeListener{Listener: tls.NewListener(ln, t.Listener)}
+	}
+	s, err := listenStream(addr, wrap, func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return dialTLS(addr, timeout, t.Dial())
+	})
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := ln.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
-		ln.Close()
-		return nil, fmt.Errorf("%w: %s", errNotAdvertisable, ln.Addr())
-	}
-	cfg.Stream = &tlsStream{Listener: &handshakeListener{Listener: tls.NewListener(ln, t.Listener)}, dial: t.Dial}
+	cfg.Stream = s
 	return raft.NewNetworkTransportWithConfig(cfg), nil
 }
 
-// Dial opens a TLS connection to another node; the handshake is complete
-// (and the other node's certificate verified) when it returns.
-func (s *tlsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: s.dial()}
+// dialTLS opens a TLS connection to another node; the handshake is
+// complete (and the other node's certificate verified) when it returns.
+func dialTLS(addr raft.ServerAddress, timeout time.Duration, cfg *tls.Config) (net.Conn, error) {
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return d.DialContext(ctx, "tcp", string(addr))

@@ -124,7 +124,7 @@ const (
 	opBaseZSet   Op = 600  // fsm/zset.go
 	opBaseBits   Op = 700  // fsm/bits.go (and other string commands)
 	opBaseSort   Op = 800  // SORT and other commands across types
-	opBaseScript Op = 900  // MULTI/EXEC, scripts (issue 13)
+	opBaseScript Op = 900  // MULTI/EXEC, scripts
 	opBaseAdmin  Op = 1000 // replicated server state (ACL users, ...)
 	opLimit      Op = 1100 // every op is below this
 )

@@ -51,7 +51,7 @@ import (
 // changed when it was written since; its deletion after expiring is not a
 // change, as in Redis 7.0.
 
-// opBaseMulti numbers the transaction ops, within issue 13's range.
+// opBaseMulti numbers the transaction ops, within the scripts' range.
 const opBaseMulti Op = opBaseScript + 50
 
 const (

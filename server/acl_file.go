@@ -184,5 +184,7 @@ func (s *Server) setRequirePass(password string) error {
 		return err
 	}
 	s.acl.requirePass.Store(&password)
+	// A node without masterauth logs in to the others with it.
+	s.peerLoginChanged()
 	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 
 	"kvs/fsm"
@@ -8,12 +9,20 @@ import (
 
 // Between nodes. A node's pool connections to the leader (forwarding,
 // KVS.SYNC) and its pub/sub links authenticate as a user of the cluster's
-// own table, given to SetPeerAuth (--masteruser/--masterauth, as a Redis
-// replica authenticates to its master): KVS.PEER user password on the pool,
-// AUTH user password on a link. That user needs the rights of the internal
+// own table, as a Redis replica authenticates to its master: KVS.PEER user
+// password on the pool, AUTH user password on a link. The user is
+// masteruser ("" for the default user) and the password masterauth, or,
+// while masterauth is empty, the requirepass last set on this node (by
+// --requirepass or CONFIG SET requirepass here): the table replicates
+// passwords as SHA-256 hashes only, so a node knows no password it was not
+// given. --masteruser, --masterauth ($KVS_MASTERAUTH) and CONFIG SET
+// masteruser / masterauth set them; a change applies at once: idle pool
+// connections and link connections that logged in otherwise are closed,
+// and busy ones are closed when their request is answered, so no request
+// is cut off or sent twice. That user needs the rights of the internal
 // commands (kvs.forward, kvs.sync, kvs.publish: @admin; the default user
-// has them). With no password set in the cluster, every node is let in, as
-// every client is.
+// has them). With no password set in the cluster, every node is let in,
+// as every client is.
 //
 // A forwarded batch carries the name of the user who sent it. The node that
 // received the command checked it with the full arguments; the leader
@@ -23,21 +32,86 @@ import (
 // (checkCommandAs). The leader trusts the name because the pool
 // connection authenticated as a user allowed to forward.
 
-// SetPeerAuth sets the user and password this node authenticates with to
-// the other nodes. Call it before Serve.
-func (s *Server) SetPeerAuth(user, password string) {
-	if user == "" {
-		user = "default"
+// peerLogin is a user and password this node logs in to the others with.
+type peerLogin struct{ user, password string }
+
+// hello is the request that announces a pool connection logged in as l.
+func (l peerLogin) hello() []byte {
+	if l.password == "" {
+		return encodeArgs("KVS.PEER")
 	}
-	hello := encodeArgs("KVS.PEER")
-	var auth []byte
-	if password != "" {
-		hello = encodeArgs("KVS.PEER", user, password)
-		auth = encodeArgs("AUTH", user, password)
-	}
-	s.peers.hello = hello
-	s.bcast.auth = auth
+	return encodeArgs("KVS.PEER", l.user, l.password)
 }
+
+// auth is the request that logs a link in as l; nil without a password.
+func (l peerLogin) auth() []byte {
+	if l.password == "" {
+		return nil
+	}
+	return encodeArgs("AUTH", l.user, l.password)
+}
+
+// SetPeerAuth sets masteruser and masterauth, the user and password this
+// node authenticates with to the other nodes ("" user: the default user;
+// "" password: this node's requirepass). It may be called at any time.
+func (s *Server) SetPeerAuth(user, password string) {
+	s.params.set("masteruser", user)
+	s.params.set("masterauth", password)
+	s.peerLoginChanged()
+}
+
+// PeerLogin returns the user and password this node logs in to the other
+// nodes with now (password "" when it has none).
+func (s *Server) PeerLogin() (user, password string) {
+	l := s.peerLogin()
+	return l.user, l.password
+}
+
+func (s *Server) peerLogin() peerLogin {
+	l := peerLogin{user: s.params.get("masteruser"), password: s.params.get("masterauth")}
+	if l.user == "" {
+		l.user = "default"
+	}
+	if l.password == "" {
+		if p := s.acl.requirePass.Load(); p != nil {
+			l.password = *p
+		}
+	}
+	return l
+}
+
+// peerLoginChanged replaces the connections to other nodes that logged in
+// otherwise than this node now does.
+func (s *Server) peerLoginChanged() {
+	s.peers.expire()
+	s.bcast.relogin()
+}
+
+func isPeerAuthParam(name string) bool { return name == "masteruser" || name == "masterauth" }
+
+// checkPeerAuthParam is CONFIG SET masteruser and masterauth: any string,
+// taken at once.
+func (s *Server) checkPeerAuthParam(name string, val []byte) (func(), string) {
+	v := string(val)
+	return func() {
+		s.params.set(name, v)
+		s.peerLoginChanged()
+	}, ""
+}
+
+// peerLoginRefusal is the error of a login the leader at addr refused
+// with text, saying what the operator must do.
+func peerLoginRefusal(addr string, l peerLogin, text string) error {
+	return &loginRefused{fmt.Sprintf("the leader at %s refused this node's login as user '%s' (%s): give this node that user's password in the cluster with CONFIG SET masterauth <password> (CONFIG SET masteruser <user> to log in as another user), or restart it with --masterauth",
+		addr, l.user, text)}
+}
+
+// loginRefused is a refused peer login: the request was not sent, as with
+// any ErrLeaderUnreachable, and the client is told why in full.
+type loginRefused struct{ text string }
+
+func (e *loginRefused) Error() string { return e.text }
+func (e *loginRefused) Unwrap() error { return ErrLeaderUnreachable }
 
 // runPeer answers KVS.PEER [user password], with which another node's pool
 // connection announces itself (and authenticates): requests on it are

@@ -213,15 +213,110 @@ func TestACLPeerLogin(t *testing.T) {
 	if r := dialRaw(t, s).do("CONFIG", "SET", "requirepass", "pw"); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
-	p := newPeerPool(5*time.Second, s.dialNode)
+	login := peerLogin{user: "default", password: "wrong"}
+	p := newPeerPool(5*time.Second, s.dialNode, func() peerLogin { return login })
 	defer p.close()
 	ping := func(pc *peerConn) net.Buffers { return net.Buffers{encodeArgs("PING")} }
-	p.hello = encodeArgs("KVS.PEER", "default", "wrong")
 	if _, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); !errors.Is(err, ErrLeaderUnreachable) {
 		t.Fatalf("wrong password: %v, want ErrLeaderUnreachable", err)
 	}
-	p.hello = encodeArgs("KVS.PEER", "default", "pw")
+	login.password = "pw"
 	if r, err := p.roundTrip(s.Addr().String(), 5*time.Second, ping); err != nil || r.text != "PONG" {
 		t.Fatalf("right password: %+v %v", r, err)
+	}
+}
+
+// The login a node uses with the others follows masteruser and
+// masterauth as CONFIG SET changes them, and, while masterauth is empty,
+// the requirepass last set on the node; a refused login says what to do.
+func TestPeerLoginFollowsConfig(t *testing.T) {
+	s := startServer(t, Config{})
+	c := dialRaw(t, s)
+	check := func(wantUser, wantPass string) {
+		t.Helper()
+		if u, p := s.PeerLogin(); u != wantUser || p != wantPass {
+			t.Fatalf("PeerLogin = %q, %q; want %q, %q", u, p, wantUser, wantPass)
+		}
+	}
+	check("default", "")
+	if r := c.do("CONFIG", "SET", "requirepass", "seed"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	check("default", "seed")
+	for _, step := range []struct {
+		args             []string
+		wantUser, wantPW string
+	}{
+		{[]string{"masterauth", "node-pw"}, "default", "node-pw"},
+		{[]string{"masteruser", "repl"}, "repl", "node-pw"},
+		{[]string{"masteruser", "", "masterauth", ""}, "default", "seed"},
+		{[]string{"requirepass", "changed"}, "default", "changed"},
+	} {
+		if r := c.do(append([]string{"CONFIG", "SET"}, step.args...)...); r != "+OK\r\n" {
+			t.Fatalf("CONFIG SET %q: %s", step.args, r)
+		}
+		check(step.wantUser, step.wantPW)
+	}
+	if r := c.do("AUTH", "changed"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	c.do("CONFIG", "SET", "masterauth", "wrong")
+	if r := c.do("CONFIG", "GET", "master*"); r != "*4\r\n$10\r\nmasterauth\r\n$5\r\nwrong\r\n$10\r\nmasteruser\r\n$0\r\n\r\n" {
+		t.Fatalf("CONFIG GET master*: %q", r)
+	}
+	ping := func(pc *peerConn) net.Buffers { return net.Buffers{encodeArgs("PING")} }
+	_, err := s.peers.roundTrip(s.Addr().String(), 5*time.Second, ping)
+	if !errors.Is(err, ErrLeaderUnreachable) || !strings.Contains(err.Error(), "CONFIG SET masterauth <password>") {
+		t.Fatalf("refused login: %v; want ErrLeaderUnreachable saying what to do", err)
+	}
+}
+
+// When the node's login changes, the pool's idle connections that logged
+// in otherwise are closed, a busy one is not reused once its request is
+// answered, and the next request logs in anew.
+func TestPeerPoolRelogin(t *testing.T) {
+	s := startServer(t, Config{})
+	login := peerLogin{user: "default"}
+	p := newPeerPool(5*time.Second, s.dialNode, func() peerLogin { return login })
+	defer p.close()
+	addr := s.Addr().String()
+	ping := func(pc *peerConn) net.Buffers { return net.Buffers{encodeArgs("PING")} }
+	if r, err := p.roundTrip(addr, 5*time.Second, ping); err != nil || r.text != "PONG" {
+		t.Fatalf("PING: %+v %v", r, err)
+	}
+	busy, err := p.get(addr, login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.idle) != 0 {
+		t.Fatalf("%d idle connections while the only one is taken", len(p.idle))
+	}
+	p.put(busy, true)
+	idle, err := p.get(addr, login)
+	if err != nil || idle != busy {
+		t.Fatalf("the idle connection was not reused: %v", err)
+	}
+
+	login = peerLogin{user: "default", password: "any"} // nopass: any password logs in
+	p.put(idle, true)
+	if len(p.idle) != 0 {
+		t.Fatal("a busy connection of the old login went back to the pool")
+	}
+	if r, err := p.roundTrip(addr, 5*time.Second, ping); err != nil || r.text != "PONG" {
+		t.Fatalf("PING with the new login: %+v %v", r, err)
+	}
+	if len(p.idle) != 1 || p.idle[0].login != login {
+		t.Fatalf("idle connections after the new login: %d", len(p.idle))
+	}
+	old := p.idle[0]
+	login = peerLogin{user: "default", password: "other"}
+	p.expire()
+	if len(p.idle) != 0 {
+		t.Fatal("expire kept an idle connection of the old login")
+	}
+	if _, err := old.nc.Write([]byte("PING\r\n")); err == nil {
+		if _, err := old.br.ReadByte(); err == nil {
+			t.Fatal("the expired connection still works")
+		}
 	}
 }

@@ -177,6 +177,7 @@ var checkedParams = []struct {
 	{isSafetyParam, (*Server).checkSafetyParam},
 	{isPubsubParam, (*Server).checkPubsubParam},
 	{isScriptParam, (*Server).checkScriptParam},
+	{isPeerAuthParam, (*Server).checkPeerAuthParam},
 }
 
 func checkedParam(name string) func(*Server, string, []byte) (func(), string) {

@@ -279,12 +279,18 @@ func errMoved(slot int, addr string) string {
 // Redis's generic "-ERR <text>" form.
 func errProposal(err error, write bool) string {
 	var re *remoteError
+	var refused *loginRefused
 	if text, ok := errBusyText(err); ok {
 		return text
 	}
 	switch {
 	case errors.As(err, &re):
 		return re.text // the leader's own client text
+	case errors.As(err, &refused):
+		if !write {
+			return "TRYAGAIN " + refused.text
+		}
+		return "TRYAGAIN the write was not applied: " + refused.text
 	case errors.Is(err, ErrUnknownOutcome):
 		if !write {
 			// A read has no effect to be unsure about.

@@ -20,9 +20,11 @@ import (
 // leader changes, the connections to the old one are closed.
 //
 // Every connection announces itself with KVS.PEER before its first
-// request; the leader then never relays that connection's requests again,
-// so a request makes one hop at most even while two nodes disagree about
-// who leads.
+// request, logging in as the node's peer login then (acl_peer.go); the
+// leader then never relays that connection's requests again, so a request
+// makes one hop at most even while two nodes disagree about who leads. A
+// connection that logged in otherwise than the node now does is not used
+// again: closed when idle, and when its request is answered if busy.
 
 const (
 	maxIdlePeerConns = 64
@@ -32,11 +34,9 @@ const (
 )
 
 type peerPool struct {
-	// hello announces a new connection (KVS.PEER, with credentials once
-	// SetPeerAuth gave some); set before Serve, read-only after.
-	hello   []byte
 	timeout time.Duration
 	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
+	login   func() peerLogin                                           // Server.peerLogin
 	// applyingScript reports whether this node's store runs a script:
 	// the leader's reply then waits for the same entries' apply, which
 	// a long script holds up (awaitReply); nil: never.
@@ -51,6 +51,7 @@ type peerPool struct {
 
 type peerConn struct {
 	addr  string
+	login peerLogin // what it announces itself, or did, with
 	nc    net.Conn
 	br    *bufio.Reader
 	fresh bool   // not yet announced with KVS.PEER
@@ -66,12 +67,13 @@ type peerReply struct {
 	bulk []byte
 }
 
-func newPeerPool(timeout time.Duration, dial func(string, time.Duration) (net.Conn, error)) *peerPool {
-	return &peerPool{timeout: timeout, dial: dial, busy: make(map[*peerConn]struct{}), hello: encodeArgs("KVS.PEER")}
+func newPeerPool(timeout time.Duration, dial func(string, time.Duration) (net.Conn, error), login func() peerLogin) *peerPool {
+	return &peerPool{timeout: timeout, dial: dial, login: login, busy: make(map[*peerConn]struct{})}
 }
 
-// get returns a connection to addr for the caller's exclusive use.
-func (p *peerPool) get(addr string) (*peerConn, error) {
+// get returns a connection to addr, logged in (or to log in) as login, for
+// the caller's exclusive use.
+func (p *peerPool) get(addr string, login peerLogin) (*peerConn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -89,8 +91,9 @@ func (p *peerPool) get(addr string) (*peerConn, error) {
 		pc := p.idle[len(p.idle)-1]
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
-		if peerClosed(pc.nc) {
-			// The leader closed it while idle (a restart): a request
+		if pc.login != login || peerClosed(pc.nc) {
+			// Logged in otherwise than the node now does; or the
+			// leader closed it while idle (a restart), and a request
 			// written to it would be lost without telling whether it
 			// arrived.
 			pc.nc.Close()
@@ -106,7 +109,7 @@ func (p *peerPool) get(addr string) (*peerConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLeaderUnreachable, err)
 	}
-	pc := &peerConn{addr: addr, nc: nc, br: bufio.NewReaderSize(nc, 16<<10), fresh: true}
+	pc := &peerConn{addr: addr, login: login, nc: nc, br: bufio.NewReaderSize(nc, 16<<10), fresh: true}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -119,11 +122,13 @@ func (p *peerPool) get(addr string) (*peerConn, error) {
 }
 
 // put ends the caller's use of pc: it goes back to the idle list when it is
-// still in a known state (reusable) and the pool has room, else it is closed.
+// still in a known state (reusable), logged in as the node now logs in, and
+// the pool has room, else it is closed.
 func (p *peerPool) put(pc *peerConn, reusable bool) {
+	login := p.login()
 	p.mu.Lock()
 	delete(p.busy, pc)
-	keep := reusable && !p.closed && pc.addr == p.addr && len(p.idle) < maxIdlePeerConns
+	keep := reusable && !p.closed && pc.addr == p.addr && pc.login == login && len(p.idle) < maxIdlePeerConns
 	if keep {
 		if cap(pc.blob) > 1<<20 {
 			pc.blob = nil
@@ -134,6 +139,24 @@ func (p *peerPool) put(pc *peerConn, reusable bool) {
 	if !keep {
 		pc.nc.Close()
 	}
+}
+
+// expire closes the idle connections that logged in otherwise than the
+// node now does; busy ones are closed by put.
+func (p *peerPool) expire() {
+	login := p.login()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := p.idle[:0]
+	for _, pc := range p.idle {
+		if pc.login == login {
+			kept = append(kept, pc)
+		} else {
+			pc.nc.Close()
+		}
+	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
 }
 
 // close closes every connection, idle or in use (a request in flight then
@@ -159,14 +182,14 @@ func (p *peerPool) close() {
 // effect), ErrUnknownOutcome when the connection failed after the request
 // was written (it may have).
 func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *peerConn) net.Buffers) (peerReply, error) {
-	pc, err := p.get(addr)
+	pc, err := p.get(addr, p.login())
 	if err != nil {
 		return peerReply{}, err
 	}
 	announce := pc.fresh
 	bufs := build(pc)
 	if announce {
-		bufs = append(net.Buffers{p.hello}, bufs...)
+		bufs = append(net.Buffers{pc.login.hello()}, bufs...)
 	}
 	pc.nc.SetDeadline(time.Now().Add(timeout))
 	n, err := bufs.WriteTo(pc.nc)
@@ -183,7 +206,7 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 			// Not logged in, the request that follows is refused with
 			// NOAUTH: it certainly did not take effect.
 			p.put(pc, false)
-			return peerReply{}, fmt.Errorf("%w: the leader at %s refused this node's login (--masteruser, --masterauth): %s", ErrLeaderUnreachable, addr, r.text)
+			return peerReply{}, peerLoginRefusal(addr, pc.login, r.text)
 		}
 		if err == nil && (r.kind != '+' || r.text != "OK") {
 			// A leader that refuses KVS.PEER is too old to take the

@@ -1,11 +1,14 @@
 package server
 
 import (
-	"io"
+	"bufio"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kvs/resp"
 )
 
 // In a cluster, a message published on any node reaches the subscribers of
@@ -17,8 +20,8 @@ import (
 // goroutine, so the messages of one node reach another in the order they
 // were published; the receiver delivers them to its own subscribers and
 // never passes them on, so each subscriber gets each message once.
-// KVS.PUBLISH has no reply; the link only reads to notice that the
-// connection ended.
+// KVS.PUBLISH has no reply; the link reads to notice that the connection
+// ended, or that the member refuses it.
 //
 // Delivery is at most once, as in Redis: a message is not logged or
 // retried. While a member is unreachable, its link drops what it cannot
@@ -28,6 +31,15 @@ import (
 // follower never replays a message. The links follow the membership,
 // refreshed by the cron loop every linkRefresh: a member that joins starts
 // receiving within about that long.
+//
+// A link logs in as the node's peer login (acl_peer.go) with AUTH, and
+// reads AUTH's reply before it writes anything else: a member that refuses
+// the login is logged (once per login) and, while it refuses, dialled at
+// most once per linkRefresh, its messages dropped. A node with no password
+// sends no AUTH; a member with one answers its messages NOAUTH, logged
+// once per connection. When the node's login
+// changes, each link closes a connection that logged in otherwise and the
+// next message dials anew.
 
 const (
 	// maxLinkQueue bounds the bytes queued for one member.
@@ -42,10 +54,6 @@ type broadcaster struct {
 	closed    bool
 	refreshed time.Time
 
-	// auth is the AUTH request a new link sends first (SetPeerAuth; nil
-	// without a password); set before Serve, read-only after.
-	auth []byte
-
 	wg      sync.WaitGroup // the links' goroutines
 	dropped atomic.Int64   // messages dropped: member unreachable, queue full
 }
@@ -54,7 +62,14 @@ type peerLink struct {
 	addr    string
 	timeout time.Duration
 	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
+	login   func() peerLogin                                           // Server.peerLogin
+	log     *slog.Logger
 	b       *broadcaster
+
+	// refused is the login the member last refused, and when; only the
+	// link's goroutine uses them.
+	refused   *peerLogin
+	refusedAt time.Time
 
 	mu    sync.Mutex // guards queue, spare and n
 	queue []byte     // KVS.PUBLISH requests not yet written
@@ -152,7 +167,7 @@ func (s *Server) refreshLinks(now time.Time) {
 		if b.links == nil {
 			b.links = map[string]*peerLink{}
 		}
-		l := &peerLink{addr: addr, timeout: s.cfg.ForwardTimeout, dial: s.dialNode, b: b,
+		l := &peerLink{addr: addr, timeout: s.cfg.ForwardTimeout, dial: s.dialNode, login: s.peerLogin, log: s.cfg.Logger, b: b,
 			wake: make(chan struct{}, 1), stop: make(chan struct{})}
 		b.links[id] = l
 		b.wg.Add(1)
@@ -160,6 +175,19 @@ func (s *Server) refreshLinks(now time.Time) {
 			defer b.wg.Done()
 			l.run()
 		}()
+	}
+}
+
+// relogin wakes every link, to close a connection that logged in
+// otherwise than the node now does.
+func (b *broadcaster) relogin() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.links {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -196,15 +224,16 @@ func (l *peerLink) run() {
 		q, n := l.queue, l.n
 		l.queue, l.spare, l.n = l.spare[:0], nil, 0
 		l.mu.Unlock()
-		if len(q) == 0 {
-			continue
-		}
-		if conn != nil && conn.ended() {
+		login := l.login()
+		if conn != nil && (conn.ended() || conn.login != login) {
 			conn.close()
 			conn = nil
 		}
+		if len(q) == 0 {
+			continue
+		}
 		if conn == nil {
-			conn = dialLink(l.dial, l.addr, l.timeout, l.b.auth)
+			conn = l.connect(login)
 		}
 		if conn == nil || !conn.write(q, l.timeout) {
 			if conn != nil {
@@ -224,28 +253,68 @@ func (l *peerLink) run() {
 // linkConn is a link's connection and the goroutine that reads it, which
 // sees the connection end.
 type linkConn struct {
-	nc   net.Conn
-	done chan struct{} // closed when the reader returns
+	nc    net.Conn
+	login peerLogin
+	done  chan struct{} // closed when the reader returns
 }
 
-func dialLink(dial func(string, time.Duration) (net.Conn, error), addr string, timeout time.Duration, auth []byte) *linkConn {
-	nc, err := dial(addr, timeout)
+// connect dials the member and logs in as login; nil if either fails, or
+// if the member refused login less than linkRefresh ago.
+func (l *peerLink) connect(login peerLogin) *linkConn {
+	if l.refused != nil && *l.refused == login && time.Since(l.refusedAt) < linkRefresh {
+		return nil
+	}
+	nc, err := l.dial(l.addr, l.timeout)
 	if err != nil {
 		return nil
 	}
-	if len(auth) > 0 {
-		nc.SetWriteDeadline(time.Now().Add(timeout))
+	br := bufio.NewReader(nc)
+	if auth := login.auth(); auth != nil {
+		nc.SetDeadline(time.Now().Add(l.timeout))
 		if _, err := nc.Write(auth); err != nil {
 			nc.Close()
 			return nil
 		}
+		r, err := resp.ReadReply(br, resp.Limits{})
+		if err != nil {
+			nc.Close()
+			return nil
+		}
+		if r.Kind == resp.KindError {
+			nc.Close()
+			if l.refused == nil || *l.refused != login {
+				l.refusedWarn(login, string(r.Str))
+			}
+			l.refused, l.refusedAt = &login, time.Now()
+			return nil
+		}
+		nc.SetDeadline(time.Time{})
 	}
-	c := &linkConn{nc: nc, done: make(chan struct{})}
+	l.refused = nil
+	c := &linkConn{nc: nc, login: login, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		io.Copy(io.Discard, nc) // nothing is expected: errors, if any
+		// KVS.PUBLISH has no reply: an error is a refusal (NOAUTH, from a
+		// member with a password this node has not been given), said once
+		// per connection.
+		warned := false
+		for {
+			r, err := resp.ReadReply(br, resp.Limits{})
+			if err != nil {
+				return
+			}
+			if r.Kind == resp.KindError && !warned {
+				warned = true
+				l.refusedWarn(login, string(r.Str))
+			}
+		}
 	}()
 	return c
+}
+
+func (l *peerLink) refusedWarn(login peerLogin, text string) {
+	l.log.Warn("a member refused this node's login on its pub/sub link; messages to it are dropped until masteruser and masterauth give a login it accepts",
+		"member", l.addr, "user", login.user, "err", text)
 }
 
 func (c *linkConn) ended() bool {

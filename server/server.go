@@ -139,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
 	}
-	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode)
+	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
 	s.peers.applyingScript = cfg.Store.ScriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile

@@ -168,11 +168,14 @@ func slowlogArgs(args [][]byte) [][]byte {
 }
 
 // redactedArgs returns which arguments of args Redis redacts in the slow
-// log and MONITOR: AUTH's, and HELLO's AUTH username and password.
+// log and MONITOR: AUTH's, HELLO's AUTH username and password, and the
+// values CONFIG SET gives its sensitive parameters.
 func redactedArgs(args [][]byte) func(j int) bool {
 	switch {
 	case is(args[0], "auth"):
 		return func(j int) bool { return j > 0 }
+	case is(args[0], "config") && len(args) > 1 && is(args[1], "set"):
+		return func(j int) bool { return j > 2 && j%2 == 1 && sensitiveParam(args[j-1]) }
 	case is(args[0], "hello"):
 		at := -1
 		for j := 2; j+2 < len(args); j++ {
@@ -187,6 +190,12 @@ func redactedArgs(args [][]byte) func(j int) bool {
 		return func(j int) bool { return at > 0 && (j == at+1 || j == at+2) }
 	}
 	return func(int) bool { return false }
+}
+
+// sensitiveParam reports whether Redis redacts the value CONFIG SET gives
+// the parameter (its SENSITIVE_CONFIG flag).
+func sensitiveParam(name []byte) bool {
+	return is(name, "masteruser") || is(name, "masterauth") || is(name, "requirepass")
 }
 
 // logSlowRun logs the commands of the run just ended (c.pipe[c.runFirst:]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -74,5 +75,38 @@ func TestBenchCLIAgainstKVS(t *testing.T) {
 	}
 	if d := st.Runtime.Duration; d < 1000 || d > 30000 {
 		t.Errorf("Total duration %d ms for --test-time 1", d)
+	}
+}
+
+// TestMemtierScriptFallback runs make memtier's script as a user without
+// memtier_benchmark does (kvs bench with the reference workload's flags,
+// which kvs bench validates as memtier does): it must start kvs, prefill
+// and load it, and leave a JSON result where it was told to.
+func TestMemtierScriptFallback(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(testDir(t), "memtier.json")
+	cmd := exec.Command("bash", "memtier.sh")
+	cmd.Env = append(os.Environ(), "KVS="+requireKVS(t), "BENCH_MODE=memory", "BENCH_TIME=1",
+		"KVS_BENCH_PORT="+port, "NO_MEMTIER=1", "BENCH_JSON="+out)
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("memtier.sh: %v\n%s", err, text)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	var res benchJSON
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if st := res.AllStats; st.Sets.Count <= 0 || st.Gets.Count <= 0 || res.Errors != 0 || st.Gets.HitsSec < st.Gets.OpsSec*0.999 {
+		t.Fatalf("the run did not load every key and read it back:\n%s\n%s", b, text)
 	}
 }

@@ -22,11 +22,11 @@ var configFromRedis72 = map[string]bool{"set-max-listpack-entries": true, "set-m
 
 // configSetSkipped are the parameters the CONFIG SET comparison leaves out:
 // those whose change would cut the test off from the reference server
-// (its address, a password), make it write files (appendonly, save) or
+// (its address, the password), make it write files (appendonly, save) or
 // load TLS material, and those kvs reports from its own state.
 func configSetSkipped(name string) bool {
 	switch name {
-	case "requirepass", "masterauth", "masteruser", "maxclients", "maxmemory", "maxmemory-policy",
+	case "requirepass", "maxclients", "maxmemory", "maxmemory-policy",
 		"protected-mode", "replicaof", "slaveof", "unixsocket", "client-output-buffer-limit":
 		return true
 	}

@@ -86,6 +86,10 @@ func diffSlowlog(t *testing.T, p *opsPair) {
 	p.same("SET", "k", "v")
 	p.same("GET", "k")
 	p.same("AUTH", "user", "secret")
+	// Redis redacts the values of its sensitive parameters.
+	p.same("CONFIG", "SET", "masteruser", "repl", "timeout", "0", "MASTERAUTH", "secret")
+	p.same("SLOWLOG", "GET", "1")
+	p.same("CONFIG", "SET", "masteruser", "", "masterauth", "")
 	long := strings.Repeat("x", 200)
 	args := []string{"DEL", long}
 	for i := 0; i < 40; i++ {

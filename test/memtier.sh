@@ -13,6 +13,7 @@
 #   KVS_BENCH_PORT  client port (default 16379); cluster nodes use it, +1
 #                   and +2, and Raft ports 100 above each
 #   KVS             binary (default dist/kvs)
+#   BENCH_JSON      where the JSON goes (default dist/memtier-<mode>.json)
 #
 # Sourced (as test/compare-redis.sh does), it only defines the functions.
 
@@ -23,10 +24,12 @@ LAUNCH=()
 PIDS=()     # every server started, for stop_started
 LOAD_PORT=  # the port start_kvs's load should go to (the cluster leader's)
 
-# The reference workload; load_cmd passes it to either tool.
-WORKLOAD_KEY_MAX=100000
+# The reference workload; load_cmd passes it to either tool. Its 100,001
+# keys are numbered from 1: memtier_benchmark refuses --key-minimum 0.
+WORKLOAD_KEY_MIN=1
+WORKLOAD_KEY_MAX=100001
 WORKLOAD_ARGS=(--threads 4 --clients 50 --ratio 1:10 --data-size 32
-  --key-minimum 0 --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --key-pattern R:R)
+  --key-minimum "$WORKLOAD_KEY_MIN" --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --key-pattern R:R)
 
 # port_answers PORT: true if something accepts connections on PORT.
 port_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -174,7 +177,7 @@ run_load() {
   shift 3
   if have_memtier; then
     "$@" memtier_benchmark -s 127.0.0.1 -p "$port" --protocol=redis --ratio 1:0 --key-pattern P:P \
-      --key-minimum 0 --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --data-size 32 \
+      --key-minimum "$WORKLOAD_KEY_MIN" --key-maximum "$WORKLOAD_KEY_MAX" --key-prefix memtier- --data-size 32 \
       --requests allkeys --pipeline 64 --hide-histogram >/dev/null 2>&1 || {
       echo "memtier: the prefill failed" >&2
       return 1
@@ -197,17 +200,18 @@ memtier_main() {
     ;;
   esac
   [ -x "$KVS" ] || { echo "memtier: $KVS not built (make build)" >&2; exit 1; }
-  mkdir -p dist
   WORK=$(mktemp -d)
   trap 'stop_started; rm -rf "$WORK"' EXIT
   trap 'exit 130' INT TERM
 
+  local json=${BENCH_JSON:-dist/memtier-$mode.json}
+  mkdir -p "$(dirname "$json")"
   start_kvs "$mode" "$port" "$WORK"
   local tool="kvs bench"
   have_memtier && tool=memtier_benchmark
   echo "memtier: kvs $mode on port $LOAD_PORT; $tool for ${secs}s after writing every key" >&2
-  run_load "$LOAD_PORT" "$secs" "dist/memtier-$mode.json"
-  echo "memtier: results in dist/memtier-$mode.json" >&2
+  run_load "$LOAD_PORT" "$secs" "$json"
+  echo "memtier: results in $json" >&2
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

@@ -45,11 +45,15 @@ func adminClient(addr string) *redis.Client {
 	if adminTLS != nil {
 		tc = adminTLS()
 	}
+	user, password := adminLogin()
+	if password == "" {
+		user = ""
+	}
 	return redis.NewClient(&redis.Options{
 		TLSConfig:             tc,
 		Addr:                  addr,
-		Username:              adminAuth.user,
-		Password:              adminAuth.password,
+		Username:              user,
+		Password:              password,
 		Protocol:              2,
 		DisableIdentity:       true,
 		DialTimeout:           2 * time.Second,
@@ -333,7 +337,7 @@ func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr i
 	if *password == "" {
 		*password = os.Getenv("REDISCLI_AUTH")
 	}
-	setAdminAuth(*user, *password)
+	adminLogin = func() (string, string) { return *user, *password }
 	if fs.NArg() != nargs {
 		fs.Usage()
 		return nil, nil, 2
@@ -352,13 +356,7 @@ func flagExit(err error) int {
 	return 2
 }
 
-// adminAuth is what the admin subcommands (and a node's --join) log in
-// with: set once, before any admin client is made.
-var adminAuth struct{ user, password string }
-
-func setAdminAuth(user, password string) {
-	adminAuth.user, adminAuth.password = user, password
-	if password == "" {
-		adminAuth.user = ""
-	}
-}
+// adminLogin is the user and password the admin subcommands (and a
+// node's --join) log in with, each time they connect (no AUTH without a
+// password): set once, before any admin client is made.
+var adminLogin = func() (user, password string) { return "", "" }

@@ -217,6 +217,14 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return cfg, err
 	}
 	cfg.KeyMin, cfg.KeyMax = *keyMin, *keyMax
+	// memtier_benchmark numbers keys from 0 by default but refuses an
+	// explicit --key-minimum 0; so does kvs bench, so that a workload
+	// written for one runs unchanged on the other.
+	explicitMin := false
+	fs.Visit(func(f *flag.Flag) { explicitMin = explicitMin || f.Name == "key-minimum" })
+	if explicitMin && cfg.KeyMin == 0 {
+		return cfg, errors.New("bench: --key-minimum must be greater than zero (as memtier_benchmark requires)")
+	}
 	if *testTime < 0 {
 		return cfg, errors.New("bench: --test-time must not be negative")
 	}

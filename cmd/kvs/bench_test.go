@@ -286,7 +286,7 @@ func TestBenchPipelineDepth(t *testing.T) {
 func TestBenchPrefillWritesEveryKeyOnce(t *testing.T) {
 	f := startFakeRESP(t, 1, "")
 	res := benchAgainst(t, f, "--threads", "1", "--clients", "3", "--requests", "11", "--ratio", "1:10",
-		"--key-minimum", "0", "--key-maximum", "99", "--prefill")
+		"--key-minimum", "1", "--key-maximum", "100", "--prefill")
 	written := map[uint64]int{}
 	sets := 0
 	for _, c := range f.recorded() {
@@ -301,7 +301,7 @@ func TestBenchPrefillWritesEveryKeyOnce(t *testing.T) {
 	if sets != 103 {
 		t.Fatalf("%d SETs, want 100 prefill + 3", sets)
 	}
-	for k := uint64(0); k <= 99; k++ {
+	for k := uint64(1); k <= 100; k++ {
 		if written[k] == 0 {
 			t.Fatalf("key %d never written by the prefill", k)
 		}
@@ -372,6 +372,8 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--ratio", "1-10"}, nil, true},
 		{[]string{"--key-pattern", "G:G"}, nil, true},
 		{[]string{"--key-minimum", "10", "--key-maximum", "9"}, nil, true},
+		{[]string{"--key-minimum", "0"}, nil, true},
+		{[]string{"--key-maximum", "9"}, func(c benchConfig) bool { return c.KeyMin == 0 && c.KeyMax == 9 }, false},
 		{[]string{"--pipeline", "0"}, nil, true},
 	}
 	for _, tt := range tests {

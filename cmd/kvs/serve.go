@@ -63,23 +63,21 @@ type serveFlags struct {
 	// Passwords and users: --requirepass and --aclfile seed the
 	// replicated ACL table (server.Config.RequirePass, ACLFile);
 	// --masteruser and --masterauth are what this node authenticates
-	// with to other nodes (forwarding, --join).
+	// with to other nodes (forwarding, --join), CONFIG SET masteruser and
+	// masterauth later.
 	requirePass string
 	aclFile     string
 	masterUser  string
 	masterAuth  string
 }
 
-// masterAuthOrDefault is --masterauth, else $KVS_MASTERAUTH, else
-// --requirepass.
-func (f serveFlags) masterAuthOrDefault() string {
+// masterAuthOrEnv is --masterauth, else $KVS_MASTERAUTH. Without either
+// the node logs in with its own requirepass (server.Server.PeerLogin).
+func (f serveFlags) masterAuthOrEnv() string {
 	if f.masterAuth != "" {
 		return f.masterAuth
 	}
-	if v := os.Getenv("KVS_MASTERAUTH"); v != "" {
-		return v
-	}
-	return f.requirePass
+	return os.Getenv("KVS_MASTERAUTH")
 }
 
 // clustered reports whether the flags ask for cluster mode.
@@ -106,8 +104,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
 	fs.StringVar(&f.requirePass, "requirepass", "", "the default user's password for a new data dir or cluster (later changes by CONFIG SET requirepass or ACL SETUSER are replicated and win; see docs/security.md)")
 	fs.StringVar(&f.aclFile, "aclfile", "", "ACL file in Redis's format: its users seed a new data dir or cluster, ACL LOAD proposes them, ACL SAVE writes the users to it")
-	fs.StringVar(&f.masterUser, "masteruser", "default", "cluster mode: the user this node authenticates as to other nodes (forwarded writes, --join)")
-	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: that user's password (default: --requirepass; env KVS_MASTERAUTH)")
+	fs.StringVar(&f.masterUser, "masteruser", "", "cluster mode: the user this node authenticates as to other nodes (forwarded writes, pub/sub links, --join); empty: the default user; CONFIG SET masteruser changes it")
+	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: that user's password (env KVS_MASTERAUTH; empty: this node's requirepass); CONFIG SET masterauth changes it")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
@@ -385,8 +383,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		}
 	}
 	if view != nil {
-		srv.SetPeerAuth(f.masterUser, f.masterAuthOrDefault())
-		setAdminAuth(f.masterUser, f.masterAuthOrDefault())
+		srv.SetPeerAuth(f.masterUser, f.masterAuthOrEnv())
+		// --join logs in as the node does, after a CONFIG SET too.
+		adminLogin = srv.PeerLogin
 	}
 	if err := srv.Listen(); err != nil {
 		return err
