@@ -109,7 +109,7 @@ func replyEqual(a, b Reply) bool {
 func TestScriptBudgetExact(t *testing.T) {
 	body := `local i = 0 while true do i = i + 1 redis.call('set', 'n', i) end`
 	var prev int64
-	for _, budget := range []float64{1000, 1000, 1001, 5000} {
+	for _, budget := range []float64{1000, 1000, 1001, 1023, 1024, 1025, 2048, 2049, 5000} {
 		s := newScriptStore()
 		s.Apply(1, 1, []Command{eval(body, 1, budget)})
 		n, _ := strconv.ParseInt(string(s.Read(1, c(OpGet, "n")).Bulk), 10, 64)
