@@ -1,0 +1,176 @@
+package server
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"kvs/fsm"
+)
+
+// busyModes are the ways connections are served: event loops (memory
+// mode's, where a loop answers its other clients from inside the script)
+// and a goroutine each.
+var busyModes = []struct {
+	name       string
+	goroutines bool
+}{{"loops", false}, {"goroutines", true}}
+
+const busyEvalText = "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+
+// busyProbes dials a connection per event loop and one more, so that one
+// at least shares the loop of every earlier connection, and sets a 10 ms
+// busy threshold.
+func busyProbes(t *testing.T, s *Server) []*rawConn {
+	t.Helper()
+	var probes []*rawConn
+	for range runtime.NumCPU() + 1 {
+		probes = append(probes, dialRaw(t, s))
+	}
+	if r := probes[0].do("CONFIG", "SET", "busy-reply-threshold", "10"); r != "+OK\r\n" {
+		t.Fatalf("CONFIG SET: %q", r)
+	}
+	return probes
+}
+
+// waitBusyReply waits until every probe's PING is answered text.
+func waitBusyReply(t *testing.T, probes []*rawConn, text string) {
+	t.Helper()
+	for _, p := range probes {
+		eventually(t, "BUSY", func() bool { return p.do("PING") == text })
+	}
+}
+
+// TestBusyScriptKill: while a script runs past the threshold, every other
+// connection (on the script's loop too) gets BUSY, the allow_busy commands
+// run with Redis's replies, and SCRIPT KILL stops the script, whose client
+// gets Redis's error naming where it stopped.
+func TestBusyScriptKill(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			if r := a.do("SET", "k", "v"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			body := "local i = 0\nwhile true do i = i + 1 end"
+			a.send(encodeCommand("EVAL", body, "0"))
+			waitBusyReply(t, probes, busyEvalText)
+			p := probes[len(probes)-1]
+			for _, step := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"GET", "k"}, busyEvalText},
+				{[]string{"SET", "k", "w"}, busyEvalText},
+				{[]string{"EVAL", "return 1", "0"}, busyEvalText},
+				{[]string{"FUNCTION", "KILL"}, busyEvalText},
+				{[]string{"FUNCTION", "STATS"}, busyEvalText},
+				{[]string{"SHUTDOWN"}, busyEvalText},
+				{[]string{"MULTI"}, "+OK\r\n"},
+				{[]string{"DISCARD"}, "+OK\r\n"},
+				{[]string{"WATCH", "k"}, "+OK\r\n"},
+				{[]string{"UNWATCH"}, "+OK\r\n"},
+				{[]string{"AUTH", "x"}, "-" + errAuthNoPassword + "\r\n"},
+				{[]string{"SCRIPT", "KILL"}, "+OK\r\n"},
+			} {
+				if r := p.do(step.args...); r != step.want {
+					t.Errorf("%v = %q, want %q", step.args, r, step.want)
+				}
+			}
+			want := "-" + fsm.ErrScriptKilled + " script: " + fsm.ScriptSHA([]byte(body)) + ", on @user_script:2.\r\n"
+			if r := a.reply(); r != want {
+				t.Fatalf("the script's reply = %q, want %q", r, want)
+			}
+			for _, p := range probes {
+				if r := p.do("GET", "k"); r != "$1\r\nv\r\n" {
+					t.Fatalf("GET after the kill = %q", r)
+				}
+			}
+			if r := p.do("SCRIPT", "KILL"); r != "-"+errNotBusy+"\r\n" {
+				t.Fatalf("SCRIPT KILL with no script = %q", r)
+			}
+		})
+	}
+}
+
+// TestBusyPipelineAfterScript: a command pipelined behind the busy script
+// on its own connection waits for the script, and is answered after it,
+// not BUSY: Redis protects the script's client (a "false dead client").
+func TestBusyPipelineAfterScript(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			a.send(append(encodeCommand("EVAL", "while 1 do redis.call('ping') end", "0"), encodeCommand("PING")...))
+			waitBusyReply(t, probes, busyEvalText)
+			if r := probes[0].do("SCRIPT", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("SCRIPT KILL = %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the script's reply = %q", r)
+			}
+			if r := a.reply(); r != "+PONG\r\n" {
+				t.Fatalf("the PING after it = %q", r)
+			}
+		})
+	}
+}
+
+// TestBusyFunction: a busy function is FUNCTION KILL's, not SCRIPT
+// KILL's, and FUNCTION STATS shows it.
+func TestBusyFunction(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			code := "#!lua name=spin\nredis.register_function('spin', function(keys, args) while true do end end)"
+			if r := a.do("FUNCTION", "LOAD", code); r != "$4\r\nspin\r\n" {
+				t.Fatal(r)
+			}
+			a.send(encodeCommand("FCALL", "spin", "1", "key", "arg"))
+			busyFn := "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+			waitBusyReply(t, probes, busyFn)
+			p := probes[0]
+			stats := p.do("FUNCTION", "STATS")
+			for _, want := range []string{"running_script", "$4\r\nspin\r\n", "$5\r\nfcall\r\n$4\r\nspin\r\n$1\r\n1\r\n$3\r\nkey\r\n$3\r\narg\r\n", "duration_ms", "libraries_count"} {
+				if !strings.Contains(stats, want) {
+					t.Errorf("FUNCTION STATS %q lacks %q", stats, want)
+				}
+			}
+			if r := p.do("SCRIPT", "KILL"); r != busyFn {
+				t.Errorf("SCRIPT KILL of a function = %q", r)
+			}
+			if r := p.do("FUNCTION", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("FUNCTION KILL = %q", r)
+			}
+			if r := a.reply(); r != "-"+fsm.ErrScriptKilled+" script: spin, on @user_function:2.\r\n" {
+				t.Fatalf("the function's reply = %q", r)
+			}
+			if r := p.do("FUNCTION", "STATS"); !strings.HasPrefix(r, "*4\r\n$14\r\nrunning_script\r\n$-1\r\n") {
+				t.Fatalf("FUNCTION STATS after = %q", r)
+			}
+		})
+	}
+}
+
+// TestBusyRoundsLoop: in durable mode's event loops, a loop that waits
+// for the log with every client of its round stops waiting once the
+// script the log's apply runs is busy, and answers BUSY.
+func TestBusyRoundsLoop(t *testing.T) {
+	store := fsm.NewStore()
+	s := startServer(t, Config{Store: store, Proposer: &roundsProposer{store: store}})
+	a := dialRaw(t, s)
+	probes := busyProbes(t, s)
+	a.send(encodeCommand("EVAL", "local i = 0 while true do i = i + 1 end", "0"))
+	waitBusyReply(t, probes, busyEvalText)
+	if r := probes[0].do("SCRIPT", "KILL"); r != "+OK\r\n" {
+		t.Fatalf("SCRIPT KILL = %q", r)
+	}
+	if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+		t.Fatalf("the script's reply = %q", r)
+	}
+}
