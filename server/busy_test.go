@@ -174,3 +174,32 @@ func TestBusyRoundsLoop(t *testing.T) {
 		t.Fatalf("the script's reply = %q", r)
 	}
 }
+
+// TestScriptWriteBudgetConfig: CONFIG GET and SET of script-write-budget,
+// and the budget it puts on a script that may write, in durable mode only.
+func TestScriptWriteBudgetConfig(t *testing.T) {
+	s := startServer(t, Config{})
+	c := dialRaw(t, s)
+	if r := c.do("CONFIG", "GET", "script-write-budget"); r != "*2\r\n$19\r\nscript-write-budget\r\n$10\r\n1000000000\r\n" {
+		t.Fatalf("CONFIG GET = %q", r)
+	}
+	for _, bad := range []string{"-1", "abc", "1.5"} {
+		want := "-ERR CONFIG SET failed (possibly related to argument 'script-write-budget') - argument must be between 0 and 9223372036854775807 inclusive\r\n"
+		if r := c.do("CONFIG", "SET", "script-write-budget", bad); r != want {
+			t.Errorf("CONFIG SET %s = %q", bad, r)
+		}
+	}
+	if r := c.do("CONFIG", "SET", "script-write-budget", "12345"); r != "+OK\r\n" {
+		t.Fatalf("CONFIG SET = %q", r)
+	}
+	if got := s.scriptBudget(); got != 0 {
+		t.Errorf("memory mode's budget = %v, want none", got)
+	}
+	ds := startServer(t, Config{Proposer: &roundsProposer{store: fsm.NewStore()}})
+	if r := dialRaw(t, ds).do("CONFIG", "SET", "script-write-budget", "12345"); r != "+OK\r\n" {
+		t.Fatalf("CONFIG SET = %q", r)
+	}
+	if got := ds.scriptBudget(); got != 12345 {
+		t.Errorf("the budget with a log = %v, want 12345", got)
+	}
+}
