@@ -161,7 +161,7 @@ func (st *scriptState) checkpoint(n int64) (next int64, stop error) {
 		st.stop = errBudget
 		return 1, st.stop
 	}
-	if st.flags.Load()&runKilled != 0 {
+	if st.flags.Load()&runKilled != 0 || st.s != nil && st.s.busy.stopping.Load() && st.killable() {
 		st.stop = errKilled
 		return 1, st.stop
 	}
@@ -265,6 +265,10 @@ func (st *scriptState) markDirty() bool {
 	}
 }
 
+// killable reports whether stopping the run changes only this node's
+// reply: it is read-only, or memory mode's (no log keeps it).
+func (st *scriptState) killable() bool { return st.readOnly || !st.logged }
+
 // killed reports whether the run stopped because it was killed.
 func (st *scriptState) killed() bool { return st.stop == errKilled }
 
@@ -289,6 +293,8 @@ type busyScripts struct {
 	// threshold is busy-reply-threshold in milliseconds; 0 or less:
 	// never busy.
 	threshold atomic.Int64
+	// stopping: the server is stopping (StopScripts).
+	stopping atomic.Bool
 
 	mu   sync.Mutex     // guards the fields below
 	runs []*scriptState // oldest first
@@ -341,6 +347,13 @@ func (s *Store) ScriptTurnsBusy() (turned <-chan struct{}, busy bool) { return s
 // atomic load.
 func (s *Store) ScriptRunning() bool { return s.gate.scripts.Load() > 0 }
 
+// StopScripts stops, at their next checkpoint, every run a kill cannot
+// make replicas differ over (read-only ones, memory mode's), written or
+// not, and every such run started later: the server is stopping, and no
+// client can send SCRIPT KILL any more. Runs inside a logged entry's apply
+// that may write go on to their end or budget.
+func (s *Store) StopScripts() { s.busy.stopping.Store(true) }
+
 // SetBusyThreshold sets busy-reply-threshold (lua-time-limit): how many
 // milliseconds a script runs before it is busy (0 or less: never).
 func (s *Store) SetBusyThreshold(ms int64) { s.busy.threshold.Store(ms) }
@@ -377,7 +390,7 @@ func (s *Store) KillScript(function bool) (KillResult, Busy) {
 	st := b.runs[0]
 	kind := st.kind()
 	switch {
-	case st.logged && !st.readOnly:
+	case !st.killable():
 		return KillLogged, kind
 	case st.flags.Load()&runDirty != 0:
 		return KillDirty, kind

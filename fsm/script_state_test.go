@@ -321,3 +321,30 @@ func TestServingGateUnderLoad(t *testing.T) {
 		t.Fatal("the gate still counts a script")
 	}
 }
+
+// TestStopScripts: a stopping store ends the runs a kill leaves no
+// replica differing over, written or not, and lets a logged write script
+// run on.
+func TestStopScripts(t *testing.T) {
+	var spinning atomic.Bool
+	spinning.Store(true)
+	s := spinStore(&spinning)
+	memory := make(chan []Reply)
+	go func() {
+		memory <- s.Apply(0, 1, []Command{eval("redis.call('set', 'k', 'v') while true do end", 1, 0)})
+	}()
+	waitBusy(t, s, BusyEval)
+	s.StopScripts()
+	if r := <-memory; !strings.HasPrefix(r[0].Str, ErrScriptKilled) {
+		t.Fatalf("memory mode's script after StopScripts: %v", r[0])
+	}
+	logged := make(chan []Reply)
+	go func() {
+		logged <- s.Apply(1, 1, []Command{eval("while redis.call('spin') == 1 do end return 'ended'", 1, 0)})
+	}()
+	waitBusy(t, s, BusyEval)
+	spinning.Store(false)
+	if r := <-logged; string(r[0].Bulk) != "ended" {
+		t.Fatalf("a logged write script after StopScripts: %v", r[0])
+	}
+}

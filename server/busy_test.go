@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"kvs/fsm"
 )
@@ -201,5 +203,25 @@ func TestScriptWriteBudgetConfig(t *testing.T) {
 	}
 	if got := ds.scriptBudget(); got != 12345 {
 		t.Errorf("the budget with a log = %v, want 12345", got)
+	}
+}
+
+// TestBusyScriptEndsWithServer: Close and Shutdown stop a script that a
+// kill cannot make replicas differ over, since no client can kill it any
+// more, instead of waiting for it forever.
+func TestBusyScriptEndsWithServer(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			a.send(encodeCommand("EVAL", "redis.call('SET', 'k', 'v') while true do end", "0"))
+			waitBusyReply(t, probes, busyEvalText)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatalf("Shutdown with a busy script: %v", err)
+			}
+		})
 	}
 }

@@ -451,6 +451,9 @@ func (s *Server) beginStop() bool {
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
+	// A script holding the store would hold the stop up, and no client can
+	// kill it now: those a kill leaves no replica differing over end.
+	s.cfg.Store.StopScripts()
 	return true
 }
 
