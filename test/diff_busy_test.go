@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDifferentialBusy runs the same sessions with a script that runs
@@ -128,6 +129,11 @@ func busySession(t *testing.T, n *Node, proto int) []string {
 		out = append(out, "script -> answered")
 	} else {
 		out = append(out, "script -> closed")
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(stopTimeout):
+		t.Fatalf("%s still running after SHUTDOWN NOSAVE", n.Name)
 	}
 	return slices.Clip(out)
 }
