@@ -122,7 +122,8 @@ func TestBusyDurableKill9(t *testing.T) {
 	script.Write(string(encodeCommand("EVAL", busyLoopScript, "1", "busy:key", "written")))
 	waitBusy(t, n)
 	n.Kill()
-	n.Start() // waits until it answers: the replay ran the script to its budget
+	// It answers once its replay has run the script to its budget again.
+	n.StartWithin(2 * clusterWait)
 	c = dialRaw(t, n.Addr)
 	if v := c.Do("DBSIZE"); v.Str != "101" {
 		t.Fatalf("DBSIZE after the restart = %s, want 101", v)
