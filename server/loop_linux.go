@@ -329,7 +329,7 @@ func (lp *loop) run() {
 		// index in the loop's fields, so that a busy script one of them
 		// runs can serve the others (serveBusy): an edge-triggered event
 		// taken from the set is not reported again.
-		lp.evN = lp.wait(len(lp.ready) == 0)
+		lp.evN = lp.wait(len(lp.ready) == 0 && !lp.wakeMissed)
 		for lp.evAt = 0; lp.evAt < lp.evN; {
 			ev := lp.events[lp.evAt]
 			lp.evAt++
