@@ -58,7 +58,7 @@ type trackingFSM struct {
 	raft.BatchingFSM
 	applied    *progress
 	fsmApplied *progress
-	applying   *atomic.Bool // set while the FSM applies (nil: not kept)
+	applying   *atomic.Bool   // set while the FSM applies (nil: not kept)
 	push       *pushTransport // told of every apply: on a leader, a commit
 	delays     *applyDelays   // nil: not recorded
 	startIndex uint64         // entries up to it were in the log at open

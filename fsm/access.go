@@ -5,22 +5,28 @@ import (
 	"sync/atomic"
 )
 
-// Key access records for the LRU and LFU eviction policies. Redis keeps 24
-// bits in every object; kvs keeps its items immutable under readers (a
-// read holds the store's lock shared and copies items), so the records
-// live beside the tree instead: a table of accessSlots atomic words indexed
-// by a mix of the key's hash, written by every lookup (keyspace.find,
-// findForWrite and set) while tracking is on, and nil, costing one nil
-// check per lookup, while it is off. Keys that share a slot share a record,
+// Key access records, for OBJECT IDLETIME and FREQ and the LRU and LFU
+// eviction policies. Redis keeps 24 bits in every object; kvs keeps its
+// items immutable under readers (a read holds the store's lock shared and
+// copies items), so the records live beside the tree instead: a table of
+// accessSlots atomic words indexed by a mix of the key's hash, written by
+// every lookup that is an access of the key (keyspace.find, findForWrite
+// and set; not peek, Redis's LOOKUP_NOTOUCH) while tracking is on, and
+// nil, costing one nil check per lookup, while it is off: a server always
+// tracks (recency, or frequency under an LFU policy), a bare Store does
+// not. Keys that share a slot share a record,
 // which makes a cold key look as used as a hot one it collides with: with
 // 2^20 slots that is rare until the keyspace has about that many keys, and
 // then it errs on the side of keeping keys. The records are per node and
 // never replicated: only the node that decides evictions reads them.
 //
 // LRU: a slot holds the last access's time, from the clock readings Read
-// and Apply are given, in milliseconds (mod 2^32: idle times are taken mod
-// 2^32 too, so a key idle for more than 49 days looks fresh again, as
-// Redis's 24-bit clock wraps). LFU: Redis's encoding, the minutes of the
+// and Apply are given (mod 2^32, as idle times are taken): in
+// milliseconds under an LRU policy, whose evictions order keys by it; in
+// seconds otherwise, Redis's LRU clock's resolution, enough for OBJECT
+// IDLETIME, so that a key read constantly rewrites its slot once a second
+// rather than at every read, which keeps the table's cache lines clean on
+// a busy node. LFU: Redis's encoding, the minutes of the
 // last decrement in the high 16 bits and a logarithmic counter in the low
 // 8: 5 for a new key (LFU_INIT_VAL), incremented with probability
 // 1/((counter-5)*10+1) (lfu-log-factor 10) and decremented once per minute
@@ -28,15 +34,35 @@ import (
 
 const accessSlots = 1 << 20
 
+// AccessTracking is the key access records a store keeps
+// (SetAccessTracking).
+type AccessTracking uint8
+
+const (
+	TrackNone AccessTracking = iota
+	TrackIdle                // recency in seconds: OBJECT IDLETIME
+	TrackLRU                 // recency in milliseconds: LRU eviction
+	TrackLFU                 // frequency: LFU eviction
+)
+
 // accessTable is the records of one tracking mode.
 type accessTable struct {
 	lfu   bool
+	unit  int64        // a recency record's unit, in ms; set under the store's write lock
 	now   atomic.Int64 // the latest clock reading, Unix ms
 	slots []atomic.Uint32
 }
 
-func newAccessTable(lfu bool) *accessTable {
-	return &accessTable{lfu: lfu, slots: make([]atomic.Uint32, accessSlots)}
+func newAccessTable(t AccessTracking) *accessTable {
+	return &accessTable{lfu: t == TrackLFU, unit: recencyUnit(t), slots: make([]atomic.Uint32, accessSlots)}
+}
+
+// recencyUnit is a recency record's unit under t, in milliseconds.
+func recencyUnit(t AccessTracking) int64 {
+	if t == TrackIdle {
+		return 1000
+	}
+	return 1
 }
 
 // slot is h's record; h's low bits are the key's, mixed so that keys of
@@ -56,7 +82,7 @@ func (a *accessTable) tick(now int64) {
 func (a *accessTable) touch(h uint64) {
 	p := a.slot(h)
 	if !a.lfu {
-		if t := uint32(a.now.Load()); p.Load() != t {
+		if t := uint32(a.now.Load() / a.unit); p.Load() != t {
 			p.Store(t)
 		}
 		return
@@ -78,7 +104,7 @@ func (a *accessTable) touch(h uint64) {
 // created records a key that a write has just added.
 func (a *accessTable) created(h uint64) {
 	if !a.lfu {
-		a.slot(h).Store(uint32(a.now.Load()))
+		a.slot(h).Store(uint32(a.now.Load() / a.unit))
 		return
 	}
 	a.slot(h).Store((uint32(a.now.Load()/60000)&0xffff)<<8 | lfuInit)
@@ -107,21 +133,37 @@ func lfuDecayed(v, mins uint32) uint8 {
 func (a *accessTable) evictScore(h uint64) int64 {
 	v := a.slot(h).Load()
 	if !a.lfu {
-		return int64(uint32(a.now.Load()) - v)
+		return int64(uint32(a.now.Load()/a.unit)-v) * a.unit
 	}
 	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
 }
 
-// SetAccessTracking turns the records on, for LRU or LFU, or off.
-func (s *Store) SetAccessTracking(on, lfu bool) {
-	s.mu.Lock()
+// SetAccessTracking sets which records the store keeps. New recency
+// records, or records in another unit, start every key's idle time over
+// at now (Unix ms), as Redis's keys are fresh once loaded; new frequency
+// records start every key at a count of 0.
+func (s *Store) SetAccessTracking(t AccessTracking, now int64) {
+	s.mu.Lock() // no lookup records an access meanwhile
 	defer s.mu.Unlock()
 	cur := s.keys.acc
 	switch {
-	case !on:
+	case t == TrackNone:
 		s.keys.acc = nil
-	case cur == nil || cur.lfu != lfu:
-		s.keys.acc = newAccessTable(lfu)
+		return
+	case cur == nil || cur.lfu != (t == TrackLFU):
+		cur = newAccessTable(t)
+		s.keys.acc = cur
+		if cur.lfu {
+			return
+		}
+	case cur.unit == recencyUnit(t):
+		return
+	}
+	cur.unit = recencyUnit(t)
+	cur.tick(now)
+	fresh := uint32(cur.now.Load() / cur.unit)
+	for i := range cur.slots {
+		cur.slots[i].Store(fresh)
 	}
 }
 

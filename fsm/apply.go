@@ -28,17 +28,22 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 
 // finishApply releases the lock an apply took (scripts: the apply may
 // have run scripts, see lockWaiting) and then hands out what it
-// signalled: keyspace events and keys ready for blocked clients.
+// signalled: keyspace events, keys ready for blocked clients, and the
+// expired keys its lookups met.
 func (s *Store) finishApply(scripts bool) {
 	s.bytesPub.Store(s.bytes)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
+	met, expired := s.takeExpiredLocked()
 	s.unlock(true, scripts)
 	if notify != nil {
 		notify(events)
 	}
 	if hook != nil {
 		hook(ready)
+	}
+	if expired != nil {
+		expired(met)
 	}
 }
 
@@ -102,11 +107,19 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	}
 	s.keys.vers.begin(now) // the version of every item this command writes
 	s.expireMetLocked(now, c)
+	written, reported := s.keys.writes, s.dirtyReported
+	s.dirtyReported = false
+	var r Reply
 	if s.notify.classes.Load() == 0 {
-		return sp.apply(s, now, c)
+		r = sp.apply(s, now, c)
+	} else {
+		pre := s.notifyBeforeLocked(now, c)
+		r = sp.apply(s, now, c)
+		s.notifyAfterLocked(now, c, r, pre)
 	}
-	pre := s.notifyBeforeLocked(now, c)
-	r := sp.apply(s, now, c)
-	s.notifyAfterLocked(now, c, r, pre)
+	if !s.dirtyReported {
+		s.dirty += dirtyOf(c, &r, s.keys.writes-written)
+	}
+	s.dirtyReported = reported
 	return r
 }

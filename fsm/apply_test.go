@@ -374,3 +374,27 @@ func TestValidFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyFreed: UNLINK counts each value that takes more than 64
+// allocations to free (Redis's LAZYFREE_THRESHOLD), FLUSHALL ASYNC every
+// key; DEL, FLUSHALL and small values count nothing, as in Redis.
+func TestLazyFreed(t *testing.T) {
+	s := NewStore()
+	big := func(key string) Command {
+		cmd := c(OpSAdd, key)
+		for i := range 200 {
+			cmd.Args = append(cmd.Args, []byte("m"+itoa(i)))
+		}
+		return cmd
+	}
+	s.Apply(1, 1000, []Command{big("a"), big("b"), big("c"), c(OpSet, "s", "v")})
+	s.Apply(2, 1000, []Command{c(OpDel, "a"), c(OpDel, "b", "s").fl(FlagLazy)})
+	if n := s.LazyFreed(); n != 1 {
+		t.Fatalf("after DEL of a large set and UNLINK of another and a string: %d, want 1", n)
+	}
+	s.Apply(3, 1000, []Command{c(OpSet, "x", "1"), c(OpFlushAll)})
+	s.Apply(4, 1000, []Command{c(OpSet, "x", "1"), c(OpSet, "y", "1"), c(OpFlushAll).fl(FlagLazy)})
+	if n := s.LazyFreed(); n != 3 {
+		t.Fatalf("after FLUSHALL and FLUSHALL ASYNC of two keys: %d, want 3", n)
+	}
+}

@@ -212,17 +212,19 @@ func applySetBit(s *Store, now int64, c *Command) Reply {
 		prev = old.val[byteIdx] >> shift & 1
 		if prev == on {
 			// Nothing changes but the encoding, as in Redis (which
-			// unshares the value first).
+			// unshares the value first), and no change counts.
 			if old.enc != encRaw {
 				old.enc = encRaw
 				s.putLocked(old)
 			}
+			s.reportDirtyLocked(0)
 			return IntReply(int64(prev))
 		}
 	}
 	buf := bitsBuffer(old.val, byteIdx+1, byteIdx)
 	buf[byteIdx] = buf[byteIdx]&^(1<<shift) | on<<shift
 	s.putBitsLocked(key, old, ok, buf)
+	s.reportDirtyLocked(1)
 	return IntReply(int64(prev))
 }
 
@@ -585,13 +587,19 @@ func applyBitField(s *Store, now int64, c *Command) Reply {
 	ops := make([]BitFieldOp, len(c.Args)-1)
 	highest := int64(0)
 	from := math.MaxInt
+	writes := false
 	for i, a := range c.Args[1:] {
 		ops[i], _ = decodeBitFieldOp(a)
 		if ops[i].Write {
 			highest = max(highest, ops[i].Offset+int64(ops[i].Bits)-1)
 			from = min(from, int(ops[i].Offset>>3))
+			writes = true
 		}
 	}
+	// Redis counts a change for each write that changed its field, or
+	// every write when the string was created or grown.
+	grew := writes && (!ok || len(old.val) < int(highest>>3)+1)
+	changes := int64(0)
 	// Like Redis, make room up to the farthest bit written before any
 	// subcommand runs, even when OVERFLOW FAIL then refuses them all.
 	buf := bitsBuffer(old.val, int(highest>>3)+1, from)
@@ -613,6 +621,9 @@ func applyBitField(s *Store, now int64, c *Command) Reply {
 			continue
 		}
 		setBits(buf, uint64(op.Offset), op.Bits, uint64(newv))
+		if grew || newv != oldv {
+			changes++
+		}
 		if op.Incr {
 			out[i] = IntReply(newv)
 		} else {
@@ -620,6 +631,7 @@ func applyBitField(s *Store, now int64, c *Command) Reply {
 		}
 	}
 	s.putBitsLocked(key, old, ok, buf)
+	s.reportDirtyLocked(changes)
 	return Reply{Kind: ReplyArray, Array: out}
 }
 

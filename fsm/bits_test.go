@@ -640,6 +640,7 @@ type fakeObj struct {
 func (o *fakeObj) clone() object   { return &fakeObj{elems: append([]string(nil), o.elems...)} }
 func (o *fakeObj) size() int64     { return int64(len(o.elems)) * 16 }
 func (o *fakeObj) cowGen() *uint64 { return &o.gen }
+func (o *fakeObj) freeEffort() int { return len(o.elems) }
 
 // TestCopyCollections: COPY gives the destination its own clone of a
 // large form (a later edit of either leaves the other alone), shares a
@@ -675,4 +676,27 @@ func TestCopyCollections(t *testing.T) {
 		t.Errorf("ready keys %v, want [big2]", ready)
 	}
 	checkInvariants(t, s)
+}
+
+// TestDirtySetBit: SETBIT counts a change only when the bit changed or
+// the string was created or grown, as Redis's dirty counter does (INFO's
+// rdb_changes_since_last_save); BITFIELD, whose count is per write, is
+// checked against redis-server by test/diff_dirty_test.go.
+func TestDirtySetBit(t *testing.T) {
+	s := NewStore()
+	for i, st := range []struct {
+		off, on, want int64
+	}{
+		{0, 0, 1},  // created
+		{0, 0, 0},  // the bit already there
+		{0, 1, 1},  // changed
+		{0, 1, 0},  // the bit already there
+		{90, 0, 1}, // grown
+	} {
+		before := s.Dirty()
+		s.Apply(0, 1000, []Command{c(OpSetBit, "b").i(st.off).i2(st.on)})
+		if got := s.Dirty() - before; got != st.want {
+			t.Errorf("step %d: SETBIT b %d %d counted %d changes, want %d", i, st.off, st.on, got, st.want)
+		}
+	}
 }

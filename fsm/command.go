@@ -110,7 +110,10 @@ const (
 	OpPExpireTime
 	// OpDBSize: Reply :number of keys not expired.
 	OpDBSize
-	// OpMemoryUsage: Args[0]=key. Reply :bytes or nil.
+	// OpMemoryUsage: Args[0]=key. Reply :bytes or nil. With
+	// FlagMemoryLogical (a script's MEMORY USAGE) the bytes are an
+	// estimate from the value alone, the same on every replica, sampling
+	// Int elements of a collection (0: all; see logicalSize).
 	OpMemoryUsage
 )
 

@@ -16,6 +16,8 @@
 //	(*Store).ApplyBatch(entries []Entry) [][]Reply
 //	    several entries (Entry{Index, Now, Cmds}) under one write lock
 //	(*Store).Read(now int64, cmd Command) Reply      under the shared lock
+//	(*Store).SetExpiredHook(fn func(keys [][]byte))
+//	    receives the expired keys reads met, for passive expiry (expire.go)
 //	(*Store).AppliedIndex() uint64
 //	(*Store).ExpiredKeys(now int64, max int) [][]byte   earliest deadline first
 //	(*Store).Stats(now int64) Stats                  keys, keys with TTL, bytes
@@ -31,6 +33,7 @@
 //	(*Store).ACLUsers() (map[string]string, uint64); ACLGen() uint64
 //	    the replicated ACL table (user -> rule line), written by OpACLSet
 //	(*Store).ReadServing, ApplyServing, WatchKeyServing, StatsServing,
+//	    ScriptStatsServing,
 //	    EvictableServing, SetLimitsServing, SnapshotServing
 //	    the same for a connection's goroutine, which gives up (ok false,
 //	    nothing done) once a script turns busy while it waits for the lock
@@ -56,9 +59,11 @@
 // A key whose deadline is not after now (deadline <= now) is absent: reads
 // hide it and every write treats it as missing (SET NX succeeds, INCR starts
 // from 0, EXPIRE answers 0, RENAME says no such key). It stays in memory
-// until another write replaces it or an OpDelExpired entry, proposed by the
-// active-expiry loop (the leader in a cluster) from ExpiredKeys, removes it.
-// DBSIZE and Stats.Keys count only keys not expired at now.
+// until another write replaces it or an OpDelExpired entry removes it: the
+// server proposes one for the keys ExpiredKeys lists (active expiry) and
+// for those reads report to the expired hook (passive expiry), on the node
+// that may write. A read never deletes. DBSIZE and Stats.Keys count only
+// keys not expired at now.
 //
 // Reply texts match redis-server 7.x exactly; client-facing error strings
 // are the Err* constants in reply.go and nowhere else. Data-dependent errors

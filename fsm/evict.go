@@ -49,16 +49,18 @@ func (p EvictPolicy) volatile() bool {
 	return p == EvictVolatileRandom || p == EvictVolatileTTL || p == EvictVolatileLRU || p == EvictVolatileLFU
 }
 
-// Tracks reports whether p needs key access records (SetAccessTracking),
-// and whether they count frequency (LFU) rather than recency (LRU).
-func (p EvictPolicy) Tracks() (on, lfu bool) {
+// Tracks reports which key access records p needs (SetAccessTracking):
+// frequency for the LFU policies, recency to the millisecond for the LRU
+// ones, and to the second under every other, as Redis keeps it for
+// OBJECT IDLETIME whatever the policy.
+func (p EvictPolicy) Tracks() AccessTracking {
 	switch p {
-	case EvictAllKeysLRU, EvictVolatileLRU:
-		return true, false
 	case EvictAllKeysLFU, EvictVolatileLFU:
-		return true, true
+		return TrackLFU
+	case EvictAllKeysLRU, EvictVolatileLRU:
+		return TrackLRU
 	}
-	return false, false
+	return TrackIdle
 }
 
 // DataBytes is the store's estimate of what its keys and values hold

@@ -74,7 +74,7 @@ func TestEvictionLRULFU(t *testing.T) {
 	}{{EvictAllKeysLRU, "allkeys-lru"}, {EvictAllKeysLFU, "allkeys-lfu"}, {EvictVolatileLRU, "volatile-lru"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewStore()
-			s.SetAccessTracking(tc.policy.Tracks())
+			s.SetAccessTracking(tc.policy.Tracks(), 0)
 			var cmds []Command
 			for i := range 100 {
 				cmds = append(cmds, c(OpSet, "k"+itoa(i), "v").i(10_000_000))
@@ -98,8 +98,8 @@ func TestEvictionLRULFU(t *testing.T) {
 		})
 	}
 	s := NewStore()
-	s.SetAccessTracking(true, false)
-	s.SetAccessTracking(false, false)
+	s.SetAccessTracking(TrackLRU, 0)
+	s.SetAccessTracking(TrackNone, 0)
 	if s.keys.acc != nil {
 		t.Fatal("records still kept with tracking off")
 	}
@@ -110,7 +110,7 @@ func TestEvictionLRULFU(t *testing.T) {
 // (run with -race).
 func TestAccessTrackingConcurrent(t *testing.T) {
 	s := NewStore()
-	s.SetAccessTracking(true, true)
+	s.SetAccessTracking(TrackLFU, 0)
 	for i := range 200 {
 		s.Apply(uint64(i+1), 1000, []Command{c(OpSet, "k"+itoa(i), "v")})
 	}
@@ -146,7 +146,7 @@ func BenchmarkGetTracked(b *testing.B) {
 	for _, lfu := range []bool{false, true} {
 		b.Run(map[bool]string{false: "lru", true: "lfu"}[lfu], func(b *testing.B) {
 			s := loadedStore(b, benchKeys)
-			s.SetAccessTracking(true, lfu)
+			s.SetAccessTracking(map[bool]AccessTracking{false: TrackLRU, true: TrackLFU}[lfu], 0)
 			b.ReportAllocs()
 			var k keyer
 			cmd := Command{Op: OpGet, Args: [][]byte{nil}}
@@ -160,4 +160,41 @@ func BenchmarkGetTracked(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestObjectIdleTime: a lookup that is an access of the key (a read, a
+// write, TOUCH) makes it fresh; TTL, TYPE, EXISTS, OBJECT and MEMORY USAGE
+// leave its idle time alone, as Redis's LOOKUP_NOTOUCH does.
+func TestObjectIdleTime(t *testing.T) {
+	s := NewStore()
+	s.SetAccessTracking(EvictNone.Tracks(), 0)
+	idle := c(OpObject, "k").i(ObjectIdleTime)
+	run(t, s, []step{
+		{10_000, c(OpSet, "k", "v"), status("OK")},
+		{15_000, c(OpTTL, "k"), in(-1)},
+		{15_000, c(OpPTTL, "k"), in(-1)},
+		{15_000, c(OpType, "k"), status("string")},
+		{15_000, c(OpExists, "k"), in(1)},
+	})
+	if r := s.Read(15_000, c(OpMemoryUsage, "k")); r.Kind != ReplyInt {
+		t.Fatalf("MEMORY USAGE: %v", r)
+	}
+	run(t, s, []step{
+		{15_000, idle, in(5)},
+		{15_000, idle, in(5)},
+		{15_000, c(OpExists, "k").fl(FlagTouch), in(1)},
+		{15_000, idle, in(0)},
+		{20_000, c(OpGet, "k"), bulk("v")},
+		{22_000, idle, in(2)},
+		{22_000, c(OpAppend, "k", "w"), in(2)},
+		{22_000, idle, in(0)},
+		{25_000, idle, in(3)},
+	})
+	// An LRU policy keeps milliseconds: idle times start over, and again
+	// from frequency records back to recency ones.
+	s.SetAccessTracking(EvictAllKeysLRU.Tracks(), 25_000)
+	run(t, s, []step{{25_000, idle, in(0)}, {27_500, idle, in(2)}})
+	s.SetAccessTracking(TrackLFU, 27_500)
+	s.SetAccessTracking(TrackIdle, 28_000)
+	run(t, s, []step{{28_000, idle, in(0)}, {30_000, idle, in(2)}})
 }

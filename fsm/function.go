@@ -3,12 +3,11 @@ package fsm
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 
-	lua "github.com/yuin/gopher-lua"
+	"kvs/lua"
 )
 
 // Functions (Redis 7): FUNCTION LOAD / DELETE / FLUSH / LIST / STATS,
@@ -96,7 +95,7 @@ func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
 	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagFCallRO,
-		check: checkNumKeys, read: readFCall})
+		check: checkNumKeys, read: readFCall, readMet: readFCallMet})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
 	registerOp(OpFunctionDelete, opSpec{name: "FUNCTION", write: true, args: 1, apply: applyFunctionDelete, keys: keysNone})
@@ -113,22 +112,17 @@ func checkFunctionList(c *Command) error {
 	return nil
 }
 
-// Script flags, in Redis's order (scripts_flags_def), which FUNCTION LIST
-// reports them in.
+// Script flags, in Redis's order (scripts_flags_def, lua.FlagNames),
+// which FUNCTION LIST reports them in.
 const (
 	scriptNoWrites = 1 << iota
 	scriptAllowOOM
-	scriptAllowStale
-	scriptNoCluster
-	scriptAllowCrossSlot
 )
-
-var scriptFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
 
 // library is what a library's code registers, derived from the code alone.
 type library struct {
 	name  string
-	proto *lua.FunctionProto
+	code  string
 	funcs []libFunction // sorted by name
 }
 
@@ -173,11 +167,17 @@ func libraryName(code string) (string, string) {
 	if end < 0 {
 		return "", "ERR Invalid library metadata"
 	}
-	parts := strings.Fields(code[:end])
-	engine, name, named := parts[0][2:], "", false
+	parts, ok := SplitArgs(code[:end])
+	if !ok || len(parts) == 0 {
+		return "", "ERR Invalid library metadata"
+	}
+	engine, name, named := "", "", false
+	if len(parts[0]) > 2 {
+		engine = parts[0][2:]
+	}
 	for _, p := range parts[1:] {
 		if len(p) < 5 || !strings.EqualFold(p[:5], "name=") {
-			return "", "ERR Invalid metadata value given: " + p
+			return "", "ERR Invalid metadata value given: " + errorLine(p)
 		}
 		if named {
 			return "", "ERR Invalid metadata value, name argument was given multiple times"
@@ -190,7 +190,7 @@ func libraryName(code string) (string, string) {
 	case !validFunctionName(name):
 		return "", "ERR " + errBadName
 	case !strings.EqualFold(engine, "lua"):
-		return "", "ERR Engine '" + engine + "' not found"
+		return "", "ERR Engine '" + errorLine(engine) + "' not found"
 	}
 	return name, ""
 }
@@ -232,215 +232,31 @@ func (s *Store) loadLibrary(code string) libraryResult {
 	if e != "" {
 		return libraryResult{err: e}
 	}
-	proto, err := compileLua(code, "user_function")
-	if err != nil {
-		return libraryResult{err: "ERR Error compiling function: " + oneLine(err.Error())}
-	}
-	lib := &library{name: name, proto: proto}
-	vm := s.vms.get(true)
-	defer s.vms.put(vm, true)
-	_, e = vm.loadLibrary(proto, newBudget(functionLoadBudget), func(f registered) {
-		lib.funcs = append(lib.funcs, f.libFunction)
-	})
+	vm := s.vms.get(lua.Function, true)
+	defer s.vms.put(vm, lua.Function, true)
+	ref, e := vm.library(code)
 	if e != "" {
-		return libraryResult{err: "ERR Error registering functions: " + e}
+		return libraryResult{err: e}
 	}
-	if len(lib.funcs) == 0 {
+	run := vm.newRun(s, 0, true, "", 0, functionLoadBudget)
+	// A library's top level at FUNCTION LOAD is never busy and cannot be
+	// killed, as in Redis (a load has its own timeout): its state knows
+	// no store.
+	run.st.s = nil
+	run.budgetStop = "FUNCTION LOAD timeout"
+	registered, e := vm.st.Library(ref, run.firstCheckpoint(), run)
+	if e != "" {
+		return libraryResult{err: "ERR Error registering functions: " + errorLine(e)}
+	}
+	if len(registered) == 0 {
 		return libraryResult{err: "ERR No functions registered"}
+	}
+	lib := &library{name: name, code: code}
+	for _, f := range registered {
+		lib.funcs = append(lib.funcs, libFunction{name: f.Name, desc: f.Desc, hasDesc: f.HasDesc, flags: f.Flags})
 	}
 	slices.SortFunc(lib.funcs, func(a, b libFunction) int { return strings.Compare(a.name, b.name) })
 	return libraryResult{lib: lib}
-}
-
-// registered is one redis.register_function call.
-type registered struct {
-	libFunction
-	callback *lua.LFunction
-}
-
-// loadLibrary runs a library's top level in a fresh environment that sees
-// only the load-time API, calling each for every function it registers.
-// It returns the environment, which the registered functions share, or
-// the error text Redis puts after "Error registering functions: ".
-func (vm *luaVM) loadLibrary(proto *lua.FunctionProto, b *budget, each func(registered)) (*lua.LTable, string) {
-	L := vm.L
-	seen := make(map[string]bool)
-	register := func(L *lua.LState) int {
-		f, e := registerArgs(L)
-		if e == "" && !validFunctionName(f.name) {
-			e = errBadName
-		}
-		if e == "" && seen[f.name] {
-			e = "Function already exists in the library"
-		}
-		if e != "" {
-			raiseErrorTable(L, "ERR "+e)
-		}
-		seen[f.name] = true
-		each(f)
-		return 0
-	}
-	api := L.CreateTable(0, 8)
-	api.RawSetString("register_function", L.NewFunction(register))
-	api.RawSetString("log", L.NewFunction(vm.redisLog))
-	for _, c := range []struct {
-		name string
-		v    int
-	}{{"LOG_DEBUG", 0}, {"LOG_VERBOSE", 1}, {"LOG_NOTICE", 2}, {"LOG_WARNING", logWarn}} {
-		api.RawSetString(c.name, lua.LNumber(c.v))
-	}
-	api.RawSetString("REDIS_VERSION", lua.LString(redisVer))
-	api.RawSetString("REDIS_VERSION_NUM", lua.LNumber(redisVerN))
-	globals := L.CreateTable(0, 1)
-	globals.RawSetString("redis", strictTable(L, api))
-	env := strictTable(L, globals)
-
-	fn := L.NewFunctionFromProto(proto)
-	fn.Env = env
-	L.SetContext(b)
-	L.Push(fn)
-	err := L.PCall(0, 0, nil)
-	L.RemoveContext()
-	L.SetTop(0)
-	switch {
-	case b.exceeded():
-		return nil, "ERR FUNCTION LOAD timeout"
-	case err != nil:
-		return nil, loadError(err)
-	}
-	return env, ""
-}
-
-// loadError is the text of an error a library's top level raised.
-func loadError(err error) string {
-	if ae, ok := err.(*lua.ApiError); ok {
-		if t, ok := ae.Object.(*lua.LTable); ok {
-			if e, ok := t.RawGetString("err").(lua.LString); ok {
-				return oneLine(string(e))
-			}
-		}
-		return "ERR " + oneLine(lua.LVAsString(ae.Object))
-	}
-	return "ERR " + oneLine(err.Error())
-}
-
-// strictTable returns an empty read-only table reading through to t, in
-// which a missing name is an error, as in the tables of Redis's load-time
-// environment.
-func strictTable(L *lua.LState, t *lua.LTable) *lua.LTable {
-	p := L.NewTable()
-	mt := L.CreateTable(0, 3)
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		k := L.Get(2)
-		v := t.RawGet(k)
-		if v == lua.LNil {
-			L.RaiseError("Script attempted to access nonexistent global variable '%s'", lua.LVAsString(k))
-		}
-		L.Push(v)
-		return 1
-	}))
-	mt.RawSetString("__newindex", L.NewFunction(raiseReadonly))
-	mt.RawSetString("__metatable", lua.LFalse)
-	L.SetMetatable(p, mt)
-	return p
-}
-
-// luaString is Lua's lua_isstring with lua_tostring: strings and numbers.
-func luaString(v lua.LValue) (string, bool) {
-	switch v := v.(type) {
-	case lua.LString:
-		return string(v), true
-	case lua.LNumber:
-		return v.String(), true
-	}
-	return "", false
-}
-
-// registerArgs reads redis.register_function's arguments, positional
-// (name, callback) or named ({function_name=, callback=, flags=,
-// description=}), with Redis's errors.
-func registerArgs(L *lua.LState) (registered, string) {
-	var f registered
-	switch L.GetTop() {
-	case 2:
-		name, ok := luaString(L.Get(1))
-		if !ok {
-			return f, "first argument to redis.register_function must be a string"
-		}
-		cb, ok := L.Get(2).(*lua.LFunction)
-		if !ok {
-			return f, "second argument to redis.register_function must be a function"
-		}
-		f.name, f.callback = name, cb
-		return f, ""
-	case 1:
-	default:
-		return f, "wrong number of arguments to redis.register_function"
-	}
-	t, ok := L.Get(1).(*lua.LTable)
-	if !ok {
-		return f, "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."
-	}
-	named := false
-	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
-		key, ok := luaString(k)
-		if !ok {
-			return f, "named argument key given to redis.register_function is not a string"
-		}
-		switch strings.ToLower(key) {
-		case "function_name":
-			if f.name, ok = luaString(v); !ok {
-				return f, "function_name argument given to redis.register_function must be a string"
-			}
-			named = true
-		case "description":
-			if f.desc, ok = luaString(v); !ok {
-				return f, "description argument given to redis.register_function must be a string"
-			}
-			f.hasDesc = true
-		case "callback":
-			if f.callback, ok = v.(*lua.LFunction); !ok {
-				return f, "callback argument given to redis.register_function must be a function"
-			}
-		case "flags":
-			ft, ok := v.(*lua.LTable)
-			if !ok {
-				return f, "flags argument to redis.register_function must be a table representing function flags"
-			}
-			if f.flags, ok = readScriptFlags(ft); !ok {
-				return f, "unknown flag given"
-			}
-		default:
-			return f, "unknown argument given to redis.register_function"
-		}
-	}
-	switch {
-	case !named:
-		return f, "redis.register_function must get a function name argument"
-	case f.callback == nil:
-		return f, "redis.register_function must get a callback argument"
-	}
-	return f, ""
-}
-
-// readScriptFlags reads a flags array such as {'no-writes'}.
-func readScriptFlags(t *lua.LTable) (int, bool) {
-	flags := 0
-	for i := 1; ; i++ {
-		v := t.RawGetInt(i)
-		if v == lua.LNil {
-			return flags, true
-		}
-		s, ok := luaString(v)
-		if !ok {
-			return 0, false
-		}
-		j := slices.IndexFunc(scriptFlagNames, func(n string) bool { return strings.EqualFold(n, s) })
-		if j < 0 {
-			return 0, false
-		}
-		flags |= 1 << j
-	}
 }
 
 // functionLocked returns the function FCALL name calls and its library.
@@ -476,17 +292,22 @@ func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
 }
 
 func applyFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, false, s.applyServe)
+	return s.runFunction(now, c, false, &s.expired.met, s.applyServe)
 }
 
-func readFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, true, nil)
+func readFCall(s *Store, now int64, c *Command) Reply { return readFCallMet(s, now, c, nil) }
+
+// readFCallMet is readFCall collecting the expired keys the function's
+// reads meet into *met (nil: none).
+func readFCallMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
+	return s.runFunction(now, c, true, met, nil)
 }
 
 // runFunction runs the function c calls under the lock the caller holds:
-// exclusive for OpFCall, shared for OpFCallRO; whileBusy is what its
-// caller serves once it is busy (nil: nothing).
-func (s *Store) runFunction(now int64, c *Command, shared bool, whileBusy func()) Reply {
+// exclusive for OpFCall, shared for OpFCallRO. The expired keys its reads
+// meet are appended to *met (nil: none); whileBusy is what its caller
+// serves once it is busy (nil: nothing).
+func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte, whileBusy func()) Reply {
 	lib, f := s.functionLocked(string(c.Args[0]))
 	switch {
 	case f == nil:
@@ -498,48 +319,31 @@ func (s *Store) runFunction(now int64, c *Command, shared bool, whileBusy func()
 	if shared && !noWrites {
 		return errorReply(ErrFunctionWriteRO)
 	}
-	vm := s.vms.get(shared)
-	defer s.vms.put(vm, shared)
-	run := newScriptRun(s, now, c, f.name, shared || noWrites)
-	var index uint64
-	if !shared {
-		index = s.entry
+	vm := s.vms.get(lua.Function, shared)
+	defer s.vms.put(vm, lua.Function, shared)
+	ref, e := vm.library(lib.code)
+	if e != "" {
+		panic(fmt.Sprintf("fsm: library %q no longer compiles: %s", lib.name, e))
 	}
-	run.budget.st.track(c, true, index, whileBusy)
-	defer run.budget.st.end()
-	run.source = "@user_function"
-	var callback *lua.LFunction
-	env, e := vm.loadLibrary(lib.proto, run.budget, func(r registered) {
-		if r.name == f.name {
-			callback = r.callback
-		}
-	})
-	switch {
-	case run.budget.exceeded():
-		return errorReply(ErrBudget)
-	case run.budget.st.killed():
-		return vm.killedReply(run, nil)
-	case e != "":
-		panic(fmt.Sprintf("fsm: library %q no longer loads: %s", lib.name, e))
-	}
-	// The functions see the whole API from now on, as in Redis.
-	vm.L.SetMetatable(env, vm.envMeta)
+	run := vm.newRun(s, now, shared || noWrites, f.name, uint64(c.Int2), int64(c.Float))
+	run.st.track(c, true, s.entryOf(shared), whileBusy)
+	defer run.st.end()
+	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user = user
-	return vm.call(run, callback, stringsTable(vm.L, keys), stringsTable(vm.L, argv))
-}
-
-// newScriptRun is a run of the function name for c, seeded and budgeted
-// as runScript's runs are.
-func newScriptRun(s *Store, now int64, c *Command, name string, readOnly bool) *scriptRun {
-	b := new(budget)
-	b.st.begin(s, name, readOnly, int64(c.Float))
-	b.start()
-	return &scriptRun{
-		s: s, now: now, readOnly: readOnly, name: name,
-		rnd:    rand.New(rand.NewPCG(uint64(c.Int2), 0x5c1a)),
-		budget: b,
+	out, e := vm.st.FCall(ref, f.name, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
+	switch {
+	case run.exceeded():
+		return errorReply(ErrBudget)
+	case e != "" && run.st.killed():
+		// Killed while its library's top level ran again.
+		return errorReply(ErrScriptKilled)
+	case e != "":
+		// The top level ran when the library was loaded, and depends on
+		// its code alone.
+		panic(fmt.Sprintf("fsm: library %q no longer loads: %s", lib.name, e))
 	}
+	return replyFromRESP(out)
 }
 
 // CheckLibraryHeader reports Redis's error for FUNCTION LOAD of code
@@ -618,6 +422,7 @@ func applyFunctionDelete(s *Store, now int64, c *Command) Reply {
 func applyFunctionFlush(s *Store, now int64, c *Command) Reply {
 	s.dropMetaPrefixLocked(libraryMetaPrefix)
 	s.dropMetaPrefixLocked(functionMetaPrefix)
+	s.vms.reset(lua.Function)
 	return replyOK
 }
 
@@ -662,7 +467,7 @@ func readFunctionList(s *Store, now int64, c *Command) Reply {
 				desc = bulkString(f.desc)
 			}
 			flags := []Reply{}
-			for k, n := range scriptFlagNames {
+			for k, n := range lua.FlagNames {
 				if f.flags&(1<<k) != 0 {
 					flags = append(flags, Reply{Kind: ReplyStatus, Str: n})
 				}

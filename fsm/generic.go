@@ -10,7 +10,7 @@ import (
 // replicated cluster metadata.
 
 func init() {
-	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), apply: applyDel, keys: keysAll})
+	registerOp(OpDel, opSpec{name: "DEL", write: true, args: argsAtLeast(1), flags: FlagLazy, apply: applyDel, keys: keysAll})
 	registerOp(OpRename, opSpec{name: "RENAME", write: true, args: 2, keys: keysFirst(2),
 		apply: func(s *Store, now int64, c *Command) Reply { return s.renameLocked(now, c.Args[0], c.Args[1], false) }})
 	registerOp(OpRenameNX, opSpec{name: "RENAMENX", write: true, args: 2, keys: keysFirst(2),
@@ -18,7 +18,7 @@ func init() {
 	registerOp(OpExpireAt, opSpec{name: "EXPIREAT", write: true, args: 1, flags: FlagNX | FlagXX | FlagGT | FlagLT,
 		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
 	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
-	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, apply: applyFlushAll})
+	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy, apply: applyFlushAll})
 	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll})
 	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
 		check: func(c *Command) error {
@@ -28,14 +28,16 @@ func init() {
 			return nil
 		}})
 
-	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), read: readExists})
+	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), flags: FlagTouch, read: readExists})
 	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
 	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
 	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, flags: FlagScanMatch, check: scanCheck,
-		read: func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c) }})
+		read:    func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c, nil) },
+		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.scanLocked(now, *c, met) }})
 	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0,
-		read: func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now) }})
+		read:    func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now, nil) },
+		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.randomKeyLocked(now, met) }})
 	for _, op := range []Op{OpTTL, OpPTTL, OpExpireTime, OpPExpireTime} {
 		registerOp(op, opSpec{name: map[Op]string{OpTTL: "TTL", OpPTTL: "PTTL", OpExpireTime: "EXPIRETIME",
 			OpPExpireTime: "PEXPIRETIME"}[op], args: 1,
@@ -45,7 +47,13 @@ func init() {
 		read: func(s *Store, now int64, c *Command) Reply {
 			return IntReply(int64(s.keys.Len() - s.countExpiredLocked(now)))
 		}})
-	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, read: readMemoryUsage})
+	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, flags: FlagMemoryLogical, read: readMemoryUsage,
+		check: func(c *Command) error {
+			if c.Int < 0 {
+				return errorString("negative sample count")
+			}
+			return nil
+		}})
 }
 
 func scanCheck(c *Command) error {
@@ -58,10 +66,22 @@ func scanCheck(c *Command) error {
 	return nil
 }
 
+// FlagLazy, on OpDel and OpFlushAll: UNLINK, FLUSHALL ASYNC, FLUSHDB
+// ASYNC, which Redis frees in the background (LazyFreed).
+const FlagLazy Flags = 1
+
+// lazyFreeThreshold is Redis's LAZYFREE_THRESHOLD: a value that takes more
+// allocations than this to free is freed in the background.
+const lazyFreeThreshold = 64
+
 func applyDel(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if old, ok := s.deleteLocked(k); ok && !old.expired(now) {
+		old, ok := s.deleteLocked(k)
+		if ok && c.Flags&FlagLazy != 0 && old.obj != nil && old.obj.freeEffort() > lazyFreeThreshold {
+			s.lazyFreed.Add(1)
+		}
+		if ok && !old.expired(now) {
 			n++
 			s.notifyLocked(NotifyGeneric, "del", k)
 		}
@@ -81,10 +101,21 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 }
 
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
+	if c.Flags&FlagLazy != 0 {
+		s.lazyFreed.Add(int64(s.keys.Len()))
+	}
+	s.reportDirtyLocked(int64(s.keys.Len()))
 	// Cluster metadata is not data: it survives FLUSHALL.
 	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK
 }
+
+// LazyFreed counts the objects Redis would have freed in the background
+// since the store was made: each value UNLINK deleted that takes more than
+// 64 allocations to free, and each key FLUSHALL or FLUSHDB ASYNC deleted
+// (what Redis's lazyfreed_objects counts once its thread has freed them).
+// The server has their memory collected (server/lazyfree.go).
+func (s *Store) LazyFreed() int64 { return s.lazyFreed.Load() }
 
 func applyDelExpired(s *Store, now int64, c *Command) Reply {
 	var n int64
@@ -103,10 +134,20 @@ func applyMetaSet(s *Store, now int64, c *Command) Reply {
 	return replyOK
 }
 
+// FlagTouch, on OpExists: TOUCH, which is an access of each key it finds
+// (EXISTS is not).
+const FlagTouch Flags = 1
+
 func readExists(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
-		if _, ok := s.liveLocked(k, now); ok {
+		var ok bool
+		if c.Flags&FlagTouch != 0 {
+			_, ok = s.liveLocked(k, now)
+		} else {
+			_, ok = s.peekLocked(k, now)
+		}
+		if ok {
 			n++
 		}
 	}
@@ -114,19 +155,77 @@ func readExists(s *Store, now int64, c *Command) Reply {
 }
 
 func readType(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return Reply{Kind: ReplyStatus, Str: "none"}
 	}
 	return Reply{Kind: ReplyStatus, Str: it.kind.typeName()}
 }
 
+// FlagMemoryLogical, on OpMemoryUsage: answer logicalSize.
+const FlagMemoryLogical Flags = 1
+
 func readMemoryUsage(s *Store, now int64, c *Command) Reply {
-	it, ok := s.liveLocked(c.Args[0], now)
+	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return replyNil
 	}
+	if c.Flags&FlagMemoryLogical != 0 {
+		return IntReply(it.logicalSize(int(c.Int)))
+	}
 	return IntReply(it.size())
+}
+
+// Per-element costs of logicalSize, roughly what the large forms hold
+// per element beside its bytes.
+const (
+	logicalObjBytes    = 64
+	logicalElemBytes   = 16
+	logicalZSetEntries = 24
+)
+
+// logicalSize estimates the bytes of it from its key and value alone, as
+// Redis's MEMORY USAGE does with SAMPLES: the elements of a collection
+// are sampled (the first samples of them, in the order every form keeps
+// them in, or all for 0) and their average cost counted for each. It
+// does not depend on how the value is held (packed or large, the spare
+// capacity of its buffers), which differs between replicas and after a
+// restore, so a script's MEMORY USAGE is the same on every replica.
+func (it *item) logicalSize(samples int) int64 {
+	n := itemSlotBytes + int64(roundAlloc(len(it.key)))
+	if it.kind == kindString {
+		return n + int64(roundAlloc(len(it.val)))
+	}
+	var sum, seen, total int64
+	add := func(cost int) bool {
+		sum += int64(cost)
+		seen++
+		return samples == 0 || seen < int64(samples)
+	}
+	switch it.kind {
+	case kindHash:
+		total = int64(hashLen(it))
+		hashEach(it, func(f, v []byte) bool {
+			return add(2*logicalElemBytes + roundAlloc(len(f)) + roundAlloc(len(v)))
+		})
+	case kindList:
+		total = listLen(it)
+		listElements(it, func(e []byte) bool { return add(logicalElemBytes + roundAlloc(len(e))) })
+	case kindSet:
+		v := viewOf(it)
+		total = int64(v.len())
+		v.each(func(_ uint64, m []byte) bool { return add(logicalElemBytes + roundAlloc(len(m))) })
+	case kindZSet:
+		v := zsetView(it)
+		total = int64(v.card())
+		v.each(0, false, func(e zent) bool {
+			return add(logicalElemBytes + logicalZSetEntries + roundAlloc(len(e.member)))
+		})
+	}
+	if seen > 0 {
+		n += sum * total / seen
+	}
+	return n + logicalObjBytes
 }
 
 func (s *Store) renameLocked(now int64, src, dst []byte, nx bool) Reply {
@@ -191,7 +290,7 @@ func (s *Store) expireLocked(now int64, key []byte, at int64, f Flags) Reply {
 }
 
 func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
-	it, ok := s.liveLocked(key, now)
+	it, ok := s.peekLocked(key, now)
 	switch {
 	case !ok:
 		return IntReply(-2)
@@ -214,7 +313,7 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 func (s *Store) keysLocked(now int64, pattern string) Reply {
 	out := []Reply{}
 	if globIsLiteral(pattern) {
-		if _, ok := s.liveLocked([]byte(pattern), now); ok {
+		if _, ok := s.peekLocked([]byte(pattern), now); ok {
 			out = append(out, BulkReply([]byte(pattern)))
 		}
 		return Reply{Kind: ReplyArray, Array: out}
@@ -233,8 +332,10 @@ func (s *Store) keysLocked(now int64, pattern string) Reply {
 // The next cursor is the hash of the first key not visited, so a key that
 // exists for the whole iteration is returned at least once however the
 // keyspace changes between calls. A batch never ends inside a run of equal
-// hashes, so even colliding keys cannot make the cursor stand still.
-func (s *Store) scanLocked(now int64, c Command) Reply {
+// hashes, so even colliding keys cannot make the cursor stand still. The
+// expired keys it visits that match its pattern, which Redis's SCAN
+// deletes, are appended to *met unless it is nil.
+func (s *Store) scanLocked(now int64, c Command, met *[][]byte) Reply {
 	count := c.Int2
 	if count <= 0 {
 		count = 10
@@ -257,9 +358,16 @@ func (s *Store) scanLocked(now int64, c Command) Reply {
 		}
 		visited++
 		last = it.hash
-		if it.expired(now) ||
-			(typ != "" && it.kind.typeName() != typ) ||
-			(usePattern && !matchGlob(pattern, it.key)) {
+		if usePattern && !matchGlob(pattern, it.key) {
+			return true
+		}
+		if it.expired(now) {
+			if met != nil {
+				*met = append(*met, []byte(it.key))
+			}
+			return true
+		}
+		if typ != "" && it.kind.typeName() != typ {
 			return true
 		}
 		out = append(out, BulkReply([]byte(it.key)))
@@ -274,8 +382,10 @@ func (s *Store) scanLocked(now int64, c Command) Reply {
 
 // randomKeyLocked picks a key uniformly by rank (the tree keeps subtree
 // counts). Expired keys are skipped; if the sample keeps hitting them, a walk
-// from a random point finds a live one or proves there is none.
-func (s *Store) randomKeyLocked(now int64) Reply {
+// from a random point finds a live one or proves there is none. The
+// expired keys sampled, which Redis's RANDOMKEY deletes, are appended to
+// *met unless it is nil.
+func (s *Store) randomKeyLocked(now int64, met *[][]byte) Reply {
 	n := s.keys.Len()
 	if n == 0 {
 		return replyNil
@@ -284,6 +394,9 @@ func (s *Store) randomKeyLocked(now int64) Reply {
 		it, _ := s.keys.GetAt(rand.IntN(n))
 		if !it.expired(now) {
 			return BulkReply([]byte(it.key))
+		}
+		if met != nil {
+			*met = append(*met, []byte(it.key))
 		}
 	}
 	var found *item

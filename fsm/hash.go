@@ -197,6 +197,7 @@ func newHashObj() *hashObj {
 func (h *hashObj) clone() object   { return &hashObj{tree: h.tree.Copy(), bytes: h.bytes} }
 func (h *hashObj) size() int64     { return h.bytes }
 func (h *hashObj) cowGen() *uint64 { return &h.gen }
+func (h *hashObj) freeEffort() int { return h.tree.Len() }
 func (h *hashObj) get(f []byte) ([]byte, bool) {
 	e, ok := h.tree.Get(hashPivot(f))
 	if !ok {

@@ -45,6 +45,9 @@ type keyspace struct {
 	// acc records key accesses for LRU and LFU eviction (access.go); nil
 	// while no such policy is in force, and in a read-only view.
 	acc *accessTable
+	// writes counts the items stored and deleted (Set, Delete, written):
+	// applyLocked's measure of the keys a write changed (dirty.go).
+	writes int64
 }
 
 const (
@@ -76,6 +79,16 @@ func (ks *keyspace) TTLs() int { return ks.ttls }
 // is into the tree and valid until the next write; the item must not be
 // changed through it.
 func (ks *keyspace) find(h uint64, key string) *item {
+	p := ks.peek(h, key)
+	if p != nil && ks.acc != nil {
+		ks.acc.touch(h)
+	}
+	return p
+}
+
+// peek is find for a lookup that is no access of the key: its access
+// record stays as it was (Redis's LOOKUP_NOTOUCH).
+func (ks *keyspace) peek(h uint64, key string) *item {
 	s := shardOf(h)
 	r := &ks.shards[s]
 	x, l := r.inner, r.leaf
@@ -89,9 +102,6 @@ func (ks *keyspace) find(h uint64, key string) *item {
 		return nil
 	}
 	if i, ok := l.searchNear(h, key, lo, hi); ok {
-		if ks.acc != nil {
-			ks.acc.touch(h)
-		}
 		return &l.it[i]
 	}
 	return nil
@@ -210,7 +220,10 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 
 // written stamps an item changed in place through findForWrite with the
 // write's version, as Set does.
-func (ks *keyspace) written(it *item) { ks.vers.storedLocked(it, ks.gen) }
+func (ks *keyspace) written(it *item) {
+	ks.writes++
+	ks.vers.storedLocked(it, ks.gen)
+}
 
 // Get returns a copy of the item with pivot's hash and key.
 func (ks *keyspace) Get(pivot item) (item, bool) {
@@ -222,6 +235,7 @@ func (ks *keyspace) Get(pivot item) (item, bool) {
 
 // Set inserts or replaces it and returns the item it replaced.
 func (ks *keyspace) Set(it item) (item, bool) {
+	ks.writes++
 	ks.vers.storedLocked(&it, ks.gen)
 	return ks.set(it)
 }
@@ -269,7 +283,7 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 
 // Delete removes the item with pivot's hash and key.
 func (ks *keyspace) Delete(pivot item) (item, bool) {
-	if ks.find(pivot.hash, pivot.key) == nil {
+	if ks.peek(pivot.hash, pivot.key) == nil {
 		return item{}, false // nothing copied for a miss
 	}
 	s := shardOf(pivot.hash)
@@ -291,6 +305,7 @@ func (ks *keyspace) Delete(pivot item) (item, bool) {
 	}
 	r.n--
 	ks.n--
+	ks.writes++
 	ks.countTTL(prev.exp, 0)
 	ks.fixDue(s, prev.exp, 0)
 	ks.vers.deletedLocked(&prev, ks.gen)

@@ -696,6 +696,7 @@ func applyLTrim(s *Store, now int64, c *Command) Reply {
 	s.editListLocked(it, func(elems [][]byte) [][]byte {
 		return elems[ltrim : int64(len(elems))-rtrim]
 	}, func(q *quicklist) { q.trim(ltrim, rtrim) })
+	s.reportDirtyLocked(ltrim + rtrim)
 	return replyOK
 }
 

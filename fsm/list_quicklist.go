@@ -95,6 +95,7 @@ func newQuicklist() *quicklist {
 
 func (q *quicklist) size() int64     { return q.bytes }
 func (q *quicklist) cowGen() *uint64 { return &q.gen }
+func (q *quicklist) freeEffort() int { return q.chunks.Len() }
 
 // clone is O(1). The original and the copy both get new ids, so that
 // neither changes a chunk they share (see the top of this file).

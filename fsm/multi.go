@@ -286,7 +286,7 @@ func applyExec(s *Store, now int64, c *Command) Reply {
 		if sp.write {
 			out[i] = s.applyLocked(now, sub)
 		} else {
-			out[i] = s.readInsideLocked(now, sub, true)
+			out[i] = s.readInsideLocked(now, sub, true, &s.expired.met)
 		}
 	}
 	// The replies of reads alias the store's immutable memory, and those

@@ -333,7 +333,9 @@ func (s *Store) notifyAfterLocked(now int64, c *Command, r Reply, pre preState) 
 		if i < 64 && pre.live&(1<<i) != 0 && !alwaysNew(c, &r) || tk.repeated(c, i) {
 			return
 		}
-		if _, live := s.liveLocked(key, now); !live {
+		// Present, not live: a SET with a deadline already past adds
+		// its key, expired, as Redis's dbAdd does.
+		if ks := unsafeString(key); s.keys.peek(keyHash(ks), ks) == nil {
 			return
 		}
 		s.insertNewLocked(pre.n1, c, key)
@@ -373,9 +375,9 @@ func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
 // each key of c that is expired at the entry's now is deleted, and
 // announced "expired", before c runs. It runs in apply, on every replica
 // alike, whether or not anyone listens, so the store stays the same on
-// all of them. Reads only hide expired keys (a read never writes, and a
-// follower may not delete): active expiry deletes them later, and
-// announces them then.
+// all of them. Reads only hide expired keys and report them (a read never
+// writes, and a follower may not delete; expire.go): the node that may
+// write proposes their deletion, which announces them.
 func (s *Store) expireMetLocked(now int64, c *Command) {
 	if s.keys.nextDue() > now || c.Op == OpDelExpired {
 		return

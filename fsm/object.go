@@ -99,16 +99,14 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 }
 
 func readObject(s *Store, now int64, c *Command) Reply {
-	// The key's access record as it was: OBJECT does not count as an
-	// access (Redis looks the key up with LOOKUP_NOTOUCH).
+	it, ok := s.peekLocked(c.Args[0], now)
+	if !ok {
+		return replyNil
+	}
 	acc := s.keys.acc
 	var score int64
 	if acc != nil {
-		score = acc.evictScore(keyHash(unsafeString(c.Args[0])))
-	}
-	it, ok := s.liveLocked(c.Args[0], now)
-	if !ok {
-		return replyNil
+		score = acc.evictScore(it.hash)
 	}
 	switch c.Int {
 	case ObjectEncoding:
@@ -125,8 +123,8 @@ func readObject(s *Store, now int64, c *Command) Reply {
 	case ObjectIdleTime:
 		switch {
 		case acc == nil:
-			// No LRU policy: kvs keeps no access times, and every key is
-			// as fresh as can be.
+			// A store no server tracks accesses for (tests, tools): every
+			// key is as fresh as can be.
 			return replyZero
 		case acc.lfu:
 			return ErrorReply(ErrLFUIdle)

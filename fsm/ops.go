@@ -32,6 +32,11 @@ type opSpec struct {
 	// under the shared lock. Exactly one is set, as write says.
 	apply func(s *Store, now int64, c *Command) Reply
 	read  func(s *Store, now int64, c *Command) Reply
+	// readMet, for a read whose expired keys are not (only) those of its
+	// key lookups (SCAN's visits, RANDOMKEY's samples, a read-only
+	// script's commands), is read that also appends copies of the keys
+	// it found expired to *met (expire.go); nil for the others.
+	readMet func(s *Store, now int64, c *Command, met *[][]byte) Reply
 
 	// keys returns the keys a write touches (see Command.Keys); nil means
 	// its first argument.

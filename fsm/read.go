@@ -1,11 +1,16 @@
 package fsm
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Read answers a read command at now under the shared lock. Keys whose
 // deadline is not after now are absent to every read, whether or not their
-// deletion has been applied yet. Bulk replies alias the store's memory
-// (which is never modified in place) and stay valid after Read returns.
+// deletion has been applied yet; those its lookups met go to the expired
+// hook (expire.go) before Read returns. Bulk replies alias the store's
+// memory (which is never modified in place) and stay valid after Read
+// returns.
 //
 // Read panics on a command that fails Validate or is a write: the server
 // built it, so that is a bug.
@@ -28,14 +33,7 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	sp := s.checkRead(c)
 	scripts := isScriptOp(c.Op)
 	s.lockWaiting(false, scripts)
-	s.tickLocked(now)
-	r := sp.read(s, now, c)
-	misses, hook := s.readMissesLocked(now, c)
-	s.unlock(false, scripts)
-	if hook != nil {
-		hook(misses)
-	}
-	return r
+	return s.readHeld(now, c, sp, scripts, nil)
 }
 
 // checkRead returns the spec of the read c, panicking if c is no valid
@@ -49,6 +47,54 @@ func (s *Store) checkRead(c *Command) *opSpec {
 		panic(fmt.Sprintf("fsm: Read of %v, which is not a read", c.Op))
 	}
 	return sp
+}
+
+// readHeld answers the read c (op row sp) with the shared lock taken,
+// which it releases (scripts: as lockWaiting or lockServing was told). A
+// script c runs calls whileBusy once busy (nil: nothing to serve).
+func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileBusy func()) Reply {
+	s.tickLocked(now)
+	var r Reply
+	var met [][]byte
+	switch collect := s.collectsLocked(now); {
+	case collect && sp.readMet != nil:
+		m := new([][]byte) // allocated only while a key is due
+		r = s.readOp(now, c, sp, m, whileBusy)
+		met = *m
+	case collect:
+		r = s.readOp(now, c, sp, nil, whileBusy)
+		met = s.expiredLookupsLocked(now, c, nil)
+	default:
+		r = s.readOp(now, c, sp, nil, whileBusy)
+	}
+	var expired func([][]byte)
+	if len(met) > 0 {
+		expired = s.expired.hook
+	}
+	misses, hook := s.readMissesLocked(now, c)
+	s.unlock(false, scripts)
+	// Redis announces a key's expiry before the miss its lookup then is.
+	if expired != nil {
+		expired(met)
+	}
+	if hook != nil {
+		hook(misses)
+	}
+	return r
+}
+
+// readOp runs the read c: a script with whileBusy to serve once busy,
+// the expired keys it meets appended to *met (nil: not collected).
+func (s *Store) readOp(now int64, c *Command, sp *opSpec, met *[][]byte, whileBusy func()) Reply {
+	switch {
+	case whileBusy != nil && c.Op == OpEvalRO:
+		return s.eval(now, c, true, met, whileBusy)
+	case whileBusy != nil && c.Op == OpFCallRO:
+		return s.runFunction(now, c, true, met, whileBusy)
+	case met != nil:
+		return sp.readMet(s, now, c, met)
+	}
+	return sp.read(s, now, c)
 }
 
 // readMissesLocked returns the keymiss events of the read c, with the hook
@@ -73,9 +119,16 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 // script that may write) they join the entry's events, in order with its
 // writes'; under the shared lock (a read-only script) the entry's list
 // cannot be appended to, and they go to the hook at once, as a read's do
-// (the hook only publishes).
-func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool) Reply {
-	r := c.Op.spec().read(s, now, c)
+// (the hook only publishes). The expired keys it meets are appended to
+// *met (expire.go), unless met is nil.
+func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool, met *[][]byte) Reply {
+	sp := c.Op.spec()
+	var r Reply
+	if met != nil && s.expired.hook != nil {
+		r = s.readMetLocked(now, c, sp, met)
+	} else {
+		r = sp.read(s, now, c)
+	}
 	if !s.wantLocked(NotifyKeyMiss) {
 		return r
 	}
@@ -97,14 +150,24 @@ func (s *Store) get(now int64, key []byte) Reply {
 // getHeld is get with the shared lock taken, which it releases.
 func (s *Store) getHeld(now int64, key []byte) Reply {
 	s.tickLocked(now)
-	it, ok := s.liveLocked(key, now)
+	it, found := s.getLocked(key)
+	ok := found && !it.expired(now)
 	var hook func([]Event)
-	if !ok && s.wantLocked(NotifyKeyMiss) {
-		hook = s.notify.hook
+	var expired func([][]byte)
+	if !ok {
+		if found {
+			expired = s.expired.hook
+		}
+		if s.wantLocked(NotifyKeyMiss) {
+			hook = s.notify.hook
+		}
 	}
 	s.mu.RUnlock()
 	switch {
 	case !ok:
+		if expired != nil {
+			expired([][]byte{bytes.Clone(key)})
+		}
 		if hook != nil {
 			hook([]Event{{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)}})
 		}

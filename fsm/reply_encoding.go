@@ -20,7 +20,8 @@ import (
 // own protocol version.
 
 // maxReplyDepth bounds the nesting of decoded arrays; kvs's replies nest
-// two deep at most (SCAN), a script's reply up to maxReplyNesting.
+// two deep at most (SCAN), a script's reply 33 (package lua ends a
+// deeper one in an error at that depth).
 const maxReplyDepth = 40
 
 // AppendReplies appends the encoding of replies to dst.

@@ -7,7 +7,7 @@ import (
 	"maps"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	"kvs/lua"
 )
 
 // Scripts: EVAL, EVALSHA, their _RO forms, and SCRIPT LOAD / EXISTS /
@@ -18,18 +18,19 @@ import (
 //
 // Determinism: a script sees no wall clock (TIME answers the entry's now),
 // math.random is seeded from the command (Int2, drawn by the proposer),
-// table iteration follows insertion order (gopher-lua's tables keep their
-// keys in a slice), and a runaway script is stopped after a fixed number of
-// Lua instructions carried in the command (Float), so every replica stops
-// it at the same instruction. The commands a script calls are parsed by the
-// server's parser (SetCommandParser), given the script's clock and seeded
-// random source, and applied or read directly under the lock Apply or Read
-// already holds.
+// table iteration is the same on every replica (package lua numbers the
+// objects a run creates alike everywhere), and a runaway script is stopped
+// after a fixed number of Lua instructions carried in the command (Float),
+// so every replica stops it at the same instruction. The commands a script
+// calls are parsed by the server's parser (SetCommandParser), given the
+// script's clock and seeded random source, and applied or read directly
+// under the lock Apply or Read already holds.
 //
 // Loaded scripts are replicated state: the bodies live in the metadata map
 // (meta.go) under "script/<sha1>", so they are in snapshots and survive
 // restarts; EVAL of a body not yet there adds it, as Redis's EVAL caches
-// it. Compiled forms are cached per node (lua.go), never replicated.
+// it. Compiled forms are kept by each interpreter (lua.go), never
+// replicated.
 
 const (
 	// OpEval (EVAL, EVALSHA, and scripts with writes): Args[0]=the body,
@@ -103,7 +104,7 @@ func init() {
 	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
-		check: checkNumKeys, read: readEval})
+		check: checkNumKeys, read: readEval, readMet: readEvalMet})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
 	registerOp(OpScriptFlush, opSpec{name: "SCRIPT", write: true, args: 0, apply: applyScriptFlush, keys: keysNone})
 	registerOp(OpScriptExists, opSpec{name: "SCRIPT", args: argsAtLeast(1), read: readScriptExists})
@@ -182,59 +183,72 @@ func (k *scriptKey) of(sha []byte) ([]byte, bool) {
 }
 
 func applyEval(s *Store, now int64, c *Command) Reply {
-	proto, sha, r, ok := s.evalScriptLocked(c)
+	return s.eval(now, c, false, &s.expired.met, s.applyServe)
+}
+
+func readEval(s *Store, now int64, c *Command) Reply { return readEvalMet(s, now, c, nil) }
+
+// readEvalMet is readEval collecting the expired keys the script's reads
+// meet into *met (nil: none).
+func readEvalMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
+	return s.eval(now, c, true, met, nil)
+}
+
+// eval runs the script an eval command names, under the lock the caller
+// holds: exclusive for a write, shared for a read. The expired keys its
+// reads meet are appended to *met (nil: none); whileBusy is what its
+// caller serves once it is busy (nil: nothing).
+func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte, whileBusy func()) Reply {
+	vm := s.vms.get(lua.Eval, read)
+	defer s.vms.put(vm, lua.Eval, read)
+	script, r, ok := s.evalScriptLocked(vm, c)
 	if !ok {
 		return r
 	}
-	if c.Flags&FlagScriptSHA == 0 {
+	if !read && c.Flags&FlagScriptSHA == 0 {
 		// As Redis's EVAL, keep the body for EVALSHA, once it compiled.
-		s.cacheScriptLocked(sha, c.Args[0])
+		s.cacheScriptLocked(script.sha, c.Args[0])
 	}
-	return s.runScript(now, c, sha, proto, c.Flags&FlagScriptNoWrites != 0, false, s.applyServe)
-}
-
-func readEval(s *Store, now int64, c *Command) Reply {
-	return s.readEvalServing(now, c, nil)
-}
-
-// readEvalServing is readEval for a caller that serves whileBusy once the
-// script is busy (nil: nothing).
-func (s *Store) readEvalServing(now int64, c *Command, whileBusy func()) Reply {
-	proto, sha, r, ok := s.evalScriptLocked(c)
-	if !ok {
-		return r
+	readOnly := read || c.Flags&FlagScriptNoWrites != 0 || script.noWrites
+	run := vm.newRun(s, now, readOnly, script.sha, uint64(c.Int2), int64(c.Float))
+	run.st.track(c, false, s.entryOf(read), whileBusy)
+	defer run.st.end()
+	run.met = met
+	keys, argv, user := scriptArgs(c)
+	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
+	out := vm.st.Run(script.ref, script.sha, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
+	if run.exceeded() {
+		return errorReply(ErrBudget)
 	}
-	return s.runScript(now, c, sha, proto, true, true, whileBusy)
+	return replyFromRESP(out)
 }
 
-// evalScriptLocked finds and compiles the script an eval command runs:
-// its first argument, or the loaded script it names. It answers the error
-// reply (NOSCRIPT, a compile error) when there is none to run.
-func (s *Store) evalScriptLocked(c *Command) (proto *lua.FunctionProto, sha string, r Reply, ok bool) {
-	var body []byte
+// evalScriptLocked finds the script an eval command runs (its first
+// argument, or the loaded script it names) compiled in vm. It answers the
+// error reply (NOSCRIPT, a compile error) when there is none to run.
+func (s *Store) evalScriptLocked(vm *luaVM, c *Command) (compiledScript, Reply, bool) {
 	if c.Flags&FlagScriptSHA == 0 {
-		body, sha = c.Args[0], ScriptSHA(c.Args[0])
-	} else {
-		var key scriptKey
-		name, valid := key.of(c.Args[0])
-		if !valid {
-			return nil, "", errorReply(ErrNoScript), false
+		sha := ScriptSHA(c.Args[0])
+		if cs, ok := vm.scripts[sha]; ok {
+			return cs, Reply{}, true
 		}
-		b, found := s.meta[string(name)]
-		if !found {
-			return nil, "", errorReply(ErrNoScript), false
-		}
-		// The common case: loaded and compiled, found with no allocation.
-		if proto, sha := compiledScript(name[len(scriptMetaPrefix):]); proto != nil {
-			return proto, sha, Reply{}, true
-		}
-		body, sha = []byte(b), string(name[len(scriptMetaPrefix):])
+		return vm.script(sha, string(c.Args[0]))
 	}
-	proto, e := compileScript(sha, body)
-	if e != "" {
-		return nil, "", errorReply(e), false
+	var key scriptKey
+	name, valid := key.of(c.Args[0])
+	if !valid {
+		return compiledScript{}, errorReply(ErrNoScript), false
 	}
-	return proto, sha, Reply{}, true
+	body, found := s.meta[string(name)]
+	if !found {
+		return compiledScript{}, errorReply(ErrNoScript), false
+	}
+	// The common case: loaded and compiled, found with no allocation.
+	sha := name[len(scriptMetaPrefix):]
+	if cs, ok := vm.scripts[string(sha)]; ok {
+		return cs, Reply{}, true
+	}
+	return vm.script(string(sha), body)
 }
 
 // ErrNoScript is Redis's reply to EVALSHA of a script it does not have.
@@ -259,6 +273,7 @@ func applyScriptLoad(s *Store, now int64, c *Command) Reply {
 
 func applyScriptFlush(s *Store, now int64, c *Command) Reply {
 	s.dropMetaPrefixLocked(scriptMetaPrefix)
+	s.vms.reset(lua.Eval)
 	return replyOK
 }
 
@@ -286,23 +301,4 @@ func readScriptExists(s *Store, now int64, c *Command) Reply {
 		}
 	}
 	return Reply{Kind: ReplyArray, Array: out}
-}
-
-// runScript runs proto (named sha) with the keys and arguments of c, under
-// the lock the caller holds: shared (a read), or exclusive, readOnly
-// saying whether the script may write; whileBusy is what its caller
-// serves once it is busy (nil: nothing).
-func (s *Store) runScript(now int64, c *Command, sha string, proto *lua.FunctionProto, readOnly, shared bool, whileBusy func()) Reply {
-	vm := s.vms.get(readOnly)
-	defer s.vms.put(vm, readOnly)
-	run := vm.newRun(s, now, readOnly, sha, uint64(c.Int2), int64(c.Float))
-	var index uint64
-	if !shared {
-		index = s.entry
-	}
-	run.budget.st.track(c, false, index, whileBusy)
-	defer run.budget.st.end()
-	keys, argv, user := scriptArgs(c)
-	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
-	return vm.runEval(run, proto, keys, argv)
 }

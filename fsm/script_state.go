@@ -11,7 +11,8 @@ import (
 
 // Scripts that run long, as Redis 7.0's script.c has them. A run's
 // interpreter calls its scriptState's checkpoint every so many
-// instructions (the only entry point an interpreter needs). There the run:
+// instructions, from its count hook ((*scriptRun).Checkpoint, the only
+// entry point an interpreter needs). There the run:
 //
 //   - stops at its instruction budget, if it has one: a script that may
 //     write, run inside a logged entry's apply, carries a budget in its
@@ -67,20 +68,31 @@ const (
 	KillWrongKind
 )
 
-// errKilled is what a killed run raises; the run's reply is
-// ErrScriptKilled with the position of the code it stopped in.
-var errKilled = errors.New("script killed")
+// errKilled is why a killed run stops, and errBudget why a run past its
+// budget does.
+var (
+	errKilled = errors.New("script killed")
+	errBudget = errors.New("script instruction budget exceeded")
+)
+
+// errKilledText is what a killed run raises, as Redis's count hook does:
+// its reply is ErrScriptKilled with the position of the code it stopped
+// in.
+const errKilledText = "Script killed by user with SCRIPT KILL..."
 
 // ErrScriptKilled is Redis's error for a script SCRIPT KILL or FUNCTION
 // KILL stopped.
-const ErrScriptKilled = "ERR Script killed by user with SCRIPT KILL..."
+const ErrScriptKilled = "ERR " + errKilledText
 
 const (
 	// checkpointEvery is how many instructions a run goes between
-	// checkpoints when nothing asks for fewer: often enough that a kill
-	// or the threshold is seen within microseconds, rarely enough that
-	// the clock reading is lost in the instructions' cost.
-	checkpointEvery = 1024
+	// checkpoints when nothing asks for fewer: as Redis's count hook,
+	// rarely enough that the call and the clock reading cost nothing.
+	checkpointEvery = 100_000
+	// checkpointFirst is how many go before the first: few, so that the
+	// busy threshold is measured from near the run's start, and only
+	// runs longer than that pay for the one early call.
+	checkpointFirst = 1_000
 	// serveEvery is how often a busy run lets its caller serve.
 	serveEvery = int64(time.Millisecond)
 )
@@ -146,10 +158,18 @@ func (st *scriptState) end() {
 	st.whileBusy, st.cmd = nil, nil
 }
 
+// first is how many instructions run before the first checkpoint.
+func (st *scriptState) first() int64 {
+	if st.limit > 0 {
+		return min(st.limit, checkpointFirst)
+	}
+	return checkpointFirst
+}
+
 // checkpoint is called by the run's interpreter after n instructions
 // (since the last call, or since the run began). It returns how many
 // instructions may run before the next call, so that a budget stops the
-// run at exactly its last instruction, or the error that ends the run:
+// run after exactly its last instruction, or the error that ends the run:
 // errBudget or errKilled. Once it has returned one it returns it at every
 // call, asking to be called at the next instruction.
 func (st *scriptState) checkpoint(n int64) (next int64, stop error) {
@@ -157,7 +177,7 @@ func (st *scriptState) checkpoint(n int64) (next int64, stop error) {
 		return 1, st.stop
 	}
 	st.used += n
-	if st.limit > 0 && st.used > st.limit {
+	if st.limit > 0 && st.used >= st.limit {
 		st.stop = errBudget
 		return 1, st.stop
 	}
@@ -171,8 +191,8 @@ func (st *scriptState) checkpoint(n int64) (next int64, stop error) {
 		return 1, st.stop
 	}
 	next = checkpointEvery
-	if st.limit > 0 && st.limit-st.used < next {
-		next = st.limit - st.used + 1
+	if st.limit > 0 {
+		next = min(next, st.limit-st.used)
 	}
 	return next, nil
 }
@@ -437,4 +457,14 @@ func (s *Store) BusyFunctionStats() (Reply, Busy) {
 	}}
 	libs, _ := s.librariesIn(meta)
 	return functionStatsReply(libs, running), BusyFunction
+}
+
+// entryOf is the index a run's track is given: that of the entry being
+// applied, for a run under the exclusive lock; 0 for one under the shared
+// lock (a read, which no log keeps).
+func (s *Store) entryOf(shared bool) uint64 {
+	if shared {
+		return 0
+	}
+	return s.entry
 }

@@ -10,28 +10,31 @@ import (
 )
 
 // TestBudgetStopsAtItsInstruction: whatever the budget, and however it
-// falls against the checkpoints, the run stops at the instruction after
-// its last, every time.
+// falls against the checkpoints, the run stops after its last
+// instruction, every time, as the count hook calls checkpoint.
 func TestBudgetStopsAtItsInstruction(t *testing.T) {
-	for _, limit := range []int64{1, 2, 1000, 1022, 1023, 1024, 1025, 2047, 2048, 2049, 5000, 100_000} {
-		b := newBudget(limit)
-		var n int64
-		for b.Done() == nil {
-			n++
-			if n > limit+checkpointEvery {
-				t.Fatalf("budget %d: not stopped after %d instructions", limit, n)
+	for _, limit := range []int64{1, 2, 999, 1000, 1001, 100_999, 101_000, 101_001, 250_000} {
+		var st scriptState
+		st.begin(nil, "", false, limit)
+		var ran int64
+		for next := st.first(); ; {
+			ran += next
+			n, stop := st.checkpoint(next)
+			if stop != nil {
+				break
 			}
+			if ran > limit {
+				t.Fatalf("budget %d: not stopped after %d instructions", limit, ran)
+			}
+			next = n
 		}
-		if n != limit {
-			t.Errorf("budget %d: stopped after %d instructions", limit, n)
+		if ran != limit {
+			t.Errorf("budget %d: stopped after %d instructions", limit, ran)
 		}
 		for range 3 {
-			if b.Done() == nil {
-				t.Fatalf("budget %d: went on after it stopped", limit)
+			if n, stop := st.checkpoint(1); stop != errBudget || n != 1 {
+				t.Fatalf("budget %d: went on after it stopped (%d, %v)", limit, n, stop)
 			}
-		}
-		if !b.exceeded() {
-			t.Errorf("budget %d: stopped, but not by its budget", limit)
 		}
 	}
 }
@@ -159,6 +162,40 @@ func spinStore(spinning *atomic.Bool) *Store {
 		return testParser(p, args)
 	})
 	return s
+}
+
+// TestScriptKilledBeforeItsFirstWrite: a kill that lands between two
+// checkpoints refuses the run's first write, and the run stops at its
+// next instruction, a pcall notwithstanding, with the data untouched.
+func TestScriptKilledBeforeItsFirstWrite(t *testing.T) {
+	s := busyStore()
+	// BUSYNOW answers whether the run is busy; KILLNOW kills it.
+	s.SetCommandParser(func(p *ParseContext, args [][]byte) (Command, Reply, bool) {
+		switch strings.ToLower(string(args[0])) {
+		case "busynow":
+			if s.ScriptBusy() == NotBusy {
+				return Command{}, IntReply(0), true
+			}
+			return Command{}, IntReply(1), true
+		case "killnow":
+			if res, _ := s.KillScript(false); res != Killed {
+				t.Errorf("SCRIPT KILL = %v", res)
+			}
+			return Command{}, replyOK, true
+		}
+		return testParser(p, args)
+	})
+	body := "while redis.call('busynow') == 0 do end\n" +
+		"redis.call('killnow')\nlocal r = redis.pcall('set', 'k', 'v')\nreturn 'went on'"
+	r := s.Apply(0, 1, []Command{eval(body, 1, 0)})
+	// Stopped at the next instruction, the return's on line 4.
+	want := ErrScriptKilled + " script: " + ScriptSHA([]byte(body)) + ", on @user_script:4."
+	if r[0].Kind != ReplyError || r[0].Str != want {
+		t.Fatalf("reply %v, want %q", r[0], want)
+	}
+	if v := s.Read(1, c(OpGet, "k")); v.Kind != ReplyNil {
+		t.Fatalf("the killed script wrote: %v", v)
+	}
 }
 
 // TestScriptLoggedWriteUnkillable: a script that may write, in a logged

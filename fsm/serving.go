@@ -192,21 +192,7 @@ func (s *Store) ReadServing(now int64, c *Command, whileBusy func()) (r Reply, o
 	if !s.lockServing(false, scripts) {
 		return Reply{}, false
 	}
-	s.tickLocked(now)
-	switch c.Op {
-	case OpEvalRO:
-		r = s.readEvalServing(now, c, whileBusy)
-	case OpFCallRO:
-		r = s.runFunction(now, c, true, whileBusy)
-	default:
-		r = sp.read(s, now, c)
-	}
-	misses, hook := s.readMissesLocked(now, c)
-	s.unlock(false, scripts)
-	if hook != nil {
-		hook(misses)
-	}
-	return r, true
+	return s.readHeld(now, c, sp, scripts, whileBusy), true
 }
 
 // ApplyServing is ApplyTo for memory mode's connections (entries of index
@@ -233,6 +219,16 @@ func (s *Store) StatsServing(now int64) (Stats, bool) {
 	}
 	defer s.mu.RUnlock()
 	return s.statsLocked(now), true
+}
+
+// ScriptStatsServing is ScriptStats for a connection's goroutine (INFO):
+// ok false when a script turned busy while it waited for the lock.
+func (s *Store) ScriptStatsServing() (ScriptStats, bool) {
+	if !s.lockServing(false, false) {
+		return ScriptStats{}, false
+	}
+	defer s.mu.RUnlock()
+	return s.scriptStatsLocked(), true
 }
 
 // EvictableServing is Evictable for a connection's goroutine (maxmemory's

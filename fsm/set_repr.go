@@ -129,6 +129,7 @@ func newSetObj() *setObj {
 func (o *setObj) clone() object   { return &setObj{tree: o.tree.Copy(), bytes: o.bytes, gen: o.gen} }
 func (o *setObj) size() int64     { return o.bytes }
 func (o *setObj) cowGen() *uint64 { return &o.gen }
+func (o *setObj) freeEffort() int { return o.tree.Len() }
 
 func memberCost(m string) int64 { return setMemberBytes + int64(roundAlloc(len(m))) }
 

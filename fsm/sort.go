@@ -27,6 +27,9 @@ const (
 	// FlagSortNoSort: some BY pattern had no '*' (Redis then does not
 	// sort, even when a later BY has one).
 	FlagSortNoSort Flags = 1 << 3
+	// FlagSortScript: a script called SORT, which then sorts a set even
+	// by a constant, as it does with STORE.
+	FlagSortScript Flags = 1 << 4
 )
 
 // ErrSortScore is SORT's error for an element (or weight) that is not a
@@ -34,7 +37,7 @@ const (
 const ErrSortScore = "ERR One or more scores can't be converted into double"
 
 func init() {
-	const flags = FlagSortDesc | FlagSortAlpha | FlagSortBy | FlagSortNoSort
+	const flags = FlagSortDesc | FlagSortAlpha | FlagSortBy | FlagSortNoSort | FlagSortScript
 	// OpSort: Args[0]=key, Args[1]=BY pattern ("" without FlagSortBy),
 	// Args[2:]=GET patterns; Int=LIMIT offset, Int2=LIMIT count (-1: all).
 	// Reply: array of bulk (nil for a GET finding nothing).
@@ -98,9 +101,10 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 	alpha := c.Flags&FlagSortAlpha != 0
 	hasBy := c.Flags&FlagSortBy != 0
 	dontsort := c.Flags&FlagSortNoSort != 0 || (hasBy && bytes.IndexByte(by, '*') < 0)
-	if dontsort && ok && it.kind == kindSet && store {
-		// Redis sorts a set anyway when storing, so the stored list does
-		// not depend on the set's internal order.
+	if dontsort && ok && it.kind == kindSet && (store || c.Flags&FlagSortScript != 0) {
+		// Redis sorts a set anyway when storing or inside a script, so
+		// that what is stored or replicated does not depend on the set's
+		// internal order.
 		dontsort, alpha, hasBy = false, true, false
 	}
 	n := int64(len(elems))

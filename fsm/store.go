@@ -92,6 +92,9 @@ type object interface {
 	// cowGen is the keyspace generation the object was last cloned or
 	// created in (see editLocked).
 	cowGen() *uint64
+	// freeEffort is what Redis's lazyfreeGetFreeEffort says freeing it
+	// takes: its elements (a list's chunks), for lazyfreed_objects.
+	freeEffort() int
 }
 
 // expired reports whether it is logically gone at now. Every lookup goes
@@ -176,6 +179,8 @@ type Store struct {
 	readyHook func(keys []string)
 	// notify holds keyspace notifications (notify.go).
 	notify notifier
+	// expired holds the keys reads found expired (expire.go).
+	expired expiredSink
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
@@ -193,6 +198,14 @@ type Store struct {
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
 	vms    vmPool
+	// lazyFreed counts what Redis would have freed in the background
+	// (LazyFreed): a node's statistic, outside the replicated state.
+	lazyFreed atomic.Int64
+	// dirty is Redis's count of changes (Dirty, dirty.go);
+	// dirtyReported says the op being applied counted its own.
+	dirty         int64
+	dirtyReported bool
+
 	// entry is the index of the entry being applied (0: memory mode's),
 	// and applyServe what the caller of ApplyServing serves while a
 	// script of its batch is busy (script_state.go).
@@ -311,6 +324,19 @@ func (s *Store) newCollection(key []byte, k kind, val []byte, obj object, exp in
 		*obj.cowGen() = s.keys.gen
 	}
 	return item{hash: keyHash(ks), key: ks, val: val, obj: obj, exp: exp, kind: k}
+}
+
+// peekLocked is liveLocked for the lookups Redis makes without counting
+// an access of the key (LOOKUP_NOTOUCH: TTL, TYPE, EXISTS, OBJECT) or
+// without a lookup at all (MEMORY USAGE, KEYS): OBJECT IDLETIME is left
+// as it was.
+func (s *Store) peekLocked(key []byte, now int64) (item, bool) {
+	k := unsafeString(key)
+	p := s.keys.peek(keyHash(k), k)
+	if p == nil || p.expired(now) {
+		return item{}, false
+	}
+	return *p, true
 }
 
 // liveLocked returns the item for key if it exists and is not expired at now.

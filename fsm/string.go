@@ -156,12 +156,11 @@ func readGetRange(s *Store, now int64, c *Command) Reply {
 func (s *Store) setLocked(now int64, c *Command) Reply {
 	key, val, f := c.Args[0], c.Args[1], c.Flags
 	if f&(FlagNX|FlagXX|FlagGet|FlagKeepTTL) == 0 {
-		// The hot path: one tree descent, one allocation.
-		if c.Int != 0 && c.Int <= now {
-			s.deleteLocked(key)
-		} else {
-			s.putLocked(newItem(key, val, c.Int))
-		}
+		// The hot path: one tree descent, one allocation. A deadline
+		// already past (PXAT in the past) is stored as Redis stores it:
+		// the key is expired at once, and expiry deletes it, counts it
+		// and announces "expired", as any other.
+		s.putLocked(newItem(key, val, c.Int))
 		s.notifySetLocked(key, c.Int)
 		return replyOK
 	}
@@ -186,13 +185,7 @@ func (s *Store) setLocked(now int64, c *Command) Reply {
 	if exp == 0 && f&FlagKeepTTL != 0 && exists {
 		exp = old.exp
 	}
-	if exp != 0 && exp <= now {
-		// A deadline already past (PXAT in the past): Redis sets and
-		// at once expires the key.
-		s.deleteLocked(key)
-	} else {
-		s.putLocked(newItem(key, val, exp))
-	}
+	s.putLocked(newItem(key, val, exp))
 	s.notifySetLocked(key, c.Int)
 	return reply
 }

@@ -227,6 +227,7 @@ func (z *zsetObj) clone() object {
 }
 func (z *zsetObj) size() int64     { return zsetObjBytes + z.bytes }
 func (z *zsetObj) cowGen() *uint64 { return &z.gen }
+func (z *zsetObj) freeEffort() int { return z.card() }
 func (z *zsetObj) card() int       { return z.byScore.len() }
 
 func (z *zsetObj) score(m string) (float64, bool) {

@@ -180,6 +180,7 @@ func applyZAdd(s *Store, now int64, c *Command) Reply {
 		}
 	}
 	e.commit()
+	s.reportDirtyLocked(added + updated)
 	s.notifyChangedLocked(added+updated > 0)
 	if added > 0 {
 		s.signalReadyLocked(c.Args[0])

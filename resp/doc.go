@@ -8,10 +8,13 @@
 // A Reader parses the requests of one connection in place, with Redis's
 // framing rules and limits and Redis 7's exact error texts (the Msg
 // constants, carried by *ProtocolError, after which the connection must be
-// closed). A pipeline of small requests costs no allocation: the arguments
-// alias the read buffer until the next call. A non-blocking connection's
-// Read reports ErrAgain when it has nothing to give, and ReadReady returns
-// without waiting.
+// closed). A client that must authenticate and has not is held to
+// Redis's tighter limits (Reader.SetAuthRequired). A Reader can report the
+// size of its read buffer as it changes (SetBufferAccount), so a server can
+// count what its clients hold. A pipeline of small requests costs no
+// allocation: the arguments alias the read buffer until the next call. A
+// non-blocking connection's Read reports ErrAgain when it has nothing to
+// give, and ReadReady returns without waiting.
 //
 // # Replies
 //

@@ -11,6 +11,10 @@ const (
 	MsgUnbalancedQuotes       = "ERR Protocol error: unbalanced quotes in request"
 	MsgMultiBulkCountTooBig   = "ERR Protocol error: too big mbulk count string"
 	MsgBulkCountTooBig        = "ERR Protocol error: too big bulk count string"
+	// A client that must authenticate and has not is held to tighter
+	// limits (see Reader.SetAuthRequired).
+	MsgUnauthMultiBulkLength = "ERR Protocol error: unauthenticated multibulk length"
+	MsgUnauthBulkLength      = "ERR Protocol error: unauthenticated bulk length"
 )
 
 // msgExpectedDollar is the error for an argument that does not start with

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 )
@@ -13,6 +14,12 @@ const (
 	maxInlineLen = 64 << 10
 	// maxMultiBulkLen caps the argument count of one request.
 	maxMultiBulkLen = math.MaxInt32
+	// unauthMaxArgs and unauthMaxBulk cap the argument count and the bulk
+	// length of a request from a client that must authenticate and has
+	// not (processMultibulkBuffer's authRequired checks), so that such a
+	// client can make the server hold no more than a few hundred KiB.
+	unauthMaxArgs = 10
+	unauthMaxBulk = 16 << 10
 )
 
 // ReadChunk is the size of a Reader's first read buffer and of the room it
@@ -37,6 +44,9 @@ const ReadChunk = 16 << 10
 //   - An inline (telnet-style) request is split into arguments as Redis's
 //     sdssplitargs splits it (see appendInline).
 //   - A payload not followed by CRLF is an invalid bulk length.
+//   - While the client must still authenticate (SetAuthRequired), a
+//     request of more than 10 arguments or with a bulk longer than 16 KiB
+//     is refused at its header, with Redis's "unauthenticated" texts.
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
@@ -45,12 +55,21 @@ type Reader struct {
 	// maxQuery, when set, caps the bytes buffered and not yet parsed
 	// (Redis's client-query-buffer-limit); see SetQueryLimit.
 	maxQuery func() int64
+	// authRequired, when set, says whether the client must still
+	// authenticate; see SetAuthRequired.
+	authRequired func() bool
+	// account, when set, is told every change of len(buf); see
+	// SetBufferAccount.
+	account func(delta int)
 
 	err error // the read error that ends the stream, once buf is parsed
 
 	buf        []byte // buf[start:end] is read but not yet parsed
 	start, end int
 	need       int // parse again only once end-start reaches need
+	// batch is where the requests last returned begin (QueryBuf); peak
+	// the most bytes buffered unparsed since the last Resize.
+	batch, peak int
 
 	// buf[start+nlFrom : start+nlTo] is known to hold no '\n': the
 	// unfinished line at the end of the buffer is not scanned again
@@ -63,9 +82,9 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the requests arriving on r. maxBulk is
-// called once per request parsed and returns the largest bulk argument
-// accepted (Redis's proto-max-bulk-len, which CONFIG SET may change while
-// the connection lives).
+// called once per parse of the buffered bytes and returns the largest bulk
+// argument accepted (Redis's proto-max-bulk-len, which CONFIG SET may
+// change while the connection lives).
 func NewReader(r io.Reader, maxBulk func() int64) *Reader {
 	return &Reader{r: r, maxBulk: maxBulk}
 }
@@ -76,6 +95,40 @@ func NewReader(r io.Reader, maxBulk func() int64) *Reader {
 // complete request is never refused for its size here: maxBulk and the
 // argument count bound those.
 func (rr *Reader) SetQueryLimit(max func() int64) { rr.maxQuery = max }
+
+// SetAuthRequired makes rr hold requests to the limits Redis sets a client
+// that must authenticate and has not, while required() reports true: at
+// most 10 arguments (MsgUnauthMultiBulkLength) and bulks of at most 16 KiB
+// (MsgUnauthBulkLength), refused at the header, before the payload is read.
+// Inline requests keep their 64 KiB line limit, as in Redis. required is
+// asked once per parse of the buffered bytes, before any request of it
+// runs; the parse stops at a request over the limits and returns the ones
+// before it, so a request pipelined after an AUTH is judged once the AUTH
+// has run, as Redis judges each request after the one before it ran.
+func (rr *Reader) SetAuthRequired(required func() bool) { rr.authRequired = required }
+
+// SetBufferAccount makes rr tell account of every change in the size of
+// its read buffer, as it allocates, grows, drops or releases it, so that
+// the sum of the deltas is what rr holds. It is called only when the
+// buffer changes, never per request.
+func (rr *Reader) SetBufferAccount(account func(delta int)) { rr.account = account }
+
+// Release drops rr's read buffer, as its connection closes, and returns
+// its size. Requests already returned must not be used after it.
+func (rr *Reader) Release() int {
+	n := len(rr.buf)
+	rr.setBuf(nil)
+	rr.start, rr.end, rr.need, rr.nlFrom, rr.nlTo = 0, 0, 0, 0, 0
+	return n
+}
+
+// setBuf replaces the read buffer, telling the account.
+func (rr *Reader) setBuf(b []byte) {
+	if rr.account != nil && len(b) != len(rr.buf) {
+		rr.account(len(b) - len(rr.buf))
+	}
+	rr.buf = b
+}
 
 // parseMore is the parse outcome of a request not yet complete.
 const parseMore = -1
@@ -105,6 +158,7 @@ func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	rr.args = rr.args[:0]
 	rr.inline = rr.inline[:0]
 	if rr.end-rr.start >= rr.need {
+		rr.batch = rr.start
 		if err := rr.parseAll(); len(rr.cmds) > 0 {
 			return rr.cmds, true, nil
 		} else if err != nil {
@@ -121,6 +175,7 @@ func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	}
 	more = full || rr.err != nil
 	if rr.end-rr.start >= rr.need {
+		rr.batch = rr.start
 		if err := rr.parseAll(); len(rr.cmds) > 0 {
 			// A framing error after the requests is reported next time.
 			more = more || err != nil
@@ -143,11 +198,11 @@ func (rr *Reader) fill() bool {
 	if rr.start == rr.end {
 		rr.start, rr.end = 0, 0
 		if len(rr.buf) > 1<<20 {
-			rr.buf = nil // do not keep a huge buffer for an idle connection
+			rr.setBuf(nil) // do not keep a huge buffer for an idle connection
 		}
 	}
 	if rr.buf == nil {
-		rr.buf = make([]byte, ReadChunk)
+		rr.setBuf(make([]byte, ReadChunk))
 	}
 	pending := rr.end - rr.start
 	if rr.maxQuery != nil && int64(pending) > rr.maxQuery() {
@@ -155,38 +210,148 @@ func (rr *Reader) fill() bool {
 		return false
 	}
 	if want := pending + ReadChunk/4; len(rr.buf)-rr.start < want {
-		if pending <= len(rr.buf)/2 {
+		if pending <= len(rr.buf)/2 && len(rr.buf) >= want {
 			copy(rr.buf, rr.buf[rr.start:rr.end])
 		} else {
 			size := 2 * len(rr.buf)
 			if rr.need > want && size > rr.need {
 				size = rr.need
 			}
-			nb := make([]byte, max(size, want))
+			// A buffer Resize cut below a read's worth grows back to one.
+			nb := make([]byte, max(size, want, ReadChunk))
 			copy(nb, rr.buf[rr.start:rr.end])
-			rr.buf = nb
+			rr.setBuf(nb)
 		}
 		rr.start, rr.end = 0, pending
 	}
 	room := len(rr.buf) - rr.end
 	n, err := rr.r.Read(rr.buf[rr.end:])
 	rr.end += n
+	rr.peak = max(rr.peak, rr.end-rr.start)
 	if err != nil {
 		rr.err = err
 	}
 	return n == room
 }
 
+// QueryBuf returns what Redis's CLIENT LIST calls a client's qbuf and
+// qbuf-free: the bytes buffered and the room left after them, counted as
+// if they began the buffer (Redis moves its query buffer's bytes to the
+// front after each batch). executing counts the requests last returned
+// as still buffered, as Redis's buffer holds the batch it is running.
+func (rr *Reader) QueryBuf(executing bool) (used, free int) {
+	from := rr.start
+	if executing {
+		from = rr.batch
+	}
+	used = rr.end - from
+	return used, len(rr.buf) - used
+}
+
+// Resize gives back room the buffer no longer needs, as Redis's
+// clientsCronResizeQueryBuffer does, when more than 4 KB of it is free:
+// all of it when idle (the client sent nothing for a while); otherwise,
+// for a buffer over 32 KB more than twice the most bytes buffered since
+// the last Resize, what lies past the larger of those, the bytes buffered
+// and the request being read. Call it periodically, and never while the
+// requests last returned are in use: their arguments alias the buffer.
+// The argument lists a request of many arguments needed are given back
+// too.
+func (rr *Reader) Resize(idle bool) {
+	if cap(rr.args) > maxKeptArgs {
+		rr.args, rr.cmds = nil, nil
+	}
+	used := rr.end - rr.start
+	if len(rr.buf)-used > resizeSlack {
+		switch {
+		case idle:
+			rr.resizeTo(used)
+		case len(rr.buf) > resizeThreshold && len(rr.buf)/2 > rr.peak:
+			rr.resizeTo(max(used, rr.peak, rr.need))
+		}
+	}
+	rr.peak = max(rr.end-rr.start, rr.need)
+}
+
+// Redis's bounds for giving back query buffer room: PROTO_RESIZE_THRESHOLD,
+// and the 4 KB clientsCronResizeQueryBuffer leaves alone; and the most
+// argument slots Resize keeps for the next requests.
+const (
+	resizeThreshold = 32 << 10
+	resizeSlack     = 4 << 10
+	maxKeptArgs     = 1 << 10
+)
+
+// resizeTo moves the unparsed bytes to a buffer of n bytes (n >= their
+// number; none when 0).
+func (rr *Reader) resizeTo(n int) {
+	var nb []byte
+	if n > 0 {
+		nb = make([]byte, n)
+		copy(nb, rr.buf[rr.start:rr.end])
+	}
+	rr.setBuf(nb)
+	rr.start, rr.end, rr.batch = 0, rr.end-rr.start, 0
+}
+
+// limits are the header limits one parse holds requests to.
+type limits struct {
+	args, bulk int64 // the largest argument count and bulk length accepted
+	// maxBulk is proto-max-bulk-len: a bulk over it is invalid, one over
+	// bulk but not over maxBulk is refused as unauthenticated.
+	maxBulk int64
+	unauth  bool // args and bulk are the unauthenticated limits
+}
+
+// inlineLimits are those of an inline request rewritten as RESP: its line
+// is bounded already, and Redis sets an unauthenticated client no other
+// limit on it.
+var inlineLimits = limits{args: maxMultiBulkLen, bulk: math.MaxInt64, maxBulk: math.MaxInt64}
+
+// limits returns the limits of the next parse (see SetAuthRequired).
+func (rr *Reader) limits() limits {
+	l := limits{args: maxMultiBulkLen, bulk: rr.maxBulk()}
+	l.maxBulk = l.bulk
+	if rr.authRequired != nil && rr.authRequired() {
+		l.unauth = true
+		l.args = unauthMaxArgs
+		l.bulk = min(l.bulk, unauthMaxBulk)
+	}
+	return l
+}
+
+// errOver is header's report of a number over the limit it was given:
+// limits.argsError and bulkError say which error that is.
+var errOver = errors.New("resp: header over the limit")
+
+// argsError is the error of an argument count n over l.args: invalid past
+// Redis's own limit (checked first, as Redis does), unauthenticated below.
+func (l limits) argsError(n int64) error {
+	if l.unauth && n <= maxMultiBulkLen {
+		return &ProtocolError{MsgUnauthMultiBulkLength}
+	}
+	return &ProtocolError{MsgInvalidMultiBulkLength}
+}
+
+// bulkError is argsError for a bulk length n over l.bulk.
+func (l limits) bulkError(n int64) error {
+	if l.unauth && n <= l.maxBulk {
+		return &ProtocolError{MsgUnauthBulkLength}
+	}
+	return &ProtocolError{MsgInvalidBulkLength}
+}
+
 // parseAll parses every complete request in the buffer into cmds. It
 // returns a framing error only when it is at the first unparsed byte.
 func (rr *Reader) parseAll() error {
 	rr.need = 0
+	lim := rr.limits()
 	for rr.start < rr.end {
 		b := rr.buf[rr.start:rr.end]
 		var n int
 		var err error
 		if b[0] == '*' {
-			n, err = rr.parseMultiBulk(b, rr.maxBulk())
+			n, err = rr.parseMultiBulk(b, lim)
 		} else {
 			n, err = rr.parseInline(b)
 		}
@@ -204,9 +369,12 @@ func (rr *Reader) parseAll() error {
 
 // parseMultiBulk parses the RESP request at the start of b and appends it
 // to cmds. It returns the bytes it took, or parseMore (setting need).
-func (rr *Reader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
-	count, p, err := rr.header(b, 0, MsgInvalidMultiBulkLength, MsgMultiBulkCountTooBig, maxMultiBulkLen)
+func (rr *Reader) parseMultiBulk(b []byte, lim limits) (int, error) {
+	count, p, err := rr.header(b, 0, MsgInvalidMultiBulkLength, MsgMultiBulkCountTooBig, lim.args)
 	if p < 0 || err != nil {
+		if err == errOver {
+			err = lim.argsError(count)
+		}
 		return p, err
 	}
 	if count <= 0 {
@@ -221,9 +389,12 @@ func (rr *Reader) parseMultiBulk(b []byte, maxBulk int64) (int, error) {
 			rr.args = rr.args[:first]
 			return 0, &ProtocolError{msgExpectedDollar(b[p])}
 		}
-		size, q, err := rr.header(b, p, MsgInvalidBulkLength, MsgBulkCountTooBig, maxBulk)
+		size, q, err := rr.header(b, p, MsgInvalidBulkLength, MsgBulkCountTooBig, lim.bulk)
 		if q < 0 || err != nil {
 			rr.args = rr.args[:first]
+			if err == errOver {
+				err = lim.bulkError(size)
+			}
 			return q, err
 		}
 		if size < 0 {
@@ -254,9 +425,9 @@ func (rr *Reader) more(first, n int) (int, error) {
 
 // header parses the header line starting at b[p] ('*' or '$'), as Redis's
 // string2ll would, and returns its number and where the line ends. A number
-// that does not parse or exceeds limit is invalid; a line longer than
-// maxInlineLen without its end is tooLong. A line not yet complete returns
-// parseMore.
+// that does not parse is invalid; one that exceeds limit is returned with
+// errOver; a line longer than maxInlineLen without its end is tooLong. A
+// line not yet complete returns parseMore.
 func (rr *Reader) header(b []byte, p int, invalid, tooLong string, limit int64) (int64, int, error) {
 	// The common case first: a positive number of up to 18 digits (no
 	// leading zero, no overflow) and CRLF, in one pass.
@@ -267,7 +438,7 @@ func (rr *Reader) header(b []byte, p int, invalid, tooLong string, limit int64) 
 		}
 		if q+1 < len(b) && b[q] == '\r' && b[q+1] == '\n' {
 			if n > limit {
-				return 0, 0, &ProtocolError{invalid}
+				return n, 0, errOver
 			}
 			return n, q + 2, nil
 		}
@@ -285,8 +456,11 @@ func (rr *Reader) header(b []byte, p int, invalid, tooLong string, limit int64) 
 		return 0, 0, &ProtocolError{invalid}
 	}
 	n, ok := ParseInt(line[:len(line)-1])
-	if !ok || n > limit {
+	if !ok {
 		return 0, 0, &ProtocolError{invalid}
+	}
+	if n > limit {
+		return n, 0, errOver
 	}
 	return n, p + i + 1, nil
 }
@@ -332,7 +506,7 @@ func (rr *Reader) parseInline(b []byte) (int, error) {
 	if len(rr.inline) > start {
 		// Earlier inline requests keep aliasing the old array if
 		// appendInline grew it, so parsing this one in place is safe.
-		rr.parseMultiBulk(rr.inline[start:], math.MaxInt64)
+		rr.parseMultiBulk(rr.inline[start:], inlineLimits)
 	}
 	return i + 1, nil
 }

@@ -72,6 +72,7 @@ type aclCmd struct {
 	subs     []*aclCmd // a container's subcommands, by name
 	noAuth   bool      // runs before AUTH (auth, hello, quit, reset)
 	specs    []keySpec
+	getKeys  getKeysFunc // Redis's own key finder for the command, if any
 	channels channelKind
 	// oneKey, when not 0, is the argument index of the command's only
 	// key, with oneKeyFlags its spec's flags: GET, SET, INCR, HGET and
@@ -107,7 +108,8 @@ func newACLCommands(table map[string]*command) *aclCommands {
 		if !ok {
 			cats = kvsOwnCategories[name]
 		}
-		cmd := &aclCmd{id: len(ac.all), name: name, parent: parent, specs: redisKeySpecs[name]}
+		cmd := &aclCmd{id: len(ac.all), name: name, parent: parent, specs: redisKeySpecs[name],
+			getKeys: getKeysProcs[name]}
 		for _, cat := range strings.Fields(cats) {
 			bit, _ := aclCategory(cat)
 			cmd.cats |= bit
@@ -120,7 +122,7 @@ func newACLCommands(table map[string]*command) *aclCommands {
 		if len(cmd.specs) == 1 {
 			ks := &cmd.specs[0]
 			if ks.keyword == "" && !ks.unknown && !ks.unknownKeys && !ks.keyNum && ks.lastKey == 0 &&
-				ks.flags&ksVariable == 0 && ks.index > 0 {
+				ks.flags&(ksVariable|ksNotKey|ksIncomplete) == 0 && ks.index > 0 {
 				cmd.oneKey, cmd.oneKeyFlags = ks.index, ks.flags
 			}
 		}
@@ -805,17 +807,12 @@ func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
 		if !s.keyAllowed(args[cmd.oneKey], cmd.oneKeyFlags) {
 			return aclDeniedKey, cmd.oneKey
 		}
-	} else if !s.allKeys && len(cmd.specs) > 0 {
-		denied := -1
-		commandKeys(cmd, args, func(i, flags int) bool {
-			if !s.keyAllowed(args[i], flags) {
-				denied = i
-				return false
+	} else if !s.allKeys && cmd.hasKeys() {
+		var buf [16]keyRef
+		for _, k := range commandKeys(cmd, args, buf[:0]) {
+			if !s.keyAllowed(args[k.pos], k.flags) {
+				return aclDeniedKey, k.pos
 			}
-			return true
-		})
-		if denied >= 0 {
-			return aclDeniedKey, denied
 		}
 	}
 	if !s.allChannels && cmd.channels != channelsNone {

@@ -72,8 +72,13 @@ func BenchmarkACLCheck(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if !c.auth.fast || c.auth.gen != s.cfg.Store.ACLGen() {
-					if !c.aclAllows(cmd, 0, args) {
-						b.Fatal("denied")
+					if !c.refreshUser() {
+						b.Fatal("no user")
+					}
+					if !c.auth.fast {
+						if ac := c.aclCommand(cmd, args); c.needsAuth(ac) || c.aclDenial(ac, args) != "" {
+							b.Fatal("denied")
+						}
 					}
 				}
 			}

@@ -117,7 +117,7 @@ func (c *client) logContext() string {
 // name, or the key or channel at args[at].
 func (c *client) logDenial(res int, cmd *aclCmd, args [][]byte, at int) {
 	now := time.Now()
-	c.s.logDenialAs(c.logContext(), c.auth.name, c.describe(now), now, res, cmd, args, at)
+	c.s.logDenialAs(c.logContext(), c.auth.name, c.describe(now, true), now, res, cmd, args, at)
 }
 
 // logDenialAs records a refused command of user, in context (toplevel,
@@ -140,5 +140,5 @@ func (s *Server) logDenialAs(context, user, cinfo string, now time.Time, res int
 func (c *client) logAuthFailure(name, object string) {
 	now := time.Now()
 	c.s.acl.log.add(&aclLogEntry{reason: "auth", context: c.logContext(), object: object,
-		username: name, updated: now, cinfo: c.describe(now)})
+		username: name, updated: now, cinfo: c.describe(now, true)})
 }

@@ -38,13 +38,19 @@ func TestGenerateACLTable(t *testing.T) {
 	}
 	type row struct {
 		name  string
+		arity int64
+		flags string
 		cats  []string
+		tips  []string
 		specs []string
 	}
 	var rows []row
 	var walk func(v []any)
 	walk = func(v []any) {
-		r := row{name: v[0].(string)}
+		r := row{name: v[0].(string), arity: v[1].(int64), flags: genFlags(v[2].([]any))}
+		for _, x := range v[7].([]any) {
+			r.tips = append(r.tips, x.(string))
+		}
 		for _, x := range v[6].([]any) {
 			r.cats = append(r.cats, strings.TrimPrefix(x.(string), "@"))
 		}
@@ -63,7 +69,8 @@ func TestGenerateACLTable(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "package server\n\n// Code generated from redis-server %s's COMMAND reply by\n", version)
 	b.WriteString("// TestGenerateACLTable: every command's and subcommand's ACL categories (in\n")
-	b.WriteString("// Redis's category order) and key specifications. DO NOT EDIT.\n\n")
+	b.WriteString("// Redis's category order), key specifications and tips, and every\n")
+	b.WriteString("// subcommand's arity and flags. DO NOT EDIT.\n\n")
 	b.WriteString("// redisCategories maps a command (\"get\", \"config|get\") to its categories.\nvar redisCategories = map[string]string{\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%q: %q,\n", r.name, strings.Join(r.cats, " "))
@@ -74,6 +81,18 @@ func TestGenerateACLTable(t *testing.T) {
 			fmt.Fprintf(&b, "%q: {%s},\n", r.name, strings.Join(r.specs, ", "))
 		}
 	}
+	b.WriteString("}\n\n// redisTips maps a command to its tips for clients (COMMAND INFO).\nvar redisTips = map[string]string{\n")
+	for _, r := range rows {
+		if len(r.tips) > 0 {
+			fmt.Fprintf(&b, "%q: %q,\n", r.name, strings.Join(r.tips, " "))
+		}
+	}
+	b.WriteString("}\n\n// redisSubcommands maps a subcommand to its arity and flags.\nvar redisSubcommands = map[string]subcommandInfo{\n")
+	for _, r := range rows {
+		if strings.Contains(r.name, "|") {
+			fmt.Fprintf(&b, "%q: {%d, %s},\n", r.name, r.arity, r.flags)
+		}
+	}
 	b.WriteString("}\n")
 	src, err := format.Source([]byte(b.String()))
 	if err != nil {
@@ -82,6 +101,36 @@ func TestGenerateACLTable(t *testing.T) {
 	if err := os.WriteFile("acl_table.go", src, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// genFlags renders COMMAND INFO's command flags as a cmdFlags expression.
+func genFlags(v []any) string {
+	var names []string
+	for _, f := range v {
+		found := false
+		for _, fn := range flagNames {
+			if fn.name == f.(string) {
+				names = append(names, flagConstNames[fn.f])
+				found = true
+			}
+		}
+		if !found {
+			panic("server: a command flag kvs does not know: " + f.(string))
+		}
+	}
+	if len(names) == 0 {
+		return "0"
+	}
+	return strings.Join(names, "|")
+}
+
+var flagConstNames = map[cmdFlags]string{
+	flagWrite: "flagWrite", flagReadonly: "flagReadonly", flagDenyOOM: "flagDenyOOM", flagFast: "flagFast",
+	flagAdmin: "flagAdmin", flagNoScript: "flagNoScript", flagLoading: "flagLoading", flagStale: "flagStale",
+	flagPubsub: "flagPubsub", flagBlocking: "flagBlocking", flagSkipMonitor: "flagSkipMonitor",
+	flagSkipSlowlog: "flagSkipSlowlog", flagAsking: "flagAsking", flagNoAuth: "flagNoAuth",
+	flagNoMandatoryKeys: "flagNoMandatoryKeys", flagNoAsyncLoading: "flagNoAsyncLoading",
+	flagNoMulti: "flagNoMulti", flagMovableKeys: "flagMovableKeys", flagAllowBusy: "flagAllowBusy",
 }
 
 func genPairs(v any) map[string]any {
@@ -99,7 +148,7 @@ func genKeySpec(v any) string {
 	s := genPairs(v)
 	names := map[string]string{"ro": "ksRO", "rw": "ksRW", "ow": "ksOW", "rm": "ksRM", "access": "ksAccess",
 		"update": "ksUpdate", "insert": "ksInsert", "delete": "ksDelete", "incomplete": "ksIncomplete",
-		"variable_flags": "ksVariable"}
+		"variable_flags": "ksVariable", "not_key": "ksNotKey"}
 	var flags []string
 	for _, f := range s["flags"].([]any) {
 		if n, ok := names[strings.ToLower(f.(string))]; ok {
@@ -133,5 +182,9 @@ func genKeySpec(v any) string {
 	default:
 		find = "unknownKeys: true"
 	}
-	return fmt.Sprintf("{flags: %s, %s, %s}", fl, begin, find)
+	notes := ""
+	if n, ok := s["notes"]; ok {
+		notes = fmt.Sprintf("notes: %q, ", n)
+	}
+	return fmt.Sprintf("{%sflags: %s, %s, %s}", notes, fl, begin, find)
 }

@@ -98,17 +98,16 @@ func TestACLCommandKeys(t *testing.T) {
 		}
 		var got []string
 		cmd := ac.byName[tc.args[0]]
-		commandKeys(cmd, args, func(i, flags int) bool {
+		for _, k := range commandKeys(cmd, args, nil) {
 			perm := ""
-			if flags&ksAccess != 0 {
+			if k.flags&ksAccess != 0 {
 				perm += "r"
 			}
-			if flags&(ksInsert|ksUpdate|ksDelete) != 0 {
+			if k.flags&(ksInsert|ksUpdate|ksDelete) != 0 {
 				perm += "w"
 			}
-			got = append(got, tc.args[i]+":"+perm)
-			return true
-		})
+			got = append(got, tc.args[k.pos]+":"+perm)
+		}
 		if strings.Join(got, " ") != tc.keys {
 			t.Errorf("%v: keys %v, want %s", tc.args, got, tc.keys)
 		}

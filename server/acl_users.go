@@ -206,67 +206,68 @@ type clientAuth struct {
 	lastACL *aclCmd
 }
 
-// aclAllows checks that c may run cmd with args: authenticated if it
-// must be, and permitted by its user's rules. When not, it answers the
-// command with Redis's error (and logs the denial) and reports false. A
-// connection whose user was deleted is closed.
-func (c *client) aclAllows(cmd *command, id int, args [][]byte) bool {
-	if c.auth.user == nil || c.auth.gen != c.s.cfg.Store.ACLGen() {
-		st := c.s.aclState()
-		u := st.users[c.auth.name]
-		if u == nil {
-			// Redis closes the connections of a deleted user, answering
-			// nothing more.
-			c.quit = true
-			return false
-		}
-		c.auth.user, c.auth.gen = u, st.gen
-		c.auth.mustAuth = st.authRequired && !c.auth.authed
-		c.auth.fast = u.unrestricted && !c.auth.mustAuth
-		c.setUserName(u.name)
-		if c.auth.fast {
-			return true
-		}
+// refreshUser brings c's user up to date with the ACL table (on the first
+// command, and after any change to the table), and reports false when the
+// user was deleted: Redis closes the connections of a deleted user,
+// answering nothing more.
+func (c *client) refreshUser() bool {
+	if c.auth.user != nil && c.auth.gen == c.s.cfg.Store.ACLGen() {
+		return true
 	}
+	st := c.s.aclState()
+	u := st.users[c.auth.name]
+	if u == nil {
+		c.quit = true
+		return false
+	}
+	c.auth.user, c.auth.gen = u, st.gen
+	c.auth.mustAuth = st.authRequired && !c.auth.authed
+	c.auth.fast = u.unrestricted && !c.auth.mustAuth
+	c.setUserName(u.name)
+	return true
+}
+
+// aclCommand is the ACL identity of cmd run with args: the subcommand's
+// for a container. Nil for a command without one (none today).
+func (c *client) aclCommand(cmd *command, args [][]byte) *aclCmd {
 	var ac *aclCmd
 	if cmd == c.auth.lastCmd {
 		ac = c.auth.lastACL
 	} else {
 		ac = c.s.acl.cmds.byName[cmd.name]
 		if ac == nil {
-			return true // a command without ACL identity: none today
+			return nil
 		}
 		c.auth.lastCmd, c.auth.lastACL = cmd, ac
 	}
 	if len(ac.subs) > 0 {
 		ac = c.s.acl.cmds.resolve(cmd.name, args)
 	}
-	if c.auth.mustAuth && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth) {
-		c.replyError(id, true, errNoAuth)
-		c.denied(cmd)
-		return false
-	}
-	res, at := c.auth.user.check(ac, args)
-	if res == aclOK {
-		return true
-	}
-	c.logDenial(res, ac, args, at)
-	var e string
-	switch res {
-	case aclDeniedCmd:
-		e = errNoPermCmd(ac.name)
-	case aclDeniedKey:
-		e = errNoPermKey
-	default:
-		e = errNoPermChannel
-	}
-	c.replyError(id, true, e)
-	c.denied(cmd)
-	return false
+	return ac
 }
 
-func (cmd *command) arityOK(args [][]byte) bool {
-	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
+// needsAuth reports whether c must authenticate before it may run ac
+// (Redis's NOAUTH): AUTH is required and ac is not one of the commands
+// that run before it.
+func (c *client) needsAuth(ac *aclCmd) bool {
+	return c.auth.mustAuth && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth)
+}
+
+// aclDenial is the error for c's user running ac with args when its rules
+// refuse it, the refusal then logged in ACL LOG, or "".
+func (c *client) aclDenial(ac *aclCmd, args [][]byte) string {
+	res, at := c.auth.user.check(ac, args)
+	if res == aclOK {
+		return ""
+	}
+	c.logDenial(res, ac, args, at)
+	switch res {
+	case aclDeniedCmd:
+		return errNoPermCmd(ac.name)
+	case aclDeniedKey:
+		return errNoPermKey
+	}
+	return errNoPermChannel
 }
 
 // execRefusal checks a queued command again at EXEC, as Redis does for
@@ -295,14 +296,6 @@ func (c *client) execRefusal(cmd *command, args [][]byte) string {
 	}
 	c.logDenial(res, ac, args, at)
 	return errExecACLChanged + reason
-}
-
-// denied marks the open transaction, if any, to fail at EXEC, as Redis
-// does with a command refused while queueing.
-func (c *client) denied(cmd *command) {
-	if c.multi != nil && queuesInMulti(cmd) {
-		c.multi.aborted = true
-	}
 }
 
 func (c *client) setUserName(name string) {

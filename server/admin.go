@@ -147,14 +147,13 @@ func runTime(c *client, args [][]byte) {
 
 func runClient(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("client", sub)
 	if runClientOps(c, sub, args) {
 		return
 	}
 	switch {
-	case is(sub, "id") && len(args) == 2:
+	case is(sub, "id"):
 		c.out = appendInt(c.out, c.id)
-	case is(sub, "setname") && len(args) == 3:
+	case is(sub, "setname"):
 		if !validClientAttr(args[2]) {
 			c.out = appendError(c.out, errClientName)
 			return
@@ -163,7 +162,7 @@ func runClient(c *client, args [][]byte) {
 		c.info.name = string(args[2])
 		c.info.Unlock()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "getname") && len(args) == 2:
+	case is(sub, "getname"):
 		c.info.Lock()
 		name := c.info.name
 		c.info.Unlock()
@@ -172,21 +171,19 @@ func runClient(c *client, args [][]byte) {
 		} else {
 			c.out = appendBulkString(c.out, name)
 		}
-	case is(sub, "setinfo") && len(args) == 4:
+	case is(sub, "setinfo"):
 		c.clientSetInfo(args[2], args[3])
-	case is(sub, "info") && len(args) == 2:
-		c.out = appendVerbatim(c.out, c.describe(time.Now())+"\n", c.proto)
+	case is(sub, "info"):
+		c.out = appendVerbatim(c.out, c.describe(time.Now(), true)+"\n", c.proto)
 	case is(sub, "list"):
 		c.clientList(args[2:])
-	case is(sub, "help") && len(args) == 2:
+	case is(sub, "help"):
 		c.out = appendHelp(c.out, clientHelp)
-	case is(sub, "unblock") && (len(args) == 3 || len(args) == 4):
+	case is(sub, "unblock") && len(args) <= 4:
 		runClientUnblock(c, args)
-	case is(sub, "id"), is(sub, "setname"), is(sub, "getname"), is(sub, "setinfo"),
-		is(sub, "info"), is(sub, "help"), is(sub, "unblock"):
-		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "client"))
+		// UNBLOCK with more arguments than it takes.
+		c.out = appendError(c.out, errSubcommandSyntax(sub, "CLIENT"))
 	}
 }
 
@@ -301,7 +298,7 @@ func (c *client) clientList(opts [][]byte) {
 	now := time.Now()
 	for _, o := range c.s.clientsByID() {
 		if (ids == nil || ids[o.id]) && (typ == "" || o.clientType() == typ) {
-			sb.WriteString(o.describe(now))
+			sb.WriteString(o.describe(now, o == c))
 			sb.WriteByte('\n')
 		}
 	}
@@ -309,10 +306,11 @@ func (c *client) clientList(opts [][]byte) {
 }
 
 // describe is the client's CLIENT LIST line: every field Redis 7.2 prints,
-// in its order. The buffer fields kvs does not account per connection
-// (qbuf, qbuf-free, argv-mem, multi-mem, rbs, rbp, obl, oll, omem,
-// tot-mem) read 0; docs/compatibility.md.
-func (c *client) describe(now time.Time) string {
+// in its order. self: c describes itself (CLIENT INFO, its own line of
+// CLIENT LIST, ACL LOG's client-info), on its own goroutine or loop. The
+// output buffer fields (obl, oll, omem) and multi-mem read 0;
+// docs/compatibility.md.
+func (c *client) describe(now time.Time, self bool) string {
 	c.info.Lock()
 	name, libName, libVer := c.info.name, c.info.libName, c.info.libVer
 	c.info.Unlock()
@@ -334,7 +332,8 @@ func (c *client) describe(now time.Time) string {
 	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
 	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))
 	b.WriteString(" multi=" + strconv.Itoa(int(c.multiCount.Load())))
-	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	c.appendBufferFields(&b, self)
+	b.WriteString(" events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
@@ -343,37 +342,50 @@ func (c *client) describe(now time.Time) string {
 	return b.String()
 }
 
-// runMemory answers MEMORY USAGE key [SAMPLES n] from the store and MEMORY
-// HELP; kvs has no allocator statistics to report for the rest.
+// runMemory answers MEMORY USAGE key [SAMPLES n] from the store, MEMORY
+// PURGE (memory.go) and MEMORY HELP; kvs has no allocator statistics to
+// report for the rest.
 func runMemory(c *client, args [][]byte) {
-	sub := args[1]
-	c.noteSubcommand("memory", sub)
-	switch {
+	switch sub := args[1]; {
 	case is(sub, "usage"):
-		if len(args) < 3 {
-			c.out = appendError(c.out, errWrongArgs("memory|usage"))
+		if _, e := parseMemoryUsage(args); e != "" {
+			c.out = appendError(c.out, e)
 			return
 		}
-		for j := 3; j < len(args); j += 2 {
-			if !is(args[j], "samples") || j+1 >= len(args) {
-				c.out = appendError(c.out, errSyntax)
-				return
-			}
-			if _, ok := parseInt(args[j+1]); !ok {
-				c.out = appendError(c.out, errNotInteger)
-				return
-			}
-		}
 		c.readNow(fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, memoryHelp)
+	case is(sub, "purge"):
+		runMemoryPurge(c)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "memory"))
+		c.out = appendHelp(c.out, memoryHelp)
 	}
+}
+
+// parseMemoryUsage checks the options of MEMORY USAGE key [SAMPLES count]
+// as Redis's memoryCommand does, and returns the count (Redis's default 5;
+// 0 means every element). Its arity was checked before it runs, by admit
+// or parseScriptCall.
+func parseMemoryUsage(args [][]byte) (samples int64, e string) {
+	samples = 5
+	for j := 3; j < len(args); j += 2 {
+		if !is(args[j], "samples") || j+1 >= len(args) {
+			return 0, errSyntax
+		}
+		n, ok := parseInt(args[j+1])
+		switch {
+		case !ok:
+			return 0, errNotInteger
+		case n < 0:
+			return 0, errSyntax
+		}
+		samples = n
+	}
+	return samples, ""
 }
 
 var memoryHelp = []string{
 	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"PURGE",
+	"    Attempt to purge dirty pages for reclamation by the allocator.",
 	"USAGE <key> [SAMPLES <count>]",
 	"    Return memory in bytes used by <key> and its value. Nested values are",
 	"    sampled up to <count> times (default: 5, 0 means sample all).",

@@ -36,7 +36,10 @@ import (
 //
 // SAVE and BGSAVE ask Config.Saver for a snapshot (the wal's compaction,
 // a raft snapshot); LASTSAVE is the Unix time of the last one that
-// succeeded, or of the server's start, as in Redis.
+// succeeded, or of the server's start, as in Redis. In memory mode there
+// is nowhere to save to and nothing a restart would load: a save there
+// writes nothing and succeeds (memorySaver), so that tools and tests that
+// call SAVE or BGSAVE go on, and the server's log says so once.
 
 // Saver takes a snapshot of the store where the node keeps its state, and
 // returns once it is written and durable (or failed). Config.Saver.
@@ -44,10 +47,30 @@ type Saver interface {
 	Save() error
 }
 
+// memorySaver is memory mode's Saver: see the top of this file.
+type memorySaver struct {
+	s    *Server
+	once sync.Once
+}
+
+func (m *memorySaver) Save() error {
+	m.once.Do(func() {
+		m.s.cfg.Logger.Warn("SAVE or BGSAVE in memory mode writes nothing: the data lives only in memory " +
+			"(start kvs with --data-dir to keep it, or use kvs backup)")
+	})
+	return nil
+}
+
+// saver is the Saver SAVE, BGSAVE and SHUTDOWN SAVE use.
+func (s *Server) saver() Saver {
+	if s.cfg.Saver != nil {
+		return s.cfg.Saver
+	}
+	return &s.memSaver
+}
+
 const (
-	errNothingToSave     = "ERR kvs runs in memory mode (no --data-dir): there is nothing to save to"
 	errBgsaveInProgress  = "ERR Background save already in progress"
-	errBackupInMulti     = "ERR Command not allowed inside a transaction"
 	backupChunkBytes     = 256 << 10
 	backupStreamHeader   = "$?\r\n"
 	backupStreamTerminal = ";0\r\n"
@@ -60,6 +83,10 @@ type saveState struct {
 	scheduled bool       // BGSAVE SCHEDULE asked for another after it
 	last      time.Time  // the last successful save, or the server's start
 	lastErr   error      // the last save's outcome
+	// dirty is the store's Dirty when the last successful save began:
+	// INFO's rdb_changes_since_last_save counts from it, as Redis's
+	// dirty counter starts over at a save.
+	dirty int64
 }
 
 // backupMode is the mode a backup's header records.
@@ -220,16 +247,13 @@ func (s *Server) closeStreamsLocked() {
 // waits for its SAVE.
 func runSave(c *client, args [][]byte) {
 	s := c.s
-	if s.cfg.Saver == nil {
-		c.out = appendError(c.out, errNothingToSave)
-		return
-	}
 	if !s.saves.begin() {
 		c.out = appendError(c.out, errBgsaveInProgress)
 		return
 	}
-	err := s.cfg.Saver.Save()
-	if s.saves.end(err) {
+	dirty := s.cfg.Store.Dirty()
+	err := s.saver().Save()
+	if s.saves.end(err, dirty) {
 		s.saveInBackground() // a BGSAVE SCHEDULE came meanwhile
 	}
 	if err != nil {
@@ -251,10 +275,6 @@ func runBgsave(c *client, args [][]byte) {
 		}
 		schedule = true
 	}
-	if s.cfg.Saver == nil {
-		c.out = appendError(c.out, errNothingToSave)
-		return
-	}
 	if !s.saves.begin() {
 		if !schedule {
 			c.out = appendError(c.out, errBgsaveInProgress)
@@ -275,11 +295,12 @@ func (s *Server) saveInBackground() {
 	go func() {
 		defer s.wg.Done()
 		for again := true; again; {
-			err := s.cfg.Saver.Save()
+			dirty := s.cfg.Store.Dirty()
+			err := s.saver().Save()
 			if err != nil {
 				s.cfg.Logger.Error("server: background save failed", "err", err)
 			}
-			again = s.saves.end(err)
+			again = s.saves.end(err, dirty)
 		}
 	}()
 }
@@ -302,14 +323,16 @@ func (st *saveState) schedule() {
 	st.scheduled = true
 }
 
-// end records a save's outcome. It reports true, keeping the claim, when
-// another was scheduled meanwhile: the caller then saves again.
-func (st *saveState) end(err error) (again bool) {
+// end records the outcome of a save that began when the store's Dirty was
+// dirty. It reports true, keeping the claim, when another was scheduled
+// meanwhile: the caller then saves again.
+func (st *saveState) end(err error, dirty int64) (again bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.lastErr = err
 	if err == nil {
 		st.last = time.Now()
+		st.dirty = dirty
 	}
 	if st.scheduled {
 		st.scheduled = false
@@ -324,6 +347,14 @@ func (st *saveState) status() (last time.Time, running bool, lastErr error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.last, st.running, st.lastErr
+}
+
+// changesSinceSave is INFO's rdb_changes_since_last_save.
+func (s *Server) changesSinceSave() int64 {
+	s.saves.mu.Lock()
+	base := s.saves.dirty
+	s.saves.mu.Unlock()
+	return s.cfg.Store.Dirty() - base
 }
 
 func runLastsave(c *client, args [][]byte) {

@@ -358,13 +358,9 @@ func (br *blockRegistry) isBlocked(id int64) bool {
 
 const errUnblockReason = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 
-// runClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR].
+// runClientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR], checking the
+// reason before the id, as Redis does.
 func runClientUnblock(c *client, args [][]byte) {
-	id, ok := parseInt(args[2])
-	if !ok {
-		c.out = appendError(c.out, errNotInteger)
-		return
-	}
 	withError := false
 	if len(args) == 4 {
 		switch {
@@ -374,6 +370,11 @@ func runClientUnblock(c *client, args [][]byte) {
 			c.out = appendError(c.out, errUnblockReason)
 			return
 		}
+	}
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.out = appendError(c.out, errNotInteger)
+		return
 	}
 	if c.s.blocked.unblock(id, withError) {
 		c.out = appendInt(c.out, 1)

@@ -37,24 +37,6 @@ import (
 // script its master sent; the leader and a durable node say why. Such a
 // script ends at its instruction budget (script-write-budget).
 
-// allowedWhileBusy reports whether cmd (with args) runs while a script is
-// busy: Redis's allow_busy commands.
-func allowedWhileBusy(cmd *command, args [][]byte) bool {
-	if cmd.flags&flagAllowBusy != 0 {
-		return true
-	}
-	if len(args) < 2 {
-		return false
-	}
-	switch cmd.name {
-	case "script":
-		return is(args[1], "kill")
-	case "function":
-		return is(args[1], "kill") || is(args[1], "stats")
-	}
-	return false
-}
-
 // busyError is what a store call reports when it gave up waiting for the
 // store's lock because a script turned busy.
 type busyError struct{ kind fsm.Busy }

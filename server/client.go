@@ -90,9 +90,11 @@ type client struct {
 	// commands: the script's clock and random source (cmd_script.go).
 	script *fsm.ParseContext
 	// The open transaction (MULTI; nil outside one) and the keys WATCH
-	// recorded (multi.go).
-	multi   *multiState
-	watched []watchedKey
+	// recorded (multi.go); capturing: EXEC runs a command for its reply
+	// (runCaptured).
+	multi     *multiState
+	watched   []watchedKey
+	capturing bool
 	// Memory transactions reuse (multi.go): tx is what multi points to;
 	// execs builds the batch's OpExecs and execSlots holds their EXECs'
 	// reply slots, both until the batch is answered (execDone);
@@ -133,10 +135,25 @@ type client struct {
 	// says a loop client waits for a client pause to end.
 	replyMode uint8
 	held      bool
+	// paused: a client pause holds c, loop client or not (INFO's
+	// blocked_clients, CLIENT LIST's flag b; setPaused).
+	paused atomic.Bool
 
-	// The pipeline being executed, and the index of the next command.
-	pipe   [][][]byte
-	pipeAt int
+	// The buffers' figures for CLIENT LIST, and what resizing them needs
+	// (querybuf.go): the reply buffer's peak since outPeakAt, the last
+	// resize.
+	bufs       bufFigures
+	outPeak    int
+	outPeakAt  time.Time
+	lastResize time.Time
+
+	// The pipeline being executed, and the index of the next command;
+	// monitored: MONITOR has shown that command, which executeOne may
+	// run again (after a batch's round, a client pause, a blocking wait)
+	// but the monitors see once.
+	pipe      [][][]byte
+	pipeAt    int
+	monitored bool
 
 	// Event loop (loop_linux.go): the socket, or -1 for a connection
 	// served by a goroutine of its own; the loop's state of it.
@@ -189,6 +206,10 @@ type pendingReply struct {
 	// say how to make EXEC's reply of it (multi.go).
 	exec  bool
 	slots []execSlot
+	// monitor are the MONITOR lines of an EXEC (its commands', then its
+	// own), shown once its outcome is known: only the last if a watched
+	// key changed and nothing ran.
+	monitor [][]byte
 	// The command's index in the command statistics, and whether err
 	// rejected it before execution (unknown name, arity).
 	cmd      int
@@ -218,8 +239,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 	c.lastActive.Store(c.created.UnixNano())
 	c.auth = s.newClientAuth()
 	c.setUserName(c.auth.name)
-	c.rd = resp.NewReader(nc, s.maxBulk.Load)
-	c.rd.SetQueryLimit(s.maxQuery.Load)
+	c.rd = c.newReader(nc)
 	s.commandStats() // built on first use; lookup reads it
 	return c
 }
@@ -237,12 +257,16 @@ func (c *client) serve() {
 		}
 	}()
 	for {
+		if now := time.Now(); now.Sub(c.lastResize) >= cronInterval {
+			c.resizeBuffers(now)
+		}
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		c.runPipeline(cmds)
+		c.noteBuffers()
 		if err := c.flush(); err != nil {
 			return
 		}
@@ -328,6 +352,7 @@ func (c *client) resume() bool {
 			return false // executed again once the batch is answered
 		}
 		c.pipeAt++
+		c.monitored = false
 		if c.quit {
 			c.pipeAt = len(c.pipe)
 			break
@@ -372,66 +397,28 @@ func (c *client) flushHits() {
 // that was handed to a roundProposer (see execute).
 func (c *client) executeOne(args [][]byte) bool {
 	cmd, id := c.lookup(args[0])
-	if cmd != nil && cmd.container && len(args) > 1 {
-		id = c.subcommandID(cmd, args[1])
+	spec := cmd
+	if cmd != nil && cmd.subcommands != nil && len(args) > 1 {
+		spec, id = c.subcommand(cmd, args[1])
 	}
-	// The ACL check costs one atomic load while the user may run anything;
-	// unknown names and wrong arities are answered first, as in Redis.
-	if cmd != nil && (!c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen()) && cmd.arityOK(args) {
-		if !c.aclAllows(cmd, id, args) {
-			return true
-		}
+	if spec != nil && c.lastCmd.Load() != &spec.name {
+		c.lastCmd.Store(&spec.name)
 	}
-	if cmd != nil && c.s.cfg.TLS != nil {
-		if e := c.nodeRefusal(cmd); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
+	switch c.admit(cmd, spec, id, args) {
+	case refused:
+		return true
+	case held:
+		return false // run again when the client pause ends
 	}
-	if c.multi != nil && (cmd == nil || queuesInMulti(cmd)) {
-		c.queueInMulti(cmd, id, args)
+	if c.multi != nil && queuesInMulti(cmd) {
+		c.queueInMulti(cmd, spec, id, args)
 		return true
 	}
-	if cmd == nil {
-		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
-		return true
-	}
-	if c.lastCmd.Load() != &cmd.name {
-		c.lastCmd.Store(&cmd.name)
-	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
-		c.replyError(id, true, errWrongArgs(cmd.name))
-		return true
-	}
-	if busy := c.s.cfg.Store.ScriptBusy(); busy != fsm.NotBusy && !allowedWhileBusy(cmd, args) {
-		// Redis's order: a subscribed connection's refusal comes first.
-		e := ""
-		if c.ps != nil {
-			e = c.subscribedRefusal(cmd, args)
-		}
-		if e == "" {
-			e = errBusy(busy)
-		}
-		c.replyError(id, true, e)
-		return true
-	}
-	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(cmd) {
-		return false // held by CLIENT PAUSE: run again when it ends
-	}
-	if c.s.monitoring.Load() != 0 && !c.peer {
-		c.s.feedMonitors(c.addr, cmd, args)
-	}
-	if c.ps != nil {
-		if e := c.subscribedRefusal(cmd, args); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
-	}
-	if cmd.flags&flagDenyOOM != 0 && c.s.maxMemory.Load() > 0 {
-		if e := c.oomRefusal(); e != "" {
-			c.replyError(id, true, e)
-			return true
-		}
+	if c.s.monitoring.Load() != 0 && !c.peer && !c.monitored && cmd.name != "exec" {
+		// EXEC shows its transaction's commands, then itself, once they
+		// have run (execMonitorLines).
+		c.s.feedMonitors(c.addr, spec, args)
+		c.monitored = true
 	}
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
@@ -649,6 +636,10 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			j++
 			switch {
 			case p.exec:
+				if r.Kind != fsm.ReplyArray && len(p.monitor) > 0 {
+					p.monitor = p.monitor[len(p.monitor)-1:]
+				}
+				c.s.showMonitorLines(p.monitor)
 				c.out = c.appendExec(c.out, p.slots, r)
 			case p.read:
 				c.finishRead(p, r)
@@ -741,12 +732,15 @@ func (c *client) countHits(op fsm.Op, r *fsm.Reply) {
 	}
 }
 
-// subcommandID is the statistics index of cmd's subcommand sub. A
-// subcommand Redis does not have counts as an unknown command, as Redis
-// counts it (its "unknown subcommand" error is in errorstats only).
-func (c *client) subcommandID(cmd *command, sub []byte) int {
+// subcommand returns cmd's subcommand named sub (nil when kvs does not
+// serve one of that name) and its index in the command statistics.
+// Redis's subcommands count apart from their container; a subcommand kvs
+// does not serve counts as an unknown command, as Redis counts an unknown
+// subcommand (its error is in errorstats only).
+func (c *client) subcommand(cmd *command, sub []byte) (*command, int) {
+	st := &c.s.stats.cmds
 	if len(cmd.name)+1+len(sub) > len(c.lower) {
-		return c.s.stats.cmds.unknown
+		return nil, st.unknown
 	}
 	b := append(c.lower[:0], cmd.name...)
 	b = append(b, '|')
@@ -756,15 +750,13 @@ func (c *client) subcommandID(cmd *command, sub []byte) int {
 		}
 		b = append(b, ch)
 	}
-	if i, ok := c.s.stats.cmds.subs[string(b)]; ok {
-		return i
+	for _, spec := range cmd.subcommands {
+		if spec.name == string(b) {
+			if i, ok := st.subs[spec.name]; ok {
+				return spec, i
+			}
+			return spec, st.unknown
+		}
 	}
-	return c.s.stats.cmds.unknown
-}
-
-// noteSubcommand records "container|sub" as the last command, as CLIENT
-// LIST shows it, for the container commands (CLIENT, CONFIG, ...).
-func (c *client) noteSubcommand(container string, sub []byte) {
-	name := container + "|" + lowerName(sub)
-	c.lastCmd.Store(&name)
+	return nil, st.unknown
 }

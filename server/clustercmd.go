@@ -103,33 +103,12 @@ func splitAddr(addr string) (string, int, bool) {
 	return host, port, true
 }
 
-// clusterSubcommands are Redis 7.2's CLUSTER subcommands and their arities,
-// so that arity and unknown-subcommand errors match Redis's in both modes.
-var clusterSubcommands = map[string]int{
-	"addslots": -3, "addslotsrange": -4, "bumpepoch": 2, "count-failure-reports": 3,
-	"countkeysinslot": 3, "delslots": -3, "delslotsrange": -4, "failover": -2,
-	"flushslots": 2, "forget": 3, "getkeysinslot": 4, "help": 2, "info": 2,
-	"keyslot": 3, "links": 2, "meet": -4, "myid": 2, "myshardid": 2, "nodes": 2,
-	"replicas": 3, "replicate": 3, "reset": -2, "saveconfig": 2,
-	"set-config-epoch": 3, "setslot": -4, "shards": 2, "slaves": 3, "slots": 2,
-}
-
 func runCluster(c *client, args [][]byte) {
-	sub := args[1]
-	c.noteSubcommand("cluster", sub)
-	name := lowerName(sub)
-	arity, ok := clusterSubcommands[name]
-	switch {
-	case !ok:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "cluster"))
-		return
-	case (arity > 0 && len(args) != arity) || len(args) < -arity:
-		c.out = appendError(c.out, errWrongArgs("cluster|"+name))
-		return
-	case c.s.cfg.Cluster == nil:
+	if c.s.cfg.Cluster == nil {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
+	name := lowerName(args[1])
 	switch name {
 	case "keyslot":
 		c.out = appendInt(c.out, int64(fsm.KeySlot(args[2])))

@@ -154,7 +154,11 @@ func TestStandaloneClusterCommands(t *testing.T) {
 		{[]string{"KVS.JOIN", "n2", "a:1", "b:2"}, "-ERR This instance has cluster support disabled\r\n"},
 		{[]string{"KVS.REMOVE", "n2"}, "-ERR This instance has cluster support disabled\r\n"},
 		{[]string{"KVS.FORWARD", "x"}, "-ERR This instance has cluster support disabled\r\n"},
-		{[]string{"INFO", "replication"}, bulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n")},
+		{[]string{"INFO", "replication"}, bulk("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n" +
+			"master_failover_state:no-failover\r\nmaster_replid:" + s.replID + "\r\n" +
+			"master_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\n" +
+			"second_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\n" +
+			"repl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n")},
 		{[]string{"INFO", "cluster"}, bulk("# Cluster\r\ncluster_enabled:0\r\n")},
 	}
 	for _, st := range steps {

@@ -50,16 +50,15 @@ func (s *Server) newClientAuth() clientAuth {
 
 func runACL(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("acl", sub)
 	n := len(args)
 	switch {
-	case is(sub, "setuser") && n >= 3:
+	case is(sub, "setuser"):
 		c.aclSetUser(args)
-	case is(sub, "deluser") && n >= 3:
+	case is(sub, "deluser"):
 		c.aclDelUser(args)
-	case is(sub, "getuser") && n == 3:
+	case is(sub, "getuser"):
 		c.aclGetUser(string(args[2]))
-	case (is(sub, "list") || is(sub, "users")) && n == 2:
+	case is(sub, "list") || is(sub, "users"):
 		st := c.s.aclState()
 		c.out = appendArrayLen(c.out, len(st.names))
 		for _, name := range st.names {
@@ -69,13 +68,13 @@ func runACL(c *client, args [][]byte) {
 				c.out = appendBulkString(c.out, "user "+name+" "+c.s.userLine(st.users[name]))
 			}
 		}
-	case is(sub, "whoami") && n == 2:
+	case is(sub, "whoami"):
 		c.out = appendBulkString(c.out, c.auth.name)
 	case c.s.acl.file == "" && (is(sub, "load") || is(sub, "save")):
 		c.out = appendError(c.out, errNoACLFile)
-	case is(sub, "load") && n == 2:
+	case is(sub, "load"):
 		c.aclLoad()
-	case is(sub, "save") && n == 2:
+	case is(sub, "save"):
 		c.aclSave()
 	case is(sub, "cat") && n == 2:
 		c.out = appendArrayLen(c.out, len(aclCategoryNames))
@@ -98,7 +97,7 @@ func runACL(c *client, args [][]byte) {
 		for _, name := range names {
 			c.out = appendBulkString(c.out, name)
 		}
-	case is(sub, "genpass") && (n == 2 || n == 3):
+	case is(sub, "genpass") && n <= 3:
 		bits := int64(256)
 		if n == 3 {
 			v, ok := parseInt(args[2])
@@ -118,14 +117,15 @@ func runACL(c *client, args [][]byte) {
 			return
 		}
 		c.out = appendBulkString(c.out, hex.EncodeToString(buf)[:(bits+3)/4])
-	case is(sub, "log") && (n == 2 || n == 3):
+	case is(sub, "log") && n <= 3:
 		c.aclLogCommand(args)
-	case is(sub, "dryrun") && n >= 4:
+	case is(sub, "dryrun"):
 		c.aclDryRun(args)
-	case is(sub, "help") && n == 2:
+	case is(sub, "help"):
 		c.out = appendHelp(c.out, aclHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "acl"))
+		// CAT, GENPASS or LOG with more arguments than they take.
+		c.out = appendError(c.out, errSubcommandSyntax(sub, "ACL"))
 	}
 }
 

@@ -86,10 +86,7 @@ func runClientKill(c *client, args [][]byte) {
 	case oldForm:
 		a := string(args[2])
 		f.addr, f.skipme = &a, false
-	case len(args) == 2:
-		c.out = appendError(c.out, errWrongArgs("client|kill"))
-		return
-	case len(args) > 3:
+	default:
 		for i := 2; i < len(args); i += 2 {
 			if i+1 >= len(args) {
 				c.out = appendError(c.out, errSyntax)
@@ -137,9 +134,6 @@ func runClientKill(c *client, args [][]byte) {
 				return
 			}
 		}
-	default:
-		c.out = appendError(c.out, errSyntax)
-		return
 	}
 	killed := 0
 	for _, o := range c.s.clientsByID() {
@@ -319,39 +313,64 @@ func (s *Server) unpause() {
 	}
 }
 
-// holds reports whether the pause in mode holds cmd.
-func (c *client) holds(mode int32, cmd *command) bool {
+// holds reports whether the pause in mode holds cmd with args: under a
+// pause of writes, the commands that may be propagated, an EXEC of a
+// transaction holding one among them, as Redis's processCommand decides.
+func (c *client) holds(mode int32, cmd *command, args [][]byte) bool {
 	if c.peer || c.script != nil || cmd == nil {
 		return false
 	}
 	if mode == pauseAll {
 		return true
 	}
-	if cmd == nil {
-		return false
-	}
-	if cmd.flags&flagWrite != 0 || mayPropagate(cmd) {
+	if c.commandFlags(cmd, args)&(flagWrite|flagMayReplicate) != 0 {
 		return true
 	}
-	return cmd.name == "exec" && c.multi != nil && c.multi.writes()
+	return cmd.name == "exec" && c.multi != nil && c.multi.flags&(flagWrite|flagMayReplicate) != 0
 }
 
-// mayPropagate reports whether cmd is one of Redis's MAY_REPLICATE
-// commands that kvs has, which a pause of writes holds although they are
-// not flagged write.
-func mayPropagate(cmd *command) bool {
-	switch cmd.name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro",
-		"publish", "spublish", "pfcount", "wait":
-		return true
+// commandFlags are cmd's flags for args (Redis's getCommandFlags): a
+// script or function that declares flags (a shebang, a library's
+// registration) has those of what it declares, found in the node's
+// script cache or libraries; one that does not is the command's.
+func (c *client) commandFlags(cmd *command, args [][]byte) cmdFlags {
+	f := cmd.flags
+	if f&flagDeclared == 0 {
+		return f
 	}
-	return false
+	var sf scriptFlags
+	switch cmd.name {
+	case "eval", "eval_ro":
+		sf, _ = shebangFlags(args[1])
+	case "evalsha", "evalsha_ro":
+		if len(args[1]) != 40 {
+			return f
+		}
+		line, _ := c.s.cfg.Store.ScriptShebang(args[1])
+		sf, _ = shebangFlags(line)
+	case "fcall", "fcall_ro":
+		found, noWrites, allowOOM := c.s.cfg.Store.Function(string(args[1]))
+		sf = scriptFlags{shebang: found, noWrites: noWrites, allowOOM: allowOOM}
+	default:
+		return f
+	}
+	if !sf.shebang {
+		return f
+	}
+	f &^= flagStale | flagDenyOOM | flagWrite | flagMayReplicate
+	if !sf.allowOOM && !sf.noWrites {
+		f |= flagDenyOOM
+	}
+	if !sf.noWrites {
+		f |= flagWrite
+	}
+	return f
 }
 
 // holdIfPaused holds c while a pause holds cmd. It reports false when c
 // is a loop client that now waits to be woken, having done nothing; a
 // client with a goroutine of its own waits here.
-func (c *client) holdIfPaused(cmd *command) bool {
+func (c *client) holdIfPaused(cmd *command, args [][]byte) bool {
 	if c.held {
 		// Woken on its loop: the pause ended (or another began).
 		c.held = false
@@ -359,7 +378,7 @@ func (c *client) holdIfPaused(cmd *command) bool {
 	}
 	for {
 		mode := c.s.pauseMode.Load()
-		if mode == pauseNone || !c.holds(mode, cmd) {
+		if mode == pauseNone || !c.holds(mode, cmd, args) {
 			return true
 		}
 		p := &c.s.clientPause
@@ -368,6 +387,7 @@ func (c *client) holdIfPaused(cmd *command) bool {
 			p.mu.Unlock()
 			continue
 		}
+		c.setPaused(true)
 		if c.fd >= 0 {
 			c.held = true
 			p.held = append(p.held, c)
@@ -390,8 +410,22 @@ func (c *client) holdIfPaused(cmd *command) bool {
 // leaves the time it was held out of its commands' durations, as Redis
 // does not count a postponed client's wait.
 func (c *client) resumeAfterHold() {
+	c.setPaused(false)
 	c.now = time.Now().UnixMilli()
 	c.restartTiming()
+}
+
+// setPaused records whether a client pause holds c: Redis counts a
+// client it postpones as blocked (INFO's blocked_clients, CLIENT LIST's
+// flag b).
+func (c *client) setPaused(on bool) {
+	if c.paused.Swap(on) != on {
+		if on {
+			c.s.pausedClients.Add(1)
+		} else {
+			c.s.pausedClients.Add(-1)
+		}
+	}
 }
 
 // runClientPause answers CLIENT PAUSE timeout [WRITE|ALL], checking the
@@ -430,17 +464,15 @@ func runClientOps(c *client, sub []byte, args [][]byte) bool {
 	switch {
 	case is(sub, "kill"):
 		runClientKill(c, args)
-	case is(sub, "reply") && len(args) == 3:
+	case is(sub, "reply"):
 		runClientReply(c, args[2])
-	case is(sub, "no-evict") && len(args) == 3:
+	case is(sub, "no-evict"):
 		runClientNoEvict(c, args[2])
-	case is(sub, "pause") && (len(args) == 3 || len(args) == 4):
+	case is(sub, "pause") && len(args) <= 4:
 		runClientPause(c, args)
-	case is(sub, "unpause") && len(args) == 2:
+	case is(sub, "unpause"):
 		c.s.unpause()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "reply"), is(sub, "no-evict"), is(sub, "pause"), is(sub, "unpause"):
-		c.out = appendError(c.out, errWrongArgs("client|"+lowerName(sub)))
 	default:
 		return false
 	}
@@ -459,7 +491,7 @@ func (c *client) clientFlags() string {
 	if c.multiCount.Load() >= 0 {
 		b = append(b, 'x')
 	}
-	if c.s.blocked.isBlocked(c.id) {
+	if c.paused.Load() || c.s.blocked.isBlocked(c.id) {
 		b = append(b, 'b')
 	}
 	if c.noEvict.Load() {

@@ -8,18 +8,19 @@ import (
 )
 
 // Functions: FCALL, FCALL_RO and FUNCTION LOAD / DELETE / FLUSH / LIST /
-// STATS / KILL. FCALL of a function that may write is proposed as one
-// OpFCall write, with a seed and an instruction budget as EVAL's; FCALL_RO
-// and FCALL of a no-writes function are OpFCallRO reads. The libraries
-// live in the store (fsm/function.go); LOAD, DELETE and FLUSH are writes
-// through the log, so every node has the same ones.
+// STATS / KILL / DUMP / RESTORE. FCALL of a function that may write is
+// proposed as one OpFCall write, with a seed and an instruction budget as
+// EVAL's; FCALL_RO and FCALL of a no-writes function are OpFCallRO reads.
+// The libraries live in the store (fsm/function.go); LOAD, DELETE, FLUSH
+// and RESTORE are writes through the log, so every node has the same ones.
 
 func init() {
-	const script = flagNoScript | flagStale
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
-		command{name: "fcall", arity: -3, flags: script, group: "scripting", parse: parseFCall},
+		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
-		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting", parse: parseFunction, runs: functionSubcommands},
+		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting",
+			subs: "delete dump flush kill list load restore stats", parse: parseFunction, runs: functionSubcommands},
 	)
 	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
 	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}
@@ -74,11 +75,10 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 // (functionSubcommands answers it).
 func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("function", sub)
 	switch {
-	case is(sub, "load") && len(args) >= 3:
+	case is(sub, "load"):
 		return parseFunctionLoad(c, args)
-	case is(sub, "delete") && len(args) == 3:
+	case is(sub, "delete"):
 		return fsm.Command{Op: fsm.OpFunctionDelete, Args: args[2:3]}, ""
 	case is(sub, "flush") && len(args) <= 3:
 		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
@@ -86,15 +86,19 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 		}
 		return fsm.Command{Op: fsm.OpFunctionFlush}, ""
 	case is(sub, "flush"):
-		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try FUNCTION HELP."
+		return fsm.Command{}, errSubcommandSyntax(sub, "FUNCTION")
 	case is(sub, "list"):
 		return parseFunctionList(args)
-	case is(sub, "stats") && len(args) == 2:
+	case is(sub, "stats"):
 		return fsm.Command{Op: fsm.OpFunctionStats}, ""
-	case is(sub, "load"), is(sub, "delete"), is(sub, "stats"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("function|" + strings.ToLower(string(sub)))
+	case is(sub, "dump"):
+		return fsm.Command{Op: fsm.OpFunctionDump}, ""
+	case is(sub, "restore"):
+		return parseFunctionRestore(c, args)
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "function")
+	// KILL: a function never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // parseFunctionLoad parses FUNCTION LOAD [REPLACE] code and checks its
@@ -102,12 +106,6 @@ func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 // whether the code loads, whether its function names are free) is
 // decided at apply, against the libraries as the log has them there.
 func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
-	if c.s.maxMemory.Load() > 0 {
-		// FUNCTION LOAD is denyoom in Redis; FUNCTION as a whole is not.
-		if e := c.oomRefusal(); e != "" {
-			return fsm.Command{}, e
-		}
-	}
 	cmd := fsm.Command{Op: fsm.OpFunctionLoad}
 	last := len(args) - 1
 	for _, opt := range args[2:last] {
@@ -120,6 +118,32 @@ func parseFunctionLoad(c *client, args [][]byte) (fsm.Command, string) {
 		return fsm.Command{}, e
 	}
 	cmd.Args = args[last:]
+	return cmd, ""
+}
+
+// parseFunctionRestore parses FUNCTION RESTORE payload [FLUSH|APPEND|
+// REPLACE] and checks the payload's version and checksum, in Redis's
+// order. Reading the libraries, and whether they collide with the ones
+// loaded, is decided at apply.
+func parseFunctionRestore(c *client, args [][]byte) (fsm.Command, string) {
+	if len(args) > 4 {
+		return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + spacedArg(args[1]) + "'. Try FUNCTION HELP."
+	}
+	cmd := fsm.Command{Op: fsm.OpFunctionRestore, Int: fsm.RestoreAppend, Args: args[2:3]}
+	if len(args) == 4 {
+		switch {
+		case is(args[3], "append"):
+		case is(args[3], "replace"):
+			cmd.Int = fsm.RestoreReplace
+		case is(args[3], "flush"):
+			cmd.Int = fsm.RestoreFlush
+		default:
+			return fsm.Command{}, "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
+		}
+	}
+	if !fsm.VerifyDumpPayload(args[2]) {
+		return fsm.Command{}, "ERR DUMP payload version or checksum are wrong"
+	}
 	return cmd, ""
 }
 

@@ -32,14 +32,25 @@ func init() {
 
 // Parsers of the keyspace and server data commands.
 
+// parseDel parses DEL and UNLINK, which differ only in that Redis frees
+// what UNLINK deletes in the background (lazyfreed_objects).
 func parseDel(c *client, args [][]byte) (fsm.Command, string) {
-	return fsm.Command{Op: fsm.OpDel, Args: args[1:]}, ""
+	var f fsm.Flags
+	if is(args[0], "unlink") {
+		f = fsm.FlagLazy
+	}
+	return fsm.Command{Op: fsm.OpDel, Flags: f, Args: args[1:]}, ""
 }
 
-// parseExists parses EXISTS and TOUCH: kvs keeps no access times, so TOUCH
-// is EXISTS (both count a repeated key again).
+// parseExists parses EXISTS and TOUCH, which differ only in that TOUCH is
+// an access of the keys (OBJECT IDLETIME). Both count a repeated key
+// again.
 func parseExists(c *client, args [][]byte) (fsm.Command, string) {
-	return fsm.Command{Op: fsm.OpExists, Args: args[1:]}, ""
+	var f fsm.Flags
+	if is(args[0], "touch") {
+		f = fsm.FlagTouch
+	}
+	return fsm.Command{Op: fsm.OpExists, Flags: f, Args: args[1:]}, ""
 }
 
 func parseType(c *client, args [][]byte) (fsm.Command, string) {
@@ -160,5 +171,9 @@ func parseFlush(c *client, args [][]byte) (fsm.Command, string) {
 	if len(args) > 2 || (len(args) == 2 && !is(args[1], "async") && !is(args[1], "sync")) {
 		return fsm.Command{}, errSyntax
 	}
-	return fsm.Command{Op: fsm.OpFlushAll}, ""
+	var f fsm.Flags
+	if len(args) == 2 && is(args[1], "async") {
+		f = fsm.FlagLazy
+	}
+	return fsm.Command{Op: fsm.OpFlushAll, Flags: f}, ""
 }

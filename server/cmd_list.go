@@ -24,11 +24,11 @@ func init() {
 		{name: "rpoplpush", arity: 3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "list", parse: parseRPopLPush},
 		{name: "lmpop", arity: -4, flags: wd, group: "list", parse: parseLMPop},
 
-		{name: "blpop", arity: -3, flags: wd | flagNoScript, firstKey: 1, lastKey: -2, keyStep: 1, group: "list", block: blockBPop},
-		{name: "brpop", arity: -3, flags: wd | flagNoScript, firstKey: 1, lastKey: -2, keyStep: 1, group: "list", block: blockBPop},
-		{name: "blmove", arity: 6, flags: w | flagNoScript, firstKey: 1, lastKey: 2, keyStep: 1, group: "list", block: blockBLMove},
-		{name: "brpoplpush", arity: 4, flags: w | flagNoScript, firstKey: 1, lastKey: 2, keyStep: 1, group: "list", block: blockBRPopLPush},
-		{name: "blmpop", arity: -5, flags: wd, group: "list", block: blockBLMPop},
+		{name: "blpop", arity: -3, flags: wd | flagNoScript | flagBlocking, firstKey: 1, lastKey: -2, keyStep: 1, group: "list", block: blockBPop},
+		{name: "brpop", arity: -3, flags: wd | flagNoScript | flagBlocking, firstKey: 1, lastKey: -2, keyStep: 1, group: "list", block: blockBPop},
+		{name: "blmove", arity: 6, flags: w | flagNoScript | flagBlocking, firstKey: 1, lastKey: 2, keyStep: 1, group: "list", block: blockBLMove},
+		{name: "brpoplpush", arity: 4, flags: w | flagNoScript | flagBlocking, firstKey: 1, lastKey: 2, keyStep: 1, group: "list", block: blockBRPopLPush},
+		{name: "blmpop", arity: -5, flags: wd | flagBlocking, group: "list", block: blockBLMPop},
 	}...)
 }
 

@@ -10,7 +10,7 @@ import (
 func init() {
 	registerCommands([]command{
 		{name: "copy", arity: -3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseCopy},
-		{name: "object", arity: -2, flags: r, group: "generic", run: runObject},
+		{name: "object", arity: -2, flags: r, group: "generic", subs: "encoding freq help idletime refcount", run: runObject},
 	}...)
 	commandDocs["copy"] = [2]string{"Copies the value of a key to a new key.", "6.2.0"}
 	commandDocs["object"] = [2]string{"A container for object introspection commands.", "2.2.3"}
@@ -47,34 +47,23 @@ func parseCopy(c *client, args [][]byte) (fsm.Command, string) {
 	return cmd, ""
 }
 
-var objectSubcommands = map[string]struct {
-	arity int
-	sub   int64
-}{
-	"encoding": {3, fsm.ObjectEncoding},
-	"freq":     {3, fsm.ObjectFreq},
-	"idletime": {3, fsm.ObjectIdleTime},
-	"refcount": {3, fsm.ObjectRefCount},
-	"help":     {2, -1},
+// objectReads are the store's reads of the OBJECT subcommands but HELP.
+var objectReads = map[string]int64{
+	"encoding": fsm.ObjectEncoding,
+	"freq":     fsm.ObjectFreq,
+	"idletime": fsm.ObjectIdleTime,
+	"refcount": fsm.ObjectRefCount,
 }
 
 // runObject answers OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key and OBJECT
 // HELP from the node's store, as MEMORY USAGE does.
 func runObject(c *client, args [][]byte) {
-	sub := args[1]
-	c.noteSubcommand("object", sub)
-	name := lowerName(sub)
-	spec, ok := objectSubcommands[name]
-	switch {
-	case !ok:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "object"))
-	case len(args) != spec.arity:
-		c.out = appendError(c.out, errWrongArgs("object|"+name))
-	case spec.sub < 0:
+	sub, ok := objectReads[lowerName(args[1])]
+	if !ok {
 		c.out = appendHelp(c.out, objectHelp)
-	default:
-		c.readNow(fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: spec.sub})
+		return
 	}
+	c.readNow(fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: sub})
 }
 
 var objectHelp = []string{

@@ -2,7 +2,6 @@ package server
 
 import (
 	"sort"
-	"strings"
 
 	"kvs/fsm"
 )
@@ -11,7 +10,7 @@ import (
 // pubsub_cluster.go the delivery to the other nodes of a cluster).
 
 func init() {
-	const ps = flagNoScript | flagLoading | flagStale
+	const ps = flagPubsub | flagNoScript | flagLoading | flagStale
 	const pub = flagLoading | flagStale | flagFast
 	registerCommands(
 		command{name: "subscribe", arity: -2, flags: ps, group: "pubsub", run: runSubscribe(subChannel)},
@@ -22,11 +21,12 @@ func init() {
 		command{name: "punsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subPattern)},
 		command{name: "sunsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subShard),
 			firstKey: 1, lastKey: -1, keyStep: 1},
-		command{name: "publish", arity: 3, flags: pub, group: "pubsub", run: runPublish(false)},
-		command{name: "spublish", arity: 3, flags: pub, group: "pubsub", run: runPublish(true),
+		command{name: "publish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(false)},
+		command{name: "spublish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(true),
 			firstKey: 1, lastKey: 1, keyStep: 1},
-		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub", run: runPubsub},
-		command{name: "reset", arity: 1, flags: conn | flagAllowBusy, group: "connection", run: runReset},
+		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub",
+			subs: "channels help numpat numsub shardchannels shardnumsub", run: runPubsub},
+		command{name: "reset", arity: 1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runReset},
 		// Another node's message for this node's subscribers (cluster mode).
 		// It reaches subscribers while a script is busy, as Redis
 		// Cluster's bus does.
@@ -41,28 +41,13 @@ var subscribedAllowed = map[string]bool{
 	"ping": true, "quit": true, "reset": true,
 }
 
-// subscribedRefusal is the error for cmd in RESP2's subscribed mode, or ""
-// when cmd may run.
-func (c *client) subscribedRefusal(cmd *command, args [][]byte) string {
+// subscribedRefusal is the error for cmd (spec: its subcommand, for a
+// container) in RESP2's subscribed mode, or "" when cmd may run.
+func (c *client) subscribedRefusal(cmd, spec *command) string {
 	if !c.subscribedMode() || subscribedAllowed[cmd.name] {
 		return ""
 	}
-	return errSubscribedMode(fullCommandName(cmd, args))
-}
-
-// containerCommands are the commands whose COMMAND name includes their
-// subcommand ("config|get"), as Redis names them in errors.
-var containerCommands = map[string]bool{
-	"client": true, "cluster": true, "command": true, "config": true, "memory": true,
-	"object": true, "pubsub": true, "script": true, "function": true, "xinfo": true,
-	"acl": true, "latency": true, "module": true, "slowlog": true, "xgroup": true,
-}
-
-func fullCommandName(cmd *command, args [][]byte) string {
-	if containerCommands[cmd.name] && len(args) > 1 {
-		return cmd.name + "|" + strings.ToLower(string(args[1]))
-	}
-	return cmd.name
+	return errSubscribedMode(spec.name)
 }
 
 // appendSubReply appends one (un)subscribe confirmation: kind, the channel
@@ -180,15 +165,9 @@ var pubsubHelp = []string{
 // SHARDNUMSUB and HELP about this node's subscriptions.
 func runPubsub(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("pubsub", sub)
-	name := "pubsub|" + strings.ToLower(string(sub))
 	r := &c.s.pubsub
 	switch {
-	case is(sub, "channels"), is(sub, "shardchannels"):
-		if len(args) > 3 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
+	case is(sub, "channels") && len(args) <= 3, is(sub, "shardchannels") && len(args) <= 3:
 		k := subChannel
 		if is(sub, "shardchannels") {
 			k = subShard
@@ -219,22 +198,15 @@ func runPubsub(c *client, args [][]byte) {
 		}
 		r.mu.RUnlock()
 	case is(sub, "numpat"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
 		r.mu.RLock()
 		n := len(r.patterns)
 		r.mu.RUnlock()
 		c.out = appendInt(c.out, int64(n))
 	case is(sub, "help"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs(name))
-			return
-		}
 		c.out = appendHelp(c.out, pubsubHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "pubsub"))
+		// CHANNELS or SHARDCHANNELS with more than a pattern.
+		c.out = appendError(c.out, errSubcommandSyntax(sub, "PUBSUB"))
 	}
 }
 

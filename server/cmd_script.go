@@ -19,13 +19,14 @@ import (
 // parseScriptCall, which the store calls under its lock.
 
 func init() {
-	const script = flagNoScript | flagStale
+	const script = flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagDeclared
 	registerCommands(
-		command{name: "eval", arity: -3, flags: script, group: "scripting", parse: evalParser(false, false)},
-		command{name: "evalsha", arity: -3, flags: script, group: "scripting", parse: evalParser(true, false)},
+		command{name: "eval", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(false, false)},
+		command{name: "evalsha", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: evalParser(true, false)},
 		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(false, true)},
 		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(true, true)},
-		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", parse: parseScript, runs: scriptSubcommands},
+		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", subs: "exists flush kill load",
+			parse: parseScript, runs: scriptSubcommands},
 	)
 	for name, doc := range map[string][2]string{
 		"eval":       {"Execute a Lua script server side", "2.6.0"},
@@ -157,8 +158,9 @@ type scriptFlags struct {
 	allowOOM bool
 }
 
-// shebangFlags reads a "#!lua flags=..." first line, or returns Redis's
-// error for a shebang it does not accept.
+// shebangFlags reads a "#!lua flags=..." first line, split as Redis's
+// sdssplitargs splits it, or returns Redis's error for a shebang it does
+// not accept.
 func shebangFlags(body []byte) (scriptFlags, string) {
 	var sf scriptFlags
 	if !bytes.HasPrefix(body, []byte("#!")) {
@@ -169,15 +171,20 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	if i < 0 {
 		return sf, "ERR Invalid script shebang"
 	}
-	line := body[:i]
-	parts := strings.Fields(string(line))
+	parts, ok := fsm.SplitArgs(string(body[:i]))
+	if !ok || len(parts) == 0 {
+		return sf, "ERR Invalid engine in script shebang"
+	}
 	if parts[0] != "#!lua" {
-		return sf, "ERR Unexpected engine in script shebang: " + parts[0]
+		return sf, "ERR Unexpected engine in script shebang: " + spacedArg([]byte(parts[0]))
 	}
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return sf, "ERR Unknown lua shebang option: " + p
+			return sf, "ERR Unknown lua shebang option: " + spacedArg([]byte(p))
+		}
+		if flags == "" {
+			continue
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
@@ -185,9 +192,9 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 				sf.noWrites = true
 			case "allow-oom":
 				sf.allowOOM = true
-			case "allow-stale", "no-cluster", "allow-cross-slot-keys", "":
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys":
 			default:
-				return sf, "ERR Unexpected flag in script shebang: " + f
+				return sf, "ERR Unexpected flag in script shebang: " + spacedArg([]byte(f))
 			}
 		}
 	}
@@ -198,9 +205,8 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 // wrong number of arguments (scriptSubcommands answers the right one).
 func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
-	c.noteSubcommand("script", sub)
 	switch {
-	case is(sub, "load") && len(args) == 3:
+	case is(sub, "load"):
 		if _, e := shebangNoWrites(args[2]); e != "" {
 			return fsm.Command{}, e
 		}
@@ -208,17 +214,17 @@ func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 			return fsm.Command{}, e
 		}
 		return fsm.Command{Op: fsm.OpScriptLoad, Args: args[2:3]}, ""
-	case is(sub, "exists") && len(args) >= 3:
+	case is(sub, "exists"):
 		return fsm.Command{Op: fsm.OpScriptExists, Args: args[2:]}, ""
-	case is(sub, "flush") && len(args) <= 3:
-		if len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
+	case is(sub, "flush"):
+		if len(args) > 3 || len(args) == 3 && !is(args[2], "sync") && !is(args[2], "async") {
 			return fsm.Command{}, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 		}
 		return fsm.Command{Op: fsm.OpScriptFlush}, ""
-	case is(sub, "load"), is(sub, "exists"), is(sub, "flush"), is(sub, "kill"):
-		return fsm.Command{}, errWrongArgs("script|" + strings.ToLower(string(sub)))
 	}
-	return fsm.Command{}, errUnknownSubcommand(sub, "script")
+	// KILL: a script never runs past its instruction budget, and never
+	// while another command waits for it on the same node.
+	return fsm.Command{}, "NOTBUSY No scripts in execution right now."
 }
 
 // InstallScriptParser gives cfg.Store the parser redis.call uses before
@@ -253,12 +259,16 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 	if p.CheckOnly {
 		return s.scriptACLCheck(p, sc, cmd, args)
 	}
+	spec := cmd
+	if cmd != nil && cmd.subcommands != nil && len(args) > 1 {
+		spec = cmd.subcommand(args[1])
+	}
 	switch {
-	case cmd == nil:
+	case spec == nil:
 		return fail("ERR Unknown Redis command called from script")
-	case (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity:
+	case !spec.arityOK(args):
 		return fail("ERR Wrong number of args calling Redis command from script")
-	case cmd.flags&flagNoScript != 0:
+	case spec.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	}
 	if p.User != "" {
@@ -267,20 +277,22 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		}
 	}
 	switch {
-	case p.ReadOnly && cmd.flags&flagWrite != 0:
-		// Refused before its arguments are parsed, as in Redis.
+	case p.ReadOnly && spec.flags&(flagWrite|flagMayReplicate) != 0:
+		// Refused before its arguments are parsed, as in Redis, which
+		// counts what may be propagated (PUBLISH) as a write here, so
+		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
-	case p.OOM && !p.Dirty && cmd.flags&flagDenyOOM != 0:
+	case p.OOM && !p.Dirty && spec.flags&flagDenyOOM != 0:
 		return fail(errOOM)
 	}
-	if cmd.flags&flagWrite != 0 {
+	if spec.flags&flagWrite != 0 {
 		p.Dirty = true
 	}
 	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
 	if s.monitoring.Load() != 0 {
-		s.feedMonitors("lua", cmd, args)
+		s.feedMonitors("lua", spec, args)
 	}
 	switch {
 	case cmd.name == "time":
@@ -303,6 +315,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 			return fail(e)
 		}
 		return req.cmd, fsm.Reply{}, false
+	case cmd.name == "memory":
+		return scriptMemory(args)
 	case cmd.parse == nil:
 		return fail("ERR This Redis command is not allowed from script")
 	}
@@ -383,4 +397,49 @@ func (c *client) seed() int64 {
 		return c.script.Rand.Int64()
 	}
 	return rand.Int64()
+}
+
+// addScriptMemory adds INFO memory's fields of scripts and functions, in
+// Redis's order.
+func (s *Server) addScriptMemory(st fsm.ScriptStats, add func(name string, v any)) {
+	add("used_memory_lua", st.EvalVM)
+	add("used_memory_vm_eval", st.EvalVM)
+	add("used_memory_lua_human", humanBytes(uint64(st.EvalVM)))
+	add("used_memory_scripts_eval", st.ScriptBytes)
+	add("number_of_cached_scripts", st.Scripts)
+	add("number_of_functions", st.Functions)
+	add("number_of_libraries", st.Libraries)
+	add("used_memory_vm_functions", st.FunctionVM)
+	add("used_memory_vm_total", st.EvalVM+st.FunctionVM)
+	add("used_memory_vm_total_human", humanBytes(uint64(st.EvalVM+st.FunctionVM)))
+	add("used_memory_functions", st.FunctionBytes)
+	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
+	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
+}
+
+// scriptMemory is MEMORY inside a script, its subcommand and arity
+// checked as any command's (parseScriptCall): USAGE reads the store's
+// estimate from the value alone (fsm.FlagMemoryLogical), the same on
+// every replica whatever each holds the value as, since a script that
+// writes runs on all of them; HELP answers as outside; PURGE, a node's
+// own affair, is not there.
+func scriptMemory(args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
+	}
+	switch sub := args[1]; {
+	case is(sub, "usage"):
+		samples, e := parseMemoryUsage(args)
+		if e != "" {
+			return fail(e)
+		}
+		return fsm.Command{Op: fsm.OpMemoryUsage, Flags: fsm.FlagMemoryLogical, Int: samples, Args: args[2:3]}, fsm.Reply{}, false
+	case is(sub, "help"):
+		lines := make([]fsm.Reply, len(memoryHelp))
+		for i, l := range memoryHelp {
+			lines[i] = fsm.Reply{Kind: fsm.ReplyStatus, Str: l}
+		}
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: lines}, true
+	}
+	return fail("ERR Unknown Redis command called from script")
 }

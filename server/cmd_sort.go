@@ -70,6 +70,9 @@ func parseSort(c *client, args [][]byte) (fsm.Command, string) {
 	if by == nil {
 		by = []byte{}
 	}
+	if c.script != nil {
+		cmd.Flags |= fsm.FlagSortScript
+	}
 	if store != nil {
 		cmd.Op = fsm.OpSortStore
 		cmd.Args = append([][]byte{args[1], store, by}, gets...)

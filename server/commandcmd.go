@@ -5,26 +5,22 @@ import (
 	"strings"
 )
 
-// runCommand answers COMMAND, COMMAND COUNT, COMMAND INFO [name...],
-// COMMAND DOCS [name...] and COMMAND LIST from the command table, so that
-// clients that discover commands (redis-cli's hints, go-redis's cluster
-// client) see what kvs really supports.
+// runCommand answers COMMAND and its subcommands from the command table
+// and Redis's data about the commands (acl_table.go), so that clients
+// that discover commands (redis-cli's hints, go-redis's cluster client,
+// which routes by the key positions and tips) see what kvs really
+// supports, described as Redis describes it.
 func runCommand(c *client, args [][]byte) {
 	if len(args) == 1 {
 		c.commandInfo(c.s.sortedCommands())
 		return
 	}
 	sub := args[1]
-	c.noteSubcommand("command", sub)
 	switch {
-	case is(sub, "count") && len(args) == 2:
+	case is(sub, "count"):
 		c.out = appendInt(c.out, int64(len(c.s.commands)))
-	case is(sub, "list") && len(args) == 2:
-		cmds := c.s.sortedCommands()
-		c.out = appendArrayLen(c.out, len(cmds))
-		for _, cmd := range cmds {
-			c.out = appendBulkString(c.out, cmd.name)
-		}
+	case is(sub, "list"):
+		c.commandList(args[2:])
 	case is(sub, "info"):
 		if len(args) == 2 {
 			c.commandInfo(c.s.sortedCommands())
@@ -32,7 +28,7 @@ func runCommand(c *client, args [][]byte) {
 		}
 		cmds := make([]*command, len(args)-2)
 		for i, a := range args[2:] {
-			cmds[i] = c.s.commands[strings.ToLower(string(a))]
+			cmds[i] = c.s.commandByFullName(string(a))
 		}
 		c.commandInfo(cmds)
 	case is(sub, "docs"):
@@ -47,12 +43,12 @@ func runCommand(c *client, args [][]byte) {
 			}
 		}
 		c.commandDocs(cmds)
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, commandHelp)
-	case is(sub, "count"), is(sub, "list"), is(sub, "help"):
-		c.out = appendError(c.out, errWrongArgs("command|"+lowerName(sub)))
+	case is(sub, "getkeys"):
+		c.commandGetKeys(args[2:], false)
+	case is(sub, "getkeysandflags"):
+		c.commandGetKeys(args[2:], true)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "command"))
+		c.out = appendHelp(c.out, commandHelp)
 	}
 }
 
@@ -66,10 +62,18 @@ var commandHelp = []string{
 	"    Return a list of all commands in this server.",
 	"INFO [<command-name> ...]",
 	"    Return details about multiple commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
 	"DOCS [<command-name> ...]",
 	"    Return documentation details about multiple commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full command.",
 	"HELP",
-	"    Print this help.",
+	"    Prints this help.",
 }
 
 func (s *Server) sortedCommands() []*command {
@@ -81,43 +85,274 @@ func (s *Server) sortedCommands() []*command {
 	return list
 }
 
+// commandByFullName returns the command or subcommand COMMAND INFO names
+// ("get", "config|get"), or nil.
+func (s *Server) commandByFullName(name string) *command {
+	base, sub, isSub := strings.Cut(strings.ToLower(name), "|")
+	cmd := s.commands[base]
+	if !isSub || cmd == nil {
+		return cmd
+	}
+	return cmd.describedSubcommand([]byte(sub))
+}
+
+// commandList answers COMMAND LIST [FILTERBY MODULE|ACLCAT|PATTERN arg]:
+// every command's name, each container's followed by its subcommands'.
+func (c *client) commandList(opts [][]byte) {
+	var match func(cmd *command) bool
+	switch {
+	case len(opts) == 0:
+		match = func(*command) bool { return true }
+	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "module"):
+		match = func(*command) bool { return false } // kvs loads no modules
+	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "aclcat"):
+		cat, ok := aclCategory(string(opts[2]))
+		match = func(cmd *command) bool {
+			ac := c.s.acl.cmds.byName[cmd.name]
+			return ok && ac != nil && ac.cats&cat != 0
+		}
+	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "pattern"):
+		pattern := string(asciiLower(opts[2]))
+		match = func(cmd *command) bool { return globMatch(pattern, cmd.name) }
+	default:
+		c.out = appendError(c.out, errSyntax)
+		return
+	}
+	var names []string
+	for _, cmd := range c.s.sortedCommands() {
+		if match(cmd) {
+			names = append(names, cmd.name)
+		}
+		for _, sub := range cmd.subcommands {
+			if !sub.unlisted && match(sub) {
+				names = append(names, sub.name)
+			}
+		}
+	}
+	c.out = appendArrayLen(c.out, len(names))
+	for _, name := range names {
+		c.out = appendBulkString(c.out, name)
+	}
+}
+
+// asciiLower is b in lower case as C's tolower makes it: ASCII letters
+// only. Command names are lower case, so a pattern in lower case matches
+// them as Redis's case-insensitive stringmatchlen does.
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return out
+}
+
+// commandGetKeys answers COMMAND GETKEYS and GETKEYSANDFLAGS for the
+// command line args (getKeysSubcommandImpl).
+func (c *client) commandGetKeys(args [][]byte, withFlags bool) {
+	cmd := c.s.commands[lowerName(args[0])]
+	if cmd != nil && len(args) > 1 && len(cmd.subcommands) > 0 {
+		cmd = cmd.describedSubcommand(args[1])
+	}
+	var ac *aclCmd
+	if cmd != nil {
+		ac = c.s.acl.cmds.byName[cmd.name]
+	}
+	switch {
+	case cmd == nil:
+		c.out = appendError(c.out, errGetKeysInvalidCommand)
+		return
+	case ac == nil || !ac.hasKeys():
+		c.out = appendError(c.out, errGetKeysNoKeys)
+		return
+	case !cmd.arityOK(args):
+		c.out = appendError(c.out, errGetKeysArity)
+		return
+	}
+	keys := commandKeys(ac, args, nil)
+	if len(keys) == 0 {
+		if cmd.flags&flagNoMandatoryKeys != 0 {
+			c.out = appendArrayLen(c.out, 0)
+		} else {
+			c.out = appendError(c.out, errGetKeysInvalidArgs)
+		}
+		return
+	}
+	b := appendArrayLen(c.out, len(keys))
+	for _, k := range keys {
+		if !withFlags {
+			b = appendBulk(b, args[k.pos])
+			continue
+		}
+		b = appendArrayLen(b, 2)
+		b = appendBulk(b, args[k.pos])
+		b = appendKeySpecFlags(b, k.flags, c.proto)
+	}
+	c.out = b
+}
+
+func appendKeySpecFlags(b []byte, flags, proto int) []byte {
+	n := 0
+	for i := range keySpecFlagNames {
+		if flags&(1<<i) != 0 {
+			n++
+		}
+	}
+	b = appendSetLen(b, n, proto)
+	for i, name := range keySpecFlagNames {
+		if flags&(1<<i) != 0 {
+			b = appendStatus(b, name)
+		}
+	}
+	return b
+}
+
 // commandInfo writes Redis 7's ten-element command descriptions; a nil
 // entry (an unknown name) is a null.
 func (c *client) commandInfo(cmds []*command) {
 	b := appendArrayLen(c.out, len(cmds))
 	for _, cmd := range cmds {
-		if cmd == nil {
-			b = appendNull(b, c.proto)
-			continue
-		}
-		b = appendArrayLen(b, 10)
-		b = appendBulkString(b, cmd.name)
-		b = appendInt(b, int64(cmd.arity))
-		n := 0
-		for _, f := range flagNames {
-			if cmd.flags&f.f != 0 {
-				n++
-			}
-		}
-		b = appendSetLen(b, n, c.proto)
-		for _, f := range flagNames {
-			if cmd.flags&f.f != 0 {
-				b = appendStatus(b, f.name)
-			}
-		}
-		b = appendInt(b, int64(cmd.firstKey))
-		b = appendInt(b, int64(cmd.lastKey))
-		b = appendInt(b, int64(cmd.keyStep))
-		cats := c.s.aclCategories(cmd)
-		b = appendSetLen(b, len(cats), c.proto)
-		for _, cat := range cats {
-			b = appendStatus(b, cat)
-		}
-		b = appendSetLen(b, 0, c.proto) // tips
-		b = appendSetLen(b, 0, c.proto) // key specs
-		b = appendSetLen(b, 0, c.proto) // subcommands
+		b = c.appendCommandInfo(b, cmd)
 	}
 	c.out = b
+}
+
+func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
+	if cmd == nil {
+		return appendNull(b, c.proto)
+	}
+	specs := redisKeySpecs[cmd.name]
+	first, last, step := cmd.firstKey, cmd.lastKey, cmd.keyStep
+	if strings.IndexByte(cmd.name, '|') > 0 {
+		first, last, step, _ = legacyRange(specs)
+	}
+	flags := cmd.flags
+	if cmd.container && cmd.arity <= -2 {
+		// A container that never runs without a subcommand has no flags
+		// of its own in Redis: its subcommands carry them, and the checks
+		// before execution read theirs. COMMAND alone runs bare, and has
+		// some.
+		flags = 0
+	}
+	b = appendArrayLen(b, 10)
+	b = appendBulkString(b, cmd.name)
+	b = appendInt(b, int64(cmd.arity))
+	n := 0
+	for _, f := range flagNames {
+		if flags&f.f != 0 {
+			n++
+		}
+	}
+	b = appendSetLen(b, n, c.proto)
+	for _, f := range flagNames {
+		if flags&f.f != 0 {
+			b = appendStatus(b, f.name)
+		}
+	}
+	b = appendInt(b, int64(first))
+	b = appendInt(b, int64(last))
+	b = appendInt(b, int64(step))
+	cats := c.s.aclCategories(cmd)
+	b = appendSetLen(b, len(cats), c.proto)
+	for _, cat := range cats {
+		b = appendStatus(b, cat)
+	}
+	tips := strings.Fields(redisTips[cmd.name])
+	b = appendSetLen(b, len(tips), c.proto)
+	for _, tip := range tips {
+		b = appendBulkString(b, tip)
+	}
+	b = appendSetLen(b, len(specs), c.proto)
+	for i := range specs {
+		b = appendKeySpec(b, &specs[i], c.proto)
+	}
+	n = 0
+	for _, sub := range cmd.subcommands {
+		if !sub.unlisted {
+			n++
+		}
+	}
+	if n == 0 {
+		return appendSetLen(b, 0, c.proto)
+	}
+	b = appendArrayLen(b, n)
+	for _, sub := range cmd.subcommands {
+		if !sub.unlisted {
+			b = c.appendCommandInfo(b, sub)
+		}
+	}
+	return b
+}
+
+// appendKeySpec writes one key specification as COMMAND INFO does
+// (addReplyCommandKeySpecs).
+func appendKeySpec(b []byte, ks *keySpec, proto int) []byte {
+	n := 3
+	if ks.notes != "" {
+		n++
+	}
+	b = appendMapLen(b, n, proto)
+	if ks.notes != "" {
+		b = appendBulkString(b, "notes")
+		b = appendBulkString(b, ks.notes)
+	}
+	b = appendBulkString(b, "flags")
+	b = appendKeySpecFlags(b, ks.flags, proto)
+	b = appendBulkString(b, "begin_search")
+	b = appendMapLen(b, 2, proto)
+	b = appendBulkString(b, "type")
+	switch {
+	case ks.unknown:
+		b = appendBulkString(b, "unknown")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 0, proto)
+	case ks.keyword != "":
+		b = appendBulkString(b, "keyword")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 2, proto)
+		b = appendBulkString(b, "keyword")
+		b = appendBulkString(b, ks.keyword)
+		b = appendBulkString(b, "startfrom")
+		b = appendInt(b, int64(ks.startFrom))
+	default:
+		b = appendBulkString(b, "index")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 1, proto)
+		b = appendBulkString(b, "index")
+		b = appendInt(b, int64(ks.index))
+	}
+	b = appendBulkString(b, "find_keys")
+	b = appendMapLen(b, 2, proto)
+	b = appendBulkString(b, "type")
+	switch {
+	case ks.unknownKeys:
+		b = appendBulkString(b, "unknown")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 0, proto)
+	case ks.keyNum:
+		b = appendBulkString(b, "keynum")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 3, proto)
+		b = appendBulkString(b, "keynumidx")
+		b = appendInt(b, int64(ks.keyNumIdx))
+		b = appendBulkString(b, "firstkey")
+		b = appendInt(b, int64(ks.firstKey))
+		b = appendBulkString(b, "keystep")
+		b = appendInt(b, int64(ks.keyStep))
+	default:
+		b = appendBulkString(b, "range")
+		b = appendBulkString(b, "spec")
+		b = appendMapLen(b, 3, proto)
+		b = appendBulkString(b, "lastkey")
+		b = appendInt(b, int64(ks.lastKey))
+		b = appendBulkString(b, "keystep")
+		b = appendInt(b, int64(ks.keyStep))
+		b = appendBulkString(b, "limit")
+		b = appendInt(b, int64(ks.limit))
+	}
+	return b
 }
 
 // commandDocs writes the three fields Redis documents as mandatory

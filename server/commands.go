@@ -1,8 +1,10 @@
 package server
 
 import (
-	"kvs/fsm"
+	"sort"
 	"strings"
+
+	"kvs/fsm"
 )
 
 // maxCommandName bounds the command names the table can hold; longer names
@@ -10,7 +12,7 @@ import (
 const maxCommandName = 32
 
 // cmdFlags are Redis's command flags, reported by COMMAND.
-type cmdFlags uint16
+type cmdFlags uint32
 
 const (
 	flagWrite cmdFlags = 1 << iota
@@ -21,17 +23,47 @@ const (
 	flagNoScript
 	flagLoading
 	flagStale
-	// flagAllowBusy: the command runs while a script is busy (busy.go).
+	flagPubsub
+	flagBlocking
+	flagSkipMonitor
+	flagSkipSlowlog
+	flagAsking
+	flagNoAuth
+	flagNoMandatoryKeys
+	flagNoAsyncLoading
+	flagNoMulti
+	flagMovableKeys
 	flagAllowBusy
+	// flagMayReplicate: a command that is not a write but may still be
+	// propagated (PUBLISH, a script that may write), which a pause of
+	// writes holds. COMMAND does not list it, as Redis does not.
+	flagMayReplicate
+	// flagDeclared: a command that runs a script or function, whose flags
+	// are those it declares when it declares any (commandFlags). kvs's
+	// own, not listed by COMMAND.
+	flagDeclared
 )
 
+// flagNames are the flags' names in the order COMMAND lists them
+// (addReplyFlagsForCommand).
 var flagNames = []struct {
 	f    cmdFlags
 	name string
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"},
-	{flagAdmin, "admin"}, {flagNoScript, "noscript"}, {flagLoading, "loading"},
-	{flagStale, "stale"}, {flagFast, "fast"}, {flagAllowBusy, "allow_busy"},
+	{flagAdmin, "admin"}, {flagPubsub, "pubsub"}, {flagNoScript, "noscript"},
+	{flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"},
+	{flagSkipMonitor, "skip_monitor"}, {flagSkipSlowlog, "skip_slowlog"},
+	{flagAsking, "asking"}, {flagFast, "fast"}, {flagNoAuth, "no_auth"},
+	{flagNoMandatoryKeys, "no_mandatory_keys"}, {flagNoAsyncLoading, "no_async_loading"},
+	{flagNoMulti, "no_multi"}, {flagMovableKeys, "movablekeys"}, {flagAllowBusy, "allow_busy"},
+}
+
+// subcommandInfo is what COMMAND says of a subcommand beyond its categories
+// and key specs, from Redis's table (acl_table.go).
+type subcommandInfo struct {
+	arity int
+	flags cmdFlags
 }
 
 // command is one entry of the command table.
@@ -65,6 +97,54 @@ type command struct {
 	// container: Redis has subcommands of it ("config|get"), counted
 	// apart in INFO commandstats. Set by commandTable.
 	container bool
+	// subs names, for a container, the subcommands of Redis's that it
+	// answers. commandTable makes each an entry of subcommands, named
+	// "container|sub", with Redis's arity and flags (acl_table.go): what
+	// the checks before execution read (admit.go) and what COMMAND
+	// describes. The container's run or parse executes them, and may rely
+	// on the subcommand being one of subs with a good arity.
+	subs        string
+	subcommands []*command
+	// unlisted: a subcommand of a later Redis than the one COMMAND
+	// describes (laterSubcommands), checked and answered as the others
+	// but not described.
+	unlisted bool
+}
+
+// laterSubcommands are the subcommands of Redis 7.2 that kvs answers,
+// which the generated table (Redis 7.0.15's) lacks, with 7.2's arity and
+// flags: CLIENT SETINFO, which go-redis sends as it connects, and CLUSTER
+// MYSHARDID. COMMAND does not describe them, as Redis 7.0 has none, and
+// the ACL sees them as their container.
+var laterSubcommands = map[string]subcommandInfo{
+	"client|setinfo":    {4, flagNoScript | flagLoading | flagStale},
+	"cluster|myshardid": {2, flagStale},
+}
+
+// subcommand returns the container's subcommand named sub (any case), or
+// nil when kvs answers none of that name.
+func (cmd *command) subcommand(sub []byte) *command {
+	for _, s := range cmd.subcommands {
+		if is(sub, s.name[len(cmd.name)+1:]) {
+			return s
+		}
+	}
+	return nil
+}
+
+// arityOK reports whether args (the name included) are as many as cmd
+// takes.
+func (cmd *command) arityOK(args [][]byte) bool {
+	return (cmd.arity <= 0 || len(args) == cmd.arity) && len(args) >= -cmd.arity
+}
+
+// describedSubcommand is the subcommand named sub that COMMAND describes,
+// or nil.
+func (cmd *command) describedSubcommand(sub []byte) *command {
+	if s := cmd.subcommand(sub); s != nil && !s.unlisted {
+		return s
+	}
+	return nil
 }
 
 // Flag sets the command-table rows use.
@@ -91,29 +171,38 @@ func commandTable() map[string]*command {
 		{name: "dbsize", arity: 1, flags: rf, group: "server", parse: parseDBSize},
 		{name: "flushdb", arity: -1, flags: wd, group: "server", parse: parseFlush},
 		{name: "flushall", arity: -1, flags: wd, group: "server", parse: parseFlush},
-		{name: "memory", arity: -2, flags: r, group: "server", run: runMemory},
+		{name: "memory", arity: -2, flags: r, group: "server", subs: "help purge usage", run: runMemory},
 
 		// connection and server, answered by the server itself
 		{name: "ping", arity: -1, flags: flagFast, group: "connection", run: runPing},
-		{name: "echo", arity: 2, flags: flagFast, group: "connection", run: runEcho},
-		{name: "hello", arity: -1, flags: conn | flagAllowBusy, group: "connection", run: runHello},
-		{name: "auth", arity: -2, flags: conn | flagAllowBusy, group: "connection", run: runAuth},
-		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server", run: runACL},
-		{name: "quit", arity: -1, flags: conn | flagAllowBusy, group: "connection", run: runQuit},
+		{name: "echo", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runEcho},
+		{name: "hello", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runHello},
+		{name: "auth", arity: -2, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runAuth},
+		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "cat deluser dryrun genpass getuser help list load log save setuser users whoami", run: runACL},
+		{name: "quit", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
-		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection", run: runClient},
-		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", run: runCommand},
+		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection",
+			subs: "getname help id info kill list no-evict pause reply setinfo setname unblock unpause", run: runClient},
+		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server",
+			subs: "count docs getkeys getkeysandflags help info list", run: runCommand},
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
-		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runConfig},
-		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server", run: runSlowlog},
+		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "get help resetstat rewrite set", run: runConfig},
+		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server",
+			subs: "get help len reset", run: runSlowlog},
 		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runMonitor},
-		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runLatency},
+		{name: "latency", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server",
+			subs: "help history latest reset", run: runLatency},
 		{name: "role", arity: 1, flags: conn, group: "server", run: runRole},
 
 		// Redis Cluster's topology (cluster mode; standalone answers as
 		// redis-server without cluster support does)
-		{name: "cluster", arity: -2, group: "cluster", run: runCluster},
+		{name: "cluster", arity: -2, group: "cluster", subs: "addslots addslotsrange bumpepoch count-failure-reports " +
+			"countkeysinslot delslots delslotsrange failover flushslots forget getkeysinslot help info keyslot " +
+			"links meet myid myshardid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots",
+			run: runCluster},
 		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
 
@@ -127,13 +216,13 @@ func commandTable() map[string]*command {
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
-		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runBackup},
+		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
-		{name: "save", arity: 1, flags: flagAdmin | flagNoScript, group: "server", run: runSave},
-		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript, group: "server", run: runBgsave},
+		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSave},
+		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, group: "server", run: runBgsave},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
-		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagAllowBusy, group: "server", run: runShutdown},
+		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti | flagAllowBusy, group: "server", run: runShutdown},
 	}
 	list = append(list, typeCommands...)
 	m := make(map[string]*command, len(list))
@@ -149,6 +238,31 @@ func commandTable() map[string]*command {
 	for name := range redisCategories {
 		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil {
 			m[name[:i]].container = true
+		}
+	}
+	for _, cmd := range m {
+		if _, _, _, movable := legacyRange(redisKeySpecs[cmd.name]); movable {
+			cmd.flags |= flagMovableKeys
+		}
+		if cmd.container != (cmd.subs != "") {
+			// A container naming none would refuse every subcommand as
+			// unknown.
+			panic("server: a container names its subcommands, and only a container: " + cmd.name)
+		}
+		subs := strings.Fields(cmd.subs)
+		sort.Strings(subs)
+		for _, sub := range subs {
+			name := cmd.name + "|" + sub
+			info, ok := redisSubcommands[name]
+			unlisted := false
+			if !ok {
+				info, unlisted = laterSubcommands[name]
+			}
+			if !ok && !unlisted {
+				panic("server: Redis has no subcommand " + name)
+			}
+			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.arity,
+				flags: info.flags, group: cmd.group, unlisted: unlisted})
 		}
 	}
 	return m

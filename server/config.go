@@ -52,10 +52,20 @@ type Config struct {
 	Cluster Cluster
 
 	// Saver takes the snapshots SAVE and BGSAVE ask for (durable and
-	// cluster mode). Nil in memory mode: they answer that there is nothing
-	// to save to. A backup's header records durable mode when it is set
-	// and Cluster is not.
+	// cluster mode). Nil in memory mode: they save nothing and succeed. A
+	// backup's header records durable mode when it is set and Cluster is
+	// not.
 	Saver Saver
+
+	// LogWriteErr, when set, returns why the node cannot write its log
+	// now (a full disk: durable mode's append log), or nil while it can.
+	// While it cannot, writes are refused before they are proposed, with
+	// Redis's MISCONF error, as redis-server refuses them while its AOF
+	// cannot be written: inside MULTI too, where Redis refuses to queue
+	// them. It is called from client goroutines before every write and
+	// must be cheap and safe for concurrent use. Nil: writes go to the
+	// Proposer, whose ErrLogWrite is answered the same way.
+	LogWriteErr func() error
 
 	// LinearizableReads makes reads linearizable in cluster mode: the
 	// leader answers reads only after Cluster.ReadBarrier, and followers

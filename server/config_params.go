@@ -77,7 +77,8 @@ var redisParamByName = func() map[string]*redisParam {
 // was started, and which only a restart changes (the listening address,
 // the data dir and its fsync policy, the mode). CONFIG SET refuses them as
 // Redis refuses its immutable parameters, unless the value is the one they
-// already have.
+// already have; port is the exception, which CONFIG SET binds anew
+// outside a cluster (listenport.go).
 var kvsOwnedParams = map[string]string{
 	"port":            "the listening address is set at start (--addr)",
 	"bind":            "the listening address is set at start (--addr)",

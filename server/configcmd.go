@@ -52,28 +52,15 @@ func (s *Server) configParams() map[string]string {
 }
 
 // runConfig answers CONFIG GET pattern..., CONFIG SET param value...,
-// CONFIG RESETSTAT and CONFIG HELP.
+// CONFIG REWRITE, CONFIG RESETSTAT and CONFIG HELP.
 func runConfig(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("config", sub)
 	switch {
 	case is(sub, "get"):
-		if len(args) < 3 {
-			c.out = appendError(c.out, errWrongArgs("config|get"))
-			return
-		}
 		c.configGet(args[2:])
 	case is(sub, "set"):
-		if len(args) < 4 {
-			c.out = appendError(c.out, errWrongArgs("config|set"))
-			return
-		}
 		c.configSet(args[2:])
 	case is(sub, "rewrite"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|rewrite"))
-			return
-		}
 		switch err := c.s.rewriteConfig(); {
 		case errors.Is(err, errNoConfigFile):
 			c.out = appendError(c.out, err.Error())
@@ -85,16 +72,11 @@ func runConfig(c *client, args [][]byte) {
 			c.out = appendStatus(c.out, "OK")
 		}
 	case is(sub, "resetstat"):
-		if len(args) != 2 {
-			c.out = appendError(c.out, errWrongArgs("config|resetstat"))
-			return
-		}
 		c.s.stats.reset()
+		c.s.resetLazyFreed()
 		c.out = appendStatus(c.out, "OK")
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, configHelp)
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "config"))
+		c.out = appendHelp(c.out, configHelp)
 	}
 }
 
@@ -157,7 +139,7 @@ func (c *client) configGet(patterns [][]byte) {
 // is applied, as Redis does.
 func (c *client) configSet(pairs [][]byte) {
 	if len(pairs)%2 != 0 {
-		c.out = appendError(c.out, errWrongArgs("config|set"))
+		c.out = appendError(c.out, errSyntax)
 		return
 	}
 	if e := c.s.setConfig(pairs, false); e != "" {
@@ -209,6 +191,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	limitsSet := map[string]bool{}
 	var stored [][2]string
 	tlsSet := map[string][]byte{}
+	newPort := int64(-1)
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
@@ -259,6 +242,10 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			if e != "" {
 				return errConfigSetFailed(name, e)
 			}
+			if p.name == "port" && !startup && v != known["port"] {
+				newPort, _ = strconv.ParseInt(v, 10, 64)
+				continue
+			}
 			if why, owned := kvsOwnedParams[p.name]; owned {
 				if !startup && v != known[p.name] {
 					if why == "" {
@@ -271,7 +258,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			stored = append(stored, [2]string{p.name, v})
 		}
 	}
-	applyTLS, e := s.checkTLSParams(tlsSet)
+	applyTLS, e := s.checkTLSParams(tlsSet, known)
 	if e != "" {
 		return e
 	}
@@ -281,10 +268,25 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	if len(limitsSet) > 0 && !s.cfg.Store.SetLimitsServing(limits) {
 		return errBusy(s.cfg.Store.ScriptBusy())
 	}
+	// What may fail in applying comes after every check, as Redis's apply
+	// functions do, and is undone if a later step fails: binding a new
+	// port, then the password's write.
+	var newLn net.Listener
+	if newPort >= 0 {
+		ln, e := s.bindPort(newPort)
+		if e != "" {
+			return errConfigSetFailed("port", e)
+		}
+		newLn = ln
+		applies = append(applies, func() { s.installListener(ln) })
+	}
 	if requirePass != nil {
 		// The default user's password is replicated state: a write
 		// through the log, before the other changes apply.
 		if err := s.setRequirePass(*requirePass); err != nil {
+			if newLn != nil {
+				newLn.Close()
+			}
 			return errProposal(err, true)
 		}
 	}

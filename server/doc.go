@@ -22,11 +22,23 @@
 //   - Replies are written in the connection's protocol, RESP2 until the
 //     client sends HELLO 3.
 //   - Client-facing error texts are built in errors.go only.
+//   - Every command a client sends passes the checks of Redis's
+//     processCommand, in its order, in one place (admit.go), before it
+//     is either run or queued in MULTI: its name, its subcommand and
+//     arity, authentication, the ACL, maxmemory, the log's health, RESP2's
+//     subscribed mode, a client pause. A refusal inside MULTI makes EXEC
+//     fail with EXECABORT.
 //   - Before a command runs, its connection's user must be authenticated
 //     (when the default user has a password) and allowed to run it on its
 //     keys and channels (acl*.go). The users are the store's replicated
 //     ACL table, compiled when its generation changes; while a connection's
-//     user may run anything the check is one atomic load.
+//     user may run anything the check is one atomic load. Until it has
+//     logged in, a connection that must is held to Redis's limits for an
+//     unauthenticated client: 10 arguments and 16 KiB bulks per request
+//     (reader.go) and 16 KiB of pending output (outbuf.go).
+//   - Used memory, which maxmemory and INFO memory report, counts the
+//     data and the clients' read buffers as they change and the rest as
+//     of the last garbage collection, never garbage (memory.go).
 //
 // # Connections
 //
@@ -196,6 +208,10 @@
 //
 // Active expiry proposes OpDelExpired batches through the Proposer every
 // 100 ms, for as long as it keeps finding full batches (up to 25 ms a
-// tick). Only a cluster leader may do so: in cluster mode a follower skips
-// the cycle, whatever SetActiveExpiry said.
+// tick). Passive expiry proposes the deletion of the expired keys a read
+// found (the store's expired hook) right after the read: at once in
+// memory mode, from the cron loop where a proposal waits. Only a cluster
+// leader may do either: in cluster mode a follower skips the cycle,
+// whatever SetActiveExpiry said, and drops what its reads found; and
+// neither runs while a client pause is on (expire.go).
 package server

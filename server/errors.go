@@ -42,6 +42,14 @@ const (
 	errProtoBulkCount  = resp.MsgBulkCountTooBig
 )
 
+// COMMAND GETKEYS's and GETKEYSANDFLAGS's errors (server.c).
+const (
+	errGetKeysInvalidCommand = "ERR Invalid command specified"
+	errGetKeysNoKeys         = "ERR The command has no key arguments"
+	errGetKeysArity          = "ERR Invalid number of arguments specified for command"
+	errGetKeysInvalidArgs    = "ERR Invalid arguments specified for command"
+)
+
 // Errors of passwords and users (Redis 7.0's acl.c, networking.c, multi.c).
 const (
 	errNoAuth         = "NOAUTH Authentication required."

@@ -1,22 +1,15 @@
 package server
 
 import (
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"kvs/fsm"
 )
 
-// maxmemory and maxmemory-policy. Used memory is Go's live heap as of the
-// last collection (runtime/metrics /gc/heap/live:bytes, the honest figure
-// of what the process holds, where Redis counts its allocator's bytes)
-// plus what the store's data grew or shrank by since (fsm.Store.DataBytes,
-// which moves with every write), so the figure follows writes and
-// evictions at once rather than at the next collection. INFO memory's
-// used_memory reports it.
+// maxmemory and maxmemory-policy, held to used memory (memory.go), which
+// INFO memory's used_memory reports.
 //
 // When used memory is over maxmemory, a command flagged denyoom is refused
 // with Redis's OOM error under noeviction, and under an evicting policy
@@ -71,60 +64,6 @@ const (
 	DefaultMaxmemorySamples = 5
 )
 
-// memGauge computes used memory; see the file comment.
-type memGauge struct {
-	mu       sync.Mutex // guards the fields below
-	samples  []metrics.Sample
-	cycles   uint64 // GC cycles when live and data were taken
-	live     int64  // live heap after the last GC
-	dataAtGC int64  // the store's DataBytes when live was taken
-}
-
-// refresh takes the live heap anew once a collection has run since the
-// last refresh; the cron loop calls it every tick.
-func (g *memGauge) refresh(data func() int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.samples == nil {
-		g.samples = []metrics.Sample{
-			{Name: "/gc/cycles/total:gc-cycles"},
-			{Name: "/gc/heap/live:bytes"},
-			{Name: "/memory/classes/heap/objects:bytes"},
-		}
-	}
-	metrics.Read(g.samples)
-	cycles := uint64Sample(g.samples[0])
-	if cycles == g.cycles && g.live != 0 {
-		return
-	}
-	live := int64(uint64Sample(g.samples[1]))
-	if cycles == 0 || live == 0 {
-		live = int64(uint64Sample(g.samples[2])) // no collection yet
-	}
-	g.cycles, g.live, g.dataAtGC = cycles, live, data()
-}
-
-func uint64Sample(s metrics.Sample) uint64 {
-	if s.Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s.Value.Uint64()
-}
-
-// usedMemory is INFO's used_memory and what maxmemory is held to.
-func (s *Server) usedMemory() int64 {
-	s.mem.mu.Lock()
-	live, at := s.mem.live, s.mem.dataAtGC
-	s.mem.mu.Unlock()
-	if live == 0 {
-		s.mem.refresh(s.cfg.Store.DataBytes)
-		s.mem.mu.Lock()
-		live, at = s.mem.live, s.mem.dataAtGC
-		s.mem.mu.Unlock()
-	}
-	return max(0, live+s.cfg.Store.DataBytes()-at)
-}
-
 // oomRefusal is the error a denyoom command gets now, or "".
 func (c *client) oomRefusal() string {
 	s := c.s
@@ -133,44 +72,20 @@ func (c *client) oomRefusal() string {
 		return ""
 	}
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if p == fsm.EvictNone {
-		return errOOM
+	evictable := false
+	if p != fsm.EvictNone {
+		var ok bool
+		if evictable, ok = s.cfg.Store.EvictableServing(p); !ok {
+			return errBusy(s.cfg.Store.ScriptBusy())
+		}
 	}
-	evictable, ok := s.cfg.Store.EvictableServing(p)
-	switch {
-	case !ok:
-		return errBusy(s.cfg.Store.ScriptBusy())
-	case !evictable:
+	if !evictable {
+		if s.mem.unaccounted.Load() > 0 {
+			s.wakeEvictor() // which collects first: the excess may be garbage
+		}
 		return errOOM
 	}
 	s.wakeEvictor()
-	return ""
-}
-
-// oomInMulti is the error a command being queued in MULTI gets now, or
-// "": over maxmemory Redis refuses to queue any command (queuing takes
-// memory), not only denyoom ones.
-func (c *client) oomInMulti() string {
-	if c.s.maxMemory.Load() <= 0 {
-		return ""
-	}
-	return c.oomRefusal()
-}
-
-// oomAtExec is EXEC's error when its transaction holds a denyoom command
-// and memory is over maxmemory now, as Redis answers it, or "".
-func (c *client) oomAtExec(m *multiState) string {
-	if c.s.maxMemory.Load() <= 0 {
-		return ""
-	}
-	for _, q := range m.queued {
-		if q.cmd.flags&flagDenyOOM != 0 {
-			if e := c.oomRefusal(); e != "" {
-				return "EXECABORT Transaction discarded because of: " + e
-			}
-			return ""
-		}
-	}
 	return ""
 }
 
@@ -187,8 +102,18 @@ func (s *Server) wakeEvictor() {
 // decides writes.
 func (s *Server) evictCycle(stop <-chan struct{}) {
 	limit := s.maxMemory.Load()
+	if limit <= 0 {
+		return
+	}
+	if s.mem.unaccounted.Load() > 0 && s.usedMemory() > limit {
+		// Buffers let go since the last collection may be what puts
+		// memory over the limit: collect before deciding anything.
+		s.mem.collect(s.cfg.Store.DataBytes)
+	}
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if limit <= 0 || p == fsm.EvictNone || !s.mayExpire() {
+	if p == fsm.EvictNone || !s.mayExpire() || s.pauseMode.Load() != pauseNone {
+		// A client pause keeps the data as it is: no eviction either, as
+		// in Redis.
 		return
 	}
 	start := time.Now()
@@ -201,7 +126,10 @@ func (s *Server) evictCycle(stop <-chan struct{}) {
 		if limit = s.maxMemory.Load(); limit <= 0 {
 			return // CONFIG SET maxmemory 0 meanwhile
 		}
-		over := s.usedMemory() - limit
+		// Bytes let go that no collection has taken out yet (one ran
+		// less than collectInterval ago) are not counted: a key is
+		// never evicted for garbage.
+		over := s.usedMemory() - s.mem.unaccounted.Load() - limit
 		if over <= 0 {
 			return
 		}
@@ -293,7 +221,7 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 // setPolicy puts policy in force, with the key access records it needs.
 func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.evictPolicy.Store(uint32(p))
-	s.cfg.Store.SetAccessTracking(p.Tracks())
+	s.cfg.Store.SetAccessTracking(p.Tracks(), time.Now().UnixMilli())
 }
 
 // policyName is maxmemory-policy's value now.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"runtime"
 	"slices"
@@ -12,7 +14,7 @@ import (
 )
 
 // defaultInfoSections are the sections of a bare INFO, in Redis's order.
-var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cluster", "keyspace"}
+var defaultInfoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace"}
 
 // allInfoSections are the sections "INFO all" adds to the default ones,
 // as Redis does: long, so not in a bare INFO.
@@ -51,15 +53,19 @@ func runInfo(c *client, args [][]byte) {
 			}
 		}
 	}
-	// The key counts, read once and without waiting behind a busy
-	// script, which would hold the store (busy.go).
-	var st fsm.Stats
-	if slices.Contains(want, "memory") || slices.Contains(want, "keyspace") {
-		var ok bool
-		if st, ok = s.cfg.Store.StatsServing(time.Now().UnixMilli()); !ok {
-			c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
-			return
-		}
+	// What the sections read of the store, read once and without waiting
+	// behind a busy script, which would hold the store (busy.go).
+	var st storeStats
+	ok := true
+	if slices.Contains(want, "memory") {
+		st.scripts, ok = s.cfg.Store.ScriptStatsServing()
+	}
+	if ok && slices.Contains(want, "keyspace") {
+		st.keys, ok = s.cfg.Store.StatsServing(time.Now().UnixMilli())
+	}
+	if !ok {
+		c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
+		return
 	}
 	var b strings.Builder
 	for i, name := range want {
@@ -67,9 +73,9 @@ func runInfo(c *client, args [][]byte) {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# ")
-		b.WriteString(strings.ToUpper(name[:1]) + name[1:])
+		b.WriteString(sectionTitle(name))
 		b.WriteString("\r\n")
-		for _, f := range s.infoSection(name, st) {
+		for _, f := range s.infoSection(name, &st) {
 			b.WriteString(f.Name)
 			b.WriteByte(':')
 			b.WriteString(f.Value)
@@ -79,7 +85,23 @@ func runInfo(c *client, args [][]byte) {
 	c.out = appendVerbatim(c.out, b.String(), c.proto)
 }
 
-func (s *Server) infoSection(name string, st fsm.Stats) []InfoField {
+// sectionTitle is a section's header as Redis writes it: capitalised,
+// and CPU in capitals.
+func sectionTitle(name string) string {
+	if name == "cpu" {
+		return "CPU"
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}
+
+// storeStats is what INFO's sections read of the store under its lock,
+// read once before they are written (runInfo).
+type storeStats struct {
+	keys    fsm.Stats       // keyspace
+	scripts fsm.ScriptStats // memory
+}
+
+func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 	var fs []InfoField
 	add := func(n string, v any) {
 		var sv string
@@ -131,32 +153,14 @@ func (s *Server) infoSection(name string, st fsm.Stats) []InfoField {
 	case "clients":
 		add("connected_clients", s.connectedClients())
 		add("maxclients", s.maxClients.Load())
-		add("blocked_clients", s.blocked.count())
+		add("blocked_clients", s.blocked.count()+int(s.pausedClients.Load()))
 	case "memory":
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		used := s.usedMemory()
-		add("used_memory", used)
-		add("used_memory_human", humanBytes(uint64(used)))
-		add("used_memory_rss", ms.Sys-ms.HeapReleased)
-		add("used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
-		peak := s.memPeak.note(ms.HeapAlloc)
-		add("used_memory_peak", peak)
-		add("used_memory_peak_human", humanBytes(peak))
-		add("used_memory_peak_perc", peakPerc(ms.HeapAlloc, peak))
-		add("used_memory_dataset", st.Bytes)
-		sys := totalSystemMemory()
-		add("total_system_memory", sys)
-		add("total_system_memory_human", humanBytes(sys))
-		maxmem := s.maxMemory.Load()
-		add("maxmemory", maxmem)
-		add("maxmemory_human", humanBytes(uint64(maxmem)))
-		add("maxmemory_policy", s.policyName())
-		add("mem_allocator", "go")
+		fs = s.memoryInfo(st.scripts)
 	case "persistence":
 		add("loading", 0)
 		add("async_loading", 0)
 		last, running, lastErr := s.saves.status()
+		add("rdb_changes_since_last_save", s.changesSinceSave())
 		add("rdb_bgsave_in_progress", boolInt(running))
 		add("rdb_last_save_time", last.Unix())
 		add("rdb_last_bgsave_status", okErr(lastErr))
@@ -190,8 +194,9 @@ func (s *Server) infoSection(name string, st fsm.Stats) []InfoField {
 			fs = s.replicationInfo()
 			break
 		}
-		add("role", "master")
-		add("connected_slaves", 0)
+		fs = s.standaloneReplicationInfo()
+	case "cpu":
+		fs = s.cpuInfo()
 	case "cluster":
 		if s.cfg.Cluster != nil {
 			add("cluster_enabled", 1)
@@ -199,14 +204,40 @@ func (s *Server) infoSection(name string, st fsm.Stats) []InfoField {
 			add("cluster_enabled", 0)
 		}
 	case "keyspace":
-		if st.Keys > 0 {
-			add("db0", "keys="+strconv.Itoa(st.Keys)+",expires="+strconv.Itoa(st.Expires)+",avg_ttl=0")
+		if st.keys.Keys > 0 {
+			add("db0", "keys="+strconv.Itoa(st.keys.Keys)+",expires="+strconv.Itoa(st.keys.Expires)+",avg_ttl=0")
 		}
 	}
 	if s.cfg.Info != nil {
 		fs = mergeFields(fs, s.cfg.Info(name))
 	}
 	return fs
+}
+
+// standaloneReplicationInfo is INFO replication of a node outside a
+// cluster: a master with no replicas and no backlog, as redis-server
+// reports one (its master_repl_offset stays 0 without a backlog).
+func (s *Server) standaloneReplicationInfo() []InfoField {
+	return []InfoField{
+		{"role", "master"},
+		{"connected_slaves", "0"},
+		{"master_failover_state", "no-failover"},
+		{"master_replid", s.replID},
+		{"master_replid2", "0000000000000000000000000000000000000000"},
+		{"master_repl_offset", "0"},
+		{"second_repl_offset", "-1"},
+		{"repl_backlog_active", "0"},
+		{"repl_backlog_size", "1048576"},
+		{"repl_backlog_first_byte_offset", "0"},
+		{"repl_backlog_histlen", "0"},
+	}
+}
+
+// randomHex is n random bytes in hex (crypto/rand.Read never fails).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // commandStatsInfo is INFO commandstats, in Redis's format; like Redis it
@@ -233,7 +264,10 @@ func (s *Server) commandStatsInfo() []InfoField {
 }
 
 func (s *Server) port() string {
-	if s.cfg.PlainDisabled {
+	s.mu.Lock()
+	closed := s.portClosed
+	s.mu.Unlock()
+	if s.cfg.PlainDisabled || closed {
 		return "0"
 	}
 	if a := s.Addr(); a != nil {

@@ -2,17 +2,26 @@ package server
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"kvs/fsm"
 )
 
-// INFO memory's peak and system fields. used_memory is the Go heap's live
-// bytes (HeapAlloc); used_memory_peak is the largest of it seen by the
-// server's cron (every 100 ms, as Redis's cron samples it) or by INFO.
-// Like Redis 7.0, CONFIG RESETSTAT does not reset it.
+// INFO memory. used_memory is memory.go's figure; the fields around it
+// are derived from it as Redis derives them, so they stay consistent:
+// used_memory_peak is the largest used_memory seen by the cron loop (every
+// 100 ms, as Redis's cron samples it) or by INFO, and like Redis 7.0,
+// CONFIG RESETSTAT does not reset it; used_memory_dataset is the store's
+// estimate of its keys and values, never more than used_memory;
+// used_memory_overhead is the rest; used_memory_startup is used memory
+// when the server was made. used_memory_rss is what the Go runtime holds
+// from the OS and has not returned, and mem_clients_normal the clients'
+// read buffers.
 
 // memPeak is the largest used_memory seen.
 type memPeak struct{ v atomic.Uint64 }
@@ -29,26 +38,74 @@ func (p *memPeak) note(n uint64) uint64 {
 	}
 }
 
-// heapSample is the metric equal to runtime.MemStats.HeapAlloc, read
-// without stopping the world.
-var heapSample = "/memory/classes/heap/objects:bytes"
-
-// sampleMemPeak records the heap's live bytes in the peak; the cron calls it.
-func (s *Server) sampleMemPeak() {
-	sm := []metrics.Sample{{Name: heapSample}}
-	metrics.Read(sm)
-	if sm[0].Value.Kind() == metrics.KindUint64 {
-		s.memPeak.note(sm[0].Value.Uint64())
+// memoryInfo is INFO memory's fields, in Redis's order.
+func (s *Server) memoryInfo(scripts fsm.ScriptStats) []InfoField {
+	used := s.usedMemory()
+	peak := int64(s.memPeak.note(uint64(used)))
+	dataset := min(s.cfg.Store.DataBytes(), used)
+	startup := min(s.mem.startup.Load(), used-dataset)
+	net := used - startup
+	if net <= 0 {
+		net = 1
 	}
+	rss := residentBytes()
+	sys := totalSystemMemory()
+	maxmem := s.maxMemory.Load()
+	var fs []InfoField
+	add := func(name string, v int64) { fs = append(fs, InfoField{name, strconv.FormatInt(v, 10)}) }
+	human := func(name string, v int64) { fs = append(fs, InfoField{name, humanBytes(uint64(max(v, 0)))}) }
+	str := func(name, v string) { fs = append(fs, InfoField{name, v}) }
+	add("used_memory", used)
+	human("used_memory_human", used)
+	add("used_memory_rss", rss)
+	human("used_memory_rss_human", rss)
+	add("used_memory_peak", peak)
+	human("used_memory_peak_human", peak)
+	str("used_memory_peak_perc", percent(used, peak))
+	add("used_memory_overhead", used-dataset)
+	add("used_memory_startup", startup)
+	add("used_memory_dataset", dataset)
+	str("used_memory_dataset_perc", percent(dataset, net))
+	add("total_system_memory", int64(sys))
+	human("total_system_memory_human", int64(sys))
+	s.addScriptMemory(scripts, func(name string, v any) { fs = append(fs, InfoField{name, fmt.Sprint(v)}) })
+	add("maxmemory", maxmem)
+	human("maxmemory_human", maxmem)
+	str("maxmemory_policy", s.policyName())
+	ratio := 0.0
+	if used > 0 {
+		ratio = float64(rss) / float64(used)
+	}
+	str("mem_fragmentation_ratio", strconv.FormatFloat(ratio, 'f', 2, 64))
+	add("mem_fragmentation_bytes", rss-used)
+	add("mem_not_counted_for_evict", 0)
+	add("mem_clients_normal", s.mem.clients.Load())
+	str("mem_allocator", "go")
+	pending, freed := s.lazyFreeInfo()
+	add("lazyfree_pending_objects", pending)
+	add("lazyfreed_objects", freed)
+	return fs
 }
 
-// peakPerc is used_memory_peak_perc: used as a percentage of peak.
-func peakPerc(used, peak uint64) string {
+// percent is part as a percentage of whole, as Redis prints it ("%.2f%%").
+func percent(part, whole int64) string {
 	p := 0.0
-	if peak > 0 {
-		p = float64(used) * 100 / float64(peak)
+	if whole > 0 {
+		p = float64(part) * 100 / float64(whole)
 	}
 	return strconv.FormatFloat(p, 'f', 2, 64) + "%"
+}
+
+// residentBytes is what the Go runtime has mapped and not returned to the
+// OS (runtime.MemStats' Sys - HeapReleased), read without stopping the
+// world.
+func residentBytes() int64 {
+	sm := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(sm)
+	return int64(uint64Sample(sm[0])) - int64(uint64Sample(sm[1]))
 }
 
 // totalSystemMemory is the machine's memory (MemTotal in /proc/meminfo),

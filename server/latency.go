@@ -109,13 +109,12 @@ func (c *client) checkLatency(id int, d time.Duration) {
 }
 
 // runLatency answers LATENCY LATEST / HISTORY event / RESET [event ...] /
-// HELP. DOCTOR, GRAPH and HISTOGRAM are not kept.
+// HELP.
 func runLatency(c *client, args [][]byte) {
 	sub := args[1]
-	c.noteSubcommand("latency", sub)
 	m := &c.s.latency
 	switch {
-	case is(sub, "latest") && len(args) == 2:
+	case is(sub, "latest"):
 		m.mu.Lock()
 		names := make([]string, 0, len(m.events))
 		for ev := range m.events {
@@ -134,7 +133,7 @@ func runLatency(c *client, args [][]byte) {
 		}
 		m.mu.Unlock()
 		c.out = b
-	case is(sub, "history") && len(args) == 3:
+	case is(sub, "history"):
 		m.mu.Lock()
 		var samples []latencySample
 		if ts := m.events[string(args[2])]; ts != nil {
@@ -154,12 +153,8 @@ func runLatency(c *client, args [][]byte) {
 		c.out = b
 	case is(sub, "reset"):
 		c.out = appendInt(c.out, int64(m.reset(args[2:])))
-	case is(sub, "help") && len(args) == 2:
-		c.out = appendHelp(c.out, latencyHelp)
-	case is(sub, "latest"), is(sub, "history"), is(sub, "help"):
-		c.out = appendError(c.out, errWrongArgs("latency|"+lowerName(sub)))
 	default:
-		c.out = appendError(c.out, errUnknownSubcommand(sub, "latency"))
+		c.out = appendHelp(c.out, latencyHelp)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -75,6 +76,9 @@ type loop struct {
 	// (checkLimitsSoon).
 	waitingOut atomic.Int32
 	limitsDue  atomic.Bool
+	// cronDue asks the loop to resize its connections' buffers
+	// (clientsCronSoon).
+	cronDue atomic.Bool
 
 	// Durable mode: the proposer; batches enqueued since the last kick;
 	// batches enqueued and not yet answered (the log may answer a batch
@@ -261,8 +265,7 @@ func (lp *loop) add(c *client) bool {
 	c.fd = fd
 	c.sockFD.Store(int32(fd))
 	c.lp = lp
-	c.rd = resp.NewReader(fdReader{fd}, c.s.maxBulk.Load) // nothing is read yet
-	c.rd.SetQueryLimit(c.s.maxQuery.Load)
+	c.rd = c.newReader(fdReader{fd}) // nothing is read yet
 	c.busyServe = func() { lp.serveBusy(c) }
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
@@ -441,6 +444,9 @@ func (lp *loop) wake() {
 	if lp.limitsDue.Swap(false) {
 		lp.checkLimits()
 	}
+	if lp.cronDue.Swap(false) {
+		lp.clientsCron()
+	}
 	lp.resume()
 	lp.mu.Lock()
 	woken := lp.woken
@@ -455,6 +461,9 @@ func (lp *loop) wake() {
 	lp.mu.Unlock()
 	for _, c := range woken {
 		if !c.dead && c.suspended && (c.waitingBlocked() || c.held) {
+			if c.held {
+				c.setPaused(false)
+			}
 			c.suspended, c.held = false, false
 			lp.run1(c, nil)
 		}
@@ -552,14 +561,22 @@ func (lp *loop) input(c *client) {
 		lp.run1(c, nil)
 		return
 	}
-	for !c.dead && !c.suspended && c.more && c.pendingOut() == 0 {
+	// A client is not read while its replies wait for its socket, which
+	// pushes back on one that does not read them; except one that must
+	// still authenticate, read on as Redis reads it, so that its unread
+	// replies pass unauthOutputLimit and it is closed.
+	for !c.dead && !c.suspended && c.more && (c.pendingOut() == 0 || c.authRequired()) {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
 			return
 		}
 		cmds, more, err := c.rd.ReadReady()
-		c.more = more
+		// Once the peer has hung up, a short read no longer means the
+		// socket is drained: the hang-up's edge came with the last bytes,
+		// and no other will announce the end of the stream, so read on
+		// until it is seen.
+		c.more = more || c.hup
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
@@ -573,6 +590,7 @@ func (lp *loop) input(c *client) {
 			return
 		}
 		if len(cmds) == 0 {
+			c.noteBuffers()
 			continue // a request still incomplete: read on while more
 		}
 		lp.run1(c, cmds)
@@ -600,6 +618,7 @@ func (lp *loop) run1(c *client, cmds [][][]byte) {
 		complete = c.resume()
 	}
 	if complete {
+		c.noteBuffers()
 		lp.dirty = append(lp.dirty, c)
 		if cmds != nil {
 			lp.answered = true
@@ -696,6 +715,11 @@ func (lp *loop) flush() {
 // stops here, paused until the loop's next round (the socket did not take
 // everything) or closed (over the output buffer limit); see outbuf.go.
 func (lp *loop) endSlice(c *client) bool {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return true
+	}
 	if !lp.writeOut(c) {
 		return true // the write failed: closed
 	}
@@ -721,6 +745,24 @@ func (lp *loop) checkLimitsSoon() {
 	if lp.waitingOut.Load() > 0 {
 		lp.limitsDue.Store(true)
 		lp.signal()
+	}
+}
+
+// clientsCronSoon has the loop resize its connections' buffers; the cron
+// loop calls it every tick, as Redis's clientsCron runs.
+func (lp *loop) clientsCronSoon() {
+	lp.cronDue.Store(true)
+	lp.signal()
+}
+
+// clientsCron resizes the buffers of the connections between pipelines:
+// a running pipeline's arguments alias its read buffer.
+func (lp *loop) clientsCron() {
+	now := time.Now()
+	for _, c := range lp.conns {
+		if c.pipe == nil && !c.suspended && !c.dead {
+			c.resizeBuffers(now)
+		}
 	}
 }
 
@@ -790,6 +832,11 @@ func (lp *loop) writeOut(c *client) bool {
 // c is not read meanwhile, which pushes back on a client that does not
 // read its replies.
 func (lp *loop) write(c *client) {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		lp.close(c)
+		return
+	}
 	if !lp.writeOut(c) {
 		return
 	}

@@ -19,5 +19,6 @@ func (*loop) wakeBlocked(*client)   {}
 func (*loop) pushReady(*client)     {}
 func (*loop) endSlice(*client) bool { return false }
 func (*loop) checkLimitsSoon()      {}
+func (*loop) clientsCronSoon()      {}
 func (*loop) kill(*client)          {}
 func (*loop) wakeHeld(*client)      {}

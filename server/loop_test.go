@@ -230,3 +230,27 @@ func TestLoopRequestInPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestHangUpDuringLargeRequest: clients that close while the server is
+// still reading their large unfinished requests are closed by the server
+// too, and their buffers stop counting. On a loop the hang-up's edge can
+// come with the last bytes, read by a short read; the loop must read on
+// to see the end of the stream rather than wait for an edge that will not
+// come (it used to keep such connections, and their buffers, forever).
+func TestHangUpDuringLargeRequest(t *testing.T) {
+	s := startServer(t, Config{})
+	chunk := make([]byte, 1<<20)
+	for round := range 5 {
+		for range 3 {
+			rc := dialRaw(t, s)
+			rc.send([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$300000000\r\n"))
+			for n := 0; n < 12<<20; n += len(chunk) {
+				rc.send(chunk)
+			}
+			rc.nc.Close()
+		}
+		eventually(t, fmt.Sprintf("round %d: every connection closed", round), func() bool {
+			return s.connectedClients() == 0 && s.mem.clients.Load() == 0
+		})
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,9 +97,9 @@ func (k *cmdCounters) reset() {
 type commandStats struct {
 	once   sync.Once
 	byName map[string]commandRef // the command table with each command's index
-	// subs indexes Redis's subcommands of the containers kvs has
-	// ("config|get"), which count apart from their container, as in
-	// Redis's INFO commandstats; never looked up as a command name.
+	// subs indexes the subcommands kvs answers ("config|get"), which
+	// count apart from their container, as in Redis's INFO commandstats;
+	// never looked up as a command name.
 	subs    map[string]int
 	names   []string // sorted; the last is unknownCommand
 	unknown int      // index of unknownCommand
@@ -123,9 +122,9 @@ func (s *Server) commandStats() *commandStats {
 		for name := range s.commands {
 			st.names = append(st.names, name)
 		}
-		for name := range redisCategories {
-			if i := strings.IndexByte(name, '|'); i > 0 && s.commands[name[:i]] != nil {
-				st.names = append(st.names, name)
+		for _, cmd := range s.commands {
+			for _, sub := range cmd.subcommands {
+				st.names = append(st.names, sub.name)
 			}
 		}
 		sort.Strings(st.names)
@@ -208,15 +207,14 @@ func (c *client) answered(id int, rejected bool, at int) {
 	failed := c.replyFailed(at)
 	// A command refused before it ran is a run of its own, which SLOWLOG
 	// and LATENCY do not see, as Redis does not.
-	unlogged := rejected || failed && isRejection(c.out[at:])
-	if c.run.n > 0 && (c.run.id != id || unlogged || c.run.unlogged) {
+	if c.run.n > 0 && (c.run.id != id || rejected || c.run.unlogged) {
 		c.endRun()
 	}
 	if c.run.n == 0 {
 		c.runFirst = c.pipeAt
 	}
 	c.run.id = id
-	c.run.unlogged = unlogged
+	c.run.unlogged = rejected
 	c.run.add(rejected, failed)
 	if c.replyMode != 0 {
 		c.suppressReply(at)

@@ -68,9 +68,12 @@ func (s *Server) removeMonitor(c *client) {
 }
 
 // feedMonitors shows args, executed by c (or by a script when from is
-// "lua"), to the monitors, unless Redis would not show cmd.
+// "lua"), to the monitors, unless Redis would not show cmd (the
+// subcommand, for a container): not Redis's ADMIN commands and
+// subcommands. Redis 7.0 shows EVAL and then its script's commands, and
+// so does kvs.
 func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
-	if !monitored(cmd, args) {
+	if cmd.flags&flagAdmin != 0 {
 		return
 	}
 	line := monitorLine(time.Now(), from, args)
@@ -82,26 +85,36 @@ func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
 	}
 }
 
-// monitored reports whether MONITOR shows cmd: not Redis's ADMIN commands
-// and subcommands. Redis 7.0 shows EVAL and then its script's commands,
-// and so does kvs.
-func monitored(cmd *command, args [][]byte) bool {
-	if cmd.flags&flagAdmin != 0 {
-		return false
+// execMonitorLines are the MONITOR lines of an EXEC by c: its queued
+// commands, those the ACL still allows (run), and then the EXEC itself,
+// as Redis shows a transaction once it runs; nil when no monitor is on.
+func (c *client) execMonitorLines(queued []queuedCmd, run bool, exec [][]byte) [][]byte {
+	if c.s.monitoring.Load() == 0 || c.peer {
+		return nil
 	}
-	switch cmd.name {
-	case "slowlog", "latency", "monitor":
-		return false
-	case "client":
-		if len(args) > 1 {
-			for _, sub := range []string{"kill", "list", "no-evict", "pause", "unpause", "unblock"} {
-				if is(args[1], sub) {
-					return false
-				}
-			}
+	now := time.Now()
+	var lines [][]byte
+	for _, q := range queued {
+		if run && q.spec.flags&flagAdmin == 0 && c.execRefusal(q.cmd, q.args) == "" {
+			lines = append(lines, monitorLine(now, c.addr, q.args))
 		}
 	}
-	return true
+	return append(lines, monitorLine(now, c.addr, exec))
+}
+
+// showMonitorLines delivers lines to the monitors.
+func (s *Server) showMonitorLines(lines [][]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	m := &s.monitors
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, line := range lines {
+		for _, mc := range m.list {
+			s.deliver(mc, line)
+		}
+	}
 }
 
 // monitorLine formats one MONITOR line as Redis's replicationFeedMonitors

@@ -11,11 +11,12 @@ import (
 //
 // The queue and the watched keys are the connection's state. Between
 // MULTI and EXEC every command but EXEC, DISCARD, MULTI, WATCH, QUIT and
-// RESET is queued and answered QUEUED; an unknown command or a wrong
-// argument count is answered with its error and marks the transaction, so
-// that EXEC answers EXECABORT. Syntax errors are not queuing errors (Redis
-// checks only the name and the arity then): the command's error is its
-// element of EXEC's array.
+// RESET is queued and answered QUEUED once it passed the checks every
+// command passes before it runs (admit.go: its name, its arity, the ACL,
+// maxmemory, ...); a refusal is answered with its error and marks the
+// transaction, so that EXEC answers EXECABORT. Syntax errors are not
+// queuing errors (Redis checks only what admit checks then): the
+// command's error is its element of EXEC's array.
 //
 // EXEC turns the queue into one fsm.OpExec: the data commands (parsed at
 // EXEC, so relative expiry times count from it), reads and writes alike,
@@ -38,6 +39,10 @@ import (
 type multiState struct {
 	queued  []queuedCmd
 	aborted bool // a queuing error: EXEC answers EXECABORT
+	// flags are the queued commands' flags together, scripts' as they
+	// declare them (Redis's mstate.cmd_flags): EXEC is a denyoom command,
+	// or a write, when one of them is, and a pause of writes holds it.
+	flags cmdFlags
 	// buf holds the queued commands' arguments, which the connection's
 	// read buffer cannot keep, and argv the slices of them.
 	buf  []byte
@@ -53,26 +58,16 @@ func (m *multiState) reset() {
 	clear(m.queued)
 	clear(m.argv)
 	m.queued, m.argv, m.buf = m.queued[:0], m.argv[:0], m.buf[:0]
-	m.aborted = false
+	m.aborted, m.flags = false, 0
 	if cap(m.buf) > maxReusedTx || cap(m.argv) > maxReusedTx/16 || cap(m.queued) > maxReusedTx/32 {
 		*m = multiState{}
 	}
 }
 
-// writes reports whether the transaction holds a command a client pause
-// of writes holds (cmd_client.go).
-func (m *multiState) writes() bool {
-	for _, q := range m.queued {
-		if q.cmd != nil && (q.cmd.flags&flagWrite != 0 || mayPropagate(q.cmd)) {
-			return true
-		}
-	}
-	return false
-}
-
 type queuedCmd struct {
 	cmd  *command
-	id   int // the command's index in the command statistics
+	spec *command // the subcommand, for a container; cmd otherwise
+	id   int      // the command's index in the command statistics
 	args [][]byte
 }
 
@@ -89,24 +84,26 @@ type watchedKey struct {
 type execSlot struct {
 	raw     []byte
 	sub     bool
-	block   bool   // a blocking command's non-blocking form: empty is a null array
+	block   bool   // a blocking command's non-blocking form whose empty reply is a null array
 	op      fsm.Op // a read's op, for the hit counters
 	read    bool
 	ifFound string // the parser's errIfFound
 }
 
 const (
-	errExecAbort      = "EXECABORT Transaction discarded because of previous errors."
-	errMultiNested    = "ERR MULTI calls can not be nested"
-	errExecNoMulti    = "ERR EXEC without MULTI"
-	errDiscardNoMulti = "ERR DISCARD without MULTI"
-	errWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+	errExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	errExecAbortBecause = "EXECABORT Transaction discarded because of: " // and the refusal of EXEC
+	errNoMulti          = "ERR Command not allowed inside a transaction"
+	errMultiNested      = "ERR MULTI calls can not be nested"
+	errExecNoMulti      = "ERR EXEC without MULTI"
+	errDiscardNoMulti   = "ERR DISCARD without MULTI"
+	errWatchInMulti     = "ERR WATCH inside MULTI is not allowed"
 )
 
 func init() {
 	registerCommands(
 		command{name: "multi", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txMulti},
-		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, group: "transactions", tx: txExec},
+		command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagSkipSlowlog, group: "transactions", tx: txExec},
 		command{name: "discard", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", tx: txDiscard},
 		command{name: "watch", arity: -2, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, firstKey: 1, lastKey: -1, keyStep: 1, group: "transactions", tx: txWatch},
 		command{name: "unwatch", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy, group: "transactions", run: runUnwatch},
@@ -123,33 +120,10 @@ func queuesInMulti(cmd *command) bool {
 	return true
 }
 
-// queueInMulti answers a command sent inside MULTI: QUEUED, or the error
-// that aborts the transaction.
-func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
+// queueInMulti queues a command sent inside MULTI that admit let pass
+// (spec: its subcommand, for a container) and answers QUEUED.
+func (c *client) queueInMulti(cmd, spec *command, id int, args [][]byte) {
 	m := c.multi
-	if cmd == nil {
-		m.aborted = true
-		c.replyError(id, true, errUnknownCommand(args[0], args[1:]))
-		return
-	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
-		m.aborted = true
-		c.replyError(id, true, errWrongArgs(cmd.name))
-		return
-	}
-	switch cmd.name {
-	case "kvs.backup", "save", "shutdown":
-		// Redis's no_multi commands (KVS.BACKUP takes the connection
-		// over).
-		m.aborted = true
-		c.replyError(id, true, errBackupInMulti)
-		return
-	}
-	if e := c.oomInMulti(); e != "" {
-		m.aborted = true
-		c.replyError(id, true, e)
-		return
-	}
 	if !m.aborted { // an aborted transaction keeps nothing, as in Redis
 		n := 0
 		for _, a := range args {
@@ -170,7 +144,8 @@ func (c *client) queueInMulti(cmd *command, id int, args [][]byte) {
 			m.argv = append(m.argv, m.buf[start:len(m.buf):len(m.buf)])
 		}
 		end := len(m.argv)
-		m.queued = append(m.queued, queuedCmd{cmd: cmd, id: id, args: m.argv[first:end:end]})
+		m.queued = append(m.queued, queuedCmd{cmd: cmd, spec: spec, id: id, args: m.argv[first:end:end]})
+		m.flags |= c.commandFlags(spec, args)
 		c.multiCount.Store(int32(len(m.queued)))
 	}
 	c.replyRaw(id, rawQueued)
@@ -264,21 +239,19 @@ func runUnwatch(c *client, args [][]byte) {
 func txExec(c *client, id int, args [][]byte) bool {
 	m := c.multi
 	if m == nil {
+		c.s.showMonitorLines(c.execMonitorLines(nil, false, args))
 		c.replyError(id, false, errExecNoMulti)
 		return true
 	}
-	if e := c.oomAtExec(m); e != "" {
-		c.endTransaction()
-		c.replyError(id, true, e)
-		return true
-	}
 	if m.aborted {
+		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
 		c.endTransaction()
 		c.replyError(id, false, errExecAbort)
 		return true
 	}
 	if slices.ContainsFunc(c.watched, func(w watchedKey) bool { return w.unseen }) {
 		// As if a watched key changed: a null reply, nothing run.
+		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
 		c.endTransaction()
 		r := fsm.Reply{Kind: fsm.ReplyNilArray}
 		c.replyRaw(id, string(appendReply(nil, &r, c.proto)))
@@ -297,10 +270,12 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
+	lines := c.execMonitorLines(m.queued, true, args)
 	start := len(c.execSlots)
 	slots, subs := c.planExec(m.queued)
 	c.endTransaction()
 	if len(subs) == 0 && len(watched) == 0 {
+		c.s.showMonitorLines(lines)
 		c.replyRaw(id, string(c.appendExec(nil, slots, nil)))
 		clear(slots)
 		c.execSlots = c.execSlots[:start] // nothing else refers to them
@@ -314,7 +289,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
-	c.queue(pendingReply{cmd: id, exec: true, slots: slots})
+	c.queue(pendingReply{cmd: id, exec: true, slots: slots, monitor: lines})
 	return true
 }
 
@@ -350,7 +325,10 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 		case q.cmd.block != nil:
 			var req blockReq
 			req, e = q.cmd.block(c, q.args)
-			fc, sl.block = req.cmd, true
+			// Inside MULTI, BRPOPLPUSH and BLMOVE answer an empty source
+			// with a null bulk string (Redis's blmoveGenericCommand),
+			// the others with a null array.
+			fc, sl.block = req.cmd, q.cmd.name != "brpoplpush" && q.cmd.name != "blmove"
 		case q.cmd.parse != nil:
 			fc, e = q.cmd.parse(c, q.args)
 			sl.ifFound, c.errIfFound = c.errIfFound, ""
@@ -375,13 +353,18 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 // runCaptured runs a command the server answers itself and returns its
 // reply, leaving the connection's output and pending replies as they were.
 func (c *client) runCaptured(cmd *command, args [][]byte) []byte {
+	if c.ps != nil && c.fd < 0 {
+		// Its writer takes the replies before EXEC's now: while the
+		// command runs, c.out holds only its reply (see mergeOutput).
+		c.mergeOutput()
+	}
 	pending, batch := c.pending, c.batch
-	c.pending, c.batch = nil, nil
+	c.pending, c.batch, c.capturing = nil, nil, true
 	at := len(c.out)
 	cmd.run(c, args)
 	raw := append([]byte(nil), c.out[at:]...)
 	c.out = c.out[:at]
-	c.pending, c.batch = pending, batch
+	c.pending, c.batch, c.capturing = pending, batch, false
 	return raw
 }
 

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"kvs/fsm"
@@ -28,7 +31,7 @@ var multiReplies = []struct {
 	{[]string{"GET", "k"}, "+QUEUED\r\n"},
 	{[]string{"LPUSH", "k", "x"}, "+QUEUED\r\n"},
 	{[]string{"UNWATCH"}, "+QUEUED\r\n"},
-	{[]string{"EXEC"}, "*9\r\n*-1\r\n*-1\r\n-ERR syntax error\r\n+PONG\r\n+OK\r\n:2\r\n$1\r\n2\r\n" +
+	{[]string{"EXEC"}, "*9\r\n$-1\r\n*-1\r\n-ERR syntax error\r\n+PONG\r\n+OK\r\n:2\r\n$1\r\n2\r\n" +
 		"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n"},
 	{[]string{"MULTI"}, "+OK\r\n"},
 	{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
@@ -288,5 +291,219 @@ func TestMultiReadonlyFollowerPipeline(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("reply %d: %q, want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// queueRefusals is a session of commands refused while a transaction is
+// queued, and what follows them, with the exact bytes redis-server 7.0
+// answers: each refusal flags the transaction (EXEC answers EXECABORT),
+// whatever the command, and a refused EXEC discards the transaction,
+// naming why. WATCH inside MULTI and MULTI nested answer their own errors
+// and flag nothing.
+var queueRefusals = []struct {
+	args []string
+	want string
+}{
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC", "x"}, "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+	{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+	{[]string{"EXEC", "x"}, "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+	// Refused EXEC outside MULTI unwatches too.
+	{[]string{"WATCH", "w"}, "+OK\r\n"},
+	{[]string{"EXEC", "x"}, "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"},
+	{[]string{"SET", "w", "1"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"EXEC"}, "*0\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
+	{[]string{"WATCH", "w"}, "-ERR WATCH inside MULTI is not allowed\r\n"},
+	{[]string{"SET", "w", "2"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*1\r\n+OK\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"MULTI", "x"}, "-ERR wrong number of arguments for 'multi' command\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"WATCH"}, "-ERR wrong number of arguments for 'watch' command\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"DISCARD", "x"}, "-ERR wrong number of arguments for 'discard' command\r\n"},
+	{[]string{"SET", "w", "3"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	{[]string{"GET", "w"}, "$1\r\n2\r\n"},
+	// Subcommands: unknown, and of the wrong arity, refused at once.
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"SCRIPT", "LOAD"}, "-ERR wrong number of arguments for 'script|load' command\r\n"},
+	{[]string{"CONFIG", "GET"}, "-ERR wrong number of arguments for 'config|get' command\r\n"},
+	{[]string{"CLIENT", "ID", "x"}, "-ERR wrong number of arguments for 'client|id' command\r\n"},
+	{[]string{"OBJECT", "ENCODING"}, "-ERR wrong number of arguments for 'object|encoding' command\r\n"},
+	{[]string{"OBJECT"}, "-ERR wrong number of arguments for 'object' command\r\n"},
+	{[]string{"CONFIG", "NOSUCH"}, "-ERR unknown subcommand 'NOSUCH'. Try CONFIG HELP.\r\n"},
+	{[]string{"PUBSUB", "NUMPAT", "x"}, "-ERR wrong number of arguments for 'pubsub|numpat' command\r\n"},
+	{[]string{"CONFIG", "GET", "maxmemory"}, "+QUEUED\r\n"},
+	{[]string{"DISCARD"}, "+OK\r\n"},
+	// Redis's no-multi commands.
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"SAVE"}, "-ERR Command not allowed inside a transaction\r\n"},
+	{[]string{"SHUTDOWN"}, "-ERR Command not allowed inside a transaction\r\n"},
+	{[]string{"PING"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+	// SUBSCRIBE is queued, and runs at EXEC.
+	{[]string{"MULTI"}, "+OK\r\n"},
+	{[]string{"SUBSCRIBE", "ch"}, "+QUEUED\r\n"},
+	{[]string{"EXEC"}, "*1\r\n*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"},
+	// RESP2's subscribed mode refuses before the transaction queues.
+	{[]string{"MULTI"}, "-ERR Can't execute 'multi': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"},
+	{[]string{"CONFIG", "GET", "x"}, "-ERR Can't execute 'config|get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"},
+	{[]string{"CONFIG", "NOSUCH"}, "-ERR unknown subcommand 'NOSUCH'. Try CONFIG HELP.\r\n"},
+	{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of: Can't execute 'exec': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"},
+	{[]string{"UNSUBSCRIBE"}, "*3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n"},
+	{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+}
+
+func TestMultiQueueRefusals(t *testing.T) {
+	for _, name := range []string{"one by one", "pipelined"} {
+		t.Run(name, func(t *testing.T) {
+			rc := dialRaw(t, startServer(t, Config{}))
+			var got []string
+			if name == "pipelined" {
+				var cmds [][]string
+				for _, tc := range queueRefusals {
+					cmds = append(cmds, tc.args)
+				}
+				got = script(t, rc, cmds)
+			} else {
+				for _, tc := range queueRefusals {
+					got = append(got, rc.do(tc.args...))
+				}
+			}
+			for i, tc := range queueRefusals {
+				if got[i] != tc.want {
+					t.Errorf("%d %q = %q, want %q", i, tc.args, got[i], tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusalsAgree: a command refused before it runs gets the same
+// refusal inside MULTI, where it flags the transaction, as outside it.
+func TestRefusalsAgree(t *testing.T) {
+	s := startServer(t, Config{})
+	admin := dialRaw(t, s)
+	if got := admin.do("ACL", "SETUSER", "u", "on", "nopass", "~k*", "&*", "+@all", "-config|set", "-flushall"); got != "+OK\r\n" {
+		t.Fatalf("ACL SETUSER: %q", got)
+	}
+	refused := [][]string{
+		{"NOSUCH", "a"}, {"GET"}, {"CONFIG"}, {"CONFIG", "NOSUCH"}, {"CONFIG", "GET"},
+		{"CLIENT", "SETNAME"}, {"SCRIPT", "LOAD"}, {"FUNCTION", "NOSUCH"},
+		{"GET", "other"}, {"CONFIG", "SET", "maxmemory", "0"}, {"FLUSHALL"},
+	}
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	for _, rc := range []*rawConn{a, b} {
+		if got := rc.do("AUTH", "u", "x"); got != "+OK\r\n" {
+			t.Fatalf("AUTH: %q", got)
+		}
+	}
+	b.do("MULTI")
+	for _, cmd := range refused {
+		top, queued := a.do(cmd...), b.do(cmd...)
+		if top != queued || !strings.HasPrefix(top, "-") {
+			t.Errorf("%q: %q outside MULTI, %q inside", cmd, top, queued)
+		}
+	}
+	if got := b.do("EXEC"); got != "-"+errExecAbort+"\r\n" {
+		t.Errorf("EXEC after the refusals: %q", got)
+	}
+	if got := admin.do("ACL", "LOG", "1"); !strings.Contains(got, "\r\ncontext\r\n$5\r\nmulti\r\n") {
+		t.Errorf("the last ACL LOG entry is not from MULTI: %q", got)
+	}
+}
+
+// TestMultiLogWriteRefusal: while the log cannot be written, writes are
+// refused with MISCONF, inside MULTI at once (flagging the transaction),
+// and an EXEC holding a write queued before is refused whole; reads are
+// queued and run. A script that declares flags is a write unless it
+// declares no-writes, whatever command runs it, as in Redis.
+func TestMultiLogWriteRefusal(t *testing.T) {
+	var failure atomic.Pointer[error]
+	s := startServer(t, Config{LogWriteErr: func() error {
+		if p := failure.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}})
+	rc := dialRaw(t, s)
+	rc.do("SET", "k", "1")
+	misconf := "-MISCONF Errors writing to the AOF file: No space left on device\r\n"
+	got := script(t, rc, [][]string{{"MULTI"}, {"SET", "k", "2"}, {"GET", "k"}})
+	err := fmt.Errorf("wal: write failed: %w", syscall.ENOSPC)
+	failure.Store(&err)
+	got = append(got, script(t, rc, [][]string{
+		{"EXEC"},
+		{"SET", "k", "3"}, {"PING"},
+		{"MULTI"}, {"GET", "k"}, {"EXEC"},
+		{"MULTI"}, {"SET", "k", "4"}, {"GET", "k"}, {"EXEC"},
+		// A script is judged by the flags it declares.
+		{"EVAL", "#!lua\nreturn 1", "0"}, {"EVAL", "#!lua flags=no-writes\nreturn 2", "0"},
+		{"MULTI"}, {"EVAL", "#!lua flags=no-writes\nreturn 3", "0"}, {"EVAL_RO", "#!lua\nreturn 4", "0"}, {"EXEC"},
+	})...)
+	want := []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+		"-EXECABORT Transaction discarded because of: MISCONF Errors writing to the AOF file: No space left on device\r\n",
+		misconf, "+PONG\r\n",
+		"+OK\r\n", "+QUEUED\r\n", "*1\r\n$1\r\n1\r\n",
+		"+OK\r\n", misconf, "+QUEUED\r\n", "-" + errExecAbort + "\r\n",
+		misconf, ":2\r\n",
+		"+OK\r\n", "+QUEUED\r\n", misconf, "-" + errExecAbort + "\r\n",
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestMultiSubscribe: SUBSCRIBE queued in MULTI answers inside EXEC's
+// reply, after the replies before it in the pipeline, on an event loop
+// and on a connection's own goroutine (whose output goes through a writer
+// once it subscribed), and the messages published after come after
+// EXEC's reply. A message a RESP3 connection publishes to itself inside
+// MULTI comes inside EXEC's reply on a loop, as in Redis, and before it
+// on a goroutine.
+func TestMultiSubscribe(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprintf("goroutines=%v", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			rc, pub := dialRaw(t, s), dialRaw(t, s)
+			got := script(t, rc, [][]string{{"PING"}, {"MULTI"}, {"SUBSCRIBE", "ch"}, {"EXEC"}, {"PING"}})
+			want := []string{"+PONG\r\n", "+OK\r\n", "+QUEUED\r\n",
+				"*1\r\n*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n", "*2\r\n$4\r\npong\r\n$0\r\n\r\n"}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("reply %d = %q, want %q", i, got[i], want[i])
+				}
+			}
+			if got := pub.do("PUBLISH", "ch", "m"); got != ":1\r\n" {
+				t.Fatalf("PUBLISH = %q", got)
+			}
+			if got := rc.reply(); got != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n" {
+				t.Fatalf("message = %q", got)
+			}
+
+			r3 := dialRaw(t, s)
+			script(t, r3, [][]string{{"HELLO", "3"}, {"SUBSCRIBE", "ch"}})
+			r3.send(append(append(encodeCommand("MULTI"), encodeCommand("PUBLISH", "ch", "self")...), encodeCommand("EXEC")...))
+			var out string
+			for range 4 {
+				out += r3.reply()
+			}
+			msg := ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$4\r\nself\r\n"
+			want3 := "+OK\r\n+QUEUED\r\n*1\r\n" + msg + ":2\r\n"
+			if !usesLoops(s) {
+				want3 = "+OK\r\n+QUEUED\r\n" + msg + "*1\r\n:2\r\n"
+			}
+			if out != want3 {
+				t.Fatalf("MULTI PUBLISH to itself EXEC = %q, want %q", out, want3)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +182,85 @@ func TestClientPauseHoldsWrites(t *testing.T) {
 	}
 }
 
+// TestClientPauseWriteScripts: a pause of writes holds what may write or
+// be propagated (a script without flags, one that may write, PUBLISH, a
+// subcommand that writes, an EXEC of a transaction holding one, such a
+// command sent inside MULTI) and counts it in INFO's blocked_clients and
+// CLIENT LIST's flag b, as Redis does, and lets read-only scripts,
+// functions and transactions run.
+func TestClientPauseWriteScripts(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			admin := dialRaw(t, s)
+			admin.do("SET", "x", "y")
+			admin.do("FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function{function_name='ro', "+
+				"callback=function() return 'hello' end, flags={'no-writes'}}\n"+
+				"redis.register_function('rw', function() return 'rw' end)")
+			sha := strings.Split(admin.do("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 2"), "\r\n")[1]
+			// A transaction holding a write queued before the pause.
+			tx := dialRaw(t, s)
+			tx.do("MULTI")
+			tx.do("SET", "x", "w")
+			if r := admin.do("CLIENT", "PAUSE", "100000", "WRITE"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			ro := dialRaw(t, s)
+			for _, tc := range []struct{ args, want []string }{
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn 'unique'", "0"}, []string{"$6\r\nunique\r\n"}},
+				{[]string{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "x"}, []string{"$1\r\ny\r\n"}},
+				{[]string{"EVALSHA", sha, "0"}, []string{":2\r\n"}},
+				{[]string{"FCALL", "ro", "0"}, []string{"$5\r\nhello\r\n"}},
+				{[]string{"MULTI"}, []string{"+OK\r\n"}},
+				{[]string{"GET", "x"}, []string{"+QUEUED\r\n"}},
+				{[]string{"EVAL", "#!lua flags=no-writes\nreturn 12", "0"}, []string{"+QUEUED\r\n"}},
+				{[]string{"EXEC"}, []string{"*2\r\n$1\r\ny\r\n:12\r\n"}},
+			} {
+				if got := ro.do(tc.args...); got != tc.want[0] {
+					t.Errorf("%q during a pause of writes: %q, want %q", tc.args, got, tc.want[0])
+				}
+			}
+			var held []*rawConn
+			for _, cmd := range [][]string{
+				{"EVAL", "return 1", "0"}, {"EVAL", "#!lua\nreturn 1", "0"}, {"FCALL", "rw", "0"},
+				{"PUBLISH", "ch", "m"}, {"SET", "x", "z"},
+				// a subcommand that writes
+				{"FUNCTION", "LOAD", "#!lua name=other\nredis.register_function('o', function() return 1 end)"},
+			} {
+				w := dialRaw(t, s)
+				w.send(encodeCommand(cmd...))
+				held = append(held, w)
+			}
+			tx.send(encodeCommand("EXEC"))
+			held = append(held, tx)
+			// A write sent inside MULTI is held before it is queued, as
+			// Redis postpones it.
+			queuing := dialRaw(t, s)
+			queuing.do("MULTI")
+			queuing.send(encodeCommand("SET", "x", "v"))
+			held = append(held, queuing)
+			eventually(t, "eight clients held", func() bool {
+				return strings.Contains(admin.do("INFO", "clients"), "blocked_clients:8\r\n")
+			})
+			if n := len(regexp.MustCompile(` flags=x?b `).FindAllString(admin.do("CLIENT", "LIST"), -1)); n != 8 {
+				t.Errorf("%d clients with flag b in CLIENT LIST, want 8", n)
+			}
+			if r := admin.do("GET", "x"); r != "$1\r\ny\r\n" {
+				t.Fatalf("GET during the pause = %q", r)
+			}
+			admin.do("CLIENT", "UNPAUSE")
+			for i, w := range held {
+				if r := w.reply(); strings.HasPrefix(r, "-") {
+					t.Errorf("held command %d answered %q", i, r)
+				}
+			}
+			if r := admin.do("INFO", "clients"); !strings.Contains(r, "blocked_clients:0\r\n") {
+				t.Errorf("after the pause: %q", r)
+			}
+		})
+	}
+}
+
 func TestClientKillByID(t *testing.T) {
 	s := startServer(t, Config{})
 	a, b := dialRaw(t, s), dialRaw(t, s)
@@ -268,5 +349,105 @@ func TestResetStatResetsLatencyStats(t *testing.T) {
 	rc.do("SET", "k", "v")
 	if r := rc.do("INFO", "latencystats"); strings.Contains(r, "usec_set") {
 		t.Errorf("with latency-tracking no: %q", r)
+	}
+}
+
+// TestClientListBuffers: CLIENT LIST's query buffer figures are Redis's
+// (the asking command counts as buffered), a large request grows the
+// buffer, and the cron gives the room back: past the recent peak while
+// the client is busy, all of it once it is idle (on an event loop).
+func TestClientListBuffers(t *testing.T) {
+	field := func(line, name string) int {
+		m := regexp.MustCompile(` ` + name + `=(\d+)`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("no %s in %q", name, line)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprint("goroutines=", goroutines), func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: goroutines})
+			admin, w := dialRaw(t, s), dialRaw(t, s)
+			self := admin.do("CLIENT", "INFO")
+			if field(self, "qbuf") != 26 || field(self, "argv-mem") != 10 || field(self, "qbuf-free") < 16<<10-26 {
+				t.Errorf("CLIENT INFO: %q", self)
+			}
+			w.do("CLIENT", "SETNAME", "w")
+			line := func() string {
+				for _, l := range strings.Split(admin.do("CLIENT", "LIST"), "\n") {
+					if strings.Contains(l, " name=w ") {
+						return l
+					}
+				}
+				t.Fatal("no client w")
+				return ""
+			}
+			w.do("SET", "x", strings.Repeat("A", 400000))
+			l := line()
+			grown := field(l, "qbuf") + field(l, "qbuf-free")
+			if field(l, "qbuf") != 0 || grown < 400000 || field(l, "argv-mem") != 0 {
+				t.Fatalf("after a 400 KB request: %q", l)
+			}
+			eventually(t, "the buffer shrinks while small requests come", func() bool {
+				w.do("SET", "x", "small")
+				l := line()
+				n := field(l, "qbuf") + field(l, "qbuf-free")
+				return n > 0 && n < grown
+			})
+			if s.eventLoops() == 0 {
+				return // an idle goroutine's buffer holds its read
+			}
+			// A read after the cut grows the buffer back to 16 KB, which
+			// idleness then gives back whole.
+			w.do("SET", "x", "small")
+			if l := line(); field(l, "qbuf-free") < 16<<10-100 {
+				t.Fatalf("a read into a buffer cut to a small request's size: %q", l)
+			}
+			eventually(t, "an idle client's buffer is given back", func() bool {
+				l := line()
+				return field(l, "qbuf") == 0 && field(l, "qbuf-free") == 0
+			})
+			if r := w.do("PING"); r != "+PONG\r\n" {
+				t.Fatalf("PING after the buffer was given back: %q", r)
+			}
+		})
+	}
+}
+
+// TestLazyFreeInfo: UNLINK of a large value and FLUSHALL ASYNC count in
+// INFO's lazyfreed_objects once the cron has had their memory collected
+// (pending until then); DEL and small values count nothing; CONFIG
+// RESETSTAT starts the count over.
+func TestLazyFreeInfo(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	big := []string{"SADD", "big"}
+	for i := range 200 {
+		big = append(big, "m"+strconv.Itoa(i))
+	}
+	lazy := func() (pending, freed int) {
+		info := rc.do("INFO", "memory")
+		m := regexp.MustCompile(`lazyfree_pending_objects:(\d+)\r\nlazyfreed_objects:(\d+)\r\n`).FindStringSubmatch(info)
+		if m == nil {
+			t.Fatalf("INFO memory: %q", info)
+		}
+		p, _ := strconv.Atoi(m[1])
+		f, _ := strconv.Atoi(m[2])
+		return p, f
+	}
+	rc.do(big...)
+	rc.do("DEL", "big")
+	rc.do(big...)
+	rc.do("SET", "small", "v")
+	rc.do("UNLINK", "big", "small")
+	eventually(t, "UNLINK's large set freed", func() bool { p, f := lazy(); return p == 0 && f == 1 })
+	rc.do("SET", "a", "1")
+	rc.do("SET", "b", "1")
+	rc.do("FLUSHALL", "ASYNC")
+	eventually(t, "FLUSHALL ASYNC's keys freed", func() bool { p, f := lazy(); return p == 0 && f == 3 })
+	rc.do("CONFIG", "RESETSTAT")
+	if p, f := lazy(); p != 0 || f != 0 {
+		t.Errorf("after CONFIG RESETSTAT: pending %d, freed %d", p, f)
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"runtime/debug"
 	"time"
 
 	"kvs/resp"
@@ -36,7 +35,12 @@ import (
 // A client closed for its output buffer is logged as Redis logs it,
 // counted (INFO stats client_output_buffer_limit_disconnections, Redis
 // 7.4's name), and its buffers are dropped; when they were large the cron
-// loop hands the freed memory back to the OS (releaseMemory).
+// loop hands the freed memory back to the OS (memory.go's collectFreed).
+//
+// A client that must authenticate and has not is closed as soon as its
+// pending output passes unauthOutputLimit, as in Redis (the
+// CVE-2025-21605 fix), whatever the class limits say: such a client could
+// otherwise have the server hold replies it never reads.
 
 // defaultNormalLimit is kvs's client-output-buffer-limit normal: Redis's
 // own bound for its largest legitimate reader, a replica (256 MiB hard,
@@ -47,6 +51,12 @@ var defaultNormalLimit = outputLimit{hard: 256 << 20, soft: 64 << 20, softSecond
 // largeRelease is the size of dropped buffers past which the memory is
 // returned to the OS at the next cron tick.
 const largeRelease = 16 << 20
+
+// unauthOutputLimit is the pending output an unauthenticated client may
+// have: Redis closes one whose replies no longer fit its 16 KiB reply
+// buffer (checkClientOutputBufferLimits: more than 1 KiB in the reply list
+// that follows the buffer, whose first block is 16 KiB).
+const unauthOutputLimit = 16 << 10
 
 // outBuf is a client's output set aside, and its limit's state; only the
 // connection's loop or goroutine uses it.
@@ -93,6 +103,13 @@ func (c *client) overOutputLimit() bool {
 	return l != nil && l.over(&c.ob.softSince, c.pendingOut(), unixNanoNow)
 }
 
+// overUnauthLimit reports whether c must authenticate and has more output
+// pending than unauthOutputLimit. It is checked before the output is
+// written, as Redis checks it as replies are added.
+func (c *client) overUnauthLimit() bool {
+	return c.pendingOut() > unauthOutputLimit && c.authRequired()
+}
+
 // dropOutput forgets c's output (it is being closed for it), logs and
 // counts the disconnection and, if it held much, has the memory returned.
 func (c *client) dropOutput() {
@@ -104,9 +121,7 @@ func (c *client) dropOutput() {
 	c.s.stats.outputLimitKills.Add(1)
 	c.s.cfg.Logger.Warn("server: client scheduled to be closed ASAP for overcoming of output buffer limits",
 		"client", c.addr, "id", c.id, "pending_bytes", n)
-	if n >= largeRelease {
-		c.s.freeMemory.Store(true)
-	}
+	c.s.mem.noteFreed(n, false)
 }
 
 // checkOutputLimits is the cron loop's: it has every event loop check the
@@ -120,15 +135,6 @@ func (s *Server) checkOutputLimits() {
 	}
 }
 
-// releaseMemory is the cron loop's: after a large client was dropped, it
-// collects and returns the freed pages to the OS, so RSS falls as soon as
-// the memory is free rather than minutes later.
-func (s *Server) releaseMemory() {
-	if s.freeMemory.Swap(false) {
-		debug.FreeOSMemory()
-	}
-}
-
 // queryLimitHit logs and counts the close of a client whose request grew
 // past client-query-buffer-limit, if err says that is why it is closed.
 // Redis sends no reply; neither does kvs.
@@ -137,9 +143,6 @@ func (c *client) queryLimitHit(err error) {
 		return
 	}
 	c.s.stats.queryLimitKills.Add(1)
-	if c.s.maxQuery.Load() >= largeRelease {
-		c.s.freeMemory.Store(true) // the buffer goes with the client
-	}
 	c.s.cfg.Logger.Warn("server: closing client that reached max query buffer length",
 		"client", c.addr, "id", c.id, "limit", c.s.maxQuery.Load())
 }
@@ -148,6 +151,10 @@ func (c *client) queryLimitHit(err error) {
 // writes c.out (flush): it reports false when c must be closed for its
 // output buffer, and sets or clears the soft limit's write deadline.
 func (c *client) outputGuard() bool {
+	if c.overUnauthLimit() {
+		c.dropOutput()
+		return false
+	}
 	l := c.normalLimit()
 	if l == nil {
 		return true

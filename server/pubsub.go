@@ -240,8 +240,15 @@ func (c *client) mergeOutputLocked(ps *pushState) {
 	}
 }
 
-// mergeOutput is mergeOutputLocked taking ps.mu.
+// mergeOutput is mergeOutputLocked taking ps.mu. While EXEC runs a
+// command for its reply (runCaptured), a connection on its own goroutine
+// keeps its output in c.out, since that reply is an element of EXEC's:
+// the messages published meanwhile are written just before EXEC's reply,
+// where on a loop they join c.out, inside EXEC's reply as in Redis.
 func (c *client) mergeOutput() {
+	if c.capturing && c.fd < 0 {
+		return
+	}
 	ps := c.ps
 	ps.mu.Lock()
 	c.mergeOutputLocked(ps)

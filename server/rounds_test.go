@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -263,5 +264,29 @@ func TestRoundsCloseWaitsForAnswers(t *testing.T) {
 	}
 	if got := string(p.store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("k")}}).Bulk); got != "1" {
 		t.Fatalf("the batch in flight at Close was not applied by the time Close returned: GET k = %q", got)
+	}
+}
+
+// TestRoundsMonitorOnce: a command that first waits for the writes before
+// it (handed to a roundProposer) runs again once they are answered, but
+// MONITOR shows it once.
+func TestRoundsMonitorOnce(t *testing.T) {
+	s, _ := startRounds(t, true)
+	mon, rc := dialRaw(t, s), dialRaw(t, s)
+	if got := mon.do("MONITOR"); got != "+OK\r\n" {
+		t.Fatalf("MONITOR: %q", got)
+	}
+	got := script(t, rc, [][]string{{"SET", "a", "1"}, {"PING"}, {"GET", "a"}, {"ECHO", "end"}})
+	if got[3] != "$3\r\nend\r\n" {
+		t.Fatalf("ECHO end: %q", got[3])
+	}
+	var lines []string
+	for len(lines) == 0 || !strings.Contains(lines[len(lines)-1], `"ECHO"`) {
+		line := mon.reply()
+		lines = append(lines, line[strings.Index(line, `"`):])
+	}
+	want := []string{"\"SET\" \"a\" \"1\"\r\n", "\"PING\"\r\n", "\"GET\" \"a\"\r\n", "\"ECHO\" \"end\"\r\n"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("MONITOR showed %q, want %q", lines, want)
 	}
 }

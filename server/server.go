@@ -53,12 +53,22 @@ type Server struct {
 	// clientPause its state (cmd_client.go).
 	pauseMode   atomic.Int32
 	clientPause pauseState
+	// pausedClients counts the clients clientPause holds.
+	pausedClients atomic.Int64
 	// monitoring counts the MONITOR connections, loaded once per command;
 	// monitors are they (monitor.go).
 	monitoring atomic.Int32
 	monitors   monitorSet
 	// memPeak is INFO's used_memory_peak (info_memory.go).
 	memPeak memPeak
+	// lazy is INFO's lazy freeing (lazyfree.go).
+	lazy lazyFree
+	// replID is INFO replication's master_replid outside a cluster: 40
+	// random hex digits per process, as Redis makes one at start.
+	replID string
+	// passive holds the expired keys reads met, for the cron loop to
+	// delete where a proposal waits (expire.go).
+	passive passiveQueue
 
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
@@ -77,10 +87,8 @@ type Server struct {
 	pubsub      pubsubRegistry
 	pubsubLimit atomic.Pointer[outputLimit]
 	// normalLimit is client-output-buffer-limit's normal class (nil: no
-	// limit); freeMemory asks the cron loop to return freed memory to the
-	// OS (outbuf.go).
+	// limit; outbuf.go).
 	normalLimit atomic.Pointer[outputLimit]
-	freeMemory  atomic.Bool
 	// maxmemory, maxmemory-policy (an fsm.EvictPolicy) and
 	// maxmemory-samples; mem computes used memory; evictKick wakes the
 	// cron loop's evictor (evict.go).
@@ -115,9 +123,15 @@ type Server struct {
 	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
 	closed   bool                  // Close or Shutdown ran (idempotence)
 	streams  map[net.Conn]struct{} // backups being streamed (backup.go)
+	// portClosed: CONFIG SET port 0 closed ln (listenport.go).
+	portClosed bool
+	// lnChanged wakes the accept loop when CONFIG SET port changes ln.
+	lnChanged chan struct{}
 
-	// saves is SAVE, BGSAVE and LASTSAVE's state (backup.go).
-	saves saveState
+	// saves is SAVE, BGSAVE and LASTSAVE's state, memSaver memory mode's
+	// Saver (backup.go).
+	saves    saveState
+	memSaver memorySaver
 	// shutdownReq is closed by the first SHUTDOWN (shutdown.go), stopNow
 	// set before when that one must not wait for a busy script.
 	shutdownReq  chan struct{}
@@ -138,10 +152,12 @@ func New(cfg Config) (*Server, error) {
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
+		lnChanged:   make(chan struct{}, 1),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
 	s.peers.applyingScript = cfg.Store.ScriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
+	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
 	s.acl.requirePass.Store(&cfg.RequirePass)
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
@@ -149,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 	s.setBufferLimits(s.psConfig.limits)
 	cfg.Store.SetReadyHook(s.blocked.signal)
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
+	cfg.Store.SetExpiredHook(s.expireMet)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
 	cfg.Store.SetBusyThreshold(defaultLuaTimeLimit)
 	s.writeBudget.Store(DefaultScriptWriteBudget)
@@ -163,7 +180,10 @@ func New(cfg Config) (*Server, error) {
 	s.setPolicy(p)
 	s.evictSamples.Store(DefaultMaxmemorySamples)
 	s.evictKick = make(chan struct{}, 1)
+	s.passive.kick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
+	s.replID = randomHex(20)
+	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
 	return s, nil
 }
 
@@ -326,6 +346,13 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
+			if !secure && acceptErrClosed(err) && !s.shutdown.Load() {
+				// CONFIG SET port replaced the listener (listenport.go).
+				if next, ok := s.nextListener(ln); ok {
+					ln = next
+					continue
+				}
+			}
 			if s.shutdown.Load() || errors.Is(err, net.ErrClosed) {
 				return ErrServerClosed
 			}
@@ -411,6 +438,7 @@ func (s *Server) register(c *client) bool {
 }
 
 func (s *Server) unregister(c *client) {
+	c.setPaused(false) // closed while a client pause held it
 	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub
@@ -419,6 +447,7 @@ func (s *Server) unregister(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	c.rd.Release()
 }
 
 // connectedClients is INFO's connected_clients.

@@ -464,7 +464,7 @@ func TestInfoAndClientList(t *testing.T) {
 	rc.do("CLIENT", "SETINFO", "LIB-NAME", "go-redis")
 	info := rc.do("INFO")
 	for _, want := range []string{"# Server\r\n", "redis_version:7.2.4\r\n", "kvs_version:0.1.0\r\n",
-		"# Clients\r\nconnected_clients:1\r\n", "# Memory\r\nused_memory:", "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\naof_enabled:1\r\n",
+		"# Clients\r\nconnected_clients:1\r\n", "# Memory\r\nused_memory:", "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n", "rdb_last_bgsave_status:ok\r\naof_enabled:1\r\n",
 		"# Stats\r\ntotal_connections_received:1\r\ntotal_commands_processed:3\r\n", "# Replication\r\nrole:slave\r\nconnected_slaves:0\r\n", "# Cluster\r\ncluster_enabled:0\r\n", "# Keyspace\r\n", "# Raft\r\nstate:leader\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q:\n%s", want, info)
@@ -510,7 +510,9 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 func TestCommandTable(t *testing.T) {
 	s := startServer(t, Config{})
 	rc := dialRaw(t, s)
-	if got := rc.do("COMMAND", "INFO", "get"); got != "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n" {
+	if got := rc.do("COMMAND", "INFO", "get"); got != "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n"+
+		"*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n"+
+		"$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n" {
 		t.Errorf("COMMAND INFO get: %q", got)
 	}
 	if got := rc.do("COMMAND", "DOCS", "get"); got != "*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n$34\r\nReturns the string value of a key.\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n" {

@@ -1,18 +1,14 @@
 package server
 
-import (
-	"strings"
-
-	"kvs/fsm"
-)
+import "kvs/fsm"
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], as Redis 7.0 parses it.
 // kvs stops the way SIGTERM stops it (cmd/kvs: leadership handed over in
 // a cluster, connections drained, the log flushed and fsynced), so an
 // acknowledged write is never lost to a SHUTDOWN, with or without SAVE.
-// SAVE first takes kvs's own snapshot, as the SAVE command does (durable
-// and cluster mode); in memory mode there is nothing to save to, and
-// SHUTDOWN SAVE fails as Redis's does when its save fails. NOW and FORCE
+// SAVE first takes kvs's own snapshot, as the SAVE command does (in
+// memory mode, nothing), and fails as Redis's does when the save fails.
+// NOW and FORCE
 // change nothing: kvs has no replicas to wait for and no save that may
 // fail unless asked. ABORT answers that no shutdown is in progress, since
 // one is never pending. The client that sent it gets no reply: its
@@ -71,12 +67,7 @@ func runShutdown(c *client, args [][]byte) {
 		s.stopNow.Store(true)
 	}
 	if save {
-		if s.cfg.Saver == nil {
-			s.cfg.Logger.Warn("SHUTDOWN SAVE refused: " + strings.TrimPrefix(errNothingToSave, "ERR "))
-			c.out = appendError(c.out, errShutdownFailed)
-			return
-		}
-		if err := s.cfg.Saver.Save(); err != nil {
+		if err := s.saver().Save(); err != nil {
 			s.cfg.Logger.Warn("SHUTDOWN SAVE refused: the snapshot failed", "err", err)
 			c.out = appendError(c.out, errShutdownFailed)
 			return

@@ -101,7 +101,7 @@ type Stats struct {
 	ConnectionsReceived int64 // since start or CONFIG RESETSTAT, as all below
 	RejectedConnections int64 // refused by MaxClients
 	CommandsProcessed   int64 // every command received, rejected ones included: the sum of CommandStats' Calls+Rejected
-	ExpiredKeys         int64 // deleted by active expiry
+	ExpiredKeys         int64 // deleted by active and passive expiry
 	KeyspaceHits        int64 // GET and MGET keys found
 	KeyspaceMisses      int64
 	ErrorReplies        int64 // every error reply (Redis's total_error_replies)

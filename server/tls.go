@@ -454,7 +454,15 @@ func yesNo(b bool) string {
 // certificate and its key change in one command) and returns what applies
 // them, or Redis's error. Files are loaded here, so a change that would
 // not load is refused before anything else of the command is applied.
-func (s *Server) checkTLSParams(set map[string][]byte) (func(), string) {
+// Without TLS, and for tls-port and tls-cluster, a parameter set to the
+// value it has (known, CONFIG GET's) changes nothing and is accepted, as
+// Redis accepts it; with TLS, setting a file to its own name reloads it.
+func (s *Server) checkTLSParams(set map[string][]byte, known map[string]string) (func(), string) {
+	for name, v := range set {
+		if string(v) == known[name] && (s.cfg.TLS == nil || name == "tls-port" || name == "tls-cluster") {
+			delete(set, name)
+		}
+	}
 	if len(set) == 0 {
 		return func() {}, ""
 	}

@@ -401,10 +401,12 @@ func hasSnapshot(n *Node) bool {
 
 // TestUnauthenticatedEveryCommand is the attack of a client without the
 // password trying every command kvs has: each, sent with as many
-// arguments as its arity asks, is refused with NOAUTH except the few
-// Redis runs before AUTH (AUTH, HELLO, QUIT, RESET); with the wrong number
-// it gets Redis's arity error, which Redis also answers before the
-// password. Nothing in the store changes, and the server serves on.
+// arguments as its arity asks (a container with one of its subcommands),
+// is refused with NOAUTH except the few Redis runs before AUTH (AUTH,
+// HELLO, QUIT, RESET); with the wrong number, or an unknown subcommand,
+// it gets Redis's arity or unknown-subcommand error, which Redis also
+// answers before the password; EXEC refused ends its transaction, with
+// EXECABORT. Nothing in the store changes, and the server serves on.
 func TestUnauthenticatedEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, durable := range []bool{false, true} {
@@ -419,6 +421,18 @@ func TestUnauthenticatedEveryCommand(t *testing.T) {
 			t.Fatalf("COMMAND INFO has %d commands", len(infos.Elems))
 		}
 		noAuth := map[string]bool{"auth": true, "hello": true, "quit": true, "reset": true}
+		// A subcommand of each container, of arity 2.
+		subs := map[string]string{"acl": "whoami", "client": "id", "cluster": "info", "config": "resetstat",
+			"function": "stats", "latency": "latest", "memory": "help", "object": "help", "pubsub": "numpat",
+			"script": "kill", "slowlog": "len"}
+		// A refused EXEC says so with EXECABORT.
+		abort := map[string]string{"exec": "-EXECABORT Transaction discarded because of: "}
+		refusal := func(name, text string) string {
+			if p := abort[name]; p != "" {
+				return p + strings.TrimPrefix(text, "ERR ") + "\r\n"
+			}
+			return "-" + text + "\r\n"
+		}
 		for _, info := range infos.Elems {
 			if len(info.Elems) < 2 {
 				t.Fatalf("COMMAND INFO entry %q", info.Raw)
@@ -432,21 +446,31 @@ func TestUnauthenticatedEveryCommand(t *testing.T) {
 				continue
 			}
 			args := []string{name}
+			if sub, ok := subs[name]; ok {
+				args, arity = append(args, sub), 2
+			}
 			for len(args) < max(arity, -arity) {
 				args = append(args, "kept")
 			}
 			// A fresh connection per command, so that none can spoil
 			// the next.
 			c := dialRaw(t, n.Addr)
-			if v := c.Do(args...); string(v.Raw) != "-NOAUTH Authentication required.\r\n" {
+			if v := c.Do(args...); string(v.Raw) != refusal(name, "NOAUTH Authentication required.") {
 				t.Errorf("%q without AUTH: %q", args, v.Raw)
+			}
+			if _, ok := subs[name]; ok {
+				want := "-ERR unknown subcommand 'kept'. Try " + strings.ToUpper(name) + " HELP.\r\n"
+				if v := c.Do(name, "kept"); string(v.Raw) != want {
+					t.Errorf("%q kept without AUTH: %q, want %q", name, v.Raw, want)
+				}
 			}
 			if arity > 0 {
 				wrong := append(args, "extra")
-				want := "-ERR wrong number of arguments for '" + name + "' command\r\n"
-				if strings.Contains(name, "|") {
-					continue
+				full := name
+				if _, ok := subs[name]; ok {
+					full = name + "|" + args[1]
 				}
+				want := refusal(name, "ERR wrong number of arguments for '"+full+"' command")
 				if v := c.Do(wrong...); string(v.Raw) != want {
 					t.Errorf("%q without AUTH: %q, want %q", wrong, v.Raw, want)
 				}

@@ -17,6 +17,8 @@ var adminReplies = []respCase{
 	c("*0\r\n", "CONFIG", "GET", "no-such-parameter"),
 	c("-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n", "CONFIG", "SET", "foo", "1"),
 	c("$-1\r\n", "MEMORY", "USAGE", "nokey"),
+	c("+OK\r\n", "MEMORY", "PURGE"),
+	c("-ERR wrong number of arguments for 'memory|purge' command\r\n", "MEMORY", "PURGE", "x"),
 	c("+OK\r\n", "SET", "a", "1", "EX", "1000"),
 	c("+OK\r\n", "SET", "b", "2"),
 }

@@ -43,7 +43,8 @@ func init() {
 				return sameMapReply(ref, got), true
 			}
 			if len(cmd) == 3 && strings.EqualFold(cmd[0], "OBJECT") && strings.EqualFold(cmd[1], "IDLETIME") {
-				// kvs keeps no access times and says 0.
+				// The idle time depends on when each server last saw the
+				// key, to the second.
 				return ref.Kind == got.Kind && ref.Null == got.Null, true
 			}
 			return false, false

@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,10 +15,12 @@ import (
 // connection, MULTI with queued commands of every type (runtime errors,
 // syntax errors, unknown commands and wrong arities among them, blocking
 // commands, commands the server answers itself), then EXEC, DISCARD or a
-// misplaced MULTI/WATCH, each transaction pipelined as go-redis sends it.
-// The keyspaces must be equal at the end. RESP2 and RESP3, in memory,
-// durable and cluster mode (a follower forwards the EXEC with the
-// versions it saw).
+// misplaced MULTI/WATCH/EXEC/DISCARD, each transaction pipelined as
+// go-redis sends it. Before them, the sessions of queueSessions and
+// every subcommand with wrong arities (compareQueuedSubcommands): what is
+// refused at queue time, and what EXEC answers then. The keyspaces must
+// be equal at the end. RESP2 and RESP3, in memory, durable and cluster
+// mode (a follower forwards the EXEC with the versions it saw).
 func TestDifferentialMulti(t *testing.T) {
 	requireRedis(t)
 	requireKVS(t)
@@ -41,7 +44,9 @@ func TestDifferentialMulti(t *testing.T) {
 			case "":
 				kvs = startKVS(t, m.opts)
 			default:
-				nodes := startCluster(t, 3)
+				// A session sets requirepass for a while: the nodes'
+				// connections to each other log in with it.
+				nodes := startCluster(t, 3, "--masterauth", queuePass)
 				kvs = waitLeader(t, nodes)
 				if m.cluster == "follower" {
 					kvs = followers(nodes, kvs)[0]
@@ -58,6 +63,10 @@ func TestDifferentialMulti(t *testing.T) {
 				md.a = append(md.a, a)
 				md.b = append(md.b, b)
 			}
+			for _, qs := range queueSessions {
+				runQueueSession(t, ref, kvs, m.proto, qs)
+			}
+			compareQueuedSubcommands(t, ref, kvs, m.proto)
 			md.run(*flagDiffOps / 5)
 			d := &differ{t: t, rc: md.a[0], kc: md.a[1]}
 			d.compareState("after the transactions")
@@ -122,8 +131,11 @@ func (m *multiDiffer) command() []string {
 		return []string{"EXISTS", k, m.key()}
 	case 20:
 		// A syntax error is a runtime error inside EXEC; the rest
-		// abort it at queue time.
-		return [][]string{{"SET", k, v, "NX", "XX"}, {"GET"}, {"NOSUCHCOMMAND", k}, {"INCRBY", k, "x"}}[m.r.Intn(4)]
+		// (unknown commands and subcommands, wrong arities) abort it
+		// at queue time.
+		return [][]string{{"SET", k, v, "NX", "XX"}, {"GET"}, {"NOSUCHCOMMAND", k}, {"INCRBY", k, "x"},
+			{"CONFIG", "GET"}, {"CONFIG", "NOSUCH"}, {"OBJECT", "ENCODING"}, {"SCRIPT", "LOAD"},
+			{"CLIENT", "ID", k}}[m.r.Intn(9)]
 	case 21:
 		return []string{"PING", v}
 	case 22:
@@ -166,6 +178,14 @@ func (m *multiDiffer) run(txs int) {
 			tx = append(tx, []string{"MULTI"}, []string{"WATCH", "a"}, []string{"EXEC"})
 		case n == 2:
 			tx = append(tx, []string{"UNWATCH"}, []string{"EXEC"}, []string{"EXEC"})
+		case n == 3:
+			// Each flags the transaction.
+			wrong := [][]string{{"MULTI", "x"}, {"WATCH"}, {"DISCARD", "x"}, {"UNWATCH", "x"}}
+			tx = append(tx, wrong[m.r.Intn(len(wrong))], []string{"EXEC"})
+		case n == 4:
+			// EXEC refused: the transaction is discarded, and so the
+			// EXEC that follows has no MULTI.
+			tx = append(tx, []string{"EXEC", "x"}, []string{"EXEC"})
 		default:
 			tx = append(tx, []string{"EXEC"})
 		}
@@ -222,4 +242,264 @@ func doPipeline(t *testing.T, c *rawConn, cmds [][]string) []string {
 		out[i] = string(v.Raw)
 	}
 	return out
+}
+
+// queuePass is the password the NOAUTH session sets for a while.
+const queuePass = "s3cret"
+
+// A queueSession is a scripted sequence of pipelines compared reply by
+// reply with redis-server: the checks a command meets before it runs
+// (admit.go in kvs, processCommand in Redis) while a transaction is
+// queued, and what EXEC, DISCARD and the next commands answer after.
+type queueSession struct {
+	name  string
+	steps []queueStep
+	// aclLog: compare the ACL LOG entries the session left (the
+	// session's first step resets the log).
+	aclLog bool
+}
+
+// A queueStep is one pipeline, sent on the session's connection, on a
+// fresh one that replaces it (without HELLO 3: it may have to AUTH
+// first), or on the admin connection (CONFIG SET, ACL SETUSER, writes
+// racing a WATCH).
+type queueStep struct {
+	conn string // "", "fresh" or "admin"
+	cmds [][]string
+}
+
+func steps(conn string, cmds ...[]string) queueStep { return queueStep{conn: conn, cmds: cmds} }
+
+var queueSessions = []queueSession{
+	{name: "control commands with wrong arities", steps: []queueStep{
+		steps("", []string{"MULTI"}, []string{"EXEC", "x"}, []string{"EXEC"}, []string{"DISCARD"}),
+		steps("", []string{"MULTI"}, []string{"SET", "q", "1"}, []string{"EXEC", "x"}, []string{"EXEC"}, []string{"GET", "q"}),
+		// A refused EXEC outside MULTI unwatches too.
+		steps("", []string{"WATCH", "q"}),
+		steps("admin", []string{"SET", "q", "2"}),
+		steps("", []string{"EXEC", "x"}, []string{"MULTI"}, []string{"GET", "q"}, []string{"EXEC"}),
+		steps("", []string{"MULTI"}, []string{"DISCARD", "x"}, []string{"SET", "q", "3"}, []string{"EXEC"}, []string{"GET", "q"}),
+		steps("", []string{"MULTI"}, []string{"MULTI", "x"}, []string{"EXEC"}, []string{"EXEC"}),
+		steps("", []string{"MULTI"}, []string{"WATCH"}, []string{"DISCARD"}, []string{"DISCARD"}),
+		steps("", []string{"MULTI"}, []string{"UNWATCH", "x"}, []string{"PING"}, []string{"EXEC"}),
+		// Errors the commands answer themselves flag nothing.
+		steps("", []string{"MULTI"}, []string{"MULTI"}, []string{"WATCH", "q"}, []string{"GET", "q"}, []string{"EXEC"}),
+		steps("", []string{"EXEC", "x"}, []string{"DISCARD", "x"}, []string{"MULTI", "x"}, []string{"WATCH"}, []string{"EXEC"}, []string{"DISCARD"}),
+	}},
+	{name: "subcommands", steps: []queueStep{
+		steps("", []string{"MULTI"}, []string{"SCRIPT", "LOAD"}, []string{"CONFIG", "GET"}, []string{"CONFIG", "NOSUCH"},
+			[]string{"CLIENT", "ID", "x"}, []string{"CLIENT", "NOSUCH"}, []string{"CLIENT"}, []string{"OBJECT"},
+			[]string{"OBJECT", "ENCODING"}, []string{"OBJECT", "NOSUCH", "q"}, []string{"PUBSUB", "NUMPAT", "x"},
+			[]string{"COMMAND", "COUNT", "x"}, []string{"FUNCTION", "LOAD"}, []string{"SLOWLOG", "LEN", "x"},
+			[]string{"MEMORY", "USAGE"}, []string{"ACL", "WHOAMI", "x"}, []string{"LATENCY", "HISTORY"},
+			[]string{"OBJECT", "HELP"}, []string{"EXEC"}, []string{"EXEC"}),
+		// The same subcommands with good arities run at EXEC.
+		steps("", []string{"SET", "q", "12345"}, []string{"MULTI"}, []string{"OBJECT", "ENCODING", "q"},
+			[]string{"OBJECT", "ENCODING", "nosuch"}, []string{"SCRIPT", "EXISTS", "abc"}, []string{"PUBSUB", "NUMPAT"},
+			[]string{"CONFIG", "GET", "maxmemory-policy"}, []string{"ACL", "WHOAMI"}, []string{"CLIENT", "GETNAME"},
+			[]string{"SCRIPT", "FLUSH", "x"}, []string{"EXEC"}),
+		// Redis's no-multi commands.
+		steps("", []string{"MULTI"}, []string{"SAVE"}, []string{"SHUTDOWN", "NOSAVE"}, []string{"PING"}, []string{"EXEC"}),
+	}},
+	{name: "ACL refusals", aclLog: true, steps: []queueStep{
+		steps("admin", []string{"ACL", "LOG", "RESET"},
+			[]string{"ACL", "SETUSER", "mq", "on", "nopass", "~q*", "&*", "+@all", "-set", "-config|get", "-discard", "-save"},
+			[]string{"ACL", "SETUSER", "mx", "on", "nopass", "~*", "&*", "+@all", "-exec"}),
+		steps("", []string{"AUTH", "mq", "x"}, []string{"MULTI"}, []string{"SET", "q", "1"}, []string{"GET", "q"},
+			[]string{"GET", "other"}, []string{"CONFIG", "GET", "maxmemory"}, []string{"CONFIG", "NOSUCH"},
+			[]string{"SAVE"}, []string{"DISCARD"}, []string{"DISCARD", "x"}, []string{"EXEC"}),
+		steps("", []string{"MULTI"}, []string{"GET", "q"}, []string{"INCR", "q"}, []string{"EXEC"}),
+		steps("", []string{"AUTH", "mx", "x"}, []string{"MULTI"}, []string{"GET", "q"}, []string{"EXEC"}, []string{"EXEC"},
+			[]string{"MULTI"}, []string{"EXEC", "x"}, []string{"DISCARD"}, []string{"EXEC"}),
+		steps("", []string{"AUTH", "default", "x"}, []string{"MULTI"}, []string{"GET", "q"}, []string{"EXEC"}),
+		steps("admin", []string{"ACL", "DELUSER", "mq", "mx"}),
+	}},
+	{name: "NOAUTH", steps: []queueStep{
+		steps("admin", []string{"CONFIG", "SET", "requirepass", queuePass}),
+		steps("fresh", []string{"MULTI"}, []string{"GET", "q"}, []string{"EXEC"}, []string{"EXEC", "x"},
+			[]string{"AUTH", queuePass}, []string{"MULTI"}, []string{"GET", "q"}, []string{"EXEC"}),
+		steps("admin", []string{"CONFIG", "SET", "requirepass", ""}),
+	}},
+	{name: "OOM", steps: []queueStep{
+		steps("", []string{"MULTI"}, []string{"GET", "q"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "1"}),
+		// Past maxmemory every command is refused as it is queued, and
+		// MULTI and WATCH too; DISCARD and EXEC are not.
+		steps("", []string{"SET", "q", "1"}, []string{"GET", "q"}, []string{"WATCH", "q"}, []string{"MULTI"},
+			[]string{"EXEC"}, []string{"SET", "q", "1"}, []string{"GET", "q"}, []string{"MULTI"}, []string{"DISCARD"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "0"}),
+		// A transaction of reads runs past maxmemory; one holding a
+		// write is refused whole.
+		steps("", []string{"MULTI"}, []string{"GET", "q"}, []string{"SET", "q", "2"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "1"}),
+		steps("", []string{"EXEC"}, []string{"EXEC"}, []string{"GET", "q"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "0"}),
+		steps("", []string{"MULTI"}, []string{"GET", "q"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "1"}),
+		steps("", []string{"EXEC"}),
+		steps("admin", []string{"CONFIG", "SET", "maxmemory", "0"}),
+	}},
+	{name: "subscribed", steps: []queueStep{
+		steps("", []string{"MULTI"}, []string{"SUBSCRIBE", "qch"}, []string{"EXEC"}),
+		steps("", []string{"MULTI"}, []string{"CONFIG", "GET", "x"}, []string{"CONFIG", "NOSUCH"}, []string{"GET", "q"},
+			[]string{"EXEC"}, []string{"UNSUBSCRIBE"}, []string{"EXEC"}),
+	}},
+	// Blocking commands inside MULTI run as their non-blocking forms: a
+	// timeout of 0 answers nil at once when there is nothing to pop.
+	{name: "blocking", steps: []queueStep{
+		steps("", []string{"DEL", "ql", "qz"}, []string{"RPUSH", "ql", "a"}, []string{"ZADD", "qz", "1", "m"},
+			[]string{"MULTI"}, []string{"BLPOP", "qe", "0"}, []string{"BRPOP", "qe", "0"},
+			[]string{"BRPOPLPUSH", "qe", "qe2", "0"}, []string{"BLMOVE", "qe", "qe2", "LEFT", "LEFT", "0"},
+			[]string{"BZPOPMIN", "qez", "0"}, []string{"BZPOPMAX", "qez", "0"},
+			[]string{"BLMPOP", "0", "1", "qe", "LEFT"}, []string{"BZMPOP", "0", "1", "qez", "MIN"},
+			[]string{"BLPOP", "ql", "0"}, []string{"BLPOP", "ql", "0"}, []string{"BZPOPMAX", "qz", "0"},
+			[]string{"BZMPOP", "0", "1", "qz", "MIN"}, []string{"EXEC"}),
+	}},
+}
+
+// runQueueSession runs qs on ref (redis-server) and kvs side by side and
+// compares every reply. A session that meets a leader change in a
+// cluster is run again from a clean state, on new connections.
+func runQueueSession(t *testing.T, ref, kvs *Node, proto int, qs queueSession) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			resetQueueState(t, ref, kvs)
+		}
+		var sess, admin [2]*rawConn
+		for i, n := range []*Node{ref, kvs} {
+			sess[i], admin[i] = dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+			if proto == 3 {
+				sess[i].Do("HELLO", "3")
+				admin[i].Do("HELLO", "3")
+			}
+		}
+		var history []string
+		trouble := false
+		for _, st := range qs.steps {
+			conns := sess
+			switch st.conn {
+			case "admin":
+				conns = admin
+			case "fresh":
+				sess = [2]*rawConn{dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)}
+				conns = sess
+			}
+			refs := doPipeline(t, conns[0], st.cmds)
+			gots := doPipeline(t, conns[1], st.cmds)
+			if leaderTrouble(gots) && attempt < 5 {
+				t.Logf("%s: a leader change (%q); running the session again", qs.name, firstTrouble(gots))
+				trouble = true
+				break
+			}
+			for i, cmd := range st.cmds {
+				history = append(history, fmt.Sprintf("%s -> %q", showCommand(cmd), refs[i]))
+				if refs[i] != gots[i] {
+					t.Fatalf("%s: %s: redis %q, kvs %q\nsession so far:\n%s", qs.name, showCommand(cmd), refs[i], gots[i],
+						strings.Join(history, "\n"))
+				}
+			}
+		}
+		if trouble {
+			continue
+		}
+		if qs.aclLog {
+			if r, k := aclLogEntries(admin[0]), aclLogEntries(admin[1]); !slices.Equal(r, k) {
+				t.Fatalf("%s: ACL LOG:\n  redis %q\n  kvs   %q", qs.name, r, k)
+			}
+		}
+		return
+	}
+}
+
+// resetQueueState undoes what a session interrupted by a leader change
+// may have left on either server: the password, maxmemory, the users and
+// the keys. On kvs each command is retried until the cluster has a leader
+// again.
+func resetQueueState(t *testing.T, ref, kvs *Node) {
+	t.Helper()
+	for _, n := range []*Node{ref, kvs} {
+		c := dialRaw(t, n.Addr)
+		for _, cmd := range [][]string{
+			{"AUTH", queuePass}, // refused, harmlessly, while there is none
+			{"CONFIG", "SET", "requirepass", ""}, {"CONFIG", "SET", "maxmemory", "0"},
+			{"ACL", "DELUSER", "mq", "mx"}, {"FLUSHALL"},
+		} {
+			err := retryLeaderChange(t, func() error { return replyErr(c.Do(cmd...)) })
+			if err != nil && cmd[0] != "AUTH" {
+				t.Fatalf("%s: %s: %v", n.Name, showCommand(cmd), err)
+			}
+		}
+	}
+}
+
+// aclLogEntries is ACL LOG's entries, each as the fields both servers
+// fill alike: count, reason, context, object and username.
+func aclLogEntries(c *rawConn) []string {
+	var out []string
+	for _, e := range c.Do("ACL", "LOG").Elems {
+		f := map[string]string{}
+		for i := 0; i+1 < len(e.Elems); i += 2 {
+			f[e.Elems[i].Str] = e.Elems[i+1].Str
+		}
+		out = append(out, strings.Join([]string{f["count"], f["reason"], f["context"], f["object"], f["username"]}, " "))
+	}
+	return out
+}
+
+// kvsLacksSubcommands are the subcommands of Redis 7.0's containers that
+// kvs does not serve: kvs answers them "unknown subcommand".
+var kvsLacksSubcommands = map[string]bool{
+	"client|caching": true, "client|getredir": true, "client|tracking": true, "client|trackinginfo": true,
+	"function|help": true,
+	"latency|doctor": true, "latency|graph": true, "latency|histogram": true,
+	"memory|doctor": true, "memory|malloc-stats": true, "memory|stats": true,
+	"script|debug": true, "script|help": true,
+}
+
+// compareQueuedSubcommands queues every subcommand redis-server has of
+// each container kvs has (CONFIG, CLIENT, OBJECT, SCRIPT, ...) with one
+// argument too few, its arity and one too many, in one MULTI that is then
+// discarded, and requires the same reply as redis-server's: QUEUED, or
+// the refusal of an arity or of the subcommand.
+func compareQueuedSubcommands(t *testing.T, ref, kvs *Node, proto int) {
+	t.Helper()
+	r, k := dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)
+	if proto == 3 {
+		r.Do("HELLO", "3")
+		k.Do("HELLO", "3")
+	}
+	cmds := [][]string{{"MULTI"}}
+	for _, info := range r.Do("COMMAND").Elems {
+		name, subs := info.Elems[0].Str, info.Elems[9].Elems
+		if len(subs) == 0 || k.Do("COMMAND", "INFO", name).Elems[0].Null {
+			continue
+		}
+		for _, sub := range subs {
+			arity, err := strconv.Atoi(sub.Elems[1].Str)
+			if err != nil {
+				t.Fatalf("COMMAND: %s's arity %s", sub.Elems[0].Str, sub.Elems[1])
+			}
+			n := max(arity, -arity)
+			for argc := max(2, n-1); argc <= n+1; argc++ {
+				cmd := []string{strings.ToUpper(name), strings.Split(sub.Elems[0].Str, "|")[1]}
+				for len(cmd) < argc {
+					cmd = append(cmd, "x")
+				}
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	cmds = append(cmds, []string{"DISCARD"})
+	if len(cmds) < 100 {
+		t.Fatalf("only %d subcommands to queue: kvs has no containers?", len(cmds))
+	}
+	refs, gots := doPipeline(t, r, cmds), doPipeline(t, k, cmds)
+	for i, cmd := range cmds {
+		full := strings.ToLower(cmd[0]) + "|" + cmd[min(1, len(cmd)-1)]
+		lacks := "-ERR unknown subcommand '" + cmd[min(1, len(cmd)-1)] + "'. Try " + cmd[0] + " HELP.\r\n"
+		if refs[i] != gots[i] && !(kvsLacksSubcommands[full] && gots[i] == lacks) {
+			t.Errorf("%s in MULTI: redis %q, kvs %q", showCommand(cmd), refs[i], gots[i])
+		}
+	}
 }

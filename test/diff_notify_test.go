@@ -65,9 +65,11 @@ func TestDifferentialNotify(t *testing.T) {
 
 // notifySkip matches the generated commands (upper case) whose events kvs
 // does not emit as Redis does, by design, documented in compatibility.md:
-//   - reads of a key that expired: Redis deletes it there and announces
-//     "expired"; kvs's reads never write (the generator makes no such key
-//     anyway: its expiries are long or at once);
+//   - reads of a key that expired: kvs announces its "expired" after a
+//     transaction's or a script's other events, and after the read in
+//     durable mode and on a cluster (the generator makes no such key
+//     anyway: its expiries are long or at once;
+//     TestDifferentialPassiveExpiry compares them);
 //   - SORT ... BY/GET patterns: Redis announces a keymiss for every pattern
 //     key it looks up; kvs announces only the sorted key's.
 //

@@ -105,6 +105,38 @@ func diffSlowlog(t *testing.T, p *opsPair) {
 	} {
 		p.same(bad...)
 	}
+	// Commands Redis rewrites for replication are logged as sent.
+	for _, cmds := range [][][]string{
+		{{"SADD", "slowset", "a", "b", "c", "d", "e"}, {"SLOWLOG", "RESET"}, {"SPOP", "slowset", "10"}},
+		{{"SET", "A", "5"}, {"SLOWLOG", "RESET"}, {"GETSET", "a", "5"}},
+		{{"SET", "A", "0"}, {"SLOWLOG", "RESET"}, {"INCRBYFLOAT", "A", "1.0"}},
+		{{"SLOWLOG", "RESET"}, {"SET", "ex", "v", "EX", "100"}, {"EXPIRE", "ex", "100"}, {"GETEX", "ex", "PX", "100000"}},
+	} {
+		for _, cmd := range cmds {
+			// SPOP's members come in each server's own order.
+			p.both(func(_ string, c *rawConn) { c.Do(cmd...) })
+		}
+		p.same("SLOWLOG", "GET", "2")
+	}
+	// A blocked BLPOP served by a transaction is logged as sent, once it
+	// is served.
+	p.both(func(side string, c *rawConn) {
+		w := dialRaw(t, c.c.RemoteAddr().String())
+		c.Do("DEL", "slowlist")
+		w.Write(string(encodeCommand("BLPOP", "slowlist", "0")))
+		waitFor(t, side+": BLPOP blocks", func() error {
+			if info := c.Do("INFO", "clients").Str; !strings.Contains(info, "blocked_clients:1\r\n") {
+				return fmt.Errorf("INFO clients: %s", info)
+			}
+			return nil
+		})
+		c.Do("MULTI")
+		c.Do("LPUSH", "slowlist", "foo")
+		c.Do("SLOWLOG", "RESET")
+		c.Do("EXEC")
+		w.Read()
+	})
+	p.same("SLOWLOG", "GET", "1")
 	p.same("CONFIG", "SET", "slowlog-max-len", "3")
 	p.same("PING")
 	p.same("SLOWLOG", "LEN")
@@ -278,17 +310,33 @@ func diffMonitor(t *testing.T, ref, kvs *Node, proto int) {
 		if got := string(m.Do("MONITOR").Raw); got != "+OK\r\n" {
 			t.Fatalf("MONITOR: %q", got)
 		}
-		c := dialRaw(t, n.Addr)
+		c, other := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
 		for _, args := range [][]string{
 			{"SET", "mk", "a \"b\"\n\x01"}, {"GET", "mk"}, {"AUTH", "u", "p"},
 			{"HELLO", "2", "AUTH", "u", "p"}, {"CONFIG", "GET", "maxclients"},
 			{"EVAL", "return redis.call('get', KEYS[1])", "1", "mk"}, {"NOSUCHCOMMAND"},
 			{"CLIENT", "LIST"}, {"DEL", "mk"},
+			// A transaction shows when it runs: its commands, then EXEC;
+			// one aborted at EXEC, or whose watched key changed, only
+			// EXEC.
+			{"MULTI"}, {"SET", "mk", "1"}, {"GET", "mk"}, {"CLIENT", "LIST"}, {"PING"}, {"EXEC"},
+			{"MULTI"}, {"NOSUCHCOMMAND"}, {"EXEC"},
+			{"EXEC"},
+			{"WATCH", "mk"}, {"OTHER", "SET", "mk", "2"}, {"MULTI"}, {"SET", "mk", "3"}, {"EXEC"},
+			{"ECHO", "monitor-end"},
 		} {
+			if args[0] == "OTHER" {
+				other.Do(args[1:]...)
+				continue
+			}
 			c.Do(args...)
 		}
-		for j := 0; j < 7; j++ {
-			lines[i] = append(lines[i], maskOps(string(m.Read().Raw)))
+		for {
+			line := maskOps(string(m.Read().Raw))
+			lines[i] = append(lines[i], line)
+			if strings.Contains(line, "monitor-end") {
+				break
+			}
 		}
 	}
 	if fmt.Sprint(lines[0]) != fmt.Sprint(lines[1]) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,6 +164,12 @@ func TestDiskFullDurable(t *testing.T) {
 		if v := rc.Do("PING"); string(v.Raw) != "+PONG\r\n" {
 			t.Fatalf("PING while full = %s", v)
 		}
+	}
+	// Inside MULTI a write is refused as it is queued, and so is the
+	// EXEC that follows, as Redis refuses them while its AOF fails.
+	tx := doPipeline(t, rc, [][]string{{"MULTI"}, {"SET", "tx", "1"}, {"GET", "tx"}, {"EXEC"}})
+	if want := []string{"+OK\r\n", misconfENOSPC, "+QUEUED\r\n", "-EXECABORT Transaction discarded because of previous errors.\r\n"}; !slices.Equal(tx, want) {
+		t.Fatalf("MULTI while full = %q, want %q", tx, want)
 	}
 	if h := readLogHealth(t, n.Addr, maddr); !h.failing() {
 		t.Fatalf("still full, health says %+v", h)

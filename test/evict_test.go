@@ -25,12 +25,19 @@ func usedMemory(t *testing.T, c *rawConn) int64 {
 }
 
 // setMaxmemory sets maxmemory to room bytes over what c's node uses now,
-// with policy.
+// with policy. The policy comes first (LRU and LFU allocate their access
+// records), then MEMORY PURGE, so that used memory is measured after a
+// collection, with what the server has allocated as it started.
 func setMaxmemory(t *testing.T, c *rawConn, policy string, room int64) int64 {
 	t.Helper()
+	for _, cmd := range [][]string{{"CONFIG", "SET", "maxmemory-policy", policy}, {"MEMORY", "PURGE"}} {
+		if v := c.Do(cmd...); string(v.Raw) != "+OK\r\n" {
+			t.Fatalf("%v = %s", cmd, v)
+		}
+	}
 	limit := usedMemory(t, c) + room
-	if v := c.Do("CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10), "maxmemory-policy", policy); string(v.Raw) != "+OK\r\n" {
-		t.Fatalf("CONFIG SET maxmemory %d maxmemory-policy %s = %s", limit, policy, v)
+	if v := c.Do("CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10)); string(v.Raw) != "+OK\r\n" {
+		t.Fatalf("CONFIG SET maxmemory %d = %s", limit, v)
 	}
 	return limit
 }

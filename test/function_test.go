@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +255,91 @@ func TestScriptLoadedEarlierInPipeline(t *testing.T) {
 func sha1hex(s string) string {
 	sum := sha1.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestFunctionDumpRestoreWithRedis: a payload FUNCTION DUMP of
+// redis-server wrote restores into kvs (in a cluster, through a follower,
+// reaching every node), and kvs's payload restores into redis-server:
+// both end with the same libraries.
+func TestFunctionDumpRestoreWithRedis(t *testing.T) {
+	requireRedis(t)
+	ctx := context.Background()
+	ref := scriptClient(startRedis(t).Addr)
+	defer ref.Close()
+	libs := []string{appLibrary,
+		"#!lua name=small\nredis.register_function('small', function() return 'small' end)",
+		"#!lua name=long\n" + strings.Repeat("redis.log(redis.LOG_DEBUG, 'padding padding padding')\n", 50) +
+			"redis.register_function('long', function() return 'long' end)",
+	}
+	for _, lib := range libs {
+		if err := ref.FunctionLoad(ctx, lib).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	payload, err := ref.FunctionDump(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := functionListing(t, ref)
+
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	via := scriptClient(followers(nodes, leader)[0].Addr)
+	defer via.Close()
+	if err := via.FunctionRestore(ctx, payload).Err(); err != nil {
+		t.Fatalf("FUNCTION RESTORE of redis-server's payload: %v", err)
+	}
+	for _, n := range nodes {
+		c := scriptClient(n.Addr)
+		waitFor(t, "the libraries on "+n.Name, func() error {
+			if got := functionListing(t, c); got != want {
+				return fmt.Errorf("FUNCTION LIST %s, want %s", got, want)
+			}
+			return nil
+		})
+		c.Close()
+	}
+	if v, err := via.FCall(ctx, "small", nil).Text(); err != nil || v != "small" {
+		t.Fatalf("FCALL small: %q %v", v, err)
+	}
+	err = via.FunctionRestore(ctx, payload).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR Library ") || !strings.HasSuffix(err.Error(), " already exists") {
+		t.Fatalf("FUNCTION RESTORE again: %v", err)
+	}
+
+	back, err := via.FunctionDump(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.FunctionRestore(ctx, back+"x").Err(); err == nil || err.Error() != "ERR DUMP payload version or checksum are wrong" {
+		t.Fatalf("redis-server given a bad payload: %v", err)
+	}
+	if err := ref.Do(ctx, "FUNCTION", "RESTORE", back, "FLUSH").Err(); err != nil {
+		t.Fatalf("redis-server restoring kvs's payload: %v", err)
+	}
+	if got := functionListing(t, ref); got != want {
+		t.Fatalf("redis-server after restoring kvs's payload: %s, want %s", got, want)
+	}
+}
+
+// functionListing is FUNCTION LIST WITHCODE as sorted text: libraries
+// and functions in name order (Redis lists them in its hash tables'
+// order).
+func functionListing(t *testing.T, c *redis.Client) string {
+	t.Helper()
+	libs, err := c.FunctionList(context.Background(), redis.FunctionListQuery{WithCode: true}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range libs {
+		var fns []string
+		for _, f := range l.Functions {
+			fns = append(fns, fmt.Sprintf("%s%v%s", f.Name, f.Flags, f.Description))
+		}
+		slices.Sort(fns)
+		out = append(out, l.Name+"="+strings.Join(fns, ",")+"\n"+l.Code)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "|")
 }

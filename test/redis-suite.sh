@@ -16,7 +16,9 @@
 #                  redis-server, the reference, for comparison
 #   SUITE_MODE     memory (default) | durable: how kvs is started
 #   SUITE_UNITS    the units to run (default: all of UNITS below)
-#   SUITE_PORT     the server's port (default 21400)
+#   SUITE_PORT     the server's port (default 21400); the harness listens
+#                  on the first free port of the 32 above it, so runs on
+#                  different SUITE_PORTs do not race for runtest's default
 #   SUITE_TIMEOUT  seconds a unit may take in all (default 600)
 #   KVS            the kvs binary (default dist/kvs)
 set -u
@@ -141,7 +143,7 @@ for unit in $UNITS; do
   (
     cd "$REDIS_SRC" &&
       TERM=dumb exec timeout -k 10 "$UNIT_TIMEOUT" ./runtest --host 127.0.0.1 --port "$PORT" \
-        --single "unit/$unit" --singledb --durable --ignore-encoding --ignore-digest \
+        --single "unit/$unit" --singledb --baseport $((PORT + 33)) --durable --ignore-encoding --ignore-digest \
         --clients 1 --timeout 120 --tags "$TAGS" --skipfile "$SKIPFILE"
   ) >"$log" 2>&1
   rc=$?

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +187,101 @@ func TestScriptReplicated(t *testing.T) {
 	err = c.EvalRO(ctx, "return redis.call('SET', KEYS[1], 1)", []string{"counter"}).Err()
 	if err == nil || err.Error()[:len("ERR Write commands are not allowed from read-only scripts.")] != "ERR Write commands are not allowed from read-only scripts." {
 		t.Fatalf("a write from EVAL_RO: %v", err)
+	}
+}
+
+// TestScriptErrorsLeaveServerAnswering runs scripts that fail inside and
+// around the interpreter's C functions and callbacks: unpack of a huge
+// table (which once panicked kvs's interpreter through the store's lock
+// and hung the server), deep recursion, error objects of every type, a
+// reply nesting itself. Each gets an error reply, and the server, in
+// memory and durable mode, goes on answering.
+func TestScriptErrorsLeaveServerAnswering(t *testing.T) {
+	for _, mode := range []string{"memory", "durable"} {
+		t.Run(mode, func(t *testing.T) {
+			rdb := scriptModes(t)[mode](t)
+			defer rdb.Close()
+			ctx := context.Background()
+			for _, body := range []string{
+				`return unpack({}, 1, 1e7)`,
+				`local t = {} for i = 1, 100000 do t[i] = i end return unpack(t)`,
+				`local t = {} for i = 1, 7999 do t[i] = 'k' end return redis.call('DEL', unpack(t))`,
+				`local function f(n) return f(n + 1) + 1 end return f(1)`,
+				`local function f() return pcall(f) end return f()`,
+				`local function f() return redis.call('GET', f()) end return f()`,
+				`error(nil)`, `error(true)`, `error(1.5)`, `error({})`, `error({err = 'X y'})`,
+				`error(function() end)`, `error(coroutine.create(function() end))`,
+				`error(setmetatable({}, {__index = function() error('again') end}))`,
+				`local a = {} a[1] = a return a`,
+				`return cjson.decode(string.rep('[', 100000))`,
+				`return cmsgpack.unpack(string.rep('\145', 100000))`,
+			} {
+				_ = rdb.Eval(ctx, body, nil).Err()
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					t.Fatalf("after %q: PING: %v", body, err)
+				}
+			}
+			if n, err := rdb.Eval(ctx, `return redis.call('INCR', KEYS[1])`, []string{"after"}).Int(); err != nil || n != 1 {
+				t.Fatalf("a script afterwards: %d %v", n, err)
+			}
+		})
+	}
+}
+
+// queueMemoryScript sums MEMORY USAGE over a sample of a job queue's
+// jobs and the queue itself, as job queues' statistics scripts do (asynq
+// calls MEMORY USAGE from a script), and stores the total: a script that
+// writes what MEMORY USAGE answered.
+const queueMemoryScript = `
+local sample = tonumber(ARGV[1])
+local ids = redis.call('LRANGE', KEYS[1], 0, sample - 1)
+local total = 0
+for _, id in ipairs(ids) do
+	total = total + redis.call('MEMORY', 'USAGE', ARGV[2] .. id)
+end
+if table.getn(ids) > 0 then
+	total = total / table.getn(ids) * redis.call('LLEN', KEYS[1])
+end
+total = total + (redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', 0) or 0)
+redis.call('SET', KEYS[2], total)
+return total`
+
+// TestScriptMemoryUsage runs queueMemoryScript on a three-node cluster
+// whose nodes hold the queue's jobs differently (one node keeps the hashes
+// packed, the others do not): the total it stores is the same on every
+// node.
+func TestScriptMemoryUsage(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	for _, n := range followers(nodes, leader)[:1] {
+		c := scriptClient(n.Addr)
+		if err := c.ConfigSet(ctx, "hash-max-listpack-entries", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	rdb := scriptClient(leader.Addr)
+	defer rdb.Close()
+	for i := range 20 {
+		id := strconv.Itoa(i)
+		rdb.HSet(ctx, "task:"+id, "type", "email", "payload", strings.Repeat("x", 10*i), "retry", i)
+		rdb.RPush(ctx, "queue", id)
+	}
+	total, err := rdb.Eval(ctx, queueMemoryScript, []string{"queue", "queue:memory"}, 5, "task:").Int64()
+	if err != nil || total < 1000 {
+		t.Fatalf("the script: %d %v", total, err)
+	}
+	want := strconv.FormatInt(total, 10)
+	for _, n := range nodes {
+		c := scriptClient(n.Addr)
+		waitFor(t, "the total on "+n.Name, func() error {
+			v, err := c.Get(ctx, "queue:memory").Result()
+			if err != nil || v != want {
+				return fmt.Errorf("%q %v, want %s", v, err, want)
+			}
+			return nil
+		})
+		c.Close()
 	}
 }

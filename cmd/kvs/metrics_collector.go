@@ -46,7 +46,7 @@ var (
 	descKeys         = prometheus.NewDesc("kvs_keys", "Keys in the store, expired ones not yet deleted excluded.", nil, nil)
 	descExpiring     = prometheus.NewDesc("kvs_keys_with_expiry", "Keys in the store that have a TTL.", nil, nil)
 	descMemory       = prometheus.NewDesc("kvs_memory_bytes", "The store's estimate of the memory its keys and values hold.", nil, nil)
-	descExpired      = prometheus.NewDesc("kvs_expired_keys_total", "Keys deleted by this node's active expiry (on a cluster, the leader's).", nil, nil)
+	descExpired      = prometheus.NewDesc("kvs_expired_keys_total", "Keys deleted by this node's active and passive expiry (on a cluster, the leader's).", nil, nil)
 	descACLDenied    = prometheus.NewDesc("kvs_acl_denied_total", "Commands and logins refused by the ACL on this node, by reason: command, key, channel (NOPERM) and auth (a failed AUTH or HELLO AUTH); ACL LOG lists the recent ones.", []string{"reason"}, nil)
 	descEvicted      = prometheus.NewDesc("kvs_evicted_keys_total", "Keys this node evicted for maxmemory (on a cluster, the leader's decisions).", nil, nil)
 
