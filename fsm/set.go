@@ -470,6 +470,7 @@ func applySMove(s *Store, now int64, c *Command) Reply {
 		return replyZero
 	}
 	one := []hashed{{h, m}}
+	added := true
 	switch {
 	case !dok:
 		b := newSetBuilder(&s.limits)
@@ -477,12 +478,21 @@ func applySMove(s *Store, now int64, c *Command) Reply {
 		s.storeSet(dst, b)
 	case dit.obj != nil:
 		before := s.editLocked(&dit)
-		asSetObj(dit.obj).add(h, m)
+		added = asSetObj(dit.obj).add(h, m)
 		s.endEditLocked(dit, before)
 	default:
-		if _, found := setPackedFind(dit.val, h, m); !found {
+		if _, found := setPackedFind(dit.val, h, m); found {
+			added = false
+		} else {
 			s.addPacked(dit, one)
 		}
+	}
+	// Redis counts the removal, and the addition only when the member
+	// was not in the destination already.
+	if added {
+		s.reportDirtyLocked(2)
+	} else {
+		s.reportDirtyLocked(1)
 	}
 	return replyOne
 }

@@ -676,3 +676,41 @@ func TestSetFuzzSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestDirtySMove: SMOVE counts Redis's changes: the removal, and the
+// addition only when the destination did not hold the member, packed or
+// large.
+func TestDirtySMove(t *testing.T) {
+	s := NewStore()
+	sadd := func(key string, n int) Command {
+		args := []string{key}
+		for i := range n {
+			args = append(args, "m"+strconv.Itoa(i))
+		}
+		return c(OpSAdd, args...)
+	}
+	for _, size := range []int{3, 1000} { // packed, then the large form
+		src, dst := "src"+strconv.Itoa(size), "dst"+strconv.Itoa(size)
+		s.Apply(0, 1000, []Command{sadd(src, size), sadd(dst, size)})
+		for i, st := range []struct {
+			member string
+			want   int64
+		}{
+			{"m0", 1},     // already in dst: the removal only
+			{"m1", 1},     // likewise
+			{"absent", 0}, // not in src: nothing
+		} {
+			before := s.Dirty()
+			s.Apply(0, 1000, []Command{c(OpSMove, src, dst, st.member)})
+			if got := s.Dirty() - before; got != st.want {
+				t.Errorf("size %d step %d: SMOVE %s counted %d changes, want %d", size, i, st.member, got, st.want)
+			}
+		}
+		s.Apply(0, 1000, []Command{c(OpSAdd, src, "fresh")})
+		before := s.Dirty()
+		s.Apply(0, 1000, []Command{c(OpSMove, src, dst, "fresh")})
+		if got := s.Dirty() - before; got != 2 {
+			t.Errorf("size %d: SMOVE of a member new to dst counted %d changes, want 2", size, got)
+		}
+	}
+}

@@ -23,12 +23,17 @@
 #    kvs memory vs redis appendonly no, and kvs durable (fsync always) vs
 #    redis appendfsync always.
 #
+# valkey-server joins every comparison as a third server, configured as
+# redis-server is, when it is installed: VALKEY names the binary, else
+# valkey-server on PATH. Without it the tables have no valkey columns.
+#
 # Servers run on core 0 and the client on core 1 (taskset), so the client is
 # never competing with the server it measures. Each configuration runs
 # ROUNDS times, alternating kvs and redis, and the median of the rounds is
 # reported.
 #
-# Environment: KVS (binary, default dist/kvs), REQUESTS (per redis-benchmark
+# Environment: KVS (binary, default dist/kvs), VALKEY (valkey-server binary,
+# default valkey-server from PATH if there), REQUESTS (per redis-benchmark
 # run, default 200000), ROUNDS (default 3), BENCH_TIME (seconds per memtier
 # run, default 20), PORT (default 16390; a cluster also takes PORT+1, +2
 # and +100..+102), OUT (markdown file, default dist/compare.md), MODES
@@ -50,6 +55,15 @@ for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "compare: $tool not found (apt-get install redis-server redis-tools)" >&2; exit 1; }
 done
 [ -x "$KVS" ] || { echo "compare: $KVS not built (make build)" >&2; exit 1; }
+VALKEY=${VALKEY:-$(command -v valkey-server || true)}
+OTHERS=(redis)
+if [ -n "$VALKEY" ]; then
+  [ -x "$VALKEY" ] || { echo "compare: VALKEY=$VALKEY is not an executable" >&2; exit 1; }
+  OTHERS+=(valkey)
+else
+  echo "compare: valkey-server not found (VALKEY or PATH): comparing with redis-server only" >&2
+fi
+has_valkey() { [ ${#OTHERS[@]} -gt 1 ]; }
 
 SERVER_CPU=0 CLIENT_CPU=1
 CLIENT=()
@@ -69,20 +83,22 @@ has() { [[ " $1 " == *" $2 "* ]]; }
 start() {
   rm -rf "$work/srv"
   mkdir -p "$work/srv"
-  local redis=(redis-server --port "$PORT" --save '' --dir "$work/srv" --logfile "$work/srv/redis.log")
+  local bin=redis-server
+  [[ $1 == valkey-* ]] && bin=$VALKEY
+  local redis=("$bin" --port "$PORT" --save '' --dir "$work/srv" --logfile "$work/srv/redis.log")
   case $1 in
     kvs-memory) start_kvs memory "$PORT" "$work/srv" ;;
     kvs-always) start_kvs durable "$PORT" "$work/srv" --fsync always ;;
     kvs-everysec) start_kvs durable "$PORT" "$work/srv" --fsync everysec ;;
     kvs-cluster) start_kvs cluster "$PORT" "$work/srv" ;;
-    redis-*)
+    redis-* | valkey-*)
       require_free_ports memory "$PORT"
-      case $1 in
-        redis-memory) launch "$work/srv/out.log" "${redis[@]}" --appendonly no ;;
-        redis-always) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync always ;;
-        redis-everysec) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync everysec ;;
+      case ${1#*-} in
+        memory) launch "$work/srv/out.log" "${redis[@]}" --appendonly no ;;
+        always) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync always ;;
+        everysec) launch "$work/srv/out.log" "${redis[@]}" --appendonly yes --appendfsync everysec ;;
       esac
-      wait_until 30 "redis on port $PORT" resp_ping "$PORT"
+      wait_until 30 "${1%%-*} on port $PORT" resp_ping "$PORT"
       LOAD_PORT=$PORT
       ;;
   esac
@@ -117,7 +133,7 @@ for m in memory always everysec; do has "$MODES" $m && rb_pairs+=($m); done
 if has "$TABLES" redis-benchmark && [ ${#rb_pairs[@]} -gt 0 ]; then
   for round in $(seq 1 "$ROUNDS"); do
     for pair in "${rb_pairs[@]}"; do
-      for who in kvs redis; do
+      for who in kvs "${OTHERS[@]}"; do
         start "$who-$pair"
         for p in 1 16; do
           tests=set
@@ -138,9 +154,11 @@ fi
 mt_configs=()
 for m in $MODES; do
   mt_configs+=("kvs-$m")
-  r=redis-$m
-  [ "$m" = cluster ] && r=redis-always
-  has "${mt_configs[*]}" "$r" || mt_configs+=("$r")
+  for o in "${OTHERS[@]}"; do
+    r=$o-$m
+    [ "$m" = cluster ] && r=$o-always
+    has "${mt_configs[*]}" "$r" || mt_configs+=("$r")
+  done
 done
 if has "$TABLES" memtier; then
   for round in $(seq 1 "$ROUNDS"); do
@@ -163,7 +181,7 @@ fi
 # Table 3: valkey's, by value size and pipeline.
 if has "$TABLES" valkey && has "$MODES" memory; then
   for round in $(seq 1 "$ROUNDS"); do
-    for who in kvs redis; do
+    for who in kvs "${OTHERS[@]}"; do
       start "$who-memory"
       for d in 16 128 1024; do
         for p in 1 10; do
@@ -187,7 +205,7 @@ for m in memory always; do has "$MODES" $m && suite_pairs+=($m); done
 if has "$TABLES" suite && [ ${#suite_pairs[@]} -gt 0 ]; then
   for round in $(seq 1 "$ROUNDS"); do
     for pair in "${suite_pairs[@]}"; do
-      for who in kvs redis; do
+      for who in kvs "${OTHERS[@]}"; do
         start "$who-$pair"
         for p in 1 16; do
           while read -r t rps _; do
@@ -203,29 +221,53 @@ fi
 
 label() {
   case $1 in
-    memory) echo "memory (redis appendonly no)" ;;
-    always) echo "durable, fsync always (redis appendfsync always)" ;;
-    everysec) echo "durable, fsync everysec (redis appendfsync everysec)" ;;
+    memory) echo "memory (appendonly no)" ;;
+    always) echo "durable, fsync always (appendfsync always)" ;;
+    everysec) echo "durable, fsync everysec (appendfsync everysec)" ;;
   esac
 }
 tool="kvs bench"
 have_memtier && tool=memtier_benchmark
 
+# head COLUMNS...: the table's header for the fixed COLUMNS, then ops/s of
+# kvs and each other server, then kvs's ratio to each.
+head() {
+  local h="|" a="|" c o
+  for c in "$@"; do h+=" $c |"; a+=" --- |"; done
+  h+=" kvs ops/s |"; a+=" ---: |"
+  for o in "${OTHERS[@]}"; do h+=" $o ops/s |"; a+=" ---: |"; done
+  for o in "${OTHERS[@]}"; do h+=" kvs/$o |"; a+=" ---: |"; done
+  echo "$h"
+  echo "$a"
+}
+# row PREFIX SUFFIX CELLS...: one row of a head table, the medians of
+# results[PREFIX-WHO-SUFFIX] for kvs and each other server.
+row() {
+  local pre=$1 suf=$2 line="|" o k
+  shift 2
+  for c in "$@"; do line+=" $c |"; done
+  k=$(med "$pre-kvs-$suf")
+  line+=" $(printf %.0f "$k") |"
+  for o in "${OTHERS[@]}"; do line+=" $(printf %.0f "$(med "$pre-$o-$suf")") |"; done
+  for o in "${OTHERS[@]}"; do line+=" $(ratio "$k" "$(med "$pre-$o-$suf")") |"; done
+  echo "$line"
+}
+others="redis-server"
+has_valkey && others="redis-server and valkey-server"
+
 {
   if has "$TABLES" redis-benchmark && [ ${#rb_pairs[@]} -gt 0 ]; then
-    echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
-    echo "| --- | --- | --- | ---: | ---: | ---: |"
+    head mode test pipeline
     for pair in "${rb_pairs[@]}"; do
       for t in SET GET; do
         [ "$pair" != memory ] && [ "$t" = GET ] && continue
         for p in 1 16; do
-          k=$(med "rb-kvs-$pair-$t-$p") r=$(med "rb-redis-$pair-$t-$p")
-          printf "| %s | %s | %s | %.0f | %.0f | %s |\n" "$(label "$pair")" "$t" "$p" "$k" "$r" "$(ratio "$k" "$r")"
+          row rb "$pair-$t-$p" "$(label "$pair")" "$t" "$p"
         done
       done
     done
     echo
-    echo "redis-benchmark, median of $ROUNDS rounds, $REQUESTS requests each, -c 50 -r 100000; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo "redis-benchmark, median of $ROUNDS rounds, $REQUESTS requests each, -c 50 -r 100000; kvs against $others configured as the mode says; server on core $SERVER_CPU, client on core $CLIENT_CPU"
     echo
   fi
   if has "$TABLES" memtier; then
@@ -233,60 +275,57 @@ have_memtier && tool=memtier_benchmark
     echo "| --- | ---: | ---: | ---: | ---: | --- | ---: |"
     for cfg in "${mt_configs[@]}"; do
       ops=$(med "mt-$cfg-ops")
-      vs="" rt=""
-      case $cfg in
-        kvs-cluster) vs=redis-always ;;
-        kvs-*) vs=redis-${cfg#kvs-} ;;
-      esac
-      [ -n "$vs" ] && rt=$(ratio "$ops" "$(med "mt-$vs-ops")")
       name=$cfg
       case $cfg in
         kvs-memory) name="kvs memory" ;;
         kvs-always) name="kvs durable, fsync always" ;;
         kvs-everysec) name="kvs durable, fsync everysec" ;;
         kvs-cluster) name="kvs cluster, 3 nodes" ;;
-        redis-memory) name="redis appendonly no" ;;
-        redis-always) name="redis appendfsync always" ;;
-        redis-everysec) name="redis appendfsync everysec" ;;
+        *-memory) name="${cfg%%-*} appendonly no" ;;
+        *-always) name="${cfg%%-*} appendfsync always" ;;
+        *-everysec) name="${cfg%%-*} appendfsync everysec" ;;
       esac
-      vsname=""
-      [ -n "$vs" ] && vsname=${vs/redis-memory/redis appendonly no} && vsname=${vsname/redis-/redis appendfsync }
+      vs="" rt=""
+      if [[ $cfg == kvs-* ]]; then
+        m=${cfg#kvs-}
+        [ "$m" = cluster ] && m=always
+        for o in "${OTHERS[@]}"; do
+          vs+="${vs:+, }$o"
+          rt+="${rt:+, }$(ratio "$ops" "$(med "mt-$o-$m-ops")")"
+        done
+        [ "$m" = memory ] && vs+=" appendonly no" || vs+=" appendfsync $m"
+      fi
       printf "| %s | %.0f | %.3f | %.3f | %.3f | %s | %s |\n" "$name" "$ops" "$(med "mt-$cfg-p50")" \
-        "$(med "mt-$cfg-p99")" "$(med "mt-$cfg-sp99")" "$vsname" "$rt"
+        "$(med "mt-$cfg-p99")" "$(med "mt-$cfg-sp99")" "$vs" "$rt"
     done
     echo
     echo "$tool: every key of 100,001 written first, then 4 threads x 50 clients, SET:GET 1:10, 32-byte values, random keys, ${BENCH_TIME}s; median of $ROUNDS rounds; servers on core $SERVER_CPU, client on core $CLIENT_CPU"
     echo
   fi
   if has "$TABLES" valkey && has "$MODES" memory; then
-    echo "| test | data size | pipeline | kvs ops/s | redis ops/s | kvs/redis | kvs p50 ms | redis p50 ms |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    head test "data size" pipeline
     for d in 16 128 1024; do
       for p in 10 1; do
         for t in SET GET INCR RPUSH LPUSH LPOP SADD SPOP HSET; do
-          k=$(med "vk-kvs-$t-$d-$p") r=$(med "vk-redis-$t-$d-$p")
-          printf "| %s | %s | %s | %.0f | %.0f | %s | %.3f | %.3f |\n" "$t" "$d" "$p" "$k" "$r" "$(ratio "$k" "$r")" \
-            "$(med "vk-kvs-$t-$d-$p-p50")" "$(med "vk-redis-$t-$d-$p-p50")"
+          row vk "$t-$d-$p" "$t" "$d" "$p"
         done
       done
     done
     echo
-    echo "redis-benchmark -t set,get,incr,rpush,lpush,lpop,sadd,spop,hset -c 50 -r 100000 -n $REQUESTS, kvs memory vs redis appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo "redis-benchmark -t set,get,incr,rpush,lpush,lpop,sadd,spop,hset -c 50 -r 100000 -n $REQUESTS, kvs memory against $others with appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
     echo
   fi
   if has "$TABLES" suite && [ ${#suite_pairs[@]} -gt 0 ]; then
-    echo "| mode | test | pipeline | kvs ops/s | redis ops/s | kvs/redis |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: |"
+    head mode test pipeline
     for pair in "${suite_pairs[@]}"; do
       for t in $suite_tests; do
         [ "$pair" != memory ] && [[ "$suite_writes" != *" $t "* ]] && continue
         for p in 1 16; do
-          k=$(med "st-kvs-$pair-$t-$p") r=$(med "st-redis-$pair-$t-$p")
-          printf "| %s | %s | %s | %.0f | %.0f | %s |\n" "$(label "$pair")" "$t" "$p" "$k" "$r" "$(ratio "$k" "$r")"
+          row st "$pair-$t-$p" "$(label "$pair")" "$t" "$p"
         done
       done
     done
     echo
-    echo "redis-benchmark's default suite (no -t), -c 50 -r 100000 -n $REQUESTS, median of $ROUNDS rounds; durable rows are the suite's writes; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo "redis-benchmark's default suite (no -t), -c 50 -r 100000 -n $REQUESTS, kvs against $others, median of $ROUNDS rounds; durable rows are the suite's writes; server on core $SERVER_CPU, client on core $CLIENT_CPU"
   fi
 } | tee "$OUT"

@@ -451,7 +451,7 @@ func aclLogEntries(c *rawConn) []string {
 // kvs does not serve: kvs answers them "unknown subcommand".
 var kvsLacksSubcommands = map[string]bool{
 	"client|caching": true, "client|getredir": true, "client|tracking": true, "client|trackinginfo": true,
-	"function|help": true,
+	"function|help":  true,
 	"latency|doctor": true, "latency|graph": true, "latency|histogram": true,
 	"memory|doctor": true, "memory|malloc-stats": true, "memory|stats": true,
 	"script|debug": true, "script|help": true,
