@@ -121,6 +121,72 @@ func TestBusyPipelineAfterScript(t *testing.T) {
 	}
 }
 
+// TestBusyTransaction: while a script is busy, MULTI runs (allow_busy),
+// a command queued is refused with BUSY and flags the transaction, and an
+// EXEC during the script answers EXECABORT naming BUSY: a transaction sent
+// around the script runs whole or not at all, as in Redis.
+func TestBusyTransaction(t *testing.T) {
+	const execAbortBusy = "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			p, q := probes[0], probes[1]
+			if r := p.do("SET", "xx", "1"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			// q's transaction began before the script.
+			for _, step := range [][2]string{{"MULTI", "+OK\r\n"}, {"INCR", "+QUEUED\r\n"}} {
+				args := []string{step[0]}
+				if step[0] == "INCR" {
+					args = append(args, "xx")
+				}
+				if r := q.do(args...); r != step[1] {
+					t.Fatalf("%v = %q", args, r)
+				}
+			}
+			a.send(encodeCommand("EVAL", "while true do end", "0"))
+			w := dialRaw(t, s)
+			waitBusyReply(t, []*rawConn{w}, busyEvalText)
+			for _, step := range []struct {
+				c    *rawConn
+				args []string
+				want string
+			}{
+				{p, []string{"MULTI"}, "+OK\r\n"},
+				{p, []string{"INCR", "xx"}, busyEvalText},
+				{q, []string{"INCR", "xx"}, busyEvalText},
+				{q, []string{"EXEC"}, execAbortBusy},
+				{p, []string{"SCRIPT", "KILL"}, "+QUEUED\r\n"},
+			} {
+				if r := step.c.do(step.args...); r != step.want {
+					t.Errorf("%v = %q, want %q", step.args, r, step.want)
+				}
+			}
+			if r := w.do("SCRIPT", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("SCRIPT KILL = %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the script's reply = %q", r)
+			}
+			// EXEC ended q's transaction.
+			if r := q.do("PING", "out"); r != "$3\r\nout\r\n" {
+				t.Fatalf("PING after the EXEC = %q", r)
+			}
+			if r := p.do("INCR", "xx"); r != "+QUEUED\r\n" {
+				t.Fatalf("INCR after the kill = %q", r)
+			}
+			if r := p.do("EXEC"); r != "-EXECABORT Transaction discarded because of previous errors.\r\n" {
+				t.Fatalf("EXEC after the kill = %q", r)
+			}
+			if r := p.do("GET", "xx"); r != "$1\r\n1\r\n" {
+				t.Fatalf("xx = %q: part of a transaction ran", r)
+			}
+		})
+	}
+}
+
 // TestBusyFunction: a busy function is FUNCTION KILL's, not SCRIPT
 // KILL's, and FUNCTION STATS shows it.
 func TestBusyFunction(t *testing.T) {

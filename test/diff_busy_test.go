@@ -15,8 +15,8 @@ import (
 // in RESP2 and RESP3, and requires the same replies: NOTBUSY, BUSY for
 // each kind of script, what the allow_busy commands answer meanwhile,
 // SCRIPT KILL and FUNCTION KILL and their refusals, FUNCTION STATS (its
-// duration aside), the killed script's error, UNKILLABLE for a script
-// that wrote, SHUTDOWN's refusal and SHUTDOWN NOSAVE. Each step waits
+// duration aside), the killed script's error, transactions queued around
+// the script and an EXEC during it, UNKILLABLE for a script that wrote, SHUTDOWN's refusal and SHUTDOWN NOSAVE. Each step waits
 // until the server answers BUSY, never for a time.
 func TestDifferentialBusy(t *testing.T) {
 	requireRedis(t)
@@ -59,11 +59,14 @@ func busySession(t *testing.T, n *Node, proto int) []string {
 		}
 		return c
 	}
-	p, a := conn(), conn()
-	rec := func(args ...string) {
-		v := p.Do(args...)
-		out = append(out, showCommand(args)+" -> "+durationMs.ReplaceAllString(string(v.Raw), "${1}:N\r\n"))
+	p, a, q := conn(), conn(), conn()
+	recOn := func(c *rawConn, name string, args ...string) {
+		v := c.Do(args...)
+		out = append(out, name+showCommand(args)+" -> "+durationMs.ReplaceAllString(string(v.Raw), "${1}:N\r\n"))
 	}
+	rec := func(args ...string) { recOn(p, "", args...) }
+	// q's transactions meet the script: queued around it, EXEC during it.
+	recq := func(args ...string) { recOn(q, "q: ", args...) }
 	script := func(args ...string) {
 		a.Write(string(encodeCommand(args...)))
 	}
@@ -88,16 +91,25 @@ func busySession(t *testing.T, n *Node, proto int) []string {
 	rec("CONFIG", "SET", "busy-reply-threshold", "10")
 
 	// A script that does not write, killed through its pcalls.
+	recq("MULTI")
+	recq("INCR", "n")
 	script("EVAL", "local f = function() while 1 do redis.call('ping') end end\nwhile 1 do pcall(f) end", "0")
 	busy()
 	for _, args := range during {
 		rec(args...)
 	}
+	recq("INCR", "n")
+	recq("EXEC")
+	recq("MULTI")
+	recq("INCR", "n")
+	recq("SCRIPT", "KILL")
 	rec("FUNCTION", "STATS")
 	rec("FUNCTION", "KILL")
 	rec("SCRIPT", "KILL")
 	answer()
 	rec("GET", "k")
+	recq("EXEC")
+	recq("GET", "n")
 
 	// A function.
 	rec("FUNCTION", "LOAD", "REPLACE", "#!lua name=test\nredis.register_function('test', function(keys, args)\n local a = 1\n while true do a = a + 1 end\nend)")
