@@ -291,3 +291,41 @@ func TestBusyScriptEndsWithServer(t *testing.T) {
 		})
 	}
 }
+
+// TestBusyPassiveExpiry: in memory mode the expired keys a read met are
+// deleted by its connection, unless a script took the store meanwhile and
+// turned busy: then the connection does not wait for it (it has clients
+// to answer BUSY), and the cron loop deletes them after the script.
+func TestBusyPassiveExpiry(t *testing.T) {
+	s := startServer(t, Config{})
+	a, p := dialRaw(t, s), dialRaw(t, s)
+	if r := p.do("CONFIG", "SET", "busy-reply-threshold", "10"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	set := time.Now()
+	if r := p.do("SET", "e", "v", "PX", "20"); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	a.send(encodeCommand("EVAL", "while true do end", "0"))
+	waitBusyReply(t, []*rawConn{p}, busyEvalText)
+	eventually(t, "e's deadline", func() bool { return time.Since(set) > 100*time.Millisecond })
+	// As a read that met e just before the script took the store.
+	met := make(chan struct{})
+	go func() {
+		s.expireMet([][]byte{[]byte("e")})
+		close(met)
+	}()
+	eventually(t, "the deletion handed to the cron loop", func() bool {
+		select {
+		case <-met:
+			return true
+		default:
+			return false
+		}
+	})
+	if r := p.do("SCRIPT", "KILL"); r != "+OK\r\n" {
+		t.Fatalf("SCRIPT KILL = %q", r)
+	}
+	a.reply()
+	eventually(t, "e deleted", func() bool { return s.stats.expiredKeys.Load() == 1 })
+}
