@@ -32,6 +32,7 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 // expired keys its lookups met.
 func (s *Store) finishApply(scripts bool) {
 	s.bytesPub.Store(s.bytes)
+	s.dirtyPub.Store(s.dirty)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()

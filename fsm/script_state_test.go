@@ -262,9 +262,9 @@ func TestFunctionBusyStats(t *testing.T) {
 	}
 }
 
-// TestServingCallersGiveUpWhenBusy: reads, writes and WATCH of serving
-// callers waiting for the lock a write script holds end once the script
-// is busy, having done nothing.
+// TestServingCallersGiveUpWhenBusy: reads, writes, WATCH and INFO's
+// counts of serving callers waiting for the lock a write script holds end
+// once the script is busy, having done nothing; Dirty does not wait.
 func TestServingCallersGiveUpWhenBusy(t *testing.T) {
 	s := newScriptStore()
 	s.SetBusyThreshold(0) // busy only once the test says so
@@ -279,10 +279,18 @@ func TestServingCallersGiveUpWhenBusy(t *testing.T) {
 		what string
 		ok   bool
 	}
-	results := make(chan result, 3)
+	results := make(chan result, 5)
 	go func() {
 		_, ok := s.ReadServing(1, ptr(c(OpGet, "k")), nil)
 		results <- result{"read", ok}
+	}()
+	go func() {
+		_, ok := s.StatsServing(1)
+		results <- result{"stats", ok}
+	}()
+	go func() {
+		_, ok := s.ScriptStatsServing()
+		results <- result{"script stats", ok}
 	}()
 	go func() {
 		_, ok := s.ApplyServing(nil, 1, []Command{c(OpSet, "k2", "v")}, nil)
@@ -300,10 +308,14 @@ func TestServingCallersGiveUpWhenBusy(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	s.SetBusyThreshold(1)
-	for range 3 {
+	for range 5 {
 		if r := <-results; r.ok {
 			t.Errorf("%s went ahead of a busy script", r.what)
 		}
+	}
+	// INFO's change count is read without the lock the script holds.
+	if d := s.Dirty(); d != 0 {
+		t.Errorf("Dirty = %d, want 0", d)
 	}
 	if res, _ := s.KillScript(false); res != Killed {
 		t.Fatalf("SCRIPT KILL = %v", res)

@@ -205,6 +205,7 @@ type Store struct {
 	// dirtyReported says the op being applied counted its own.
 	dirty         int64
 	dirtyReported bool
+	dirtyPub      atomic.Int64 // dirty as of the last apply, for readers without the lock
 
 	// entry is the index of the entry being applied (0: memory mode's),
 	// and applyServe what the caller of ApplyServing serves while a
