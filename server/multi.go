@@ -343,6 +343,12 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 			// SCAN past the end (see readLocal).
 			sl.raw = []byte("*2\r\n$1\r\n0\r\n*0\r\n")
 		default:
+			if fc.Op == fsm.OpEvalRO || fc.Op == fsm.OpFCallRO {
+				// A read-only script runs inside the log's apply too when
+				// EXEC holds it, where a replay runs it again with no
+				// client to kill it: it gets a write script's budget.
+				fc.Float = c.s.scriptBudget()
+			}
 			sl.sub, sl.op, sl.read = true, fc.Op, !fc.Op.IsWrite()
 			subs = append(subs, fc)
 		}

@@ -138,6 +138,15 @@ func TestBusyWriteScript(t *testing.T) {
 		if v := p.Do("PING"); v.Str != "PONG" {
 			t.Fatalf("PING after the script: %s", v)
 		}
+		// A read-only script inside EXEC runs inside the log's apply as
+		// well, and is bounded the same way.
+		p.Do("CONFIG", "SET", "script-write-budget", "1000000")
+		for _, args := range [][]string{{"MULTI"}, {"EVAL_RO", "while true do end", "0"}, {"GET", "k"}} {
+			p.Do(args...)
+		}
+		if v := p.Do("EXEC"); len(v.Elems) != 2 || v.Elems[0].Str != "ERR Script ran past its instruction budget (script-write-budget) and was stopped" {
+			t.Fatalf("EXEC of a runaway EVAL_RO: %s", v)
+		}
 	})
 }
 
