@@ -10,8 +10,9 @@
 // FUNCTION's (Function). It is used by one goroutine at a time. What a
 // script does reaches back through a Host: each redis.call is one call of
 // Host.Call, which answers the command's reply as RESP bytes; the count
-// hook calls Host.Checkpoint every so many Lua instructions, and that is
-// the one place a run is stopped.
+// hook calls Host.Checkpoint every so many Lua instructions (and at the
+// next instruction after a Call that Host.Stopping says stopped the run),
+// and that is the one place a run is stopped.
 //
 // Determinism: kvs runs a script that may write on every replica and at
 // every replay, and every run must do the same. So each run starts from
