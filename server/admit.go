@@ -23,7 +23,8 @@ import (
 //     (NOPERM, logged in ACL LOG); under tls-cluster, the node-to-node
 //     commands come from a node;
 //  6. past maxmemory with nothing to evict, a denyoom command, or inside
-//     MULTI any command to queue, since queuing takes memory (OOM);
+//     MULTI any command to queue, since queuing takes memory (OOM), unless
+//     a script is busy;
 //  7. while the append log cannot be written, a write (MISCONF);
 //  8. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
 //     (P|S)UNSUBSCRIBE, PING, QUIT and RESET;
@@ -108,7 +109,9 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
-	if c.s.maxMemory.Load() > 0 && c.refusesOOM(cmd, spec, args) {
+	// Redis skips the step while a script is busy: the busy step refuses
+	// instead.
+	if c.s.maxMemory.Load() > 0 && c.s.cfg.Store.ScriptBusy() == fsm.NotBusy && c.refusesOOM(cmd, spec, args) {
 		if e := c.oomRefusal(); e != "" {
 			c.refuse(cmd, id, args, e)
 			return refused

@@ -329,3 +329,35 @@ func TestBusyPassiveExpiry(t *testing.T) {
 	a.reply()
 	eventually(t, "e deleted", func() bool { return s.stats.expiredKeys.Load() == 1 })
 }
+
+// TestBusyBeforeOOM: past maxmemory, while a script is busy, a denyoom
+// command is refused BUSY, not OOM: Redis skips the maxmemory step while
+// a script is busy. After the script it is OOM again.
+func TestBusyBeforeOOM(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := startServer(t, Config{ConnGoroutines: m.goroutines})
+			a, p := dialRaw(t, s), dialRaw(t, s)
+			for _, kv := range [][2]string{{"busy-reply-threshold", "10"}, {"maxmemory", "1"}} {
+				if r := p.do("CONFIG", "SET", kv[0], kv[1]); r != "+OK\r\n" {
+					t.Fatalf("CONFIG SET %s: %q", kv[0], r)
+				}
+			}
+			if r := p.do("SET", "k", "v"); r != "-"+errOOM+"\r\n" {
+				t.Fatalf("SET past maxmemory = %q", r)
+			}
+			a.send(encodeCommand("EVAL", "while true do end", "0"))
+			waitBusyReply(t, []*rawConn{p}, busyEvalText)
+			if r := p.do("SET", "k", "v"); r != busyEvalText {
+				t.Errorf("SET past maxmemory during the script = %q", r)
+			}
+			if r := p.do("SCRIPT", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("SCRIPT KILL = %q", r)
+			}
+			a.reply()
+			if r := p.do("SET", "k", "v"); r != "-"+errOOM+"\r\n" {
+				t.Fatalf("SET past maxmemory after the script = %q", r)
+			}
+		})
+	}
+}
