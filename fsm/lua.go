@@ -411,13 +411,7 @@ type ScriptStats struct {
 // library (its name, its functions' entries).
 const scriptOverhead, libraryOverhead = 96, 256
 
-// ScriptStats returns the store's ScriptStats.
-func (s *Store) ScriptStats() ScriptStats {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.scriptStatsLocked()
-}
-
+// scriptStatsLocked returns the store's ScriptStats (ScriptStatsServing).
 func (s *Store) scriptStatsLocked() ScriptStats {
 	var st ScriptStats
 	for name, v := range s.meta {
