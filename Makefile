@@ -27,7 +27,7 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Go benchmarks, medians over BENCH_COUNT runs are what PERFORMANCE.md quotes.
+# Go benchmarks, medians over BENCH_COUNT runs are what docs/performance-notes.md quotes.
 # The end-to-end benchmarks in test/ start real processes (clusters among
 # them) for each run, so they run a fixed number of ops, BENCH_E2E_OPS.
 BENCH_E2E_OPS ?= 20000

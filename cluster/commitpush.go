@@ -87,6 +87,10 @@ type pushPeer struct {
 	// held counts the RPCs to the follower held while it cannot be
 	// reached (reach.go).
 	held atomic.Int32
+	// contact is when the follower last answered an AppendEntries
+	// (replication, heartbeat or push), in Unix nanoseconds; 0: never
+	// (contact.go).
+	contact atomic.Int64
 }
 
 // pushRetries bounds the tries to tell one follower of one commit index
@@ -264,6 +268,7 @@ func (t *pushTransport) pushOnce(p *pushPeer) bool {
 	if err := t.NetworkTransport.AppendEntries(p.id, *addr, &req, &resp); err != nil {
 		return true // the link is down: raft's own replication deals with it
 	}
+	p.answered()
 	if resp.Success {
 		storeMax(&p.told, commit)
 		return true

@@ -29,6 +29,8 @@ type Config struct {
 	// a restarted node finds its cluster in its own state.
 	Bootstrap bool
 	// FSM is the state machine committed entries are applied to; required.
+	// One with a SetReplayedThrough(index uint64) method is told, before
+	// anything is applied, the last index of the log the node opened with.
 	FSM raft.BatchingFSM
 	// Logger receives the node's and raft's logs; nil means slog.Default().
 	Logger *slog.Logger

@@ -234,6 +234,14 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.findStart(logs); err != nil {
 		return nil, err
 	}
+	if r, ok := cfg.FSM.(interface{ SetReplayedThrough(uint64) }); ok {
+		// What the log held at open may have been applied, and its
+		// writes and messages announced, before the restart: the FSM
+		// applies it again without announcing anything. An entry that
+		// was only logged then goes unannounced on this node (at most
+		// once, never twice).
+		r.SetReplayedThrough(n.startIndex)
+	}
 	n.push = newPushTransport(n.trans, logs, snaps, n.log)
 	// findStart ran: startIndex is known before the FSM sees anything.
 	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, applying: &n.applying,

@@ -55,9 +55,15 @@ func dialFailed(err error) bool {
 // and held while the follower cannot be reached.
 func (t *pushTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	t.observe(id, target, args)
-	return t.holdUnreachable(id, target, args.Term, nil, func() error {
+	err := t.holdUnreachable(id, target, args.Term, nil, func() error {
 		return t.NetworkTransport.AppendEntries(id, target, args, resp)
 	})
+	if err == nil {
+		if p := t.peer(id); p != nil {
+			p.answered()
+		}
+	}
+	return err
 }
 
 // InstallSnapshot is raft's InstallSnapshot, held while the follower cannot

@@ -89,8 +89,13 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 		s.applied = index
 	}
 	s.entry = index
+	events := len(s.notify.events)
 	for i := range cmds {
 		dst = append(dst, s.applyLocked(now, &cmds[i]))
+	}
+	if index != 0 && index <= s.notify.replayed {
+		clear(s.notify.events[events:])
+		s.notify.events = s.notify.events[:events]
 	}
 	return dst
 }

@@ -63,15 +63,16 @@ var dirtyRules = map[Op]func(c *Command, r *Reply, written int64) int64{
 	// Libraries are data to Redis (they are saved); the script cache,
 	// users, the cluster's metadata and what expiry and eviction delete
 	// are not counted.
-	OpFunctionLoad:   ifOK,
-	OpFunctionDelete: ifOK,
-	OpFunctionFlush:  ifOK,
-	OpScriptLoad:     none,
-	OpScriptFlush:    none,
-	OpACLSet:         none,
-	OpMetaSet:        none,
-	OpDelExpired:     none,
-	OpEvict:          none,
+	OpFunctionLoad:    ifOK,
+	OpFunctionDelete:  ifOK,
+	OpFunctionFlush:   ifOK,
+	OpFunctionRestore: ifOK,
+	OpScriptLoad:      none,
+	OpScriptFlush:     none,
+	OpACLSet:          none,
+	OpMetaSet:         none,
+	OpDelExpired:      none,
+	OpEvict:           none,
 }
 
 // dirtyRuleOf is dirtyRules by op number: every write looks its op up.

@@ -18,6 +18,11 @@
 //	(*Store).Read(now int64, cmd Command) Reply      under the shared lock
 //	(*Store).SetExpiredHook(fn func(keys [][]byte))
 //	    receives the expired keys reads met, for passive expiry (expire.go)
+//	(*Store).SetNotifyHook(fn func([]Event)); SetNotifyClasses(c NotifyClass)
+//	    receives each applied entry's keyspace events and the messages its
+//	    scripts published (notify.go, publish.go)
+//	(*Store).SetReplayedThrough(index uint64)
+//	    entries up to index are replays: they announce nothing
 //	(*Store).AppliedIndex() uint64
 //	(*Store).ExpiredKeys(now int64, max int) [][]byte   earliest deadline first
 //	(*Store).Stats(now int64) Stats                  keys, keys with TTL, bytes
@@ -152,7 +157,9 @@
 // member. Snapshots keep the form, and a snapshot streams a big set
 // yielding its goroutine every 1024 members so writers are not kept from
 // a P. Writes that can wake
-// a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key.
+// a blocked pop (ZADD, ZINCRBY, the STORE commands) signal their key when
+// they create it, as Redis 7.0 signals the keys it adds and not those it
+// adds to or overwrites.
 //
 // # Bitmaps, COPY, slots
 //
@@ -183,10 +190,13 @@
 // clone leaves both sides owning nothing they share; bytes that were once
 // an entry are never written again, since replies alias them. It is
 // packed again once it shrinks to half the limit. Snapshots hold a list as
-// its length and elements, whatever its form. Pushes (and LMOVE, RENAME onto a key)
-// signal their key ready for blocked clients; LMPOP and LMOVE with a
-// token in Int2 report their reply through the ready hook (ResultOf), so
-// a server can learn the outcome of a blocked client's pop from its own
+// its length and elements, whatever its form. Pushes that create their
+// list (and LMOVE, RENAME onto a key) signal it ready for blocked
+// clients, and a woken client's pop (FlagListReady, FlagZReady for sorted
+// sets) passes over a key that holds another type by then, as Redis
+// serves a key only to clients of its type; LMPOP and LMOVE with a token
+// in Int2 report their reply through the ready hook (ResultOf), so a
+// server can learn the outcome of a blocked client's pop from its own
 // replica.
 //
 // # Formats

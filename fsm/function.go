@@ -68,8 +68,9 @@ const (
 	// not found (Redis looks for the function first).
 	FlagFCallBadKeys Flags = 1 << 0
 	// FlagFCallRO, on OpFCallRO: the client sent FCALL_RO, not FCALL of
-	// a no-writes function (FUNCTION STATS shows which).
-	FlagFCallRO          Flags = 1 << 5
+	// a no-writes function (FUNCTION STATS shows which). Apart from every
+	// FlagScript* bit, which OpEval's flags are.
+	FlagFCallRO          Flags = 1 << 6
 	FlagFunctionPattern  Flags = 1 << 0 // OpFunctionList: Args[0] is LIBRARYNAME's pattern
 	FlagFunctionWithCode Flags = 1 << 1 // OpFunctionList: WITHCODE
 )

@@ -51,8 +51,10 @@ func (s *Store) setLimitsLocked(l Limits) {
 	s.limitsPub.Store(&l)
 }
 
-// Blocked clients. A write that may satisfy a blocked pop (a push to a
-// list, an add to a sorted set) calls signalReadyLocked with its key; once
+// Blocked clients. A write that may satisfy a blocked pop (a push that
+// creates a list, an add that creates a sorted set, a key renamed or
+// copied into place; not a write to a key that exists, as in Redis 7.0)
+// calls signalReadyLocked with its key; once
 // the entry is applied and the lock released, the hook set by SetReadyHook
 // receives every key signalled, in order, without duplicates. It runs on
 // every replica (each wakes its own blocked clients) and must not block.

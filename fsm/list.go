@@ -6,8 +6,8 @@ import "encoding/binary"
 // LLEN, LRANGE, LINDEX, LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE (and
 // RPOPLPUSH), LMPOP, and the non-blocking forms the server runs for BLPOP,
 // BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP. The two forms of a list are drawn
-// in list_quicklist.go. Every push signals its key ready for blocked
-// clients.
+// in list_quicklist.go. A push that creates its list signals the key
+// ready for blocked clients (Redis signals the keys it adds).
 
 // List ops. Their numbers are part of the log format: append only.
 const (
@@ -48,15 +48,17 @@ const (
 	// OpLMove (LMOVE, RPOPLPUSH, and BLMOVE's non-blocking form):
 	// Args[0]=source, Args[1]=destination; FlagListRight pops the
 	// source's tail, FlagListToRight pushes at the destination's tail.
-	// Reply the element, or nil when the source is missing. Int2, when
-	// not 0, is a result token (see NoteResult).
+	// Reply the element, or nil when the source is missing (or, with
+	// FlagListReady, not a list). Int2, when not 0, is a result token (see
+	// NoteResult).
 	OpLMove
 	// OpLMPop (LMPOP, and the non-blocking form of BLMPOP, BLPOP and
 	// BRPOP): Args = keys; FlagListRight pops tails; FlagListCount:
 	// Int=count (> 0), else 1. Pops from the first non-empty list. Reply
 	// [key, [elements]], or with FlagListBPop [key, element] (BLPOP's
-	// shape); a null array when every key is missing. Int2, when not 0,
-	// is a result token (see NoteResult).
+	// shape); a null array when every key is missing (with
+	// FlagListReady, missing or not a list). Int2, when not 0, is a result
+	// token (see NoteResult).
 	OpLMPop
 )
 
@@ -68,6 +70,11 @@ const (
 	FlagListBadIndex
 	FlagListAfter
 	FlagListBPop
+	// FlagListReady marks the pop of a client woken because its key was
+	// made ready: a key that holds another type by then is passed over as
+	// if missing, as Redis serves a blocked client only from a key of the
+	// type it waits for (the destination's type is checked as ever).
+	FlagListReady
 )
 
 // Error texts only lists give.
@@ -92,10 +99,10 @@ func init() {
 	registerOp(OpLRem, opSpec{name: "LREM", write: true, args: 2, apply: applyLRem})
 	registerOp(OpLTrim, opSpec{name: "LTRIM", write: true, args: 1, apply: applyLTrim})
 	registerOp(OpLPos, opSpec{name: "LPOS", args: 2, flags: FlagListCount, check: listLPosCheck, read: readLPos})
-	registerOp(OpLMove, opSpec{name: "LMOVE", write: true, args: 2, flags: FlagListRight | FlagListToRight,
+	registerOp(OpLMove, opSpec{name: "LMOVE", write: true, args: 2, flags: FlagListRight | FlagListToRight | FlagListReady,
 		keys: keysAll, apply: withResultToken(applyLMove)})
 	registerOp(OpLMPop, opSpec{name: "LMPOP", write: true, args: argsAtLeast(1),
-		flags: FlagListRight | FlagListCount | FlagListBPop, keys: keysAll, check: listLMPopCheck, apply: withResultToken(applyLMPop)})
+		flags: FlagListRight | FlagListCount | FlagListBPop | FlagListReady, keys: keysAll, check: listLMPopCheck, apply: withResultToken(applyLMPop)})
 
 	registerKind(kindList, kindSpec{
 		name: "list",
@@ -251,9 +258,10 @@ func applyPush(s *Store, now int64, c *Command) Reply {
 		s.signalReadyLocked(key)
 		return IntReply(int64(len(elems)))
 	}
+	// A push onto a list that exists signals nothing, as in Redis, which
+	// signals only the keys it adds.
 	n := listLen(&it) + int64(len(elems))
 	s.pushLocked(it, elems, head)
-	s.signalReadyLocked(key)
 	return IntReply(n)
 }
 
@@ -368,7 +376,7 @@ func applyLMPop(s *Store, now int64, c *Command) Reply {
 	}
 	for _, key := range c.Args {
 		it, ok, wrong := s.lookupLocked(now, key, kindList)
-		if wrong {
+		if wrong && c.Flags&FlagListReady == 0 {
 			return replyWrongType
 		}
 		if !ok {
@@ -388,7 +396,7 @@ func applyLMove(s *Store, now int64, c *Command) Reply {
 	src, dst := c.Args[0], c.Args[1]
 	it, ok, wrong := s.lookupLocked(now, src, kindList)
 	switch {
-	case wrong:
+	case wrong && c.Flags&FlagListReady == 0:
 		return replyWrongType
 	case !ok:
 		return replyNil
@@ -426,9 +434,9 @@ func applyLMove(s *Store, now int64, c *Command) Reply {
 			s.pushLocked(d, [][]byte{e}, !toTail)
 		} else {
 			s.putListLocked(dst, [][]byte{e}, 0)
+			s.signalReadyLocked(dst)
 		}
 	}
-	s.signalReadyLocked(dst)
 	return BulkReply(e)
 }
 

@@ -61,6 +61,11 @@ func TestListCommands(t *testing.T) {
 		{t0, c(OpLMPop, "nokey", "s"), errr(ErrWrongType)},
 		{t0, c(OpRPush, "l", "a"), in(1)},
 		{t0, c(OpLMove, "l", "s"), errr(ErrWrongType)},
+		// A woken client's pop passes over a source of another type, not
+		// over a destination of another type.
+		{t0, c(OpLMPop, "s").fl(FlagListReady), nilArray},
+		{t0, c(OpLMove, "s", "l").fl(FlagListReady), nilr},
+		{t0, c(OpLMove, "l", "s").fl(FlagListReady), errr(ErrWrongType)},
 		{t0, c(OpLTrim, "l").i(1).i2(0), ok},
 		{t0, c(OpType, "l"), status("none")},
 	})

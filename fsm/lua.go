@@ -53,11 +53,12 @@ type ParseContext struct {
 	ACLGen    uint64
 	CheckOnly bool
 	// OOM: memory was over maxmemory when the script was proposed
-	// (FlagScriptOOM). Dirty is the parser's, false when the run starts:
-	// it marks that the script has called a write (Redis's
-	// SCRIPT_WRITE_DIRTY), after which no call is refused for OOM.
-	OOM, Dirty bool
-	Scratch    any
+	// (FlagScriptOOM); NoReplicas: its node had too few good replicas
+	// (FlagScriptNoReplicas). Dirty is the parser's, false when the run
+	// starts: it marks that the script has called a write (Redis's
+	// SCRIPT_WRITE_DIRTY), after which no call is refused for either.
+	OOM, NoReplicas, Dirty bool
+	Scratch                any
 }
 
 // SetCommandParser installs the parser redis.call uses. Without one,
@@ -81,9 +82,10 @@ type scriptRun struct {
 	readOnly bool
 	rnd      *rand.Rand
 	pc       ParseContext
-	user     string  // the ACL user it runs as ("": unchecked)
-	oom      bool    // FlagScriptOOM
-	cmd      Command // the command redis.call is running
+	user     string // the ACL user it runs as ("": unchecked)
+	// oom and noReplicas are FlagScriptOOM and FlagScriptNoReplicas.
+	oom, noReplicas bool
+	cmd             Command // the command redis.call is running
 	// st is what decides whether the run goes on: its budget, the busy
 	// threshold, a kill (script_state.go).
 	st scriptState
@@ -156,7 +158,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	}
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
 	run.pc.User, run.pc.CheckOnly = run.user, false
-	run.pc.OOM = run.oom
+	run.pc.OOM, run.pc.NoReplicas = run.oom, run.noReplicas
 	if run.user != "" {
 		run.pc.ACL, run.pc.ACLGen = s.acl, s.aclGen.Load()
 	}

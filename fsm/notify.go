@@ -12,8 +12,12 @@ package fsm
 // while they are 0 (the default: notify-keyspace-events is empty, or no
 // client is subscribed) notifyLocked returns at once, so the write path
 // pays one load. Events come from apply, so every replica emits them for
-// its own subscribers, and a replayed entry emits them again (no one is
-// subscribed while a node replays its log at startup).
+// its own subscribers. A replayed entry emits none: durable mode replays
+// its log before a hook is set, and a cluster node tells the store up to
+// which index its log held entries it applied before it restarted
+// (SetReplayedThrough), since it replays them while clients may already
+// be subscribed. The messages scripts publish travel the same way
+// (publish.go).
 
 import (
 	"bytes"
@@ -44,7 +48,9 @@ const (
 		NotifyZSet | NotifyExpired | NotifyEvicted | NotifyStream | NotifyModule
 )
 
-// Event is one keyspace notification: the event's name (Redis's) and key.
+// Event is one keyspace notification: the event's name (Redis's) and key;
+// or, of class EventMessage or EventShardMessage, a message a script
+// published (publish.go).
 type Event struct {
 	Class NotifyClass
 	Name  string
@@ -59,6 +65,9 @@ type notifier struct {
 	// unchanged is set by an op that ran without changing its key where
 	// its reply cannot say so (ZADD updating nothing); guarded by Store.mu.
 	unchanged bool
+	// replayed is the last index of the entries that are replays, whose
+	// events are dropped (SetReplayedThrough); guarded by Store.mu.
+	replayed uint64
 }
 
 // SetNotifyHook sets the function that receives each applied batch's
@@ -68,6 +77,17 @@ func (s *Store) SetNotifyHook(fn func([]Event)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notify.hook = fn
+}
+
+// SetReplayedThrough says that the entries up to index were applied
+// before, by this node before it restarted: applying them again announces
+// nothing, so that no subscriber hears of a write, or gets a message a
+// script published, twice, or long after the fact. Call it before the
+// first of them is applied.
+func (s *Store) SetReplayedThrough(index uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify.replayed = index
 }
 
 // SetNotifyClasses sets the classes events are collected for: the

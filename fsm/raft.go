@@ -85,6 +85,11 @@ func (f *RaftFSM) Restore(rc io.ReadCloser) error {
 // the effects of, applied or restored from a snapshot.
 func (f *RaftFSM) AppliedIndex() uint64 { return f.Store.AppliedIndex() }
 
+// SetReplayedThrough is the store's: the raft log held entries up to index
+// when the node opened, which it applied before it restarted, so applying
+// them again announces nothing to subscribers.
+func (f *RaftFSM) SetReplayedThrough(index uint64) { f.Store.SetReplayedThrough(index) }
+
 type raftSnapshot struct{ sn *Snapshot }
 
 // Persist writes the snapshot to sink and closes it, or cancels it on error

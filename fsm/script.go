@@ -70,6 +70,12 @@ const (
 	// refused with Redis's OOM error (ParseContext.OOM). The proposer
 	// decides, so every replica refuses the same call.
 	FlagScriptOOM Flags = 1 << 4
+	// FlagScriptNoReplicas, on OpEval: when the script was proposed, its
+	// node had fewer good replicas than min-replicas-to-write, so its
+	// first call of a write before any write is refused with Redis's
+	// NOREPLICAS error (ParseContext.NoReplicas). The proposer decides,
+	// so every replica refuses the same call.
+	FlagScriptNoReplicas Flags = 1 << 5
 )
 
 // SetScriptUser makes c (a script or function call) run its commands
@@ -101,7 +107,7 @@ func scriptArgs(c *Command) (keys, argv [][]byte, user string) {
 const scriptMetaPrefix = "script/"
 
 func init() {
-	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM,
+	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM | FlagScriptNoReplicas,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
 	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
 		check: checkNumKeys, read: readEval, readMet: readEvalMet})
@@ -216,6 +222,7 @@ func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte, whileBusy 
 	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
+	run.noReplicas = c.Flags&FlagScriptNoReplicas != 0
 	out := vm.st.Run(script.ref, script.sha, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
 	if run.exceeded() {
 		return errorReply(ErrBudget)

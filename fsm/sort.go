@@ -244,6 +244,7 @@ func (s *Store) lookupByPattern(now int64, pattern, elem []byte) ([]byte, bool) 
 
 func (s *Store) sortStoreLocked(now int64, c *Command) Reply {
 	key, dst, by := c.Args[0], c.Args[1], c.Args[2]
+	_, existed := s.liveLocked(dst, now)
 	s.unpackZSetLocked(now, key)
 	out, errReply, ok := s.sortElems(now, key, by, c.Args[3:], c, true)
 	if !ok {
@@ -253,11 +254,13 @@ func (s *Store) sortStoreLocked(now int64, c *Command) Reply {
 		s.deleteLocked(dst)
 		return replyZero
 	}
-	// Replace the destination with a new list holding out, built by the
-	// list type's own RPUSH.
 	s.deleteLocked(dst)
-	push := Command{Op: OpRPush, Args: append([][]byte{dst}, out...)}
-	opTable[OpRPush].apply(s, now, &push)
+	s.putListLocked(dst, out, 0)
+	if !existed {
+		// As storeZSetLocked: Redis signals a key it adds, not one it
+		// overwrites.
+		s.signalReadyLocked(dst)
+	}
 	return IntReply(int64(len(out)))
 }
 

@@ -52,7 +52,8 @@ const (
 	// OpZMPop (ZMPOP, and the non-blocking form of BZMPOP, BZPOPMIN and
 	// BZPOPMAX): Args=keys, Int=count (>= 1), FlagZMax. Reply [key,
 	// [[member, score]...]] from the first non-empty key (with FlagZBPop,
-	// BZPOPMIN's [key, member, score]), or a nil array.
+	// BZPOPMIN's [key, member, score]), or a nil array (FlagZReady: keys
+	// of another type count as missing).
 	OpZMPop
 	// OpZRangeStore: Args[0]=dst, Args[1]=src, then the range as in
 	// OpZRange (shifted by one). Reply :stored count.
@@ -125,6 +126,10 @@ const (
 	FlagZAggMax     Flags = 1 << 19
 	FlagZWeights    Flags = 1 << 20
 	FlagZBPop       Flags = 1 << 21
+	// FlagZReady: OpZMPop for a client woken because its key was made
+	// ready; a key that holds another type by then is passed over as if
+	// missing (FlagListReady's rule).
+	FlagZReady Flags = 1 << 22
 )
 
 // OpZSetOp kinds (Int2).

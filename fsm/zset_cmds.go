@@ -22,7 +22,7 @@ func init() {
 			}
 			return nil
 		}, apply: applyZPop})
-	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax | FlagZBPop, keys: keysAll,
+	registerOp(OpZMPop, opSpec{name: "ZMPOP", write: true, args: argsAtLeast(1), flags: FlagZMax | FlagZBPop | FlagZReady, keys: keysAll,
 		check: func(c *Command) error {
 			if c.Int < 1 {
 				return errorString("count below 1")
@@ -182,7 +182,10 @@ func applyZAdd(s *Store, now int64, c *Command) Reply {
 	e.commit()
 	s.reportDirtyLocked(added + updated)
 	s.notifyChangedLocked(added+updated > 0)
-	if added > 0 {
+	if added > 0 && !e.exists {
+		// Redis signals the keys it adds, not those it adds to: a client
+		// blocked on a sorted set that exists waits for it to be made
+		// anew.
 		s.signalReadyLocked(c.Args[0])
 	}
 	switch {
@@ -374,7 +377,7 @@ func applyZPop(s *Store, now int64, c *Command) Reply {
 func applyZMPop(s *Store, now int64, c *Command) Reply {
 	for _, key := range c.Args {
 		e, wrong := s.openZSetLocked(now, key)
-		if wrong {
+		if wrong && c.Flags&FlagZReady == 0 {
 			return replyWrongType
 		}
 		if !e.exists {
@@ -403,7 +406,7 @@ func applyZRangeStore(s *Store, now int64, c *Command) Reply {
 			slices.Reverse(ents) // stored in order, whatever the reply order
 		}
 	}
-	s.storeZSetLocked(c.Args[0], ents)
+	s.storeZSetLocked(now, c.Args[0], ents)
 	return IntReply(int64(len(ents)))
 }
 
@@ -823,6 +826,6 @@ func applyZSetOpStore(s *Store, now int64, c *Command) Reply {
 	if wrong {
 		return replyWrongType
 	}
-	s.storeZSetLocked(c.Args[0], out)
+	s.storeZSetLocked(now, c.Args[0], out)
 	return IntReply(int64(len(out)))
 }

@@ -209,7 +209,11 @@ func (e *zedit) commit() {
 // storeZSetLocked replaces key with a sorted set of ents (in order; no
 // TTL), as ZUNIONSTORE and ZRANGESTORE do: packed when it fits the
 // limits, and an empty result deletes the key. The members are copied.
-func (s *Store) storeZSetLocked(key []byte, ents []zent) {
+// Only a key that did not exist is signalled ready: Redis 7.0 signals
+// the keys it adds, not those it overwrites, so clients blocked on a key
+// that held another type stay blocked.
+func (s *Store) storeZSetLocked(now int64, key []byte, ents []zent) {
+	_, existed := s.liveLocked(key, now)
 	if len(ents) == 0 {
 		s.deleteLocked(key)
 		return
@@ -226,7 +230,9 @@ func (s *Store) storeZSetLocked(key []byte, ents []zent) {
 		obj = buildZSetObj(ents)
 	}
 	s.putLocked(s.newCollection(key, kindZSet, val, obj, 0))
-	s.signalReadyLocked(key)
+	if !existed {
+		s.signalReadyLocked(key)
+	}
 }
 
 // cloneMembers gives ents members of their own, for results that outlive

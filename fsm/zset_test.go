@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -109,6 +110,7 @@ func TestZSetCommands(t *testing.T) {
 			{t0, zadd("s", 1, "a"), errr(ErrWrongType)},
 			{t0, c(OpZRange, "s").i(0).i2(1), errr(ErrWrongType)},
 			{t0, c(OpZMPop, "nope", "s").i(1), errr(ErrWrongType)},
+			{t0, c(OpZMPop, "s").i(1).fl(FlagZReady), Reply{Kind: ReplyNilArray}},
 		})
 	})
 }
@@ -518,5 +520,32 @@ func TestZSetFuzzSeeds(t *testing.T) {
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("seed %s missing (run with KVS_WRITE_FUZZ_SEEDS=1): %v", name, err)
 		}
+	}
+}
+
+// TestStoreSignalsOnlyNewKeys: ZUNIONSTORE, ZRANGESTORE and SORT ... STORE
+// signal their destination to blocked clients only when they create it,
+// as Redis 7.0 signals the keys it adds and not those it overwrites.
+func TestStoreSignalsOnlyNewKeys(t *testing.T) {
+	s := NewStore()
+	var ready []string
+	s.SetReadyHook(func(keys []string) { ready = append(ready, keys...) })
+	run(t, s, []step{
+		{t0, zadd("src", 1, "a"), in(1)},
+		{t0, c(OpRPush, "l", "7"), in(1)},
+		{t0, c(OpSet, "str", "v"), ok},
+	})
+	ready = nil
+	run(t, s, []step{
+		{t0, c(OpZSetOpStore, "new1", "src").i2(ZSetUnion), in(1)},
+		{t0, c(OpZSetOpStore, "str", "src").i2(ZSetUnion), in(1)},
+		{t0, c(OpSet, "str", "v"), ok},
+		{t0, c(OpZRangeStore, "new2", "src").i(0).i2(-1), in(1)},
+		{t0, c(OpZRangeStore, "str", "src").i(0).i2(-1), in(1)},
+		{t0, c(OpSortStore, "l", "new3", "").i2(-1), in(1)},
+		{t0, c(OpSortStore, "l", "str", "").i2(-1), in(1)},
+	})
+	if want := []string{"new1", "new2", "new3"}; !slices.Equal(ready, want) {
+		t.Errorf("ready keys %v, want %v", ready, want)
 	}
 }

@@ -26,11 +26,13 @@ import (
 //     MULTI any command to queue, since queuing takes memory (OOM), unless
 //     a script is busy;
 //  7. while the append log cannot be written, a write (MISCONF);
-//  8. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
+//  8. while this node has fewer good replicas than min-replicas-to-write,
+//     a write (NOREPLICAS; replicas.go);
+//  9. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
 //     (P|S)UNSUBSCRIBE, PING, QUIT and RESET;
-//  9. while a script runs past busy-reply-threshold, only Redis's
+// 10. while a script runs past busy-reply-threshold, only Redis's
 //     allow_busy commands run (BUSY, busy.go);
-// 10. a client pause holds the command until it ends.
+// 11. a client pause holds the command until it ends.
 //
 // The flags the steps read are Redis's getCommandFlags: a subcommand's
 // own, from Redis's table (acl_table.go), and a script's or function's as
@@ -49,9 +51,9 @@ import (
 // Steps of processCommand with no counterpart in kvs: DEBUG's and MODULE's
 // protection (kvs has neither command); Redis Cluster's redirection (a
 // cluster node redirects a READONLY connection's keyed writes as it
-// proposes them, route.go, and forwards a transaction whole);
-// min-replicas-to-write, a read-only replica and replica-serve-stale-data
-// (a follower forwards writes to the leader); LOADING (a node that has not
+// proposes them, route.go, and forwards a transaction whole); a read-only
+// replica and replica-serve-stale-data (a follower forwards writes to the
+// leader, which checks min-replicas-to-write for them); LOADING (a node that has not
 // caught up with its log answers it to reads, as it reads: readLocal).
 
 // A verdict is admit's decision on a command.
@@ -124,6 +126,11 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			c.refuse(cmd, id, args, errMisconfAOF+strerror(err))
 			return refused
 		}
+	}
+	if c.s.minReplicas.toWrite.Load() > 0 && (spec.flags&(flagWrite|flagDeclared) != 0 || cmd.tx != nil) &&
+		c.writes(cmd, spec, args) && c.s.tooFewReplicas() {
+		c.refuse(cmd, id, args, errNoReplicas)
+		return refused
 	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, spec); e != "" {

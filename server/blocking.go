@@ -26,8 +26,12 @@ import (
 // nil or a null array when there is nothing to pop); keys, the keys to
 // wait on; the timeout (parseTimeout gives Redis's errors; 0 waits
 // forever); and retry, which builds the form to run when one key became
-// ready (retryOnKey: cmd with that key as its only argument, for ops whose
-// arguments are just their keys; nil: cmd itself); and tokenized, when
+// ready: cmd with that key as its only argument for ops whose arguments
+// are just their keys (retryListKey, retryZSetKey), or cmd itself, and in
+// either case with the op's ready flag (fsm.FlagListReady...), under which
+// a key that holds another type by then is passed over as missing, as
+// Redis serves a blocked client only from a key of the type it waits for;
+// and tokenized, when
 // the op takes a result token in Int2 and reports its reply with it
 // (register its apply as withResultToken(apply) in fsm, as LMPOP does), so
 // that a pop whose outcome a lost leader left unknown is resolved rather
@@ -54,8 +58,17 @@ import (
 //     Signals that arrive while a waiter's pop is on its way are kept
 //     and tried next, so a push is never missed between the pop and the
 //     block. One waiter per key pops at a time, so clients are served in
-//     the order they blocked.
-//  4. The timeout answers a null array (RESP3 null); a disconnect removes
+//     the order they blocked. A pop that fails (BLMOVE's destination
+//     holds another type) answers its client with the error and passes
+//     the signal on, as the key still holds what it held.
+//  4. Keys are served in the order they were made ready, as Redis serves
+//     its ready keys after each command: a key's service lasts until a
+//     pop from it comes back empty or it has no waiter left, and a key
+//     made ready later waits for the services of earlier keys that could
+//     change what it holds or whom it serves (a waiter of both, a BLMOVE
+//     from one into the other, or from both into one list). Services that
+//     cannot interact run at once.
+//  5. The timeout answers a null array (RESP3 null); a disconnect removes
 //     the waiter; shutdown closes the connection.
 //
 // A pop that fails with an error that says it did not happen (TRYAGAIN,
@@ -77,8 +90,11 @@ import (
 
 // blockReq is what a blocking command's parser returns.
 type blockReq struct {
-	cmd     fsm.Command
-	keys    [][]byte
+	cmd  fsm.Command
+	keys [][]byte
+	// dst is the key the command pushes into (BLMOVE's destination), if
+	// any: its service waits for this client's key's.
+	dst     []byte
 	timeout time.Duration // 0: forever
 	retry   func(cmd fsm.Command, key []byte) fsm.Command
 	// tokenized: the op takes a result token in Int2 and reports its
@@ -87,9 +103,17 @@ type blockReq struct {
 	tokenized bool
 }
 
-// retryOnKey is blockReq.retry for ops whose arguments are their keys.
-func retryOnKey(cmd fsm.Command, key []byte) fsm.Command {
+// retryListKey and retryZSetKey are blockReq.retry for ops whose
+// arguments are their keys.
+func retryListKey(cmd fsm.Command, key []byte) fsm.Command {
 	cmd.Args = [][]byte{key}
+	cmd.Flags |= fsm.FlagListReady
+	return cmd
+}
+
+func retryZSetKey(cmd fsm.Command, key []byte) fsm.Command {
+	cmd.Args = [][]byte{key}
+	cmd.Flags |= fsm.FlagZReady
 	return cmd
 }
 
@@ -134,6 +158,7 @@ type waiter struct {
 	c     *client
 	req   blockReq
 	keys  []string
+	dst   string
 	state int
 	// ready are keys signalled to this waiter and not yet tried, in
 	// order; timedOut and unblockErr say why else it was woken.
@@ -159,6 +184,13 @@ type blockRegistry struct {
 	keys    map[string][]*waiter
 	byID    map[int64]*waiter
 	results map[int64]*popResult
+	// serving numbers the keys whose waiters are being served in the
+	// order the keys were made ready (step 4 at the top of the file);
+	// deferred are the waiters signalled for a key whose service waits
+	// for an earlier one, woken to look again when a service ends.
+	serving    map[string]uint64
+	servingSeq uint64
+	deferred   map[*waiter]struct{}
 }
 
 // popResult is the reply a replica's apply reported for a pop's token.
@@ -210,8 +242,10 @@ func (br *blockRegistry) add(w *waiter) {
 }
 
 // remove takes w out of every queue. served is the key it popped from
-// ("" when it was not served): that key may hold more, so its next waiter
-// is signalled, as are the keys w was signalled for and never tried.
+// (or failed to: "" when it tried none): that key may hold more, so its
+// next waiter is signalled first, as Redis serves every client blocked on
+// one key before the next ready key; then the keys w was signalled for
+// and never tried.
 func (br *blockRegistry) remove(w *waiter, served string) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
@@ -235,12 +269,14 @@ func (br *blockRegistry) remove(w *waiter, served string) {
 	if br.byID[w.c.id] == w {
 		delete(br.byID, w.c.id)
 	}
+	delete(br.deferred, w)
 	pass := w.ready
 	if served != "" {
-		pass = append(pass, served)
+		pass = append([]string{served}, w.ready...)
 	}
 	w.ready = nil
 	br.signalLocked(pass)
+	br.wakeDeferredLocked() // w may have been what a service waited for
 }
 
 // signal is the store's ready hook: it wakes the first waiter of each key.
@@ -261,12 +297,102 @@ func (br *blockRegistry) signalLocked(keys []string) {
 		}
 		q := br.keys[k]
 		if len(q) == 0 {
+			if _, ok := br.serving[k]; ok {
+				delete(br.serving, k) // served every waiter it had
+				br.wakeDeferredLocked()
+			}
 			continue
+		}
+		if br.serving[k] == 0 {
+			br.startServiceLocked(k)
 		}
 		w := q[0]
 		if !containsString(w.ready, k) {
 			w.ready = append(w.ready, k)
 		}
+		if w.state == waitIdle {
+			w.state = waitWoken
+			w.wake()
+		}
+	}
+}
+
+// startServiceLocked numbers k's service after every other.
+func (br *blockRegistry) startServiceLocked(k string) {
+	if br.serving == nil {
+		br.serving = make(map[string]uint64)
+	}
+	br.servingSeq++
+	br.serving[k] = br.servingSeq
+}
+
+// pickLocked returns the key w is to try next: of the keys it was
+// signalled for, the one made ready first, once no earlier service it
+// could interact with is still running.
+func (br *blockRegistry) pickLocked(w *waiter) (string, bool) {
+	at := -1
+	for i, k := range w.ready {
+		if br.serving[k] == 0 {
+			br.startServiceLocked(k) // signalled before its service was numbered
+		}
+		if at < 0 || br.serving[k] < br.serving[w.ready[at]] {
+			at = i
+		}
+	}
+	k := w.ready[at]
+	seq := br.serving[k]
+	for other, s := range br.serving {
+		if s < seq && br.interactLocked(other, k) {
+			return "", false
+		}
+	}
+	w.ready = append(w.ready[:at:at], w.ready[at+1:]...)
+	return k, true
+}
+
+// interactLocked reports whether serving keys a and b in either order
+// could end differently: a waiter of a also waits on b, one moves elements
+// from one into the other, or both move elements into one list.
+func (br *blockRegistry) interactLocked(a, b string) bool {
+	for _, x := range br.keys[a] {
+		if x.dst == b || containsString(x.keys, b) {
+			return true
+		}
+	}
+	for _, y := range br.keys[b] {
+		if y.dst == "" {
+			continue
+		}
+		if y.dst == a {
+			return true
+		}
+		for _, x := range br.keys[a] {
+			if x.dst == y.dst {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// emptiedLocked ends the service of key, from which w's pop came back
+// empty, unless key was made ready again meanwhile (w holds its signal).
+func (br *blockRegistry) emptiedLocked(w *waiter, key string) {
+	if _, ok := br.serving[key]; !ok {
+		return
+	}
+	if containsString(w.ready, key) {
+		br.startServiceLocked(key)
+	} else {
+		delete(br.serving, key)
+	}
+	br.wakeDeferredLocked()
+}
+
+// wakeDeferredLocked has the deferred waiters look again at their keys.
+func (br *blockRegistry) wakeDeferredLocked() {
+	for w := range br.deferred {
+		delete(br.deferred, w)
 		if w.state == waitIdle {
 			w.state = waitWoken
 			w.wake()
@@ -314,17 +440,24 @@ func (br *blockRegistry) unblock(id int64, withError bool) bool {
 	return true
 }
 
-// next decides what a waiter whose pop came back empty does: the key to
-// try next, or done with the reply to give (a timeout's), or neither:
-// wait. It moves the waiter to the matching state.
-func (br *blockRegistry) next(w *waiter) (key string, try bool, done bool, reply fsm.Reply) {
+// next decides what a waiter whose pop came back empty does (emptied is
+// the key that pop was for, "" for the first one over all its keys): the
+// key to try next, or done with the reply to give (a timeout's), or
+// neither: wait. It moves the waiter to the matching state.
+func (br *blockRegistry) next(w *waiter, emptied string) (key string, try bool, done bool, reply fsm.Reply) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
+	if emptied != "" {
+		br.emptiedLocked(w, emptied)
+	}
+	if len(w.ready) > 0 {
+		if key, ok := br.pickLocked(w); ok {
+			delete(br.deferred, w)
+			w.state = waitTrying
+			return key, true, false, fsm.Reply{}
+		}
+	}
 	switch {
-	case len(w.ready) > 0:
-		key, w.ready = w.ready[0], w.ready[1:]
-		w.state = waitTrying
-		return key, true, false, fsm.Reply{}
 	case w.unblockErr:
 		return "", false, true, fsm.Reply{Kind: fsm.ReplyError, Str: errUnblocked}
 	case w.timedOut || (!w.deadline.IsZero() && !time.Now().Before(w.deadline)):
@@ -332,6 +465,12 @@ func (br *blockRegistry) next(w *waiter) (key string, try bool, done bool, reply
 	}
 	w.state = waitIdle
 	w.blocked = true
+	if len(w.ready) > 0 {
+		if br.deferred == nil {
+			br.deferred = make(map[*waiter]struct{})
+		}
+		br.deferred[w] = struct{}{}
+	}
 	return "", false, false, fsm.Reply{}
 }
 
@@ -391,7 +530,10 @@ type blockState struct {
 	w   *waiter
 	cmd fsm.Command // the pop to run next (or on its way)
 	key string      // the key cmd was built for; "" for the first try
-	id  int         // the command's index in the statistics
+	// emptied is the key of the last pop, which came back empty, until
+	// the registry has been told (blockRegistry.next).
+	emptied string
+	id      int // the command's index in the statistics
 	// waiting: the last pop came back empty and the client waits for its
 	// waiter to be woken. sent: cmd went to a roundProposer; answered and
 	// the fields after it hold the answer once it came.
@@ -418,7 +560,7 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			c.replyError(id, false, e)
 			return true
 		}
-		w := &waiter{c: c, req: req, state: waitTrying}
+		w := &waiter{c: c, req: req, dst: string(req.dst), state: waitTrying}
 		for _, k := range req.keys {
 			w.keys = append(w.keys, string(k))
 		}
@@ -456,17 +598,15 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		case err != nil:
 			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
 			return true
-		case r.Kind == fsm.ReplyError && b.key != "" && b.w.req.retry != nil && r.Str == fsm.ErrWrongType:
-			// The ready key holds another type by now (pushed, then
-			// overwritten): as in Redis 7.0, the client stays blocked.
 		case r.Kind == fsm.ReplyError:
-			c.finishBlocking(&r, "")
+			// Nothing was taken from b.key: its next waiter may be served.
+			c.finishBlocking(&r, b.key)
 			return true
 		case r.Kind != fsm.ReplyNil && r.Kind != fsm.ReplyNilArray:
 			c.finishBlocking(&r, servedKey(b, &r))
 			return true
 		}
-		b.waiting = true
+		b.waiting, b.emptied = true, b.key
 	}
 }
 
@@ -582,14 +722,12 @@ func (c *client) nextTry(b *blockState) bool {
 	// The time blocked is not the command's duration (SLOWLOG,
 	// commandstats): as in Redis, it is timed from its wake-up.
 	c.mark = time.Since(c.pipeStart)
-	key, try, done, reply := c.s.blocked.next(b.w)
+	key, try, done, reply := c.s.blocked.next(b.w, b.emptied)
+	b.emptied = ""
 	switch {
 	case try:
 		b.key = key
-		b.cmd = b.w.req.cmd
-		if b.w.req.retry != nil {
-			b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
-		}
+		b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
 		return true
 	case done:
 		c.finishBlocking(&reply, "")

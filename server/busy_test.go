@@ -59,6 +59,13 @@ func TestBusyScriptKill(t *testing.T) {
 			body := "local i = 0\nwhile true do i = i + 1 end"
 			a.send(encodeCommand("EVAL", body, "0"))
 			waitBusyReply(t, probes, busyEvalText)
+			// Again: the script's loop serves a connection it has served
+			// before, while the script runs on.
+			for _, p := range probes {
+				if r := p.do("GET", "k"); r != busyEvalText {
+					t.Fatalf("GET again = %q", r)
+				}
+			}
 			p := probes[len(probes)-1]
 			for _, step := range []struct {
 				args []string

@@ -135,6 +135,17 @@ type client struct {
 	// says a loop client waits for a client pause to end.
 	replyMode uint8
 	held      bool
+	// pushedEnd, set while replyMode is not zero, ends the pub/sub frames
+	// the current command queued in out (suppressReply keeps them).
+	pushedEnd int
+	// Arrival order (order.go): readAt is when the pipeline was read
+	// (monoNow's clock); orderedAt the readAt an ordered command last
+	// waited for; orderWait the wait of a loop client, which ordering
+	// says it is suspended in.
+	readAt    int64
+	orderedAt int64
+	orderWait *orderWaiter
+	ordering  bool
 	// paused: a client pause holds c, loop client or not (INFO's
 	// blocked_clients, CLIENT LIST's flag b; setPaused).
 	paused atomic.Bool
@@ -282,6 +293,7 @@ func (c *client) runPipeline(cmds [][][]byte) bool {
 	start := time.Now()
 	now := start.UnixNano()
 	c.now = now / 1e6
+	c.readAt = monoAt(start)
 	c.lastActive.Store(now)
 	c.beginTiming(start)
 	c.s.stats.commands.Add(int64(len(cmds)))
@@ -433,6 +445,9 @@ func (c *client) executeOne(args [][]byte) bool {
 	if run != nil {
 		if c.proposeBatch() {
 			return false
+		}
+		if cmd.ordered && !c.inOrder() {
+			return false // waits for the other loops (order.go)
 		}
 		c.flushHits()
 		at := len(c.out)

@@ -50,6 +50,10 @@ type Cluster interface {
 	// WaitApplied returns nil once this node's store has applied index (an
 	// AppliedIndex of any member), or an error once ctx is done.
 	WaitApplied(ctx context.Context, index uint64) error
+	// GoodReplicas is how many of the other members, as this node leads,
+	// have answered its replication within maxLag: Redis's good replicas
+	// (min-replicas-to-write). 0 on a node that does not lead.
+	GoodReplicas(maxLag time.Duration) int
 }
 
 // Member is one server of the cluster.

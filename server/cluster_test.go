@@ -27,12 +27,16 @@ type fakeCluster struct {
 
 	barriers atomic.Int64
 	loading  atomic.Bool   // CaughtUp answers !loading
+	good     atomic.Int64  // GoodReplicas answers it
 	applied  atomic.Uint64 // AppliedIndex answers it
 	waits    atomic.Int64  // WaitApplied calls
 	waited   atomic.Uint64 // the index of the last one
 }
 
 func (f *fakeCluster) CaughtUp() bool { return !f.loading.Load() }
+
+// GoodReplicas answers the good count the test set, whatever the lag.
+func (f *fakeCluster) GoodReplicas(time.Duration) int { return int(f.good.Load()) }
 
 // The fake's proposers apply to every store at once: nothing to wait for.
 func (f *fakeCluster) AppliedIndex() uint64 { return f.applied.Load() }

@@ -404,6 +404,7 @@ func (s *Server) replicationInfo() []InfoField {
 		replicas := t.replicas()
 		add("role", "master")
 		add("connected_slaves", strconv.Itoa(len(replicas)))
+		fs = s.addGoodReplicas(fs)
 		for i, r := range replicas {
 			add("slave"+strconv.Itoa(i), "ip="+r.host+",port="+strconv.Itoa(r.port)+
 				",state=online,offset="+strconv.FormatInt(t.offset(r), 10)+",lag=0")
@@ -426,6 +427,7 @@ func (s *Server) replicationInfo() []InfoField {
 		add("slave_read_only", "1")
 		add("replica_announced", "1")
 		add("connected_slaves", "0")
+		fs = s.addGoodReplicas(fs)
 	}
 	add("master_failover_state", "no-failover")
 	add("master_replid", replid)

@@ -19,8 +19,14 @@ const (
 )
 
 // suppressReply applies CLIENT REPLY OFF or SKIP to the reply just queued
-// at c.out[at:]; it is called only while c.replyMode is not zero.
+// at c.out[at:]; it is called only while c.replyMode is not zero. The
+// pub/sub frames a command queued before its reply (confirmations,
+// messages, up to c.pushedEnd) go out whatever CLIENT REPLY says, as in
+// Redis; a goroutine's subscriber may have handed them to its writer
+// already (mergeOutput), leaving c.out shorter than at.
 func (c *client) suppressReply(at int) {
+	at = min(max(at, c.pushedEnd), len(c.out))
+	c.pushedEnd = 0
 	switch {
 	case c.replyMode&replyOff != 0:
 		c.out = c.out[:at]

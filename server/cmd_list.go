@@ -264,7 +264,7 @@ func blockBPop(c *client, args [][]byte) (blockReq, string) {
 	if is(args[0], "brpop") {
 		cmd.Flags |= fsm.FlagListRight
 	}
-	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryListKey, tokenized: true}, ""
 }
 
 func blockBLMove(c *client, args [][]byte) (blockReq, string) {
@@ -276,7 +276,14 @@ func blockBLMove(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], dst: args[2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
+}
+
+// retryLMove is BLMOVE's and BRPOPLPUSH's retry: the move itself, its
+// source of another type passed over.
+func retryLMove(cmd fsm.Command, _ []byte) fsm.Command {
+	cmd.Flags |= fsm.FlagListReady
+	return cmd
 }
 
 func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
@@ -285,7 +292,7 @@ func blockBRPopLPush(c *client, args [][]byte) (blockReq, string) {
 		return blockReq{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpLMove, Args: args[1:3], Flags: fsm.FlagListRight}
-	return blockReq{cmd: cmd, keys: args[1:2], timeout: timeout, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: args[1:2], dst: args[2], timeout: timeout, retry: retryLMove, tokenized: true}, ""
 }
 
 func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
@@ -297,7 +304,7 @@ func blockBLMPop(c *client, args [][]byte) (blockReq, string) {
 	if e != "" {
 		return blockReq{}, e
 	}
-	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryOnKey, tokenized: true}, ""
+	return blockReq{cmd: cmd, keys: cmd.Args, timeout: timeout, retry: retryListKey, tokenized: true}, ""
 }
 
 func init() {

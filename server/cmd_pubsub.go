@@ -21,9 +21,10 @@ func init() {
 		command{name: "punsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subPattern)},
 		command{name: "sunsubscribe", arity: -1, flags: ps, group: "pubsub", run: runUnsubscribe(subShard),
 			firstKey: 1, lastKey: -1, keyStep: 1},
-		command{name: "publish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(false)},
+		command{name: "publish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(false),
+			ordered: true},
 		command{name: "spublish", arity: 3, flags: flagPubsub | pub | flagMayReplicate, group: "pubsub", run: runPublish(true),
-			firstKey: 1, lastKey: 1, keyStep: 1},
+			firstKey: 1, lastKey: 1, keyStep: 1, ordered: true},
 		command{name: "pubsub", arity: -2, flags: pub, group: "pubsub",
 			subs: "channels help numpat numsub shardchannels shardnumsub", run: runPubsub},
 		command{name: "reset", arity: 1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runReset},
@@ -76,6 +77,9 @@ func (c *client) changeSubscriptions(f func(r *pubsubRegistry, ps *pushState)) {
 	f(r, ps)
 	c.mergeOutput()
 	r.mu.Unlock()
+	if c.replyMode != 0 {
+		c.pushedEnd = len(c.out)
+	}
 	c.s.updateNotify()
 }
 
@@ -101,6 +105,9 @@ func runUnsubscribe(k subKind) func(c *client, args [][]byte) {
 			}
 			for _, name := range args[1:] {
 				c.out = appendSubReply(c.out, kind, name, false, 0, c.proto)
+			}
+			if c.replyMode != 0 {
+				c.pushedEnd = len(c.out)
 			}
 			return
 		}
@@ -132,6 +139,9 @@ func runPublish(shard bool) func(c *client, args [][]byte) {
 		n := c.s.publish(shard, args[1], args[2])
 		if c.ps != nil {
 			c.mergeOutput() // a message to c itself comes before the reply
+			if c.replyMode != 0 {
+				c.pushedEnd = len(c.out)
+			}
 		}
 		c.s.broadcast(shard, args[1], args[2])
 		c.out = appendInt(c.out, int64(n))
@@ -211,8 +221,8 @@ func runPubsub(c *client, args [][]byte) {
 }
 
 // runReset is RESET: the connection's state as a new one's (RESP2, no
-// subscriptions, no transaction or watched keys, no name, READWRITE),
-// without unsubscribe replies.
+// subscriptions, no transaction or watched keys, no name, READWRITE,
+// replies on), without unsubscribe replies.
 func runReset(c *client, args [][]byte) {
 	c.endTransaction()
 	if c.ps != nil && c.ps.total() > 0 {
@@ -226,6 +236,7 @@ func runReset(c *client, args [][]byte) {
 		})
 	}
 	c.setProto(2)
+	c.replyMode = 0
 	c.readonly = false
 	c.info.Lock()
 	c.info.name = ""

@@ -115,6 +115,12 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 			cmd.Flags |= fsm.FlagScriptOOM
 		}
 	}
+	if cmd.Op == fsm.OpEval && cmd.Flags&fsm.FlagScriptNoWrites == 0 && !sf.shebang && c.s.tooFewReplicas() {
+		// A script that declares flags and may write was refused
+		// before it ran (admit); one that declares none runs, and its
+		// first write is refused (Redis's scriptVerifyWriteCommandAllow).
+		cmd.Flags |= fsm.FlagScriptNoReplicas
+	}
 	cmd.Args = append([][]byte{args[1]}, args[3:]...)
 	c.setScriptUser(&cmd)
 	return cmd, ""
@@ -282,6 +288,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		// counts what may be propagated (PUBLISH) as a write here, so
 		// that a read-only script may run under a pause of writes.
 		return fail(errScriptWriteRO)
+	case p.NoReplicas && !p.Dirty && spec.flags&flagWrite != 0:
+		return fail(errNoReplicas)
 	case p.OOM && !p.Dirty && spec.flags&flagDenyOOM != 0:
 		return fail(errOOM)
 	}
@@ -317,6 +325,8 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return req.cmd, fsm.Reply{}, false
 	case cmd.name == "memory":
 		return scriptMemory(args)
+	case cmd.name == "publish", cmd.name == "spublish":
+		return scriptPublish(cmd, args)
 	case cmd.parse == nil:
 		return fail("ERR This Redis command is not allowed from script")
 	}
@@ -415,6 +425,17 @@ func (s *Server) addScriptMemory(st fsm.ScriptStats, add func(name string, v any
 	add("used_memory_functions", st.FunctionBytes)
 	add("used_memory_scripts", st.ScriptBytes+st.FunctionBytes)
 	add("used_memory_scripts_human", humanBytes(uint64(st.ScriptBytes+st.FunctionBytes)))
+}
+
+// scriptPublish is PUBLISH or SPUBLISH inside a script: an op the store
+// applies on every replica, which delivers the message to each node's own
+// subscribers and answers 0 everywhere (fsm/publish.go).
+func scriptPublish(cmd *command, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+	fc := fsm.Command{Op: fsm.OpPublish, Args: args[1:3]}
+	if cmd.name == "spublish" {
+		fc.Flags = fsm.FlagPublishShard
+	}
+	return fc, fsm.Reply{}, false
 }
 
 // scriptMemory is MEMORY inside a script, its subcommand and arity

@@ -400,7 +400,7 @@ func blockBZPop(c *client, args [][]byte) (blockReq, string) {
 	if is(args[0], "bzpopmax") {
 		cmd.Flags |= fsm.FlagZMax
 	}
-	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryZSetKey}, ""
 }
 
 func blockBZMPop(c *client, args [][]byte) (blockReq, string) {
@@ -413,7 +413,7 @@ func blockBZMPop(c *client, args [][]byte) (blockReq, string) {
 		return blockReq{}, e
 	}
 	cmd := fsm.Command{Op: fsm.OpZMPop, Flags: f, Args: keys, Int: count}
-	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryOnKey}, ""
+	return blockReq{cmd: cmd, keys: keys, timeout: timeout, retry: retryZSetKey}, ""
 }
 
 func parseZRandMember(c *client, args [][]byte) (fsm.Command, string) {

@@ -97,6 +97,9 @@ type command struct {
 	// container: Redis has subcommands of it ("config|get"), counted
 	// apart in INFO commandstats. Set by commandTable.
 	container bool
+	// ordered: the command first waits for what other event loops
+	// received before it (order.go): PUBLISH after a SUBSCRIBE.
+	ordered bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
 	// "container|sub", with Redis's arity and flags (acl_table.go): what

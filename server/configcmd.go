@@ -225,6 +225,14 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			}
 			stored = append(stored, [2]string{name, v})
 			applies = append(applies, func() { s.stats.cmds.noTracking.Store(v == "no") })
+		case "min-replicas-to-write", "min-slaves-to-write", "min-replicas-max-lag", "min-slaves-max-lag":
+			p := redisParamByName[name]
+			v, e := p.normalize(string(val))
+			if e != "" {
+				return errConfigSetFailed(name, e)
+			}
+			stored = append(stored, [2]string{p.name, v})
+			applies = append(applies, func() { s.setMinReplicas(p.name, v) })
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
 			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
 			norm, e := redisParamByName[name].normalize(string(val))

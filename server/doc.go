@@ -120,6 +120,10 @@
 //   - "MISCONF Errors writing to the AOF file: <OS error>": the node
 //     cannot write its log (ErrLogWrite from the Proposer: durable mode
 //     on a full disk); the write was not applied. Reads go on.
+//   - "NOREPLICAS Not enough good replicas to write.": min-replicas-to-write
+//     is on and the leader (outside a cluster, the node, which has no
+//     replicas) has fewer good replicas (replicas.go); the write was not
+//     applied.
 //   - "UNCERTAIN the write may or may not have been applied: <detail>":
 //     the write was submitted but its fate is unknown (ErrUnknownOutcome
 //     from the Proposer, or the connection to the leader failed after the
@@ -148,10 +152,15 @@
 //
 // Subscriptions are per node and per connection (pubsub.go draws how
 // messages reach subscribers on other event loops and goroutines, and how
-// client-output-buffer-limit pubsub bounds a slow one); in cluster mode a
+// client-output-buffer-limit pubsub bounds a slow one). A PUBLISH waits
+// until the other event loops have run what they received before it, so
+// a SUBSCRIBE sent first on another connection counts, as in Redis
+// (order.go); in cluster mode a
 // PUBLISH is also sent to every other member over one ordered link each
 // (pubsub_cluster.go), at most once. Keyspace notifications are emitted by
-// the store's apply through a hook (notify.go).
+// the store's apply through a hook (notify.go), and so are the messages a
+// script or function publishes: every node delivers them to its own
+// subscribers as it applies the script, never over the links.
 //
 // # Scripts that run long
 //

@@ -323,6 +323,10 @@ func errProposal(err error, write bool) string {
 	return "ERR " + oneLine(err)
 }
 
+// errNoReplicas is Redis's refusal of a write while fewer replicas than
+// min-replicas-to-write are in contact (replicas.go).
+const errNoReplicas = "NOREPLICAS Not enough good replicas to write."
+
 // errMisconfAOF is how redis-server 7 refuses writes after a failed write
 // or fsync of its append-only file (writeCommandsGetDiskErrorMessage in
 // server.c), followed by strerror of the failure.

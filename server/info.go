@@ -218,9 +218,12 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 // cluster: a master with no replicas and no backlog, as redis-server
 // reports one (its master_repl_offset stays 0 without a backlog).
 func (s *Server) standaloneReplicationInfo() []InfoField {
-	return []InfoField{
+	fs := []InfoField{
 		{"role", "master"},
 		{"connected_slaves", "0"},
+	}
+	fs = s.addGoodReplicas(fs)
+	return append(fs, []InfoField{
 		{"master_failover_state", "no-failover"},
 		{"master_replid", s.replID},
 		{"master_replid2", "0000000000000000000000000000000000000000"},
@@ -230,7 +233,7 @@ func (s *Server) standaloneReplicationInfo() []InfoField {
 		{"repl_backlog_size", "1048576"},
 		{"repl_backlog_first_byte_offset", "0"},
 		{"repl_backlog_histlen", "0"},
-	}
+	}...)
 }
 
 // randomHex is n random bytes in hex (crypto/rand.Read never fails).

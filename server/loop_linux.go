@@ -92,10 +92,33 @@ type loop struct {
 	answered bool
 	flushing atomic.Bool
 
+	// Arrival order (order.go), on monoNow's clock: the loop has run
+	// every request that arrived before doneBefore; quiet, it is not
+	// reading: it has run what it read (it writes replies, or sleeps), and
+	// takes no events until it clears quiet, before each epoll_wait, so a
+	// look from another loop never misses events this one took; sleeping,
+	// it is about to sleep or sleeps. roundAt is when the epoll_wait of
+	// the current round began, polledAt pollOnce's.
+	doneBefore atomic.Int64
+	quiet      atomic.Bool
+	sleeping   atomic.Bool
+	roundAt    int64
+	polledAt   int64
+	// blocking: the loop sleeps in epoll_wait, not in Go's poller.
+	// ordered are clients to run again (wakeOrdered), orderedDue says
+	// there are some.
+	blocking   atomic.Bool
+	orderedDue atomic.Bool
+	// orderHeld are the clients whose ordered command this round
+	// suspended, orderAt the latest of their read times (holdOrdered).
+	orderHeld []*client
+	orderAt   int64
+
 	mu       sync.Mutex // guards the fields below
 	done     []*client  // answered by the roundProposer, to resume
 	woken    []*client  // blocked clients whose waiter was woken, to run again
 	pushed   []*client  // subscribers with messages queued (pushReady)
+	ordered  []*client  // whose ordered command may go on (wakeOrdered)
 	killed   []*client  // to close: CLIENT KILL (kill)
 	incoming []*client  // accepted, not yet in conns
 	stopping bool       // Shutdown: close connections once their replies are written
@@ -333,6 +356,10 @@ func (lp *loop) run() {
 		// runs can serve the others (serveBusy): an edge-triggered event
 		// taken from the set is not reported again.
 		lp.evN = lp.wait(len(lp.ready) == 0 && !lp.wakeMissed)
+		n := lp.evN
+		if lp.orderedDue.Swap(false) {
+			lp.runOrdered()
+		}
 		for lp.evAt = 0; lp.evAt < lp.evN; {
 			ev := lp.events[lp.evAt]
 			lp.evAt++
@@ -358,7 +385,21 @@ func (lp *loop) run() {
 			clear(lp.readyNow)
 			lp.readyNow = lp.readyNow[:0]
 		}
-		for lp.enqueued > 0 && lp.outstanding <= lp.enqueued {
+		if n < len(lp.events) {
+			// Every connection ready when the round began has been read
+			// (once) and run; with the events array full, some may not
+			// have been. Other loops' ordered commands need no more.
+			lp.doneBefore.Store(lp.roundAt)
+			lp.quiet.Store(true)
+			lp.s.order.progress(lp)
+		}
+		for len(lp.orderHeld) > 0 || lp.enqueued > 0 && lp.outstanding <= lp.enqueued {
+			if len(lp.orderHeld) > 0 {
+				// Ordered commands suspended this round wait together
+				// (order.go), or run now if the other loops caught up.
+				lp.holdOrdered()
+				continue
+			}
 			// The batches enqueued since the last kick go out together:
 			// one write and one fsync. Until they are answered the loop
 			// collects the next writes, which go out together once these
@@ -397,16 +438,27 @@ func (lp *loop) run() {
 // wait returns the number of events in lp.events, parking in Go's poller
 // until there is one if block is set.
 func (lp *loop) wait(block bool) int {
+	lp.roundAt = monoNow()
+	lp.quiet.Store(false)
+	lp.sleeping.Store(false)
 	n, _ := rawEpollWait(lp.epfd, lp.events)
-	if n > 0 || !block {
+	if n > 0 || !block || !lp.idle(lp.roundAt) {
+		// An empty round when idle says not to sleep: it has ordered
+		// clients to run, or another loop waits for a later look.
 		return max(n, 0)
 	}
 	if err := lp.rc.Read(lp.poll); err != nil {
 		// Go's poller refused the epoll set: block in epoll_wait, which
-		// holds a thread but works.
+		// holds a thread but works. Not quiet (the wait may take events
+		// while another loop looks), so an ordered command that waits
+		// for this loop wakes it (orderBarrier.hold).
+		lp.blocking.Store(true)
+		lp.quiet.Store(false)
+		lp.roundAt = monoNow()
 		n, _ := unix.EpollWait(lp.epfd, lp.events, -1)
 		return max(n, 0)
 	}
+	lp.roundAt = lp.polledAt
 	return max(lp.polled, 0)
 }
 
@@ -414,8 +466,40 @@ func (lp *loop) wait(block bool) int {
 // park would cost an allocation per idle moment): it reports whether the
 // set has events, leaving their number in polled.
 func (lp *loop) pollOnce(uintptr) bool {
+	lp.polledAt = monoNow()
+	lp.quiet.Store(false)
+	lp.sleeping.Store(false)
 	lp.polled, _ = rawEpollWait(lp.epfd, lp.events)
-	return lp.polled > 0
+	// Not sleeping after all, when an ordered command still waits for
+	// this loop: the next look (a later time) releases it.
+	return lp.polled > 0 || !lp.idle(lp.polledAt)
+}
+
+// idle notes that the loop is about to sleep, having found nothing ready
+// at t: it has run every request that arrived before t. It reports false
+// when an ordered command on another loop still waits for a time after t:
+// the loop looks again instead of sleeping, so that nobody needs to wake
+// it for that.
+func (lp *loop) idle(t int64) bool {
+	lp.doneBefore.Store(t)
+	lp.quiet.Store(true)
+	lp.sleeping.Store(true)
+	return !lp.s.order.progress(lp) && !lp.orderedDue.Load()
+}
+
+// quietNow reports whether the loop is not reading and has nothing ready:
+// it has run everything it received. Called from other loops: the epoll
+// set is polled (which takes nothing from it) before quiet is read, so
+// events this loop took meanwhile are seen as its quiet gone false.
+func (lp *loop) quietNow() bool {
+	if !lp.quiet.Load() {
+		return false // busy: no need to look
+	}
+	fds := [1]unix.PollFd{{Fd: int32(lp.epfd), Events: unix.POLLIN}}
+	var ts unix.Timespec
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return e == 0 && n == 0 && lp.quiet.Load()
 }
 
 // resume continues the pipelines whose batches the proposer answered.
@@ -484,7 +568,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held) {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held || c.ordering) {
 				lp.close(c)
 			}
 		}
@@ -552,8 +636,12 @@ func (lp *loop) event(c *client, events uint32) {
 	}
 }
 
-// input reads and executes c's requests, unless c has replies not yet
-// written (it is read again once they are).
+// input reads and executes c's requests, once a round, unless c's replies
+// wait for its socket to take them (it is read again once it has). Replies
+// of its own queued this round, or messages for a subscriber, do not hold
+// its input back: Redis reads a connection whatever it has to write, and
+// a request that arrived before another loop's PUBLISH must run before it
+// (order.go).
 func (lp *loop) input(c *client) {
 	if c.ob.paused && !c.dead {
 		// A pipeline paused after a slice of output goes on (endSlice).
@@ -565,7 +653,13 @@ func (lp *loop) input(c *client) {
 	// pushes back on one that does not read them; except one that must
 	// still authenticate, read on as Redis reads it, so that its unread
 	// replies pass unauthOutputLimit and it is closed.
-	for !c.dead && !c.suspended && c.more && (c.pendingOut() == 0 || c.authRequired()) {
+	if !c.dead && !c.suspended && c.more && (!c.wantOut || c.authRequired()) && c.readAt >= lp.roundAt {
+		// Read this round already, by a busy script's serveBusy: next
+		// round, since no edge may announce what it has left.
+		lp.ready = append(lp.ready, c)
+		return
+	}
+	for !c.dead && !c.suspended && c.more && (!c.wantOut || c.authRequired()) && c.readAt < lp.roundAt {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
 			lp.close(c)
@@ -665,6 +759,35 @@ func (lp *loop) kill(c *client) {
 
 // wakeHeld runs c again once the client pause that held it ended.
 func (lp *loop) wakeHeld(c *client) { lp.wakeBlocked(c) }
+
+// wakeOrdered has the loop run clients again once the loops their ordered
+// commands waited for caught up (order.go); called from other loops. A
+// busy loop takes them at the start of its next round (runOrdered), so
+// only a sleeping one is signalled (idle looks at orderedDue after it set
+// sleeping).
+func (lp *loop) wakeOrdered(clients []*client) {
+	lp.mu.Lock()
+	lp.ordered = append(lp.ordered, clients...)
+	lp.mu.Unlock()
+	lp.orderedDue.Store(true)
+	if lp.sleeping.Load() {
+		lp.signal()
+	}
+}
+
+// runOrdered runs the clients wakeOrdered handed the loop.
+func (lp *loop) runOrdered() {
+	lp.mu.Lock()
+	clients := lp.ordered
+	lp.ordered = nil
+	lp.mu.Unlock()
+	for _, c := range clients {
+		if !c.dead && c.suspended && c.ordering {
+			c.suspended, c.ordering = false, false
+			lp.run1(c, nil)
+		}
+	}
+}
 
 // pushReady hands the loop a subscriber with messages queued (or killed
 // for its output buffer); it is called by publishers, on any goroutine.
@@ -895,6 +1018,15 @@ func (lp *loop) close(c *client) {
 // clients woken, messages, kills, stopping) waits for the round the script
 // interrupted.
 func (lp *loop) serveBusy(c *client) {
+	// It reads as a round of its own would, from now: a client it read
+	// before is read again (input reads a client once a round). The
+	// interrupted round keeps its own time, so what this read is read
+	// again only next round, and the loop is not quiet: another loop's
+	// ordered command waits for that round (order.go).
+	roundAt := lp.roundAt
+	lp.roundAt = monoNow()
+	lp.quiet.Store(false)
+	defer func() { lp.roundAt = roundAt }()
 	// First what the interrupted round took from the set and has not
 	// gone through yet: no edge reports it again.
 	for lp.evAt < lp.evN {

@@ -2,23 +2,35 @@
 
 package server
 
-import "errors"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // loop is the event loop of loop_linux.go; elsewhere every connection is
 // served by a goroutine of its own.
-type loop struct{}
+type loop struct {
+	doneBefore atomic.Int64
+	blocking   atomic.Bool
+	orderHeld  []*client
+	orderAt    int64
+}
 
 func newLoops(*Server, int) ([]*loop, error) {
 	return nil, errors.New("server: no event loop on this system")
 }
 
-func (*loop) add(*client) bool      { return false }
-func (*loop) run()                  {}
-func (*loop) stop(bool)             {}
-func (*loop) wakeBlocked(*client)   {}
-func (*loop) pushReady(*client)     {}
-func (*loop) endSlice(*client) bool { return false }
-func (*loop) checkLimitsSoon()      {}
-func (*loop) clientsCronSoon()      {}
-func (*loop) kill(*client)          {}
-func (*loop) wakeHeld(*client)      {}
+func (*loop) add(*client) bool         { return false }
+func (*loop) run()                     {}
+func (*loop) stop(bool)                {}
+func (*loop) wakeBlocked(*client)      {}
+func (*loop) pushReady(*client)        {}
+func (*loop) endSlice(*client) bool    { return false }
+func (*loop) checkLimitsSoon()         {}
+func (*loop) clientsCronSoon()         {}
+func (*loop) kill(*client)             {}
+func (*loop) wakeHeld(*client)         {}
+func (*loop) signal()                  {}
+func (*loop) quietNow() bool           { return true }
+func (*loop) run1(*client, [][][]byte) {}
+func (*loop) wakeOrdered([]*client)    {}

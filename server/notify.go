@@ -24,12 +24,19 @@ func (s *Server) updateNotify() {
 	s.cfg.Store.SetNotifyClasses(f)
 }
 
-// keyspaceEvents is the store's notify hook.
+// keyspaceEvents is the store's notify hook. It also delivers the
+// messages scripts published (fsm/publish.go), in order with the events,
+// to this node's subscribers only: every node delivers them as it applies
+// the script, so they never go over the cluster's PUBLISH links.
 func (s *Server) keyspaceEvents(events []fsm.Event) {
 	f := fsm.NotifyClass(s.notifyFlags.Load())
 	var ch []byte
 	for _, e := range events {
-		if f&e.Class == 0 {
+		switch {
+		case e.Class == fsm.EventMessage || e.Class == fsm.EventShardMessage:
+			s.publish(e.Class == fsm.EventShardMessage, []byte(e.Name), []byte(e.Key))
+			continue
+		case f&e.Class == 0:
 			continue
 		}
 		if f&fsm.NotifyKeyspace != 0 {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +112,56 @@ func TestPubsubRESP3(t *testing.T) {
 		}
 		if got := c.reply(); got != ":1\r\n" {
 			t.Fatalf("SPUBLISH reply: %q", got)
+		}
+	})
+}
+
+// TestPubsubReplyOff: CLIENT REPLY OFF and SKIP silence replies but not
+// pub/sub frames (confirmations, messages), as in Redis 7.0, in RESP2 and
+// RESP3; RESET turns replies back on and answers +RESET.
+func TestPubsubReplyOff(t *testing.T) {
+	ioModes(t, func(t *testing.T, cfg Config) {
+		s := startServer(t, cfg)
+		for _, proto := range []int{2, 3} {
+			c, pub := dialRaw(t, s), dialRaw(t, s)
+			if proto == 3 {
+				c.do("HELLO", "3")
+			}
+			push := "*"
+			if proto == 3 {
+				push = ">"
+			}
+			c.send(encodeCommand("CLIENT", "REPLY", "OFF"))
+			c.send(encodeCommand("UNSUBSCRIBE"))
+			want := push + "3\r\n" + bulk("unsubscribe") + map[int]string{2: "$-1\r\n", 3: "_\r\n"}[proto] + ":0\r\n"
+			if got := c.reply(); got != want {
+				t.Fatalf("RESP%d UNSUBSCRIBE with replies off: %q, want %q", proto, got, want)
+			}
+			c.send(encodeCommand("SUBSCRIBE", "ch"))
+			if got, want := c.reply(), subReply(proto, "subscribe", "ch", 1); got != want {
+				t.Fatalf("RESP%d SUBSCRIBE with replies off: %q, want %q", proto, got, want)
+			}
+			if got := pub.do("PUBLISH", "ch", "m"); got != ":1\r\n" {
+				t.Fatalf("PUBLISH: %q", got)
+			}
+			if got, want := c.reply(), push+"3\r\n"+bulk("message")+bulk("ch")+bulk("m"); got != want {
+				t.Fatalf("RESP%d message with replies off: %q, want %q", proto, got, want)
+			}
+			if proto == 3 {
+				// A RESP3 subscriber may publish: its own message comes,
+				// PUBLISH's reply does not.
+				c.send(encodeCommand("PUBLISH", "ch", "self"))
+				if got, want := c.reply(), push+"3\r\n"+bulk("message")+bulk("ch")+bulk("self"); got != want {
+					t.Fatalf("own message with replies off: %q, want %q", got, want)
+				}
+			}
+			c.send(encodeCommand("PING"))
+			if got := c.do("RESET"); got != "+RESET\r\n" {
+				t.Fatalf("RESP%d RESET with replies off: %q", proto, got)
+			}
+			if got := c.do("PING"); got != "+PONG\r\n" {
+				t.Fatalf("RESP%d PING after RESET: %q", proto, got)
+			}
 		}
 	})
 }
@@ -280,5 +332,41 @@ func TestKeyspaceExpired(t *testing.T) {
 	w.do("SET", "k", "v", "PX", "1")
 	if got, want := sub.reply(), "*3\r\n"+bulk("message")+bulk("__keyevent@0__:expired")+bulk("k"); got != want {
 		t.Fatalf("expired event: %q, want %q", got, want)
+	}
+}
+
+// TestPubsubArrivalOrder: a SUBSCRIBE or an UNSUBSCRIBE sent on one
+// connection counts for a PUBLISH sent after it on another, whichever
+// event loops read the two (order.go); neither waits for the other's
+// reply. Fresh subscriber connections land on the loops in turn. (A
+// connection not yet accepted is not ordered: see compatibility.md.)
+func TestPubsubArrivalOrder(t *testing.T) {
+	if runtime.NumCPU() < 2 || os.Getenv("KVS_TEST_CONN_GOROUTINES") != "" {
+		t.Skip("one event loop or none: nothing to overtake (order.go)")
+	}
+	s := startServer(t, Config{})
+	pub := dialRaw(t, s)
+	for i := range 300 {
+		ch := fmt.Sprint("ch", i)
+		sub := dialRaw(t, s)
+		sub.do("PING") // accepted and on its loop, as go-redis's HELLO makes it
+		sub.send(encodeCommand("SUBSCRIBE", ch))
+		if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
+			t.Fatalf("round %d: PUBLISH after SUBSCRIBE on another connection: %q, want :1", i, got)
+		}
+		sub.send(encodeCommand("UNSUBSCRIBE"))
+		if got := pub.do("PUBLISH", ch, "m"); got != ":0\r\n" {
+			t.Fatalf("round %d: PUBLISH after UNSUBSCRIBE on another connection: %q, want :0", i, got)
+		}
+		if got, want := sub.reply(), subReply(2, "subscribe", ch, 1); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		if got, want := sub.reply(), "*3\r\n"+bulk("message")+bulk(ch)+bulk("m"); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		if got, want := sub.reply(), subReply(2, "unsubscribe", ch, 0); got != want {
+			t.Fatalf("round %d: %q, want %q", i, got, want)
+		}
+		sub.nc.Close()
 	}
 }

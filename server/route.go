@@ -331,20 +331,26 @@ func runForward(c *client, args [][]byte) {
 		return
 	}
 	var refused []string
+	var any bool
 	if len(args) > 2 {
 		// Checked again here in the name of the user who sent them.
-		var any bool
-		if refused, any = s.checkForwarded(string(args[2]), cmds); any {
-			kept := cmds[:0:0]
-			for i := range cmds {
-				if refused[i] == "" {
-					kept = append(kept, cmds[i])
-				}
+		refused, any = s.checkForwarded(string(args[2]), cmds)
+	}
+	if s.tooFewReplicas() {
+		// The leader decides min-replicas-to-write for its followers'
+		// clients, after the ACL as admit does.
+		refused, any = s.forwardedRefusals(cmds, refused)
+	}
+	if any {
+		kept := cmds[:0:0]
+		for i := range cmds {
+			if refused[i] == "" {
+				kept = append(kept, cmds[i])
 			}
-			cmds = kept
-		} else {
-			refused = nil
 		}
+		cmds = kept
+	} else {
+		refused = nil
 	}
 	var replies []fsm.Reply
 	if len(cmds) > 0 {

@@ -37,6 +37,9 @@ type Server struct {
 	writeBudget atomic.Int64
 	// protectedMode is protected-mode (protected.go), read at accept.
 	protectedMode atomic.Bool
+	// minReplicas is min-replicas-to-write and min-replicas-max-lag
+	// (replicas.go).
+	minReplicas minReplicas
 
 	activeExpiry atomic.Bool // SetActiveExpiry; read by the cron loop
 
@@ -81,6 +84,7 @@ type Server struct {
 	// blocked holds the clients blocked in BLPOP and friends; the store's
 	// ready hook wakes them (blocking.go).
 	blocked blockRegistry
+	order   orderBarrier
 	// pubsub holds the subscriptions (pubsub.go), pubsubLimit
 	// client-output-buffer-limit's pubsub class (nil: no limit), bcast
 	// the links that carry PUBLISH to the other nodes (cluster mode).
@@ -174,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
+	s.minReplicas.maxLag.Store(defaultMinReplicasMaxLag)
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)
 	s.maxMemory.Store(cfg.MaxMemory)
 	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))

@@ -162,3 +162,60 @@ func timeoutLast(name string) bool {
 	}
 	return false
 }
+
+// genBlockedList is a TestDifferentialBlocked scenario over lists: BLPOP,
+// BRPOP and BLMPOP (with counts) on one or two keys, BLMOVE and
+// BRPOPLPUSH into destinations that may hold a string; then pushes, and
+// changes of a source's or a destination's type.
+func genBlockedList(g *cmdGen) blockedScenario {
+	srcs := []string{"k1", "k2"}
+	dsts := []string{"d1", "d2", "str", "k1"}
+	sc := blockedScenario{
+		setup: [][]string{{"SET", "str", "x"}},
+		keys:  []string{"k1", "k2", "d1", "d2", "str"},
+		proto: g.blockedProto(),
+	}
+	if g.chance(0.3) {
+		sc.setup = append(sc.setup, []string{"SET", "d2", "y"})
+	}
+	src := func() []string {
+		if g.chance(0.3) {
+			return []string{srcs[0], srcs[1]}
+		}
+		return []string{g.pick(srcs...)}
+	}
+	for n := 2 + g.r.Intn(4); n > 0; n-- {
+		var cmd []string
+		switch g.r.Intn(6) {
+		case 0:
+			cmd = append(append([]string{g.pick("BLPOP", "BRPOP")}, src()...), "0")
+		case 1, 2:
+			keys := src()
+			cmd = append(append([]string{"BLMPOP", "0", strconv.Itoa(len(keys))}, keys...), g.pick("LEFT", "RIGHT"))
+			if g.chance(0.7) {
+				cmd = append(cmd, "COUNT", g.pick("1", "2", "3", "10"))
+			}
+		case 3, 4:
+			cmd = []string{"BLMOVE", g.pick(srcs...), g.pick(dsts...), g.pick("LEFT", "RIGHT"), g.pick("LEFT", "RIGHT"), "0"}
+		default:
+			cmd = []string{"BRPOPLPUSH", g.pick(srcs...), g.pick(dsts...), "0"}
+		}
+		sc.waiters = append(sc.waiters, blockedWaiter{proto: g.blockedProto(), cmd: cmd})
+	}
+	sc.writes = g.blockedWrites(func() []string {
+		switch g.r.Intn(10) {
+		case 0:
+			return []string{"SET", g.pick("d1", "d2", "k1"), "s"}
+		case 1:
+			return []string{"DEL", g.pick("d1", "d2", "str", "k1", "k2")}
+		case 2:
+			return []string{"RPUSH", g.pick("d1", "d2"), "old"}
+		}
+		push := []string{g.pick("LPUSH", "RPUSH"), g.pick(srcs...)}
+		for m := 1 + g.r.Intn(4); m > 0; m-- {
+			push = append(push, g.pick("a", "b", "c", "d", "e", "f"))
+		}
+		return push
+	})
+	return sc
+}

@@ -16,9 +16,18 @@ var flagPubsubOps = flag.Int("pubsub.ops", 1500, "operations per mode in TestDif
 // to redis-server and requires the same frames: two subscribers (one RESP2,
 // one RESP3) subscribe and unsubscribe to channels, patterns and shard
 // channels, PING, RESET and run commands that RESP2's subscribed mode
-// refuses, while a third connection publishes and asks PUBSUB. After each
+// refuses, while a third connection publishes (with PUBLISH, SPUBLISH and
+// scripts that call them) and asks PUBSUB. After each
 // operation both subscribers get a PING with a fresh marker: the frames
 // before its answer are the operation's (confirmations, messages, errors).
+//
+// One operation in eight is a race: a subscriber sends a (P|S)SUBSCRIBE,
+// or a (P|S)UNSUBSCRIBE without arguments, and the publisher at once (not
+// waiting for its confirmations) a PUBLISH or SPUBLISH, whose count and
+// deliveries must be as if the two were run in the order they were sent,
+// as redis-server runs them. Only where kvs keeps that order: not on a
+// cluster node, whose connections have goroutines of their own (see
+// compatibility.md).
 //
 // Two orders are Redis's dict order and so compared as multisets (see
 // compatibility.md): the frames a PUBLISH delivers to one subscriber (a
@@ -53,12 +62,23 @@ func TestDifferentialPubsub(t *testing.T) {
 			sides := []*pubsubSide{newPubsubSide(t, ref), newPubsubSide(t, kvs)}
 			var history []string
 			for op := range *flagPubsubOps {
-				who, cmd := genPubsubOp(r)
+				var steps []pubsubStep
+				if !m.cluster {
+					steps = genPubsubRace(r)
+				}
+				if steps == nil {
+					who, cmd := genPubsubOp(r)
+					steps = []pubsubStep{{who, cmd}}
+				}
 				var got [2][]string
 				for j, s := range sides {
-					got[j] = s.do(who, cmd, op)
+					got[j] = s.do(steps, op)
 				}
-				history = append(history, fmt.Sprintf("  > %s %s\n    %q", pubsubConnNames[who], showCommand(cmd), got[0]))
+				var shown []string
+				for _, st := range steps {
+					shown = append(shown, pubsubConnNames[st.who]+" "+showCommand(st.cmd))
+				}
+				history = append(history, fmt.Sprintf("  > %s\n    %q", strings.Join(shown, ", then "), got[0]))
 				if !slices.Equal(got[0], got[1]) {
 					t.Fatalf("op %d differs:\n%s\n    kvs: %q", op, strings.Join(lastN(history, 40), "\n"), got[1])
 				}
@@ -88,30 +108,49 @@ func newPubsubSide(t testing.TB, n *Node) *pubsubSide {
 	return s
 }
 
-// do runs cmd on connection who and returns what every connection
-// received for it, normalised where Redis's order is its dict's.
-func (s *pubsubSide) do(who int, cmd []string, op int) []string {
+// pubsubStep is one command of an operation and its connection (0, 1: a
+// subscriber; 2: the publisher).
+type pubsubStep struct {
+	who int
+	cmd []string
+}
+
+// do sends the steps' commands one after another, each without waiting
+// for the subscribers' confirmations (the publisher's reply is read), and
+// returns what every connection received for them, normalised where
+// Redis's order is its dict's.
+func (s *pubsubSide) do(steps []pubsubStep, op int) []string {
 	s.t.Helper()
 	var out []string
-	c := s.c[who]
-	if err := c.write(encodeCommand(cmd...)); err != nil {
-		s.t.Fatalf("%s: %s: %v", s.name, showCommand(cmd), err)
-	}
-	if who == 2 {
-		v, err := c.read()
-		if err != nil {
-			s.t.Fatalf("%s: %s: %v", s.name, showCommand(cmd), err)
+	published, unsubAll := false, -1
+	for _, st := range steps {
+		c := s.c[st.who]
+		if err := c.write(encodeCommand(st.cmd...)); err != nil {
+			s.t.Fatalf("%s: %s: %v", s.name, showCommand(st.cmd), err)
 		}
-		out = append(out, "pub: "+normalisePubsubReply(cmd, v))
+		switch {
+		case st.who == 2:
+			published = true
+			v, err := c.read()
+			if err != nil {
+				s.t.Fatalf("%s: %s: %v", s.name, showCommand(st.cmd), err)
+			}
+			out = append(out, "pub: "+normalisePubsubReply(st.cmd, v))
+		case len(st.cmd) == 1 && strings.HasSuffix(strings.ToUpper(st.cmd[0]), "UNSUBSCRIBE"):
+			unsubAll = st.who
+		}
 	}
 	for i := range 2 {
 		mark := "mark-" + strconv.Itoa(op)
 		frames := s.untilMark(i, mark)
 		switch {
-		case who == 2:
-			slices.Sort(frames) // one PUBLISH's deliveries
-		case who == i && len(cmd) == 1 && strings.HasSuffix(strings.ToUpper(cmd[0]), "UNSUBSCRIBE"):
+		case unsubAll == i:
 			frames = unsubscribeAll(frames)
+			if published {
+				slices.Sort(frames[2:]) // the deliveries after the confirmations
+			}
+		case published:
+			slices.Sort(frames) // one PUBLISH's deliveries
 		}
 		for _, f := range frames {
 			out = append(out, pubsubConnNames[i]+": "+f)
@@ -171,6 +210,37 @@ func normalisePubsubReply(cmd []string, v Value) string {
 	return string(v.Raw)
 }
 
+// genPubsubRace returns, one time in eight, a race (see
+// TestDifferentialPubsub): a subscription change on a subscriber, then a
+// publish; nil otherwise.
+func genPubsubRace(r *rand.Rand) []pubsubStep {
+	if r.Intn(8) != 0 {
+		return nil
+	}
+	who := r.Intn(2)
+	var change, publish []string
+	switch r.Intn(6) {
+	case 0:
+		change = []string{"UNSUBSCRIBE"}
+	case 1:
+		change = []string{"PUNSUBSCRIBE"}
+	case 2:
+		change = []string{"SUNSUBSCRIBE"}
+	case 3:
+		change = []string{"SUBSCRIBE", pickN(r, psChannels, 1, 1)[0]}
+	case 4:
+		change = []string{"PSUBSCRIBE", pickN(r, psPatterns, 1, 1)[0]}
+	default:
+		change = []string{"SSUBSCRIBE", pickN(r, psShards, 1, 1)[0]}
+	}
+	if change[0][0] == 'S' && change[0] != "SUBSCRIBE" {
+		publish = []string{"SPUBLISH", pickN(r, psShards, 1, 1)[0], "race"}
+	} else {
+		publish = []string{"PUBLISH", pickN(r, psChannels, 1, 1)[0], "race"}
+	}
+	return []pubsubStep{{who, change}, {2, publish}}
+}
+
 var (
 	psChannels = []string{"c0", "c1", "c2", "news.eu", "news.us"}
 	psPatterns = []string{"c*", "c[01]", "*", "news.*", "x?", "n*s.??"}
@@ -190,7 +260,7 @@ func pickN(r *rand.Rand, pool []string, min, max int) []string {
 // and a command for it.
 func genPubsubOp(r *rand.Rand) (int, []string) {
 	if r.Intn(3) == 0 {
-		switch r.Intn(10) {
+		switch r.Intn(12) {
 		case 0, 1, 2:
 			return 2, []string{"PUBLISH", pickN(r, psChannels, 1, 1)[0], "m" + strconv.Itoa(r.Intn(100))}
 		case 3:
@@ -205,6 +275,14 @@ func genPubsubOp(r *rand.Rand) (int, []string) {
 			return 2, append([]string{"PUBSUB", "SHARDCHANNELS"}, pickN(r, []string{"s*", "*", "s[01]"}, 0, 1)...)
 		case 8:
 			return 2, append([]string{"PUBSUB", "SHARDNUMSUB"}, pickN(r, psShards, 0, 2)...)
+		case 9, 10:
+			// A script's messages: delivered as a PUBLISH's are. The
+			// script answers what it returns, not PUBLISH's count, which
+			// is 0 in kvs (compatibility.md); a read-only one is refused.
+			eval := []string{"EVAL", "EVAL", "EVAL_RO"}[r.Intn(3)]
+			return 2, []string{eval, "redis.call('publish', ARGV[1], ARGV[2]) redis.call('spublish', ARGV[3], ARGV[2]) " +
+				"return redis.call('publish', ARGV[1], ARGV[2] .. ' again') * 0", "0",
+				pickN(r, psChannels, 1, 1)[0], "script m" + strconv.Itoa(r.Intn(100)), pickN(r, psShards, 1, 1)[0]}
 		}
 		return 2, []string{"PUBSUB", []string{"BOGUS", "HELP", "help"}[r.Intn(3)]}
 	}

@@ -371,6 +371,13 @@ var diffScripts = []string{
 	"#!lua\nreturn redis.call('SET', KEYS[1], 'shebang')",
 	"#!lua flags=bogus\nreturn 1",
 	"#!python\nreturn 1",
+	// PUBLISH and SPUBLISH: allowed where the script may write, refused
+	// where it may not; no one subscribes, so Redis's count is kvs's 0.
+	`return redis.call('PUBLISH', 'nobody-listens', ARGV[1])`,
+	`local n = redis.call('SPUBLISH', KEYS[1], ARGV[1]) redis.call('SET', KEYS[2], n) return n`,
+	`return redis.pcall('PUBLISH', 'nobody-listens')`,
+	"#!lua flags=no-writes\nreturn redis.call('PUBLISH', 'nobody-listens', 'x')",
+	"#!lua flags=no-writes\nlocal r = redis.pcall('SPUBLISH', KEYS[1], 'x') return r.err",
 }
 
 // diffLibraries are the libraries the generator loads. Each of the first
@@ -388,7 +395,8 @@ var diffLibraries = []string{
 		"redis.register_function('d_resp3', function(keys, args) redis.setresp(3) return {map = {k = {double = 1.5}}} end)\n" +
 		"redis.register_function('d_keys', function(keys, args) return KEYS end)\n" +
 		"redis.register_function{function_name='d_ro_write', callback=function(keys, args) return redis.call('SET', keys[1], 'x') end, flags={'no-writes'}}\n" +
-		"redis.register_function('D_Mixed', function(keys, args) return {keys, args} end)",
+		"redis.register_function('D_Mixed', function(keys, args) return {keys, args} end)\n" +
+		"redis.register_function('d_pub', function(keys, args) return redis.call('PUBLISH', 'nobody-listens', args[1] or '') end)",
 	"#!lua name=dshadow\nredis.register_function('d_incr', function(keys, args) return 'shadow' end)",
 	// Libraries that do not load, each for its own error.
 	"#!lua name=dbad\nreturn 1",
@@ -411,7 +419,7 @@ var diffLibraries = []string{
 	"#!lua NAME=dbad\nredis.register_function('test\\0test', function() end)",
 }
 
-var diffFunctions = []string{"d_incr", "D_INCR", "d_get", "d_tag", "d_err", "d_raise", "d_resp3", "d_keys", "d_ro_write", "d_mixed", "nosuch"}
+var diffFunctions = []string{"d_incr", "D_INCR", "d_get", "d_tag", "d_err", "d_raise", "d_resp3", "d_keys", "d_ro_write", "d_mixed", "d_pub", "nosuch"}
 
 func scriptSHA(body string) string {
 	sum := sha1.Sum([]byte(body))

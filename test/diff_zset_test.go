@@ -456,3 +456,50 @@ func TestZRankWithScore(t *testing.T) {
 		})
 	}
 }
+
+// genBlockedZSet is a TestDifferentialBlocked scenario over sorted sets:
+// BZPOPMIN, BZPOPMAX and BZMPOP (with counts) on one or two keys, then
+// ZADDs, ZINCRBY, ZUNIONSTORE into a watched key, and a key's type
+// changed under its waiters.
+func genBlockedZSet(g *cmdGen) blockedScenario {
+	keys := []string{"z1", "z2"}
+	sc := blockedScenario{keys: keys, proto: g.blockedProto()}
+	pick := func() []string {
+		if g.chance(0.4) {
+			return []string{keys[0], keys[1]}
+		}
+		return []string{g.pick(keys...)}
+	}
+	for n := 2 + g.r.Intn(4); n > 0; n-- {
+		var cmd []string
+		switch g.r.Intn(3) {
+		case 0:
+			cmd = append(append([]string{g.pick("BZPOPMIN", "BZPOPMAX")}, pick()...), "0")
+		default:
+			ks := pick()
+			cmd = append(append([]string{"BZMPOP", "0", strconv.Itoa(len(ks))}, ks...), g.pick("MIN", "MAX"))
+			if g.chance(0.7) {
+				cmd = append(cmd, "COUNT", g.pick("1", "2", "3", "10"))
+			}
+		}
+		sc.waiters = append(sc.waiters, blockedWaiter{proto: g.blockedProto(), cmd: cmd})
+	}
+	sc.writes = g.blockedWrites(func() []string {
+		switch g.r.Intn(10) {
+		case 0:
+			return []string{"SET", g.pick(keys...), "s"}
+		case 1:
+			return []string{"DEL", g.pick(keys...)}
+		case 2:
+			return []string{"ZINCRBY", g.pick(keys...), "2", g.pick("a", "b", "c")}
+		case 3:
+			return []string{"ZUNIONSTORE", keys[0], "1", keys[1]}
+		}
+		add := []string{"ZADD", g.pick(keys...)}
+		for m := 1 + g.r.Intn(4); m > 0; m-- {
+			add = append(add, strconv.Itoa(g.r.Intn(9)), g.pick("a", "b", "c", "d", "e", "f"))
+		}
+		return add
+	})
+	return sc
+}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -214,6 +215,72 @@ func TestPubsubSlowSubscriber(t *testing.T) {
 		})
 		if err := pub.Ping(ctx).Err(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+var flagSubPubRounds = flag.Int("pubsub.order.rounds", 400, "subscribe-then-publish rounds per target in TestPubsubSubscribeThenPublish")
+
+// TestPubsubSubscribeThenPublish: a SUBSCRIBE sent on one connection and,
+// without waiting for its confirmation, a PUBLISH on another, as go-redis's
+// Subscribe and its own tests do: redis-server serves both in the order
+// they arrived, so the message always reaches the new subscriber and
+// PUBLISH counts it. kvs's event loops read the two connections on
+// different threads; each round below uses a fresh subscriber connection,
+// so the two land on different loops about half the time. The same goes
+// for an UNSUBSCRIBE without arguments before a PUBLISH, which must count
+// no receiver. A PING on the subscriber after each PUBLISH tells a
+// delivered message (it comes before the PONG) from a lost one, without
+// waiting on time.
+func TestPubsubSubscribeThenPublish(t *testing.T) {
+	onTargets(t, []target{targetRedis, targetMemory, targetDurable}, func(t *testing.T, n *Node) {
+		ctx := testCtx(t)
+		pub := newClient(t, n, nil)
+		var lost, miscounted, unsubCounted int
+		for i := range *flagSubPubRounds {
+			ch := fmt.Sprintf("order:%d", i)
+			ps := pub.Subscribe(ctx, ch) // sends SUBSCRIBE, does not wait
+			got, err := pub.Publish(ctx, ch, "m").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != 1 {
+				miscounted++
+			}
+			if err := ps.Ping(ctx, "mark"); err != nil {
+				t.Fatal(err)
+			}
+			delivered := false
+			for {
+				msg, err := ps.ReceiveTimeout(ctx, ioTimeout)
+				if err != nil {
+					t.Fatalf("round %d: %v", i, err)
+				}
+				if m, ok := msg.(*redis.Message); ok && m.Payload == "m" {
+					delivered = true
+				}
+				if p, ok := msg.(*redis.Pong); ok && p.Payload == "mark" {
+					break
+				}
+			}
+			if !delivered {
+				lost++
+			}
+			// UNSUBSCRIBE without arguments, not waited for either.
+			if err := ps.Unsubscribe(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := pub.Publish(ctx, ch, "after").Result(); err != nil || got != 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				unsubCounted++
+			}
+			ps.Close()
+		}
+		if lost+miscounted+unsubCounted > 0 {
+			t.Fatalf("of %d rounds: %d messages lost, %d PUBLISH counts other than 1, %d PUBLISH counts after UNSUBSCRIBE other than 0",
+				*flagSubPubRounds, lost, miscounted, unsubCounted)
 		}
 	})
 }

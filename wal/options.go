@@ -87,7 +87,7 @@ type Options struct {
 	// previous fsync returned. 0: 1. At most 64. Overlapping fsyncs split
 	// the waiting records into smaller batches; on the disk kvs was
 	// measured on, depth 1 served single-command clients best and depth 2
-	// no better for pipelined ones (PERFORMANCE.md).
+	// no better for pipelined ones (docs/performance-notes.md).
 	SyncDepth int
 	// SegmentSize: a segment is closed (fsynced) and a new one started once
 	// it passes this many bytes. 0: 64 MiB.

@@ -35,7 +35,7 @@ func metaSet(name, value string) fsm.Command {
 //
 // Why one entry at a time, and why the worker gathers (measured with
 // redis-benchmark, 50 connections against the leader of three nodes on one
-// machine, PERFORMANCE.md): raft's cost is mostly per entry (encoding, a
+// machine, docs/performance-notes.md): raft's cost is mostly per entry (encoding, a
 // bolt key, a future, channel hand-offs), while a round of fsyncs costs
 // about the same for one entry or fifty. Proposing each connection's batch
 // as its own entry reached about 8k SETs a second; coalescing with four
@@ -309,6 +309,8 @@ func (v *clusterView) setMeta(name, value string) error {
 func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
 
 func (v *clusterView) AppliedIndex() uint64 { return v.node.AppliedIndex() }
+
+func (v *clusterView) GoodReplicas(maxLag time.Duration) int { return v.node.ReplicasInContact(maxLag) }
 
 func (v *clusterView) WaitApplied(ctx context.Context, index uint64) error {
 	return clusterErr(v.node.WaitApplied(ctx, index))

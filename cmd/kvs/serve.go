@@ -388,6 +388,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// --join logs in as the node does, after a CONFIG SET too.
 		adminLogin = srv.PeerLogin
 	}
+	// Caught before the port accepts: whoever connects may stop the node
+	// at once, and SIGTERM's default action would skip the graceful stop.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -437,9 +442,6 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	hc.log = logs
 	hc.phase.Store(phaseServing)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	select {
 	case err := <-serveErr:
 		return err

@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The leader's contact with its followers, for Redis's min-replicas-to-write:
+// a replica is good while it has acknowledged its master within
+// min-replicas-max-lag seconds. raft keeps the time each follower last
+// answered its leader, but not where anyone else can read it, so the
+// transport keeps its own: the time of each follower's last answer to an
+// AppendEntries, raft's replication and heartbeats (sent every tenth of
+// HeartbeatTimeout even while the pipeline carries the entries) or a
+// commit push. An RPC held while the follower cannot be reached (reach.go)
+// is no answer.
+
+// answered records that the follower answered just now.
+func (p *pushPeer) answered() { p.contact.Store(time.Now().UnixNano()) }
+
+// ReplicasInContact returns how many of the other servers of the
+// configuration, voters and non-voters, answered this node within the last
+// d while it led: its good replicas. It is 0 on a node that is not the
+// leader, which has no replicas of its own.
+func (n *Node) ReplicasInContact(d time.Duration) int {
+	if n.raft.State() != raft.Leader {
+		return 0
+	}
+	servers, err := n.servers()
+	if err != nil {
+		return 0
+	}
+	since := time.Now().Add(-d).UnixNano()
+	good := 0
+	for _, s := range servers {
+		if s.ID == raft.ServerID(n.cfg.NodeID) {
+			continue
+		}
+		if n.push.lastContact(s.ID) >= since {
+			good++
+		}
+	}
+	return good
+}
+
+// lastContact is when the follower id last answered, in Unix nanoseconds;
+// 0 if it never did.
+func (t *pushTransport) lastContact(id raft.ServerID) int64 {
+	t.mu.Lock()
+	p := t.peers[id]
+	t.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return p.contact.Load()
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Arrival order across event loops.
+//
+// redis-server reads and runs every connection's requests on one thread,
+// in about the order they arrive, so a client that sends SUBSCRIBE on one
+// connection and then PUBLISH on another (go-redis's Subscribe does not
+// wait for the confirmation) always has its message delivered. kvs reads
+// connections on several event loops (loop_linux.go), each on a thread of
+// its own: the loop that reads the PUBLISH can run it before another loop
+// has even read a SUBSCRIBE (or an UNSUBSCRIBE) that arrived first.
+//
+// A command marked ordered (PUBLISH, SPUBLISH) therefore waits until every
+// other loop has run what it received before the command was read: a loop
+// has, once it has finished a round whose epoll_wait began after that
+// (loop.doneBefore), or when it sleeps with nothing ready (loop.quietNow).
+// A loop client waits suspended, as a client pause holds it, and its loop
+// serves the others meanwhile; the waiting command goes on when the last
+// loop it waits for reports progress. Loops never wait for each other, so
+// they cannot deadlock, and a loop reports progress only while someone
+// waits (one atomic load per round otherwise). What a loop holds back on
+// purpose does not count: the requests of a client blocked, held by a
+// pause, or waiting for its replies to be read, and what a round leaves
+// unread past one read per connection (as Redis reads at most 16 KiB of a
+// connection per turn of its event loop).
+//
+// A connection served by a goroutine of its own (cluster mode, --io
+// goroutines, TLS) has its PUBLISH wait for the loops too, but nothing
+// waits for its own subscription changes: see docs/compatibility.md.
+
+// monoBase is the origin of monoNow's clock.
+var monoBase = time.Now()
+
+// monoNow is the monotonic clock in ns since monoBase: the times loops and
+// requests are compared by.
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// monoAt is t on monoNow's clock.
+func monoAt(t time.Time) int64 { return int64(t.Sub(monoBase)) }
+
+// orderBarrier holds the commands waiting for other loops to catch up.
+type orderBarrier struct {
+	mu      sync.Mutex // guards waiters
+	waiters []*orderWaiter
+	// waiting is len(waiters), which loops read without the lock.
+	waiting atomic.Int32
+}
+
+// orderWaiter is a wait for each of loops to have run what it received
+// before at: of the ordered commands a loop suspended in one round
+// (clients, woken on lp), or of one command of a client with a goroutine
+// of its own (ch).
+type orderWaiter struct {
+	at    int64
+	loops []*loop
+	done  atomic.Bool
+	// lp and clients, or ch: who goes on once done.
+	lp      *loop
+	clients []*client
+	ch      chan struct{}
+}
+
+// inOrder reports whether c may run its ordered command now: every other
+// loop has run what it received before c's pipeline was read. A loop
+// client is first suspended (c.ordering) until its loop has read and run
+// the rest of the round's input, since epoll hands a loop its ready
+// connections only about in the order they became ready; then it runs or
+// waits for the other loops with the other ordered commands of its loop's
+// round (holdOrdered), and inOrder reports false meanwhile. A client with
+// a goroutine of its own waits here.
+func (c *client) inOrder() bool {
+	if c.orderedAt == c.readAt || c.peer || c.script != nil {
+		return true
+	}
+	if w := c.orderWait; w != nil {
+		if !w.done.Load() {
+			c.ordering = true
+			return false
+		}
+		c.orderWait = nil
+		c.orderedAt = c.readAt
+		return true
+	}
+	if lp := c.lp; lp != nil {
+		lp.orderHeld = append(lp.orderHeld, c)
+		lp.orderAt = max(lp.orderAt, c.readAt)
+		c.ordering = true
+		return false
+	}
+	w := &orderWaiter{at: c.readAt, ch: make(chan struct{})}
+	if !c.s.order.hold(c.s.loops, nil, w) {
+		select {
+		case <-w.ch:
+		case <-c.s.cronStopChan():
+		}
+	}
+	c.orderedAt = c.readAt
+	return true
+}
+
+// holdOrdered is called by a loop once it has read and run a round's
+// input, if it suspended ordered commands: they go on at once if the other
+// loops have caught up with the latest of their read times, or else wait
+// for them together.
+func (lp *loop) holdOrdered() {
+	clients, at := lp.orderHeld, lp.orderAt
+	lp.orderHeld, lp.orderAt = nil, 0
+	o := &lp.s.order
+	if len(lp.s.loops) > 1 && len(o.behind(lp.s.loops, lp, at)) > 0 {
+		w := &orderWaiter{at: at, lp: lp, clients: clients}
+		for _, c := range clients {
+			c.orderWait = w
+		}
+		if !o.hold(lp.s.loops, lp, w) {
+			return
+		}
+	}
+	for i, c := range clients {
+		clients[i] = nil
+		if !c.dead && c.suspended && c.ordering {
+			c.suspended, c.ordering, c.orderWait = false, false, nil
+			c.orderedAt = c.readAt
+			lp.run1(c, nil)
+		}
+	}
+	if lp.orderHeld == nil {
+		lp.orderHeld = clients[:0] // its array, for the next round
+	}
+}
+
+// behind returns the loops other than self that may not yet have run
+// everything they received before at.
+func (o *orderBarrier) behind(loops []*loop, self *loop, at int64) []*loop {
+	var out []*loop
+	for _, lp := range loops {
+		if lp != self && lp.doneBefore.Load() < at && !lp.quietNow() {
+			out = append(out, lp)
+		}
+	}
+	return out
+}
+
+// hold registers w, unless no loop is behind: then w is done and hold
+// reports true. A loop waited for does not go to sleep before it has
+// caught up (loop.idle), so nobody needs to wake it, unless it sleeps in
+// epoll_wait itself (loop.blocking).
+func (o *orderBarrier) hold(loops []*loop, self *loop, w *orderWaiter) bool {
+	o.mu.Lock()
+	// Counted before the loops are looked at, so that a loop that makes
+	// progress after its look sees a waiter to tell (progress).
+	o.waiting.Add(1)
+	w.loops = o.behind(loops, self, w.at)
+	if len(w.loops) == 0 {
+		o.waiting.Add(-1)
+		o.mu.Unlock()
+		w.done.Store(true)
+		return true
+	}
+	o.waiters = append(o.waiters, w)
+	o.mu.Unlock()
+	for _, lp := range w.loops {
+		if lp.blocking.Load() {
+			lp.signal()
+		}
+	}
+	return false
+}
+
+// progress is called by loop lp once its doneBefore advanced: it releases
+// the waiters every loop of which has caught up, and reports whether one
+// that is left still waits for lp.
+func (o *orderBarrier) progress(lp *loop) (waited bool) {
+	if o.waiting.Load() == 0 {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := o.waiters[:0]
+	for _, w := range o.waiters {
+		if !w.caughtUp() {
+			kept = append(kept, w)
+			waited = waited || w.waitsFor(lp)
+			continue
+		}
+		w.done.Store(true)
+		if w.lp != nil {
+			w.lp.wakeOrdered(w.clients)
+		} else {
+			close(w.ch)
+		}
+	}
+	clear(o.waiters[len(kept):])
+	o.waiters = kept
+	o.waiting.Store(int32(len(kept)))
+	return waited
+}
+
+// waitsFor reports whether w still waits for lp.
+func (w *orderWaiter) waitsFor(lp *loop) bool {
+	for _, x := range w.loops {
+		if x == lp && lp.doneBefore.Load() < w.at {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *orderWaiter) caughtUp() bool {
+	for _, lp := range w.loops {
+		if lp.doneBefore.Load() < w.at {
+			return false
+		}
+	}
+	return true
+}
