@@ -56,6 +56,8 @@ type Node struct {
 	// wait for the one a leader reports (WaitApplied).
 	applied    progress
 	fsmApplied progress
+	// applying is set while the FSM applies a batch (waitEntry).
+	applying atomic.Bool
 	// push tells followers of each commit at once (commitpush.go).
 	push *pushTransport
 	// delays is how long applied writes took to get here (applydelay.go).
@@ -242,7 +244,8 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.push = newPushTransport(n.trans, logs, snaps, n.log)
 	// findStart ran: startIndex is known before the FSM sees anything.
-	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path}
+	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, applying: &n.applying,
+		push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path}
 	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.push)
 	if err != nil {
 		n.push.stop()
@@ -362,23 +365,34 @@ func (n *Node) checkOpen() error {
 // down (BatchApplyCh), so a goroutine waits for the answer while this one
 // also watches the clock and the node's shutdown; after either, that
 // goroutine ends when raft answers, or stays with the stranded entry.
+//
+// The timeout is for the round, not for the FSM: while the FSM is
+// applying when it runs out (an entry that runs a long script, which the
+// entries after it wait for), the wait goes on, since raft answers the
+// entry once applied, or with an error if this node loses leadership.
 func (n *Node) waitEntry(f raft.IndexFuture, timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case err := <-done:
-		// f.Index is safe to read once Error has returned.
-		return classify(err, err != nil && f.Index() != 0)
-	case <-timer.C:
-		return fmt.Errorf("%w: no answer within %v of submission", ErrUnknownOutcome, n.cfg.ApplyTimeout)
-	case <-n.stopped:
+	for {
 		select {
 		case err := <-done:
+			// f.Index is safe to read once Error has returned.
 			return classify(err, err != nil && f.Index() != 0)
-		default:
-			return fmt.Errorf("%w: node shut down with the entry queued", ErrUnknownOutcome)
+		case <-timer.C:
+			if n.applying.Load() {
+				timer.Reset(timeout)
+				continue
+			}
+			return fmt.Errorf("%w: no answer within %v of submission", ErrUnknownOutcome, n.cfg.ApplyTimeout)
+		case <-n.stopped:
+			select {
+			case err := <-done:
+				return classify(err, err != nil && f.Index() != 0)
+			default:
+				return fmt.Errorf("%w: node shut down with the entry queued", ErrUnknownOutcome)
+			}
 		}
 	}
 }

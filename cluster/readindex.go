@@ -58,6 +58,7 @@ type trackingFSM struct {
 	raft.BatchingFSM
 	applied    *progress
 	fsmApplied *progress
+	applying   *atomic.Bool   // set while the FSM applies (nil: not kept)
 	push       *pushTransport // told of every apply: on a leader, a commit
 	delays     *applyDelays   // nil: not recorded
 	startIndex uint64         // entries up to it were in the log at open
@@ -65,6 +66,10 @@ type trackingFSM struct {
 }
 
 func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
+	if t.applying != nil {
+		t.applying.Store(true)
+		defer t.applying.Store(false)
+	}
 	resp := t.BatchingFSM.ApplyBatch(t.unseal(logs))
 	if len(logs) > 0 {
 		t.advance(logs[len(logs)-1])
@@ -73,6 +78,10 @@ func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 func (t *trackingFSM) Apply(l *raft.Log) any {
+	if t.applying != nil {
+		t.applying.Store(true)
+		defer t.applying.Store(false)
+	}
 	resp := t.BatchingFSM.Apply(t.unseal([]*raft.Log{l})[0])
 	t.advance(l)
 	return resp

@@ -68,20 +68,37 @@ func applyACLSet(s *Store, now int64, c *Command) Reply {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.acl = next
 	s.aclWritten = true
-	s.aclGen.Add(1)
+	s.setACLLocked(next)
 	return replyOK
+}
+
+// aclTable is the ACL table with its generation, as published to readers
+// without the lock.
+type aclTable struct {
+	users map[string]string
+	gen   uint64
+}
+
+// setACLLocked makes users the ACL table, a new generation of it. Like
+// the metadata, the map is never changed once set, and is published to
+// readers without the lock: a connection compiles its users from it
+// while a script may hold the lock (AUTH, HELLO, after an ACL change).
+func (s *Store) setACLLocked(users map[string]string) {
+	s.acl = users
+	s.aclPub.Store(&aclTable{users: users, gen: s.aclGen.Add(1)})
 }
 
 // ACLUsers returns a copy of the ACL table (user name to rule line) and
 // its generation (see ACLGen) at the moment it was read.
 func (s *Store) ACLUsers() (map[string]string, uint64) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]string, len(s.acl))
-	maps.Copy(out, s.acl)
-	return out, s.aclGen.Load()
+	t := s.aclPub.Load()
+	if t == nil {
+		return map[string]string{}, 0
+	}
+	out := make(map[string]string, len(t.users))
+	maps.Copy(out, t.users)
+	return out, t.gen
 }
 
 // ACLGen returns a number that changes whenever the ACL table may have

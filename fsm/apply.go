@@ -19,12 +19,24 @@ func (s *Store) Apply(index uint64, now int64, cmds []Command) []Reply {
 // ApplyTo is Apply appending the replies to dst, for a caller that reuses
 // its reply buffer.
 func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []Reply {
-	s.mu.Lock()
+	scripts := runsScripts(cmds)
+	s.lockWaiting(true, scripts)
 	dst = s.applyEntryLocked(dst, index, now, cmds)
+	s.finishApply(scripts)
+	return dst
+}
+
+// finishApply releases the lock an apply took (scripts: the apply may
+// have run scripts, see lockWaiting) and then hands out what it
+// signalled: keyspace events, keys ready for blocked clients, and the
+// expired keys its lookups met.
+func (s *Store) finishApply(scripts bool) {
+	s.bytesPub.Store(s.bytes)
+	s.dirtyPub.Store(s.dirty)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()
-	s.mu.Unlock()
+	s.unlock(true, scripts)
 	if notify != nil {
 		notify(events)
 	}
@@ -34,7 +46,6 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 	if expired != nil {
 		expired(met)
 	}
-	return dst
 }
 
 // Entry is one decoded log entry: its position, the proposer's clock and
@@ -55,25 +66,17 @@ func (s *Store) ApplyBatch(entries []Entry) [][]Reply {
 	}
 	all := make([]Reply, 0, n)
 	out := make([][]Reply, len(entries))
-	s.mu.Lock()
+	scripts := false
+	for _, e := range entries {
+		scripts = scripts || runsScripts(e.Cmds)
+	}
+	s.lockWaiting(true, scripts)
 	for i, e := range entries {
 		start := len(all)
 		all = s.applyEntryLocked(all, e.Index, e.Now, e.Cmds)
 		out[i] = all[start:len(all):len(all)]
 	}
-	ready, hook := s.takeReadyLocked()
-	events, notify := s.takeEventsLocked()
-	met, expired := s.takeExpiredLocked()
-	s.mu.Unlock()
-	if notify != nil {
-		notify(events)
-	}
-	if hook != nil {
-		hook(ready)
-	}
-	if expired != nil {
-		expired(met)
-	}
+	s.finishApply(scripts)
 	return out
 }
 
@@ -85,6 +88,7 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 		}
 		s.applied = index
 	}
+	s.entry = index
 	events := len(s.notify.events)
 	for i := range cmds {
 		dst = append(dst, s.applyLocked(now, &cmds[i]))

@@ -37,6 +37,15 @@
 //	    replicated cluster metadata, written by OpMetaSet
 //	(*Store).ACLUsers() (map[string]string, uint64); ACLGen() uint64
 //	    the replicated ACL table (user -> rule line), written by OpACLSet
+//	(*Store).ReadServing, ApplyServing, WatchKeyServing, StatsServing,
+//	    ScriptStatsServing,
+//	    EvictableServing, SetLimitsServing, SnapshotServing
+//	    the same for a connection's goroutine, which gives up (ok false,
+//	    nothing done) once a script turns busy while it waits for the lock
+//	(*Store).SetBusyThreshold(ms); ScriptBusy() Busy; KillScript(function)
+//	    (KillResult, Busy); BusyFunctionStats() (Reply, Busy);
+//	    ScriptTurnsBusy() (<-chan struct{}, bool); ScriptRunning() bool
+//	    scripts past busy-reply-threshold (script_state.go, serving.go)
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM
 //	EncodeEntry(dst []byte, now int64, cmds []Command) []byte
 //	EntrySize(now int64, cmds []Command) int
@@ -196,6 +205,19 @@
 // byte; the layouts are drawn there. Both are validated when read: corrupt
 // bytes give an error wrapping ErrCorrupt, never a panic, and a failed
 // Restore leaves the store unchanged. A snapshot ends with a CRC-32C.
+//
+// # Scripts that run long
+//
+// A script's run calls its state's checkpoint every so many instructions
+// (script_state.go): the budget, the busy threshold (read from the clock,
+// which decides only what other clients are told), SCRIPT KILL. A run
+// that may write inside a logged entry's apply (index != 0) is never
+// killed: every replica and replay runs it to the end or its budget. A
+// busy run calls back its caller's whileBusy, with the lock held, so that
+// an event loop answers its other clients meanwhile. Connections' calls
+// (the *Serving methods) never wait the plain way behind a script for the
+// lock: a gate of two counters (serving.go) tells them a script may hold
+// it, and they then wait on a goroutine they abandon once it is busy.
 //
 // # Raft
 //

@@ -64,17 +64,19 @@ func (p EvictPolicy) Tracks() AccessTracking {
 }
 
 // DataBytes is the store's estimate of what its keys and values hold
-// (Stats().Bytes).
-func (s *Store) DataBytes() int64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.bytes
-}
+// (Stats().Bytes) as of the last entry applied, read without the lock:
+// maxmemory's check reads it before commands, which a script holding the
+// lock must not hold up.
+func (s *Store) DataBytes() int64 { return s.bytesPub.Load() }
 
 // Evictable reports whether policy has a key it may evict.
 func (s *Store) Evictable(policy EvictPolicy) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.evictableLocked(policy)
+}
+
+func (s *Store) evictableLocked(policy EvictPolicy) bool {
 	switch {
 	case policy == EvictNone:
 		return false

@@ -66,7 +66,11 @@ const (
 	// FlagFCallBadKeys, on OpFCallRO: the call's key count was refused
 	// with the error Args[1], which is the reply unless the function is
 	// not found (Redis looks for the function first).
-	FlagFCallBadKeys     Flags = 1 << 0
+	FlagFCallBadKeys Flags = 1 << 0
+	// FlagFCallRO, on OpFCallRO: the client sent FCALL_RO, not FCALL of
+	// a no-writes function (FUNCTION STATS shows which). Apart from every
+	// FlagScript* bit, which OpEval's flags are.
+	FlagFCallRO          Flags = 1 << 6
 	FlagFunctionPattern  Flags = 1 << 0 // OpFunctionList: Args[0] is LIBRARYNAME's pattern
 	FlagFunctionWithCode Flags = 1 << 1 // OpFunctionList: WITHCODE
 )
@@ -91,7 +95,7 @@ const (
 func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
-	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser,
+	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagFCallRO,
 		check: checkNumKeys, read: readFCall, readMet: readFCallMet})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
@@ -235,8 +239,12 @@ func (s *Store) loadLibrary(code string) libraryResult {
 	if e != "" {
 		return libraryResult{err: e}
 	}
-	run := vm.newRun(s, 0, true, 0, functionLoadBudget)
-	run.stop = "FUNCTION LOAD timeout"
+	run := vm.newRun(s, 0, true, "", 0, functionLoadBudget)
+	// A library's top level at FUNCTION LOAD is never busy and cannot be
+	// killed, as in Redis (a load has its own timeout): its state knows
+	// no store.
+	run.st.s = nil
+	run.budgetStop = "FUNCTION LOAD timeout"
 	registered, e := vm.st.Library(ref, run.firstCheckpoint(), run)
 	if e != "" {
 		return libraryResult{err: "ERR Error registering functions: " + errorLine(e)}
@@ -254,11 +262,16 @@ func (s *Store) loadLibrary(code string) libraryResult {
 
 // functionLocked returns the function FCALL name calls and its library.
 func (s *Store) functionLocked(name string) (*library, *libFunction) {
-	libName, ok := s.meta[functionMetaPrefix+strings.ToLower(name)]
+	return s.functionIn(s.meta, name)
+}
+
+// functionIn is functionLocked in the metadata meta.
+func (s *Store) functionIn(meta map[string]string, name string) (*library, *libFunction) {
+	libName, ok := meta[functionMetaPrefix+strings.ToLower(name)]
 	if !ok {
 		return nil, nil
 	}
-	lib, e := s.libraryOf(s.meta[libraryMetaPrefix+libName])
+	lib, e := s.libraryOf(meta[libraryMetaPrefix+libName])
 	if e != "" {
 		// A library is in the metadata only once it loaded, and loading
 		// depends on its code alone.
@@ -272,9 +285,7 @@ func (s *Store) functionLocked(name string) (*library, *libFunction) {
 // allow-oom. The answer is the store's as of now; OpFCall and OpFCallRO
 // look again when they run.
 func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, f := s.functionLocked(name)
+	_, f := s.functionIn(s.publishedMeta(), name)
 	if f == nil {
 		return false, false, false
 	}
@@ -282,7 +293,7 @@ func (s *Store) Function(name string) (found, noWrites, allowOOM bool) {
 }
 
 func applyFCall(s *Store, now int64, c *Command) Reply {
-	return s.runFunction(now, c, false, &s.expired.met)
+	return s.runFunction(now, c, false, &s.expired.met, s.applyServe)
 }
 
 func readFCall(s *Store, now int64, c *Command) Reply { return readFCallMet(s, now, c, nil) }
@@ -290,13 +301,14 @@ func readFCall(s *Store, now int64, c *Command) Reply { return readFCallMet(s, n
 // readFCallMet is readFCall collecting the expired keys the function's
 // reads meet into *met (nil: none).
 func readFCallMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
-	return s.runFunction(now, c, true, met)
+	return s.runFunction(now, c, true, met, nil)
 }
 
 // runFunction runs the function c calls under the lock the caller holds:
 // exclusive for OpFCall, shared for OpFCallRO. The expired keys its reads
-// meet are appended to *met (nil: none).
-func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte) Reply {
+// meet are appended to *met (nil: none); whileBusy is what its caller
+// serves once it is busy (nil: nothing).
+func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte, whileBusy func()) Reply {
 	lib, f := s.functionLocked(string(c.Args[0]))
 	switch {
 	case f == nil:
@@ -314,14 +326,19 @@ func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte) R
 	if e != "" {
 		panic(fmt.Sprintf("fsm: library %q no longer compiles: %s", lib.name, e))
 	}
-	run := vm.newRun(s, now, shared || noWrites, uint64(c.Int2), int64(c.Float))
+	run := vm.newRun(s, now, shared || noWrites, f.name, uint64(c.Int2), int64(c.Float))
+	run.st.track(c, true, s.entryOf(shared), whileBusy)
+	defer run.st.end()
 	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user = user
 	out, e := vm.st.FCall(ref, f.name, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
 	switch {
-	case run.budget.exceeded:
+	case run.exceeded():
 		return errorReply(ErrBudget)
+	case e != "" && run.st.killed():
+		// Killed while its library's top level ran again.
+		return errorReply(ErrScriptKilled)
 	case e != "":
 		// The top level ran when the library was loaded, and depends on
 		// its code alone.
@@ -371,7 +388,7 @@ func applyFunctionLoad(s *Store, now int64, c *Command) Reply {
 	for _, f := range lib.funcs {
 		next[functionMetaPrefix+strings.ToLower(f.name)] = lib.name
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 	return Reply{Kind: ReplyBulk, Bulk: []byte(lib.name)}
 }
 
@@ -399,7 +416,7 @@ func applyFunctionDelete(s *Store, now int64, c *Command) Reply {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 	return replyOK
 }
 
@@ -412,11 +429,17 @@ func applyFunctionFlush(s *Store, now int64, c *Command) Reply {
 
 // librariesLocked returns the loaded libraries and their code, by name.
 func (s *Store) librariesLocked() (libs []*library, codes []string) {
-	for _, name := range sortedMeta(s.meta) {
+	return s.librariesIn(s.meta)
+}
+
+// librariesIn returns the libraries the metadata meta holds, and their
+// code, by name.
+func (s *Store) librariesIn(meta map[string]string) (libs []*library, codes []string) {
+	for _, name := range sortedMeta(meta) {
 		if !strings.HasPrefix(name, libraryMetaPrefix) {
 			continue
 		}
-		code := s.meta[name]
+		code := meta[name]
 		lib, e := s.libraryOf(code)
 		if e != "" {
 			panic(fmt.Sprintf("fsm: library %q no longer loads: %s", name, e))
@@ -469,16 +492,22 @@ func readFunctionList(s *Store, now int64, c *Command) Reply {
 	return Reply{Kind: ReplyArray, Array: out}
 }
 
-// readFunctionStats answers FUNCTION STATS: no function is ever running
-// while another command is answered.
+// readFunctionStats answers FUNCTION STATS when no script is busy
+// (BusyFunctionStats answers it otherwise).
 func readFunctionStats(s *Store, now int64, c *Command) Reply {
 	libs, _ := s.librariesLocked()
+	return functionStatsReply(libs, replyNil)
+}
+
+// functionStatsReply is FUNCTION STATS's reply: running is the busy
+// function's map, or nil.
+func functionStatsReply(libs []*library, running Reply) Reply {
 	n := 0
 	for _, lib := range libs {
 		n += len(lib.funcs)
 	}
 	return Reply{Kind: ReplyMap, Array: []Reply{
-		bulkString("running_script"), replyNil,
+		bulkString("running_script"), running,
 		bulkString("engines"), {Kind: ReplyMap, Array: []Reply{
 			bulkString("LUA"), {Kind: ReplyMap, Array: []Reply{
 				bulkString("libraries_count"), IntReply(int64(len(libs))),

@@ -172,7 +172,7 @@ func applyFunctionRestore(s *Store, now int64, c *Command) Reply {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 	return replyOK
 }
 

@@ -29,10 +29,13 @@ func DefaultLimits() Limits {
 }
 
 // Limits returns the encoding thresholds in force.
+// It reads them without the lock (CONFIG GET, while a script may hold
+// it).
 func (s *Store) Limits() Limits {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.limits
+	if l := s.limitsPub.Load(); l != nil {
+		return *l
+	}
+	return DefaultLimits()
 }
 
 // SetLimits sets the encoding thresholds for collections created or grown
@@ -40,7 +43,12 @@ func (s *Store) Limits() Limits {
 func (s *Store) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setLimitsLocked(l)
+}
+
+func (s *Store) setLimitsLocked(l Limits) {
 	s.limits = l
+	s.limitsPub.Store(&l)
 }
 
 // Blocked clients. A write that may satisfy a blocked pop (a push that

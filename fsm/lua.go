@@ -69,14 +69,10 @@ func (s *Store) SetCommandParser(p CommandParser) {
 	s.mu.Unlock()
 }
 
-// ErrBudget is the reply to a script stopped by its instruction budget,
-// of Redis's busy-script error class. The writes it made before it was
-// stopped stay, as Redis keeps a script's writes when it fails.
-const ErrBudget = "BUSY Redis is busy running a script. The script ran past its instruction budget (busy-reply-threshold) and was stopped"
-
-// checkpointEvery is how many Lua instructions run between two calls of
-// Checkpoint: as Redis's count hook, rarely enough to cost nothing.
-const checkpointEvery = 100_000
+// ErrBudget is the reply to a script stopped by its instruction budget
+// (script-write-budget). The writes it made before it was stopped stay,
+// as Redis keeps a script's writes when it fails.
+const ErrBudget = "ERR Script ran past its instruction budget (script-write-budget) and was stopped"
 
 // scriptRun is one execution of a script or function, and the lua.Host
 // its interpreter calls back.
@@ -90,50 +86,45 @@ type scriptRun struct {
 	// oom and noReplicas are FlagScriptOOM and FlagScriptNoReplicas.
 	oom, noReplicas bool
 	cmd             Command // the command redis.call is running
-	budget          budget
-	// stop is the error a run past its budget raises (Checkpoint).
-	stop string
+	// st is what decides whether the run goes on: its budget, the busy
+	// threshold, a kill (script_state.go).
+	st scriptState
+	// budgetStop is the error a run past its budget raises (Checkpoint).
+	budgetStop string
 	// met collects the keys its reads find expired (expire.go); nil: no
 	// one asked.
 	met *[][]byte
 }
 
-// budget counts the Lua instructions a run may still execute.
-type budget struct {
-	left     int64
-	limited  bool
-	exceeded bool
-}
-
-func newBudget(max int64) budget { return budget{left: max, limited: max > 0} }
-
 // firstCheckpoint is the number of instructions before the first call of
 // Checkpoint.
-func (r *scriptRun) firstCheckpoint() int {
-	if r.budget.limited {
-		return int(min(r.budget.left, checkpointEvery))
-	}
-	return checkpointEvery
-}
+func (r *scriptRun) firstCheckpoint() int { return int(r.st.first()) }
 
 // Checkpoint is the one function the interpreter's count hook calls, after
 // executed more Lua instructions (of one thread: the main one or a
-// coroutine): everything that decides whether a run goes on is here. A
-// run past its budget is stopped at the same instruction on every
-// replica: the hook is set to fire exactly where the budget ends, and
-// from then on at every instruction, raising stop, so that no pcall
-// catches it for good.
+// coroutine): the run's state decides there whether it goes on
+// (scriptState.checkpoint). A run past its budget is stopped at the same
+// instruction on every replica: the hook is set to fire exactly where the
+// budget ends, and from then on at every instruction, raising the stop,
+// so that no pcall catches it for good; a killed run is stopped the same
+// way.
 func (r *scriptRun) Checkpoint(executed int) (next int, stop string) {
-	if !r.budget.limited {
-		return checkpointEvery, ""
+	n, err := r.st.checkpoint(int64(executed))
+	switch err {
+	case nil:
+		return int(n), ""
+	case errBudget:
+		return 0, r.budgetStop
 	}
-	r.budget.left -= int64(executed)
-	if r.budget.left <= 0 {
-		r.budget.exceeded = true
-		return 0, r.stop
-	}
-	return int(min(r.budget.left, checkpointEvery)), ""
+	return 0, errKilledText
 }
+
+// Stopping reports whether the run must stop at its next instruction: a
+// call of a write found it killed, and refused.
+func (r *scriptRun) Stopping() bool { return r.st.stop != nil }
+
+// exceeded reports whether the run stopped at its instruction budget.
+func (r *scriptRun) exceeded() bool { return r.st.stop == errBudget }
 
 // Call runs one redis.call or redis.pcall, under the lock the script
 // holds, and appends its reply as RESP in protocol resp.
@@ -188,6 +179,12 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 		if run.readOnly {
 			return errorReply("ERR Write commands are not allowed from read-only scripts.")
 		}
+		if !run.st.markDirty() {
+			// Killed before its first write: it must not write, and
+			// stops at its next instruction (Stopping).
+			run.st.stop = errKilled
+			return errorReply(ErrScriptKilled)
+		}
 		return s.applyLocked(run.now, cmd)
 	}
 	if err := cmd.Validate(); err != nil {
@@ -228,15 +225,17 @@ func newLuaVM(kind lua.Kind) *luaVM {
 	return vm
 }
 
-// newRun returns the run of a script in vm, reusing vm's: it is valid
-// until the next newRun. Its random source is seeded with seed, as
-// rand.New(rand.NewPCG(seed, 0x5c1a)) would be, and it stops after
-// budget instructions (0: never).
-func (vm *luaVM) newRun(s *Store, now int64, readOnly bool, seed uint64, maxInstr int64) *scriptRun {
+// newRun returns the run named name (a script's SHA1, a function's name)
+// in vm, reusing vm's: it is valid until the next newRun. Its random
+// source is seeded with seed, as rand.New(rand.NewPCG(seed, 0x5c1a))
+// would be, and it stops after budget instructions (0: never). The caller
+// says what runs it (run.st.track) and ends it (run.st.end).
+func (vm *luaVM) newRun(s *Store, now int64, readOnly bool, name string, seed uint64, maxInstr int64) *scriptRun {
 	pc := vm.run.pc
 	vm.pcg.Seed(seed, 0x5c1a)
-	vm.run = scriptRun{s: s, now: now, readOnly: readOnly, rnd: vm.rnd, budget: newBudget(maxInstr),
-		pc: ParseContext{Scratch: pc.Scratch}, stop: "-" + ErrBudget}
+	vm.run = scriptRun{s: s, now: now, readOnly: readOnly, rnd: vm.rnd,
+		pc: ParseContext{Scratch: pc.Scratch}, budgetStop: "-" + ErrBudget}
+	vm.run.st.begin(s, name, readOnly, maxInstr)
 	return &vm.run
 }
 
@@ -414,10 +413,8 @@ type ScriptStats struct {
 // library (its name, its functions' entries).
 const scriptOverhead, libraryOverhead = 96, 256
 
-// ScriptStats returns the store's ScriptStats.
-func (s *Store) ScriptStats() ScriptStats {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+// scriptStatsLocked returns the store's ScriptStats (ScriptStatsServing).
+func (s *Store) scriptStatsLocked() ScriptStats {
 	var st ScriptStats
 	for name, v := range s.meta {
 		switch {

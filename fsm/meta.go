@@ -13,19 +13,33 @@ import (
 
 // Meta returns the value of the metadata entry name.
 func (s *Store) Meta(name string) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, ok := s.meta[name]
+	v, ok := s.publishedMeta()[name]
 	return v, ok
 }
 
 // MetaAll returns a copy of all metadata entries.
 func (s *Store) MetaAll() map[string]string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]string, len(s.meta))
-	maps.Copy(out, s.meta)
+	meta := s.publishedMeta()
+	out := make(map[string]string, len(meta))
+	maps.Copy(out, meta)
 	return out
+}
+
+// setMetaMapLocked makes m the metadata. The map is never changed once
+// it is the store's, so it is published to readers without the lock
+// (publishedMeta): the scripts and functions loaded are looked up while
+// a script holds the lock (EVALSHA's, FCALL's parsing; FUNCTION STATS).
+func (s *Store) setMetaMapLocked(m map[string]string) {
+	s.meta = m
+	s.metaPub.Store(&m)
+}
+
+// publishedMeta is the metadata as last set, without the lock.
+func (s *Store) publishedMeta() map[string]string {
+	if p := s.metaPub.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setMetaLocked sets name to value, or deletes it when value is empty. It
@@ -45,7 +59,7 @@ func (s *Store) setMetaLocked(name, value string) {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 }
 
 // sortedMeta returns the names of m in ascending order, the order snapshots

@@ -83,6 +83,10 @@ type KeyVersion struct {
 func (s *Store) WatchKey(now int64, key []byte) KeyVersion {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.watchKeyLocked(now, key)
+}
+
+func (s *Store) watchKeyLocked(now int64, key []byte) KeyVersion {
 	kv := KeyVersion{At: s.keys.vers.now}
 	if it, ok := s.liveLocked(key, now); ok {
 		kv.Live, kv.Ver = true, it.version()

@@ -30,6 +30,15 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		return s.get(now, c.Args[0])
 	}
+	sp := s.checkRead(c)
+	scripts := isScriptOp(c.Op)
+	s.lockWaiting(false, scripts)
+	return s.readHeld(now, c, sp, scripts, nil)
+}
+
+// checkRead returns the spec of the read c, panicking if c is no valid
+// read: the server built it, so that is a bug.
+func (s *Store) checkRead(c *Command) *opSpec {
 	if err := c.Validate(); err != nil {
 		panic(err)
 	}
@@ -37,27 +46,33 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	if sp.write {
 		panic(fmt.Sprintf("fsm: Read of %v, which is not a read", c.Op))
 	}
-	s.mu.RLock()
+	return sp
+}
+
+// readHeld answers the read c (op row sp) with the shared lock taken,
+// which it releases (scripts: as lockWaiting or lockServing was told). A
+// script c runs calls whileBusy once busy (nil: nothing to serve).
+func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileBusy func()) Reply {
 	s.tickLocked(now)
 	var r Reply
 	var met [][]byte
 	switch collect := s.collectsLocked(now); {
 	case collect && sp.readMet != nil:
 		m := new([][]byte) // allocated only while a key is due
-		r = sp.readMet(s, now, c, m)
+		r = s.readOp(now, c, sp, m, whileBusy)
 		met = *m
 	case collect:
-		r = sp.read(s, now, c)
+		r = s.readOp(now, c, sp, nil, whileBusy)
 		met = s.expiredLookupsLocked(now, c, nil)
 	default:
-		r = sp.read(s, now, c)
+		r = s.readOp(now, c, sp, nil, whileBusy)
 	}
 	var expired func([][]byte)
 	if len(met) > 0 {
 		expired = s.expired.hook
 	}
 	misses, hook := s.readMissesLocked(now, c)
-	s.mu.RUnlock()
+	s.unlock(false, scripts)
 	// Redis announces a key's expiry before the miss its lookup then is.
 	if expired != nil {
 		expired(met)
@@ -66,6 +81,20 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 		hook(misses)
 	}
 	return r
+}
+
+// readOp runs the read c: a script with whileBusy to serve once busy,
+// the expired keys it meets appended to *met (nil: not collected).
+func (s *Store) readOp(now int64, c *Command, sp *opSpec, met *[][]byte, whileBusy func()) Reply {
+	switch {
+	case whileBusy != nil && c.Op == OpEvalRO:
+		return s.eval(now, c, true, met, whileBusy)
+	case whileBusy != nil && c.Op == OpFCallRO:
+		return s.runFunction(now, c, true, met, whileBusy)
+	case met != nil:
+		return sp.readMet(s, now, c, met)
+	}
+	return sp.read(s, now, c)
 }
 
 // readMissesLocked returns the keymiss events of the read c, with the hook
@@ -115,6 +144,11 @@ func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool, met *[][
 // deferred unlock.
 func (s *Store) get(now int64, key []byte) Reply {
 	s.mu.RLock()
+	return s.getHeld(now, key)
+}
+
+// getHeld is get with the shared lock taken, which it releases.
+func (s *Store) getHeld(now int64, key []byte) Reply {
 	s.tickLocked(now)
 	it, found := s.getLocked(key)
 	ok := found && !it.expired(now)

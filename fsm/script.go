@@ -143,9 +143,7 @@ func ScriptSHA(body []byte) string {
 
 // Script returns the body of the loaded script sha (any case).
 func (s *Store) Script(sha string) ([]byte, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	body, ok := s.meta[scriptMetaPrefix+strings.ToLower(sha)]
+	body, ok := s.publishedMeta()[scriptMetaPrefix+strings.ToLower(sha)]
 	return []byte(body), ok
 }
 
@@ -160,9 +158,7 @@ func (s *Store) ScriptShebang(sha []byte) (shebang []byte, ok bool) {
 	if !valid {
 		return nil, false
 	}
-	s.mu.RLock()
-	body, ok := s.meta[string(name)]
-	s.mu.RUnlock()
+	body, ok := s.publishedMeta()[string(name)]
 	if !ok || !strings.HasPrefix(body, "#!") {
 		return nil, ok
 	}
@@ -193,7 +189,7 @@ func (k *scriptKey) of(sha []byte) ([]byte, bool) {
 }
 
 func applyEval(s *Store, now int64, c *Command) Reply {
-	return s.eval(now, c, false, &s.expired.met)
+	return s.eval(now, c, false, &s.expired.met, s.applyServe)
 }
 
 func readEval(s *Store, now int64, c *Command) Reply { return readEvalMet(s, now, c, nil) }
@@ -201,13 +197,14 @@ func readEval(s *Store, now int64, c *Command) Reply { return readEvalMet(s, now
 // readEvalMet is readEval collecting the expired keys the script's reads
 // meet into *met (nil: none).
 func readEvalMet(s *Store, now int64, c *Command, met *[][]byte) Reply {
-	return s.eval(now, c, true, met)
+	return s.eval(now, c, true, met, nil)
 }
 
 // eval runs the script an eval command names, under the lock the caller
 // holds: exclusive for a write, shared for a read. The expired keys its
-// reads meet are appended to *met (nil: none).
-func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte) Reply {
+// reads meet are appended to *met (nil: none); whileBusy is what its
+// caller serves once it is busy (nil: nothing).
+func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte, whileBusy func()) Reply {
 	vm := s.vms.get(lua.Eval, read)
 	defer s.vms.put(vm, lua.Eval, read)
 	script, r, ok := s.evalScriptLocked(vm, c)
@@ -219,13 +216,15 @@ func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte) Reply {
 		s.cacheScriptLocked(script.sha, c.Args[0])
 	}
 	readOnly := read || c.Flags&FlagScriptNoWrites != 0 || script.noWrites
-	run := vm.newRun(s, now, readOnly, uint64(c.Int2), int64(c.Float))
+	run := vm.newRun(s, now, readOnly, script.sha, uint64(c.Int2), int64(c.Float))
+	run.st.track(c, false, s.entryOf(read), whileBusy)
+	defer run.st.end()
 	run.met = met
 	keys, argv, user := scriptArgs(c)
 	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
 	run.noReplicas = c.Flags&FlagScriptNoReplicas != 0
 	out := vm.st.Run(script.ref, script.sha, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
-	if run.budget.exceeded {
+	if run.exceeded() {
 		return errorReply(ErrBudget)
 	}
 	return replyFromRESP(out)
@@ -297,7 +296,7 @@ func (s *Store) dropMetaPrefixLocked(prefix string) {
 	if len(next) == 0 {
 		next = nil
 	}
-	s.meta = next
+	s.setMetaMapLocked(next)
 }
 
 func readScriptExists(s *Store, now int64, c *Command) Reply {

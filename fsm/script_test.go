@@ -80,8 +80,8 @@ func TestScriptDeterminism(t *testing.T) {
 	if !bytes.Equal(snap1, snap2) {
 		t.Fatal("snapshots of the same entries differ")
 	}
-	if r1[len(r1)-1][0].Kind != ReplyError || !strings.HasPrefix(r1[len(r1)-1][0].Str, "BUSY ") {
-		t.Fatalf("runaway script: %v, want a BUSY error", r1[len(r1)-1][0])
+	if r1[len(r1)-1][0].Kind != ReplyError || r1[len(r1)-1][0].Str != ErrBudget {
+		t.Fatalf("runaway script: %v, want the budget's error", r1[len(r1)-1][0])
 	}
 	s := NewStore()
 	if _, err := s.Restore(bytes.NewReader(snap1)); err != nil {

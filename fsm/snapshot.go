@@ -81,6 +81,10 @@ type Snapshot struct {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.snapshotLocked()
+}
+
+func (s *Store) snapshotLocked() *Snapshot {
 	// Copy starts a new copy-on-write generation, hence the exclusive
 	// lock; it copies one array of tree pointers, whatever the key count.
 	return &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, keys: s.keys.Copy()}
@@ -181,9 +185,10 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	defer s.mu.Unlock()
 	next.keys.acc = s.keys.acc
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
-	s.meta = next.meta
-	s.acl, s.aclWritten = next.acl, next.aclWritten
-	s.aclGen.Add(1)
+	s.bytesPub.Store(s.bytes)
+	s.setMetaMapLocked(next.meta)
+	s.aclWritten = next.aclWritten
+	s.setACLLocked(next.acl)
 	return index, nil
 }
 

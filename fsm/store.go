@@ -167,10 +167,12 @@ type Store struct {
 	// exclusively only to copy the tree's root.
 	mu sync.RWMutex
 	// keys is the keyspace, and its TTL index (keyspace.go).
-	keys    *keyspace
-	bytes   int64  // sum of item.size() over keys
-	applied uint64 // index of the last applied entry
-	limits  Limits // encoding thresholds (limits.go)
+	keys      *keyspace
+	bytes     int64                  // sum of item.size() over keys
+	bytesPub  atomic.Int64           // bytes as of the last apply, for readers without the lock
+	applied   uint64                 // index of the last applied entry
+	limits    Limits                 // encoding thresholds (limits.go)
+	limitsPub atomic.Pointer[Limits] // limits, for readers without the lock
 	// ready holds the keys signalled for blocked clients during the
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
@@ -182,7 +184,8 @@ type Store struct {
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
 	// never modified once stored here: a write replaces it with a changed
 	// copy, so Snapshot can share it. nil when empty.
-	meta map[string]string
+	meta    map[string]string
+	metaPub atomic.Pointer[map[string]string] // meta, for readers without the lock
 	// acl is the replicated ACL table (OpACLSet, acl.go), replaced, never
 	// modified, like meta; aclWritten says an OpACLSet was ever applied
 	// (ACLSeed's condition). aclGen changes with either; it is atomic so
@@ -190,6 +193,7 @@ type Store struct {
 	acl        map[string]string
 	aclWritten bool
 	aclGen     atomic.Uint64
+	aclPub     atomic.Pointer[aclTable] // acl and its generation, for readers without the lock
 	// parser parses the commands scripts call (SetCommandParser); vms
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
@@ -201,6 +205,19 @@ type Store struct {
 	// dirtyReported says the op being applied counted its own.
 	dirty         int64
 	dirtyReported bool
+	dirtyPub      atomic.Int64 // dirty as of the last apply, for readers without the lock
+
+	// entry is the index of the entry being applied (0: memory mode's),
+	// and applyServe what the caller of ApplyServing serves while a
+	// script of its batch is busy (script_state.go).
+	entry      uint64
+	applyServe func()
+
+	// busy lists the scripts past the busy threshold (script_state.go),
+	// and gate keeps serving callers from waiting behind a script for the
+	// lock (serving.go); both have their own synchronisation.
+	busy busyScripts
+	gate lockGate
 }
 
 // NewStore returns an empty store with AppliedIndex 0.
@@ -219,6 +236,10 @@ type Stats struct {
 func (s *Store) Stats(now int64) Stats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.statsLocked(now)
+}
+
+func (s *Store) statsLocked(now int64) Stats {
 	dead := s.countExpiredLocked(now)
 	return Stats{
 		Keys:    s.keys.Len() - dead,

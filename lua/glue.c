@@ -769,6 +769,8 @@ static int luaArgsToRedisArgv(lua_State *L, kvs_state *st, int *argc) {
   return 0;
 }
 
+static void kvsHook(lua_State *L, lua_Debug *ar);
+
 /* A Go callback panicked: unwind the script with an error that is no
  * reply of its own (Go panics again once the run is over). */
 static int raisePanic(lua_State *L) {
@@ -789,6 +791,11 @@ static int luaRedisGenericCommand(lua_State *L, int raise_error) {
   int rc = kvsGoCall(st->handle, KVS_OP_CALL, st->argv, argc);
   lua_pop(L, argc);
   if (rc == KVS_PANIC) return raisePanic(L);
+  /* kvs: the call found the run stopped (a kill that came before its
+   * first write): the hook stops it at the next instruction, after the
+   * call's reply, so that it cannot go on unstopped until the next
+   * count. */
+  if (rc == KVS_CHECKPOINT) lua_sethook(L, kvsHook, LUA_MASKCOUNT, 1);
 
   respReader r = {st->in.p, st->in.p + st->in.len};
   if (raise_error && (st->in.len == 0 || st->in.p[0] != '-')) raise_error = 0;
@@ -1404,7 +1411,6 @@ static int kvsPanic(lua_State *L) {
   return 0;
 }
 
-static void kvsHook(lua_State *L, lua_Debug *ar);
 static int evalRun(lua_State *L);
 static int libraryRun(lua_State *L);
 static int fcallRun(lua_State *L);

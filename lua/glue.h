@@ -26,7 +26,10 @@ enum {
 enum {
   KVS_OK = 0,
   KVS_STOP = 1,  /* kvsGoCheckpoint: raise the error in the in buffer */
-  KVS_PANIC = 2  /* Go panicked: unwind the script; Go panics again after */
+  KVS_PANIC = 2, /* Go panicked: unwind the script; Go panics again after */
+  KVS_CHECKPOINT = 3 /* kvsGoCall (kvs): the reply is in the in buffer, and
+                        kvsGoCheckpoint is to be called at the next
+                        instruction */
 };
 
 /* What kvs_run and kvs_library answer (the text, if any, is in out). */

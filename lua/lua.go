@@ -10,8 +10,9 @@
 // FUNCTION's (Function). It is used by one goroutine at a time. What a
 // script does reaches back through a Host: each redis.call is one call of
 // Host.Call, which answers the command's reply as RESP bytes; the count
-// hook calls Host.Checkpoint every so many Lua instructions, and that is
-// the one place a run is stopped.
+// hook calls Host.Checkpoint every so many Lua instructions (and at the
+// next instruction after a Call that Host.Stopping says stopped the run),
+// and that is the one place a run is stopped.
 //
 // Determinism: kvs runs a script that may write on every replica and at
 // every replay, and every run must do the same. So each run starts from
@@ -81,6 +82,11 @@ type Host interface {
 	// the next call, or stop, the error (as "CODE message" or a message
 	// for code ERR) the run raises from there on.
 	Checkpoint(executed int) (next int, stop string)
+	// Stopping is asked after each Call: true if the run must stop
+	// before its next instruction (the call found it stopped, and
+	// refused). Checkpoint is then called at that instruction, to say
+	// with what; the instructions since the last Checkpoint go uncounted.
+	Stopping() bool
 }
 
 // State is one interpreter.
@@ -344,6 +350,9 @@ func kvsGoCall(h C.uintptr_t, op C.int, argv *C.kvs_arg, argc C.int) (rc C.int) 
 	switch op {
 	case C.KVS_OP_CALL:
 		c.reply = c.host.Call(args, int(c.c.resp), c.reply[:0])
+		if c.host.Stopping() {
+			rc = C.KVS_CHECKPOINT
+		}
 	case C.KVS_OP_ACL:
 		ok, e := c.host.ACLCheck(args)
 		switch {
@@ -359,7 +368,7 @@ func kvsGoCall(h C.uintptr_t, op C.int, argv *C.kvs_arg, argc C.int) (rc C.int) 
 		c.reply = hex.AppendEncode(c.reply[:0], sum[:])
 	}
 	c.setIn(c.reply)
-	return C.KVS_OK
+	return rc
 }
 
 // kvsGoCheckpoint is what the count hook calls: the host's Checkpoint.

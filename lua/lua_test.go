@@ -16,6 +16,11 @@ type testHost struct {
 	executed int
 	stopped  bool
 	panicOn  string // a command whose call panics
+	// stopOn is a command whose call refuses and stops the run, as a
+	// store's call of a write refuses a killed script: the run raises
+	// "killed" from its next instruction on.
+	stopOn   string
+	stopping bool
 }
 
 func newHost() *testHost { return &testHost{data: map[string]string{}} }
@@ -24,6 +29,9 @@ func (h *testHost) Call(args [][]byte, resp int, reply []byte) []byte {
 	switch strings.ToLower(string(args[0])) {
 	case h.panicOn:
 		panic("host panic")
+	case h.stopOn:
+		h.stopping = true
+		return append(reply, "-ERR refused\r\n"...)
 	case "set":
 		h.data[string(args[1])] = string(args[2])
 		return append(reply, "+OK\r\n"...)
@@ -54,7 +62,12 @@ func (h *testHost) ACLCheck(args [][]byte) (bool, string) {
 	return string(args[0]) != "flushall", ""
 }
 
+func (h *testHost) Stopping() bool { return h.stopping }
+
 func (h *testHost) Checkpoint(executed int) (int, string) {
+	if h.stopping {
+		return 0, "killed"
+	}
 	h.executed += executed
 	if !h.limited {
 		return 100000, ""
@@ -280,6 +293,26 @@ func TestBudgetExact(t *testing.T) {
 	got := eval(t, s, h, "while true do pcall(function() while true do end end) end", nil, nil)
 	if !h.stopped || !strings.HasPrefix(got, "-") {
 		t.Errorf("a pcall loop: %q", got)
+	}
+}
+
+// TestStoppingCall: a call that answers the run is stopping stops it at
+// the next instruction, where the hook raises Checkpoint's error, however
+// far the next count was and whether or not a pcall caught the call's.
+func TestStoppingCall(t *testing.T) {
+	s := New(Eval)
+	defer s.Close()
+	for _, src := range []string{
+		"redis.pcall('stop') return 'went on'",
+		"pcall(redis.call, 'stop') return 'went on'",
+		"local ok = pcall(function() redis.call('stop') end) while true do end",
+		"local co = coroutine.create(function() redis.pcall('stop') return 1 end) coroutine.resume(co) return 'went on'",
+	} {
+		h := newHost()
+		h.stopOn = "stop"
+		if got, want := eval(t, s, h, src, nil, nil), "-ERR killed script: sha, on @user_script:1.\r\n"; got != want {
+			t.Errorf("%q: %q, want %q", src, got, want)
+		}
 	}
 }
 

@@ -352,8 +352,7 @@ func runMemory(c *client, args [][]byte) {
 			c.out = appendError(c.out, e)
 			return
 		}
-		r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
-		c.out = appendReply(c.out, &r, c.proto)
+		c.readNow(fsm.Command{Op: fsm.OpMemoryUsage, Args: args[2:3]})
 	case is(sub, "purge"):
 		runMemoryPurge(c)
 	default:

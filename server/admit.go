@@ -1,6 +1,10 @@
 package server
 
-import "strings"
+import (
+	"strings"
+
+	"kvs/fsm"
+)
 
 // The checks before a command runs or is queued in MULTI: Redis 7.0's
 // processCommand (server.c), in its order and with its texts. executeOne
@@ -19,14 +23,15 @@ import "strings"
 //     (NOPERM, logged in ACL LOG); under tls-cluster, the node-to-node
 //     commands come from a node;
 //  6. past maxmemory with nothing to evict, a denyoom command, or inside
-//     MULTI any command to queue, since queuing takes memory (OOM);
+//     MULTI any command to queue, since queuing takes memory (OOM), unless
+//     a script is busy;
 //  7. while the append log cannot be written, a write (MISCONF);
 //  8. while this node has fewer good replicas than min-replicas-to-write,
 //     a write (NOREPLICAS; replicas.go);
 //  9. RESP2's subscribed mode allows only (P|S)SUBSCRIBE,
 //     (P|S)UNSUBSCRIBE, PING, QUIT and RESET;
-// 10. (where Redis refuses a command with BUSY while a script runs past
-//     busy-reply-threshold: marked in admit);
+// 10. while a script runs past busy-reply-threshold, only Redis's
+//     allow_busy commands run (BUSY, busy.go);
 // 11. a client pause holds the command until it ends.
 //
 // The flags the steps read are Redis's getCommandFlags: a subcommand's
@@ -106,7 +111,9 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
-	if c.s.maxMemory.Load() > 0 && c.refusesOOM(cmd, spec, args) {
+	// Redis skips the step while a script is busy: the busy step refuses
+	// instead.
+	if c.s.maxMemory.Load() > 0 && c.s.cfg.Store.ScriptBusy() == fsm.NotBusy && c.refusesOOM(cmd, spec, args) {
 		if e := c.oomRefusal(); e != "" {
 			c.refuse(cmd, id, args, e)
 			return refused
@@ -131,13 +138,17 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
-	// Redis's BUSY refusal, while a script runs past
-	// busy-reply-threshold, of a command without flagAllowBusy (its
-	// subcommand's, for a container) goes here, after every refusal
-	// above and before the client pause, through refuse: a command queued
+	// While a script runs past busy-reply-threshold, a command without
+	// flagAllowBusy (its subcommand's, for a container) is refused, after
+	// every refusal above and before the client pause: a command queued
 	// during the script flags its transaction, and EXEC, which is not
 	// allow_busy, answers EXECABORT, so that a transaction sent during
-	// the script runs whole or not at all.
+	// the script runs whole or not at all. One atomic load while no
+	// script is busy.
+	if busy := c.s.cfg.Store.ScriptBusy(); busy != fsm.NotBusy && spec.flags&flagAllowBusy == 0 {
+		c.refuse(cmd, id, args, errBusy(busy))
+		return refused
+	}
 	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(spec, args) {
 		return held
 	}

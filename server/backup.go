@@ -110,8 +110,14 @@ func runBackup(c *client, args [][]byte) {
 			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied")
 		}
 	}
+	snap := s.cfg.Store.SnapshotServing()
+	if snap == nil {
+		c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
+		return
+	}
 	conn, err := c.streamConn()
 	if err != nil {
+		snap.Release()
 		c.out = appendError(c.out, "ERR backup: "+err.Error())
 		return
 	}
@@ -119,7 +125,6 @@ func runBackup(c *client, args [][]byte) {
 	prefix := append([]byte(nil), c.out...)
 	c.out = c.out[:0]
 	c.quit = true
-	snap := s.cfg.Store.Snapshot()
 	h := backup.Header{Mode: s.backupMode(), Flags: flags, Index: snap.Index(), Created: time.Now()}
 	stream := func() {
 		defer snap.Release()

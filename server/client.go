@@ -178,6 +178,11 @@ type client struct {
 	more bool      // the socket may hold requests not yet read
 	dead bool      // closed
 
+	// busyServe answers the loop's other clients while a script this
+	// connection runs is busy (loop_linux.go's serveBusy); nil for a
+	// connection with a goroutine of its own, which serves no other.
+	busyServe func()
+
 	// Durable mode on a loop: the proposer that takes batches without
 	// waiting, the callback it answers through (built once), the answer
 	// (for finishAsync), and whether the pipeline waits for it.
@@ -442,7 +447,11 @@ func (c *client) executeOne(args [][]byte) bool {
 	if cmd.tx != nil {
 		return cmd.tx(c, id, args)
 	}
-	if cmd.parse == nil {
+	run := cmd.run
+	if run == nil && cmd.runs != nil {
+		run = cmd.runs(c, args)
+	}
+	if run != nil {
 		if c.proposeBatch() {
 			return false
 		}
@@ -451,7 +460,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		}
 		c.flushHits()
 		at := len(c.out)
-		cmd.run(c, args)
+		run(c, args)
 		c.answered(id, false, at)
 		return true
 	}
@@ -502,8 +511,18 @@ func (c *client) readLocal(fc fsm.Command) {
 	// Through a field, not &fc: the pointer escapes, and the field
 	// lives with the connection, so the read allocates no copy.
 	c.readCmd = fc
-	r := c.s.cfg.Store.ReadRef(c.now, &c.readCmd)
+	r, ok := c.s.cfg.Store.ReadServing(c.now, &c.readCmd, c.busyServe)
 	c.readCmd = fsm.Command{}
+	if !ok {
+		// A script turned busy while the read waited for the store.
+		c.errIfFound = ""
+		if fc.Op == fsm.OpFunctionStats {
+			runFunctionStatsBusy(c, nil)
+			return
+		}
+		c.out = appendError(c.out, errBusy(c.s.cfg.Store.ScriptBusy()))
+		return
+	}
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {
 			r = fsm.Reply{Kind: fsm.ReplyError, Str: c.errIfFound}
@@ -589,7 +608,7 @@ func (c *client) proposeBatch() bool {
 		if c.s.cfg.Cluster != nil {
 			replies, err = c.routeBatch()
 		} else {
-			replies, err = c.s.proposeLocal(c.replies[:0], c.batch)
+			replies, err = c.proposeServing(c.replies[:0], c.batch)
 		}
 		if _, ok := c.s.cfg.Proposer.(appendProposer); ok {
 			// Built on c.replies (or forwarded, then ours too): reuse it.

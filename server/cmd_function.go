@@ -20,7 +20,7 @@ func init() {
 		command{name: "fcall", arity: -3, flags: script | flagMayReplicate, group: "scripting", parse: parseFCall},
 		command{name: "fcall_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: parseFCall},
 		command{name: "function", arity: -2, flags: flagNoScript, group: "scripting",
-			subs: "delete dump flush kill list load restore stats", parse: parseFunction},
+			subs: "delete dump flush kill list load restore stats", parse: parseFunction, runs: functionSubcommands},
 	)
 	commandDocs["fcall"] = [2]string{"Invokes a function.", "7.0.0"}
 	commandDocs["fcall_ro"] = [2]string{"Invokes a read-only function.", "7.0.0"}
@@ -51,9 +51,15 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 		// Which error it is depends on the libraries where it runs.
 		return fsm.Command{Op: fsm.OpFCallRO, Flags: fsm.FlagFCallBadKeys, Args: [][]byte{args[1], []byte(e)}}, ""
 	}
-	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
-	if ro || (found && noWrites) {
+	cmd := fsm.Command{Op: fsm.OpFCall, Int: n, Int2: rand.Int64()}
+	switch {
+	case ro:
+		cmd.Op, cmd.Flags = fsm.OpFCallRO, fsm.FlagFCallRO
+	case found && noWrites:
 		cmd.Op = fsm.OpFCallRO
+	default:
+		// Only a function that runs inside the log's apply has a budget.
+		cmd.Float = c.s.scriptBudget()
 	}
 	if found && cmd.Op == fsm.OpFCall && c.s.maxMemory.Load() > 0 {
 		if e := c.scriptOOM(scriptFlags{shebang: true, allowOOM: allowOOM}); e != "" {
@@ -65,7 +71,8 @@ func parseFCall(c *client, args [][]byte) (fsm.Command, string) {
 	return cmd, ""
 }
 
-// parseFunction parses the FUNCTION subcommands.
+// parseFunction parses the FUNCTION subcommands but KILL
+// (functionSubcommands answers it).
 func parseFunction(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
 	switch {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"time"
-
 	"kvs/fsm"
 )
 
@@ -65,8 +63,7 @@ func runObject(c *client, args [][]byte) {
 		c.out = appendHelp(c.out, objectHelp)
 		return
 	}
-	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: sub})
-	c.out = appendReply(c.out, &r, c.proto)
+	c.readNow(fsm.Command{Op: fsm.OpObject, Args: args[2:3], Int: sub})
 }
 
 var objectHelp = []string{
@@ -112,6 +109,5 @@ func (c *client) clusterKeysInSlot(name string, args [][]byte) {
 		c.out = appendError(c.out, errInvalidSlot)
 		return
 	}
-	r := c.s.cfg.Store.Read(time.Now().UnixMilli(), cmd)
-	c.out = appendReply(c.out, &r, c.proto)
+	c.readNow(cmd)
 }

@@ -29,7 +29,9 @@ func init() {
 			subs: "channels help numpat numsub shardchannels shardnumsub", run: runPubsub},
 		command{name: "reset", arity: 1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runReset},
 		// Another node's message for this node's subscribers (cluster mode).
-		command{name: "kvs.publish", arity: 4, flags: pub, group: "pubsub", run: runPeerPublish},
+		// It reaches subscribers while a script is busy, as Redis
+		// Cluster's bus does.
+		command{name: "kvs.publish", arity: 4, flags: pub | flagAllowBusy, group: "pubsub", run: runPeerPublish},
 	)
 }
 

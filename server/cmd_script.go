@@ -26,7 +26,7 @@ func init() {
 		command{name: "eval_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(false, true)},
 		command{name: "evalsha_ro", arity: -3, flags: script | flagReadonly, group: "scripting", parse: evalParser(true, true)},
 		command{name: "script", arity: -2, flags: flagNoScript, group: "scripting", subs: "exists flush kill load",
-			parse: parseScript},
+			parse: parseScript, runs: scriptSubcommands},
 	)
 	for name, doc := range map[string][2]string{
 		"eval":       {"Execute a Lua script server side", "2.6.0"},
@@ -39,20 +39,9 @@ func init() {
 	}
 }
 
-// instructionsPerMs turns lua-time-limit (busy-reply-threshold)
-// milliseconds into the instruction budget a script runs under: roughly
-// what Lua 5.1 executes in a millisecond on a current core (a plain loop
-// runs faster, a script busy in C functions such as string.rep slower),
-// so the default 5000 ms stops a runaway script after about that long, on
-// every replica at the same instruction.
-const instructionsPerMs = 100_000
-
+// defaultLuaTimeLimit is lua-time-limit's (busy-reply-threshold's)
+// default, Redis's: after 5 s a script is busy (busy.go).
 const defaultLuaTimeLimit = 5000
-
-// scriptBudget is the instruction budget proposed with each script.
-func (s *Server) scriptBudget() float64 {
-	return float64(s.luaTimeLimit()) * instructionsPerMs
-}
 
 func (s *Server) luaTimeLimit() int64 {
 	if v := s.luaLimit.Load(); v != nil {
@@ -84,7 +73,7 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		return fsm.Command{}, errTooManyKeys
 	}
 	body := args[1]
-	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64(), Float: c.s.scriptBudget()}
+	cmd := fsm.Command{Op: fsm.OpEval, Int: n, Int2: rand.Int64()}
 	if sha {
 		// Only the shebang line matters here; the body is the store's.
 		// A script missing here may be loaded by an earlier command of
@@ -111,6 +100,10 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		cmd.Flags |= fsm.FlagScriptNoWrites
 	case noWrites:
 		cmd.Op = fsm.OpEvalRO
+	}
+	if cmd.Op == fsm.OpEval {
+		// Only a script that runs inside the log's apply has a budget.
+		cmd.Float = c.s.scriptBudget()
 	}
 	if cmd.Op == fsm.OpEval && c.s.maxMemory.Load() > 0 {
 		if e := c.scriptOOM(sf); e != "" {
@@ -214,7 +207,8 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	return sf, ""
 }
 
-// parseScript parses SCRIPT LOAD / EXISTS / FLUSH / KILL.
+// parseScript parses SCRIPT LOAD / EXISTS / FLUSH, and KILL with the
+// wrong number of arguments (scriptSubcommands answers the right one).
 func parseScript(c *client, args [][]byte) (fsm.Command, string) {
 	sub := args[1]
 	switch {
@@ -417,8 +411,7 @@ func (c *client) seed() int64 {
 
 // addScriptMemory adds INFO memory's fields of scripts and functions, in
 // Redis's order.
-func (s *Server) addScriptMemory(add func(name string, v any)) {
-	st := s.cfg.Store.ScriptStats()
+func (s *Server) addScriptMemory(st fsm.ScriptStats, add func(name string, v any)) {
 	add("used_memory_lua", st.EvalVM)
 	add("used_memory_vm_eval", st.EvalVM)
 	add("used_memory_lua_human", humanBytes(uint64(st.EvalVM)))

@@ -85,6 +85,9 @@ type command struct {
 	// parses the arguments into the command's non-blocking form, its keys
 	// and its timeout (blocking.go).
 	block func(c *client, args [][]byte) (blockReq, string)
+	// runs, of a command with parse, returns the run of a subcommand
+	// the server answers itself (SCRIPT KILL), or nil.
+	runs func(c *client, args [][]byte) func(*client, [][]byte)
 	// A transaction's control command (MULTI, EXEC, DISCARD, WATCH) has
 	// tx instead: it manages the pipeline's batch itself (multi.go) and,
 	// like executeOne, reports false, having done nothing, when it first
@@ -207,13 +210,15 @@ func commandTable() map[string]*command {
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},
 
 		// kvs's own cluster administration, and the internal requests of
-		// one node to another (KVS.PEER, KVS.FORWARD, KVS.SYNC)
+		// one node to another (KVS.PEER, KVS.FORWARD, KVS.SYNC). Those that
+		// do not touch the store run while a script is busy, as Redis
+		// Cluster's bus goes on; KVS.FORWARD's batches are answered BUSY.
 		{name: "kvs.join", arity: 4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
 		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
-		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale, group: "server", run: runStatus},
-		{name: "kvs.peer", arity: -1, flags: conn, group: "server", run: runPeer},
+		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale | flagAllowBusy, group: "server", run: runStatus},
+		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
-		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runSync},
+		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
 		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)

@@ -153,6 +153,8 @@ func configSetNames(pairs [][]byte, known map[string]string, startup bool) strin
 			}
 		case isLimit:
 			// set-max-listpack-*: Redis 7.2's, which 7.0's table lacks.
+		case isScriptParam(name):
+			// kvs's own, which CONFIG SET changes.
 		case hasParam(known, name) && !startup:
 			return errConfigSetFailed(given, "can't set immutable config")
 		case hasParam(known, name):

@@ -44,6 +44,7 @@ func (s *Server) configParams() map[string]string {
 	s.addTLSParams(p)
 	s.addSafetyParams(p)
 	s.addEvictParams(p)
+	s.addScriptParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -157,6 +158,7 @@ var checkedParams = []struct {
 	{isEvictParam, (*Server).checkEvictParam},
 	{isSafetyParam, (*Server).checkSafetyParam},
 	{isPubsubParam, (*Server).checkPubsubParam},
+	{isScriptParam, (*Server).checkScriptParam},
 	{isPeerAuthParam, (*Server).checkPeerAuthParam},
 }
 
@@ -269,6 +271,11 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		return e
 	}
 	applies = append(applies, applyTLS)
+	// The encoding thresholds first: the store may refuse them while a
+	// script is busy, and then nothing is changed.
+	if len(limitsSet) > 0 && !s.cfg.Store.SetLimitsServing(limits) {
+		return errBusy(s.cfg.Store.ScriptBusy())
+	}
 	// What may fail in applying comes after every check, as Redis's apply
 	// functions do, and is undone if a later step fails: binding a new
 	// port, then the password's write.
@@ -291,9 +298,6 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			return errProposal(err, true)
 		}
 	}
-	if len(limitsSet) > 0 {
-		s.cfg.Store.SetLimits(limits)
-	}
 	for _, kv := range stored {
 		s.params.set(kv[0], kv[1])
 	}
@@ -309,6 +313,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
+			s.cfg.Store.SetBusyThreshold(v)
 		case "slowlog-log-slower-than":
 			s.slowlog.slowerThan.Store(ch.v)
 		case "slowlog-max-len":

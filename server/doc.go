@@ -162,6 +162,15 @@
 // script or function publishes: every node delivers them to its own
 // subscribers as it applies the script, never over the links.
 //
+// # Scripts that run long
+//
+// Once a script has run busy-reply-threshold milliseconds, every command
+// but Redis's allow_busy ones is answered BUSY, SCRIPT KILL and FUNCTION
+// KILL stop it unless it wrote or runs inside a logged entry's apply, and
+// an event loop running it answers its other clients from inside it
+// (busy.go, loop_linux.go's serveBusy). script-write-budget bounds a
+// script that may write in durable and cluster mode (config_script.go).
+//
 // # Limits
 //
 // Protected mode refuses clients from outside loopback at accept while no

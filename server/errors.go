@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"kvs/fsm"
 	"kvs/resp"
 )
 
@@ -287,6 +288,9 @@ func errMoved(slot int, addr string) string {
 func errProposal(err error, write bool) string {
 	var re *remoteError
 	var refused *loginRefused
+	if text, ok := errBusyText(err); ok {
+		return text
+	}
 	switch {
 	case errors.As(err, &re):
 		return re.text // the leader's own client text
@@ -391,3 +395,23 @@ func errNoSuchUser(name []byte) string { return "ERR No such user '" + string(na
 // errUnknownClientType is CLIENT LIST TYPE's and CLIENT KILL TYPE's reply
 // for a type Redis does not know.
 func errUnknownClientType(t []byte) string { return "ERR Unknown client type '" + string(t) + "'" }
+
+// Errors of scripts that run long (Redis 7.0's shared.slowevalerr,
+// shared.slowscripterr and scriptKill in script.c), and kvs's own for a
+// script it cannot kill because the log runs it on every replica.
+const (
+	errBusyScript        = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	errBusyFunction      = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	errNotBusy           = "NOTBUSY No scripts in execution right now."
+	errUnkillableDirty   = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+	errUnkillableReplica = "UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed."
+	errUnkillableLogged  = "UNKILLABLE The busy script may write, and the log it came from runs it in full on every replica and at every replay: killing it on this node would make its data differ. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+)
+
+// errBusy is the error a command gets while a script of kind b is busy.
+func errBusy(b fsm.Busy) string {
+	if b == fsm.BusyFunction {
+		return errBusyFunction
+	}
+	return errBusyScript
+}

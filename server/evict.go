@@ -72,7 +72,14 @@ func (c *client) oomRefusal() string {
 		return ""
 	}
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
-	if p == fsm.EvictNone || !s.cfg.Store.Evictable(p) {
+	evictable := false
+	if p != fsm.EvictNone {
+		var ok bool
+		if evictable, ok = s.cfg.Store.EvictableServing(p); !ok {
+			return errBusy(s.cfg.Store.ScriptBusy())
+		}
+	}
+	if !evictable {
 		if s.mem.unaccounted.Load() > 0 {
 			s.wakeEvictor() // which collects first: the excess may be garbage
 		}

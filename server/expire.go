@@ -120,18 +120,25 @@ func (s *Server) deleteExpired(keys [][]byte) error {
 }
 
 // expireMet is the store's expired hook: it deletes the expired keys a
-// read met, at once in memory mode, else through the cron loop. A cluster
+// read met, at once in memory mode, else (or while a script is busy)
+// through the cron loop. A cluster
 // follower's keys are dropped there (mayExpire), and so are all while a
 // client pause is on: the next read after it meets them again.
 func (s *Server) expireMet(keys [][]byte) {
 	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	if _, memory := s.cfg.Proposer.(MemoryProposer); memory && s.cfg.Cluster == nil {
-		if err := s.deleteExpired(keys); err != nil {
-			s.cfg.Logger.Debug("server: passive expiry", "err", err)
+	if mp, memory := s.cfg.Proposer.(MemoryProposer); memory && s.cfg.Cluster == nil {
+		// The read's connection deletes them itself, unless a script
+		// that took the store meanwhile turns busy: then it must go on
+		// answering BUSY, and the cron loop deletes them after the script.
+		cmd := []fsm.Command{{Op: fsm.OpDelExpired, Args: keys}}
+		if replies, ok := mp.Store.ApplyServing(nil, time.Now().UnixMilli(), cmd, nil); ok {
+			if len(replies) == 1 && replies[0].Kind == fsm.ReplyInt {
+				s.stats.expiredKeys.Add(replies[0].Int)
+			}
+			return
 		}
-		return
 	}
 	if s.passive.add(keys) {
 		select {

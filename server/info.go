@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"kvs/fsm"
 )
 
 // defaultInfoSections are the sections of a bare INFO, in Redis's order.
@@ -50,6 +53,20 @@ func runInfo(c *client, args [][]byte) {
 			}
 		}
 	}
+	// What the sections read of the store, read once and without waiting
+	// behind a busy script, which would hold the store (busy.go).
+	var st storeStats
+	ok := true
+	if slices.Contains(want, "memory") {
+		st.scripts, ok = s.cfg.Store.ScriptStatsServing()
+	}
+	if ok && slices.Contains(want, "keyspace") {
+		st.keys, ok = s.cfg.Store.StatsServing(time.Now().UnixMilli())
+	}
+	if !ok {
+		c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
+		return
+	}
 	var b strings.Builder
 	for i, name := range want {
 		if i > 0 {
@@ -58,7 +75,7 @@ func runInfo(c *client, args [][]byte) {
 		b.WriteString("# ")
 		b.WriteString(sectionTitle(name))
 		b.WriteString("\r\n")
-		for _, f := range s.infoSection(name) {
+		for _, f := range s.infoSection(name, &st) {
 			b.WriteString(f.Name)
 			b.WriteByte(':')
 			b.WriteString(f.Value)
@@ -77,7 +94,14 @@ func sectionTitle(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-func (s *Server) infoSection(name string) []InfoField {
+// storeStats is what INFO's sections read of the store under its lock,
+// read once before they are written (runInfo).
+type storeStats struct {
+	keys    fsm.Stats       // keyspace
+	scripts fsm.ScriptStats // memory
+}
+
+func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 	var fs []InfoField
 	add := func(n string, v any) {
 		var sv string
@@ -131,7 +155,7 @@ func (s *Server) infoSection(name string) []InfoField {
 		add("maxclients", s.maxClients.Load())
 		add("blocked_clients", s.blocked.count()+int(s.pausedClients.Load()))
 	case "memory":
-		fs = s.memoryInfo()
+		fs = s.memoryInfo(st.scripts)
 	case "persistence":
 		add("loading", 0)
 		add("async_loading", 0)
@@ -180,9 +204,8 @@ func (s *Server) infoSection(name string) []InfoField {
 			add("cluster_enabled", 0)
 		}
 	case "keyspace":
-		st := s.cfg.Store.Stats(now.UnixMilli())
-		if st.Keys > 0 {
-			add("db0", "keys="+strconv.Itoa(st.Keys)+",expires="+strconv.Itoa(st.Expires)+",avg_ttl=0")
+		if st.keys.Keys > 0 {
+			add("db0", "keys="+strconv.Itoa(st.keys.Keys)+",expires="+strconv.Itoa(st.keys.Expires)+",avg_ttl=0")
 		}
 	}
 	if s.cfg.Info != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"kvs/fsm"
 )
 
 // INFO memory. used_memory is memory.go's figure; the fields around it
@@ -37,7 +39,7 @@ func (p *memPeak) note(n uint64) uint64 {
 }
 
 // memoryInfo is INFO memory's fields, in Redis's order.
-func (s *Server) memoryInfo() []InfoField {
+func (s *Server) memoryInfo(scripts fsm.ScriptStats) []InfoField {
 	used := s.usedMemory()
 	peak := int64(s.memPeak.note(uint64(used)))
 	dataset := min(s.cfg.Store.DataBytes(), used)
@@ -66,7 +68,7 @@ func (s *Server) memoryInfo() []InfoField {
 	str("used_memory_dataset_perc", percent(dataset, net))
 	add("total_system_memory", int64(sys))
 	human("total_system_memory_human", int64(sys))
-	s.addScriptMemory(func(name string, v any) { fs = append(fs, InfoField{name, fmt.Sprint(v)}) })
+	s.addScriptMemory(scripts, func(name string, v any) { fs = append(fs, InfoField{name, fmt.Sprint(v)}) })
 	add("maxmemory", maxmem)
 	human("maxmemory_human", maxmem)
 	str("maxmemory_policy", s.policyName())

@@ -55,11 +55,21 @@ type loop struct {
 	rc   syscall.RawConn // ep's, to park until the set has events
 
 	events []unix.EpollEvent
-	poll   func(uintptr) bool // pollOnce, as a func value made once
-	polled int                // what pollOnce found
-	conns  map[int32]*client  // by fd; loop-owned
-	ready  []*client          // may have input no new edge will announce
-	dirty  []*client          // have replies to write at the end of the round
+	// The round's place in events (evAt of evN) and in the clients it
+	// reads again (readyNow, taken from ready). busyEvents is serveBusy's,
+	// apart from events, which the round a busy script interrupted is
+	// still going through; wakeMissed says serveBusy took the eventfd's
+	// wake-up and left the rest of its work (wake) to the round.
+	evAt, evN  int
+	readyNow   []*client
+	readyAt    int
+	busyEvents []unix.EpollEvent
+	wakeMissed bool
+	poll       func(uintptr) bool // pollOnce, as a func value made once
+	polled     int                // what pollOnce found
+	conns      map[int32]*client  // by fd; loop-owned
+	ready      []*client          // may have input no new edge will announce
+	dirty      []*client          // have replies to write at the end of the round
 
 	signaled atomic.Bool // an eventfd write is pending
 	// waitingOut counts the connections whose output waits for EPOLLOUT;
@@ -313,14 +323,15 @@ func newLoop(s *Server) (*loop, error) {
 		return nil, err
 	}
 	lp := &loop{
-		s:      s,
-		epfd:   epfd,
-		evfd:   evfd,
-		ep:     ep,
-		rc:     rc,
-		rounds: s.roundProposer(),
-		events: make([]unix.EpollEvent, 256),
-		conns:  make(map[int32]*client),
+		s:          s,
+		epfd:       epfd,
+		evfd:       evfd,
+		ep:         ep,
+		rc:         rc,
+		rounds:     s.roundProposer(),
+		events:     make([]unix.EpollEvent, 256),
+		busyEvents: make([]unix.EpollEvent, 64),
+		conns:      make(map[int32]*client),
 	}
 	lp.poll = lp.pollOnce
 	return lp, nil
@@ -368,6 +379,7 @@ func (lp *loop) add(c *client) bool {
 	c.lp = lp
 	c.fdr = &fdReader{fd: fd, lp: lp}
 	c.rd = c.newReader(c.fdr) // nothing is read yet
+	c.busyServe = func() { lp.serveBusy(c) }
 	if lp.rounds != nil {
 		c.rounds = lp.rounds
 		c.asyncDone = func(replies []fsm.Reply, err error) {
@@ -430,12 +442,18 @@ func (lp *loop) stop(now bool) {
 func (lp *loop) run() {
 	defer lp.release()
 	for {
-		n := lp.wait(len(lp.ready) == 0)
+		// The round's events and ready clients are gone through by
+		// index in the loop's fields, so that a busy script one of them
+		// runs can serve the others (serveBusy): an edge-triggered event
+		// taken from the set is not reported again.
+		lp.evN = lp.wait(len(lp.ready) == 0 && !lp.wakeMissed)
+		n := lp.evN
 		if lp.orderedDue.Swap(false) {
 			lp.runOrdered()
 		}
-		for i := range n {
-			ev := &lp.events[i]
+		for lp.evAt = 0; lp.evAt < lp.evN; {
+			ev := lp.events[lp.evAt]
+			lp.evAt++
 			if ev.Fd == int32(lp.evfd) {
 				lp.wake()
 				continue
@@ -444,12 +462,19 @@ func (lp *loop) run() {
 				lp.event(c, ev.Events)
 			}
 		}
+		if lp.wakeMissed {
+			lp.wakeMissed = false
+			lp.wake()
+		}
 		if len(lp.ready) > 0 {
-			ready := lp.ready
-			lp.ready = nil
-			for _, c := range ready {
+			lp.readyNow, lp.ready = lp.ready, nil
+			for lp.readyAt = 0; lp.readyAt < len(lp.readyNow); {
+				c := lp.readyNow[lp.readyAt]
+				lp.readyAt++
 				lp.input(c)
 			}
+			clear(lp.readyNow)
+			lp.readyNow = lp.readyNow[:0]
 		}
 		for len(lp.orderHeld) > 0 {
 			// Ordered commands suspended this round wait together
@@ -493,8 +518,15 @@ func (lp *loop) run() {
 				// them, as redis-server does, so that the requests that
 				// arrive meanwhile are read as one round afterwards
 				// rather than one wake-up each.
+				// A script turning busy ends the wait: the loop answers
+				// BUSY to its clients while the log's apply runs it.
+				busy, already := lp.s.cfg.Store.ScriptTurnsBusy()
 				lp.flushing.Store(true)
-				lp.rounds.Flush()
+				if already {
+					lp.rounds.Kick()
+				} else {
+					lp.rounds.Flush(busy)
+				}
 				lp.flushing.Store(false)
 				lp.resume() // which may enqueue again: the loop goes round
 			}
@@ -636,6 +668,29 @@ func (lp *loop) wake() {
 	for _, c := range pushed {
 		lp.takePushes(c)
 	}
+	lp.register(incoming)
+	for _, c := range killed {
+		if lp.conns[int32(c.fd)] == c {
+			lp.close(c)
+		}
+	}
+	switch {
+	case closing:
+		for _, c := range lp.conns {
+			lp.close(c)
+		}
+	case stopping:
+		for _, c := range lp.conns {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held || c.ordering) {
+				lp.close(c)
+			}
+		}
+	}
+}
+
+// register adds the accepted connections to the loop's epoll set, to be
+// read this round.
+func (lp *loop) register(incoming []*client) {
 	for _, c := range incoming {
 		// Read below, in this round; counted as entering until then
 		// (order.go).
@@ -657,23 +712,6 @@ func (lp *loop) wake() {
 		}
 		c.more = true // requests may have arrived before the registration
 		lp.ready = append(lp.ready, c)
-	}
-	for _, c := range killed {
-		if lp.conns[int32(c.fd)] == c {
-			lp.close(c)
-		}
-	}
-	switch {
-	case closing:
-		for _, c := range lp.conns {
-			lp.close(c)
-		}
-	case stopping:
-		for _, c := range lp.conns {
-			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held || c.ordering) {
-				lp.close(c)
-			}
-		}
 	}
 }
 
@@ -731,6 +769,12 @@ func (lp *loop) input(c *client) {
 	// pushes back on one that does not read them; except one that must
 	// still authenticate, read on as Redis reads it, so that its unread
 	// replies pass unauthOutputLimit and it is closed.
+	if !c.dead && !c.suspended && c.more && (!c.wantOut || c.authRequired()) && c.readAt >= lp.roundAt {
+		// Read this round already, by a busy script's serveBusy: next
+		// round, since no edge may announce what it has left.
+		lp.ready = append(lp.ready, c)
+		return
+	}
 	for !c.dead && !c.suspended && c.more && (!c.wantOut || c.authRequired()) && c.readAt < lp.roundAt {
 		if lp.s.shutdown.Load() {
 			// Shutdown: requests that arrive now are not read.
@@ -1138,3 +1182,108 @@ func (o *orderBarrier) accept(ln net.Listener) (net.Conn, error) {
 // acceptPoll bounds accept's wait for a connection, which is how long a
 // Close of the listener may wait for it.
 const acceptPoll = 50 * time.Millisecond
+
+// serveBusy answers the loop's clients while a script that c runs is
+// busy, as Redis's processEventsWhileBlocked does: it is called from the
+// script's checkpoint, on the loop's goroutine, with the store's lock
+// held by the script, every millisecond or so. It reads what has arrived
+// and runs it, which answers BUSY to all but the allow_busy commands (none
+// of which takes the store's lock), writes the replies, and takes new
+// connections. c itself is left alone until its script returns, as Redis
+// protects the script's client: its pipeline is mid-way, and what it sent
+// meanwhile is read afterwards. The rest of the loop's work (blocked
+// clients woken, messages, kills, stopping) waits for the round the script
+// interrupted.
+func (lp *loop) serveBusy(c *client) {
+	// It reads as a round of its own would, from now: a client it read
+	// before is read again (input reads a client once a round). The
+	// interrupted round keeps its own time, so what this read is read
+	// again only next round, and the loop is not quiet: another loop's
+	// ordered command waits for that round (order.go).
+	roundAt := lp.roundAt
+	lp.roundAt = monoNow()
+	lp.quiet.Store(false)
+	defer func() { lp.roundAt = roundAt }()
+	// First what the interrupted round took from the set and has not
+	// gone through yet: no edge reports it again.
+	for lp.evAt < lp.evN {
+		ev := lp.events[lp.evAt]
+		lp.evAt++
+		lp.busyEvent(c, ev)
+	}
+	n, _ := rawEpollWait(lp.epfd, lp.busyEvents)
+	for i := range max(n, 0) {
+		lp.busyEvent(c, lp.busyEvents[i])
+	}
+	for lp.readyAt < len(lp.readyNow) {
+		c2 := lp.readyNow[lp.readyAt]
+		lp.readyAt++
+		lp.busyInput(c, c2)
+	}
+	ready := lp.ready
+	lp.ready = nil
+	for _, c2 := range ready {
+		lp.busyInput(c, c2)
+	}
+	lp.flushExcept(c)
+}
+
+// busyEvent is event during c's busy script.
+func (lp *loop) busyEvent(c *client, ev unix.EpollEvent) {
+	switch c2 := lp.conns[ev.Fd]; {
+	case ev.Fd == int32(lp.evfd):
+		lp.busyWake()
+	case c2 == c:
+		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			c.more = true
+		}
+		if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.hup = true
+		}
+	case c2 != nil:
+		lp.event(c2, ev.Events)
+	}
+}
+
+// busyInput is input during c's busy script: c2's requests are read,
+// c's wait for the round.
+func (lp *loop) busyInput(c, c2 *client) {
+	if c2 == c {
+		lp.ready = append(lp.ready, c)
+		return
+	}
+	lp.input(c2)
+}
+
+// busyWake takes the eventfd's wake-up during a busy script: it registers
+// the connections accepted meanwhile, so they are served too, and leaves
+// the rest of wake's work to the interrupted round.
+func (lp *loop) busyWake() {
+	var b [8]byte
+	rawRead(lp.evfd, b[:])
+	lp.signaled.Store(false)
+	lp.wakeMissed = true
+	lp.mu.Lock()
+	incoming := lp.incoming
+	lp.incoming = nil
+	lp.mu.Unlock()
+	lp.register(incoming)
+}
+
+// flushExcept writes the round's replies so far, but c's, whose pipeline
+// is mid-way: c stays in dirty for the round's own flush.
+func (lp *loop) flushExcept(c *client) {
+	kept := false
+	for i, c2 := range lp.dirty {
+		lp.dirty[i] = nil
+		if c2 == c {
+			kept = true
+		} else if !c2.dead {
+			lp.write(c2)
+		}
+	}
+	lp.dirty = lp.dirty[:0]
+	if kept {
+		lp.dirty = append(lp.dirty, c)
+	}
+}

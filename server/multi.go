@@ -71,10 +71,12 @@ type queuedCmd struct {
 	args [][]byte
 }
 
-// watchedKey is a key WATCH recorded.
+// watchedKey is a key WATCH recorded. unseen: WATCH could not look at
+// it, a busy script holding the store (busy.go); it counts as changed.
 type watchedKey struct {
-	key  []byte
-	seen fsm.KeyVersion
+	key    []byte
+	seen   fsm.KeyVersion
+	unseen bool
 }
 
 // execSlot is one element of EXEC's reply: a reply the server wrote at
@@ -211,7 +213,8 @@ func txWatch(c *client, id int, args [][]byte) bool {
 			continue
 		}
 		key := append([]byte(nil), k...)
-		c.watched = append(c.watched, watchedKey{key: key, seen: c.s.cfg.Store.WatchKey(c.now, key)})
+		seen, ok := c.s.cfg.Store.WatchKeyServing(c.now, key)
+		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
 	c.out = appendStatus(c.out, "OK")
@@ -244,6 +247,14 @@ func txExec(c *client, id int, args [][]byte) bool {
 		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
 		c.endTransaction()
 		c.replyError(id, false, errExecAbort)
+		return true
+	}
+	if slices.ContainsFunc(c.watched, func(w watchedKey) bool { return w.unseen }) {
+		// As if a watched key changed: a null reply, nothing run.
+		c.s.showMonitorLines(c.execMonitorLines(m.queued, false, args))
+		c.endTransaction()
+		r := fsm.Reply{Kind: fsm.ReplyNilArray}
+		c.replyRaw(id, string(appendReply(nil, &r, c.proto)))
 		return true
 	}
 	// The commands the server answers see the pipeline's writes before
@@ -332,6 +343,12 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 			// SCAN past the end (see readLocal).
 			sl.raw = []byte("*2\r\n$1\r\n0\r\n*0\r\n")
 		default:
+			if fc.Op == fsm.OpEvalRO || fc.Op == fsm.OpFCallRO {
+				// A read-only script runs inside the log's apply too when
+				// EXEC holds it, where a replay runs it again with no
+				// client to kill it: it gets a write script's budget.
+				fc.Float = c.s.scriptBudget()
+			}
 			sl.sub, sl.op, sl.read = true, fc.Op, !fc.Op.IsWrite()
 			subs = append(subs, fc)
 		}

@@ -37,6 +37,10 @@ type peerPool struct {
 	timeout time.Duration
 	dial    func(addr string, timeout time.Duration) (net.Conn, error) // Server.dialNode
 	login   func() peerLogin                                           // Server.peerLogin
+	// applyingScript reports whether this node's store runs a script:
+	// the leader's reply then waits for the same entries' apply, which
+	// a long script holds up (awaitReply); nil: never.
+	applyingScript func() bool
 
 	mu     sync.Mutex // guards the fields below
 	addr   string     // the address the idle connections lead to
@@ -215,7 +219,11 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 		}
 		pc.fresh = false
 	}
-	r, err := readPeerReply(pc.br)
+	err = p.awaitReply(pc, timeout)
+	var r peerReply
+	if err == nil {
+		r, err = readPeerReply(pc.br)
+	}
 	if err != nil {
 		p.put(pc, false)
 		return peerReply{}, fmt.Errorf("%w: the connection to the leader at %s failed after the request was sent: %v", ErrUnknownOutcome, addr, err)
@@ -225,6 +233,21 @@ func (p *peerPool) roundTrip(addr string, timeout time.Duration, build func(pc *
 	// proto-max-bulk-len) the leader closes the connection.
 	p.put(pc, !(r.kind == '-' && strings.HasPrefix(r.text, "ERR Protocol error")))
 	return r, nil
+}
+
+// awaitReply waits for the first byte of the leader's reply. While this
+// node runs a script when the wait times out, it waits again: the script's
+// entry is applied on every node, the leader's too, and the writes sent
+// wait behind it there, for as long as its budget lets it run.
+func (p *peerPool) awaitReply(pc *peerConn, timeout time.Duration) error {
+	for {
+		_, err := pc.br.Peek(1)
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || !ne.Timeout() || p.applyingScript == nil || !p.applyingScript() {
+			return err
+		}
+		pc.nc.SetDeadline(time.Now().Add(timeout))
+	}
 }
 
 // encodeArgs is a request in RESP, for the leader.

@@ -41,17 +41,20 @@ type appendProposer interface {
 // that a round's batches share one write and one fsync. Each batch's done
 // is called later, from another goroutine, with what Propose would have
 // returned, once the batch is as durable as Propose promises. Flush is
-// Kick that may also wait until the batches are answered: a loop calls it
-// when every pipeline of its round waits for the log, so that it waits
-// with them (durable mode waits for the fsync under fsync always; under
-// everysec and no the answers follow the write at once, and done may come
-// after Flush whenever the log failed meanwhile). cmds may be reused once Enqueue
-// returns; done must not block. A Proposer that is not one (cluster mode's)
-// has a goroutine per connection serving the clients.
+// Kick that may also wait until the batches are answered, or until stop
+// is closed: a loop calls it when every pipeline of its round waits for
+// the log, so that it waits with them (durable mode waits for the fsync
+// under fsync always; under everysec and no the answers follow the write
+// at once, and done may come after Flush whenever the log failed
+// meanwhile), and stops waiting once a script turns busy, since the log's
+// apply then runs it and the loop's clients are to be answered BUSY.
+// cmds may be reused once Enqueue returns; done must not block. A
+// Proposer that is not one (cluster mode's) has a goroutine per
+// connection serving the clients.
 type roundProposer interface {
 	Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error))
 	Kick()
-	Flush()
+	Flush(stop <-chan struct{})
 }
 
 // MemoryProposer applies batches straight to the store: memory mode.

@@ -52,10 +52,13 @@ func (p *roundsProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, erro
 
 func (p *roundsProposer) Kick() { p.kick() }
 
-func (p *roundsProposer) Flush() {
+func (p *roundsProposer) Flush(stop <-chan struct{}) {
 	answered := p.kick()
 	if !p.late {
-		<-answered
+		select {
+		case <-answered:
+		case <-stop:
+		}
 	}
 }
 

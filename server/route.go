@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,7 +190,11 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		} else {
 			now := time.Now().UnixMilli()
 			for k := range run {
-				out = append(out, s.cfg.Store.ReadRef(now, &run[k]))
+				r, ok := s.cfg.Store.ReadServing(now, &run[k], nil)
+				if !ok {
+					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(s.cfg.Store.ScriptBusy())}
+				}
+				out = append(out, r)
 			}
 		}
 		i = j
@@ -217,11 +222,33 @@ func appendErrorReplies(out []fsm.Reply, text string, n int) []fsm.Reply {
 	return out
 }
 
-// readBarrier waits until this node may answer reads linearizably.
+// readBarrier waits until this node may answer reads linearizably. The
+// barrier waits for the store to apply the commit index, which a script
+// running inside the apply holds up: once that script is busy, the wait
+// ends with a busyError.
 func (s *Server) readBarrier() error {
+	turned, busy := s.cfg.Store.ScriptTurnsBusy()
+	if busy {
+		return s.busyNow()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel, which ends the goroutine
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ForwardTimeout)
 	defer cancel()
-	return s.cfg.Cluster.ReadBarrier(ctx)
+	wg.Go(func() {
+		select {
+		case <-turned:
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	err := s.cfg.Cluster.ReadBarrier(ctx)
+	select {
+	case <-turned:
+		return s.busyNow()
+	default:
+	}
+	return err
 }
 
 // routeBatch executes the client's batch in cluster mode and returns one

@@ -31,8 +31,10 @@ type Server struct {
 	// maxQuery is client-query-buffer-limit, read before each read.
 	maxQuery atomic.Int64
 	// luaLimit is lua-time-limit (busy-reply-threshold) in ms, nil for
-	// the default; scripts are proposed with the budget it gives.
-	luaLimit atomic.Pointer[int64]
+	// the default, which the store is given (busy.go); writeBudget is
+	// script-write-budget (config_script.go).
+	luaLimit    atomic.Pointer[int64]
+	writeBudget atomic.Int64
 	// protectedMode is protected-mode (protected.go), read at accept.
 	protectedMode atomic.Bool
 	// minReplicas is min-replicas-to-write and min-replicas-max-lag
@@ -134,8 +136,10 @@ type Server struct {
 	// Saver (backup.go).
 	saves    saveState
 	memSaver memorySaver
-	// shutdownReq is closed by the first SHUTDOWN (shutdown.go).
+	// shutdownReq is closed by the first SHUTDOWN (shutdown.go), stopNow
+	// set before when that one must not wait for a busy script.
 	shutdownReq  chan struct{}
+	stopNow      atomic.Bool
 	shutdownOnce sync.Once
 }
 
@@ -155,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		lnChanged:   make(chan struct{}, 1),
 	}
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
+	s.peers.applyingScript = cfg.Store.ScriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
@@ -166,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetNotifyHook(s.keyspaceEvents)
 	cfg.Store.SetExpiredHook(s.expireMet)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
+	cfg.Store.SetBusyThreshold(defaultLuaTimeLimit)
+	s.writeBudget.Store(DefaultScriptWriteBudget)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = newParamStore()
 	s.slowlog.init()
@@ -495,6 +502,9 @@ func (s *Server) beginStop() bool {
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
+	// A script holding the store would hold the stop up, and no client can
+	// kill it now: those a kill leaves no replica differing over end.
+	s.cfg.Store.StopScripts()
 	return true
 }
 

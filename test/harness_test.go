@@ -301,6 +301,13 @@ func startRedis(t testing.TB) *Node {
 // the test if it did not exit 0.
 func (n *Node) Start() {
 	n.t.Helper()
+	n.StartWithin(startTimeout)
+}
+
+// StartWithin is Start for a process that may take up to ready to answer
+// (a replay known to be long).
+func (n *Node) StartWithin(ready time.Duration) {
+	n.t.Helper()
 	n.mu.Lock()
 	if n.cmd != nil && !n.isExited() {
 		n.mu.Unlock()
@@ -339,7 +346,7 @@ func (n *Node) Start() {
 	if first {
 		n.t.Cleanup(n.cleanup)
 	}
-	if err := n.waitReady(startTimeout); err != nil {
+	if err := n.waitReady(ready); err != nil {
 		n.t.Fatalf("%s: not ready: %v\n%s", n.Name, err, n.LogTail(40))
 	}
 }

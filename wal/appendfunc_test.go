@@ -148,3 +148,40 @@ func TestAppendFuncFlushLazy(t *testing.T) {
 		})
 	}
 }
+
+// SyncUntil stops waiting once stop is closed; the sync goes on, and the
+// record's callback comes when its fsync returns.
+func TestSyncUntilStops(t *testing.T) {
+	release := make(chan struct{})
+	fs := &hookFS{MemFS: NewMemFS()}
+	var once sync.Once
+	started := make(chan struct{})
+	fs.sync = func(n int64, sync func() error) error {
+		once.Do(func() { close(started) })
+		<-release
+		return sync()
+	}
+	l := mustOpen(t, memOptions(t, fs, &model{}))
+	defer l.Close()
+	answered := make(chan error, 1)
+	if err := l.AppendFunc(rec(1), func(_ any, err error) { answered <- err }); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	returned := make(chan error, 1)
+	go func() { returned <- l.SyncUntil(stop) }()
+	<-started
+	close(stop)
+	if err := <-returned; err != nil {
+		t.Fatalf("SyncUntil after stop: %v", err)
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("answered (%v) before its fsync returned", err)
+	default:
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -251,6 +251,28 @@ func (l *Log) Sync() error {
 	return l.sync(false)
 }
 
+// SyncUntil is Sync that stops waiting once stop is closed, returning
+// nil: the write and fsync go on, and AppendFunc's callbacks are called
+// as they would have been.
+func (l *Log) SyncUntil(stop <-chan struct{}) error {
+	l.mu.Lock()
+	closed := l.mu.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	ch, err := l.addSyncer(false)
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-stop:
+		return nil
+	}
+}
+
 // Kick starts the write (and fsync, as the policy asks) of the records
 // AppendFunc added, without waiting.
 func (l *Log) Kick() {
@@ -262,21 +284,31 @@ func (l *Log) Kick() {
 // until the active segment has been closed. Unlike Sync it works while
 // Close waits for compactions.
 func (l *Log) sync(rotate bool) error {
+	ch, err := l.addSyncer(rotate)
+	if err != nil {
+		return err
+	}
+	return <-ch
+}
+
+// addSyncer asks the flush goroutine to sync (and rotate) and returns the
+// channel its answer comes on, which has room for it: a waiter may leave.
+func (l *Log) addSyncer(rotate bool) (chan error, error) {
 	ch := make(chan error, 1)
 	l.mu.Lock()
 	if err := l.mu.err; err != nil {
 		l.mu.Unlock()
-		return err
+		return nil, err
 	}
 	if l.mu.stop {
 		l.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	l.mu.syncers = append(l.mu.syncers, ch)
 	l.mu.rotate = l.mu.rotate || rotate
 	l.mu.Unlock()
 	l.wake()
-	return <-ch
+	return ch, nil
 }
 
 // Close stops accepting appends, waits for a running compaction, writes and

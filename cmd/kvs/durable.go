@@ -78,11 +78,11 @@ func (p *durableProposer) Enqueue(cmds []fsm.Command, done func([]fsm.Reply, err
 func (p *durableProposer) Kick() { p.log.Kick() }
 
 // Flush is Kick, then, with fsync always, a wait until what Enqueue added
-// is durable and answered. Under everysec and no it does not wait: the
-// answers follow the write, which takes no fsync.
-func (p *durableProposer) Flush() {
+// is durable and answered, or until stop is closed. Under everysec and no
+// it does not wait: the answers follow the write, which takes no fsync.
+func (p *durableProposer) Flush(stop <-chan struct{}) {
 	if p.log.Policy() == wal.FsyncAlways {
-		p.log.Sync()
+		p.log.SyncUntil(stop)
 		return
 	}
 	p.log.Kick()

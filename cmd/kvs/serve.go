@@ -448,6 +448,15 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	case s := <-sig:
 		logger.Info("shutting down", "signal", s.String())
 	case <-srv.ShutdownRequested():
+		if srv.ShutdownNow() {
+			// A busy script holds the store, and the log's apply in
+			// durable and cluster mode: a graceful stop would wait for
+			// it. The process exits as after kill -9: what the log
+			// holds is replayed at the next start, the script's entry
+			// in full.
+			logger.Warn("exiting at once: SHUTDOWN NOSAVE while a script is busy")
+			os.Exit(0)
+		}
 		logger.Info("shutting down", "reason", "SHUTDOWN command")
 	}
 	hc.phase.Store(phaseStopping)
