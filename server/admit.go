@@ -152,6 +152,13 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 	if (c.held || c.s.pauseMode.Load() != pauseNone) && !c.holdIfPaused(spec, args) {
 		return held
 	}
+	if c.serveHeld {
+		c.serveHeld = false // woken: the services ended
+	}
+	if c.s.blocked.servingN.Load() > 0 && c.fd >= 0 && c.blk == nil && !c.peer && c.script == nil &&
+		!c.s.blocked.holdUntilServed(c) {
+		return held
+	}
 	return admitted
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -191,6 +192,42 @@ type blockRegistry struct {
 	serving    map[string]uint64
 	servingSeq uint64
 	deferred   map[*waiter]struct{}
+	// servingN is len(serving), read without the lock; afterServe are
+	// the loop clients whose next command waits until no key is being
+	// served (holdUntilServed).
+	servingN   atomic.Int32
+	afterServe []*client
+}
+
+// holdUntilServed holds loop client c while keys are being served: in
+// Redis a write serves the clients it made ready before any other command
+// runs, so a client that pushed, then reads (unit/type/list's "Linked
+// LMOVEs"), sees the chain of BLMOVEs done. It reports false when c now
+// waits to be woken. Clients that are being served are not held: they are
+// what the wait is for.
+func (br *blockRegistry) holdUntilServed(c *client) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if len(br.serving) == 0 {
+		return true
+	}
+	c.serveHeld = true
+	br.afterServe = append(br.afterServe, c)
+	return false
+}
+
+// servedLocked notes that a key's service ended: once none is left, the
+// clients held for them go on.
+func (br *blockRegistry) servedLocked() {
+	br.servingN.Store(int32(len(br.serving)))
+	if len(br.serving) > 0 {
+		return
+	}
+	for i, c := range br.afterServe {
+		br.afterServe[i] = nil
+		c.lp.wakeHeld(c)
+	}
+	br.afterServe = br.afterServe[:0]
 }
 
 // popResult is the reply a replica's apply reported for a pop's token.
@@ -306,6 +343,7 @@ func (br *blockRegistry) signalLocked(keys []string) {
 		if len(q) == 0 {
 			if _, ok := br.serving[k]; ok {
 				delete(br.serving, k) // served every waiter it had
+				br.servedLocked()
 				br.wakeDeferredLocked()
 			}
 			continue
@@ -331,6 +369,7 @@ func (br *blockRegistry) startServiceLocked(k string) {
 	}
 	br.servingSeq++
 	br.serving[k] = br.servingSeq
+	br.servingN.Store(int32(len(br.serving)))
 }
 
 // pickLocked returns the key w is to try next: of the keys it was
@@ -392,6 +431,7 @@ func (br *blockRegistry) emptiedLocked(w *waiter, key string) {
 		br.startServiceLocked(key)
 	} else {
 		delete(br.serving, key)
+		br.servedLocked()
 	}
 	br.wakeDeferredLocked()
 }

@@ -146,6 +146,9 @@ type client struct {
 	readAt    int64
 	arrivedAt int64
 	entering  bool // counted in orderBarrier.entering
+	// serveHeld: a loop client held until no key is being served
+	// (blockRegistry.holdUntilServed).
+	serveHeld bool
 
 	orderedAt int64
 	orderWait *orderWaiter

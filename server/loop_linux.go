@@ -657,7 +657,7 @@ func (lp *loop) wake() {
 	stopping, closing := lp.stopping, lp.closing
 	lp.mu.Unlock()
 	for _, c := range woken {
-		if !c.dead && c.suspended && (c.waitingBlocked() || c.held) {
+		if !c.dead && c.suspended && (c.waitingBlocked() || c.held || c.serveHeld) {
 			if c.held {
 				c.setPaused(false)
 			}
@@ -681,7 +681,7 @@ func (lp *loop) wake() {
 		}
 	case stopping:
 		for _, c := range lp.conns {
-			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held || c.ordering) {
+			if c.pendingOut() == 0 && !c.ob.paused && (!c.suspended || c.waitingBlocked() || c.held || c.serveHeld || c.ordering) {
 				lp.close(c)
 			}
 		}

@@ -350,3 +350,41 @@ func TestBlockedArrivalOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestPushServesBeforeNextCommand is unit/type/list's "Linked LMOVEs" over
+// many rounds: a push that wakes a BLMOVE whose move wakes another has
+// served both before the pushing client's next command runs, as in Redis,
+// whichever event loops the three connections landed on.
+func TestPushServesBeforeNextCommand(t *testing.T) {
+	for _, m := range blockingModes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			n := startKVS(t, m.opts)
+			r := dialRaw(t, n.Addr)
+			for i := range 50 {
+				l1, l2, l3 := fmt.Sprintf("l1:%d{t}", i), fmt.Sprintf("l2:%d{t}", i), fmt.Sprintf("l3:%d{t}", i)
+				rd1, rd2 := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+				rd1.send("BLMOVE", l1, l2, "RIGHT", "LEFT", "0")
+				waitBlocked(t, n.Addr, 1)
+				rd2.send("BLMOVE", l2, l3, "LEFT", "RIGHT", "0")
+				waitBlocked(t, n.Addr, 2)
+				if v := r.Do("RPUSH", l1, "foo"); v.Str != "1" {
+					t.Fatalf("round %d: RPUSH: %+v", i, v)
+				}
+				for _, want := range []struct{ key, elems string }{{l1, ""}, {l2, ""}, {l3, "foo"}} {
+					v := r.Do("LRANGE", want.key, "0", "-1")
+					var got []string
+					for _, e := range v.Elems {
+						got = append(got, e.Str)
+					}
+					if strings.Join(got, " ") != want.elems {
+						t.Fatalf("round %d: LRANGE %s = %q, want %q", i, want.key, got, want.elems)
+					}
+				}
+				rd1.Read()
+				rd2.Read()
+				rd1.c.Close()
+				rd2.c.Close()
+			}
+		})
+	}
+}
