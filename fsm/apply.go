@@ -124,7 +124,7 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 		s.notifyAfterLocked(now, c, r, pre)
 	}
 	if !s.dirtyReported {
-		s.dirty += dirtyOf(c, &r, s.keys.writes-written)
+		s.dirty += dirtyOf(c, r, s.keys.writes-written)
 	}
 	s.dirtyReported = reported
 	return r

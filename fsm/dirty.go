@@ -17,7 +17,7 @@ package fsm
 // no reply depends on it.
 
 // dirtyRules are the ops whose count is not the keys they wrote.
-var dirtyRules = map[Op]func(c *Command, r *Reply, written int64) int64{
+var dirtyRules = map[Op]func(c *Command, r Reply, written int64) int64{
 	// The elements added or removed.
 	OpSAdd:      replyCount,
 	OpSRem:      replyCount,
@@ -35,7 +35,7 @@ var dirtyRules = map[Op]func(c *Command, r *Reply, written int64) int64{
 	OpLPop: poppedCount,
 	OpRPop: poppedCount,
 	OpSPop: poppedCount,
-	OpZPop: func(c *Command, r *Reply, _ int64) int64 {
+	OpZPop: func(c *Command, r Reply, _ int64) int64 {
 		switch {
 		case r.Kind == ReplyError:
 			return 0
@@ -46,15 +46,15 @@ var dirtyRules = map[Op]func(c *Command, r *Reply, written int64) int64{
 		}
 		return 0
 	},
-	OpLMPop: func(c *Command, r *Reply, _ int64) int64 { return mpopCount(c.Flags&FlagListBPop != 0, r) },
-	OpZMPop: func(c *Command, r *Reply, _ int64) int64 { return mpopCount(c.Flags&FlagZBPop != 0, r) },
+	OpLMPop: func(c *Command, r Reply, _ int64) int64 { return mpopCount(c.Flags&FlagListBPop != 0, &r) },
+	OpZMPop: func(c *Command, r Reply, _ int64) int64 { return mpopCount(c.Flags&FlagZBPop != 0, &r) },
 	// One change for the move, however many keys it wrote.
 	OpRename:   atMostOne,
 	OpRenameNX: atMostOne,
 	OpLMove:    atMostOne,
 	// SORT ... STORE counts the elements stored, or the destination it
 	// deleted.
-	OpSortStore: func(c *Command, r *Reply, written int64) int64 {
+	OpSortStore: func(c *Command, r Reply, written int64) int64 {
 		if r.Kind == ReplyInt && r.Int > 0 {
 			return r.Int
 		}
@@ -76,7 +76,7 @@ var dirtyRules = map[Op]func(c *Command, r *Reply, written int64) int64{
 }
 
 // dirtyRuleOf is dirtyRules by op number: every write looks its op up.
-var dirtyRuleOf = func() (t [opLimit]func(c *Command, r *Reply, written int64) int64) {
+var dirtyRuleOf = func() (t [opLimit]func(c *Command, r Reply, written int64) int64) {
 	for op, rule := range dirtyRules {
 		t[op] = rule
 	}
@@ -84,7 +84,7 @@ var dirtyRuleOf = func() (t [opLimit]func(c *Command, r *Reply, written int64) i
 }()
 
 // dirtyOf is the change c made, by its rule or the keys it wrote.
-func dirtyOf(c *Command, r *Reply, written int64) int64 {
+func dirtyOf(c *Command, r Reply, written int64) int64 {
 	if c.Op < opLimit {
 		if rule := dirtyRuleOf[c.Op]; rule != nil {
 			return rule(c, r, written)
@@ -104,15 +104,15 @@ func (s *Store) reportDirtyLocked(n int64) {
 // apply: without the lock, which a busy script may hold (INFO asks).
 func (s *Store) Dirty() int64 { return s.dirtyPub.Load() }
 
-func replyCount(_ *Command, r *Reply, _ int64) int64 {
+func replyCount(_ *Command, r Reply, _ int64) int64 {
 	if r.Kind == ReplyInt && r.Int > 0 {
 		return r.Int
 	}
 	return 0
 }
 
-func ifWritten(n func(c *Command) int64) func(*Command, *Reply, int64) int64 {
-	return func(c *Command, _ *Reply, written int64) int64 {
+func ifWritten(n func(c *Command) int64) func(*Command, Reply, int64) int64 {
+	return func(c *Command, _ Reply, written int64) int64 {
 		if written == 0 {
 			return 0
 		}
@@ -120,20 +120,20 @@ func ifWritten(n func(c *Command) int64) func(*Command, *Reply, int64) int64 {
 	}
 }
 
-func atMostOne(_ *Command, _ *Reply, written int64) int64 { return min(written, 1) }
+func atMostOne(_ *Command, _ Reply, written int64) int64 { return min(written, 1) }
 
-func ifOK(_ *Command, r *Reply, _ int64) int64 {
+func ifOK(_ *Command, r Reply, _ int64) int64 {
 	if r.Kind == ReplyError {
 		return 0
 	}
 	return 1
 }
 
-func none(*Command, *Reply, int64) int64 { return 0 }
+func none(*Command, Reply, int64) int64 { return 0 }
 
 // poppedCount is the elements a pop's reply holds: one bulk, or a count's
 // array.
-func poppedCount(_ *Command, r *Reply, _ int64) int64 { return replyElems(r) }
+func poppedCount(_ *Command, r Reply, _ int64) int64 { return replyElems(&r) }
 
 // mpopCount is the elements an LMPOP or ZMPOP (or a blocking pop's
 // non-blocking form) popped: [key, elements], or one with the blocking
