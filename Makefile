@@ -56,7 +56,8 @@ fuzz:
 memtier: build
 	BENCH_MODE=$(BENCH_MODE) BENCH_TIME=$(BENCH_TIME) bash test/memtier.sh
 
-# Side-by-side with redis-server, client pinned to one core and servers to
+# Side-by-side with redis-server (and valkey-server where installed: VALKEY
+# or PATH), client pinned to one core and servers to
 # the other: redis-benchmark SET/GET at -P 1 and 16, the memtier workload in
 # every mode (BENCH_TIME seconds each, 20 unless given), and valkey's
 # SET/GET/INCR by value size and pipeline. ROUNDS, MODES and TABLES narrow
