@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"kvs/bench"
 )
 
 // version is reported by `kvs version`, INFO server and HELLO.
@@ -43,7 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "status":
 		return statusCmd(args[1:], stdout, stderr)
 	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
+		return bench.Main(args[1:], stdout, stderr)
 	case "backup":
 		return backupCmd(args[1:], stdout, stderr)
 	case "restore":

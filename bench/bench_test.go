@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -323,7 +323,7 @@ func TestBenchCountsMisses(t *testing.T) {
 func TestBenchErrorRepliesFailTheRun(t *testing.T) {
 	f := startFakeRESP(t, 1, "ERR fake failure")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--port", strconv.Itoa(f.port()), "--threads", "1", "--clients", "2",
+	code := Main([]string{"--port", strconv.Itoa(f.port()), "--threads", "1", "--clients", "2",
 		"--requests", "5", "--quiet"}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, stderr.String())
@@ -341,7 +341,7 @@ func TestBenchRefusedConnection(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"bench", "--port", strconv.Itoa(port), "--requests", "1", "--quiet"}, &stdout, &stderr); code != 1 {
+	if code := Main([]string{"--port", strconv.Itoa(port), "--requests", "1", "--quiet"}, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit %d against a closed port, want 1\n%s", code, stderr.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kvs bench is a load generator shaped like memtier_benchmark, so that the
 // reference workload (make memtier) runs where memtier is not installed and
@@ -20,10 +20,11 @@ package main
 // goroutine on that many OS threads, the nearest thing to memtier's one
 // event loop per thread.
 //
-// Files: bench.go (flags, configuration, running), bench_client.go (one
+// Files: bench.go (flags, configuration, running), client.go (one
 // connection's hot path: encoder, workload, replies read with
-// resp.SkipReply), bench_report.go (statistics, the summary table and the
-// JSON file).
+// resp.SkipReply), report.go (statistics, the summary table and the JSON
+// file). cmd/kvs runs it as its bench subcommand (Main); it needs nothing
+// of the server.
 
 import (
 	"context"
@@ -238,7 +239,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	return cfg, cfg.Validate()
 }
 
-func benchCmd(args []string, stdout, stderr io.Writer) int {
+// Main runs kvs bench with args (the flags after "bench"), reporting to
+// stdout and stderr, and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseBenchFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
