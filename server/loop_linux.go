@@ -759,6 +759,17 @@ func (lp *loop) event(c *client, events uint32) {
 // a request that arrived before another loop's PUBLISH must run before it
 // (order.go).
 func (lp *loop) input(c *client) {
+	if ps := c.ps; ps != nil && !c.dead {
+		// Messages published before what c sent next go out before its
+		// replies, as Redis writes them into c's buffer at once: take
+		// them now rather than when the publisher's wake-up arrives.
+		ps.mu.Lock()
+		queued := ps.queued
+		ps.mu.Unlock()
+		if queued {
+			lp.takePushes(c)
+		}
+	}
 	if c.ob.paused && !c.dead {
 		// A pipeline paused after a slice of output goes on (endSlice).
 		c.ob.paused = false
