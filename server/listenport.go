@@ -62,9 +62,7 @@ func (s *Server) installListener(ln net.Listener) {
 	}
 	if ln != nil {
 		s.warnExposed(ln.Addr())
-		if len(s.loops) > 1 {
-			stampArrivals(s, ln)
-		}
+		stampArrivals(s, ln)
 	}
 	select {
 	case s.lnChanged <- struct{}{}:

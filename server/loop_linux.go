@@ -212,9 +212,10 @@ func (r *fdReader) Read(p []byte) (int, error) {
 // (order.go). On the listener it also keeps the kernel stamping while no
 // connection is open, so a new connection's first request is stamped too.
 // A kernel that refuses leaves requests ordered by the time they are read.
+// Only where there are loops to order: with one, it reads in arrival order.
 func stampArrivals(s *Server, ln net.Listener) {
 	sc, ok := ln.(syscall.Conn)
-	if !ok {
+	if len(s.loops) < 2 || !ok {
 		return
 	}
 	rc, err := sc.SyscallConn()

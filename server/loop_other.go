@@ -21,8 +21,8 @@ type loop struct {
 // fdReader is loop_linux.go's socket reader.
 type fdReader struct{}
 
-func (*client) kernelArrival() int64 { return 0 }
-func stampArrivals(net.Listener)     {}
+func (*client) kernelArrival() int64      { return 0 }
+func stampArrivals(*Server, net.Listener) {}
 
 func newLoops(*Server, int) ([]*loop, error) {
 	return nil, errors.New("server: no event loop on this system")

@@ -255,9 +255,7 @@ func (s *Server) Serve() error {
 			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
 		}
 		s.loops = lps
-		if len(lps) > 1 {
-			stampArrivals(s, ln)
-		}
+		stampArrivals(s, ln)
 		for _, lp := range lps {
 			s.wg.Add(1)
 			go func() {
