@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -28,8 +29,17 @@ import (
 // Data and read buffers, the two parts that clients make large, so follow
 // writes and disconnections at once, as Redis's counters do; the rest
 // (output buffers, scripts, Raft's log cache) is as of the last
-// collection. A sample of all three is taken when the cron loop sees that
-// a collection has run. The figure counts on the write path only an
+// collection.
+//
+// A sample of all three must be taken as close to the collection as can
+// be: the data counted in the live heap is the data as the collection
+// found it, and keys deleted between the collection and the sample would
+// be counted twice over (in the live heap, and no longer in the change
+// since), until the next collection, which an idle server may not run for
+// minutes; "SET after DEL" would be refused with OOM. So the sample is
+// taken by a finalizer that the runtime runs right after each collection
+// (gcSentinel). The cron loop samples itself only before the first
+// collection, and when the finalizer has fallen behind for a second. The figure counts on the write path only an
 // atomic add when a read buffer changes size (rarely: it grows for a large
 // request and shrinks when idle) and the loads of the OOM check.
 //
@@ -72,10 +82,20 @@ type memGauge struct {
 	// used_memory_startup).
 	startup atomic.Int64
 
-	mu         sync.Mutex // serialises refresh and collect; guards the fields below
+	// watching is set while a gcSentinel samples after each collection.
+	watching atomic.Bool
+
+	mu         sync.Mutex // serialises sampling and collect; guards the fields below
 	samples    []metrics.Sample
 	lastForced time.Time
+	// behind counts the cron ticks that saw a collection the finalizer
+	// has not sampled yet.
+	behind int
 }
+
+// behindTicks is how many cron ticks refresh waits for the finalizer's
+// sample of a collection before taking one itself.
+const behindTicks = 10
 
 // memSample is the live heap after one collection, with the data and
 // read-buffer bytes taken at the same time. Immutable.
@@ -86,15 +106,50 @@ type memSample struct {
 	clients int64
 }
 
-// refresh takes a new sample when a collection has run since the last
-// one; the cron loop calls it every tick.
+// refresh is the cron loop's, every tick: it samples before the first
+// collection (the heap in use, so that what the process allocates as it
+// starts counts), and when the finalizer has not sampled the latest
+// collection for behindTicks ticks (its goroutine is shared with every
+// other finalizer in the process).
 func (g *memGauge) refresh(data func() int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.refreshLocked(data)
+	cycles, live := g.readLocked()
+	cur := g.cur.Load()
+	switch {
+	case cur != nil && cur.cycles == cycles && live != 0:
+		g.behind = 0
+		return
+	case cur != nil && live != 0 && cur.live != 0 && g.watching.Load():
+		if g.behind++; g.behind < behindTicks {
+			return
+		}
+	}
+	if live == 0 {
+		// No collection yet: the heap in use now.
+		live = int64(uint64Sample(g.samples[2]))
+	}
+	g.storeLocked(cycles, live, data)
 }
 
-func (g *memGauge) refreshLocked(data func() int64) {
+// afterCollection is the finalizer's: it samples the collection that has
+// just run. When a refresh or a forced collection holds the gauge, that
+// one samples instead.
+func (g *memGauge) afterCollection(data func() int64) {
+	if !g.mu.TryLock() {
+		return
+	}
+	defer g.mu.Unlock()
+	if cycles, live := g.readLocked(); live != 0 {
+		if cur := g.cur.Load(); cur == nil || cur.live == 0 || cycles > cur.cycles {
+			g.storeLocked(cycles, live, data)
+		}
+	}
+}
+
+// readLocked reads the collections completed and the live heap of the
+// last one (0 before the first).
+func (g *memGauge) readLocked() (cycles uint64, live int64) {
 	if g.samples == nil {
 		g.samples = []metrics.Sample{
 			{Name: "/gc/cycles/total:gc-cycles"},
@@ -103,23 +158,47 @@ func (g *memGauge) refreshLocked(data func() int64) {
 		}
 	}
 	metrics.Read(g.samples)
-	cycles := uint64Sample(g.samples[0])
-	live := int64(uint64Sample(g.samples[1]))
-	if cur := g.cur.Load(); cur != nil && cur.cycles == cycles && live != 0 {
-		return
-	}
-	if live == 0 {
-		// No collection yet: the heap in use now, taken anew each tick
-		// until one has run, so that what the process allocates as it
-		// starts counts.
-		live = int64(uint64Sample(g.samples[2]))
-	}
+	return uint64Sample(g.samples[0]), int64(uint64Sample(g.samples[1]))
+}
+
+func (g *memGauge) storeLocked(cycles uint64, live int64, data func() int64) {
+	g.behind = 0
 	g.cur.Store(&memSample{cycles: cycles, live: live, data: data(), clients: g.clients.Load()})
 	if cycles >= g.unaccountedGC.Load()+2 {
 		// A collection began after the unaccounted buffers went: they
 		// are not in this sample's live part.
 		g.unaccounted.Store(0)
 	}
+}
+
+// gcSentinel is an object nothing refers to, whose finalizer the runtime
+// runs once the next collection has found it unreachable: it arms a new
+// sentinel and samples that collection, until the server stops. The
+// sample misses by what is deleted while the collection marks and before
+// the finalizer runs, milliseconds rather than a cron tick. A sentinel
+// armed while a collection marks outlives it; the next collection is
+// sampled, and the cron loop's refresh covers a long gap.
+type gcSentinel struct {
+	g    *memGauge
+	data func() int64
+}
+
+// watch starts sampling after every collection; unwatch stops it.
+func (g *memGauge) watch(data func() int64) {
+	g.watching.Store(true)
+	armSentinel(g, data)
+}
+
+func (g *memGauge) unwatch() { g.watching.Store(false) }
+
+func armSentinel(g *memGauge, data func() int64) {
+	runtime.SetFinalizer(&gcSentinel{g: g, data: data}, func(s *gcSentinel) {
+		if !s.g.watching.Load() {
+			return
+		}
+		armSentinel(s.g, s.data)
+		s.g.afterCollection(s.data)
+	})
 }
 
 // used is the figure as of now.
@@ -175,7 +254,8 @@ func (g *memGauge) collectLocked(data func() int64) {
 	debug.FreeOSMemory()
 	g.unaccounted.Add(-gone)
 	g.lastForced = time.Now()
-	g.refreshLocked(data)
+	cycles, live := g.readLocked()
+	g.storeLocked(cycles, live, data)
 }
 
 func uint64Sample(s metrics.Sample) uint64 {

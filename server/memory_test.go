@@ -3,8 +3,11 @@ package server
 import (
 	"io"
 	"net"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +37,65 @@ func TestUsedMemoryFormula(t *testing.T) {
 	g.clients.Store(-100 << 20)
 	if u := g.used(dataBytes); u != 0 {
 		t.Fatalf("never negative: %d", u)
+	}
+}
+
+// TestUsedMemorySampledAtCollection: the sample of a collection holds the
+// data as that collection found it, however late the cron loop looks. Keys
+// deleted after the collection stop counting at once, as in Redis: before,
+// a cron tick after the deletions sampled the live heap (still holding
+// them) with the data without them, and counted them until the next
+// collection. A collection the test does not control (the runtime's own)
+// between the steps makes the round inconclusive; it is tried again.
+func TestUsedMemorySampledAtCollection(t *testing.T) {
+	var g memGauge
+	var data atomic.Int64
+	dataBytes := func() int64 { return data.Load() }
+	g.watch(dataBytes)
+	defer g.unwatch()
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	const size = 64 << 20
+	for round := 0; ; round++ {
+		if round == 20 {
+			t.Fatal("every round met a collection of the runtime's own")
+		}
+		held := make([]byte, size)
+		data.Store(size)
+		// Collect until the finalizer has sampled the latest collection
+		// (a sentinel armed while a collection marks outlives it, and
+		// waits for the next).
+		var c uint64
+		for i := 0; ; i++ {
+			if i == 1000 {
+				t.Fatal("no collection was sampled: the finalizer does not run")
+			}
+			runtime.GC()
+			c = cycles()
+			time.Sleep(time.Millisecond)
+			if cur := g.cur.Load(); cur != nil && cur.cycles == c {
+				break
+			}
+		}
+		runtime.KeepAlive(held)
+		held = nil
+		data.Store(0) // the keys are deleted
+		g.refresh(dataBytes)
+		cur := g.cur.Load()
+		used := g.used(dataBytes)
+		if cycles() != c {
+			continue
+		}
+		if cur.data != size {
+			t.Fatalf("the collection's sample holds %d bytes of data, want %d as it found them", cur.data, size)
+		}
+		if want := max(0, cur.live-size); used != want {
+			t.Fatalf("used memory after the deletions %d, want %d (live heap %d less the data deleted)", used, want, cur.live)
+		}
+		return
 	}
 }
 

@@ -189,6 +189,7 @@ func New(cfg Config) (*Server, error) {
 	s.configDefaults = s.configParams()
 	s.replID = randomHex(20)
 	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
+	s.mem.watch(cfg.Store.DataBytes)
 	return s, nil
 }
 
@@ -497,6 +498,7 @@ func (s *Server) beginStop() bool {
 	if s.cronStop != nil {
 		close(s.cronStop)
 	}
+	s.mem.unwatch()
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
