@@ -16,7 +16,7 @@ build:
 # The server's tests run twice: with memory mode's event loops (the default)
 # and with a goroutine per connection (durable and cluster mode's way).
 test: vet
-	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/ ./cmd/... ./bench/ ./backup/ ./test/powercut/
+	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/ ./group/ ./cmd/... ./bench/ ./backup/ ./test/powercut/
 	KVS_TEST_CONN_GOROUTINES=1 $(GO) test -race -count=1 ./server/
 	$(GO) test -count=1 -timeout 15m ./test/
 
@@ -33,7 +33,7 @@ fmt:
 BENCH_E2E_OPS ?= 20000
 bench:
 	@mkdir -p dist
-	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./cmd/kvs/ ./bench/ | tee dist/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./group/ ./cmd/kvs/ ./bench/ | tee dist/bench.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) -benchtime 3s ./cluster/ | tee -a dist/bench.txt
 	$(GO) test -run '^$$' -bench . -count=$(BENCH_COUNT) -benchtime $(BENCH_E2E_OPS)x ./test/ | tee -a dist/bench.txt
 

@@ -2,8 +2,9 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"kvs/group"
 )
 
 // Cluster is the server's view of the Raft layer in cluster mode
@@ -85,17 +86,18 @@ type ClusterStatus struct {
 	LeaderAddr                   string // the leader's RESP address, empty when unknown
 }
 
-// Errors a cluster-mode Proposer (and Cluster) returns, wrapped with detail.
-// The server tells clients which case they are in, because a client must
-// retry the first two and must not blindly retry the third.
+// Errors a cluster-mode Proposer (and Cluster) returns, wrapped with detail:
+// a group's (package group). The server tells clients which case they are
+// in, because a client must retry the first two and must not blindly retry
+// the third.
 var (
 	// ErrNotLeader: this node is not the leader; the write was not
 	// submitted, so it certainly did not apply.
-	ErrNotLeader = errors.New("not the leader")
+	ErrNotLeader = group.ErrNotLeader
 	// ErrNoLeader: no leader is known; the write certainly did not apply.
-	ErrNoLeader = errors.New("no leader")
+	ErrNoLeader = group.ErrNoLeader
 	// ErrUnknownOutcome: the write was submitted but its fate is unknown
 	// (leadership lost mid-round, timed out after submission, the leader's
 	// connection dropped after the request was sent). It may have applied.
-	ErrUnknownOutcome = errors.New("outcome unknown")
+	ErrUnknownOutcome = group.ErrUnknownOutcome
 )

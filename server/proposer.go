@@ -1,10 +1,10 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"kvs/fsm"
+	"kvs/group"
 )
 
 // A Proposer makes a batch of write commands happen, in order, and returns
@@ -26,7 +26,7 @@ type Proposer interface {
 // writes while its append-only file cannot be written: "MISCONF Errors
 // writing to the AOF file: " and the OS's error text. Reads go on being
 // served meanwhile.
-var ErrLogWrite = errors.New("log write failed")
+var ErrLogWrite = group.ErrLogWrite
 
 // An appendProposer is a Proposer that can append the replies to a buffer
 // the caller reuses, saving an allocation per batch. The replies are the

@@ -12,25 +12,14 @@ import (
 	"time"
 
 	"kvs/backup"
-	"kvs/cluster"
+	"kvs/group"
 	"kvs/resp"
-	"kvs/wal"
 )
 
 // `kvs backup ADDR FILE` asks the node at ADDR for KVS.BACKUP and writes
 // the stream to FILE.tmp, checks it whole (header, length, checksum),
 // fsyncs it, renames it to FILE and fsyncs the directory: FILE is either
 // absent or a complete, verified backup.
-
-// durableSaver is SAVE and BGSAVE in durable mode: a compaction now.
-type durableSaver struct{ log *wal.Log }
-
-func (s durableSaver) Save() error { return s.log.Compact() }
-
-// clusterSaver is SAVE and BGSAVE in cluster mode: a raft snapshot now.
-type clusterSaver struct{ node *cluster.Node }
-
-func (s clusterSaver) Save() error { return s.node.Snapshot() }
 
 func backupCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kvs backup", flag.ContinueOnError)
@@ -137,7 +126,7 @@ func takeBackup(addr, path string, timeout time.Duration, user, password string)
 		return backup.Header{}, 0, err
 	}
 	ok = true
-	if err := syncParent(path); err != nil {
+	if err := group.SyncParent(path); err != nil {
 		return h, size, fmt.Errorf("%s written, but its directory could not be fsynced: %w", path, err)
 	}
 	return h, size, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"kvs/fsm"
+	"kvs/group"
 	"kvs/server"
 	"kvs/wal"
 )
@@ -43,13 +44,13 @@ func TestCollectorGather(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := serveFlags{dataDir: t.TempDir(), fsync: "always"}
-	log, err := openLog(f, wal.FsyncAlways, store, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	g, err := group.OpenDurable(store, group.DurableOptions{Dir: t.TempDir(), Fsync: wal.FsyncAlways,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
-	p := &durableProposer{log: log}
+	defer g.Close()
+	log, p := g.Log(), g.Proposer()
 	if _, err := p.Propose([]fsm.Command{{Op: fsm.OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}}); err != nil {
 		t.Fatal(err)
 	}

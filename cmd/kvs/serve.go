@@ -17,6 +17,7 @@ import (
 
 	"kvs/cluster"
 	"kvs/fsm"
+	"kvs/group"
 	"kvs/server"
 	"kvs/wal"
 )
@@ -310,22 +311,29 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ensureProcs()
 		start := time.Now()
 		var err error
-		node, hadState, err = openCluster(f, store, tlsState, logger)
+		o := group.RaftOptions{
+			DataDir: f.dataDir, NodeID: f.nodeID, RaftAddr: f.raftAddr, Bootstrap: f.bootstrap, Logger: logger,
+			SnapshotThreshold: f.snapshotEntries, TrailingLogs: f.trailingLogs, SnapshotInterval: f.snapshotEvery,
+			Repair: f.repair, RepairAllowEmpty: f.repairEmpty,
+		}
+		if f.tls.clusterOn() {
+			o.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
+		}
+		g, had, err := group.OpenRaft(store, o)
 		if err != nil {
 			return err
 		}
-		defer node.Close()
+		defer g.Close()
+		node, hadState = g.Node(), had
 		leaders = watchLeader(node)
 		defer leaders.stop()
 		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
 			"dir", f.dataDir, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
-		p := newRaftProposer(node)
-		defer p.stop()
-		view.propose = p.Propose
-		cfg.Proposer = p
+		view.propose = g.Proposer().Propose
+		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
-		cfg.Saver = clusterSaver{node}
+		cfg.Saver = g
 		cfg.LinearizableReads = f.reads == "linearizable"
 		logs = clusterLogState(node)
 		cfg.Info = infoFuncs(clusterPersistenceInfo(f, logs), raftInfo(node, leaders))
@@ -342,17 +350,21 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return fmt.Errorf("--fsync: %w", err)
 		}
 		start := time.Now()
-		log, err = openLog(f, policy, store, logger, fsyncs.observe)
+		g, err := group.OpenDurable(store, group.DurableOptions{
+			Dir: f.dataDir, Fsync: policy, SegmentSize: f.segment, CompactBytes: f.compact,
+			Repair: f.repair, RepairAllowEmpty: f.repairEmpty, Logger: logger, OnFsync: fsyncs.observe,
+		})
 		if err != nil {
 			return err
 		}
-		defer log.Close()
+		defer g.Close()
+		log = g.Log()
 		st := log.Stats()
 		logger.Info("append log recovered", "dir", f.dataDir, "fsync", f.fsync,
 			"last_index", st.LastIndex, "snapshot_index", st.SnapshotIndex,
 			"keys", store.Stats(time.Now().UnixMilli()).Keys, "took", time.Since(start).Round(time.Millisecond))
-		cfg.Proposer = &durableProposer{log: log}
-		cfg.Saver = durableSaver{log}
+		cfg.Proposer = g.Proposer()
+		cfg.Saver = g
 		cfg.LogWriteErr = log.Err
 		cfg.Info = persistenceInfo(f, log)
 		logs = durableLogState(log)

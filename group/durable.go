@@ -1,4 +1,4 @@
-package main
+package group
 
 import (
 	"errors"
@@ -9,9 +9,34 @@ import (
 	"time"
 
 	"kvs/fsm"
-	"kvs/server"
 	"kvs/wal"
 )
+
+// DurableOptions configure a durable group's append log.
+type DurableOptions struct {
+	Dir          string     // the data dir: segments and snapshots
+	Fsync        wal.Policy // when the log is fsynced
+	SegmentSize  int64      // 0: the wal's default
+	CompactBytes int64      // 0: the wal's default
+	// Repair cuts the log at the first corrupt record (keeping a .broken
+	// copy) instead of refusing to start; RepairAllowEmpty lets it go
+	// ahead when nothing would be left.
+	Repair, RepairAllowEmpty bool
+	Logger                   *slog.Logger
+	// OnFsync, when not nil, hears of every fsync (for the metrics).
+	OnFsync func(time.Duration, int)
+}
+
+// OpenDurable opens (and recovers) the append log in o.Dir, restoring
+// store from the newest snapshot and replaying the records after it, and
+// returns the group whose writes go through it.
+func OpenDurable(store *fsm.Store, o DurableOptions) (*Group, error) {
+	log, err := openLog(o, store)
+	if err != nil {
+		return nil, err
+	}
+	return &Group{store: store, log: log, proposer: &durableProposer{log: log}}, nil
+}
 
 // durableProposer is the proposer of durable mode: a batch becomes one log
 // record; the wal applies it to the store once it is durable (fsync always)
@@ -44,15 +69,6 @@ func (p *durableProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 		return nil, logErr(err)
 	}
 	return res.([]fsm.Reply), nil
-}
-
-// logErr tells the server which of the log's errors mean it cannot write
-// (the write refused, Redis's MISCONF).
-func logErr(err error) error {
-	if errors.Is(err, wal.ErrWriteFailed) {
-		return fmt.Errorf("%w: %w", server.ErrLogWrite, err)
-	}
-	return err
 }
 
 // Enqueue adds the batch to the log without writing it or waiting; done
@@ -108,20 +124,17 @@ func recordKeys(rec []byte) ([]string, error) {
 	return out, nil
 }
 
-// openLog opens (and recovers) the append log in f.dataDir, restoring the
-// store from the newest snapshot and replaying the records after it.
-// onFsync, when not nil, hears of every fsync (for the metrics).
-func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Logger, onFsync func(time.Duration, int)) (*wal.Log, error) {
+func openLog(o DurableOptions, store *fsm.Store) (*wal.Log, error) {
 	l, err := wal.Open(wal.Options{
-		Dir:              f.dataDir,
-		Fsync:            policy,
-		SegmentSize:      f.segment,
-		CompactBytes:     f.compact,
-		Repair:           f.repair,
-		RepairAllowEmpty: f.repairEmpty,
+		Dir:              o.Dir,
+		Fsync:            o.Fsync,
+		SegmentSize:      o.SegmentSize,
+		CompactBytes:     o.CompactBytes,
+		Repair:           o.Repair,
+		RepairAllowEmpty: o.RepairAllowEmpty,
 		RecordKeys:       recordKeys,
-		Logger:           logger,
-		OnFsync:          onFsync,
+		Logger:           o.Logger,
+		OnFsync:          o.OnFsync,
 		Apply: func(index uint64, rec []byte) any {
 			now, cmds, err := fsm.DecodeEntry(rec)
 			if err != nil {
@@ -147,7 +160,7 @@ func openLog(f serveFlags, policy wal.Policy, store *fsm.Store, logger *slog.Log
 	switch {
 	case errors.Is(err, wal.ErrRepairEmpty):
 		err = fmt.Errorf("%w (pass --repair-allow-empty as well to start empty; the cut files are kept as .broken)", err)
-	case errors.Is(err, wal.ErrCorrupt) && !f.repair:
+	case errors.Is(err, wal.ErrCorrupt) && !o.Repair:
 		err = fmt.Errorf("%w (--repair cuts what the log above says and keeps a .broken copy of it)", err)
 	}
 	return l, err

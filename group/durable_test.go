@@ -1,9 +1,8 @@
-package main
+package group
 
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +19,12 @@ import (
 func openDurable(tb testing.TB) (*fsm.Store, *durableProposer) {
 	tb.Helper()
 	store := fsm.NewStore()
-	f := serveFlags{dataDir: tb.TempDir(), fsync: "always"}
-	log, err := openLog(f, wal.FsyncAlways, store, nil, nil)
+	g, err := OpenDurable(store, DurableOptions{Dir: tb.TempDir(), Fsync: wal.FsyncAlways})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { log.Close() })
-	return store, &durableProposer{log: log}
+	tb.Cleanup(func() { g.Close() })
+	return store, g.proposer.(*durableProposer)
 }
 
 func setCmd(key, value []byte) []fsm.Command {
@@ -37,11 +35,11 @@ func setCmd(key, value []byte) []fsm.Command {
 // back through the log, and a reopened log restores the same store.
 func TestDurableProposerRecovers(t *testing.T) {
 	store, dir := fsm.NewStore(), t.TempDir()
-	log, err := openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, store, nil, nil)
+	g, err := OpenDurable(store, DurableOptions{Dir: dir, Fsync: wal.FsyncAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &durableProposer{log: log}
+	p := g.Proposer()
 	for i := range 100 {
 		replies, err := p.Propose(append(setCmd([]byte("k"+strconv.Itoa(i)), []byte("v")),
 			fsm.Command{Op: fsm.OpIncrBy, Args: [][]byte{[]byte("n")}, Int: 1}))
@@ -52,16 +50,16 @@ func TestDurableProposerRecovers(t *testing.T) {
 			t.Fatalf("batch %d: replies %+v", i, replies)
 		}
 	}
-	if err := log.Close(); err != nil {
+	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	again := fsm.NewStore()
-	log, err = openLog(serveFlags{dataDir: dir}, wal.FsyncAlways, again, nil, nil)
+	g, err = OpenDurable(again, DurableOptions{Dir: dir, Fsync: wal.FsyncAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
+	defer g.Close()
 	r := again.Read(0, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("n")}})
 	if string(r.Bulk) != "100" {
 		t.Fatalf("counter after replay = %q, want 100", r.Bulk)
@@ -109,20 +107,6 @@ func BenchmarkPutDurableParallel(b *testing.B) {
 	after := p.log.Stats()
 	if fsyncs := after.Fsyncs - before.Fsyncs; fsyncs > 0 {
 		b.ReportMetric(float64(after.RecordsFsynced-before.RecordsFsynced)/float64(fsyncs), "records/fsync")
-	}
-}
-
-func TestEnsureProcs(t *testing.T) {
-	prev := runtime.GOMAXPROCS(1)
-	defer runtime.GOMAXPROCS(prev)
-	ensureProcs()
-	if got := runtime.GOMAXPROCS(0); got < minProcs {
-		t.Fatalf("GOMAXPROCS after ensureProcs = %d, want at least %d", got, minProcs)
-	}
-	runtime.GOMAXPROCS(minProcs + 1)
-	ensureProcs()
-	if got := runtime.GOMAXPROCS(0); got != minProcs+1 {
-		t.Fatalf("ensureProcs lowered GOMAXPROCS from %d to %d", minProcs+1, got)
 	}
 }
 
