@@ -37,6 +37,12 @@ type Config struct {
 	// TLS, when set, runs Raft's transport over mutual TLS (tls.go). Nil:
 	// plain TCP.
 	TLS *TLS
+	// Mux, when set, carries the node's Raft traffic as group Group on a
+	// port shared with the node's other groups (mux.go), instead of a
+	// listener of its own on RaftAddr; RaftAddr must then be the Mux's
+	// address, and TLS is the Mux's business.
+	Mux   *Mux
+	Group uint32
 
 	HeartbeatTimeout   time.Duration // (500ms)
 	ElectionTimeout    time.Duration // (500ms)
@@ -91,6 +97,14 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
 		return fmt.Errorf("cluster: Config.RaftAddr %q: %w", c.RaftAddr, err)
+	}
+	if c.Mux != nil {
+		switch {
+		case c.TLS != nil:
+			return errors.New("cluster: Config.TLS with Config.Mux: the Mux's listener carries TLS")
+		case c.RaftAddr != c.Mux.Addr().String():
+			return fmt.Errorf("cluster: Config.RaftAddr %q is not the Mux's address %s", c.RaftAddr, c.Mux.Addr())
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"HeartbeatTimeout": c.HeartbeatTimeout, "ElectionTimeout": c.ElectionTimeout,

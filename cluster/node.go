@@ -198,11 +198,19 @@ func Open(cfg Config) (*Node, error) {
 	}
 	// advertise nil: raft advertises the bound address, and refuses one
 	// such as 0.0.0.0 that peers could not dial.
-	if cfg.TLS != nil {
+	switch {
+	case cfg.Mux != nil:
+		var layer raft.StreamLayer
+		if layer, err = cfg.Mux.Layer(cfg.Group); err == nil {
+			n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+				Stream: layer, MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
+			})
+		}
+	case cfg.TLS != nil:
 		n.trans, err = newTLSTransport(cfg.RaftAddr, cfg.TLS, &raft.NetworkTransportConfig{
 			MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
 		})
-	} else {
+	default:
 		n.trans, err = newTCPTransport(cfg.RaftAddr, &raft.NetworkTransportConfig{
 			MaxPool: transportPool, Timeout: transportTimeout, Logger: newHCLogger(cfg.Logger, "raft-net"),
 		})
