@@ -22,6 +22,7 @@ type Group struct {
 	proposer Proposer // nil in memory mode
 	log      *wal.Log // durable mode
 	node     *cluster.Node
+	mux      *cluster.Mux  // the Raft port the group opened, closed with it
 	raft     *raftProposer // raft mode
 }
 
@@ -65,7 +66,11 @@ func (g *Group) Close() error {
 	case g.log != nil:
 		return g.log.Close()
 	case g.node != nil:
-		return g.node.Close()
+		err := g.node.Close()
+		if g.mux != nil {
+			g.mux.Close()
+		}
+		return err
 	}
 	return nil
 }

@@ -35,13 +35,22 @@ type RaftOptions struct {
 // OpenRaft opens this node's replica of a raft group over store
 // (bootstrapping, or waiting to be joined, when there is no state), and
 // says whether there was state before.
+//
+// The group's Raft traffic is group 0's on a Mux of its own on o.RaftAddr
+// (cluster.Mux: the node's one Raft port, which carries group 0 exactly as
+// a node before groups did).
 func OpenRaft(store *fsm.Store, o RaftOptions) (*Group, bool, error) {
-	node, had, err := openCluster(o, store)
+	mux, err := cluster.ListenMux(o.RaftAddr, o.TLS)
 	if err != nil {
+		return nil, false, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+	}
+	node, had, err := openCluster(o, store, mux)
+	if err != nil {
+		mux.Close()
 		return nil, false, err
 	}
 	p := newRaftProposer(node)
-	return &Group{store: store, node: node, raft: p, proposer: p}, had, nil
+	return &Group{store: store, node: node, mux: mux, raft: p, proposer: p}, had, nil
 }
 
 // raftProposer is the proposer of a cluster leader. Batches from concurrent
@@ -216,7 +225,7 @@ func (p *raftProposer) stop() {
 	<-p.done
 }
 
-func openCluster(o RaftOptions, store *fsm.Store) (*cluster.Node, bool, error) {
+func openCluster(o RaftOptions, store *fsm.Store, mux *cluster.Mux) (*cluster.Node, bool, error) {
 	dir := filepath.Join(o.DataDir, "raft")
 	if err := checkClusterState(o, dir); err != nil {
 		return nil, false, err
@@ -227,7 +236,7 @@ func openCluster(o RaftOptions, store *fsm.Store) (*cluster.Node, bool, error) {
 	}
 	cfg := cluster.Config{
 		NodeID:            o.NodeID,
-		RaftAddr:          o.RaftAddr,
+		RaftAddr:          mux.Addr().String(),
 		Dir:               dir,
 		Bootstrap:         o.Bootstrap,
 		FSM:               fsm.NewRaftFSM(store),
@@ -235,7 +244,7 @@ func openCluster(o RaftOptions, store *fsm.Store) (*cluster.Node, bool, error) {
 		SnapshotThreshold: o.SnapshotThreshold,
 		TrailingLogs:      o.TrailingLogs,
 		SnapshotInterval:  o.SnapshotInterval,
-		TLS:               o.TLS,
+		Mux:               mux,
 	}
 	node, err := cluster.Open(cfg)
 	return node, had, err
