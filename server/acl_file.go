@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"kvs/config"
 	"kvs/fsm"
 )
 
@@ -117,7 +118,7 @@ func (s *Server) saveACLFile() error {
 	if fi, err := os.Stat(s.acl.file); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	return writeFileAtomic(s.acl.file, []byte(b.String()), mode)
+	return config.WriteFileAtomic(s.acl.file, []byte(b.String()), mode)
 }
 
 // ACLSeed returns the OpACLSet that seeds the replicated ACL table at

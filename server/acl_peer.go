@@ -55,8 +55,8 @@ func (l peerLogin) auth() []byte {
 // node authenticates with to the other nodes ("" user: the default user;
 // "" password: this node's requirepass). It may be called at any time.
 func (s *Server) SetPeerAuth(user, password string) {
-	s.params.set("masteruser", user)
-	s.params.set("masterauth", password)
+	s.params.Set("masteruser", user)
+	s.params.Set("masterauth", password)
 	s.peerLoginChanged()
 }
 
@@ -68,7 +68,7 @@ func (s *Server) PeerLogin() (user, password string) {
 }
 
 func (s *Server) peerLogin() peerLogin {
-	l := peerLogin{user: s.params.get("masteruser"), password: s.params.get("masterauth")}
+	l := peerLogin{user: s.params.Get("masteruser"), password: s.params.Get("masterauth")}
 	if l.user == "" {
 		l.user = "default"
 	}
@@ -94,7 +94,7 @@ func isPeerAuthParam(name string) bool { return name == "masteruser" || name == 
 func (s *Server) checkPeerAuthParam(name string, val []byte) (func(), string) {
 	v := string(val)
 	return func() {
-		s.params.set(name, v)
+		s.params.Set(name, v)
 		s.peerLoginChanged()
 	}, ""
 }

@@ -3,60 +3,15 @@ package server
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
+
+	"kvs/config"
 )
 
-func TestSplitConfigArgs(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		want []string
-		ok   bool
-	}{
-		{"", nil, true},
-		{"  hz   20 ", []string{"hz", "20"}, true},
-		{`save ""`, []string{"save", ""}, true},
-		{`notify-keyspace-events "Kx\x41\n\"q\""`, []string{"notify-keyspace-events", "KxA\n\"q\""}, true},
-		{`a 'it\'s' b`, []string{"a", "it's", "b"}, true},
-		{`a "b c"d`, nil, false},
-		{`a "unterminated`, nil, false},
-		{`a 'unterminated`, nil, false},
-		{"a\tb", []string{"a", "b"}, true},
-	} {
-		got, ok := splitConfigArgs(c.line)
-		if ok != c.ok || (ok && !reflect.DeepEqual(got, c.want)) {
-			t.Errorf("splitConfigArgs(%q) = %q, %v; want %q, %v", c.line, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestReadConfigFileIncludes(t *testing.T) {
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "more.conf"), "timeout 5\n")
-	main := filepath.Join(dir, "kvs.conf")
-	write(t, main, "# a comment\n\nHZ 20\ninclude more.conf\nsave 900 1\nsave 300 10\n")
-	ds, err := ReadConfigFile(main)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, d := range ds {
-		got = append(got, d.Name+" "+strings.Join(d.Args, " "))
-	}
-	if want := []string{"hz 20", "timeout 5", "save 900 1", "save 300 10"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("directives %q, want %q", got, want)
-	}
-	write(t, main, "hz \"20\n")
-	if _, err := ReadConfigFile(main); err == nil || !strings.Contains(err.Error(), "kvs.conf:1: unbalanced quotes") {
-		t.Fatalf("unbalanced quotes: %v", err)
-	}
-}
-
-// TestConfigRewrite checks CONFIG REWRITE against a file with comments,
-// kvs's own directives, an option set twice and an alias: values change
-// in place, duplicates go, new values come after the signature, and the
-// file read back gives a fresh server the same values.
+// TestConfigRewrite checks CONFIG REWRITE end to end (the rewrite itself is
+// config's, tested there): a file applied at start, CONFIG SETs, the file
+// rewritten, and the file read back gives a fresh server the same values.
 func TestConfigRewrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kvs.conf")
@@ -70,7 +25,7 @@ func TestConfigRewrite(t *testing.T) {
 		"hash-max-ziplist-entries 64",
 		"lazyfree-lazy-eviction yes",
 	}, "\n")+"\n")
-	ds, err := ReadConfigFile(path)
+	ds, err := config.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +60,7 @@ func TestConfigRewrite(t *testing.T) {
 		"# the second hz wins in Redis; the rewrite keeps one",
 		"hash-max-listpack-entries 64",
 		"lazyfree-lazy-eviction no",
-		rewriteSignature,
+		config.Signature,
 		"timeout 10",
 		"maxmemory-clients 3mb",
 		`save ""`,
@@ -114,7 +69,7 @@ func TestConfigRewrite(t *testing.T) {
 		t.Fatalf("rewritten file:\n%s\nwant:\n%s", b, want)
 	}
 	// Read back into a fresh server: the same values.
-	ds, err = ReadConfigFile(path)
+	ds, err = config.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,18 +98,18 @@ func TestConfigRewrite(t *testing.T) {
 func TestApplyConfigErrors(t *testing.T) {
 	s := startServer(t, Config{})
 	for _, c := range []struct {
-		d    ConfigDirective
+		d    config.Directive
 		want string
 	}{
-		{ConfigDirective{File: "f", Line: 3, Name: "nosuch", Args: []string{"1"}}, "config file f:3: nosuch: unknown parameter"},
-		{ConfigDirective{File: "f", Line: 4, Name: "hz", Args: []string{"abc"}}, "config file f:4: hz: CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer"},
+		{config.Directive{File: "f", Line: 3, Name: "nosuch", Args: []string{"1"}}, "config file f:3: nosuch: unknown parameter"},
+		{config.Directive{File: "f", Line: 4, Name: "hz", Args: []string{"abc"}}, "config file f:4: hz: CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer"},
 	} {
-		if err := s.ApplyConfig([]ConfigDirective{c.d}); err == nil || err.Error() != c.want {
+		if err := s.ApplyConfig([]config.Directive{c.d}); err == nil || err.Error() != c.want {
 			t.Errorf("%v: %v, want %q", c.d, err, c.want)
 		}
 	}
 	// Immutable parameters are taken at start.
-	if err := s.ApplyConfig([]ConfigDirective{{Name: "io-threads", Args: []string{"4"}}}); err != nil {
+	if err := s.ApplyConfig([]config.Directive{{Name: "io-threads", Args: []string{"4"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.configParams()["io-threads"]; got != "4" {

@@ -3,7 +3,8 @@ package server
 import (
 	"math"
 	"strconv"
-	"strings"
+
+	"kvs/config"
 )
 
 // CONFIG GET and SET of the parameters that keep a server safe on a
@@ -28,7 +29,7 @@ const minQueryLimit = 1 << 20
 // once every pair passed, or Redis's error text.
 func (s *Server) checkSafetyParam(name string, val []byte) (apply func(), e string) {
 	if name == "client-query-buffer-limit" {
-		v, ok := parseMemory(val)
+		v, ok := config.ParseMemory(val)
 		if !ok {
 			return nil, errConfigSetFailed(name, "argument must be a memory value")
 		}
@@ -38,20 +39,9 @@ func (s *Server) checkSafetyParam(name string, val []byte) (apply func(), e stri
 		}
 		return func() { s.maxQuery.Store(v) }, ""
 	}
-	on, ok := parseYesNo(val)
+	on, ok := config.ParseYesNo(val)
 	if !ok {
 		return nil, errConfigSetFailed(name, "argument must be 'yes' or 'no'")
 	}
 	return func() { s.protectedMode.Store(on) }, ""
-}
-
-// parseYesNo is Redis's yesnotoi: yes or no, in any case.
-func parseYesNo(v []byte) (on, ok bool) {
-	switch strings.ToLower(string(v)) {
-	case "yes":
-		return true, true
-	case "no":
-		return false, true
-	}
-	return false, false
 }

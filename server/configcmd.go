@@ -4,23 +4,22 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/match"
+	"kvs/config"
 )
 
 func splitHostPort(a string) (string, string, error) { return net.SplitHostPort(a) }
 
 // configParams are the parameters CONFIG GET knows, with their current
-// values: every Redis 7 parameter (config_params.go), hidden ones included,
+// values: every Redis 7 parameter (package config), hidden ones included,
 // overlaid with the values of those kvs acts on or reports from its own
 // state.
 func (s *Server) configParams() map[string]string {
 	host, _, _ := splitHostPort(s.cfg.Addr)
-	p := make(map[string]string, 2*len(redisParams))
-	s.params.addTo(p, true)
+	p := make(map[string]string, 512)
+	s.params.AddTo(p, true)
 	for k, v := range map[string]string{
 		"maxclients":         strconv.FormatInt(s.maxClients.Load(), 10),
 		"proto-max-bulk-len": strconv.FormatInt(s.maxBulk.Load(), 10),
@@ -39,7 +38,7 @@ func (s *Server) configParams() map[string]string {
 	p["slowlog-log-slower-than"] = strconv.FormatInt(s.slowlog.slowerThan.Load(), 10)
 	p["slowlog-max-len"] = strconv.FormatInt(s.slowlog.maxLen.Load(), 10)
 	p["latency-monitor-threshold"] = strconv.FormatInt(s.latency.threshold.Load(), 10)
-	s.addLimitParams(p)
+	config.AddLimits(p, s.cfg.Store.Limits())
 	s.addPubsubParams(p)
 	s.addTLSParams(p)
 	s.addSafetyParams(p)
@@ -95,42 +94,11 @@ var configHelp = []string{
 }
 
 func (c *client) configGet(patterns [][]byte) {
-	params := c.s.configParams()
-	names := make([]string, 0, len(params))
-	for n := range params {
-		if p := redisParamByName[n]; p == nil || p.flags&paramHidden == 0 {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	picked := map[string]bool{}
-	type pair struct{ name, value string }
-	var out []pair
-	for _, p := range patterns {
-		pat := strings.ToLower(string(p))
-		if !strings.ContainsAny(pat, "[*?") {
-			// A bare name is looked up, hidden parameters too, and
-			// answered under the name as given, as Redis does.
-			if v, ok := params[pat]; ok && !picked[pat] {
-				picked[pat] = true
-				out = append(out, pair{string(p), v})
-			}
-			continue
-		}
-		for _, n := range names {
-			if picked[n] {
-				continue
-			}
-			if match.Match(n, pat) {
-				picked[n] = true
-				out = append(out, pair{n, params[n]})
-			}
-		}
-	}
+	out := config.Get(c.s.configParams(), patterns)
 	b := appendMapLen(c.out, len(out), c.proto)
 	for _, o := range out {
-		b = appendBulkString(b, o.name)
-		b = appendBulkString(b, o.value)
+		b = appendBulkString(b, o.Name)
+		b = appendBulkString(b, o.Value)
 	}
 	c.out = b
 }
@@ -174,11 +142,14 @@ func checkedParam(name string) func(*Server, string, []byte) (func(), string) {
 // setConfig applies parameter-value pairs atomically, as CONFIG SET does,
 // and returns Redis's error text, or "". At startup (the --config file)
 // immutable parameters are taken too, and those kvs sets from its flags
-// (kvsOwnedParams) are left to the caller.
+// (config.FromFlags) are left to the caller.
 func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	known := s.configParams()
-	if e := configSetNames(pairs, known, startup); e != "" {
-		return e
+	if ne := config.CheckNames(pairs, known, isScriptParam, startup); ne != nil {
+		if ne.Reason == "" {
+			return errConfigSetUnknown([]byte(ne.Name))
+		}
+		return errConfigSetFailed(ne.Name, ne.Reason)
 	}
 	type change struct {
 		name string
@@ -195,9 +166,9 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	for j := 0; j < len(pairs); j += 2 {
 		name := strings.ToLower(string(pairs[j]))
 		val := pairs[j+1]
-		if known, e := setLimitParam(&limits, name, val); known {
-			if e != "" {
-				return e
+		if known, err := config.SetLimit(&limits, name, val); known {
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
 			}
 			limitsSet[name] = true
 			continue
@@ -219,51 +190,48 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			v := string(val)
 			requirePass = &v
 		case "latency-tracking":
-			v, e := redisParamByName[name].normalize(string(val))
-			if e != "" {
-				return errConfigSetFailed(name, e)
+			v, err := config.Lookup(name).Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
 			}
 			stored = append(stored, [2]string{name, v})
 			applies = append(applies, func() { s.stats.cmds.noTracking.Store(v == "no") })
 		case "min-replicas-to-write", "min-slaves-to-write", "min-replicas-max-lag", "min-slaves-max-lag":
-			p := redisParamByName[name]
-			v, e := p.normalize(string(val))
-			if e != "" {
-				return errConfigSetFailed(name, e)
+			p := config.Lookup(name)
+			v, err := p.Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
 			}
-			stored = append(stored, [2]string{p.name, v})
-			applies = append(applies, func() { s.setMinReplicas(p.name, v) })
+			stored = append(stored, [2]string{p.Name(), v})
+			applies = append(applies, func() { s.setMinReplicas(p.Name(), v) })
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
 			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
-			norm, e := redisParamByName[name].normalize(string(val))
-			if e != "" {
-				return errConfigSetFailed(name, e)
+			norm, err := config.Lookup(name).Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
 			}
 			v, _ := strconv.ParseInt(norm, 10, 64)
 			changes = append(changes, change{name, v})
 		default:
-			p := redisParamByName[name]
+			p := config.Lookup(name)
 			if p == nil {
 				return errConfigSetUnknown(pairs[j])
 			}
-			v, e := p.normalize(string(val))
-			if e != "" {
-				return errConfigSetFailed(name, e)
+			v, err := p.Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
 			}
-			if p.name == "port" && !startup && v != known["port"] {
+			if p.Name() == "port" && !startup && v != known["port"] {
 				newPort, _ = strconv.ParseInt(v, 10, 64)
 				continue
 			}
-			if why, owned := kvsOwnedParams[p.name]; owned {
-				if !startup && v != known[p.name] {
-					if why == "" {
-						why = "can't set immutable config"
-					}
+			if why, owned := config.FromFlags(p.Name()); owned {
+				if !startup && v != known[p.Name()] {
 					return errConfigSetFailed(name, why)
 				}
 				continue
 			}
-			stored = append(stored, [2]string{p.name, v})
+			stored = append(stored, [2]string{p.Name(), v})
 		}
 	}
 	applyTLS, e := s.checkTLSParams(tlsSet, known)
@@ -299,7 +267,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		}
 	}
 	for _, kv := range stored {
-		s.params.set(kv[0], kv[1])
+		s.params.Set(kv[0], kv[1])
 	}
 	for _, apply := range applies {
 		apply()
@@ -323,6 +291,17 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		}
 	}
 	return ""
+}
+
+var errNoConfigFile = errors.New("ERR The server is running without a config file")
+
+// rewriteConfig is CONFIG REWRITE of the file kvs serve read with
+// --config.
+func (s *Server) rewriteConfig() error {
+	if s.cfg.ConfigFile == "" {
+		return errNoConfigFile
+	}
+	return config.Rewrite(s.cfg.ConfigFile, s.configParams(), s.configDefaults)
 }
 
 // rewriteErrText is the system error of a failed rewrite, as Redis's

@@ -22,6 +22,11 @@
 //   - Replies are written in the connection's protocol, RESP2 until the
 //     client sends HELLO 3.
 //   - Client-facing error texts are built in errors.go only.
+//   - Redis's parameters, their checks, config files and CONFIG REWRITE
+//     are package config's. CONFIG SET (configcmd.go) checks every pair
+//     there first, then applies them here, where what a change does is
+//     known (maxmemory, the store's thresholds, TLS, the port, ...); a
+//     change that fails to apply is undone, as in Redis.
 //   - Every command a client sends passes the checks of Redis's
 //     processCommand, in its order, in one place (admit.go), before it
 //     is either run or queued in MULTI: its name, its subcommand and

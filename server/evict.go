@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"kvs/config"
 	"kvs/fsm"
 )
 
@@ -163,7 +164,7 @@ func (s *Server) addEvictParams(p map[string]string) {
 func (s *Server) checkEvictParam(name string, val []byte) (apply func(), e string) {
 	switch name {
 	case "maxmemory":
-		v, ok := parseMemory(val)
+		v, ok := config.ParseMemory(val)
 		if !ok {
 			return nil, errConfigSetFailed(name, "argument must be a memory value")
 		}
@@ -199,7 +200,7 @@ func (s *Server) checkEvictParam(name string, val []byte) (apply func(), e strin
 // ParseMemory parses a size as Redis's configuration does: digits and an
 // optional unit (b, k, kb, m, mb, g, gb; k is 1000, kb 1024).
 func ParseMemory(s string) (int64, bool) {
-	v, ok := parseMemory([]byte(s))
+	v, ok := config.ParseMemory([]byte(s))
 	return v, ok && v >= 0
 }
 

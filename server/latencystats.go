@@ -67,7 +67,7 @@ func percentile(counts []int64, total int64, p float64) float64 {
 func (s *Server) latencyStatsInfo() []InfoField {
 	var ps []float64
 	var labels []string
-	for _, f := range strings.Fields(s.params.get("latency-tracking-info-percentiles")) {
+	for _, f := range strings.Fields(s.params.Get("latency-tracking-info-percentiles")) {
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
 			continue

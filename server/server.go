@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kvs/config"
 )
 
 // Server is a RESP server over one fsm.Store. Create it with New; start it
@@ -23,8 +25,8 @@ type Server struct {
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
 	// params holds the Redis parameters kvs keeps without acting on them
-	// (config_params.go).
-	params *paramStore
+	// (package config).
+	params *config.Store
 	// configDefaults are the parameters' values before any config file or
 	// CONFIG SET: what CONFIG REWRITE leaves out.
 	configDefaults map[string]string
@@ -174,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Store.SetBusyThreshold(defaultLuaTimeLimit)
 	s.writeBudget.Store(DefaultScriptWriteBudget)
 	s.maxClients.Store(int64(cfg.MaxClients))
-	s.params = newParamStore()
+	s.params = config.NewStore()
 	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)

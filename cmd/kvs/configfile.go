@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"kvs/server"
+	"kvs/config"
 )
 
 // kvsOwnedDirectives are Redis parameters a redis.conf may hold that kvs
@@ -31,7 +31,7 @@ func (f *serveFlags) readConfigFile(fs *flag.FlagSet) (ignored []string, err err
 		return nil, err
 	}
 	f.config = path
-	ds, err := server.ReadConfigFile(path)
+	ds, err := config.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (f *serveFlags) readConfigFile(fs *flag.FlagSet) (ignored []string, err err
 			ignored = append(ignored, fmt.Sprintf("%s: not used: %s", d, why))
 			continue
 		}
-		if !server.IsRedisParam(d.Name) {
+		if !config.IsParam(d.Name) {
 			return nil, fmt.Errorf("%s: unknown directive", d)
 		}
 		f.directives = append(f.directives, d)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"kvs/cluster"
+	"kvs/config"
 	"kvs/fsm"
 	"kvs/group"
 	"kvs/server"
@@ -58,7 +59,7 @@ type serveFlags struct {
 	// --config: the file (absolute), the Redis parameters it sets, and
 	// what it said that kvs does not use.
 	config     string
-	directives []server.ConfigDirective
+	directives []config.Directive
 	ignored    []string
 
 	// Passwords and users: --requirepass and --aclfile seed the
@@ -272,7 +273,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	store := fsm.NewStore()
 	// Encoding thresholds before recovery, so that collections are
 	// restored as the config file says.
-	if err := server.PrepareStore(store, f.directives); err != nil {
+	if err := config.PrepareStore(store, f.directives); err != nil {
 		return err
 	}
 	fsyncs := newFsyncHistograms()

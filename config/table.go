@@ -1,12 +1,13 @@
-package server
+package config
 
-// redisParams are Redis 7.0's configuration parameters, as redis-server
-// 7.0.15 defines them (src/config.c: name, alias, type, bounds, enum
-// values) with the defaults it reports. kvs accepts every one in CONFIG
-// SET, --config files and CONFIG REWRITE; config_params.go says which
-// kvs honours. TestConfigParamsMatchRedis checks the table against the
-// running redis-server.
-var redisParams = []redisParam{
+// table is Redis 7.0's configuration parameters, as redis-server 7.0.15
+// defines them (src/config.c: name, alias, type, bounds, enum values)
+// with the defaults it reports, in its order (which CONFIG REWRITE
+// follows). kvs accepts every one in CONFIG SET, --config files and CONFIG
+// REWRITE; docs/compatibility.md says which kvs honours.
+// TestDifferentialConfig (test/diff_config_test.go) checks the table
+// against a running redis-server.
+var table = []Param{
 	{name: "rdbchecksum", kind: paramBool, flags: paramImmutable, def: "yes"},
 	{name: "daemonize", kind: paramBool, flags: paramImmutable, def: "no"},
 	{name: "io-threads-do-reads", kind: paramBool, flags: paramImmutable, def: "no"},

@@ -1,6 +1,7 @@
-package server
+package config
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -8,18 +9,6 @@ import (
 
 	"kvs/resp"
 )
-
-// Redis 7's parameters beyond the ones kvs acts on.
-//
-// Tools and test harnesses set Redis parameters before they start (save,
-// appendonly, activedefrag, lazyfree-*, io-threads, ...). kvs knows every
-// parameter redis-server 7.0 has (config_redis.go): CONFIG GET reports
-// each, CONFIG SET checks a value as Redis does (the same types, bounds,
-// enum names and error texts) and keeps it, and CONFIG REWRITE and
-// --config files carry them. Those kvs acts on are answered by their own
-// code (configcmd.go, config_limits.go, config_pubsub.go, ...); the rest
-// are stored here and change nothing: docs/compatibility.md lists which
-// are which.
 
 type paramKind uint8
 
@@ -45,9 +34,9 @@ const (
 	paramULL                              // unsigned 64-bit: any value up to 2^64-1 (hi is unused)
 )
 
-// redisParam is one of Redis's parameters: its type and bounds as redis's
+// Param is one of Redis's parameters: its type and bounds as redis's
 // config.c declares them, and the default redis-server reports.
-type redisParam struct {
+type Param struct {
 	name, alias string
 	kind        paramKind
 	flags       paramFlags
@@ -60,11 +49,11 @@ type redisParam struct {
 	def  string
 }
 
-// redisParamByName finds a parameter by its name or alias, lowercase.
-var redisParamByName = func() map[string]*redisParam {
-	m := make(map[string]*redisParam, 2*len(redisParams))
-	for i := range redisParams {
-		p := &redisParams[i]
+// byName finds a parameter by its name or alias, lowercase.
+var byName = func() map[string]*Param {
+	m := make(map[string]*Param, 2*len(table))
+	for i := range table {
+		p := &table[i]
 		m[p.name] = p
 		if p.alias != "" {
 			m[p.alias] = p
@@ -73,13 +62,30 @@ var redisParamByName = func() map[string]*redisParam {
 	return m
 }()
 
-// kvsOwnedParams are Redis parameters whose value kvs reports from how it
+// Lookup returns the Redis parameter with this name or alias (lowercase),
+// or nil.
+func Lookup(name string) *Param { return byName[name] }
+
+// Name is the parameter's canonical name (not its alias).
+func (p *Param) Name() string { return p.name }
+
+// Canonical maps an alias to its parameter's name; any other name is
+// returned as it is.
+func Canonical(name string) string {
+	if p := byName[name]; p != nil {
+		return p.name
+	}
+	return name
+}
+
+// fromFlags are Redis parameters whose value kvs reports from how it
 // was started, and which only a restart changes (the listening address,
-// the data dir and its fsync policy, the mode). CONFIG SET refuses them as
-// Redis refuses its immutable parameters, unless the value is the one they
+// the data dir and its fsync policy, the mode), with why, when it is not
+// Redis's "can't set immutable config". CONFIG SET refuses them as Redis
+// refuses its immutable parameters, unless the value is the one they
 // already have; port is the exception, which CONFIG SET binds anew
-// outside a cluster (listenport.go).
-var kvsOwnedParams = map[string]string{
+// outside a cluster.
+var fromFlags = map[string]string{
 	"port":            "the listening address is set at start (--addr)",
 	"bind":            "the listening address is set at start (--addr)",
 	"dir":             "",
@@ -89,16 +95,27 @@ var kvsOwnedParams = map[string]string{
 	"cluster-enabled": "",
 }
 
-// paramStore holds the values of the parameters kvs keeps but does not act
+// FromFlags reports whether kvs sets the parameter name from its flags,
+// and CONFIG SET's reason for refusing a change of it.
+func FromFlags(name string) (why string, ok bool) {
+	why, ok = fromFlags[name]
+	if ok && why == "" {
+		why = "can't set immutable config"
+	}
+	return why, ok
+}
+
+// Store holds the values of the parameters kvs keeps but does not act
 // on, by canonical name, as Redis's CONFIG GET would print them.
-type paramStore struct {
+type Store struct {
 	mu sync.Mutex
 	v  map[string]string
 }
 
-func newParamStore() *paramStore {
-	ps := &paramStore{v: make(map[string]string, len(redisParams))}
-	for _, p := range redisParams {
+// NewStore returns a Store holding every parameter's default.
+func NewStore() *Store {
+	ps := &Store{v: make(map[string]string, len(table))}
+	for _, p := range table {
 		ps.v[p.name] = p.def
 	}
 	// kvs takes no RDB snapshots on a schedule of its own: save starts
@@ -107,24 +124,27 @@ func newParamStore() *paramStore {
 	return ps
 }
 
-func (ps *paramStore) get(name string) string {
+// Get returns the value of the parameter name (canonical).
+func (ps *Store) Get(name string) string {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	return ps.v[name]
 }
 
-func (ps *paramStore) set(name, v string) {
+// Set keeps v, already normalized, as the value of the parameter name
+// (canonical).
+func (ps *Store) Set(name, v string) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.v[name] = v
 }
 
-// addTo adds every parameter and alias to params, the names Redis's CONFIG
+// AddTo adds every parameter and alias to params, the names Redis's CONFIG
 // GET * prints; hidden ones only when all is set.
-func (ps *paramStore) addTo(params map[string]string, all bool) {
+func (ps *Store) AddTo(params map[string]string, all bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for _, p := range redisParams {
+	for _, p := range table {
 		if p.flags&paramHidden != 0 && !all {
 			continue
 		}
@@ -135,9 +155,19 @@ func (ps *paramStore) addTo(params map[string]string, all bool) {
 	}
 }
 
-// normalize checks a CONFIG SET value of p as Redis does and returns it as
-// Redis's CONFIG GET then prints it, or Redis's error text.
-func (p *redisParam) normalize(val string) (string, string) {
+// Normalize checks a CONFIG SET value of p as Redis does and returns it
+// as Redis's CONFIG GET then prints it, or an error whose text is Redis's
+// reason (the part after "CONFIG SET failed (possibly related to argument
+// '...') - ").
+func (p *Param) Normalize(val string) (string, error) {
+	v, e := p.normalize(val)
+	if e != "" {
+		return "", errors.New(e)
+	}
+	return v, nil
+}
+
+func (p *Param) normalize(val string) (string, string) {
 	switch p.kind {
 	case paramBool:
 		switch {
@@ -157,11 +187,11 @@ func (p *redisParam) normalize(val string) (string, string) {
 	return normalizeSpecial(p.name, val)
 }
 
-func (p *redisParam) normalizeNumber(val string) (string, string) {
+func (p *Param) normalizeNumber(val string) (string, string) {
 	if p.flags&paramULL != 0 {
 		// maxmemory and cluster-link-sendbuf-limit hold any unsigned
 		// 64-bit size.
-		v, ok := parseMemoryU([]byte(val))
+		v, ok := ParseMemoryU([]byte(val))
 		if !ok {
 			return "", "argument must be a memory value"
 		}
@@ -173,7 +203,7 @@ func (p *redisParam) normalizeNumber(val string) (string, string) {
 	var v int64
 	parsed := false
 	if p.kind == paramMemory || p.kind == paramMemoryPercent {
-		v, parsed = parseMemory([]byte(val))
+		v, parsed = ParseMemory([]byte(val))
 	}
 	if !parsed && p.kind == paramMemoryPercent && len(val) > 1 && val[len(val)-1] == '%' {
 		if n, ok := resp.ParseInt([]byte(val[:len(val)-1])); ok && n >= 0 {
@@ -230,7 +260,7 @@ func (p *redisParam) normalizeNumber(val string) (string, string) {
 	return strconv.FormatInt(v, 10), ""
 }
 
-func (p *redisParam) normalizeEnum(val string) (string, string) {
+func (p *Param) normalizeEnum(val string) (string, string) {
 	args := []string{val}
 	if p.flags&paramMulti != 0 {
 		args = strings.Split(val, " ")
@@ -270,7 +300,7 @@ func (p *redisParam) normalizeEnum(val string) (string, string) {
 	return strings.Join(names, " "), ""
 }
 
-func (p *redisParam) enumIndex(a string) int {
+func (p *Param) enumIndex(a string) int {
 	for i, e := range p.enum {
 		if strings.EqualFold(a, e) {
 			return i
@@ -279,7 +309,7 @@ func (p *redisParam) enumIndex(a string) int {
 	return -1
 }
 
-func (p *redisParam) canonical(i int) int {
+func (p *Param) canonical(i int) int {
 	if p.same != nil {
 		return p.same[i]
 	}
@@ -343,29 +373,6 @@ func normalizeSpecial(name, val string) (string, string) {
 		return strings.Join(out, " "), ""
 	}
 	return val, ""
-}
-
-// strtollWhole parses a whole decimal number as C's strtoll does when the
-// caller then checks that nothing is left: leading spaces and a sign are
-// allowed, and an empty string is 0.
-func strtollWhole(a string) (int64, bool) {
-	t := strings.TrimLeft(a, " \t\n\v\f\r")
-	if t == "" {
-		// No digits: strtoll parses nothing, and only an empty string
-		// leaves nothing behind.
-		return 0, a == ""
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			if strings.HasPrefix(t, "-") {
-				return math.MinInt64, true
-			}
-			return math.MaxInt64, true
-		}
-		return 0, false
-	}
-	return v, true
 }
 
 // validString is Redis's check of the string parameters it checks.
