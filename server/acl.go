@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"kvs/cmdspec"
+	"kvs/fsm"
 	"sort"
 	"strings"
 )
@@ -24,7 +26,7 @@ import (
 //
 // Command ids index the bitmaps. They are given to every command of the
 // command table and every subcommand Redis has of those commands (from the
-// generated table in acl_table.go), in name order, once per process: the
+// generated table of package cmdspec), in name order, once per process: the
 // same on every node, though nothing outside the process depends on them.
 
 // Key pattern permissions (%R~, %W~; ~ is both).
@@ -71,8 +73,7 @@ type aclCmd struct {
 	parent   *aclCmd   // nil for a top-level command
 	subs     []*aclCmd // a container's subcommands, by name
 	noAuth   bool      // runs before AUTH (auth, hello, quit, reset)
-	specs    []keySpec
-	getKeys  getKeysFunc // Redis's own key finder for the command, if any
+	keys     cmdspec.KeyFinder
 	channels channelKind
 	// oneKey, when not 0, is the argument index of the command's only
 	// key, with oneKeyFlags its spec's flags: GET, SET, INCR, HGET and
@@ -97,19 +98,18 @@ func newACLCommands(table map[string]*command) *aclCommands {
 	}
 	sort.Strings(names)
 	subs := make([]string, 0, 64)
-	for name := range redisCategories {
+	for name := range cmdspec.Categories {
 		if i := strings.IndexByte(name, '|'); i > 0 && table[name[:i]] != nil {
 			subs = append(subs, name)
 		}
 	}
 	sort.Strings(subs)
 	add := func(name string, parent *aclCmd) *aclCmd {
-		cats, ok := redisCategories[name]
+		cats, ok := cmdspec.Categories[name]
 		if !ok {
 			cats = kvsOwnCategories[name]
 		}
-		cmd := &aclCmd{id: len(ac.all), name: name, parent: parent, specs: redisKeySpecs[name],
-			getKeys: getKeysProcs[name]}
+		cmd := &aclCmd{id: len(ac.all), name: name, parent: parent, keys: cmdspec.FinderOf(name)}
 		for _, cat := range strings.Fields(cats) {
 			bit, _ := aclCategory(cat)
 			cmd.cats |= bit
@@ -119,11 +119,11 @@ func newACLCommands(table map[string]*command) *aclCommands {
 			cmd.noAuth = true
 		}
 		cmd.channels = channelsOf(name)
-		if len(cmd.specs) == 1 {
-			ks := &cmd.specs[0]
-			if ks.keyword == "" && !ks.unknown && !ks.unknownKeys && !ks.keyNum && ks.lastKey == 0 &&
-				ks.flags&(ksVariable|ksNotKey|ksIncomplete) == 0 && ks.index > 0 {
-				cmd.oneKey, cmd.oneKeyFlags = ks.index, ks.flags
+		if specs := cmd.keys.Specs; len(specs) == 1 {
+			ks := &specs[0]
+			if ks.Keyword == "" && !ks.Unknown && !ks.UnknownKeys && !ks.KeyNum && ks.LastKey == 0 &&
+				ks.Flags&(cmdspec.VariableFlags|cmdspec.NotKey|cmdspec.Incomplete) == 0 && ks.Index > 0 {
+				cmd.oneKey, cmd.oneKeyFlags = ks.Index, ks.Flags
 			}
 		}
 		ac.all = append(ac.all, cmd)
@@ -807,11 +807,11 @@ func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
 		if !s.keyAllowed(args[cmd.oneKey], cmd.oneKeyFlags) {
 			return aclDeniedKey, cmd.oneKey
 		}
-	} else if !s.allKeys && cmd.hasKeys() {
-		var buf [16]keyRef
-		for _, k := range commandKeys(cmd, args, buf[:0]) {
-			if !s.keyAllowed(args[k.pos], k.flags) {
-				return aclDeniedKey, k.pos
+	} else if !s.allKeys && cmd.keys.HasKeys() {
+		var buf [16]cmdspec.Key
+		for _, k := range cmd.keys.Find(args, buf[:0]) {
+			if !s.keyAllowed(args[k.Pos], k.Flags) {
+				return aclDeniedKey, k.Pos
 			}
 		}
 	}
@@ -830,10 +830,10 @@ func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
 
 func (s *aclSelector) keyAllowed(key []byte, flags int) bool {
 	need := 0
-	if flags&ksAccess != 0 {
+	if flags&cmdspec.Access != 0 {
 		need |= aclRead
 	}
-	if flags&(ksInsert|ksDelete|ksUpdate) != 0 {
+	if flags&(cmdspec.Insert|cmdspec.Delete|cmdspec.Update) != 0 {
 		need |= aclWrite
 	}
 	for i := range s.keys {
@@ -889,3 +889,5 @@ func channelsOf(name string) channelKind {
 	}
 	return channelsNone
 }
+
+func globMatch(pattern, s string) bool { return fsm.MatchGlob(pattern, s) }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"kvs/cmdspec"
 	"strings"
 
 	"kvs/fsm"
@@ -210,9 +211,9 @@ func (s *Server) checkCommandSel(sel *aclSelector, fc *fsm.Command) string {
 		return ""
 	}
 	keys, all := fc.Keys()
-	flags := ksUpdate
+	flags := cmdspec.Update
 	if !fc.Op.IsWrite() {
-		flags = ksAccess
+		flags = cmdspec.Access
 		keys = fc.Args[:min(1, len(fc.Args))]
 	}
 	if all && !sel.keyAllowed([]byte("*"), flags) {

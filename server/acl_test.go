@@ -72,48 +72,6 @@ func TestACLUnrestricted(t *testing.T) {
 	}
 }
 
-// Key positions come from Redis's key specs, including commands whose keys
-// are not a fixed range.
-func TestACLCommandKeys(t *testing.T) {
-	ac := testACLCommands(t)
-	for _, tc := range []struct {
-		args []string
-		keys string
-	}{
-		{[]string{"get", "a"}, "a:r"},
-		{[]string{"set", "a", "v"}, "a:w"},
-		{[]string{"set", "a", "v", "get"}, "a:rw"},
-		{[]string{"mset", "a", "1", "b", "2"}, "a:w b:w"},
-		{[]string{"zunionstore", "d", "2", "a", "b", "weights", "1", "2"}, "d:w a:r b:r"},
-		{[]string{"eval", "return 1", "2", "a", "b", "x"}, "a:rw b:rw"},
-		{[]string{"sort", "a", "by", "w*", "store", "d"}, "a:r d:w"},
-		{[]string{"lmove", "a", "b", "left", "right"}, "a:rw b:w"},
-		{[]string{"bitfield", "a", "get", "u8", "0"}, "a:r"},
-		{[]string{"bitfield", "a", "set", "u8", "0", "1"}, "a:rw"},
-		{[]string{"ping"}, ""},
-	} {
-		args := make([][]byte, len(tc.args))
-		for i, a := range tc.args {
-			args[i] = []byte(a)
-		}
-		var got []string
-		cmd := ac.byName[tc.args[0]]
-		for _, k := range commandKeys(cmd, args, nil) {
-			perm := ""
-			if k.flags&ksAccess != 0 {
-				perm += "r"
-			}
-			if k.flags&(ksInsert|ksUpdate|ksDelete) != 0 {
-				perm += "w"
-			}
-			got = append(got, tc.args[k.pos]+":"+perm)
-		}
-		if strings.Join(got, " ") != tc.keys {
-			t.Errorf("%v: keys %v, want %s", tc.args, got, tc.keys)
-		}
-	}
-}
-
 // The leader checks a forwarded batch again in the name of its sender,
 // from the fsm commands alone.
 func TestACLForwardedCheck(t *testing.T) {

@@ -35,7 +35,7 @@ import (
 // 11. a client pause holds the command until it ends.
 //
 // The flags the steps read are Redis's getCommandFlags: a subcommand's
-// own, from Redis's table (acl_table.go), and a script's or function's as
+// own, from Redis's table (package cmdspec), and a script's or function's as
 // it declares them (commandFlags).
 //
 // A refusal is answered at once, in the pipeline's order, and inside MULTI
