@@ -10,68 +10,6 @@ import (
 	"kvs/fsm"
 )
 
-func testACLCommands(t *testing.T) *aclCommands {
-	t.Helper()
-	return newACLCommands(commandTable())
-}
-
-// A user's rule line parses back to the same user: the table stores users
-// as lines, so every node compiles what the proposer described.
-func TestACLDescribeRoundTrip(t *testing.T) {
-	ac := testACLCommands(t)
-	for _, rules := range []string{
-		"on >pw ~k* %R~r* %W~w* &ch* -@all +get +set +config|get +select|0",
-		"off nopass +@all -@dangerous -flushall allkeys allchannels",
-		"on #" + strings.Repeat("0a", 32) + " -@all +@read +@hash -hget resetchannels",
-		"reset on skip-sanitize-payload nocommands +@string -append",
-		"on allcommands -client -config|set",
-		"on ~a* +get (~b* +set) (%R~c* &ch +@read -hget)",
-	} {
-		u := newACLUser(ac, "u")
-		merged, _ := mergeSelectorArgs(strings.Fields(rules))
-		for _, r := range merged {
-			if e := u.applyRule(ac, r); e != "" {
-				t.Fatalf("%q: rule %q: %s", rules, r, e)
-			}
-		}
-		u.finish(ac)
-		line := u.describe(ac)
-		again, err := parseUserLine(ac, "u", line)
-		if err != nil {
-			t.Fatalf("%q described as %q, which does not parse: %v", rules, line, err)
-		}
-		if got := again.describe(ac); got != line {
-			t.Errorf("%q: described %q, then %q", rules, line, got)
-		}
-		for _, cmd := range ac.all {
-			if u.sel.bit(cmd.id) != again.sel.bit(cmd.id) {
-				t.Errorf("%q: %s differs after the round trip through %q", rules, cmd.name, line)
-			}
-		}
-	}
-}
-
-// The default user is unrestricted (the check before each command is
-// skipped) only while it may run everything.
-func TestACLUnrestricted(t *testing.T) {
-	ac := testACLCommands(t)
-	for line, want := range map[string]bool{
-		defaultUserLine:                    true,
-		"on nopass ~* &* +@all -get":       false,
-		"on nopass ~k* &* +@all":           false,
-		"on nopass ~* resetchannels +@all": false,
-		"on nopass ~* &* -@all +@all":      true,
-	} {
-		u, err := parseUserLine(ac, "u", line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u.unrestricted != want {
-			t.Errorf("%q: unrestricted %v, want %v", line, u.unrestricted, want)
-		}
-	}
-}
-
 // The leader checks a forwarded batch again in the name of its sender,
 // from the fsm commands alone.
 func TestACLForwardedCheck(t *testing.T) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"kvs/acl"
 	"strings"
 
 	"kvs/fsm"
@@ -82,7 +83,7 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 		return refused
 	}
 	// The user's checks cost one atomic load while it may run anything.
-	var ac *aclCmd
+	var ac *acl.Command
 	if !c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen() {
 		if !c.refreshUser() {
 			return refused

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"kvs/acl"
 	"kvs/cmdspec"
+	"kvs/fsm"
 	"sort"
 	"strings"
 )
@@ -107,14 +109,14 @@ func (c *client) commandList(opts [][]byte) {
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "module"):
 		match = func(*command) bool { return false } // kvs loads no modules
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "aclcat"):
-		cat, ok := aclCategory(string(opts[2]))
+		cat, ok := acl.CategoryOf(string(opts[2]))
 		match = func(cmd *command) bool {
-			ac := c.s.acl.cmds.byName[cmd.name]
-			return ok && ac != nil && ac.cats&cat != 0
+			ac := c.s.acl.cmds.Lookup(cmd.name)
+			return ok && ac != nil && ac.In(cat)
 		}
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "pattern"):
 		pattern := string(asciiLower(opts[2]))
-		match = func(cmd *command) bool { return globMatch(pattern, cmd.name) }
+		match = func(cmd *command) bool { return fsm.MatchGlob(pattern, cmd.name) }
 	default:
 		c.out = appendError(c.out, errSyntax)
 		return
@@ -378,11 +380,9 @@ func (c *client) commandDocs(cmds []*command) {
 // INFO: Redis's own (package cmdspec), in Redis's order.
 func (s *Server) aclCategories(cmd *command) []string {
 	var cats []string
-	if ac := s.acl.cmds.byName[cmd.name]; ac != nil {
-		for i, name := range aclCategoryNames {
-			if ac.cats&(1<<i) != 0 {
-				cats = append(cats, "@"+name)
-			}
+	if ac := s.acl.cmds.Lookup(cmd.name); ac != nil {
+		for _, name := range ac.Categories() {
+			cats = append(cats, "@"+name)
 		}
 	}
 	return cats

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"kvs/acl"
 	"strconv"
 	"strings"
 	"syscall"
@@ -134,11 +135,11 @@ func errCommandNotFound(name []byte) string {
 
 // dryRunDenial is ACL DRYRUN's answer for a refusal: a bulk string, not an
 // error. what is the command's full name, or the key or channel.
-func dryRunDenial(res int, what string) string {
+func dryRunDenial(res acl.Result, what string) string {
 	switch res {
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		return "This user has no permissions to run the '" + what + "' command"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		return "This user has no permissions to access the '" + what + "' key"
 	}
 	return "This user has no permissions to access the '" + what + "' channel"
