@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"kvs/acl"
 	"testing"
 
 	"kvs/fsm"
@@ -62,7 +63,7 @@ func BenchmarkACLCheck(b *testing.B) {
 			c := &client{s: s, auth: s.newClientAuth()}
 			c.setUserName("default")
 			if user == "restricted" {
-				u, err := parseUserLine(s.acl.cmds, "app", "on nopass ~key* -@all +get +set")
+				u, err := acl.ParseUser(s.acl.cmds, "app", "on nopass ~key* -@all +get +set")
 				if err != nil {
 					b.Fatal(err)
 				}

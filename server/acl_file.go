@@ -3,95 +3,24 @@ package server
 import (
 	"fmt"
 	"os"
-	"strings"
 
+	"kvs/acl"
 	"kvs/config"
 	"kvs/fsm"
 )
 
-// The ACL file (--aclfile), in Redis's format: one "user <name> <rule>..."
-// line per user, blank lines ignored. ACL LOAD reads it on the node that
-// runs the command and proposes its users as the whole table (every node
-// then has them); ACL SAVE writes the table to this node's file.
-
-// parseACLFile parses an ACL file's text into user names and rule lines,
-// or returns Redis's error text (every error found, as ACLLoadFromFile
-// lists them).
-func parseACLFile(ac *aclCommands, file, text string) ([]string, string) {
-	var errs strings.Builder
-	var pairs []string
-	seen := map[string]bool{}
-	for i, line := range strings.Split(text, "\n") {
-		n := i + 1
-		line = strings.Trim(line, " \t\r\n")
-		if line == "" {
-			continue
-		}
-		argv := strings.Fields(line)
-		if argv[0] != "user" || len(argv) < 2 {
-			errs.WriteString(aclFileNotUser(file, n))
-			continue
-		}
-		name := argv[1]
-		if seen[name] {
-			errs.WriteString(aclFileDuplicate(name, n))
-			continue
-		}
-		seen[name] = true
-		u := newACLUser(ac, name)
-		reported := false
-		rules, open := mergeSelectorArgs(argv[2:])
-		if open >= 0 {
-			errs.WriteString(aclFileUnmatched(file, n))
-		}
-		for _, rule := range rules {
-			e := u.applyRule(ac, rule)
-			switch {
-			case e == "":
-			case e == aclErrUnknown:
-				errs.WriteString(aclFileUnknown(file, n, rule, e))
-			case !reported:
-				errs.WriteString(aclFileRule(file, n, e))
-				reported = true
-			}
-		}
-		if errs.Len() == 0 {
-			pairs = append(pairs, name, u.finish(ac).describe(ac))
-		}
-	}
-	if errs.Len() > 0 {
-		return nil, errs.String() + aclFileUnchanged
-	}
-	if !seen["default"] {
-		pairs = append(pairs, "default", defaultUserLine)
-	}
-	return pairs, ""
-}
+// The ACL file (--aclfile), in Redis's format (package acl). ACL LOAD
+// reads it on the node that runs the command and proposes its users as the
+// whole table (every node then has them); ACL SAVE writes the table to
+// this node's file.
 
 // readACLFile reads and parses the ACL file.
-func (s *Server) readACLFile() ([]string, string) {
-	b, err := os.ReadFile(s.acl.file)
-	if err != nil {
-		return nil, aclFileOpen(s.acl.file, osErrText(err))
-	}
-	return parseACLFile(s.acl.cmds, s.acl.file, string(b))
-}
-
-func osErrText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		err = pe.Err
-	}
-	s := err.Error()
-	if s != "" {
-		s = strings.ToUpper(s[:1]) + s[1:]
-	}
-	return s
-}
+func (s *Server) readACLFile() ([]string, error) { return acl.ReadFile(s.acl.cmds, s.acl.file) }
 
 func (c *client) aclLoad() {
-	pairs, e := c.s.readACLFile()
-	if e != "" {
-		c.out = appendError(c.out, errACLLoad(e))
+	pairs, err := c.s.readACLFile()
+	if err != nil {
+		c.out = appendError(c.out, errACLLoad(err.Error()))
 		return
 	}
 	c.answerACLProposal(c.proposeACL(fsm.ACLReplace, pairs...))
@@ -109,16 +38,12 @@ func (c *client) aclSave() {
 }
 
 func (s *Server) saveACLFile() error {
-	st := s.aclState()
-	var b strings.Builder
-	for _, name := range st.names {
-		b.WriteString("user " + name + " " + s.userLine(st.users[name]) + "\n")
-	}
+	text := s.aclState().FileText(s.acl.cmds)
 	mode := os.FileMode(0o600) // it holds password hashes
 	if fi, err := os.Stat(s.acl.file); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	return config.WriteFileAtomic(s.acl.file, []byte(b.String()), mode)
+	return config.WriteFileAtomic(s.acl.file, text, mode)
 }
 
 // ACLSeed returns the OpACLSet that seeds the replicated ACL table at
@@ -131,9 +56,9 @@ func (s *Server) ACLSeed() (fsm.Command, bool, error) {
 	var pairs []string
 	switch {
 	case s.acl.file != "":
-		p, e := s.readACLFile()
-		if e != "" {
-			return fsm.Command{}, false, fmt.Errorf("server: --aclfile: %s", e)
+		p, err := s.readACLFile()
+		if err != nil {
+			return fsm.Command{}, false, fmt.Errorf("server: --aclfile: %s", err)
 		}
 		pairs = p
 	case s.cfg.RequirePass != "":
@@ -149,30 +74,17 @@ func (s *Server) ACLSeed() (fsm.Command, bool, error) {
 }
 
 // requirePassLine is the default user's line with password as its only
-// password ("" for none), as requirepass sets it
-// (ACLUpdateDefaultUserPassword: resetpass, then >password or nopass).
+// password ("" for none), as requirepass sets it.
 func (s *Server) requirePassLine(password string) string {
-	u := s.aclState().users["default"]
-	if u == nil {
-		u, _ = parseUserLine(s.acl.cmds, "default", defaultUserLine)
-	}
-	u = u.clone()
-	u.applyRule(s.acl.cmds, "resetpass")
-	if password == "" {
-		u.applyRule(s.acl.cmds, "nopass")
-	} else {
-		u.applyRule(s.acl.cmds, ">"+password)
-	}
-	return s.userLine(u.finish(s.acl.cmds))
+	return s.aclState().RequirePassLine(s.acl.cmds, password)
 }
 
 // requirePass is CONFIG GET requirepass: the password set on this node,
 // while it is still the default user's only one; else "" (the replicated
 // table holds hashes only).
 func (s *Server) requirePass() string {
-	d := s.aclState().users["default"]
 	p := s.acl.requirePass.Load()
-	if d == nil || p == nil || *p == "" || len(d.passwords) != 1 || d.passwords[0] != hashPassword([]byte(*p)) {
+	if p == nil || !s.aclState().RequirePass(*p) {
 		return ""
 	}
 	return *p

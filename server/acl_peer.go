@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"kvs/acl"
+	"kvs/cmdspec"
 	"strings"
 
 	"kvs/fsm"
@@ -149,7 +151,7 @@ func (c *client) forwardUser() string {
 // error the leader answers it with in user's name.
 func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool) {
 	st := s.aclState()
-	u := st.users[user]
+	u := st.Users[user]
 	errs := make([]string, len(cmds))
 	if u == nil {
 		for i := range errs {
@@ -157,7 +159,7 @@ func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool
 		}
 		return errs, true
 	}
-	if u.unrestricted {
+	if u.Unrestricted() {
 		return nil, false
 	}
 	any := false
@@ -177,17 +179,7 @@ func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool
 // command itself is checked only where the op says it: the user table
 // (ACL SETUSER and friends) and the whole keyspace (FLUSHALL, FLUSHDB);
 // keys always are.
-func (s *Server) checkCommandAs(u *aclUser, fc *fsm.Command) string {
-	e := s.checkCommandSel(&u.sel, fc)
-	for i := 0; e != "" && i < len(u.selectors); i++ {
-		if s.checkCommandSel(&u.selectors[i], fc) == "" {
-			e = ""
-		}
-	}
-	return e
-}
-
-func (s *Server) checkCommandSel(sel *aclSelector, fc *fsm.Command) string {
+func (s *Server) checkCommandAs(u *acl.User, fc *fsm.Command) string {
 	var names []string
 	switch fc.Op {
 	case fsm.OpACLSet:
@@ -195,33 +187,21 @@ func (s *Server) checkCommandSel(sel *aclSelector, fc *fsm.Command) string {
 	case fsm.OpFlushAll:
 		names = []string{"flushall", "flushdb"}
 	}
-	if len(names) > 0 && !sel.allCommands {
-		ok := false
-		for _, name := range names {
-			if ac := s.acl.cmds.byName[name]; ac != nil && sel.bit(ac.id) {
-				ok = true
-			}
-		}
-		if !ok {
-			return errNoPermCmd(names[0])
-		}
-	}
-	if sel.allKeys {
-		return ""
+	cmds := make([]*acl.Command, len(names))
+	for i, name := range names {
+		cmds[i] = s.acl.cmds.Lookup(name)
 	}
 	keys, all := fc.Keys()
-	flags := ksUpdate
+	flags := cmdspec.Update
 	if !fc.Op.IsWrite() {
-		flags = ksAccess
+		flags = cmdspec.Access
 		keys = fc.Args[:min(1, len(fc.Args))]
 	}
-	if all && !sel.keyAllowed([]byte("*"), flags) {
+	switch u.CheckEntry(cmds, keys, all, flags) {
+	case acl.DeniedCmd:
+		return errNoPermCmd(names[0])
+	case acl.DeniedKey:
 		return errNoPermKey
-	}
-	for _, k := range keys {
-		if !sel.keyAllowed(k, flags) {
-			return errNoPermKey
-		}
 	}
 	return ""
 }

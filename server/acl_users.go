@@ -2,45 +2,72 @@ package server
 
 import (
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"kvs/acl"
+	"kvs/cmdspec"
 	"kvs/fsm"
 )
 
 // The server's view of the replicated ACL table. The fsm holds each user
-// as a rule line (fsm/acl.go); aclState is the table compiled, rebuilt
+// as a rule line (fsm/acl.go); an acl.Table is the table compiled, rebuilt
 // when the store's ACL generation moves (an OpACLSet applied on this node,
 // in any mode, or a snapshot restored). Connections compare the generation
 // before each command (one atomic load) and look their user up again when
 // it moved: a changed user's new rules apply to its connections at once,
 // and the connections of a deleted user are closed, as in Redis.
 
-// defaultUserLine is the default user's rules when the table has none:
-// Redis's default user, open to all.
-const defaultUserLine = "on nopass ~* &* +@all"
+// kvsOwnCategories are the categories of the commands Redis does not have.
+var kvsOwnCategories = map[string]string{
+	"kvs.join":    "admin slow dangerous",
+	"kvs.remove":  "admin slow dangerous",
+	"kvs.status":  "admin slow",
+	"kvs.peer":    "admin fast dangerous",
+	"kvs.forward": "admin slow dangerous",
+	"kvs.sync":    "admin fast dangerous",
+	"kvs.publish": "pubsub admin fast dangerous",
+}
 
-// aclState is the compiled table. Immutable.
-type aclState struct {
-	gen   uint64
-	users map[string]*aclUser
-	names []string // sorted
-	// authRequired: the default user has a password or is off, so a new
-	// connection must AUTH (authRequired in Redis's networking.c).
-	authRequired bool
+// newACLCommands describes the command table to the ACL: every command,
+// and every subcommand Redis has of those commands (the ones of a later
+// Redis that kvs answers, laterSubcommands, are checked as their
+// container), with Redis's categories and key specs (package cmdspec).
+func newACLCommands(table map[string]*command) *acl.Commands {
+	specs := make([]acl.Spec, 0, len(table)+len(cmdspec.Categories))
+	add := func(name string) {
+		cats, ok := cmdspec.Categories[name]
+		if !ok {
+			cats = kvsOwnCategories[name]
+		}
+		var noAuth bool
+		switch name {
+		case "auth", "hello", "quit", "reset", "kvs.peer":
+			noAuth = true
+		}
+		specs = append(specs, acl.Spec{Name: name, Categories: cats, Keys: cmdspec.FinderOf(name),
+			Channels: cmdspec.ChannelsOf(name), NoAuth: noAuth})
+	}
+	for name := range table {
+		add(name)
+	}
+	for name := range cmdspec.Categories {
+		if i := strings.IndexByte(name, '|'); i > 0 && table[name[:i]] != nil {
+			add(name)
+		}
+	}
+	return acl.NewCommands(specs)
 }
 
 // aclServer is the server's ACL state.
 type aclServer struct {
-	cmds *aclCommands
+	cmds *acl.Commands
 
 	mu    sync.Mutex // serialises rebuilds of state
-	state atomic.Pointer[aclState]
+	state atomic.Pointer[acl.Table]
 
-	log aclLog
+	log acl.Log
 
 	// file is --aclfile ("" for none), for ACL LOAD and SAVE.
 	file string
@@ -50,37 +77,20 @@ type aclServer struct {
 }
 
 // aclState returns the compiled ACL table as of the store's generation.
-func (s *Server) aclState() *aclState {
+func (s *Server) aclState() *acl.Table {
 	gen := s.cfg.Store.ACLGen()
-	if st := s.acl.state.Load(); st != nil && st.gen == gen {
+	if st := s.acl.state.Load(); st != nil && st.Gen == gen {
 		return st
 	}
 	s.acl.mu.Lock()
 	defer s.acl.mu.Unlock()
-	if st := s.acl.state.Load(); st != nil && st.gen == gen {
+	if st := s.acl.state.Load(); st != nil && st.Gen == gen {
 		return st
 	}
 	lines, gen := s.cfg.Store.ACLUsers()
-	st := &aclState{gen: gen, users: make(map[string]*aclUser, len(lines)+1)}
-	if _, ok := lines["default"]; !ok {
-		lines["default"] = defaultUserLine
-	}
-	for name, line := range lines {
-		u, err := parseUserLine(s.acl.cmds, name, line)
-		if err != nil {
-			// Validated before it was proposed: a line this kvs cannot
-			// read came from another version. The user is left out
-			// (denied) rather than admitted with wrong rights.
-			s.cfg.Logger.Error("server: ACL user not loaded", "user", name, "err", err)
-			continue
-		}
-		st.users[name] = u
-		st.names = append(st.names, name)
-	}
-	sort.Strings(st.names)
-	if d := st.users["default"]; d == nil || !d.nopass || !d.on {
-		st.authRequired = true
-	}
+	st := acl.Compile(s.acl.cmds, gen, lines, func(name string, err error) {
+		s.cfg.Logger.Error("server: ACL user not loaded", "user", name, "err", err)
+	})
 	old := s.acl.state.Load()
 	s.acl.state.Store(st)
 	if old != nil {
@@ -93,10 +103,10 @@ func (s *Server) aclState() *aclState {
 // was deleted or may no longer use one of their channels or patterns, as
 // Redis does on ACL SETUSER and DELUSER (ACLKillPubsubClientsIfNeeded): a
 // subscriber in RESP2 sends no command that would meet the new rules.
-func (s *Server) killRevokedSubscribers(old, st *aclState) {
-	changed := map[string]*aclUser{}
-	for name, u := range old.users {
-		if nu := st.users[name]; nu == nil || nu.describe(s.acl.cmds) != u.describe(s.acl.cmds) {
+func (s *Server) killRevokedSubscribers(old, st *acl.Table) {
+	changed := map[string]*acl.User{}
+	for name, u := range old.Users {
+		if nu := st.Users[name]; nu == nil || nu.Describe(s.acl.cmds) != u.Describe(s.acl.cmds) {
 			changed[name] = nu // nil: deleted
 		}
 	}
@@ -114,7 +124,7 @@ func (s *Server) killRevokedSubscribers(old, st *aclState) {
 					continue
 				}
 				u, ok := changed[*p]
-				if ok && (u == nil || !u.channelAllowed(name, k == subPattern)) {
+				if ok && (u == nil || !u.ChannelAllowed(name, k == subPattern)) {
 					kill = append(kill, c)
 				}
 			}
@@ -147,21 +157,6 @@ func (s *Server) killSubscriber(c *client) {
 	}
 }
 
-// parseUserLine compiles a user from its rule line.
-func parseUserLine(ac *aclCommands, name, line string) (*aclUser, error) {
-	u := newACLUser(ac, name)
-	rules, open := mergeSelectorArgs(strings.Fields(line))
-	if open >= 0 {
-		return nil, fmt.Errorf("unmatched parenthesis in %q", line)
-	}
-	for _, rule := range rules {
-		if e := u.applyRule(ac, rule); e != "" {
-			return nil, fmt.Errorf("rule %q: %s", rule, e)
-		}
-	}
-	return u.finish(ac), nil
-}
-
 // proposeACL makes a change to the ACL table through the write path (the
 // log in durable and cluster mode) and waits for it to apply here.
 func (c *client) proposeACL(mode int64, pairs ...string) error {
@@ -191,8 +186,8 @@ func (s *Server) proposeACL(mode int64, pairs ...string) error {
 
 // clientAuth is a connection's user.
 type clientAuth struct {
-	name   string   // the user's name ("default" until AUTH)
-	user   *aclUser // as of gen; nil before the first check
+	name   string    // the user's name ("default" until AUTH)
+	user   *acl.User // as of gen; nil before the first check
 	gen    uint64
 	authed bool // AUTH or HELLO AUTH succeeded
 	// fast: the user may run anything and needs no AUTH, so the check
@@ -203,7 +198,7 @@ type clientAuth struct {
 	// The last command checked and its ACL identity: a pipeline usually
 	// repeats one command.
 	lastCmd *command
-	lastACL *aclCmd
+	lastACL *acl.Command
 }
 
 // refreshUser brings c's user up to date with the ACL table (on the first
@@ -215,33 +210,33 @@ func (c *client) refreshUser() bool {
 		return true
 	}
 	st := c.s.aclState()
-	u := st.users[c.auth.name]
+	u := st.Users[c.auth.name]
 	if u == nil {
 		c.quit = true
 		return false
 	}
-	c.auth.user, c.auth.gen = u, st.gen
-	c.auth.mustAuth = st.authRequired && !c.auth.authed
-	c.auth.fast = u.unrestricted && !c.auth.mustAuth
-	c.setUserName(u.name)
+	c.auth.user, c.auth.gen = u, st.Gen
+	c.auth.mustAuth = st.AuthRequired && !c.auth.authed
+	c.auth.fast = u.Unrestricted() && !c.auth.mustAuth
+	c.setUserName(u.Name())
 	return true
 }
 
 // aclCommand is the ACL identity of cmd run with args: the subcommand's
 // for a container. Nil for a command without one (none today).
-func (c *client) aclCommand(cmd *command, args [][]byte) *aclCmd {
-	var ac *aclCmd
+func (c *client) aclCommand(cmd *command, args [][]byte) *acl.Command {
+	var ac *acl.Command
 	if cmd == c.auth.lastCmd {
 		ac = c.auth.lastACL
 	} else {
-		ac = c.s.acl.cmds.byName[cmd.name]
+		ac = c.s.acl.cmds.Lookup(cmd.name)
 		if ac == nil {
 			return nil
 		}
 		c.auth.lastCmd, c.auth.lastACL = cmd, ac
 	}
-	if len(ac.subs) > 0 {
-		ac = c.s.acl.cmds.resolve(cmd.name, args)
+	if len(ac.Subs) > 0 {
+		ac = c.s.acl.cmds.Resolve(cmd.name, args)
 	}
 	return ac
 }
@@ -249,22 +244,22 @@ func (c *client) aclCommand(cmd *command, args [][]byte) *aclCmd {
 // needsAuth reports whether c must authenticate before it may run ac
 // (Redis's NOAUTH): AUTH is required and ac is not one of the commands
 // that run before it.
-func (c *client) needsAuth(ac *aclCmd) bool {
-	return c.auth.mustAuth && !ac.noAuth && !(ac.parent != nil && ac.parent.noAuth)
+func (c *client) needsAuth(ac *acl.Command) bool {
+	return c.auth.mustAuth && !ac.NoAuth()
 }
 
 // aclDenial is the error for c's user running ac with args when its rules
 // refuse it, the refusal then logged in ACL LOG, or "".
-func (c *client) aclDenial(ac *aclCmd, args [][]byte) string {
-	res, at := c.auth.user.check(ac, args)
-	if res == aclOK {
+func (c *client) aclDenial(ac *acl.Command, args [][]byte) string {
+	res, at := c.auth.user.Check(ac, args)
+	if res == acl.OK {
 		return ""
 	}
 	c.logDenial(res, ac, args, at)
 	switch res {
-	case aclDeniedCmd:
-		return errNoPermCmd(ac.name)
-	case aclDeniedKey:
+	case acl.DeniedCmd:
+		return errNoPermCmd(ac.Name)
+	case acl.DeniedKey:
 		return errNoPermKey
 	}
 	return errNoPermChannel
@@ -277,19 +272,19 @@ func (c *client) execRefusal(cmd *command, args [][]byte) string {
 	if c.auth.fast && c.auth.gen == c.s.cfg.Store.ACLGen() {
 		return ""
 	}
-	u := c.s.aclState().users[c.auth.name]
-	ac := c.s.acl.cmds.resolve(cmd.name, args)
+	u := c.s.aclState().Users[c.auth.name]
+	ac := c.s.acl.cmds.Resolve(cmd.name, args)
 	if u == nil || ac == nil {
 		return "" // a deleted user's connection closes at its next command
 	}
-	res, at := u.check(ac, args)
+	res, at := u.Check(ac, args)
 	var reason string
 	switch res {
-	case aclOK:
+	case acl.OK:
 		return ""
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		reason = "no permission to execute the command or subcommand"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		reason = "no permission to touch the specified keys"
 	default:
 		reason = "no permission to access one of the channels used as arguments"
@@ -315,16 +310,16 @@ func (c *client) resetAuth() {
 // success c runs as that user from the next command on.
 func (c *client) authenticate(name, password []byte, object string) bool {
 	st := c.s.aclState()
-	u := st.users[string(name)]
-	if u == nil || !u.on || !u.checkPassword(password) {
+	u := st.Users[string(name)]
+	if u == nil || !u.On() || !u.CheckPassword(password) {
 		c.logAuthFailure(string(name), object)
 		return false
 	}
-	c.auth = clientAuth{name: u.name, user: u, gen: st.gen, authed: true,
-		fast: u.unrestricted}
-	c.setUserName(u.name)
+	c.auth = clientAuth{name: u.Name(), user: u, gen: st.Gen, authed: true,
+		fast: u.Unrestricted()}
+	c.setUserName(u.Name())
 	return true
 }
 
 // userLine is the rule line stored for u (ACL LIST without "user name ").
-func (s *Server) userLine(u *aclUser) string { return u.describe(s.acl.cmds) }
+func (s *Server) userLine(u *acl.User) string { return u.Describe(s.acl.cmds) }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"kvs/acl"
 	"strings"
 
 	"kvs/fsm"
@@ -35,7 +36,7 @@ import (
 // 11. a client pause holds the command until it ends.
 //
 // The flags the steps read are Redis's getCommandFlags: a subcommand's
-// own, from Redis's table (acl_table.go), and a script's or function's as
+// own, from Redis's table (package cmdspec), and a script's or function's as
 // it declares them (commandFlags).
 //
 // A refusal is answered at once, in the pipeline's order, and inside MULTI
@@ -82,7 +83,7 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 		return refused
 	}
 	// The user's checks cost one atomic load while it may run anything.
-	var ac *aclCmd
+	var ac *acl.Command
 	if !c.auth.fast || c.auth.gen != c.s.cfg.Store.ACLGen() {
 		if !c.refreshUser() {
 			return refused

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"kvs/acl"
 	"kvs/fsm"
 	"kvs/resp"
 )
@@ -22,7 +23,7 @@ func runAuth(c *client, args [][]byte) {
 	}
 	name, password := []byte("default"), args[1]
 	if len(args) == 2 {
-		if d := c.s.aclState().users["default"]; d == nil || d.nopass {
+		if d := c.s.aclState().Users["default"]; d == nil || d.NoPass() {
 			c.out = appendError(c.out, errAuthNoPassword)
 			return
 		}
@@ -39,13 +40,13 @@ func runAuth(c *client, args [][]byte) {
 // authRequired reports whether c must authenticate before running
 // anything but AUTH, HELLO and the other no-auth commands.
 func (c *client) authRequired() bool {
-	return !c.auth.authed && c.s.aclState().authRequired
+	return !c.auth.authed && c.s.aclState().AuthRequired
 }
 
 // newClientAuth is a new connection's user: the default user,
 // authenticated when it needs no password (as Redis's createClient).
 func (s *Server) newClientAuth() clientAuth {
-	return clientAuth{name: "default", authed: !s.aclState().authRequired}
+	return clientAuth{name: "default", authed: !s.aclState().AuthRequired}
 }
 
 func runACL(c *client, args [][]byte) {
@@ -58,16 +59,10 @@ func runACL(c *client, args [][]byte) {
 		c.aclDelUser(args)
 	case is(sub, "getuser"):
 		c.aclGetUser(string(args[2]))
-	case is(sub, "list") || is(sub, "users"):
-		st := c.s.aclState()
-		c.out = appendArrayLen(c.out, len(st.names))
-		for _, name := range st.names {
-			if is(sub, "users") {
-				c.out = appendBulkString(c.out, name)
-			} else {
-				c.out = appendBulkString(c.out, "user "+name+" "+c.s.userLine(st.users[name]))
-			}
-		}
+	case is(sub, "list"):
+		c.out = appendStrings(c.out, c.s.aclState().List(c.s.acl.cmds))
+	case is(sub, "users"):
+		c.out = appendStrings(c.out, c.s.aclState().Names)
 	case is(sub, "whoami"):
 		c.out = appendBulkString(c.out, c.auth.name)
 	case c.s.acl.file == "" && (is(sub, "load") || is(sub, "save")):
@@ -77,26 +72,14 @@ func runACL(c *client, args [][]byte) {
 	case is(sub, "save"):
 		c.aclSave()
 	case is(sub, "cat") && n == 2:
-		c.out = appendArrayLen(c.out, len(aclCategoryNames))
-		for _, name := range aclCategoryNames {
-			c.out = appendBulkString(c.out, name)
-		}
+		c.out = appendStrings(c.out, acl.CategoryNames)
 	case is(sub, "cat") && n == 3:
-		cat, ok := aclCategory(string(args[2]))
+		cat, ok := acl.CategoryOf(string(args[2]))
 		if !ok {
 			c.out = appendError(c.out, errUnknownCategory(args[2]))
 			return
 		}
-		var names []string
-		for _, cmd := range c.s.acl.cmds.all {
-			if cmd.cats&cat != 0 {
-				names = append(names, cmd.name)
-			}
-		}
-		c.out = appendArrayLen(c.out, len(names))
-		for _, name := range names {
-			c.out = appendBulkString(c.out, name)
-		}
+		c.out = appendStrings(c.out, c.s.acl.cmds.InCategory(cat))
 	case is(sub, "genpass") && n <= 3:
 		bits := int64(256)
 		if n == 3 {
@@ -134,7 +117,7 @@ func runACL(c *client, args [][]byte) {
 // none take effect.
 func (c *client) aclSetUser(args [][]byte) {
 	name := string(args[2])
-	if hasSpaces(name) {
+	if !acl.ValidUserName(name) {
 		c.out = appendError(c.out, errUserSpaces)
 		return
 	}
@@ -142,24 +125,21 @@ func (c *client) aclSetUser(args [][]byte) {
 	for i, a := range args[3:] {
 		rules[i] = string(a)
 	}
-	rules, open := mergeSelectorArgs(rules)
+	rules, open := acl.MergeSelectors(rules)
 	if open >= 0 {
 		c.out = appendError(c.out, errUnmatchedSelector(string(args[3+open])))
 		return
 	}
-	u := c.s.aclState().users[name]
+	u := c.s.aclState().Users[name]
 	if u == nil {
-		u = newACLUser(c.s.acl.cmds, name)
-	} else {
-		u = u.clone()
+		u = acl.NewUser(c.s.acl.cmds, name)
 	}
-	for _, a := range rules {
-		if e := u.applyRule(c.s.acl.cmds, a); e != "" {
-			c.out = appendError(c.out, errSetUserRule(a, e))
-			return
-		}
+	u, bad, err := u.WithRules(c.s.acl.cmds, rules)
+	if err != nil {
+		c.out = appendError(c.out, errSetUserRule(bad, err.Error()))
+		return
 	}
-	c.answerACLProposal(c.proposeACL(fsm.ACLUpdate, name, c.s.userLine(u.finish(c.s.acl.cmds))))
+	c.answerACLProposal(c.proposeACL(fsm.ACLUpdate, name, c.s.userLine(u)))
 }
 
 func (c *client) answerACLProposal(err error) {
@@ -181,7 +161,7 @@ func (c *client) aclDelUser(args [][]byte) {
 	var pairs []string
 	seen := map[string]bool{}
 	for _, a := range args[2:] {
-		if name := string(a); st.users[name] != nil && !seen[name] {
+		if name := string(a); st.Users[name] != nil && !seen[name] {
 			seen[name] = true
 			pairs = append(pairs, name, "")
 		}
@@ -198,59 +178,46 @@ func (c *client) aclDelUser(args [][]byte) {
 // aclGetUser answers ACL GETUSER in Redis 7.0's shape: flags, passwords,
 // commands, keys, channels, selectors.
 func (c *client) aclGetUser(name string) {
-	u := c.s.aclState().users[name]
+	u := c.s.aclState().Users[name]
 	if u == nil {
 		c.out = appendNull(c.out, c.proto)
 		return
 	}
 	b := appendMapLen(c.out, 6, c.proto)
 	b = appendBulkString(b, "flags")
-	var flags []string
-	if u.on {
-		flags = append(flags, "on")
-	} else {
-		flags = append(flags, "off")
-	}
-	if u.nopass {
-		flags = append(flags, "nopass")
-	}
-	if u.sanitize != "" {
-		flags = append(flags, u.sanitize)
-	}
+	flags := u.Flags()
 	b = appendSetLen(b, len(flags), c.proto)
 	for _, f := range flags {
 		b = appendBulkString(b, f)
 	}
 	b = appendBulkString(b, "passwords")
-	b = appendArrayLen(b, len(u.passwords))
-	for _, p := range u.passwords {
-		b = appendBulkString(b, p)
-	}
-	b = c.appendSelector(b, &u.sel)
+	b = appendStrings(b, u.Passwords())
+	sels := u.Selectors()
+	b = c.appendSelector(b, sels[0])
 	b = appendBulkString(b, "selectors")
-	b = appendArrayLen(b, len(u.selectors))
-	for i := range u.selectors {
+	b = appendArrayLen(b, len(sels)-1)
+	for _, s := range sels[1:] {
 		b = appendMapLen(b, 3, c.proto)
-		b = c.appendSelector(b, &u.selectors[i])
+		b = c.appendSelector(b, s)
 	}
 	c.out = b
 }
 
 // appendSelector writes GETUSER's commands, keys and channels fields.
-func (c *client) appendSelector(b []byte, s *aclSelector) []byte {
+func (c *client) appendSelector(b []byte, s *acl.Selector) []byte {
 	b = appendBulkString(b, "commands")
-	b = appendBulkString(b, s.describeCommands(c.s.acl.cmds))
+	b = appendBulkString(b, s.Commands(c.s.acl.cmds))
 	b = appendBulkString(b, "keys")
-	b = appendBulkString(b, s.keysText())
+	b = appendBulkString(b, s.Keys())
 	b = appendBulkString(b, "channels")
-	return appendBulkString(b, s.channelsText())
+	return appendBulkString(b, s.Channels())
 }
 
 func (c *client) aclLogCommand(args [][]byte) {
 	count := int64(10)
 	if len(args) == 3 {
 		if is(args[2], "reset") {
-			c.s.acl.log.reset()
+			c.s.acl.log.Reset()
 			c.out = appendStatus(c.out, "OK")
 			return
 		}
@@ -261,39 +228,39 @@ func (c *client) aclLogCommand(args [][]byte) {
 		}
 		count = max(v, 0)
 	}
-	entries := c.s.acl.log.snapshot(int(min(count, aclLogMax)))
+	entries := c.s.acl.log.Entries(int(min(count, acl.LogMax)))
 	now := time.Now()
 	b := appendArrayLen(c.out, len(entries))
 	for _, e := range entries {
 		b = appendMapLen(b, 10, c.proto)
 		b = appendBulkString(b, "count")
-		b = appendInt(b, e.count)
+		b = appendInt(b, e.Count)
 		b = appendBulkString(b, "reason")
-		b = appendBulkString(b, e.reason)
+		b = appendBulkString(b, e.Reason)
 		b = appendBulkString(b, "context")
-		b = appendBulkString(b, e.context)
+		b = appendBulkString(b, e.Context)
 		b = appendBulkString(b, "object")
-		b = appendBulkString(b, e.object)
+		b = appendBulkString(b, e.Object)
 		b = appendBulkString(b, "username")
-		b = appendBulkString(b, e.username)
+		b = appendBulkString(b, e.Username)
 		b = appendBulkString(b, "age-seconds")
-		age := float64(now.Sub(e.updated).Milliseconds()) / 1000
+		age := float64(now.Sub(e.Updated).Milliseconds()) / 1000
 		b = resp.AppendDouble(b, age, c.proto) // %.17g, as Redis's addReplyDouble
 		b = appendBulkString(b, "client-info")
-		b = appendBulkString(b, e.cinfo)
+		b = appendBulkString(b, e.ClientInfo)
 		b = appendBulkString(b, "entry-id")
-		b = appendInt(b, e.entryID)
+		b = appendInt(b, e.EntryID)
 		b = appendBulkString(b, "timestamp-created")
-		b = appendInt(b, e.created.UnixMilli())
+		b = appendInt(b, e.Created.UnixMilli())
 		b = appendBulkString(b, "timestamp-last-updated")
-		b = appendInt(b, e.updated.UnixMilli())
+		b = appendInt(b, e.Updated.UnixMilli())
 	}
 	c.out = b
 }
 
 // aclDryRun answers ACL DRYRUN user command arg...
 func (c *client) aclDryRun(args [][]byte) {
-	u := c.s.aclState().users[string(args[2])]
+	u := c.s.aclState().Users[string(args[2])]
 	if u == nil {
 		c.out = appendError(c.out, errUserNotFound(args[2]))
 		return
@@ -304,16 +271,16 @@ func (c *client) aclDryRun(args [][]byte) {
 		c.out = appendError(c.out, errCommandNotFound(cargs[0]))
 		return
 	}
-	ac := c.s.acl.cmds.resolve(cmd.name, cargs)
+	ac := c.s.acl.cmds.Resolve(cmd.name, cargs)
 	if (cmd.arity > 0 && len(cargs) != cmd.arity) || len(cargs) < -cmd.arity {
-		c.out = appendError(c.out, errWrongArgs(ac.name))
+		c.out = appendError(c.out, errWrongArgs(ac.Name))
 		return
 	}
-	switch res, at := u.check(ac, cargs); res {
-	case aclOK:
+	switch res, at := u.Check(ac, cargs); res {
+	case acl.OK:
 		c.out = appendStatus(c.out, "OK")
-	case aclDeniedCmd:
-		c.out = appendBulkString(c.out, dryRunDenial(res, ac.name))
+	case acl.DeniedCmd:
+		c.out = appendBulkString(c.out, dryRunDenial(res, ac.Name))
 	default:
 		c.out = appendBulkString(c.out, dryRunDenial(res, string(cargs[at])))
 	}
@@ -349,4 +316,13 @@ var aclHelp = []string{
 	"    Return the current connection username.",
 	"HELP",
 	"    Prints this help.",
+}
+
+// appendStrings writes list as an array of bulk strings.
+func appendStrings(b []byte, list []string) []byte {
+	b = appendArrayLen(b, len(list))
+	for _, s := range list {
+		b = appendBulkString(b, s)
+	}
+	return b
 }

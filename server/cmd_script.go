@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"kvs/acl"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -354,7 +355,7 @@ type scriptScratch struct {
 	// ACL table of generation aclGen.
 	aclName string
 	aclGen  uint64
-	aclUser *aclUser
+	aclUser *acl.User
 	aclSet  bool
 
 	seen [8]struct {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"kvs/acl"
 	"time"
 
 	"kvs/fsm"
@@ -15,7 +16,7 @@ import (
 // "lua". The rules are the store's ACL table as the script runs (its
 // place in the log), given in fsm.ParseContext, so every replica and
 // every replay refuses the same calls; this node's compiled table
-// (aclState) is not used, since it may be ahead of or behind the entry.
+// (Server.aclState) is not used, since it may be ahead of or behind the entry.
 //
 // Each node that runs the script logs its denials, so in a cluster every
 // node's ACL LOG has them, and the entry's client is the script's own
@@ -23,54 +24,54 @@ import (
 
 // scriptUser returns the user p's script runs as, compiled from p's table;
 // nil for a user the table does not have.
-func (s *Server) scriptUser(p *fsm.ParseContext, sc *scriptScratch) *aclUser {
+func (s *Server) scriptUser(p *fsm.ParseContext, sc *scriptScratch) *acl.User {
 	if sc.aclSet && sc.aclGen == p.ACLGen && sc.aclName == p.User {
 		return sc.aclUser
 	}
 	line, ok := p.ACL[p.User]
 	if !ok && p.User == "default" {
-		line, ok = defaultUserLine, true
+		line, ok = acl.DefaultUserLine, true
 	}
-	var u *aclUser
+	var u *acl.User
 	if ok {
-		u, _ = parseUserLine(s.acl.cmds, p.User, line)
+		u, _ = acl.ParseUser(s.acl.cmds, p.User, line)
 	}
 	sc.aclName, sc.aclGen, sc.aclUser, sc.aclSet = p.User, p.ACLGen, u, true
 	return u
 }
 
 // scriptACLResult checks the call args (of cmd) as p's user.
-func (s *Server) scriptACLResult(p *fsm.ParseContext, sc *scriptScratch, ac *aclCmd, args [][]byte) (res, at int) {
+func (s *Server) scriptACLResult(p *fsm.ParseContext, sc *scriptScratch, ac *acl.Command, args [][]byte) (res acl.Result, at int) {
 	u := s.scriptUser(p, sc)
 	switch {
 	case u == nil:
-		return aclDeniedCmd, 0
-	case u.unrestricted:
-		return aclOK, 0
+		return acl.DeniedCmd, 0
+	case u.Unrestricted():
+		return acl.OK, 0
 	}
-	return u.check(ac, args)
+	return u.Check(ac, args)
 }
 
 // scriptACLRefusal returns the error a script's call of cmd gets when its
 // user may not run it, or "".
 func (s *Server) scriptACLRefusal(p *fsm.ParseContext, sc *scriptScratch, cmd *command, args [][]byte) string {
-	ac := s.acl.cmds.resolve(cmd.name, args)
+	ac := s.acl.cmds.Resolve(cmd.name, args)
 	if ac == nil {
 		return ""
 	}
 	res, at := s.scriptACLResult(p, sc, ac, args)
-	if res == aclOK {
+	if res == acl.OK {
 		return ""
 	}
 	now := time.UnixMilli(p.Now)
-	s.logDenialAs("lua", p.User, scriptClientInfo(p.User, ac.name), now, res, ac, args, at)
+	s.acl.log.AddDenial("lua", p.User, scriptClientInfo(p.User, ac.Name), now, res, ac, args, at)
 	var why string
 	switch res {
-	case aclDeniedCmd:
+	case acl.DeniedCmd:
 		why = "can't run this command or subcommand"
-	case aclDeniedKey:
+	case acl.DeniedKey:
 		why = "can't access at least one of the keys mentioned in the command arguments"
-	case aclDeniedChannel:
+	case acl.DeniedChannel:
 		why = "can't publish to the channel mentioned in the command"
 	default:
 		why = "lacking the permissions for the command"
@@ -82,10 +83,10 @@ func (s *Server) scriptACLRefusal(p *fsm.ParseContext, sc *scriptScratch, cmd *c
 // args, as a ReplyBool, or Redis's error for a command (or subcommand)
 // that does not exist.
 func (s *Server) scriptACLCheck(p *fsm.ParseContext, sc *scriptScratch, cmd *command, args [][]byte) (fsm.Command, fsm.Reply, bool) {
-	var ac *aclCmd
+	var ac *acl.Command
 	if cmd != nil {
-		ac = s.acl.cmds.resolve(cmd.name, args)
-		if ac != nil && len(ac.subs) > 0 && len(args) >= 2 {
+		ac = s.acl.cmds.Resolve(cmd.name, args)
+		if ac != nil && len(ac.Subs) > 0 && len(args) >= 2 {
 			ac = nil // a container given an unknown subcommand
 		}
 	}
@@ -94,7 +95,7 @@ func (s *Server) scriptACLCheck(p *fsm.ParseContext, sc *scriptScratch, cmd *com
 	}
 	ok := int64(1)
 	if p.User != "" {
-		if res, _ := s.scriptACLResult(p, sc, ac, args); res != aclOK {
+		if res, _ := s.scriptACLResult(p, sc, ac, args); res != acl.OK {
 			ok = 0
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"kvs/acl"
 
 	"kvs/fsm"
 )
@@ -115,6 +116,6 @@ func (c *client) sortFullKeys(args [][]byte) bool {
 	} else if c.auth.fast || u == nil {
 		return true
 	}
-	ac := c.s.acl.cmds.resolve(lowerName(args[0]), args)
-	return ac == nil || u.fullKeyAccess(ac, args, aclRead)
+	ac := c.s.acl.cmds.Resolve(lowerName(args[0]), args)
+	return ac == nil || u.FullKeyAccess(ac, args, acl.Read)
 }

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"kvs/acl"
+	"kvs/cmdspec"
+	"kvs/fsm"
 	"sort"
 	"strings"
 )
 
 // runCommand answers COMMAND and its subcommands from the command table
-// and Redis's data about the commands (acl_table.go), so that clients
+// and Redis's data about the commands (package cmdspec), so that clients
 // that discover commands (redis-cli's hints, go-redis's cluster client,
 // which routes by the key positions and tips) see what kvs really
 // supports, described as Redis describes it.
@@ -106,14 +109,14 @@ func (c *client) commandList(opts [][]byte) {
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "module"):
 		match = func(*command) bool { return false } // kvs loads no modules
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "aclcat"):
-		cat, ok := aclCategory(string(opts[2]))
+		cat, ok := acl.CategoryOf(string(opts[2]))
 		match = func(cmd *command) bool {
-			ac := c.s.acl.cmds.byName[cmd.name]
-			return ok && ac != nil && ac.cats&cat != 0
+			ac := c.s.acl.cmds.Lookup(cmd.name)
+			return ok && ac != nil && ac.In(cat)
 		}
 	case len(opts) == 3 && is(opts[0], "filterby") && is(opts[1], "pattern"):
 		pattern := string(asciiLower(opts[2]))
-		match = func(cmd *command) bool { return globMatch(pattern, cmd.name) }
+		match = func(cmd *command) bool { return fsm.MatchGlob(pattern, cmd.name) }
 	default:
 		c.out = appendError(c.out, errSyntax)
 		return
@@ -156,23 +159,23 @@ func (c *client) commandGetKeys(args [][]byte, withFlags bool) {
 	if cmd != nil && len(args) > 1 && len(cmd.subcommands) > 0 {
 		cmd = cmd.describedSubcommand(args[1])
 	}
-	var ac *aclCmd
+	var keys cmdspec.KeyFinder
 	if cmd != nil {
-		ac = c.s.acl.cmds.byName[cmd.name]
+		keys = cmdspec.FinderOf(cmd.name)
 	}
 	switch {
 	case cmd == nil:
 		c.out = appendError(c.out, errGetKeysInvalidCommand)
 		return
-	case ac == nil || !ac.hasKeys():
+	case !keys.HasKeys():
 		c.out = appendError(c.out, errGetKeysNoKeys)
 		return
 	case !cmd.arityOK(args):
 		c.out = appendError(c.out, errGetKeysArity)
 		return
 	}
-	keys := commandKeys(ac, args, nil)
-	if len(keys) == 0 {
+	found := keys.Find(args, nil)
+	if len(found) == 0 {
 		if cmd.flags&flagNoMandatoryKeys != 0 {
 			c.out = appendArrayLen(c.out, 0)
 		} else {
@@ -180,28 +183,28 @@ func (c *client) commandGetKeys(args [][]byte, withFlags bool) {
 		}
 		return
 	}
-	b := appendArrayLen(c.out, len(keys))
-	for _, k := range keys {
+	b := appendArrayLen(c.out, len(found))
+	for _, k := range found {
 		if !withFlags {
-			b = appendBulk(b, args[k.pos])
+			b = appendBulk(b, args[k.Pos])
 			continue
 		}
 		b = appendArrayLen(b, 2)
-		b = appendBulk(b, args[k.pos])
-		b = appendKeySpecFlags(b, k.flags, c.proto)
+		b = appendBulk(b, args[k.Pos])
+		b = appendKeySpecFlags(b, k.Flags, c.proto)
 	}
 	c.out = b
 }
 
 func appendKeySpecFlags(b []byte, flags, proto int) []byte {
 	n := 0
-	for i := range keySpecFlagNames {
+	for i := range cmdspec.KeyFlagNames {
 		if flags&(1<<i) != 0 {
 			n++
 		}
 	}
 	b = appendSetLen(b, n, proto)
-	for i, name := range keySpecFlagNames {
+	for i, name := range cmdspec.KeyFlagNames {
 		if flags&(1<<i) != 0 {
 			b = appendStatus(b, name)
 		}
@@ -223,10 +226,10 @@ func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
 	if cmd == nil {
 		return appendNull(b, c.proto)
 	}
-	specs := redisKeySpecs[cmd.name]
+	specs := cmdspec.KeySpecs[cmd.name]
 	first, last, step := cmd.firstKey, cmd.lastKey, cmd.keyStep
 	if strings.IndexByte(cmd.name, '|') > 0 {
-		first, last, step, _ = legacyRange(specs)
+		first, last, step, _ = cmdspec.LegacyRange(specs)
 	}
 	flags := cmd.flags
 	if cmd.container && cmd.arity <= -2 {
@@ -259,7 +262,7 @@ func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
 	for _, cat := range cats {
 		b = appendStatus(b, cat)
 	}
-	tips := strings.Fields(redisTips[cmd.name])
+	tips := strings.Fields(cmdspec.Tips[cmd.name])
 	b = appendSetLen(b, len(tips), c.proto)
 	for _, tip := range tips {
 		b = appendBulkString(b, tip)
@@ -288,69 +291,69 @@ func (c *client) appendCommandInfo(b []byte, cmd *command) []byte {
 
 // appendKeySpec writes one key specification as COMMAND INFO does
 // (addReplyCommandKeySpecs).
-func appendKeySpec(b []byte, ks *keySpec, proto int) []byte {
+func appendKeySpec(b []byte, ks *cmdspec.KeySpec, proto int) []byte {
 	n := 3
-	if ks.notes != "" {
+	if ks.Notes != "" {
 		n++
 	}
 	b = appendMapLen(b, n, proto)
-	if ks.notes != "" {
+	if ks.Notes != "" {
 		b = appendBulkString(b, "notes")
-		b = appendBulkString(b, ks.notes)
+		b = appendBulkString(b, ks.Notes)
 	}
 	b = appendBulkString(b, "flags")
-	b = appendKeySpecFlags(b, ks.flags, proto)
+	b = appendKeySpecFlags(b, ks.Flags, proto)
 	b = appendBulkString(b, "begin_search")
 	b = appendMapLen(b, 2, proto)
 	b = appendBulkString(b, "type")
 	switch {
-	case ks.unknown:
+	case ks.Unknown:
 		b = appendBulkString(b, "unknown")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 0, proto)
-	case ks.keyword != "":
+	case ks.Keyword != "":
 		b = appendBulkString(b, "keyword")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 2, proto)
 		b = appendBulkString(b, "keyword")
-		b = appendBulkString(b, ks.keyword)
+		b = appendBulkString(b, ks.Keyword)
 		b = appendBulkString(b, "startfrom")
-		b = appendInt(b, int64(ks.startFrom))
+		b = appendInt(b, int64(ks.StartFrom))
 	default:
 		b = appendBulkString(b, "index")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 1, proto)
 		b = appendBulkString(b, "index")
-		b = appendInt(b, int64(ks.index))
+		b = appendInt(b, int64(ks.Index))
 	}
 	b = appendBulkString(b, "find_keys")
 	b = appendMapLen(b, 2, proto)
 	b = appendBulkString(b, "type")
 	switch {
-	case ks.unknownKeys:
+	case ks.UnknownKeys:
 		b = appendBulkString(b, "unknown")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 0, proto)
-	case ks.keyNum:
+	case ks.KeyNum:
 		b = appendBulkString(b, "keynum")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 3, proto)
 		b = appendBulkString(b, "keynumidx")
-		b = appendInt(b, int64(ks.keyNumIdx))
+		b = appendInt(b, int64(ks.KeyNumIdx))
 		b = appendBulkString(b, "firstkey")
-		b = appendInt(b, int64(ks.firstKey))
+		b = appendInt(b, int64(ks.FirstKey))
 		b = appendBulkString(b, "keystep")
-		b = appendInt(b, int64(ks.keyStep))
+		b = appendInt(b, int64(ks.KeyStep))
 	default:
 		b = appendBulkString(b, "range")
 		b = appendBulkString(b, "spec")
 		b = appendMapLen(b, 3, proto)
 		b = appendBulkString(b, "lastkey")
-		b = appendInt(b, int64(ks.lastKey))
+		b = appendInt(b, int64(ks.LastKey))
 		b = appendBulkString(b, "keystep")
-		b = appendInt(b, int64(ks.keyStep))
+		b = appendInt(b, int64(ks.KeyStep))
 		b = appendBulkString(b, "limit")
-		b = appendInt(b, int64(ks.limit))
+		b = appendInt(b, int64(ks.Limit))
 	}
 	return b
 }
@@ -374,14 +377,12 @@ func (c *client) commandDocs(cmds []*command) {
 }
 
 // aclCategories returns Redis's ACL categories of a command, for COMMAND
-// INFO: Redis's own (acl_table.go), in Redis's order.
+// INFO: Redis's own (package cmdspec), in Redis's order.
 func (s *Server) aclCategories(cmd *command) []string {
 	var cats []string
-	if ac := s.acl.cmds.byName[cmd.name]; ac != nil {
-		for i, name := range aclCategoryNames {
-			if ac.cats&(1<<i) != 0 {
-				cats = append(cats, "@"+name)
-			}
+	if ac := s.acl.cmds.Lookup(cmd.name); ac != nil {
+		for _, name := range ac.Categories() {
+			cats = append(cats, "@"+name)
 		}
 	}
 	return cats

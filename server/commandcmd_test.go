@@ -1,6 +1,7 @@
 package server
 
 import (
+	"kvs/cmdspec"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // from the command's key specs, and the movablekeys flag follows them.
 func TestCommandRowsMatchKeySpecs(t *testing.T) {
 	for name, cmd := range commandTable() {
-		first, last, step, movable := legacyRange(redisKeySpecs[name])
+		first, last, step, movable := cmdspec.LegacyRange(cmdspec.KeySpecs[name])
 		if cmd.firstKey != first || cmd.lastKey != last || cmd.keyStep != step {
 			t.Errorf("%s: row's keys %d %d %d, key specs' %d %d %d", name,
 				cmd.firstKey, cmd.lastKey, cmd.keyStep, first, last, step)

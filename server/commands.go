@@ -1,6 +1,7 @@
 package server
 
 import (
+	"kvs/cmdspec"
 	"sort"
 	"strings"
 
@@ -59,11 +60,24 @@ var flagNames = []struct {
 	{flagNoMulti, "no_multi"}, {flagMovableKeys, "movablekeys"}, {flagAllowBusy, "allow_busy"},
 }
 
-// subcommandInfo is what COMMAND says of a subcommand beyond its categories
-// and key specs, from Redis's table (acl_table.go).
-type subcommandInfo struct {
-	arity int
-	flags cmdFlags
+// flagsNamed returns the flags COMMAND names names (space-separated, as
+// package cmdspec has Redis's subcommands'); it panics at a name kvs does
+// not know, which a table generated from a later Redis may hold.
+func flagsNamed(names string) cmdFlags {
+	var flags cmdFlags
+	for _, name := range strings.Fields(names) {
+		found := false
+		for _, fn := range flagNames {
+			if fn.name == name {
+				flags |= fn.f
+				found = true
+			}
+		}
+		if !found {
+			panic("server: a command flag kvs does not know: " + name)
+		}
+	}
+	return flags
 }
 
 // command is one entry of the command table.
@@ -102,7 +116,7 @@ type command struct {
 	ordered bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
-	// "container|sub", with Redis's arity and flags (acl_table.go): what
+	// "container|sub", with Redis's arity and flags (package cmdspec): what
 	// the checks before execution read (admit.go) and what COMMAND
 	// describes. The container's run or parse executes them, and may rely
 	// on the subcommand being one of subs with a good arity.
@@ -119,9 +133,9 @@ type command struct {
 // flags: CLIENT SETINFO, which go-redis sends as it connects, and CLUSTER
 // MYSHARDID. COMMAND does not describe them, as Redis 7.0 has none, and
 // the ACL sees them as their container.
-var laterSubcommands = map[string]subcommandInfo{
-	"client|setinfo":    {4, flagNoScript | flagLoading | flagStale},
-	"cluster|myshardid": {2, flagStale},
+var laterSubcommands = map[string]cmdspec.Subcommand{
+	"client|setinfo":    {Arity: 4, Flags: "noscript loading stale"},
+	"cluster|myshardid": {Arity: 2, Flags: "stale"},
 }
 
 // subcommand returns the container's subcommand named sub (any case), or
@@ -238,13 +252,13 @@ func commandTable() map[string]*command {
 		}
 		m[list[i].name] = &list[i]
 	}
-	for name := range redisCategories {
+	for name := range cmdspec.Categories {
 		if i := strings.IndexByte(name, '|'); i > 0 && m[name[:i]] != nil {
 			m[name[:i]].container = true
 		}
 	}
 	for _, cmd := range m {
-		if _, _, _, movable := legacyRange(redisKeySpecs[cmd.name]); movable {
+		if _, _, _, movable := cmdspec.LegacyRange(cmdspec.KeySpecs[cmd.name]); movable {
 			cmd.flags |= flagMovableKeys
 		}
 		if cmd.container != (cmd.subs != "") {
@@ -256,7 +270,7 @@ func commandTable() map[string]*command {
 		sort.Strings(subs)
 		for _, sub := range subs {
 			name := cmd.name + "|" + sub
-			info, ok := redisSubcommands[name]
+			info, ok := cmdspec.Subcommands[name]
 			unlisted := false
 			if !ok {
 				info, unlisted = laterSubcommands[name]
@@ -264,8 +278,8 @@ func commandTable() map[string]*command {
 			if !ok && !unlisted {
 				panic("server: Redis has no subcommand " + name)
 			}
-			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.arity,
-				flags: info.flags, group: cmd.group, unlisted: unlisted})
+			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.Arity,
+				flags: flagsNamed(info.Flags), group: cmd.group, unlisted: unlisted})
 		}
 	}
 	return m

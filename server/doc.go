@@ -35,8 +35,8 @@
 //     fail with EXECABORT.
 //   - Before a command runs, its connection's user must be authenticated
 //     (when the default user has a password) and allowed to run it on its
-//     keys and channels (acl*.go). The users are the store's replicated
-//     ACL table, compiled when its generation changes; while a connection's
+//     keys and channels (package acl; acl*.go here). The users are the
+//     store's replicated ACL table, compiled when its generation changes; while a connection's
 //     user may run anything the check is one atomic load. Until it has
 //     logged in, a connection that must is held to Redis's limits for an
 //     unauthenticated client: 10 arguments and 16 KiB bulks per request

@@ -38,8 +38,8 @@ const errProtectedMode = "-DENIED Redis is running in protected mode because pro
 // password to authenticate (it is not nopass); protected mode stands down
 // when it does, as Redis's does.
 func (s *Server) defaultUserHasPassword() bool {
-	d := s.aclState().users["default"]
-	return d != nil && !d.nopass
+	d := s.aclState().Users["default"]
+	return d != nil && !d.NoPass()
 }
 
 // protectedRefuses reports whether protected mode refuses a connection from

@@ -1,153 +1,25 @@
-package server
+package acl
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"sort"
+	"fmt"
 	"strings"
+
+	"kvs/cmdspec"
+	"kvs/fsm"
 )
 
-// ACL users, as Redis 7 has them (src/acl.c): each user has flags (on or
-// off, nopass), SHA-256 password hashes, and selectors of rules (its root
-// one and any "(...)" ones; a command passes when one selector allows
-// it): a bitmap of the commands (and subcommands) it may run, first
-// arguments allowed for otherwise denied commands (+select|0), key
-// patterns with read/write permissions, and channel patterns. The rules are applied in
-// order, as ACL SETUSER gives them, to a copy of the user; a user is
-// immutable once published, so connections hold a pointer to it without a
-// lock.
-//
-// The users live in the fsm's replicated ACL table as rule lines (ACL
-// LIST's form, which parses back to the same user); aclusers.go compiles
-// the table into an aclState whenever its generation changes.
-//
-// Command ids index the bitmaps. They are given to every command of the
-// command table and every subcommand Redis has of those commands (from the
-// generated table in acl_table.go), in name order, once per process: the
-// same on every node, though nothing outside the process depends on them.
-
-// Key pattern permissions (%R~, %W~; ~ is both).
+// Key pattern permissions (%R~, %W~; ~ is both), for FullKeyAccess.
 const (
-	aclRead  = 1
-	aclWrite = 2
-	aclRW    = aclRead | aclWrite
+	Read      = 1
+	Write     = 2
+	readWrite = Read | Write
 )
 
-// aclCategoryNames are Redis's categories in Redis's order (ACL CAT, the
-// order COMMAND INFO lists a command's categories in). A category's bit is
-// 1 << its index.
-var aclCategoryNames = []string{
-	"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
-	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
-	"blocking", "dangerous", "connection", "transaction", "scripting",
-}
-
-func aclCategory(name string) (uint32, bool) {
-	for i, n := range aclCategoryNames {
-		if strings.EqualFold(n, name) {
-			return 1 << i, true
-		}
-	}
-	return 0, false
-}
-
-// kvsOwnCategories are the categories of the commands Redis does not have.
-var kvsOwnCategories = map[string]string{
-	"kvs.join":    "admin slow dangerous",
-	"kvs.remove":  "admin slow dangerous",
-	"kvs.status":  "admin slow",
-	"kvs.peer":    "admin fast dangerous",
-	"kvs.forward": "admin slow dangerous",
-	"kvs.sync":    "admin fast dangerous",
-	"kvs.publish": "pubsub admin fast dangerous",
-}
-
-// aclCmd is one command or subcommand as the ACL sees it.
-type aclCmd struct {
-	id       int
-	name     string // "get", "config|get"
-	cats     uint32
-	parent   *aclCmd   // nil for a top-level command
-	subs     []*aclCmd // a container's subcommands, by name
-	noAuth   bool      // runs before AUTH (auth, hello, quit, reset)
-	specs    []keySpec
-	getKeys  getKeysFunc // Redis's own key finder for the command, if any
-	channels channelKind
-	// oneKey, when not 0, is the argument index of the command's only
-	// key, with oneKeyFlags its spec's flags: GET, SET, INCR, HGET and
-	// most others, checked without walking the specs.
-	oneKey      int
-	oneKeyFlags int
-}
-
-// aclCommands is the process's command id table.
-type aclCommands struct {
-	byName map[string]*aclCmd // top-level and "cmd|sub"
-	top    []*aclCmd          // top-level commands, by name
-	all    []*aclCmd          // by id
-	words  int                // bitmap words: ids plus the "future commands" bit
-}
-
-func newACLCommands(table map[string]*command) *aclCommands {
-	ac := &aclCommands{byName: make(map[string]*aclCmd)}
-	names := make([]string, 0, len(table))
-	for name := range table {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	subs := make([]string, 0, 64)
-	for name := range redisCategories {
-		if i := strings.IndexByte(name, '|'); i > 0 && table[name[:i]] != nil {
-			subs = append(subs, name)
-		}
-	}
-	sort.Strings(subs)
-	add := func(name string, parent *aclCmd) *aclCmd {
-		cats, ok := redisCategories[name]
-		if !ok {
-			cats = kvsOwnCategories[name]
-		}
-		cmd := &aclCmd{id: len(ac.all), name: name, parent: parent, specs: redisKeySpecs[name],
-			getKeys: getKeysProcs[name]}
-		for _, cat := range strings.Fields(cats) {
-			bit, _ := aclCategory(cat)
-			cmd.cats |= bit
-		}
-		switch name {
-		case "auth", "hello", "quit", "reset", "kvs.peer":
-			cmd.noAuth = true
-		}
-		cmd.channels = channelsOf(name)
-		if len(cmd.specs) == 1 {
-			ks := &cmd.specs[0]
-			if ks.keyword == "" && !ks.unknown && !ks.unknownKeys && !ks.keyNum && ks.lastKey == 0 &&
-				ks.flags&(ksVariable|ksNotKey|ksIncomplete) == 0 && ks.index > 0 {
-				cmd.oneKey, cmd.oneKeyFlags = ks.index, ks.flags
-			}
-		}
-		ac.all = append(ac.all, cmd)
-		ac.byName[name] = cmd
-		return cmd
-	}
-	for _, name := range names {
-		ac.top = append(ac.top, add(name, nil))
-	}
-	for _, name := range subs {
-		parent := ac.byName[name[:strings.IndexByte(name, '|')]]
-		parent.subs = append(parent.subs, add(name, parent))
-	}
-	ac.words = (len(ac.all) + 1 + 63) / 64
-	return ac
-}
-
-// future is the bit +@all sets and only -@all clears: the user may run
-// commands added later (Redis's reserved bit), which ACL LIST tells by
-// starting with +@all rather than -@all.
-func (ac *aclCommands) future() int { return len(ac.all) }
-
-// aclSelector is a user's rules about commands, keys and channels.
-type aclSelector struct {
+// Selector is a user's rules about commands, keys and channels.
+type Selector struct {
 	allowed     []uint64
 	allCommands bool             // +@all and no command removed since
 	firstArgs   map[int][]string // allowed first arguments by command id
@@ -204,22 +76,22 @@ func (p *keyPattern) match(key []byte) bool {
 	case patternPrefix:
 		return len(key) >= len(p.lit) && string(key[:len(p.lit)]) == p.lit
 	}
-	return globMatch(p.pattern, string(key))
+	return fsm.MatchGlob(p.pattern, string(key))
 }
 
 func (p keyPattern) String() string {
 	switch p.perm {
-	case aclRead:
+	case Read:
 		return "%R~" + p.pattern
-	case aclWrite:
+	case Write:
 		return "%W~" + p.pattern
 	}
 	return "~" + p.pattern
 }
 
-func (s *aclSelector) bit(id int) bool { return s.allowed[id/64]&(1<<(id%64)) != 0 }
+func (s *Selector) bit(id int) bool { return s.allowed[id/64]&(1<<(id%64)) != 0 }
 
-func (s *aclSelector) setBit(id int, on bool) {
+func (s *Selector) setBit(id int, on bool) {
 	if on {
 		s.allowed[id/64] |= 1 << (id % 64)
 	} else {
@@ -230,15 +102,15 @@ func (s *aclSelector) setBit(id int, on bool) {
 
 // changePerm allows or denies a command and, for a container, all its
 // subcommands (ACLChangeSelectorPerm).
-func (s *aclSelector) changePerm(cmd *aclCmd, on bool) {
+func (s *Selector) changePerm(cmd *Command, on bool) {
 	s.setBit(cmd.id, on)
 	delete(s.firstArgs, cmd.id)
-	for _, sub := range cmd.subs {
+	for _, sub := range cmd.Subs {
 		s.setBit(sub.id, on)
 	}
 }
 
-func (s *aclSelector) setCategory(ac *aclCommands, cat uint32, on bool) {
+func (s *Selector) setCategory(ac *Commands, cat Category, on bool) {
 	for _, cmd := range ac.all {
 		if cmd.cats&cat != 0 {
 			s.changePerm(cmd, on)
@@ -246,7 +118,7 @@ func (s *aclSelector) setCategory(ac *aclCommands, cat uint32, on bool) {
 	}
 }
 
-func (s *aclSelector) clone() aclSelector {
+func (s *Selector) clone() Selector {
 	n := *s
 	n.allowed = append([]uint64(nil), s.allowed...)
 	n.keys = append([]keyPattern(nil), s.keys...)
@@ -260,8 +132,8 @@ func (s *aclSelector) clone() aclSelector {
 	return n
 }
 
-// aclUser is one user. Immutable once in an aclState.
-type aclUser struct {
+// User is one user. Immutable once built (NewUser, ParseUser, WithRules).
+type User struct {
 	name   string
 	on     bool
 	nopass bool
@@ -269,16 +141,16 @@ type aclUser struct {
 	// shown as Redis shows it; kvs has no RESTORE payloads to sanitize.
 	sanitize  string
 	passwords []string // SHA-256 hex, in the order they were added
-	sel       aclSelector
+	sel       Selector
 	// selectors are the user's further selectors ("(~k* +get)"): a
 	// command is allowed when the root selector or any of them allows it.
-	selectors []aclSelector
+	selectors []Selector
 	// unrestricted: every command, key and channel; the check before a
 	// command is skipped for it.
 	unrestricted bool
 }
 
-func (u *aclUser) clone() *aclUser {
+func (u *User) clone() *User {
 	n := *u
 	n.passwords = append([]string(nil), u.passwords...)
 	n.sel = u.sel.clone()
@@ -289,11 +161,14 @@ func (u *aclUser) clone() *aclUser {
 	return &n
 }
 
-func newACLUser(ac *aclCommands, name string) *aclUser {
-	return &aclUser{name: name, sel: aclSelector{allowed: make([]uint64, ac.words)}}
+// NewUser returns a new user named name as ACL SETUSER makes it: off,
+// with no password and no rights.
+func NewUser(ac *Commands, name string) *User {
+	return &User{name: name, sel: Selector{allowed: make([]uint64, ac.words)}}
 }
 
-func hashPassword(p []byte) string {
+// HashPassword is a password as a user keeps it: SHA-256, in lowercase hex.
+func HashPassword(p []byte) string {
 	h := sha256.Sum256(p)
 	return hex.EncodeToString(h[:])
 }
@@ -310,11 +185,13 @@ func validHash(h string) bool {
 	return true
 }
 
-func hasSpaces(s string) bool { return strings.ContainsAny(s, " \t\r\n\x00") }
+// ValidUserName reports whether ACL SETUSER may name a user name: no
+// spaces or null characters.
+func ValidUserName(name string) bool { return !hasSpaces(name) }
 
 // applyRule applies one ACL SETUSER rule to u (ACLSetUser), returning
 // Redis's error text for a bad one.
-func (u *aclUser) applyRule(ac *aclCommands, op string) string {
+func (u *User) applyRule(ac *Commands, op string) error {
 	switch lower := strings.ToLower(op); {
 	case op == "":
 	case lower == "on":
@@ -330,9 +207,9 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 	case op[0] == '>' || op[0] == '#':
 		h := op[1:]
 		if op[0] == '>' {
-			h = hashPassword([]byte(op[1:]))
+			h = HashPassword([]byte(op[1:]))
 		} else if !validHash(h) {
-			return aclErrHash
+			return ErrHash
 		}
 		if !contains(u.passwords, h) {
 			u.passwords = append(u.passwords, h)
@@ -341,13 +218,13 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 	case op[0] == '<' || op[0] == '!':
 		h := op[1:]
 		if op[0] == '<' {
-			h = hashPassword([]byte(op[1:]))
+			h = HashPassword([]byte(op[1:]))
 		} else if !validHash(h) {
-			return aclErrHash
+			return ErrHash
 		}
 		i := index(u.passwords, h)
 		if i < 0 {
-			return aclErrNoPass
+			return ErrNoSuchPassword
 		}
 		u.passwords = append(u.passwords[:i:i], u.passwords[i+1:]...)
 	case lower == "reset":
@@ -359,9 +236,9 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 		u.selectors = nil
 		u.applyRule(ac, "-@all")
 	case op[0] == '(' && op[len(op)-1] == ')':
-		sel := aclSelector{allowed: make([]uint64, ac.words)}
+		sel := Selector{allowed: make([]uint64, ac.words)}
 		for _, r := range strings.Fields(op[1 : len(op)-1]) {
-			if e := sel.applyRule(ac, r); e != "" {
+			if e := sel.applyRule(ac, r); e != nil {
 				return e
 			}
 		}
@@ -371,11 +248,11 @@ func (u *aclUser) applyRule(ac *aclCommands, op string) string {
 	default:
 		return u.sel.applyRule(ac, op)
 	}
-	return ""
+	return nil
 }
 
 // applyRule applies a selector rule (ACLSetSelector).
-func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
+func (s *Selector) applyRule(ac *Commands, op string) error {
 	lower := strings.ToLower(op)
 	switch {
 	case lower == "allkeys" || op == "~*":
@@ -396,28 +273,28 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 		s.allCommands, s.firstArgs = false, nil
 	case op[0] == '~' || op[0] == '%':
 		if s.allKeys {
-			return aclErrKeysAll
+			return ErrKeysAll
 		}
-		perm, off := aclRW, 1
+		perm, off := readWrite, 1
 		if op[0] == '%' {
 			perm = 0
 			for ; off < len(op); off++ {
 				c := op[off] | 0x20
-				if c == 'r' && perm&aclRead == 0 {
-					perm |= aclRead
-				} else if c == 'w' && perm&aclWrite == 0 {
-					perm |= aclWrite
+				if c == 'r' && perm&Read == 0 {
+					perm |= Read
+				} else if c == 'w' && perm&Write == 0 {
+					perm |= Write
 				} else if op[off] == '~' {
 					off++
 					break
 				} else {
-					return aclErrSyntax
+					return ErrSyntax
 				}
 			}
 		}
 		pat := op[min(off, len(op)):]
 		if perm == 0 || hasSpaces(pat) {
-			return aclErrSyntax
+			return ErrSyntax
 		}
 		found := false
 		for i := range s.keys {
@@ -432,10 +309,10 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 		s.allKeys = false
 	case op[0] == '&':
 		if s.allChannels {
-			return aclErrChansAll
+			return ErrChannelsAll
 		}
 		if hasSpaces(op[1:]) {
-			return aclErrSyntax
+			return ErrSyntax
 		}
 		if !contains(s.channels, op[1:]) {
 			s.channels = append(s.channels, op[1:])
@@ -447,30 +324,30 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 		if bar < 0 {
 			cmd := ac.byName[name]
 			if cmd == nil {
-				return aclErrUnknown
+				return ErrUnknown
 			}
 			s.changePerm(cmd, true)
-			return ""
+			return nil
 		}
 		cmd := ac.byName[name[:bar]]
 		switch {
 		case cmd == nil:
-			return aclErrUnknown
-		case cmd.parent != nil:
-			return aclErrChild
+			return ErrUnknown
+		case cmd.Parent != nil:
+			return ErrFirstArgOfSubcommand
 		case bar == len(name)-1:
-			return aclErrSyntax
-		case len(cmd.subs) > 0:
+			return ErrSyntax
+		case len(cmd.Subs) > 0:
 			sub := ac.byName[name]
 			if sub == nil {
-				return aclErrUnknown
+				return ErrUnknown
 			}
 			s.changePerm(sub, true)
 		default:
 			first := op[1+bar+1:]
 			for _, a := range s.firstArgs[cmd.id] {
 				if strings.EqualFold(a, first) {
-					return ""
+					return nil
 				}
 			}
 			if s.firstArgs == nil {
@@ -481,19 +358,19 @@ func (s *aclSelector) applyRule(ac *aclCommands, op string) string {
 	case op[0] == '-' && !strings.HasPrefix(op, "-@"):
 		cmd := ac.byName[lower[1:]]
 		if cmd == nil {
-			return aclErrUnknown
+			return ErrUnknown
 		}
 		s.changePerm(cmd, false)
 	case (op[0] == '+' || op[0] == '-') && strings.HasPrefix(op[1:], "@"):
-		cat, ok := aclCategory(op[2:])
+		cat, ok := CategoryOf(op[2:])
 		if !ok {
-			return aclErrUnknown
+			return ErrUnknown
 		}
 		s.setCategory(ac, cat, op[0] == '+')
 	default:
-		return aclErrSyntax
+		return ErrSyntax
 	}
-	return ""
+	return nil
 }
 
 func contains(list []string, s string) bool { return index(list, s) >= 0 }
@@ -507,8 +384,34 @@ func index(list []string, s string) int {
 	return -1
 }
 
+// ParseUser compiles a user from its rule line (Describe's form).
+func ParseUser(ac *Commands, name, line string) (*User, error) {
+	rules, open := MergeSelectors(strings.Fields(line))
+	if open >= 0 {
+		return nil, fmt.Errorf("acl: unmatched parenthesis in %q", line)
+	}
+	u, bad, err := NewUser(ac, name).WithRules(ac, rules)
+	if err != nil {
+		return nil, fmt.Errorf("acl: rule %q: %w", bad, err)
+	}
+	return u, nil
+}
+
+// WithRules returns a copy of u with rules applied in order (ACL
+// SETUSER's, each a selector whole: see MergeSelectors), or the first
+// rule that failed and why; u itself is left as it was.
+func (u *User) WithRules(ac *Commands, rules []string) (*User, string, error) {
+	n := u.clone()
+	for _, r := range rules {
+		if err := n.applyRule(ac, r); err != nil {
+			return nil, r, err
+		}
+	}
+	return n.finish(ac), "", nil
+}
+
 // finish computes the derived fields once all rules are applied.
-func (u *aclUser) finish(ac *aclCommands) *aclUser {
+func (u *User) finish(ac *Commands) *User {
 	s := &u.sel
 	all := s.bit(ac.future())
 	for _, cmd := range ac.all {
@@ -518,13 +421,57 @@ func (u *aclUser) finish(ac *aclCommands) *aclUser {
 	return u
 }
 
-// checkPassword reports whether password is one of u's (any is, for a
+// Name is the user's name.
+func (u *User) Name() string { return u.name }
+
+// On reports whether the user may log in.
+func (u *User) On() bool { return u.on }
+
+// NoPass reports whether any password logs the user in.
+func (u *User) NoPass() bool { return u.nopass }
+
+// Unrestricted reports whether the user may run every command on every
+// key and channel, so that no check is needed.
+func (u *User) Unrestricted() bool { return u.unrestricted }
+
+// Passwords are the user's password hashes (HashPassword), in the order
+// they were added.
+func (u *User) Passwords() []string { return u.passwords }
+
+// Flags are ACL GETUSER's flags of the user: on or off, nopass, and the
+// payload sanitizing one that was set.
+func (u *User) Flags() []string {
+	flags := []string{"off"}
+	if u.on {
+		flags[0] = "on"
+	}
+	if u.nopass {
+		flags = append(flags, "nopass")
+	}
+	if u.sanitize != "" {
+		flags = append(flags, u.sanitize)
+	}
+	return flags
+}
+
+// Selectors returns the user's selectors: its root one, then the "(...)"
+// ones.
+func (u *User) Selectors() []*Selector {
+	out := make([]*Selector, 1+len(u.selectors))
+	out[0] = &u.sel
+	for i := range u.selectors {
+		out[1+i] = &u.selectors[i]
+	}
+	return out
+}
+
+// CheckPassword reports whether password is one of u's (any is, for a
 // nopass user). Comparisons take the same time whichever hash matches.
-func (u *aclUser) checkPassword(password []byte) bool {
+func (u *User) CheckPassword(password []byte) bool {
 	if u.nopass {
 		return true
 	}
-	h := hashPassword(password)
+	h := HashPassword(password)
 	ok := 0
 	for _, p := range u.passwords {
 		ok |= subtle.ConstantTimeCompare([]byte(h), []byte(p))
@@ -532,9 +479,10 @@ func (u *aclUser) checkPassword(password []byte) bool {
 	return ok == 1
 }
 
-// describe returns u's rules as ACL LIST shows them after "user <name> "
+// Describe returns u's rules as ACL LIST shows them after "user <name> "
 // (ACLDescribeUser): flags, password hashes, keys, channels, commands.
-func (u *aclUser) describe(ac *aclCommands) string {
+// ParseUser reads it back to the same user.
+func (u *User) Describe(ac *Commands) string {
 	var b strings.Builder
 	if u.on {
 		b.WriteString("on ")
@@ -559,7 +507,7 @@ func (u *aclUser) describe(ac *aclCommands) string {
 
 // describe is a selector's rules (ACLDescribeSelector): keys, channels,
 // commands.
-func (s *aclSelector) describe(ac *aclCommands) string {
+func (s *Selector) describe(ac *Commands) string {
 	var b strings.Builder
 	if s.allKeys {
 		b.WriteString("~* ")
@@ -576,12 +524,12 @@ func (s *aclSelector) describe(ac *aclCommands) string {
 			b.WriteString("&" + p + " ")
 		}
 	}
-	b.WriteString(s.describeCommands(ac))
+	b.WriteString(s.Commands(ac))
 	return b.String()
 }
 
-// keysText and channelsText are GETUSER's keys and channels fields.
-func (s *aclSelector) keysText() string {
+// Keys and Channels are ACL GETUSER's keys and channels fields of s.
+func (s *Selector) Keys() string {
 	if s.allKeys {
 		return "~*"
 	}
@@ -592,7 +540,7 @@ func (s *aclSelector) keysText() string {
 	return strings.Join(parts, " ")
 }
 
-func (s *aclSelector) channelsText() string {
+func (s *Selector) Channels() string {
 	if s.allChannels {
 		return "&*"
 	}
@@ -603,10 +551,10 @@ func (s *aclSelector) channelsText() string {
 	return strings.Join(parts, " ")
 }
 
-// mergeSelectorArgs joins the arguments of a selector split by spaces
+// MergeSelectors joins the arguments of a selector split by spaces
 // ("(~k*", "+get)") into one (ACLMergeSelectorArguments); it returns the
 // index of an unclosed one's start when there is one.
-func mergeSelectorArgs(args []string) ([]string, int) {
+func MergeSelectors(args []string) ([]string, int) {
 	out := make([]string, 0, len(args))
 	open := -1
 	var sel string
@@ -631,14 +579,14 @@ func mergeSelectorArgs(args []string) ([]string, int) {
 	return out, -1
 }
 
-// describeCommands returns the shortest rules Redis's heuristic finds
+// Commands returns the shortest rules Redis's heuristic finds
 // that recreate the selector's command bitmap
 // (ACLDescribeSelectorCommandRules): +@all or -@all, then the categories
 // that fit best, then single commands. Redis emits the single commands in
 // its hash table's order; kvs in name order.
-func (s *aclSelector) describeCommands(ac *aclCommands) string {
-	fake := aclSelector{allowed: make([]uint64, ac.words)}
-	temp := aclSelector{allowed: append([]uint64(nil), s.allowed...)}
+func (s *Selector) Commands(ac *Commands) string {
+	fake := Selector{allowed: make([]uint64, ac.words)}
+	temp := Selector{allowed: append([]uint64(nil), s.allowed...)}
 	var rules []string
 	additive := !s.bit(ac.future())
 	if additive {
@@ -647,10 +595,10 @@ func (s *aclSelector) describeCommands(ac *aclCommands) string {
 		rules = append(rules, "+@all")
 		fake.applyRule(ac, "+@all")
 	}
-	applied := make([]bool, len(aclCategoryNames))
+	applied := make([]bool, len(CategoryNames))
 	for {
 		best, mindiff, maxsame := -1, int(^uint(0)>>1), 0
-		for j := range aclCategoryNames {
+		for j := range CategoryNames {
 			if applied[j] {
 				continue
 			}
@@ -679,27 +627,27 @@ func (s *aclSelector) describeCommands(ac *aclCommands) string {
 		if !additive {
 			sign, inv = "-@", "+@"
 		}
-		fake.applyRule(ac, sign+aclCategoryNames[best])
-		temp.applyRule(ac, inv+aclCategoryNames[best])
-		rules = append(rules, sign+aclCategoryNames[best])
+		fake.applyRule(ac, sign+CategoryNames[best])
+		temp.applyRule(ac, inv+CategoryNames[best])
+		rules = append(rules, sign+CategoryNames[best])
 		applied[best] = true
 	}
-	var single func(cmds []*aclCmd)
-	single = func(cmds []*aclCmd) {
+	var single func(cmds []*Command)
+	single = func(cmds []*Command) {
 		for _, cmd := range cmds {
 			user, f := s.bit(cmd.id), fake.bit(cmd.id)
 			if user != f {
 				if user {
-					rules = append(rules, "+"+cmd.name)
+					rules = append(rules, "+"+cmd.Name)
 				} else {
-					rules = append(rules, "-"+cmd.name)
+					rules = append(rules, "-"+cmd.Name)
 				}
 				fake.changePerm(cmd, user)
 			}
-			single(cmd.subs)
+			single(cmd.Subs)
 			if !user {
 				for _, a := range s.firstArgs[cmd.id] {
-					rules = append(rules, "+"+cmd.name+"|"+a)
+					rules = append(rules, "+"+cmd.Name+"|"+a)
 				}
 			}
 		}
@@ -708,40 +656,31 @@ func (s *aclSelector) describeCommands(ac *aclCommands) string {
 	return strings.Join(rules, " ")
 }
 
-// Results of a permission check (Redis's ACL_DENIED_*).
+// Result is the result of a permission check (Redis's ACL_DENIED_*),
+// in the order of their weight when selectors disagree.
+type Result int
+
 const (
-	aclOK = iota
-	aclDeniedCmd
-	aclDeniedKey
-	aclDeniedAuth
-	aclDeniedChannel
+	OK Result = iota
+	DeniedCmd
+	DeniedKey
+	DeniedAuth
+	DeniedChannel
 )
 
-// resolve returns the command or subcommand that args run: a container's
-// subcommand when Redis has it.
-func (ac *aclCommands) resolve(name string, args [][]byte) *aclCmd {
-	cmd := ac.byName[name]
-	if cmd != nil && len(cmd.subs) > 0 && len(args) >= 2 {
-		if sub := ac.byName[name+"|"+lowerName(args[1])]; sub != nil {
-			return sub
-		}
-	}
-	return cmd
-}
-
-// fullKeyAccess reports whether one of u's selectors both allows cmd with
+// FullKeyAccess reports whether one of u's selectors both allows cmd with
 // args and gives every key for perm (Redis's
 // ACLUserCheckCmdWithUnrestrictedKeyAccess): SORT's BY and GET patterns
 // read keys no key specification names, and need it.
-func (u *aclUser) fullKeyAccess(cmd *aclCmd, args [][]byte, perm int) bool {
+func (u *User) FullKeyAccess(cmd *Command, args [][]byte, perm int) bool {
 	if u.unrestricted {
 		return true
 	}
-	if r, _ := u.sel.check(cmd, args); r == aclOK && u.sel.everyKey(perm) {
+	if r, _ := u.sel.check(cmd, args); r == OK && u.sel.everyKey(perm) {
 		return true
 	}
 	for i := range u.selectors {
-		if r, _ := u.selectors[i].check(cmd, args); r == aclOK && u.selectors[i].everyKey(perm) {
+		if r, _ := u.selectors[i].check(cmd, args); r == OK && u.selectors[i].everyKey(perm) {
 			return true
 		}
 	}
@@ -750,7 +689,7 @@ func (u *aclUser) fullKeyAccess(cmd *aclCmd, args [][]byte, perm int) bool {
 
 // everyKey reports whether s gives every key for perm: allkeys, or a "*"
 // pattern with that permission.
-func (s *aclSelector) everyKey(perm int) bool {
+func (s *Selector) everyKey(perm int) bool {
 	if s.allKeys {
 		return true
 	}
@@ -762,20 +701,21 @@ func (s *aclSelector) everyKey(perm int) bool {
 	return false
 }
 
-// check reports whether u may run cmd with args, and when not, why and
-// the index of the argument at fault (ACLSelectorCheckCmd).
-func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {
+// Check reports whether u may run cmd with args (its name included), and
+// when not, why and the index of the argument at fault
+// (ACLSelectorCheckCmd).
+func (u *User) Check(cmd *Command, args [][]byte) (result Result, at int) {
 	result, at = u.sel.check(cmd, args)
-	if result == aclOK {
-		return aclOK, 0
+	if result == OK {
+		return OK, 0
 	}
 	// With selectors: the first that allows the command wins; else the
 	// worst refusal (a channel over a key over the command), and of those
 	// the one furthest into the arguments (ACLCheckAllUserCommandPerm).
 	for i := range u.selectors {
 		r, a := u.selectors[i].check(cmd, args)
-		if r == aclOK {
-			return aclOK, 0
+		if r == OK {
+			return OK, 0
 		}
 		if r > result || r == result && a > at {
 			result, at = r, a
@@ -784,10 +724,10 @@ func (u *aclUser) check(cmd *aclCmd, args [][]byte) (result, at int) {
 	return result, at
 }
 
-func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
+func (s *Selector) check(cmd *Command, args [][]byte) (result Result, at int) {
 	if !s.allCommands && !cmd.noAuth && !s.bit(cmd.id) {
 		idx := 1
-		if cmd.parent != nil {
+		if cmd.Parent != nil {
 			idx = 2
 		}
 		ok := false
@@ -800,41 +740,41 @@ func (s *aclSelector) check(cmd *aclCmd, args [][]byte) (result, at int) {
 			}
 		}
 		if !ok {
-			return aclDeniedCmd, 0
+			return DeniedCmd, 0
 		}
 	}
 	if !s.allKeys && cmd.oneKey > 0 && cmd.oneKey < len(args) {
 		if !s.keyAllowed(args[cmd.oneKey], cmd.oneKeyFlags) {
-			return aclDeniedKey, cmd.oneKey
+			return DeniedKey, cmd.oneKey
 		}
-	} else if !s.allKeys && cmd.hasKeys() {
-		var buf [16]keyRef
-		for _, k := range commandKeys(cmd, args, buf[:0]) {
-			if !s.keyAllowed(args[k.pos], k.flags) {
-				return aclDeniedKey, k.pos
+	} else if !s.allKeys && cmd.keys.HasKeys() {
+		var buf [16]cmdspec.Key
+		for _, k := range cmd.keys.Find(args, buf[:0]) {
+			if !s.keyAllowed(args[k.Pos], k.Flags) {
+				return DeniedKey, k.Pos
 			}
 		}
 	}
-	if !s.allChannels && cmd.channels != channelsNone {
+	if !s.allChannels && cmd.channels != cmdspec.ChannelsNone {
 		for i := 1; i < len(args); i++ {
-			if cmd.channels == channelsPublish && i > 1 {
+			if cmd.channels == cmdspec.ChannelsPublish && i > 1 {
 				break
 			}
-			if !s.channelAllowed(string(args[i]), cmd.channels == channelsPattern) {
-				return aclDeniedChannel, i
+			if !s.channelAllowed(string(args[i]), cmd.channels == cmdspec.ChannelsPattern) {
+				return DeniedChannel, i
 			}
 		}
 	}
-	return aclOK, 0
+	return OK, 0
 }
 
-func (s *aclSelector) keyAllowed(key []byte, flags int) bool {
+func (s *Selector) keyAllowed(key []byte, flags int) bool {
 	need := 0
-	if flags&ksAccess != 0 {
-		need |= aclRead
+	if flags&cmdspec.Access != 0 {
+		need |= Read
 	}
-	if flags&(ksInsert|ksDelete|ksUpdate) != 0 {
-		need |= aclWrite
+	if flags&(cmdspec.Insert|cmdspec.Delete|cmdspec.Update) != 0 {
+		need |= Write
 	}
 	for i := range s.keys {
 		if p := &s.keys[i]; p.perm&need == need && p.match(key) {
@@ -844,9 +784,9 @@ func (s *aclSelector) keyAllowed(key []byte, flags int) bool {
 	return false
 }
 
-// channelAllowed reports whether any of u's selectors allows channel ch
+// ChannelAllowed reports whether any of u's selectors allows channel ch
 // (a pattern, matched literally, when pattern).
-func (u *aclUser) channelAllowed(ch string, pattern bool) bool {
+func (u *User) ChannelAllowed(ch string, pattern bool) bool {
 	if u.sel.allChannels || u.sel.channelAllowed(ch, pattern) {
 		return true
 	}
@@ -858,34 +798,52 @@ func (u *aclUser) channelAllowed(ch string, pattern bool) bool {
 	return false
 }
 
-func (s *aclSelector) channelAllowed(ch string, pattern bool) bool {
+func (s *Selector) channelAllowed(ch string, pattern bool) bool {
 	for _, p := range s.channels {
-		if pattern && p == ch || !pattern && globMatch(p, ch) {
+		if pattern && p == ch || !pattern && fsm.MatchGlob(p, ch) {
 			return true
 		}
 	}
 	return false
 }
 
-// channelKind says which arguments of a command name channels the ACL
-// checks (getChannelsFromCommand; unsubscribing is never refused).
-type channelKind uint8
-
-const (
-	channelsNone    channelKind = iota
-	channelsPublish             // the first argument
-	channelsAll                 // every argument
-	channelsPattern             // every argument, a pattern matched literally
-)
-
-func channelsOf(name string) channelKind {
-	switch name {
-	case "publish", "spublish":
-		return channelsPublish
-	case "subscribe", "ssubscribe":
-		return channelsAll
-	case "psubscribe":
-		return channelsPattern
+// CheckEntry checks what a forwarded fsm command tells of the command a
+// user sent, when its arguments are gone: one of u's selectors must allow
+// one of cmds (when cmds is not empty; a nil entry allows nothing) and,
+// for keys with the key-spec flags, each of keys, and every key when
+// every. When none does, the root selector's refusal.
+func (u *User) CheckEntry(cmds []*Command, keys [][]byte, every bool, flags int) Result {
+	r := u.sel.checkEntry(cmds, keys, every, flags)
+	for i := 0; r != OK && i < len(u.selectors); i++ {
+		if u.selectors[i].checkEntry(cmds, keys, every, flags) == OK {
+			r = OK
+		}
 	}
-	return channelsNone
+	return r
+}
+
+func (s *Selector) checkEntry(cmds []*Command, keys [][]byte, every bool, flags int) Result {
+	if len(cmds) > 0 && !s.allCommands {
+		ok := false
+		for _, cmd := range cmds {
+			if cmd != nil && s.bit(cmd.id) {
+				ok = true
+			}
+		}
+		if !ok {
+			return DeniedCmd
+		}
+	}
+	if s.allKeys {
+		return OK
+	}
+	if every && !s.keyAllowed([]byte("*"), flags) {
+		return DeniedKey
+	}
+	for _, k := range keys {
+		if !s.keyAllowed(k, flags) {
+			return DeniedKey
+		}
+	}
+	return OK
 }
