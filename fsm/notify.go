@@ -304,6 +304,9 @@ func (s *Store) missesLocked(now int64, c *Command, fn func(key []byte)) {
 			done = true
 		}
 	})
+	if !done && (c.Op == OpSort || c.Op == OpSortStore) {
+		s.sortMissesLocked(now, c, fn)
+	}
 }
 
 // notifyBeforeLocked records what c's events depend on and announces the

@@ -65,7 +65,7 @@ type sortElem struct {
 // sortLocked computes the sorted output: for a read the reply, for STORE
 // (store set) the list elements in out.
 func (s *Store) sortLocked(now int64, key, by []byte, gets [][]byte, c *Command, store bool) Reply {
-	out, errReply, ok := s.sortElems(now, key, by, gets, c, store)
+	out, errReply, ok := s.sortElems(now, key, by, gets, c, store, nil)
 	if !ok {
 		return errReply
 	}
@@ -81,7 +81,9 @@ func (s *Store) sortLocked(now int64, key, by []byte, gets [][]byte, c *Command,
 }
 
 // sortElems returns the output values (nil for a GET finding nothing).
-func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, store bool) ([][]byte, Reply, bool) {
+// miss, when not nil, hears of every key a BY or GET pattern looks up and
+// does not find, in the order Redis looks them up (the keymiss events).
+func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, store bool, miss func([]byte)) ([][]byte, Reply, bool) {
 	it, ok := s.liveLocked(key, now)
 	var elems [][]byte
 	if ok {
@@ -133,7 +135,7 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 			w := vec[i].elem
 			if hasBy {
 				var found bool
-				if w, found = s.lookupByPattern(now, by, vec[i].elem); !found {
+				if w, found = s.lookupByPattern(now, by, vec[i].elem, miss); !found {
 					continue
 				}
 			}
@@ -192,7 +194,7 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 			continue
 		}
 		for _, g := range gets {
-			v, found := s.lookupByPattern(now, g, vec[j].elem)
+			v, found := s.lookupByPattern(now, g, vec[j].elem, miss)
 			switch {
 			case found && v == nil:
 				out = append(out, []byte{})
@@ -211,8 +213,9 @@ func (s *Store) sortElems(now int64, key, by []byte, gets [][]byte, c *Command, 
 // lookupByPattern is Redis's lookupKeyByPattern: "#" is the element
 // itself; otherwise the first '*' is replaced by the element, and a
 // "->field" after it names a hash field; the key must hold a string (or a
-// hash, with a field). found is false when there is no such value.
-func (s *Store) lookupByPattern(now int64, pattern, elem []byte) ([]byte, bool) {
+// hash, with a field). found is false when there is no such value; miss,
+// when not nil, is told of a key looked up and missing.
+func (s *Store) lookupByPattern(now int64, pattern, elem []byte, miss func([]byte)) ([]byte, bool) {
 	if len(pattern) == 1 && pattern[0] == '#' {
 		return elem, true
 	}
@@ -228,6 +231,9 @@ func (s *Store) lookupByPattern(now int64, pattern, elem []byte) ([]byte, bool) 
 	key = append(append(append(key, keyPat[:star]...), elem...), keyPat[star+1:]...)
 	it, ok := s.liveLocked(key, now)
 	if !ok {
+		if miss != nil {
+			miss(key)
+		}
 		return nil, false
 	}
 	if field != nil {
@@ -246,7 +252,7 @@ func (s *Store) sortStoreLocked(now int64, c *Command) Reply {
 	key, dst, by := c.Args[0], c.Args[1], c.Args[2]
 	_, existed := s.liveLocked(dst, now)
 	s.unpackZSetLocked(now, key)
-	out, errReply, ok := s.sortElems(now, key, by, c.Args[3:], c, true)
+	out, errReply, ok := s.sortElems(now, key, by, c.Args[3:], c, true, nil)
 	if !ok {
 		return errReply
 	}
@@ -305,4 +311,16 @@ func sortScore(b []byte) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// sortMissesLocked tells fn of the keys SORT's BY and GET patterns look up
+// and do not find, in Redis's order (lookupKeyByPattern's keymiss events):
+// it sorts again, which costs only while keymiss events are wanted.
+func (s *Store) sortMissesLocked(now int64, c *Command, fn func(key []byte)) {
+	switch c.Op {
+	case OpSort:
+		s.sortElems(now, c.Args[0], c.Args[1], c.Args[2:], c, false, fn)
+	case OpSortStore:
+		s.sortElems(now, c.Args[0], c.Args[2], c.Args[3:], c, true, fn)
+	}
 }
