@@ -113,9 +113,9 @@ func runHello(c *client, args [][]byte) {
 	b = appendBulkString(b, "id")
 	b = appendInt(b, c.id)
 	mode, role := "standalone", "master"
-	if cl := c.s.cfg.Cluster; cl != nil {
+	if c.s.router.clustered() {
 		mode = "cluster"
-		if !cl.Self().Leader {
+		if !c.s.router.home.leads() {
 			role = "replica"
 		}
 	}

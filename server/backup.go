@@ -92,7 +92,7 @@ type saveState struct {
 // backupMode is the mode a backup's header records.
 func (s *Server) backupMode() backup.Mode {
 	switch {
-	case s.cfg.Cluster != nil:
+	case s.router.clustered():
 		return backup.ModeCluster
 	case s.cfg.Saver != nil:
 		return backup.ModeDurable
@@ -104,7 +104,7 @@ func (s *Server) backupMode() backup.Mode {
 func runBackup(c *client, args [][]byte) {
 	s := c.s
 	var flags byte
-	if cl := s.cfg.Cluster; cl != nil && !cl.Self().Leader {
+	if !s.router.home.leads() {
 		if !s.syncReplica() {
 			flags |= backup.FlagUnsynced
 			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied")

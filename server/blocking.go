@@ -684,7 +684,7 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		c.lp.outstanding++
 		return fsm.Reply{}, nil, false
 	}
-	if c.s.cfg.Cluster == nil || !b.w.req.tokenized {
+	if !c.s.router.home.replicated() || !b.w.req.tokenized {
 		replies, perr := c.s.Propose([]fsm.Command{b.cmd})
 		r, err = firstReply(replies, perr)
 		return r, err, true

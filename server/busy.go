@@ -101,7 +101,7 @@ func (c *client) killScript(function bool) {
 	case fsm.KillDirty:
 		c.out = appendError(c.out, errUnkillableDirty)
 	case fsm.KillLogged:
-		if cl := c.s.cfg.Cluster; cl != nil && !cl.Self().Leader {
+		if !c.s.router.home.leads() {
 			c.out = appendError(c.out, errUnkillableReplica)
 		} else {
 			c.out = appendError(c.out, errUnkillableLogged)

@@ -506,7 +506,7 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = appendError(c.out, e)
 		return
 	}
-	if cl := c.s.cfg.Cluster; cl != nil && !cl.CaughtUp() {
+	if !c.s.router.home.caughtUp() {
 		c.errIfFound = ""
 		c.out = appendError(c.out, errLoading)
 		return
@@ -540,8 +540,8 @@ func (c *client) readLocal(fc fsm.Command) {
 // forwardsReads reports whether reads go to the leader: linearizable reads
 // on a cluster follower.
 func (c *client) forwardsReads() bool {
-	cl := c.s.cfg.Cluster
-	return cl != nil && c.s.cfg.LinearizableReads && !cl.Self().Leader
+	g := &c.s.router.home
+	return g.replicated() && c.s.cfg.LinearizableReads && !g.leads()
 }
 
 // checkRead returns the error to answer a local read with, if any, once
@@ -550,8 +550,8 @@ func (c *client) forwardsReads() bool {
 // READONLY connection first catches up with the leader's applied index
 // (replicasync.go).
 func (c *client) checkRead() string {
-	cl := c.s.cfg.Cluster
-	if cl == nil || c.readChecked {
+	g := &c.s.router.home
+	if !g.replicated() || c.readChecked {
 		return ""
 	}
 	switch {
@@ -559,7 +559,7 @@ func (c *client) checkRead() string {
 		if err := c.s.readBarrier(); err != nil {
 			return errProposal(err, false)
 		}
-	case c.readonly && !c.peer && !cl.Self().Leader:
+	case c.readonly && !c.peer && !g.leads():
 		c.s.syncReplica()
 	default:
 		return ""
@@ -608,7 +608,7 @@ func (c *client) proposeBatch() bool {
 			c.lp.outstanding++
 			return true
 		}
-		if c.s.cfg.Cluster != nil {
+		if c.s.router.home.replicated() {
 			replies, err = c.routeBatch()
 		} else {
 			replies, err = c.proposeServing(c.replies[:0], c.batch)

@@ -63,14 +63,14 @@ func nodeID(id string) string {
 }
 
 func (s *Server) topology() (topology, error) {
-	cl := s.cfg.Cluster
+	cl, g := s.router.cluster, &s.router.home
 	members, err := cl.Members()
 	if err != nil {
 		return topology{}, err
 	}
-	t := topology{status: cl.Status()}
+	t := topology{status: g.raft.Status()}
 	self := cl.Self().ID
-	leader, hasLeader := cl.Leader()
+	leader, hasLeader := g.raft.Leader()
 	for _, m := range members {
 		host, port, ok := splitAddr(m.RESPAddr)
 		if !ok {
@@ -104,7 +104,7 @@ func splitAddr(addr string) (string, int, bool) {
 }
 
 func runCluster(c *client, args [][]byte) {
-	if c.s.cfg.Cluster == nil {
+	if !c.s.router.clustered() {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
@@ -114,7 +114,7 @@ func runCluster(c *client, args [][]byte) {
 		c.out = appendInt(c.out, int64(fsm.KeySlot(args[2])))
 		return
 	case "myid":
-		c.out = appendBulkString(c.out, nodeID(c.s.cfg.Cluster.Self().ID))
+		c.out = appendBulkString(c.out, nodeID(c.s.router.cluster.Self().ID))
 		return
 	case "help":
 		c.out = appendHelp(c.out, clusterHelp)
@@ -332,7 +332,7 @@ func (c *client) clusterReplicas(t *topology, id string) {
 // runReadonly answers READONLY: the client is cluster-aware, and a follower
 // answers its keyed writes with MOVED instead of forwarding them.
 func runReadonly(c *client, args [][]byte) {
-	if c.s.cfg.Cluster == nil {
+	if !c.s.router.clustered() {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
@@ -341,7 +341,7 @@ func runReadonly(c *client, args [][]byte) {
 }
 
 func runReadwrite(c *client, args [][]byte) {
-	if c.s.cfg.Cluster == nil {
+	if !c.s.router.clustered() {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
@@ -352,8 +352,7 @@ func runReadwrite(c *client, args [][]byte) {
 // runRole answers ROLE as a Redis master (standalone, or the leader, with
 // its replicas) or replica (a follower) does.
 func runRole(c *client, args [][]byte) {
-	cl := c.s.cfg.Cluster
-	if cl == nil {
+	if !c.s.router.clustered() {
 		c.out = append(c.out, "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"...)
 		return
 	}
@@ -362,7 +361,7 @@ func runRole(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(err, false))
 		return
 	}
-	if cl.Self().Leader {
+	if c.s.router.home.leads() {
 		replicas := t.replicas()
 		b := appendArrayLen(c.out, 3)
 		b = appendBulkString(b, "master")
@@ -391,7 +390,7 @@ func runRole(c *client, args [][]byte) {
 
 // replicationInfo is INFO replication in cluster mode.
 func (s *Server) replicationInfo() []InfoField {
-	cl := s.cfg.Cluster
+	cl := s.router.cluster
 	t, err := s.topology()
 	if err != nil {
 		s.cfg.Logger.Debug("server: INFO replication", "err", err)
@@ -400,7 +399,7 @@ func (s *Server) replicationInfo() []InfoField {
 	var fs []InfoField
 	add := func(name, value string) { fs = append(fs, InfoField{name, value}) }
 	replid := nodeID(cl.Self().ID)
-	if cl.Self().Leader {
+	if s.router.home.leads() {
 		replicas := t.replicas()
 		add("role", "master")
 		add("connected_slaves", strconv.Itoa(len(replicas)))
@@ -444,7 +443,7 @@ func (s *Server) replicationInfo() []InfoField {
 // Admin commands: KVS.JOIN, KVS.REMOVE, KVS.STATUS.
 
 func runJoin(c *client, args [][]byte) {
-	cl := c.s.cfg.Cluster
+	cl := c.s.router.cluster
 	if cl == nil {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
@@ -456,7 +455,7 @@ func runJoin(c *client, args [][]byte) {
 }
 
 func runRemove(c *client, args [][]byte) {
-	cl := c.s.cfg.Cluster
+	cl := c.s.router.cluster
 	if cl == nil {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
@@ -519,12 +518,12 @@ var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered w
 // ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
 // "nonvoter").
 func runStatus(c *client, args [][]byte) {
-	cl := c.s.cfg.Cluster
+	cl := c.s.router.cluster
 	if cl == nil {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
-	st := cl.Status()
+	st := c.s.router.home.raft.Status()
 	members, err := cl.Members()
 	if err != nil {
 		c.out = appendError(c.out, errProposal(err, false))

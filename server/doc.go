@@ -84,12 +84,15 @@
 // # Cluster mode
 //
 // With Config.Cluster set, the server is one node of a Raft cluster (the
-// Proposer is the Raft-backed one). A batch of writes goes:
+// Proposer is the Raft-backed one). Where a command runs is the router's
+// to say (router.go), the one place that knows whether there is a cluster
+// and which group holds a slot. A batch of writes goes:
 //
 //   - on the leader, to the Proposer;
 //   - on a follower, to a client that sent READONLY (a cluster-aware
 //     client such as go-redis's ClusterClient), "-MOVED <slot> <leader>"
-//     for each write that names a key, the slot computed as Redis Cluster
+//     for each write that names a key, to the leader of the slot's group,
+//     the slot computed as Redis Cluster
 //     does (CRC16 of the key or its {hashtag}, mod 16384);
 //   - on a follower otherwise, to the leader: the batch is sent as one
 //     KVS.FORWARD request over a pool of connections to the leader's RESP

@@ -75,7 +75,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 // only the leader does (followers' proposals would only be forwarded to it,
 // doubling its work), whatever SetActiveExpiry said last.
 func (s *Server) mayExpire() bool {
-	return s.cfg.Cluster == nil || s.cfg.Cluster.Self().Leader
+	return s.router.home.leads()
 }
 
 // expireCycle proposes deletions of expired keys until a batch comes back
@@ -128,7 +128,7 @@ func (s *Server) expireMet(keys [][]byte) {
 	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	if mp, memory := s.cfg.Proposer.(MemoryProposer); memory && s.cfg.Cluster == nil {
+	if mp, memory := s.cfg.Proposer.(MemoryProposer); memory && !s.router.home.replicated() {
 		// The read's connection deletes them itself, unless a script
 		// that took the store meanwhile turns busy: then it must go on
 		// answering BUSY, and the cron loop deletes them after the script.

@@ -125,7 +125,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 		if s.cfg.Version != "" {
 			add("kvs_version", s.cfg.Version)
 		}
-		if s.cfg.Cluster != nil {
+		if s.router.clustered() {
 			add("redis_mode", "cluster")
 		} else {
 			add("redis_mode", "standalone")
@@ -176,7 +176,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 		add("keyspace_hits", s.stats.hits.Load())
 		add("keyspace_misses", s.stats.misses.Load())
 		add("total_error_replies", s.stats.errors.total.Load())
-		if s.cfg.Cluster != nil {
+		if s.router.clustered() {
 			add("kvs_forwarded_commands", s.stats.forwarded.Load())
 			add("kvs_forwards_relayed_unapplied", s.stats.staleForwards.Load())
 			add("kvs_replica_reads_unsynced", s.stats.unsyncedReplicaReads.Load())
@@ -190,7 +190,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))
 		}
 	case "replication":
-		if s.cfg.Cluster != nil {
+		if s.router.clustered() {
 			fs = s.replicationInfo()
 			break
 		}
@@ -198,7 +198,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 	case "cpu":
 		fs = s.cpuInfo()
 	case "cluster":
-		if s.cfg.Cluster != nil {
+		if s.router.clustered() {
 			add("cluster_enabled", 1)
 		} else {
 			add("cluster_enabled", 0)

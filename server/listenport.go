@@ -21,7 +21,7 @@ const errListenPort = "Unable to listen on this port. Check server logs."
 // in force once every other parameter has passed (installListener), and
 // returns it (nil for port 0), or Redis's error text.
 func (s *Server) bindPort(port int64) (net.Listener, string) {
-	if s.cfg.Cluster != nil {
+	if s.router.clustered() {
 		return nil, "a cluster node keeps the address it announced (--addr)"
 	}
 	if s.cfg.PlainDisabled {

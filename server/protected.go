@@ -71,7 +71,7 @@ func addrIP(a net.Addr) net.IP {
 // isMemberIP reports whether ip is the host of a cluster member's Raft or
 // client address (literal IPs only: names are not resolved at accept).
 func (s *Server) isMemberIP(ip net.IP) bool {
-	cl := s.cfg.Cluster
+	cl := s.router.cluster
 	if cl == nil {
 		return false
 	}

@@ -82,7 +82,7 @@ type peerLink struct {
 
 // broadcast sends a message to every other member of the cluster.
 func (s *Server) broadcast(shard bool, channel, payload []byte) {
-	if s.cfg.Cluster == nil {
+	if !s.router.clustered() {
 		return
 	}
 	b := &s.bcast
@@ -124,7 +124,7 @@ func (l *peerLink) enqueue(req []byte) {
 // refreshLinks makes the links match the cluster's members, at most once
 // per linkRefresh; the cron loop calls it.
 func (s *Server) refreshLinks(now time.Time) {
-	cl := s.cfg.Cluster
+	cl := s.router.cluster
 	if cl == nil {
 		return
 	}

@@ -60,7 +60,7 @@ func (s *Server) checkingReplicas() bool {
 // goodReplicas is Redis's repl_good_slaves_count: the replicas in contact
 // within min-replicas-max-lag. A follower has none of its own.
 func (s *Server) goodReplicas() int {
-	cl := s.cfg.Cluster
+	cl := s.router.home.raft
 	if cl == nil {
 		return 0
 	}
@@ -83,7 +83,7 @@ func (s *Server) tooFewReplicas() bool {
 	if !s.checkingReplicas() {
 		return false
 	}
-	if cl := s.cfg.Cluster; cl != nil && !cl.Self().Leader {
+	if !s.router.home.leads() {
 		return false
 	}
 	return int64(s.goodReplicas()) < s.minReplicas.toWrite.Load()

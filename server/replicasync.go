@@ -46,7 +46,7 @@ func (s *Server) syncReplica() bool {
 	index, err := s.leaderIndex()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
-		err = s.cfg.Cluster.WaitApplied(ctx, index)
+		err = s.router.home.raft.WaitApplied(ctx, index)
 		cancel()
 	}
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *Server) askLeaderIndex() (uint64, error) {
 // runSync answers KVS.SYNC on the leader with its applied index, as a
 // status reply; elsewhere with the error a read gets there.
 func runSync(c *client, args [][]byte) {
-	cl := c.s.cfg.Cluster
+	cl := c.s.router.home.raft
 	switch {
 	case cl == nil:
 		c.out = appendError(c.out, errClusterDisabled)

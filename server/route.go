@@ -31,8 +31,8 @@ import (
 // ErrLeaderUnreachable (certainly not applied) or ErrUnknownOutcome (may
 // have applied). The replies are the caller's.
 func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
-	if s.cfg.Cluster == nil || s.cfg.Cluster.Self().Leader {
-		return s.cfg.Proposer.Propose(cmds)
+	if g := &s.router.home; g.leads() {
+		return g.proposer.Propose(cmds)
 	}
 	return s.forward(cmds, "")
 }
@@ -62,11 +62,12 @@ func (e *remoteError) Is(target error) bool {
 // ErrNoLeader (none known, or its address not replicated yet) or
 // ErrNotLeader (this node is named leader but does not act as one yet).
 func (s *Server) leaderAddr() (string, error) {
-	l, ok := s.cfg.Cluster.Leader()
+	g := &s.router.home
+	l, ok := g.raft.Leader()
 	switch {
 	case !ok:
 		return "", fmt.Errorf("%w known", ErrNoLeader)
-	case l.ID == s.cfg.Cluster.Self().ID:
+	case l.ID == g.raft.Self().ID:
 		return "", fmt.Errorf("%w: leadership is changing", ErrNotLeader)
 	case l.RESPAddr == "":
 		return "", fmt.Errorf("%w: the leader's client address is not known yet", ErrNoLeader)
@@ -136,11 +137,11 @@ const catchUpTimeout = 2 * time.Second
 func (s *Server) catchUp(index uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
-	if err := s.cfg.Cluster.WaitApplied(ctx, index); err != nil {
+	if err := s.router.home.raft.WaitApplied(ctx, index); err != nil {
 		s.stats.staleForwards.Add(1)
 		if s.behindWarn.allow(time.Now()) {
 			s.cfg.Logger.Warn("server: relaying a forwarded write's replies before this node applied it",
-				"index", index, "applied", s.cfg.Cluster.AppliedIndex(), "err", err)
+				"index", index, "applied", s.router.home.raft.AppliedIndex(), "err", err)
 		}
 	}
 }
@@ -176,7 +177,7 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		}
 		run := cmds[i:j]
 		if run[0].Op.IsWrite() {
-			replies, err := s.cfg.Proposer.Propose(run)
+			replies, err := s.router.home.proposer.Propose(run)
 			if err == nil && len(replies) != len(run) {
 				err = errReplyCount(len(replies), len(run))
 			}
@@ -190,9 +191,9 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		} else {
 			now := time.Now().UnixMilli()
 			for k := range run {
-				r, ok := s.cfg.Store.ReadServing(now, &run[k], nil)
+				r, ok := s.router.home.store.ReadServing(now, &run[k], nil)
 				if !ok {
-					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(s.cfg.Store.ScriptBusy())}
+					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(s.router.home.store.ScriptBusy())}
 				}
 				out = append(out, r)
 			}
@@ -205,10 +206,11 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 // proposeLocal hands a batch of writes to the Proposer, reusing dst when
 // the Proposer can append.
 func (s *Server) proposeLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
-	if ap, ok := s.cfg.Proposer.(appendProposer); ok {
+	p := s.router.home.proposer
+	if ap, ok := p.(appendProposer); ok {
 		return ap.ProposeAppend(dst[:0], cmds)
 	}
-	return s.cfg.Proposer.Propose(cmds)
+	return p.Propose(cmds)
 }
 
 func errReplyCount(got, want int) error {
@@ -227,7 +229,7 @@ func appendErrorReplies(out []fsm.Reply, text string, n int) []fsm.Reply {
 // running inside the apply holds up: once that script is busy, the wait
 // ends with a busyError.
 func (s *Server) readBarrier() error {
-	turned, busy := s.cfg.Store.ScriptTurnsBusy()
+	turned, busy := s.router.home.store.ScriptTurnsBusy()
 	if busy {
 		return s.busyNow()
 	}
@@ -242,7 +244,7 @@ func (s *Server) readBarrier() error {
 		case <-ctx.Done():
 		}
 	})
-	err := s.cfg.Cluster.ReadBarrier(ctx)
+	err := s.router.home.raft.ReadBarrier(ctx)
 	select {
 	case <-turned:
 		return s.busyNow()
@@ -256,7 +258,7 @@ func (s *Server) readBarrier() error {
 // of it and answered from pending).
 func (c *client) routeBatch() ([]fsm.Reply, error) {
 	s := c.s
-	if s.cfg.Cluster.Self().Leader {
+	if s.router.home.leads() {
 		return s.execLocal(c.replies[:0], c.batch)
 	}
 	if c.readonly {
@@ -269,12 +271,22 @@ func (c *client) routeBatch() ([]fsm.Reply, error) {
 }
 
 // redirectKeyedWrites answers each write of the batch that names a key
-// with MOVED to the leader and takes it out of the batch. Without a known
-// leader address nothing is redirected: forwarding then reports that.
+// with MOVED to the leader of the key's group and takes it out of the
+// batch. Without a known leader address nothing is redirected: forwarding
+// then reports that.
 func (c *client) redirectKeyedWrites() {
-	l, ok := c.s.cfg.Cluster.Leader()
-	if !ok || l.RESPAddr == "" || l.ID == c.s.cfg.Cluster.Self().ID {
-		return
+	// The leader of each group met, looked up once per batch; "" when
+	// none is known, or when this node leads it after all.
+	leaders := map[*groupRef]string{}
+	leaderOf := func(g *groupRef) string {
+		addr, seen := leaders[g]
+		if !seen {
+			if l, ok := g.raft.Leader(); ok && l.ID != g.raft.Self().ID {
+				addr = l.RESPAddr
+			}
+			leaders[g] = addr
+		}
+		return addr
 	}
 	kept := c.batch[:0]
 	j := 0
@@ -290,8 +302,11 @@ func (c *client) redirectKeyedWrites() {
 		// transaction over on the leader, and go-redis's Watch hands
 		// a MOVED from its callback back to the caller instead.
 		if key, ok := writeKey(&cmd); ok && cmd.Op != fsm.OpExec {
-			c.pending[i].err = errMoved(fsm.KeySlot(key), l.RESPAddr)
-			continue
+			slot := fsm.KeySlot(key)
+			if addr := leaderOf(c.s.router.groupOf(slot)); addr != "" {
+				c.pending[i].err = errMoved(slot, addr)
+				continue
+			}
 		}
 		kept = append(kept, cmd)
 	}
@@ -316,7 +331,7 @@ func writeKey(cmd *fsm.Command) ([]byte, bool) {
 // named, acl_peer.go) and answers with its encoded replies.
 func runForward(c *client, args [][]byte) {
 	s := c.s
-	if s.cfg.Cluster == nil {
+	if !s.router.clustered() {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
@@ -325,7 +340,7 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errForwardRequest(err))
 		return
 	}
-	if !s.cfg.Cluster.Self().Leader {
+	if !s.router.home.leads() {
 		write := len(cmds) > 0 && cmds[0].Op.IsWrite()
 		c.out = appendError(c.out, errProposal(fmt.Errorf("%w", ErrNotLeader), write))
 		return
@@ -366,7 +381,7 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(err, true))
 		return
 	}
-	c.peerBuf = appendReplies(c.peerBuf[:0], s.cfg.Cluster.AppliedIndex(), replies)
+	c.peerBuf = appendReplies(c.peerBuf[:0], s.router.home.raft.AppliedIndex(), replies)
 	c.out = appendBulk(c.out, c.peerBuf)
 	if cap(c.peerBuf) > 1<<20 {
 		c.peerBuf = nil

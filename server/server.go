@@ -17,6 +17,7 @@ import (
 // with ListenAndServe (or Listen then Serve); stop it with Shutdown or Close.
 type Server struct {
 	cfg      Config
+	router   router // where commands run (router.go)
 	commands map[string]*command
 	started  time.Time
 
@@ -154,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:         cfg,
+		router:      newRouter(&cfg),
 		commands:    commandTable(),
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
@@ -299,7 +301,7 @@ func (s *Server) Serve() error {
 // fsync or Raft, and each connection keeps a goroutine of its own, which
 // waits without holding up the others.
 func (s *Server) useLoops() bool {
-	if s.cfg.Cluster != nil || s.cfg.ConnGoroutines {
+	if s.router.clustered() || s.cfg.ConnGoroutines {
 		return false
 	}
 	_, memory := s.cfg.Proposer.(MemoryProposer)
