@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"kvs/fsm"
+	"kvs/resp"
 )
 
 // Directive is one directive of a config file: a name and its arguments,
@@ -45,7 +46,7 @@ func readFile(path string, depth int) ([]Directive, error) {
 	}
 	var ds []Directive
 	for i, line := range strings.Split(string(b), "\n") {
-		args, ok := fsm.SplitArgs(strings.TrimSpace(line))
+		args, ok := resp.SplitArgs(strings.TrimSpace(line))
 		if !ok {
 			return nil, fmt.Errorf("%w %s:%d: unbalanced quotes in %q", ErrFile, path, i+1, line)
 		}

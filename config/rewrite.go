@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"kvs/fsm"
+	"kvs/resp"
 )
 
 // Signature marks where CONFIG REWRITE appended what the file did not
@@ -47,7 +47,7 @@ func Rewrite(path string, values, defaults map[string]string) error {
 		if t == "" || t[0] == '#' {
 			continue
 		}
-		args, ok := fsm.SplitArgs(t)
+		args, ok := resp.SplitArgs(t)
 		if !ok || len(args) == 0 {
 			continue
 		}

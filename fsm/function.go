@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"kvs/lua"
+	"kvs/resp"
 )
 
 // Functions (Redis 7): FUNCTION LOAD / DELETE / FLUSH / LIST / STATS,
@@ -168,7 +169,7 @@ func libraryName(code string) (string, string) {
 	if end < 0 {
 		return "", "ERR Invalid library metadata"
 	}
-	parts, ok := SplitArgs(code[:end])
+	parts, ok := resp.SplitArgs(code[:end])
 	if !ok || len(parts) == 0 {
 		return "", "ERR Invalid library metadata"
 	}

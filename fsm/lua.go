@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"kvs/lua"
+	"kvs/resp"
 )
 
 // Scripts and functions run in Redis's own Lua 5.1 (package lua), in
@@ -309,7 +310,7 @@ func shebangNoWrites(body string) bool {
 	if end < 0 {
 		return false
 	}
-	parts, _ := SplitArgs(body[:end])
+	parts, _ := resp.SplitArgs(body[:end])
 	for _, p := range parts {
 		if flags, ok := strings.CutPrefix(p, "flags="); ok {
 			for _, f := range strings.Split(flags, ",") {

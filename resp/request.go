@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strings"
 )
 
 // Request framing limits, as Redis enforces them.
@@ -534,13 +535,46 @@ func appendInline(out, line []byte) ([]byte, bool) {
 // appendQuotedInline is appendInline for a line that may hold quotes.
 func appendQuotedInline(out, line []byte) ([]byte, bool) {
 	var args [][]byte
+	if !splitArgs(line, func(arg []byte) { args = append(args, arg) }) {
+		return out, false
+	}
+	if len(args) == 0 {
+		return out, true
+	}
+	out = AppendArrayLen(out, len(args))
+	for _, a := range args {
+		out = AppendBulk(out, a)
+	}
+	return out, true
+}
+
+// SplitArgs splits line into words as Redis's sdssplitargs does, as an
+// inline request is split; Redis reads config files, script shebangs and
+// library metadata with it too. The line ends at a NUL byte, as the C
+// string Redis splits does. It reports false for unbalanced quotes.
+func SplitArgs(line string) ([]string, bool) {
+	if i := strings.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
+	var args []string
+	ok := splitArgs([]byte(line), func(arg []byte) { args = append(args, string(arg)) })
+	return args, ok
+}
+
+// splitArgs is sdssplitargs over line (cut at its NUL byte already): it
+// gives each argument to add, in order, and reports false for unbalanced
+// quotes (some arguments may have been given already). Arguments are
+// separated by white space; "double quotes" take \n \r \t \b \a \xHH and
+// \<any> escapes; 'single quotes' only \'; a quote may start inside a word,
+// and a closing quote must be followed by white space or the end.
+func splitArgs(line []byte, add func([]byte)) bool {
 	p := 0
 	for {
 		for p < len(line) && isSpace(line[p]) {
 			p++
 		}
 		if p == len(line) {
-			break
+			return true
 		}
 		var cur []byte
 		inq, insq := false, false
@@ -579,11 +613,11 @@ func appendQuotedInline(out, line []byte) ([]byte, bool) {
 					cur = append(cur, e)
 				case c == '"':
 					if n := next(1); n != 0 && !isSpace(n) {
-						return out, false
+						return false
 					}
 					done = true
 				case c == 0:
-					return out, false
+					return false
 				default:
 					cur = append(cur, c)
 				}
@@ -594,11 +628,11 @@ func appendQuotedInline(out, line []byte) ([]byte, bool) {
 					cur = append(cur, '\'')
 				case c == '\'':
 					if n := next(1); n != 0 && !isSpace(n) {
-						return out, false
+						return false
 					}
 					done = true
 				case c == 0:
-					return out, false
+					return false
 				default:
 					cur = append(cur, c)
 				}
@@ -618,16 +652,8 @@ func appendQuotedInline(out, line []byte) ([]byte, bool) {
 				p++
 			}
 		}
-		args = append(args, cur)
+		add(cur)
 	}
-	if len(args) == 0 {
-		return out, true
-	}
-	out = AppendArrayLen(out, len(args))
-	for _, a := range args {
-		out = AppendBulk(out, a)
-	}
-	return out, true
 }
 
 // appendPlainInline is appendInline for a line without quotes, the usual

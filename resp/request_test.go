@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -205,6 +206,32 @@ func TestPlainInline(t *testing.T) {
 		want, ok := appendQuotedInline(nil, line)
 		if got := appendPlainInline(nil, line); !ok || string(got) != string(want) {
 			t.Fatalf("%q: plain %q, general %q (%v)", line, got, want, ok)
+		}
+	}
+}
+
+// TestSplitArgs: config files, shebangs and library metadata are split as
+// Redis's sdssplitargs splits them, the same code as inline requests.
+func TestSplitArgs(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+		ok   bool
+	}{
+		{"", nil, true},
+		{"  \t\v\f ", nil, true},
+		{"a bb  ccc", []string{"a", "bb", "ccc"}, true},
+		{`x "a b\x41\n" 'it\'s'`, []string{"x", "a bA\n", "it's"}, true},
+		{`a""b`, []string{"a"}, false},
+		{`"" ''`, []string{"", ""}, true},
+		{`"open`, nil, false},
+		{`'open`, nil, false},
+		{"before\x00after", []string{"before"}, true},
+		{"a\vb", []string{"a\vb"}, true},
+	} {
+		got, ok := SplitArgs(tc.line)
+		if ok != tc.ok || (ok && !slices.Equal(got, tc.want)) {
+			t.Errorf("SplitArgs(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -2,9 +2,9 @@ package server
 
 import (
 	"io"
-	"kvs/acl"
 	"testing"
 
+	"kvs/acl"
 	"kvs/fsm"
 )
 

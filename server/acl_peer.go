@@ -2,10 +2,10 @@ package server
 
 import (
 	"fmt"
-	"kvs/acl"
-	"kvs/cmdspec"
 	"strings"
 
+	"kvs/acl"
+	"kvs/cmdspec"
 	"kvs/fsm"
 )
 

@@ -1,9 +1,9 @@
 package server
 
 import (
-	"kvs/acl"
 	"strings"
 
+	"kvs/acl"
 	"kvs/fsm"
 )
 

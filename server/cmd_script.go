@@ -2,13 +2,14 @@ package server
 
 import (
 	"bytes"
-	"kvs/acl"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
+	"kvs/acl"
 	"kvs/fsm"
+	"kvs/resp"
 )
 
 // Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT. A script that
@@ -178,7 +179,7 @@ func shebangFlags(body []byte) (scriptFlags, string) {
 	if i < 0 {
 		return sf, "ERR Invalid script shebang"
 	}
-	parts, ok := fsm.SplitArgs(string(body[:i]))
+	parts, ok := resp.SplitArgs(string(body[:i]))
 	if !ok || len(parts) == 0 {
 		return sf, "ERR Invalid engine in script shebang"
 	}

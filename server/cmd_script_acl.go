@@ -1,9 +1,9 @@
 package server
 
 import (
-	"kvs/acl"
 	"time"
 
+	"kvs/acl"
 	"kvs/fsm"
 )
 

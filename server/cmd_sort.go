@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"kvs/acl"
 
+	"kvs/acl"
 	"kvs/fsm"
 )
 

@@ -1,11 +1,12 @@
 package server
 
 import (
+	"sort"
+	"strings"
+
 	"kvs/acl"
 	"kvs/cmdspec"
 	"kvs/fsm"
-	"sort"
-	"strings"
 )
 
 // runCommand answers COMMAND and its subcommands from the command table

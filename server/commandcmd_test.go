@@ -1,9 +1,10 @@
 package server
 
 import (
-	"kvs/cmdspec"
 	"strings"
 	"testing"
+
+	"kvs/cmdspec"
 )
 
 // The key range a row declares for COMMAND INFO is the one Redis derives

@@ -1,10 +1,10 @@
 package server
 
 import (
-	"kvs/cmdspec"
 	"sort"
 	"strings"
 
+	"kvs/cmdspec"
 	"kvs/fsm"
 )
 

@@ -2,11 +2,11 @@ package server
 
 import (
 	"errors"
-	"kvs/acl"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"kvs/acl"
 	"kvs/fsm"
 	"kvs/resp"
 )
