@@ -159,8 +159,7 @@ func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
 	if m.layers[group] != nil {
 		return nil, fmt.Errorf("cluster: group %d already has a transport on %s", group, m.ln.Addr())
 	}
-	l := &muxLayer{m: m, group: group, conns: make(chan net.Conn, 16), done: make(chan struct{}),
-		accepted: map[net.Conn]struct{}{}}
+	l := &muxLayer{m: m, group: group, conns: make(chan net.Conn, 16), done: make(chan struct{})}
 	m.layers[group] = l
 	return l, nil
 }
@@ -193,17 +192,14 @@ func (m *Mux) Close() error {
 }
 
 // muxLayer is one group's raft.StreamLayer over a Mux. Like stream, its
-// Close also closes the connections it accepted, so that raft's goroutines
-// serving them return.
+// Close also closes the connections it accepted (connSet).
 type muxLayer struct {
 	m     *Mux
 	group uint32
 	conns chan net.Conn // routed to this group, not accepted yet
 	done  chan struct{} // closed by Close
 
-	mu       sync.Mutex // guards accepted and closed
-	accepted map[net.Conn]struct{}
-	closed   bool
+	accepted connSet
 }
 
 // deliver queues c for Accept; false once the layer is closed.
@@ -219,14 +215,10 @@ func (l *muxLayer) deliver(c net.Conn) bool {
 func (l *muxLayer) Accept() (net.Conn, error) {
 	select {
 	case nc := <-l.conns:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.closed {
-			nc.Close()
+		c, ok := l.accepted.add(nc)
+		if !ok {
 			return nil, net.ErrClosed
 		}
-		c := &layerConn{Conn: nc, l: l}
-		l.accepted[c] = struct{}{}
 		return c, nil
 	case <-l.done:
 		return nil, net.ErrClosed
@@ -236,24 +228,15 @@ func (l *muxLayer) Accept() (net.Conn, error) {
 // Close closes the layer (not the Mux) and the connections it accepted,
 // and frees its group. Idempotent.
 func (l *muxLayer) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.accepted.close() {
 		return nil
 	}
-	l.closed = true
 	close(l.done)
-	conns := l.accepted
-	l.accepted = map[net.Conn]struct{}{}
-	l.mu.Unlock()
 	l.m.mu.Lock()
 	if l.m.layers[l.group] == l {
 		delete(l.m.layers, l.group)
 	}
 	l.m.mu.Unlock()
-	for c := range conns {
-		c.(*layerConn).Conn.Close()
-	}
 	for {
 		select {
 		case nc := <-l.conns:
@@ -282,22 +265,6 @@ func (l *muxLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Con
 	}
 	nc.SetWriteDeadline(time.Time{})
 	return nc, nil
-}
-
-// layerConn leaves its layer's list when raft closes it.
-type layerConn struct {
-	net.Conn
-	l    *muxLayer
-	once sync.Once
-}
-
-func (c *layerConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		delete(c.l.accepted, c)
-		c.l.mu.Unlock()
-	})
-	return c.Conn.Close()
 }
 
 // replayConn gives back the byte readGroup read from a group 0 connection

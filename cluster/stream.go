@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -22,9 +21,7 @@ type stream struct {
 	net.Listener
 	dial func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 
-	mu       sync.Mutex // guards accepted and closed
-	accepted map[net.Conn]struct{}
-	closed   bool
+	accepted connSet
 }
 
 // listenStream binds addr for a stream that dials with dial; wrap, if not
@@ -39,7 +36,7 @@ func listenStream(addr string, wrap func(net.Listener) net.Listener, dial func(r
 		ln.Close()
 		return nil, fmt.Errorf("%w: %s", errNotAdvertisable, ln.Addr())
 	}
-	s := &stream{Listener: ln, dial: dial, accepted: make(map[net.Conn]struct{})}
+	s := &stream{Listener: ln, dial: dial}
 	if wrap != nil {
 		s.Listener = wrap(ln)
 	}
@@ -72,44 +69,16 @@ func (s *stream) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		nc.Close()
+	c, ok := s.accepted.add(nc)
+	if !ok {
 		return nil, net.ErrClosed
 	}
-	c := &acceptedConn{Conn: nc, s: s}
-	s.accepted[c] = struct{}{}
 	return c, nil
 }
 
 // Close stops the listener and closes every accepted connection still
 // open, so that raft's goroutines serving them return. Idempotent.
 func (s *stream) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	conns := s.accepted
-	s.accepted = map[net.Conn]struct{}{}
-	s.mu.Unlock()
-	err := s.Listener.Close()
-	for c := range conns {
-		c.(*acceptedConn).Conn.Close()
-	}
-	return err
-}
-
-// acceptedConn leaves its stream's list when raft closes it.
-type acceptedConn struct {
-	net.Conn
-	s    *stream
-	once sync.Once
-}
-
-func (c *acceptedConn) Close() error {
-	c.once.Do(func() {
-		c.s.mu.Lock()
-		delete(c.s.accepted, c)
-		c.s.mu.Unlock()
-	})
-	return c.Conn.Close()
+	s.accepted.close()
+	return s.Listener.Close()
 }

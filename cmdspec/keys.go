@@ -405,18 +405,4 @@ func LegacyRange(specs []KeySpec) (first, last, step int, movable bool) {
 }
 
 // is reports whether arg is the option w (lowercase), in any case.
-func is(arg []byte, w string) bool {
-	if len(arg) != len(w) {
-		return false
-	}
-	for i := 0; i < len(arg); i++ {
-		c := arg[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
-}
+func is(arg []byte, w string) bool { return resp.IsWord(arg, w) }

@@ -47,3 +47,21 @@ func ParseInt(b []byte) (int64, bool) {
 	}
 	return int64(v), true
 }
+
+// IsWord reports whether arg is the lowercase word w in any ASCII case: an
+// option or subcommand name as Redis compares them (strcasecmp).
+func IsWord(arg []byte, w string) bool {
+	if len(arg) != len(w) {
+		return false
+	}
+	for i := 0; i < len(arg); i++ {
+		c := arg[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -8,21 +8,7 @@ import (
 )
 
 // is reports whether arg equals the lowercase word w, ignoring ASCII case.
-func is(arg []byte, w string) bool {
-	if len(arg) != len(w) {
-		return false
-	}
-	for i := 0; i < len(arg); i++ {
-		c := arg[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
-}
+func is(arg []byte, w string) bool { return resp.IsWord(arg, w) }
 
 // lowerName is a command name as Redis quotes it in errors.
 func lowerName(arg []byte) string { return strings.ToLower(string(arg)) }
