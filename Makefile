@@ -16,7 +16,7 @@ build:
 # The server's tests run twice: with memory mode's event loops (the default)
 # and with a goroutine per connection (durable and cluster mode's way).
 test: vet
-	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/ ./group/ ./config/ ./acl/ ./cmdspec/ ./cmd/... ./bench/ ./backup/ ./test/powercut/
+	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/... ./group/ ./config/ ./acl/ ./cmdspec/ ./cmd/... ./bench/ ./backup/ ./test/powercut/
 	KVS_TEST_CONN_GOROUTINES=1 $(GO) test -race -count=1 ./server/
 	$(GO) test -count=1 -timeout 15m ./test/
 

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
+
+	"kvs/cluster/raftlog"
 )
 
 // ErrDamaged is wrapped by every error about this node's raft state being
@@ -54,7 +56,44 @@ func CheckState(dir string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return checkSnapshots(dir, runs, logger)
+	more, err := checkRaftlog(filepath.Join(dir, logDir))
+	if err != nil {
+		return err
+	}
+	return checkSnapshots(dir, append(runs, more...), logger)
+}
+
+// checkRaftlog opens the log in dir (which cuts a torn tail off) and
+// checks every entry's seal; it returns the run of entries it holds.
+func checkRaftlog(dir string) ([]logRun, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	l, err := raftlog.Open(raftlog.Options{Dir: dir})
+	if errors.Is(err, raftlog.ErrCorrupt) {
+		return nil, damaged(dir, "%v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	defer l.Close()
+	first, _ := l.FirstIndex()
+	last, _ := l.LastIndex()
+	if last == 0 {
+		return nil, nil
+	}
+	for i := first; i <= last; i++ {
+		var e raft.Log
+		if err := l.GetLog(i, &e); err != nil {
+			return nil, damaged(dir, "raft log entry %d: %v", i, err)
+		}
+		if e.Type == raft.LogCommand {
+			if _, ok := unsealEntry(e.Data); !ok {
+				return nil, damaged(dir, "raft log entry %d is corrupt: CRC-32C mismatch", i)
+			}
+		}
+	}
+	return []logRun{{first, last}}, nil
 }
 
 // logRun is a stretch of consecutive entries in raft.db. After a follower

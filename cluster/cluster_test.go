@@ -259,7 +259,7 @@ func TestSnapshotInstall(t *testing.T) {
 		})
 	}
 	eventually(t, "log truncation", func() error {
-		first, err := lead.n.bolt.FirstIndex()
+		first, err := lead.n.logs.FirstIndex()
 		if err != nil || first <= 1 {
 			return fmt.Errorf("first log index %d (%v)", first, err)
 		}

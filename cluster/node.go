@@ -16,10 +16,14 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"kvs/cluster/raftlog"
 )
 
 const (
 	boltFile = "raft.db"
+	// logDir holds the raft log (package raftlog).
+	logDir = "log"
 	// retainSnapshots: the newest is the one in use, the one before is a
 	// fallback if the newest turns out unreadable.
 	retainSnapshots = 2
@@ -44,8 +48,9 @@ type Node struct {
 	log   *slog.Logger
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
-	bolt  *raftboltdb.BoltStore
-	logs  raft.LogStore // bolt behind raft's log cache
+	bolt  *raftboltdb.BoltStore // the stable store, and the log of a node from before raftlog
+	rlog  *raftlog.Log          // the log, in Dir/log (nil: bolt holds it)
+	logs  raft.LogStore         // the log behind raft's log cache
 	// watched is bolt as the log cache sees it, noting failed writes.
 	watched *watchedLogs
 
@@ -100,6 +105,9 @@ func HasState(dir string) (bool, error) {
 		if e.IsDir() && !isTempSnapshot(e.Name()) {
 			return true, nil
 		}
+	}
+	if has, err := raftlog.HasEntries(filepath.Join(dir, logDir)); err != nil || has {
+		return has, err
 	}
 	path := filepath.Join(dir, boltFile)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -180,7 +188,11 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: opening %s: %w", path, err)
 	}
-	n.watched = &watchedLogs{LogStore: n.bolt, log: n.log}
+	base, err := n.openLog(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	n.watched = &watchedLogs{LogStore: base, log: n.log}
 	cache, err := raft.NewLogCache(logCacheSize, n.watched)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -274,9 +286,40 @@ func (n *Node) closeStores() {
 	if n.trans != nil {
 		n.trans.Close()
 	}
+	if n.rlog != nil {
+		n.rlog.Close()
+	}
 	if n.bolt != nil {
 		n.bolt.Close()
 	}
+}
+
+// openLog returns the node's raft log: kvs's own (raftlog, in Dir/log)
+// for a new node, or bolt's for one whose raft.db holds log entries,
+// written before raftlog; such a node keeps it.
+func (n *Node) openLog(dir string) (raft.LogStore, error) {
+	legacy, err := boltHoldsLog(dir, n.bolt)
+	if err != nil || legacy {
+		return n.bolt, err
+	}
+	n.rlog, err = raftlog.Open(raftlog.Options{Dir: filepath.Join(dir, logDir)})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return n.rlog, nil
+}
+
+// boltHoldsLog reports whether the node keeps its log in bolt: raft.db
+// holds log entries and there is no Dir/log.
+func boltHoldsLog(dir string, bolt *raftboltdb.BoltStore) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, logDir)); err == nil {
+		return false, nil
+	}
+	last, err := bolt.LastIndex()
+	if err != nil {
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	return last > 0, nil
 }
 
 // watch follows raft's leadership signal for the node's lifetime: it passes
@@ -557,6 +600,11 @@ func (n *Node) Close() error {
 		close(n.stopped)
 		<-n.watchDone
 		close(n.leaderCh)
+		if n.rlog != nil {
+			if cerr := n.rlog.Close(); err == nil {
+				err = cerr
+			}
+		}
 		if cerr := n.bolt.Close(); err == nil {
 			err = cerr
 		}

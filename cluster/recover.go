@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"kvs/cluster/raftlog"
 )
 
 // Seeding a new cluster from a backup, lost-quorum recovery, and snapshots
@@ -37,6 +39,11 @@ func Seed(cfg Config, index uint64, write func(io.Writer) error) error {
 	cfg = cfg.withDefaults()
 	if err := mkdirDurable(cfg.Dir); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	if has, err := HasState(cfg.Dir); err != nil {
+		return err
+	} else if has {
+		return fmt.Errorf("%w: %s", ErrHasState, cfg.Dir)
 	}
 	bolt, snaps, err := openStores(cfg)
 	if err != nil {
@@ -132,11 +139,22 @@ func Recover(cfg Config) (Recovered, error) {
 		return Recovered{}, err
 	}
 	defer bolt.Close()
+	var logs raft.LogStore = bolt
+	if legacy, err := boltHoldsLog(cfg.Dir, bolt); err != nil {
+		return Recovered{}, err
+	} else if !legacy {
+		rl, err := raftlog.Open(raftlog.Options{Dir: filepath.Join(cfg.Dir, logDir)})
+		if err != nil {
+			return Recovered{}, fmt.Errorf("cluster: %w", err)
+		}
+		defer rl.Close()
+		logs = rl
+	}
 	rc := cfg.raftConfig()
 	_, trans := raft.NewInmemTransport("")
 	defer trans.Close()
 
-	old, err := raft.GetConfiguration(cfg.raftConfig(), discardFSM{}, bolt, bolt, snaps, trans)
+	old, err := raft.GetConfiguration(cfg.raftConfig(), discardFSM{}, logs, bolt, snaps, trans)
 	if err != nil {
 		return Recovered{}, fmt.Errorf("cluster: reading the stored configuration: %w", err)
 	}
@@ -157,7 +175,7 @@ func Recover(cfg Config) (Recovered, error) {
 		Suffrage: raft.Voter, ID: raft.ServerID(cfg.NodeID), Address: raft.ServerAddress(out.RaftAddr),
 	}}}
 	fsm := &unsealingFSM{FSM: cfg.FSM, boltPath: filepath.Join(cfg.Dir, boltFile)}
-	if err := raft.RecoverCluster(rc, fsm, bolt, bolt, snaps, trans, conf); err != nil {
+	if err := raft.RecoverCluster(rc, fsm, logs, bolt, snaps, trans, conf); err != nil {
 		return out, fmt.Errorf("cluster: recover: %w", err)
 	}
 	if err := syncDir(filepath.Join(cfg.Dir, "snapshots")); err != nil {

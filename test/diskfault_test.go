@@ -184,7 +184,7 @@ func TestDiskFaultsDurable(t *testing.T) {
 }
 
 // TestDiskFaultCluster: a bit flipped in a raft log entry on one node's
-// disk stops that node at start, when it checks raft.db, instead of letting
+// disk stops that node at start, when it checks its log, instead of letting
 // it apply a write nobody made (were the damage to come later, the entry's
 // seal stops it when it replays the entry); the other nodes keep serving.
 func TestDiskFaultCluster(t *testing.T) {
@@ -195,36 +195,20 @@ func TestDiskFaultCluster(t *testing.T) {
 	if v := dialRaw(t, leader.Addr).Do("SET", "victim", value); string(v.Raw) != "+OK\r\n" {
 		t.Fatalf("SET: %s", v)
 	}
+	// A write after it: damage to the log's final record is taken for a
+	// torn write and cut off at start.
+	if v := dialRaw(t, leader.Addr).Do("SET", "later", "1"); string(v.Raw) != "+OK\r\n" {
+		t.Fatalf("SET: %s", v)
+	}
 	f := followers(nodes, leader)[0]
 	waitValue(t, f, "victim", value)
+	waitValue(t, f, "later", "1")
 	f.Stop()
-	db := filepath.Join(f.DataDir(), "raft", "raft.db")
-	b, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Bolt copies pages on write, so the entry may sit in more than one
-	// page; damage every copy.
-	flips := 0
-	for i := bytes.Index(b, []byte(value)); i >= 0; {
-		b[i+len(value)-1] ^= 0x01
-		flips++
-		j := bytes.Index(b[i+1:], []byte(value))
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	if flips == 0 {
-		t.Fatalf("%q not found in %s", value, db)
-	}
-	if err := os.WriteFile(db, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := flipInRaftLog(t, filepath.Join(f.DataDir(), "raft"), value)
 
-	// The start checks every entry in raft.db, so the node never serves
+	// The start checks every entry of the log, so the node never serves
 	// the damaged value: it refuses, naming the file.
-	refuses(t, f, "raft.db", "corrupt", "add the node to the cluster again")
+	refuses(t, f, file, "corrupt", "add the node to the cluster again")
 	// The others still have a majority and serve.
 	if v := dialRaw(t, leader.Addr).Do("SET", "after", "1"); string(v.Raw) != "+OK\r\n" {
 		t.Fatalf("SET with one node down: %s", v)
@@ -244,4 +228,40 @@ func getOnce(addr, key string) (string, error) {
 		return "", err
 	}
 	return v.Str, nil
+}
+
+// flipInRaftLog flips the last byte of every copy of value in the raft log
+// under raftDir (log/*.rlog, or raft.db for a node whose log bolt keeps)
+// and returns the base name of the file it damaged.
+func flipInRaftLog(t *testing.T, raftDir, value string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(raftDir, "log", "*.rlog"))
+	files = append(files, filepath.Join(raftDir, "raft.db"))
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// Bolt copies pages on write, so an entry may sit in more than
+		// one page; damage every copy.
+		flips := 0
+		for i := bytes.Index(b, []byte(value)); i >= 0; {
+			b[i+len(value)-1] ^= 0x01
+			flips++
+			j := bytes.Index(b[i+1:], []byte(value))
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		if flips == 0 {
+			continue
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Base(path)
+	}
+	t.Fatalf("%q not found in the raft log under %s", value, raftDir)
+	return ""
 }

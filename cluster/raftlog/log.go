@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
 	"github.com/hashicorp/raft"
 
 	"kvs/wal"
@@ -63,6 +65,12 @@ type Log struct {
 	segs []*segment   // by first index; the last one is written
 	w    wal.File     // the last segment, open for writing
 	buf  []byte       // StoreLogs' encoding buffer
+	// floor is the first index raft has not deleted, where a prefix
+	// deletion ended inside a segment (0: none); the entries below it stay
+	// in their file until the whole segment goes, but are not served. A
+	// reopened log serves them again, which raft takes as a longer log
+	// behind its snapshot.
+	floor uint64
 }
 
 type segment struct {
@@ -71,6 +79,10 @@ type segment struct {
 	f     wal.File // open for reading
 	offs  []int64  // offs[i] is the offset of entry first+i
 	end   int64    // the offset after the last entry
+	// zeroed is the file's size: past end it holds zeros, written and
+	// synced ahead of the records, so that an append's fdatasync finds the
+	// size unchanged and writes the data alone.
+	zeroed int64
 }
 
 func (s *segment) last() uint64 { return s.first + uint64(len(s.offs)) - 1 }
@@ -84,7 +96,12 @@ func Open(o Options) (*Log, error) {
 	if l.size <= 0 {
 		l.size = DefaultSegmentSize
 	}
+	// The directory's name is made durable in its parent before anything
+	// in it counts on it.
 	if err := l.fs.MkdirAll(l.dir); err != nil {
+		return nil, err
+	}
+	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
 		return nil, err
 	}
 	names, err := l.fs.ReadDir(l.dir)
@@ -152,7 +169,7 @@ func (l *Log) load(first uint64, last bool) (*segment, error) {
 			err = fmt.Errorf("entry %d where %d was due", index, first+uint64(len(seg.offs)))
 		}
 		if err != nil {
-			if !last {
+			if !last || !tornTail(data, off, first+uint64(len(seg.offs))) {
 				f.Close()
 				return nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, seg.name, off, err)
 			}
@@ -175,6 +192,7 @@ func (l *Log) load(first uint64, last bool) (*segment, error) {
 		off += int64(n)
 	}
 	seg.end = off
+	seg.zeroed = max(off, int64(len(data)))
 	return seg, nil
 }
 
@@ -248,12 +266,16 @@ func decodeEntry(b []byte, out *raft.Log) error {
 func (l *Log) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	return l.firstLocked(), nil
+}
+
+func (l *Log) firstLocked() uint64 {
 	for _, s := range l.segs {
 		if len(s.offs) > 0 {
-			return s.first, nil
+			return max(s.first, l.floor)
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // LastIndex is the last entry's index, 0 when the log is empty.
@@ -277,6 +299,9 @@ func (l *Log) lastLocked() uint64 {
 func (l *Log) GetLog(index uint64, out *raft.Log) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if index < l.floor {
+		return raft.ErrLogNotFound
+	}
 	i, _ := slices.BinarySearchFunc(l.segs, index, func(s *segment, idx uint64) int {
 		switch {
 		case s.first > idx:
@@ -322,12 +347,15 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
+	defer metrics.MeasureSince([]string{"raft", "raftlog", "storeLogs"}, time.Now())
+	metrics.AddSample([]string{"raft", "raftlog", "logsPerBatch"}, float32(len(logs)))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next := logs[0].Index
 	switch last := l.lastLocked(); {
 	case last == 0 || next == last+1:
 	case next > last+1:
+		l.floor = 0
 		// A gap: raft installed a snapshot past the log's end and goes
 		// on from it. What the log held is covered by the snapshot (and
 		// raft-boltdb, keyed by index, would keep it as an island);
@@ -358,6 +386,7 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 			buf = appendEntry(buf, logs[i])
 			next++
 		}
+		l.zeroAhead(s, s.end+int64(len(buf)))
 		if _, err := l.w.WriteAt(buf, s.end); err != nil {
 			return err
 		}
@@ -389,12 +418,6 @@ func (l *Log) ensureSegment(index uint64) error {
 	name := segName(l.dir, index)
 	w, err := l.fs.Create(name)
 	if err != nil {
-		return err
-	}
-	// Zeros written and synced now, so that an append's fdatasync finds
-	// the file's size unchanged and writes the data alone.
-	if err := preallocate(w, l.size); err != nil {
-		w.Close()
 		return err
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
@@ -447,7 +470,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	if last == 0 || min > max {
 		return nil
 	}
-	first := l.segs[0].first
+	first := l.firstLocked()
 	switch {
 	case min <= first && max >= last:
 		for len(l.segs) > 0 {
@@ -455,6 +478,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 				return err
 			}
 		}
+		l.floor = 0
 		return nil
 	case min <= first:
 		for len(l.segs) > 1 && l.segs[0].last() <= max {
@@ -465,6 +489,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 			}
 			l.segs = l.segs[1:]
 		}
+		l.floor = max + 1
 		return l.fs.SyncDir(l.dir)
 	case max >= last:
 		for len(l.segs) > 0 && l.segs[len(l.segs)-1].first >= min {
@@ -520,15 +545,60 @@ func (l *Log) segsLen() int {
 	return len(l.segs)
 }
 
-// preallocate writes size bytes of zeros to w and syncs them.
-func preallocate(w wal.File, size int64) error {
-	zeros := make([]byte, min(size, 1<<20))
-	for off := int64(0); off < size; off += int64(len(zeros)) {
-		if _, err := w.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
-			return err
+// tornTail reports whether the bad record at data[off:], in the last
+// segment, is a write a crash interrupted rather than corruption: no valid
+// later record follows it, or a whole zero sector lies between it and the
+// next one (a page the crash never wrote), as the wal decides.
+func tornTail(data []byte, off int64, next uint64) bool {
+	p := findValidRecord(data, off+1, next)
+	if p < 0 {
+		return true
+	}
+	for s := (off + 511) / 512 * 512; s+512 <= p; s += 512 {
+		if isZeros(data[s : s+512]) {
+			return true
 		}
 	}
-	return w.Sync()
+	return false
+}
+
+// findValidRecord returns the offset of the first record at or after from
+// that checks and holds a plausible index (next or later), or -1.
+func findValidRecord(data []byte, from int64, next uint64) int64 {
+	maxIndex := next + uint64(len(data)/headerSize)
+	for p := from; p+headerSize+8 <= int64(len(data)); p++ {
+		idx := binary.LittleEndian.Uint64(data[p+headerSize:])
+		if idx < next || idx > maxIndex {
+			continue
+		}
+		if got, _, err := decodeHeader(data[p:]); err == nil && got == idx {
+			return p
+		}
+	}
+	return -1
+}
+
+// zeroChunk is how much of a segment is zeroed ahead of its records at a
+// time.
+const zeroChunk = 1 << 20
+
+// zeroAhead makes s's zeros reach past need, a chunk at a time, up to
+// the segment size: the write that extends the file pays for its new size
+// once per chunk, not once per batch. It gives up quietly on a full disk:
+// the records are then written past the zeros, growing the file as they
+// go, and their own write reports the error if there is no room for them.
+func (l *Log) zeroAhead(s *segment, need int64) {
+	if need <= s.zeroed {
+		return
+	}
+	to := min(max(need, s.zeroed+zeroChunk), max(need, l.size))
+	zeros := make([]byte, min(to-s.zeroed, zeroChunk))
+	for off := s.zeroed; off < to; off += int64(len(zeros)) {
+		if _, err := l.w.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
+			return
+		}
+		s.zeroed = off + min(int64(len(zeros)), to-off)
+	}
 }
 
 func isZeros(b []byte) bool {
@@ -538,4 +608,32 @@ func isZeros(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// HasEntries reports whether the log in dir holds any entry, reading
+// only: a segment file that begins with a record.
+func HasEntries(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), suffix) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return false, err
+		}
+		var b [headerSize]byte
+		n, _ := io.ReadFull(f, b[:])
+		f.Close()
+		if n == headerSize && !isZeros(b[:]) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
