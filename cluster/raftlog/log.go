@@ -192,7 +192,10 @@ func (l *Log) load(first uint64, last bool) (*segment, error) {
 		off += int64(n)
 	}
 	seg.end = off
-	seg.zeroed = max(off, int64(len(data)))
+	seg.zeroed = int64(len(data))
+	if off < int64(len(data)) && !isZeros(data[off:min(off+headerSize, int64(len(data)))]) {
+		seg.zeroed = off // a torn tail, cut off above
+	}
 	return seg, nil
 }
 
@@ -508,7 +511,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 		if err := l.w.Sync(); err != nil {
 			return err
 		}
-		s.end, s.offs = s.offs[k], s.offs[:k]
+		s.end, s.offs, s.zeroed = s.offs[k], s.offs[:k], s.offs[k]
 		return nil
 	}
 	return fmt.Errorf("raftlog: DeleteRange(%d, %d) is neither a prefix nor a suffix of %d..%d", min, max, first, last)
