@@ -339,7 +339,9 @@ func TestKeyspaceExpired(t *testing.T) {
 // connection counts for a PUBLISH sent after it on another, whichever
 // event loops read the two (order.go); neither waits for the other's
 // reply. Fresh subscriber connections land on the loops in turn. (A
-// connection not yet accepted is not ordered: see compatibility.md.)
+// connection not yet accepted is not ordered: see compatibility.md.) Each
+// change is in the server's socket before the PUBLISH is sent (delivered):
+// the server has not read it, but it has arrived.
 func TestPubsubArrivalOrder(t *testing.T) {
 	if runtime.NumCPU() < 2 || os.Getenv("KVS_TEST_CONN_GOROUTINES") != "" {
 		t.Skip("one event loop or none: nothing to overtake (order.go)")
@@ -351,10 +353,12 @@ func TestPubsubArrivalOrder(t *testing.T) {
 		sub := dialRaw(t, s)
 		sub.do("PING") // accepted and on its loop, as go-redis's HELLO makes it
 		sub.send(encodeCommand("SUBSCRIBE", ch))
+		delivered(t, sub.nc)
 		if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
 			t.Fatalf("round %d: PUBLISH after SUBSCRIBE on another connection: %q, want :1", i, got)
 		}
 		sub.send(encodeCommand("UNSUBSCRIBE"))
+		delivered(t, sub.nc)
 		if got := pub.do("PUBLISH", ch, "m"); got != ":0\r\n" {
 			t.Fatalf("round %d: PUBLISH after UNSUBSCRIBE on another connection: %q, want :0", i, got)
 		}

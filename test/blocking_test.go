@@ -332,8 +332,12 @@ func TestBlockedArrivalOrder(t *testing.T) {
 				t.Fatalf("SET: %s", v.Str)
 			}
 			rd1, rd2 := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+			// Each request is in the server's socket before the next is
+			// sent (delivered): the server has read none of them.
 			rd1.send("BRPOPLPUSH", list, t1, "0")
+			delivered(t, rd1.c)
 			rd2.send("BRPOPLPUSH", list, t2, "0")
+			delivered(t, rd2.c)
 			r.send("LPUSH", list, "foo")
 			if v := r.Read(); v.Str != "1" {
 				t.Fatalf("round %d: LPUSH: %+v", i, v)
