@@ -79,6 +79,7 @@ func TestDifferential(t *testing.T) {
 				nodes := startCluster(t, 3, "--reads", "linearizable")
 				leader := waitLeader(t, nodes)
 				d.kvs, restarts, d.clustered = leader, false, true
+				d.peers = nodes
 				if m.cluster == "follower" {
 					// A restarted follower rejoins by itself; until it
 					// hears from the leader it answers CLUSTERDOWN.
@@ -111,6 +112,10 @@ type differ struct {
 	pipeline  int    // commands sent per write: 1, or up to this many
 	ready     func() // nil, or waits after a restart until kvs can serve
 	clustered bool   // kvs is a cluster node: leadership may change under load
+	// peers are the cluster's nodes, kvs among them: a CONFIG SET goes to
+	// every one, so that the encodings a follower restores from the
+	// leader's snapshot follow the same thresholds as its own.
+	peers []*Node
 	// configs are the CONFIG SETs both servers accepted; a restarted kvs
 	// gets them again, as a config file would give them (run-time
 	// configuration is per process, and the reference never restarts).
@@ -189,6 +194,13 @@ func (d *differ) run(ops int, restarts bool) {
 			d.noteReadSort(cmd)
 			if len(cmd) > 1 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "SET") && refs[j] == "+OK\r\n" {
 				d.configs = append(d.configs, cmd)
+				for _, n := range d.peers {
+					if n != d.kvs {
+						if v := dialRaw(d.t, n.Addr).DoRetry(cmd...); string(v.Raw) != "+OK\r\n" {
+							d.t.Fatalf("%s on %s: %s", showCommand(cmd), n.Name, v)
+						}
+					}
+				}
 			}
 		}
 		if restarts && (i+len(batch))/1000 > i/1000 {
