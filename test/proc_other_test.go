@@ -2,17 +2,10 @@
 
 package test
 
-import (
-	"net"
-	"syscall"
-	"testing"
-)
+import "syscall"
 
 // childAttr: only Linux can tie a child's life to its parent's.
 func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // openFileLimit: unknown here (tests that need many files skip).
 func openFileLimit() uint64 { return 0 }
-
-// delivered: see the Linux version; elsewhere nothing to wait for is known.
-func delivered(tb testing.TB, nc net.Conn) {}
