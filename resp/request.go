@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // Request framing limits, as Redis enforces them.
@@ -59,9 +60,12 @@ type Reader struct {
 	// authRequired, when set, says whether the client must still
 	// authenticate; see SetAuthRequired.
 	authRequired func() bool
-	// account, when set, is told every change of len(buf); see
-	// SetBufferAccount.
+	// account, when set, is told every change of len(buf) and of
+	// slotBytes; see SetBufferAccount.
 	account func(delta int)
+	// slotBytes is the size of the argument lists' backing (args' and
+	// cmds'), as last told to account.
+	slotBytes int
 
 	err error // the read error that ends the stream, once buf is parsed
 
@@ -109,26 +113,57 @@ func (rr *Reader) SetQueryLimit(max func() int64) { rr.maxQuery = max }
 func (rr *Reader) SetAuthRequired(required func() bool) { rr.authRequired = required }
 
 // SetBufferAccount makes rr tell account of every change in the size of
-// its read buffer, as it allocates, grows, drops or releases it, so that
-// the sum of the deltas is what rr holds. It is called only when the
-// buffer changes, never per request.
+// its read buffer, as it allocates, grows, drops or releases it, and of
+// the argument lists it keeps for reuse (a request of many arguments
+// needs large ones), so that the sum of the deltas is what rr holds. It
+// is called only when those change size, never per request.
 func (rr *Reader) SetBufferAccount(account func(delta int)) { rr.account = account }
 
-// Release drops rr's read buffer, as its connection closes, and returns
-// its size. Requests already returned must not be used after it.
+// Release drops rr's read buffer and argument lists, as its connection
+// closes, and returns the read buffer's size. Requests already returned
+// must not be used after it.
 func (rr *Reader) Release() int {
 	n := len(rr.buf)
 	rr.setBuf(nil)
+	rr.dropSlots()
 	rr.start, rr.end, rr.need, rr.nlFrom, rr.nlTo = 0, 0, 0, 0, 0
 	return n
 }
 
-// setBuf replaces the read buffer, telling the account.
+// setBuf replaces the read buffer, telling the account. The argument
+// lists kept for reuse still point into the old buffer beyond their
+// length; they are cleared, or the old buffer would stay reachable (and
+// counted by the collector as live) until later requests overwrite every
+// slot.
 func (rr *Reader) setBuf(b []byte) {
 	if rr.account != nil && len(b) != len(rr.buf) {
 		rr.account(len(b) - len(rr.buf))
 	}
+	if rr.buf != nil {
+		clear(rr.args[:cap(rr.args)])
+		clear(rr.cmds[:cap(rr.cmds)])
+	}
 	rr.buf = b
+}
+
+// sliceHeader is the size of one argument slot ([]byte) or argument list
+// ([][]byte).
+const sliceHeader = int(unsafe.Sizeof([]byte(nil)))
+
+// noteSlots tells the account how much the argument lists grew or shrank
+// by since it was last told.
+func (rr *Reader) noteSlots() {
+	n := (cap(rr.args) + cap(rr.cmds)) * sliceHeader
+	if n != rr.slotBytes && rr.account != nil {
+		rr.account(n - rr.slotBytes)
+	}
+	rr.slotBytes = n
+}
+
+// dropSlots lets the argument lists go.
+func (rr *Reader) dropSlots() {
+	rr.args, rr.cmds = nil, nil
+	rr.noteSlots()
 }
 
 // parseMore is the parse outcome of a request not yet complete.
@@ -155,12 +190,19 @@ func (rr *Reader) ReadCommands() ([][][]byte, error) {
 // is still to be reported); otherwise the next bytes will be announced by
 // the poller. No requests and no error: nothing complete has arrived.
 func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
+	if cap(rr.args) > maxReusedArgs {
+		// One request of very many arguments: its lists are not kept
+		// for the next, which are unlikely to need them.
+		rr.dropSlots()
+	}
 	rr.cmds = rr.cmds[:0]
 	rr.args = rr.args[:0]
 	rr.inline = rr.inline[:0]
 	if rr.end-rr.start >= rr.need {
 		rr.batch = rr.start
-		if err := rr.parseAll(); len(rr.cmds) > 0 {
+		err := rr.parseAll()
+		rr.noteSlots()
+		if len(rr.cmds) > 0 {
 			return rr.cmds, true, nil
 		} else if err != nil {
 			return nil, false, err
@@ -177,7 +219,9 @@ func (rr *Reader) ReadReady() (cmds [][][]byte, more bool, err error) {
 	more = full || rr.err != nil
 	if rr.end-rr.start >= rr.need {
 		rr.batch = rr.start
-		if err := rr.parseAll(); len(rr.cmds) > 0 {
+		err := rr.parseAll()
+		rr.noteSlots()
+		if len(rr.cmds) > 0 {
 			// A framing error after the requests is reported next time.
 			more = more || err != nil
 			return rr.cmds, more, nil
@@ -260,7 +304,7 @@ func (rr *Reader) QueryBuf(executing bool) (used, free int) {
 // too.
 func (rr *Reader) Resize(idle bool) {
 	if cap(rr.args) > maxKeptArgs {
-		rr.args, rr.cmds = nil, nil
+		rr.dropSlots()
 	}
 	used := rr.end - rr.start
 	if len(rr.buf)-used > resizeSlack {
@@ -275,12 +319,15 @@ func (rr *Reader) Resize(idle bool) {
 }
 
 // Redis's bounds for giving back query buffer room: PROTO_RESIZE_THRESHOLD,
-// and the 4 KB clientsCronResizeQueryBuffer leaves alone; and the most
-// argument slots Resize keeps for the next requests.
+// and the 4 KB clientsCronResizeQueryBuffer leaves alone; the most
+// argument slots Resize keeps for the next requests; and the most
+// ReadReady keeps from one call to the next (a pipeline read at once
+// rarely needs more; a single request of many arguments does).
 const (
 	resizeThreshold = 32 << 10
 	resizeSlack     = 4 << 10
 	maxKeptArgs     = 1 << 10
+	maxReusedArgs   = 1 << 14
 )
 
 // resizeTo moves the unparsed bytes to a buffer of n bytes (n >= their

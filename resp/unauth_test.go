@@ -2,10 +2,12 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestUnauthenticatedLimits: while the client must authenticate, a
@@ -112,9 +114,9 @@ func TestAuthInPipeline(t *testing.T) {
 	}
 }
 
-// TestBufferAccount: the deltas a Reader reports sum to the buffer it
-// holds as it grows for a large request, drops it when idle, and releases
-// it.
+// TestBufferAccount: the deltas a Reader reports sum to the buffer and
+// argument lists it holds as it grows for a large request, drops it when
+// idle, and releases it.
 func TestBufferAccount(t *testing.T) {
 	in := bulkRequest(3<<20) + "*1\r\n$4\r\nPING\r\n"
 	rr := NewReader(&chunkReader{data: []byte(in), sizes: []int{64 << 10}}, func() int64 { return 8 << 20 })
@@ -125,8 +127,8 @@ func TestBufferAccount(t *testing.T) {
 	})
 	for {
 		_, err := rr.ReadCommands()
-		if held != len(rr.buf) {
-			t.Fatalf("account says %d bytes, the buffer holds %d", held, len(rr.buf))
+		if want := len(rr.buf) + slotBytes(rr); held != want {
+			t.Fatalf("account says %d bytes, the reader holds %d", held, want)
 		}
 		if err != nil {
 			break
@@ -135,10 +137,72 @@ func TestBufferAccount(t *testing.T) {
 	if peak < 3<<20 {
 		t.Errorf("peak %d: the 3 MiB request was not counted", peak)
 	}
-	before := held
+	before := len(rr.buf)
 	if n := rr.Release(); n != before || held != 0 {
 		t.Errorf("Release returned %d of %d bytes; the account holds %d after it", n, before, held)
 	}
+}
+
+// slotBytes is the size of rr's argument lists.
+func slotBytes(rr *Reader) int { return (cap(rr.args) + cap(rr.cmds)) * sliceHeader }
+
+// TestManyArgumentsLetGo: the argument list a request of 100,000
+// arguments needed is counted while it is held and let go at the next
+// read, and no argument slot kept for reuse points into a read buffer the
+// reader has let go, which would keep that buffer reachable.
+func TestManyArgumentsLetGo(t *testing.T) {
+	var big strings.Builder
+	big.WriteString("*100001\r\n$4\r\nSADD\r\n")
+	for i := range 100000 {
+		s := strconv.Itoa(i)
+		big.WriteString("$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n")
+	}
+	// After it, a large value of few arguments, whose buffer is let go
+	// at the next read while the slot that held it is not overwritten.
+	in := big.String() + "*1\r\n$4\r\nPING\r\n" + "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2097152\r\n" + strings.Repeat("v", 2<<20) + "\r\n" + "*1\r\n$4\r\nPING\r\n"
+	rr := NewReader(&chunkReader{data: []byte(in), sizes: []int{64 << 10}}, func() int64 { return 8 << 20 })
+	held, peak := 0, 0
+	rr.SetBufferAccount(func(d int) {
+		held += d
+		peak = max(peak, held)
+	})
+	var seen []int
+	for {
+		cmds, err := rr.ReadCommands()
+		if want := len(rr.buf) + slotBytes(rr); held != want {
+			t.Fatalf("account says %d bytes, the reader holds %d", held, want)
+		}
+		for _, a := range rr.args[:cap(rr.args)] {
+			if len(a) > 0 && !inside(a, rr.buf) && !inside(a, rr.inline) {
+				t.Fatalf("an argument slot points outside the read buffer")
+			}
+		}
+		if err != nil {
+			break
+		}
+		for _, c := range cmds {
+			seen = append(seen, len(c))
+		}
+	}
+	if fmt.Sprint(seen) != "[100001 1 3 1]" {
+		t.Fatalf("requests of %v arguments, want [100001 1 3 1]", seen)
+	}
+	if peak < 100001*sliceHeader {
+		t.Errorf("peak %d: the argument list was not counted", peak)
+	}
+	if cap(rr.args) > maxReusedArgs {
+		t.Errorf("%d argument slots kept after a small request", cap(rr.args))
+	}
+}
+
+// inside reports whether a lies within b's backing array.
+func inside(a, b []byte) bool {
+	if cap(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b[:1])))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	return p >= lo && p < lo+uintptr(cap(b))
 }
 
 // bulkRequest is ECHO of an n-byte argument.
