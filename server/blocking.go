@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kvs/cmdspec"
 	"kvs/fsm"
 )
 
@@ -197,6 +198,22 @@ type blockRegistry struct {
 	// served (holdUntilServed).
 	servingN   atomic.Int32
 	afterServe []*client
+	// keyed is len(keys), read without the lock.
+	keyed atomic.Int32
+}
+
+// waitedOn reports whether a client waits on one of the keys of command
+// name's arguments args.
+func (br *blockRegistry) waitedOn(name string, args [][]byte) bool {
+	found := cmdspec.FinderOf(name).Find(args, nil)
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	for _, k := range found {
+		if _, ok := br.keys[string(args[k.Pos])]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // holdUntilServed holds loop client c while keys are being served: in
@@ -282,6 +299,7 @@ func (br *blockRegistry) add(w *waiter) (behind bool) {
 		behind = behind || serving
 	}
 	br.byID[w.c.id] = w
+	br.keyed.Store(int32(len(br.keys)))
 	return behind
 }
 
@@ -313,6 +331,7 @@ func (br *blockRegistry) remove(w *waiter, served string) {
 	if br.byID[w.c.id] == w {
 		delete(br.byID, w.c.id)
 	}
+	br.keyed.Store(int32(len(br.keys)))
 	delete(br.deferred, w)
 	pass := w.ready
 	if served != "" {

@@ -473,6 +473,19 @@ func (c *client) executeOne(args [][]byte) bool {
 		return true
 	}
 	if fc.Op.IsWrite() {
+		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.name, args) {
+			// A write that may serve blocked clients first waits for what
+			// arrived before it on other loops (order.go), as a
+			// transaction that watches the key a BLMOVE pushes to: in
+			// Redis the write serves them before any later command
+			// runs, and after every earlier one.
+			if c.proposeBatch() {
+				return false
+			}
+			if !c.inOrder() {
+				return false
+			}
+		}
 		c.batch = append(c.batch, fc)
 		c.queue(pendingReply{cmd: id})
 		return true

@@ -17,8 +17,9 @@ import (
 // its own: the loop that reads the PUBLISH can run it before another loop
 // has even read a SUBSCRIBE (or an UNSUBSCRIBE) that arrived first.
 //
-// A command marked ordered (PUBLISH, SPUBLISH, and a blocking command's
-// first try) therefore waits until every other loop has run what it
+// A command marked ordered (PUBLISH, SPUBLISH, a blocking command's first
+// try, and a write to a key a client is blocked on, which serves that
+// client) therefore waits until every other loop has run what it
 // received before the command arrived: a loop has, once it has finished a
 // round whose epoll_wait began after that (loop.doneBefore), or when it
 // sleeps with nothing ready (loop.quietNow). When the command arrived is

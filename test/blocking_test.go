@@ -355,6 +355,45 @@ func TestBlockedArrivalOrder(t *testing.T) {
 	})
 }
 
+// TestPushWaitsForEarlierExec is unit/type/list's "BRPOPLPUSH does not
+// affect WATCH while still blocked" over many rounds: a transaction
+// watching the list a blocked BRPOPLPUSH pushes to sends EXEC, and then
+// another client's push serves the BRPOPLPUSH. The EXEC arrived first, so
+// it runs first and is not aborted, as in Redis, whichever event loops
+// the connections landed on.
+func TestPushWaitsForEarlierExec(t *testing.T) {
+	onTargets(t, []target{targetRedis, targetMemory}, func(t *testing.T, n *Node) {
+		r := dialRaw(t, n.Addr)
+		for i := range *flagBlockedArrivalRounds {
+			src, dst, other := fmt.Sprintf("src%d{t}", i), fmt.Sprintf("dst%d{t}", i), fmt.Sprintf("other%d{t}", i)
+			if v := r.Do("SET", other, "somevalue"); v.IsError() {
+				t.Fatalf("SET: %s", v.Str)
+			}
+			blocked, watching := dialRaw(t, n.Addr), dialRaw(t, n.Addr)
+			blocked.send("BRPOPLPUSH", src, dst, "0")
+			waitBlocked(t, n.Addr, 1)
+			for _, c := range [][]string{{"WATCH", dst}, {"MULTI"}, {"GET", other}} {
+				if v := watching.Do(c...); v.IsError() {
+					t.Fatalf("round %d: %s: %s", i, c[0], v.Str)
+				}
+			}
+			watching.send("EXEC")
+			delivered(t, watching.c)
+			if v := r.Do("LPUSH", src, "element"); v.Str != "1" {
+				t.Fatalf("round %d: LPUSH: %+v", i, v)
+			}
+			if v := watching.Read(); len(v.Elems) != 1 || v.Elems[0].Str != "somevalue" {
+				t.Fatalf("round %d: EXEC got %+v, want [somevalue]: the push ran before it", i, v)
+			}
+			if v := blocked.Read(); v.Str != "element" {
+				t.Fatalf("round %d: BRPOPLPUSH got %+v", i, v)
+			}
+			blocked.c.Close()
+			watching.c.Close()
+		}
+	})
+}
+
 // TestPushServesBeforeNextCommand is unit/type/list's "Linked LMOVEs" over
 // many rounds: a push that wakes a BLMOVE whose move wakes another has
 // served both before the pushing client's next command runs, as in Redis,
