@@ -112,9 +112,22 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 			return refused
 		}
 	}
+	if c.s.router.sharded() {
+		if e := c.routeCommand(cmd, spec, args); e != "" {
+			if cmd.name == "exec" && c.multi != nil {
+				// Redis discards the transaction and redirects: the
+				// error is not an EXECABORT.
+				c.endTransaction()
+				c.replyError(id, true, e)
+				return refused
+			}
+			c.refuse(cmd, id, args, e)
+			return refused
+		}
+	}
 	// Redis skips the step while a script is busy: the busy step refuses
 	// instead.
-	if c.s.maxMemory.Load() > 0 && c.s.cfg.Store.ScriptBusy() == fsm.NotBusy && c.refusesOOM(cmd, spec, args) {
+	if c.s.maxMemory.Load() > 0 && c.s.scriptBusy() == fsm.NotBusy && c.refusesOOM(cmd, spec, args) {
 		if e := c.oomRefusal(); e != "" {
 			c.refuse(cmd, id, args, e)
 			return refused
@@ -146,7 +159,7 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 	// allow_busy, answers EXECABORT, so that a transaction sent during
 	// the script runs whole or not at all. One atomic load while no
 	// script is busy.
-	if busy := c.s.cfg.Store.ScriptBusy(); busy != fsm.NotBusy && spec.flags&flagAllowBusy == 0 {
+	if busy := c.s.scriptBusy(); busy != fsm.NotBusy && spec.flags&flagAllowBusy == 0 {
 		c.refuse(cmd, id, args, errBusy(busy))
 		return refused
 	}

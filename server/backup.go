@@ -105,7 +105,7 @@ func runBackup(c *client, args [][]byte) {
 	s := c.s
 	var flags byte
 	if !s.router.home.leads() {
-		if !s.syncReplica() {
+		if !s.syncReplica(&s.router.home) {
 			flags |= backup.FlagUnsynced
 			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied")
 		}
@@ -251,7 +251,7 @@ func runSave(c *client, args [][]byte) {
 		c.out = appendError(c.out, errBgsaveInProgress)
 		return
 	}
-	dirty := s.cfg.Store.Dirty()
+	dirty := s.dirty()
 	err := s.saver().Save()
 	if s.saves.end(err, dirty) {
 		s.saveInBackground() // a BGSAVE SCHEDULE came meanwhile
@@ -295,7 +295,7 @@ func (s *Server) saveInBackground() {
 	go func() {
 		defer s.wg.Done()
 		for again := true; again; {
-			dirty := s.cfg.Store.Dirty()
+			dirty := s.dirty()
 			err := s.saver().Save()
 			if err != nil {
 				s.cfg.Logger.Error("server: background save failed", "err", err)
@@ -354,7 +354,7 @@ func (s *Server) changesSinceSave() int64 {
 	s.saves.mu.Lock()
 	base := s.saves.dirty
 	s.saves.mu.Unlock()
-	return s.cfg.Store.Dirty() - base
+	return s.dirty() - base
 }
 
 func runLastsave(c *client, args [][]byte) {

@@ -202,10 +202,10 @@ type blockRegistry struct {
 	keyed atomic.Int32
 }
 
-// waitedOn reports whether a client waits on one of the keys of command
-// name's arguments args.
-func (br *blockRegistry) waitedOn(name string, args [][]byte) bool {
-	found := cmdspec.FinderOf(name).Find(args, nil)
+// waitedOn reports whether a client waits on one of the keys a command's
+// finder finds in its arguments args.
+func (br *blockRegistry) waitedOn(keys cmdspec.KeyFinder, args [][]byte) bool {
+	found := keys.Find(args, nil)
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	for _, k := range found {
@@ -594,6 +594,7 @@ const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 // client's own: only the client's executor (its loop or goroutine) uses it.
 type blockState struct {
 	w   *waiter
+	grp *groupRef   // the group of the command's keys
 	cmd fsm.Command // the pop to run next (or on its way)
 	key string      // the key cmd was built for; "" for the first try
 	// emptied is the key of the last pop, which came back empty, until
@@ -640,7 +641,7 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		if req.timeout > 0 {
 			w.deadline = time.Now().Add(req.timeout)
 		}
-		c.blk = &blockState{w: w, cmd: req.cmd, id: id}
+		c.blk = &blockState{w: w, grp: c.grp, cmd: req.cmd, id: id}
 		c.startWaiting(w)
 		if c.s.blocked.add(w) {
 			c.blk.waiting = true
@@ -703,8 +704,8 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		c.lp.outstanding++
 		return fsm.Reply{}, nil, false
 	}
-	if !c.s.router.home.replicated() || !b.w.req.tokenized {
-		replies, perr := c.s.Propose([]fsm.Command{b.cmd})
+	if !b.grp.replicated() || !b.w.req.tokenized {
+		replies, perr := c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
 		r, err = firstReply(replies, perr)
 		return r, err, true
 	}
@@ -712,7 +713,7 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		token := rand.Int64() | 1
 		b.cmd.Int2 = token
 		pr := c.s.blocked.watch(token)
-		replies, perr := c.s.Propose([]fsm.Command{b.cmd})
+		replies, perr := c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
 		if errors.Is(perr, ErrUnknownOutcome) {
 			var applied bool
 			r, applied, perr = c.resolvePop(b, pr, perr)
@@ -750,7 +751,7 @@ func (c *client) resolvePop(b *blockState, pr *popResult, cause error) (r fsm.Re
 		if r, ok := c.s.blocked.result(pr); ok {
 			return r, true, nil
 		}
-		_, berr := c.s.Propose([]fsm.Command{{Op: fsm.OpDelExpired}})
+		_, berr := c.s.proposeTo(b.grp, []fsm.Command{{Op: fsm.OpDelExpired}})
 		if r, ok := c.s.blocked.result(pr); ok {
 			return r, true, nil
 		}

@@ -44,7 +44,7 @@ type busyError struct{ kind fsm.Busy }
 func (e busyError) Error() string { return errBusy(e.kind) }
 
 // busyNow is the busyError of the script busy now.
-func (s *Server) busyNow() error { return busyError{s.cfg.Store.ScriptBusy()} }
+func (s *Server) busyNow() error { return busyError{s.scriptBusy()} }
 
 // errBusyText is the client text of err if it is a busyError.
 func errBusyText(err error) (string, bool) {
@@ -59,9 +59,10 @@ func errBusyText(err error) (string, bool) {
 // it itself, giving up, with a busyError, if a script turns busy while it
 // waits for the store.
 func (c *client) proposeServing(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
-	mp, ok := c.s.cfg.Proposer.(MemoryProposer)
+	g := c.batchGrp
+	mp, ok := g.proposer.(MemoryProposer)
 	if !ok {
-		return c.s.proposeLocal(dst, cmds)
+		return c.s.proposeLocal(g, dst, cmds)
 	}
 	replies, ok := mp.Store.ApplyServing(dst[:0], time.Now().UnixMilli(), cmds, c.busyServe)
 	if !ok {

@@ -43,12 +43,12 @@ type client struct {
 	// Cluster mode: readonly is set by READONLY (a cluster-aware client,
 	// redirected with MOVED instead of forwarded); peer marks another
 	// node's pool connection (KVS.PEER), whose requests are never relayed
-	// again; readChecked says a read barrier has passed since the last
-	// proposal, for linearizable reads on the leader.
+	// again; readChecked is the group whose read barrier has passed
+	// since the last proposal, for linearizable reads on the leader.
 	readonly    bool
 	peer        bool
 	node        bool // a TLS connection with a CA-signed certificate (tls.go)
-	readChecked bool
+	readChecked *groupRef
 	peerBuf     []byte // KVS.FORWARD's encoded replies, reused
 
 	// The run of write commands not yet proposed (and, on a cluster
@@ -56,9 +56,10 @@ type client struct {
 	// replies owed since the first of them, in order: a nil-error entry
 	// takes the next reply of the batch, any other is an error decided
 	// before proposing.
-	batch   []fsm.Command
-	pending []pendingReply
-	replies []fsm.Reply // the batch's replies, when the proposer can reuse a buffer
+	batch    []fsm.Command
+	batchGrp *groupRef // the group batch goes to
+	pending  []pendingReply
+	replies  []fsm.Reply // the batch's replies, when the proposer can reuse a buffer
 
 	lower [maxCommandName]byte // scratch for the lowercase command name
 
@@ -92,8 +93,11 @@ type client struct {
 	// The open transaction (MULTI; nil outside one) and the keys WATCH
 	// recorded (multi.go); capturing: EXEC runs a command for its reply
 	// (runCaptured).
-	multi     *multiState
-	watched   []watchedKey
+	multi   *multiState
+	watched []watchedKey
+	// grp is the group the command being executed runs on: the home
+	// group, unless the node is sharded (slots.go).
+	grp       *groupRef
 	capturing bool
 	// Memory transactions reuse (multi.go): tx is what multi points to;
 	// execs builds the batch's OpExecs and execSlots holds their EXECs'
@@ -251,6 +255,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 		created: time.Now(),
 		proto:   2,
 		fd:      -1,
+		grp:     &s.router.home,
 	}
 	c.protoSeen.Store(2)
 	c.sockFD.Store(int32(connFD(nc)))
@@ -364,7 +369,7 @@ func (c *client) flush() error {
 // once the loop's round has flushed the proposer, the loop calls
 // finishAsync and resume, and the pipeline goes on from there.
 func (c *client) execute(cmds [][][]byte) bool {
-	c.readChecked = false
+	c.readChecked = nil
 	c.pipe, c.pipeAt = cmds, 0
 	return c.resume()
 }
@@ -472,8 +477,24 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, false, e)
 		return true
 	}
+	if len(c.batch) > 0 && c.batchGrp != c.grp {
+		// A batch goes to one group: the one before goes first.
+		if c.proposeBatch() {
+			c.errIfFound = ""
+			return false
+		}
+	}
+	if fc.Op == fsm.OpFlushAll && c.s.router.sharded() {
+		if c.proposeBatch() {
+			return false
+		}
+		at := len(c.out)
+		c.flushAcross(fc)
+		c.answered(id, false, at)
+		return true
+	}
 	if fc.Op.IsWrite() {
-		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.name, args) {
+		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.keys, args) {
 			// A write that may serve blocked clients first waits for what
 			// arrived before it on other loops (order.go), as a
 			// transaction that watches the key a BLMOVE pushes to: in
@@ -486,12 +507,12 @@ func (c *client) executeOne(args [][]byte) bool {
 				return false
 			}
 		}
-		c.batch = append(c.batch, fc)
+		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id})
 		return true
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() {
-		c.batch = append(c.batch, fc)
+		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
 		return true
@@ -519,16 +540,23 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = appendError(c.out, e)
 		return
 	}
-	if !c.s.router.home.caughtUp() {
+	g := c.grp
+	if !g.caughtUp() {
 		c.errIfFound = ""
 		c.out = appendError(c.out, errLoading)
 		return
 	}
-	// Through a field, not &fc: the pointer escapes, and the field
-	// lives with the connection, so the read allocates no copy.
-	c.readCmd = fc
-	r, ok := c.s.cfg.Store.ReadServing(c.now, &c.readCmd, c.busyServe)
-	c.readCmd = fsm.Command{}
+	var r fsm.Reply
+	var ok bool
+	if c.s.router.sharded() && acrossGroups(fc.Op) {
+		r, ok = c.readAcross(fc)
+	} else {
+		// Through a field, not &fc: the pointer escapes, and the field
+		// lives with the connection, so the read allocates no copy.
+		c.readCmd = fc
+		r, ok = g.store.ReadServing(c.now, &c.readCmd, c.busyServe)
+		c.readCmd = fsm.Command{}
+	}
 	if !ok {
 		// A script turned busy while the read waited for the store.
 		c.errIfFound = ""
@@ -536,7 +564,7 @@ func (c *client) readLocal(fc fsm.Command) {
 			runFunctionStatsBusy(c, nil)
 			return
 		}
-		c.out = appendError(c.out, errBusy(c.s.cfg.Store.ScriptBusy()))
+		c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
 		return
 	}
 	if c.errIfFound != "" {
@@ -553,7 +581,7 @@ func (c *client) readLocal(fc fsm.Command) {
 // forwardsReads reports whether reads go to the leader: linearizable reads
 // on a cluster follower.
 func (c *client) forwardsReads() bool {
-	g := &c.s.router.home
+	g := c.grp
 	return g.replicated() && c.s.cfg.LinearizableReads && !g.leads()
 }
 
@@ -563,21 +591,21 @@ func (c *client) forwardsReads() bool {
 // READONLY connection first catches up with the leader's applied index
 // (replicasync.go).
 func (c *client) checkRead() string {
-	g := &c.s.router.home
-	if !g.replicated() || c.readChecked {
+	g := c.grp
+	if !g.replicated() || c.readChecked == g {
 		return ""
 	}
 	switch {
 	case c.s.cfg.LinearizableReads:
-		if err := c.s.readBarrier(); err != nil {
+		if err := c.s.readBarrier(g); err != nil {
 			return errProposal(err, false)
 		}
 	case c.readonly && !c.peer && !g.leads():
-		c.s.syncReplica()
+		c.s.syncReplica(g)
 	default:
 		return ""
 	}
-	c.readChecked = true
+	c.readChecked = g
 	c.now = time.Now().UnixMilli()
 	return ""
 }
@@ -621,12 +649,12 @@ func (c *client) proposeBatch() bool {
 			c.lp.outstanding++
 			return true
 		}
-		if c.s.router.home.replicated() {
+		if c.batchGrp.replicated() {
 			replies, err = c.routeBatch()
 		} else {
 			replies, err = c.proposeServing(c.replies[:0], c.batch)
 		}
-		if _, ok := c.s.cfg.Proposer.(appendProposer); ok {
+		if _, ok := c.batchGrp.proposer.(appendProposer); ok {
 			// Built on c.replies (or forwarded, then ours too): reuse it.
 			// Another proposer's slice is not ours to reuse.
 			c.replies = replies
@@ -654,7 +682,7 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			err = errReplyCount(len(replies), len(c.batch))
 			c.s.cfg.Logger.Error("server: " + err.Error())
 		}
-		c.readChecked = false
+		c.readChecked = nil
 	}
 	end := time.Now()
 	c.now = end.UnixMilli()

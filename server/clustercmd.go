@@ -484,7 +484,7 @@ func (c *client) adminDone(err error, args [][]byte) {
 // the relay waits a little longer so that it hears the leader's answer.
 func (c *client) relay(args [][]byte) {
 	s := c.s
-	addr, err := s.leaderAddr()
+	addr, err := s.leaderAddr(&s.router.home)
 	if err != nil {
 		c.out = appendError(c.out, errProposal(err, true))
 		return

@@ -247,6 +247,9 @@ func InstallScriptParser(cfg Config) {
 	s.acl.cmds = newACLCommands(s.commands)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	cfg.Store.SetCommandParser(s.parseScriptCall)
+	for _, g := range cfg.Groups {
+		g.Store.SetCommandParser(s.parseScriptCall)
+	}
 }
 
 // parseScriptCall is the store's CommandParser: redis.call's arguments as

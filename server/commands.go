@@ -126,6 +126,10 @@ type command struct {
 	// describes (laterSubcommands), checked and answered as the others
 	// but not described.
 	unlisted bool
+	// keys finds the command's keys in its arguments, as Redis does
+	// (COMMAND GETKEYS, the slot check of a sharded node). Set by
+	// commandTable.
+	keys cmdspec.KeyFinder
 }
 
 // laterSubcommands are the subcommands of Redis 7.2 that kvs answers,
@@ -232,7 +236,7 @@ func commandTable() map[string]*command {
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale | flagAllowBusy, group: "server", run: runStatus},
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
-		{name: "kvs.sync", arity: 1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
+		{name: "kvs.sync", arity: -1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
 		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
@@ -258,6 +262,7 @@ func commandTable() map[string]*command {
 		}
 	}
 	for _, cmd := range m {
+		cmd.keys = cmdspec.FinderOf(cmd.name)
 		if _, _, _, movable := cmdspec.LegacyRange(cmdspec.KeySpecs[cmd.name]); movable {
 			cmd.flags |= flagMovableKeys
 		}
@@ -279,7 +284,7 @@ func commandTable() map[string]*command {
 				panic("server: Redis has no subcommand " + name)
 			}
 			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.Arity,
-				flags: flagsNamed(info.Flags), group: cmd.group, unlisted: unlisted})
+				flags: flagsNamed(info.Flags), group: cmd.group, unlisted: unlisted, keys: cmdspec.FinderOf(name)})
 		}
 	}
 	return m

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"kvs/fsm"
@@ -50,6 +51,19 @@ type Config struct {
 	// the KVS.* admin commands work. Nil: standalone (memory or durable
 	// mode), where those commands answer as a standalone redis-server does.
 	Cluster Cluster
+
+	// Groups, when it names more than one, are the data groups of a
+	// sharded node: each holds the slots Slots gives it. Groups[0] is the
+	// node's home group, whose Store, Proposer and Cluster are the fields
+	// above (left zero, they are taken from it); it also holds what the
+	// whole node shares (ACL users, functions). Nil or one group: the
+	// node is one group that owns every slot, as in memory and durable
+	// mode.
+	Groups []Group
+
+	// Slots maps each of the 16384 hash slots to its group, an index into
+	// Groups. Required with more than one group.
+	Slots []uint16
 
 	// Saver takes the snapshots SAVE and BGSAVE ask for (durable and
 	// cluster mode). Nil in memory mode: they save nothing and succeed. A
@@ -183,6 +197,24 @@ func (c *Config) Validate() error {
 	if c.Store == nil {
 		return errors.New("server: Config.Store is required")
 	}
+	if len(c.Groups) > 1 {
+		if len(c.Slots) != fsm.ClusterSlots {
+			return fmt.Errorf("server: Config.Slots maps %d slots, want %d", len(c.Slots), fsm.ClusterSlots)
+		}
+		for slot, g := range c.Slots {
+			if int(g) >= len(c.Groups) {
+				return fmt.Errorf("server: Config.Slots gives slot %d to group %d of %d", slot, g, len(c.Groups))
+			}
+		}
+		if c.Groups[0].Store != c.Store {
+			return errors.New("server: Config.Store is not Config.Groups[0]'s")
+		}
+		for i, g := range c.Groups {
+			if g.Store == nil || g.Proposer == nil {
+				return fmt.Errorf("server: Config.Groups[%d] has no Store or Proposer", i)
+			}
+		}
+	}
 	if c.MaxClients < 0 {
 		return fmt.Errorf("server: MaxClients %d is negative", c.MaxClients)
 	}
@@ -216,6 +248,24 @@ func (c *Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
+	}
+	if len(c.Groups) > 0 {
+		home := c.Groups[0]
+		if c.Store == nil {
+			c.Store = home.Store
+		}
+		if c.Proposer == nil {
+			c.Proposer = home.Proposer
+		}
+		if c.Cluster == nil {
+			c.Cluster = home.Raft
+		}
+		c.Groups = slices.Clone(c.Groups)
+		for i := range c.Groups {
+			if c.Groups[i].Proposer == nil && c.Groups[i].Store != nil {
+				c.Groups[i].Proposer = MemoryProposer{Store: c.Groups[i].Store}
+			}
+		}
 	}
 	if c.Proposer == nil && c.Store != nil {
 		c.Proposer = MemoryProposer{Store: c.Store}

@@ -241,8 +241,12 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	applies = append(applies, applyTLS)
 	// The encoding thresholds first: the store may refuse them while a
 	// script is busy, and then nothing is changed.
-	if len(limitsSet) > 0 && !s.cfg.Store.SetLimitsServing(limits) {
-		return errBusy(s.cfg.Store.ScriptBusy())
+	if len(limitsSet) > 0 {
+		for _, g := range s.router.groups {
+			if !g.store.SetLimitsServing(limits) {
+				return errBusy(g.store.ScriptBusy())
+			}
+		}
 	}
 	// What may fail in applying comes after every check, as Redis's apply
 	// functions do, and is undone if a later step fails: binding a new
@@ -281,7 +285,9 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
-			s.cfg.Store.SetBusyThreshold(v)
+			for _, g := range s.router.groups {
+				g.store.SetBusyThreshold(v)
+			}
 		case "slowlog-log-slower-than":
 			s.slowlog.slowerThan.Store(ch.v)
 		case "slowlog-max-len":

@@ -75,9 +75,12 @@ func (c *client) oomRefusal() string {
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
 	evictable := false
 	if p != fsm.EvictNone {
-		var ok bool
-		if evictable, ok = s.cfg.Store.EvictableServing(p); !ok {
-			return errBusy(s.cfg.Store.ScriptBusy())
+		for _, g := range s.router.groups {
+			e, ok := g.store.EvictableServing(p)
+			if !ok {
+				return errBusy(g.store.ScriptBusy())
+			}
+			evictable = evictable || e
 		}
 	}
 	if !evictable {
@@ -109,7 +112,7 @@ func (s *Server) evictCycle(stop <-chan struct{}) {
 	if s.mem.unaccounted.Load() > 0 && s.usedMemory() > limit {
 		// Buffers let go since the last collection may be what puts
 		// memory over the limit: collect before deciding anything.
-		s.mem.collect(s.cfg.Store.DataBytes)
+		s.mem.collect(s.dataBytes)
 	}
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
 	if p == fsm.EvictNone || !s.mayExpire() || s.pauseMode.Load() != pauseNone {
@@ -134,11 +137,12 @@ func (s *Server) evictCycle(stop <-chan struct{}) {
 		if over <= 0 {
 			return
 		}
-		keys, _ := s.cfg.Store.EvictionCandidates(p, int(s.evictSamples.Load()), evictBatch, over)
+		g := s.evictionGroup()
+		keys, _ := g.store.EvictionCandidates(p, int(s.evictSamples.Load()), evictBatch, over)
 		if len(keys) == 0 {
 			return
 		}
-		replies, err := s.cfg.Proposer.Propose([]fsm.Command{{Op: fsm.OpEvict, Args: keys}})
+		replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpEvict, Args: keys}})
 		if err != nil {
 			s.cfg.Logger.Debug("server: eviction", "err", err)
 			return
@@ -222,8 +226,23 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 // setPolicy puts policy in force, with the key access records it needs.
 func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.evictPolicy.Store(uint32(p))
-	s.cfg.Store.SetAccessTracking(p.Tracks(), time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	s.router.stores(func(st *fsm.Store) { st.SetAccessTracking(p.Tracks(), now) })
 }
 
 // policyName is maxmemory-policy's value now.
 func (s *Server) policyName() string { return policyName(fsm.EvictPolicy(s.evictPolicy.Load())) }
+
+// evictionGroup is the group the next eviction takes keys from: of the
+// groups this node leads, the one holding the most data, so that a node
+// of several groups evicts from them about in proportion.
+func (s *Server) evictionGroup() *groupRef {
+	var best *groupRef
+	var most int64 = -1
+	for _, g := range s.router.groups {
+		if n := g.store.DataBytes(); g.leads() && n > most {
+			best, most = g, n
+		}
+	}
+	return best
+}

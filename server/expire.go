@@ -58,7 +58,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 			for _, lp := range s.loops {
 				lp.clientsCronSoon()
 			}
-			s.mem.refresh(s.cfg.Store.DataBytes)
+			s.mem.refresh(s.dataBytes)
 			s.evictCycle(stop)
 			s.memPeak.note(uint64(s.usedMemory()))
 			s.refreshLinks(now)
@@ -71,16 +71,31 @@ func (s *Server) cron(stop <-chan struct{}) {
 	}
 }
 
-// mayExpire reports whether this node may propose deletions: in a cluster
-// only the leader does (followers' proposals would only be forwarded to it,
-// doubling its work), whatever SetActiveExpiry said last.
+// mayExpire reports whether this node may propose deletions in some group:
+// in a cluster only a group's leader does (followers' proposals would only
+// be forwarded to it, doubling its work), whatever SetActiveExpiry said
+// last.
 func (s *Server) mayExpire() bool {
-	return s.router.home.leads()
+	for _, g := range s.router.groups {
+		if g.leads() {
+			return true
+		}
+	}
+	return false
 }
 
-// expireCycle proposes deletions of expired keys until a batch comes back
-// short (few keys left expired) or the budget is spent.
+// expireCycle runs an expiry cycle in each group this node leads.
 func (s *Server) expireCycle(stop <-chan struct{}) {
+	for _, g := range s.router.groups {
+		if g.leads() {
+			s.expireGroup(g, stop)
+		}
+	}
+}
+
+// expireGroup proposes deletions of g's expired keys until a batch comes
+// back short (few keys left expired) or the budget is spent.
+func (s *Server) expireGroup(g *groupRef, stop <-chan struct{}) {
 	start := time.Now()
 	for {
 		select {
@@ -88,11 +103,11 @@ func (s *Server) expireCycle(stop <-chan struct{}) {
 			return
 		default:
 		}
-		keys := s.cfg.Store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
+		keys := g.store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
 		if len(keys) == 0 {
 			return
 		}
-		if err := s.deleteExpired(keys); err != nil {
+		if err := s.deleteExpired(g, keys); err != nil {
 			// In a cluster this is expected while leadership moves; the
 			// next tick tries again.
 			s.cfg.Logger.Debug("server: active expiry", "err", err)
@@ -108,8 +123,8 @@ func (s *Server) expireCycle(stop <-chan struct{}) {
 // and counts them in INFO's expired_keys: OpDelExpired deletes a key only
 // if it is still there and expired, so a key deleted twice over (by
 // active and passive expiry, or two reads) counts, and is announced, once.
-func (s *Server) deleteExpired(keys [][]byte) error {
-	replies, err := s.cfg.Proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, Args: keys}})
+func (s *Server) deleteExpired(g *groupRef, keys [][]byte) error {
+	replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, Args: keys}})
 	if err != nil {
 		return err
 	}
@@ -128,7 +143,8 @@ func (s *Server) expireMet(keys [][]byte) {
 	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	if mp, memory := s.cfg.Proposer.(MemoryProposer); memory && !s.router.home.replicated() {
+	g := s.router.groupOf(fsm.KeySlot(keys[0]))
+	if mp, memory := g.proposer.(MemoryProposer); memory && !g.replicated() {
 		// The read's connection deletes them itself, unless a script
 		// that took the store meanwhile turns busy: then it must go on
 		// answering BUSY, and the cron loop deletes them after the script.
@@ -156,11 +172,20 @@ func (s *Server) passiveCycle() {
 		return
 	}
 	defer s.passive.done(keys)
-	if s.pauseMode.Load() != pauseNone || !s.mayExpire() {
+	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	if err := s.deleteExpired(keys); err != nil {
-		s.cfg.Logger.Debug("server: passive expiry", "err", err)
+	byGroup := map[*groupRef][][]byte{}
+	for _, k := range keys {
+		g := s.router.groupOf(fsm.KeySlot(k))
+		byGroup[g] = append(byGroup[g], k)
+	}
+	for _, g := range s.router.groups {
+		if ks := byGroup[g]; len(ks) > 0 && g.leads() {
+			if err := s.deleteExpired(g, ks); err != nil {
+				s.cfg.Logger.Debug("server: passive expiry", "err", err)
+			}
+		}
 	}
 }
 

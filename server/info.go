@@ -61,10 +61,20 @@ func runInfo(c *client, args [][]byte) {
 		st.scripts, ok = s.cfg.Store.ScriptStatsServing()
 	}
 	if ok && slices.Contains(want, "keyspace") {
-		st.keys, ok = s.cfg.Store.StatsServing(time.Now().UnixMilli())
+		// The groups this node leads, as DBSIZE counts them (keyless.go).
+		now := time.Now().UnixMilli()
+		for _, g := range s.router.ledGroups() {
+			var gs fsm.Stats
+			if gs, ok = g.store.StatsServing(now); !ok {
+				break
+			}
+			st.keys.Keys += gs.Keys
+			st.keys.Expires += gs.Expires
+			st.keys.Bytes += gs.Bytes
+		}
 	}
 	if !ok {
-		c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
+		c.out = appendError(c.out, errBusy(s.scriptBusy()))
 		return
 	}
 	var b strings.Builder

@@ -42,7 +42,7 @@ func (p *memPeak) note(n uint64) uint64 {
 func (s *Server) memoryInfo(scripts fsm.ScriptStats) []InfoField {
 	used := s.usedMemory()
 	peak := int64(s.memPeak.note(uint64(used)))
-	dataset := min(s.cfg.Store.DataBytes(), used)
+	dataset := min(s.dataBytes(), used)
 	startup := min(s.mem.startup.Load(), used-dataset)
 	net := used - startup
 	if net <= 0 {

@@ -23,8 +23,8 @@ type lazyFree struct {
 // collected; the cron loop calls it.
 func (s *Server) collectLazyFreed() {
 	lf := &s.lazy
-	total := s.cfg.Store.LazyFreed()
-	if total == lf.collected.Load() || !s.mem.collect(s.cfg.Store.DataBytes) {
+	total := s.lazyFreedObjects()
+	if total == lf.collected.Load() || !s.mem.collect(s.dataBytes) {
 		return
 	}
 	lf.collected.Store(total)
@@ -34,7 +34,7 @@ func (s *Server) collectLazyFreed() {
 // lazyfreed_objects.
 func (s *Server) lazyFreeInfo() (pending, freed int64) {
 	collected := s.lazy.collected.Load()
-	return s.cfg.Store.LazyFreed() - collected, collected - s.lazy.base.Load()
+	return s.lazyFreedObjects() - collected, collected - s.lazy.base.Load()
 }
 
 // resetLazyFreed is CONFIG RESETSTAT's: lazyfreed_objects counts from 0.

@@ -270,12 +270,12 @@ func uint64Sample(s metrics.Sample) uint64 {
 // and used memory sampled anew. It runs on the connection's loop or
 // goroutine, as Redis runs it on its one thread.
 func runMemoryPurge(c *client) {
-	c.s.mem.purge(c.s.cfg.Store.DataBytes)
+	c.s.mem.purge(c.s.dataBytes)
 	c.out = appendStatus(c.out, "OK")
 }
 
 // usedMemory is INFO's used_memory and what maxmemory is held to.
-func (s *Server) usedMemory() int64 { return s.mem.used(s.cfg.Store.DataBytes) }
+func (s *Server) usedMemory() int64 { return s.mem.used(s.dataBytes) }
 
 // accountReadBuffer is every client's resp.Reader buffer account.
 func (s *Server) accountReadBuffer(delta int) {
@@ -297,5 +297,5 @@ func (s *Server) collectFreed() {
 	if cur := s.mem.cur.Load(); cur != nil && freed < cur.live/4 {
 		return
 	}
-	s.mem.collect(s.cfg.Store.DataBytes)
+	s.mem.collect(s.dataBytes)
 }

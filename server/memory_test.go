@@ -156,7 +156,7 @@ func TestEvictionIgnoresUnaccountedGarbage(t *testing.T) {
 		for i := range 100 {
 			admin.do("SET", "key:"+strconv.Itoa(i), strings.Repeat("v", 100))
 		}
-		s.mem.refresh(s.cfg.Store.DataBytes)
+		s.mem.refresh(s.dataBytes)
 		s.maxMemory.Store(s.usedMemory() + 64<<20)
 		// As if 256 MiB of output, live at the last collection, had just
 		// been dropped.

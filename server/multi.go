@@ -47,6 +47,10 @@ type multiState struct {
 	// read buffer cannot keep, and argv the slices of them.
 	buf  []byte
 	argv [][]byte
+	// slot is the slot the queued commands' keys share (noSlot: none
+	// yet); crossSlot, that they do not share one (slots.go).
+	slot      int
+	crossSlot bool
 }
 
 // maxReusedTx is the size above which a transaction's memory is dropped
@@ -58,9 +62,9 @@ func (m *multiState) reset() {
 	clear(m.queued)
 	clear(m.argv)
 	m.queued, m.argv, m.buf = m.queued[:0], m.argv[:0], m.buf[:0]
-	m.aborted, m.flags = false, 0
+	m.aborted, m.flags, m.slot, m.crossSlot = false, 0, noSlot, false
 	if cap(m.buf) > maxReusedTx || cap(m.argv) > maxReusedTx/16 || cap(m.queued) > maxReusedTx/32 {
-		*m = multiState{}
+		*m = multiState{slot: noSlot}
 	}
 }
 
@@ -213,7 +217,7 @@ func txWatch(c *client, id int, args [][]byte) bool {
 			continue
 		}
 		key := append([]byte(nil), k...)
-		seen, ok := c.s.cfg.Store.WatchKeyServing(c.now, key)
+		seen, ok := c.grp.store.WatchKeyServing(c.now, key)
 		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
@@ -257,6 +261,12 @@ func txExec(c *client, id int, args [][]byte) bool {
 		c.replyRaw(id, string(appendReply(nil, &r, c.proto)))
 		return true
 	}
+	if len(c.batch) > 0 && c.batchGrp != c.grp {
+		// A batch goes to one group: the one before goes first.
+		if c.proposeBatch() {
+			return false
+		}
+	}
 	// The commands the server answers see the pipeline's writes before
 	// the EXEC, as they would in Redis.
 	for _, q := range m.queued {
@@ -285,7 +295,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	for _, w := range watched {
 		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
-	c.batch = append(c.batch, c.execs.Build(keys, seen, subs))
+	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs

@@ -40,13 +40,13 @@ type syncRound struct {
 	err   error
 }
 
-// syncReplica waits until the store has applied every write the leader
-// had applied when it was called; it reports whether it got there.
-func (s *Server) syncReplica() bool {
-	index, err := s.leaderIndex()
+// syncReplica waits until group g's store has applied every write its
+// leader had applied when it was called; it reports whether it got there.
+func (s *Server) syncReplica(g *groupRef) bool {
+	index, err := s.leaderIndex(g)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
-		err = s.router.home.raft.WaitApplied(ctx, index)
+		err = g.raft.WaitApplied(ctx, index)
 		cancel()
 	}
 	if err != nil {
@@ -59,8 +59,8 @@ func (s *Server) syncReplica() bool {
 
 // leaderIndex returns the leader's applied index, asked after the call
 // began, sharing the question with concurrent callers.
-func (s *Server) leaderIndex() (uint64, error) {
-	rs := &s.rsync
+func (s *Server) leaderIndex(g *groupRef) (uint64, error) {
+	rs := &g.rsync
 	rs.mu.Lock()
 	if r := rs.next; r != nil {
 		// A round not sent yet: it will be sent after this call began.
@@ -79,7 +79,7 @@ func (s *Server) leaderIndex() (uint64, error) {
 	rs.next, rs.inflight = nil, r
 	rs.mu.Unlock()
 
-	r.index, r.err = s.askLeaderIndex()
+	r.index, r.err = s.askLeaderIndex(g)
 
 	rs.mu.Lock()
 	if rs.inflight == r {
@@ -92,14 +92,19 @@ func (s *Server) leaderIndex() (uint64, error) {
 
 var syncRequest = encodeArgs("KVS.SYNC")
 
-// askLeaderIndex sends KVS.SYNC to the leader.
-func (s *Server) askLeaderIndex() (uint64, error) {
-	addr, err := s.leaderAddr()
+// askLeaderIndex sends KVS.SYNC to g's leader: KVS.SYNC <group> for a
+// group other than the home one.
+func (s *Server) askLeaderIndex(g *groupRef) (uint64, error) {
+	addr, err := s.leaderAddr(g)
 	if err != nil {
 		return 0, err
 	}
+	req := syncRequest
+	if g.index != 0 {
+		req = encodeArgs("KVS.SYNC", strconv.Itoa(g.index))
+	}
 	r, err := s.peers.roundTrip(addr, catchUpTimeout, func(*peerConn) net.Buffers {
-		return net.Buffers{syncRequest}
+		return net.Buffers{req}
 	})
 	if err != nil {
 		return 0, err
@@ -114,10 +119,15 @@ func (s *Server) askLeaderIndex() (uint64, error) {
 	return index, nil
 }
 
-// runSync answers KVS.SYNC on the leader with its applied index, as a
-// status reply; elsewhere with the error a read gets there.
+// runSync answers KVS.SYNC [group] on the group's leader with its applied
+// index, as a status reply; elsewhere with the error a read gets there.
 func runSync(c *client, args [][]byte) {
-	cl := c.s.router.home.raft
+	g, e := c.s.router.groupArg(args[1:])
+	if e != "" {
+		c.out = appendError(c.out, e)
+		return
+	}
+	cl := g.raft
 	switch {
 	case cl == nil:
 		c.out = appendError(c.out, errClusterDisabled)

@@ -31,10 +31,15 @@ import (
 // ErrLeaderUnreachable (certainly not applied) or ErrUnknownOutcome (may
 // have applied). The replies are the caller's.
 func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
-	if g := &s.router.home; g.leads() {
+	return s.proposeTo(&s.router.home, cmds)
+}
+
+// proposeTo is Propose for group g's writes.
+func (s *Server) proposeTo(g *groupRef, cmds []fsm.Command) ([]fsm.Reply, error) {
+	if g.leads() {
 		return g.proposer.Propose(cmds)
 	}
-	return s.forward(cmds, "")
+	return s.forward(g, cmds, "")
 }
 
 // remoteError is an error the leader answered a forwarded request with: a
@@ -58,11 +63,11 @@ func (e *remoteError) Is(target error) bool {
 	return false
 }
 
-// leaderAddr returns the RESP address to forward to, or an error wrapping
-// ErrNoLeader (none known, or its address not replicated yet) or
-// ErrNotLeader (this node is named leader but does not act as one yet).
-func (s *Server) leaderAddr() (string, error) {
-	g := &s.router.home
+// leaderAddr returns the RESP address of g's leader to forward to, or an
+// error wrapping ErrNoLeader (none known, or its address not replicated
+// yet) or ErrNotLeader (this node is named leader but does not act as one
+// yet).
+func (s *Server) leaderAddr(g *groupRef) (string, error) {
 	l, ok := g.raft.Leader()
 	switch {
 	case !ok:
@@ -75,24 +80,32 @@ func (s *Server) leaderAddr() (string, error) {
 	return l.RESPAddr, nil
 }
 
-// forward sends cmds to the leader and returns its replies, one per
-// command.
-func (s *Server) forward(cmds []fsm.Command, user string) ([]fsm.Reply, error) {
-	addr, err := s.leaderAddr()
+// forward sends cmds, all of group g, to g's leader and returns its
+// replies, one per command.
+func (s *Server) forward(g *groupRef, cmds []fsm.Command, user string) ([]fsm.Reply, error) {
+	addr, err := s.leaderAddr(g)
 	if err != nil {
 		return nil, err
 	}
 	s.stats.forwarded.Add(int64(len(cmds)))
 	r, err := s.peers.roundTrip(addr, s.cfg.ForwardTimeout, func(pc *peerConn) net.Buffers {
 		pc.blob = appendCommands(pc.blob[:0], cmds)
-		if user == "" {
+		switch {
+		case g.index != 0:
+			// KVS.FORWARD <batch> <user or ""> <group>: a home group's
+			// batch goes as before groups, which any node understands.
+			pc.hdr = append(pc.hdr[:0], "*4\r\n$11\r\nKVS.FORWARD\r\n$"...)
+		case user == "":
 			pc.hdr = append(pc.hdr[:0], "*2\r\n$11\r\nKVS.FORWARD\r\n$"...)
-		} else {
+		default:
 			pc.hdr = append(pc.hdr[:0], "*3\r\n$11\r\nKVS.FORWARD\r\n$"...)
 		}
 		pc.hdr = strconv.AppendInt(pc.hdr, int64(len(pc.blob)), 10)
 		pc.hdr = append(pc.hdr, '\r', '\n')
-		if user != "" {
+		switch {
+		case g.index != 0:
+			return net.Buffers{pc.hdr, pc.blob, crlf, encodeBulk(user), encodeBulk(strconv.Itoa(g.index))}
+		case user != "":
 			return net.Buffers{pc.hdr, pc.blob, crlf, encodeBulk(user)}
 		}
 		return net.Buffers{pc.hdr, pc.blob, crlf}
@@ -111,7 +124,7 @@ func (s *Server) forward(cmds []fsm.Command, user string) ([]fsm.Reply, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: the leader at %s answered: %v", ErrUnknownOutcome, addr, err)
 		}
-		s.catchUp(applied)
+		s.catchUp(g, applied)
 		return replies, nil
 	}
 	return nil, fmt.Errorf("%w: the leader at %s answered %c%s", ErrUnknownOutcome, addr, r.kind, r.text)
@@ -134,14 +147,14 @@ const catchUpTimeout = 2 * time.Second
 // an error would invite a retry that repeats them. That case is counted
 // (kvs_forwards_relayed_unapplied in INFO stats) and logged, at most once
 // per catchUpTimeout.
-func (s *Server) catchUp(index uint64) {
+func (s *Server) catchUp(g *groupRef, index uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
-	if err := s.router.home.raft.WaitApplied(ctx, index); err != nil {
+	if err := g.raft.WaitApplied(ctx, index); err != nil {
 		s.stats.staleForwards.Add(1)
 		if s.behindWarn.allow(time.Now()) {
 			s.cfg.Logger.Warn("server: relaying a forwarded write's replies before this node applied it",
-				"index", index, "applied", s.router.home.raft.AppliedIndex(), "err", err)
+				"index", index, "applied", g.raft.AppliedIndex(), "err", err)
 		}
 	}
 }
@@ -159,7 +172,7 @@ func (r *rateLimit) allow(now time.Time) bool {
 // (the usual case) is one proposal, and its error is returned. In a mixed
 // batch each run stands on its own, as consecutive batches of one pipeline
 // do, and a run that fails gets error replies.
-func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
+func (s *Server) execLocal(g *groupRef, dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
 	writes := 0
 	for i := range cmds {
 		if cmds[i].Op.IsWrite() {
@@ -167,7 +180,7 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		}
 	}
 	if writes == len(cmds) {
-		return s.proposeLocal(dst, cmds)
+		return s.proposeLocal(g, dst, cmds)
 	}
 	out := dst[:0]
 	for i := 0; i < len(cmds); {
@@ -177,7 +190,7 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 		}
 		run := cmds[i:j]
 		if run[0].Op.IsWrite() {
-			replies, err := s.router.home.proposer.Propose(run)
+			replies, err := g.proposer.Propose(run)
 			if err == nil && len(replies) != len(run) {
 				err = errReplyCount(len(replies), len(run))
 			}
@@ -186,14 +199,14 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 			} else {
 				out = append(out, replies...)
 			}
-		} else if err := s.readBarrier(); err != nil {
+		} else if err := s.readBarrier(g); err != nil {
 			out = appendErrorReplies(out, errProposal(err, false), len(run))
 		} else {
 			now := time.Now().UnixMilli()
 			for k := range run {
-				r, ok := s.router.home.store.ReadServing(now, &run[k], nil)
+				r, ok := g.store.ReadServing(now, &run[k], nil)
 				if !ok {
-					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(s.router.home.store.ScriptBusy())}
+					r = fsm.Reply{Kind: fsm.ReplyError, Str: errBusy(g.store.ScriptBusy())}
 				}
 				out = append(out, r)
 			}
@@ -203,10 +216,10 @@ func (s *Server) execLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, er
 	return out, nil
 }
 
-// proposeLocal hands a batch of writes to the Proposer, reusing dst when
+// proposeLocal hands a batch of writes to g's Proposer, reusing dst when
 // the Proposer can append.
-func (s *Server) proposeLocal(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
-	p := s.router.home.proposer
+func (s *Server) proposeLocal(g *groupRef, dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Reply, error) {
+	p := g.proposer
 	if ap, ok := p.(appendProposer); ok {
 		return ap.ProposeAppend(dst[:0], cmds)
 	}
@@ -224,12 +237,12 @@ func appendErrorReplies(out []fsm.Reply, text string, n int) []fsm.Reply {
 	return out
 }
 
-// readBarrier waits until this node may answer reads linearizably. The
-// barrier waits for the store to apply the commit index, which a script
-// running inside the apply holds up: once that script is busy, the wait
-// ends with a busyError.
-func (s *Server) readBarrier() error {
-	turned, busy := s.router.home.store.ScriptTurnsBusy()
+// readBarrier waits until this node may answer reads of group g
+// linearizably. The barrier waits for the store to apply the commit index,
+// which a script running inside the apply holds up: once that script is
+// busy, the wait ends with a busyError.
+func (s *Server) readBarrier(g *groupRef) error {
+	turned, busy := g.store.ScriptTurnsBusy()
 	if busy {
 		return s.busyNow()
 	}
@@ -244,7 +257,7 @@ func (s *Server) readBarrier() error {
 		case <-ctx.Done():
 		}
 	})
-	err := s.router.home.raft.ReadBarrier(ctx)
+	err := g.raft.ReadBarrier(ctx)
 	select {
 	case <-turned:
 		return s.busyNow()
@@ -257,9 +270,9 @@ func (s *Server) readBarrier() error {
 // reply per command still in the batch (MOVED redirections are taken out
 // of it and answered from pending).
 func (c *client) routeBatch() ([]fsm.Reply, error) {
-	s := c.s
-	if s.router.home.leads() {
-		return s.execLocal(c.replies[:0], c.batch)
+	s, g := c.s, c.batchGrp
+	if g.leads() {
+		return s.execLocal(g, c.replies[:0], c.batch)
 	}
 	if c.readonly {
 		c.redirectKeyedWrites()
@@ -267,7 +280,7 @@ func (c *client) routeBatch() ([]fsm.Reply, error) {
 			return nil, nil
 		}
 	}
-	return s.forward(c.batch, c.forwardUser())
+	return s.forward(g, c.batch, c.forwardUser())
 }
 
 // redirectKeyedWrites answers each write of the batch that names a key
@@ -326,9 +339,10 @@ func writeKey(cmd *fsm.Command) ([]byte, bool) {
 	return cmd.Args[0], true
 }
 
-// runForward answers KVS.FORWARD <request> [user] on the leader: it
-// executes the batch (each command checked against user's rights when
-// named, acl_peer.go) and answers with its encoded replies.
+// runForward answers KVS.FORWARD <request> [user [group]] on the group's
+// leader (the home group's when none is named): it executes the batch
+// (each command checked against user's rights when named, acl_peer.go)
+// and answers with its encoded replies.
 func runForward(c *client, args [][]byte) {
 	s := c.s
 	if !s.router.clustered() {
@@ -340,14 +354,19 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errForwardRequest(err))
 		return
 	}
-	if !s.router.home.leads() {
+	g, e := s.router.groupArg(args[min(3, len(args)):])
+	if e != "" {
+		c.out = appendError(c.out, e)
+		return
+	}
+	if !g.leads() {
 		write := len(cmds) > 0 && cmds[0].Op.IsWrite()
 		c.out = appendError(c.out, errProposal(fmt.Errorf("%w", ErrNotLeader), write))
 		return
 	}
 	var refused []string
 	var any bool
-	if len(args) > 2 {
+	if len(args) > 2 && len(args[2]) > 0 {
 		// Checked again here in the name of the user who sent them.
 		refused, any = s.checkForwarded(string(args[2]), cmds)
 	}
@@ -369,7 +388,7 @@ func runForward(c *client, args [][]byte) {
 	}
 	var replies []fsm.Reply
 	if len(cmds) > 0 {
-		replies, err = s.execLocal(nil, cmds)
+		replies, err = s.execLocal(g, nil, cmds)
 	}
 	if err == nil && len(replies) != len(cmds) {
 		err = errReplyCount(len(replies), len(cmds))
@@ -381,7 +400,7 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(err, true))
 		return
 	}
-	c.peerBuf = appendReplies(c.peerBuf[:0], s.router.home.raft.AppliedIndex(), replies)
+	c.peerBuf = appendReplies(c.peerBuf[:0], g.raft.AppliedIndex(), replies)
 	c.out = appendBulk(c.out, c.peerBuf)
 	if cap(c.peerBuf) > 1<<20 {
 		c.peerBuf = nil

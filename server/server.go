@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kvs/config"
+	"kvs/fsm"
 )
 
 // Server is a RESP server over one fsm.Store. Create it with New; start it
@@ -79,9 +80,6 @@ type Server struct {
 	// peers holds the connections to the leader that forwarded requests
 	// use (cluster mode only; unused otherwise).
 	peers *peerPool
-	// rsync shares the leader round trips of replica reads
-	// (replicasync.go).
-	rsync replicaSync
 	// behindWarn limits catchUp's warnings.
 	behindWarn rateLimit
 	// blocked holds the clients blocked in BLPOP and friends; the store's
@@ -155,13 +153,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:         cfg,
-		router:      newRouter(&cfg),
 		commands:    commandTable(),
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
 		lnChanged:   make(chan struct{}, 1),
 	}
+	s.router.init(&s.cfg)
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
 	s.peers.applyingScript = cfg.Store.ScriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
@@ -171,11 +169,13 @@ func New(cfg Config) (*Server, error) {
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
-	cfg.Store.SetReadyHook(s.blocked.signal)
-	cfg.Store.SetNotifyHook(s.keyspaceEvents)
-	cfg.Store.SetExpiredHook(s.expireMet)
-	cfg.Store.SetCommandParser(s.parseScriptCall)
-	cfg.Store.SetBusyThreshold(defaultLuaTimeLimit)
+	s.router.stores(func(st *fsm.Store) {
+		st.SetReadyHook(s.blocked.signal)
+		st.SetNotifyHook(s.keyspaceEvents)
+		st.SetExpiredHook(s.expireMet)
+		st.SetCommandParser(s.parseScriptCall)
+		st.SetBusyThreshold(defaultLuaTimeLimit)
+	})
 	s.writeBudget.Store(DefaultScriptWriteBudget)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = config.NewStore()
@@ -192,8 +192,8 @@ func New(cfg Config) (*Server, error) {
 	s.passive.kick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
 	s.replID = randomHex(20)
-	s.mem.startup.Store(max(0, s.usedMemory()-cfg.Store.DataBytes()))
-	s.mem.watch(cfg.Store.DataBytes)
+	s.mem.startup.Store(max(0, s.usedMemory()-s.dataBytes()))
+	s.mem.watch(s.dataBytes)
 	return s, nil
 }
 

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"math/rand/v2"
+	"strconv"
+
+	"kvs/fsm"
+)
+
+// Commands that answer for the whole keyspace on a sharded node: DBSIZE,
+// KEYS, SCAN and RANDOMKEY read every group this node leads, and FLUSHALL
+// and FLUSHDB empty every one. A Redis Cluster master answers them for its
+// own slots, and cluster clients send them to every master and combine
+// the answers (go-redis's ClusterClient sums DBSIZE, ForEachMaster
+// FLUSHALL); a node answers for the groups it leads, so that each group
+// is counted once over the masters. In memory and durable mode the node
+// leads its one group and answers for everything, as before.
+
+// acrossGroups reports whether op reads the whole keyspace.
+func acrossGroups(op fsm.Op) bool {
+	switch op {
+	case fsm.OpDBSize, fsm.OpKeys, fsm.OpScan, fsm.OpRandomKey:
+		return true
+	}
+	return false
+}
+
+// ledGroups are the groups a keyless command answers for: on a sharded
+// node those it leads, in order; otherwise its one group, led or not (a
+// follower answers from its copy, as a replica does).
+func (r *router) ledGroups() []*groupRef {
+	if !r.sharded() {
+		return r.groups
+	}
+	var out []*groupRef
+	for _, g := range r.groups {
+		if g.leads() {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// readAcross answers fc, a read of the whole keyspace, from every group
+// this node leads, combined as the one store would answer it.
+func (c *client) readAcross(fc fsm.Command) (fsm.Reply, bool) {
+	groups := c.s.router.ledGroups()
+	read := func(g *groupRef, cmd fsm.Command) (fsm.Reply, bool) {
+		c.readCmd = cmd
+		r, ok := g.store.ReadServing(c.now, &c.readCmd, c.busyServe)
+		c.readCmd = fsm.Command{}
+		return r, ok
+	}
+	switch fc.Op {
+	case fsm.OpDBSize:
+		var n int64
+		for _, g := range groups {
+			r, ok := read(g, fc)
+			if !ok {
+				return r, false
+			}
+			n += r.Int
+		}
+		return fsm.Reply{Kind: fsm.ReplyInt, Int: n}, true
+	case fsm.OpKeys:
+		out := []fsm.Reply{}
+		for _, g := range groups {
+			r, ok := read(g, fc)
+			if !ok {
+				return r, false
+			}
+			out = append(out, r.Array...)
+		}
+		return fsm.Reply{Kind: fsm.ReplyArray, Array: out}, true
+	case fsm.OpRandomKey:
+		// The groups in a random order, the first key found: a sample of
+		// the keyspace that, like Redis's, need not be uniform.
+		for _, i := range rand.Perm(len(groups)) {
+			r, ok := read(groups[i], fc)
+			if !ok || r.Kind != fsm.ReplyNil {
+				return r, ok
+			}
+		}
+		return fsm.Reply{Kind: fsm.ReplyNil}, true
+	}
+	return c.scanAcross(groups, fc, read)
+}
+
+// scanAcross answers SCAN over groups. Every group orders its keys by the
+// same 63-bit hash and a cursor is a position in that order, so one cursor
+// serves them all: each group scans from it, and the next cursor is the
+// least position where a group stopped. Keys a group returned past that
+// position come again in the next call, which SCAN allows (a key may be
+// returned more than once); none is missed.
+func (c *client) scanAcross(groups []*groupRef, fc fsm.Command, read func(*groupRef, fsm.Command) (fsm.Reply, bool)) (fsm.Reply, bool) {
+	var next uint64
+	out := []fsm.Reply{}
+	for _, g := range groups {
+		r, ok := read(g, fc)
+		if !ok {
+			return r, false
+		}
+		if r.Kind != fsm.ReplyArray || len(r.Array) != 2 {
+			return r, true
+		}
+		n, err := strconv.ParseUint(string(r.Array[0].Bulk), 10, 64)
+		if err != nil {
+			return fsm.Reply{Kind: fsm.ReplyError, Str: "ERR scan: " + err.Error()}, true
+		}
+		if n != 0 && (next == 0 || n < next) {
+			next = n
+		}
+		out = append(out, r.Array[1].Array...)
+	}
+	cursor := strconv.AppendUint(nil, next, 10)
+	return fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{fsm.BulkReply(cursor), {Kind: fsm.ReplyArray, Array: out}}}, true
+}
+
+// flushAcross answers FLUSHALL or FLUSHDB (fc) on a sharded node: it
+// empties every group this node leads, one after the other, and answers
+// the first error met, if any.
+func (c *client) flushAcross(fc fsm.Command) {
+	for _, g := range c.s.router.ledGroups() {
+		replies, err := c.s.proposeTo(g, []fsm.Command{fc})
+		r, err := firstReply(replies, err)
+		if err != nil {
+			c.out = appendError(c.out, errProposal(err, true))
+			return
+		}
+		if r.Kind == fsm.ReplyError {
+			c.out = appendReply(c.out, &r, c.proto)
+			return
+		}
+	}
+	c.out = appendStatus(c.out, "OK")
+}

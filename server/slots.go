@@ -1,0 +1,71 @@
+package server
+
+import "kvs/fsm"
+
+// Routing a command to its group on a sharded node (router.sharded): the
+// keys of a command must share a slot, and the command runs on that slot's
+// group. Redis Cluster checks this in processCommand after the ACL and
+// before maxmemory (getNodeByQuery), and so does admit. In a transaction
+// each command is checked as it is queued, and EXEC checks that all of
+// them share one slot: it runs on one group. A command without keys runs
+// on the home group, unless it answers for the whole node (keyless.go).
+
+// errCrossSlot is Redis Cluster's refusal of keys in different slots.
+const errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
+
+// noSlot is the slot of a command without keys.
+const noSlot = -1
+
+// commandSlot returns the slot the keys of spec's args share, noSlot when
+// it names none, or ok false when they do not share one.
+func commandSlot(spec *command, args [][]byte) (slot int, ok bool) {
+	keys := spec.keys.Find(args, nil)
+	slot = noSlot
+	for _, k := range keys {
+		s := fsm.KeySlot(args[k.Pos])
+		if slot != noSlot && s != slot {
+			return noSlot, false
+		}
+		slot = s
+	}
+	return slot, true
+}
+
+// routeCommand sets the group the command runs on, c.grp, or returns the
+// refusal: CROSSSLOT for keys in different slots, in one command or in the
+// transaction an EXEC ends.
+func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
+	r := &c.s.router
+	if c.multi != nil && cmd.name == "exec" {
+		// The watched keys are checked in the transaction's store, as
+		// it applies: they must be in its slot too.
+		slot := c.multi.slot
+		for _, w := range c.watched {
+			s := fsm.KeySlot(w.key)
+			if slot != noSlot && s != slot {
+				return errCrossSlot
+			}
+			slot = s
+		}
+		if c.multi.crossSlot {
+			return errCrossSlot
+		}
+		c.grp = r.groupOf(slot)
+		return ""
+	}
+	slot, ok := commandSlot(spec, args)
+	if !ok {
+		return errCrossSlot
+	}
+	if c.multi != nil && queuesInMulti(cmd) && slot != noSlot {
+		switch c.multi.slot {
+		case noSlot:
+			c.multi.slot = slot
+		case slot:
+		default:
+			c.multi.crossSlot = true
+		}
+	}
+	c.grp = r.groupOf(slot)
+	return ""
+}

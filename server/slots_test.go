@@ -1,0 +1,249 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kvs/fsm"
+)
+
+// startSharded runs a server whose slots are spread evenly over n memory
+// groups, and returns it with the groups' stores.
+func startSharded(t *testing.T, n int) (*Server, []*fsm.Store) {
+	t.Helper()
+	var groups []Group
+	var stores []*fsm.Store
+	for range n {
+		st := fsm.NewStore()
+		stores = append(stores, st)
+		groups = append(groups, Group{Store: st})
+	}
+	slots := make([]uint16, fsm.ClusterSlots)
+	for s := range slots {
+		slots[s] = uint16(s * n / fsm.ClusterSlots)
+	}
+	s := startServer(t, Config{Store: stores[0], Groups: groups, Slots: slots})
+	return s, stores
+}
+
+// keyIn returns a key whose slot is in group g of n (even split), the
+// i-th such key.
+func keyIn(g, n, i int) string {
+	for j := 0; ; j++ {
+		k := "k" + strconv.Itoa(j)
+		if fsm.KeySlot(k)*n/fsm.ClusterSlots == g {
+			if i == 0 {
+				return k
+			}
+			i--
+		}
+	}
+}
+
+func keysOf(st *fsm.Store) []string {
+	r := st.Read(time.Now().UnixMilli(), fsm.Command{Op: fsm.OpKeys, Args: [][]byte{[]byte("*")}})
+	var out []string
+	for _, e := range r.Array {
+		out = append(out, string(e.Bulk))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestShardedRouting: on a node whose slots are spread over groups, each
+// key lives in its slot's group, commands of one pipeline reach their own
+// groups in order, and keys of different slots in one command get Redis
+// Cluster's CROSSSLOT.
+func TestShardedRouting(t *testing.T) {
+	const n = 3
+	s, stores := startSharded(t, n)
+	rc := dialRaw(t, s)
+	var pipe []byte
+	var want []string
+	for g := range n {
+		for i := range 4 {
+			k := keyIn(g, n, i)
+			pipe = append(pipe, encodeCommand("SET", k, "v"+k)...)
+			pipe = append(pipe, encodeCommand("GET", k)...)
+			want = append(want, "+OK\r\n", fmt.Sprintf("$%d\r\nv%s\r\n", len(k)+1, k))
+		}
+	}
+	rc.send(pipe)
+	for i, w := range want {
+		if got := rc.reply(); got != w {
+			t.Fatalf("reply %d: %q, want %q", i, got, w)
+		}
+	}
+	for g, st := range stores {
+		var ks []string
+		for i := range 4 {
+			ks = append(ks, keyIn(g, n, i))
+		}
+		slices.Sort(ks)
+		if got := keysOf(st); !slices.Equal(got, ks) {
+			t.Errorf("group %d holds %q, want %q", g, got, ks)
+		}
+	}
+	a, b := keyIn(0, n, 0), keyIn(1, n, 0)
+	cross := "-" + errCrossSlot + "\r\n"
+	for _, cmd := range [][]string{{"MSET", a, "1", b, "2"}, {"MGET", a, b}, {"DEL", a, b}, {"RENAME", a, b},
+		{"EVAL", "return 1", "2", a, b}, {"WATCH", a, b}} {
+		if got := rc.do(cmd...); got != cross {
+			t.Errorf("%q: %q, want CROSSSLOT", cmd, got)
+		}
+	}
+	if got := rc.do("MSET", "{t}a", "1", "{t}b", "2"); got != "+OK\r\n" {
+		t.Errorf("MSET with one hash tag: %q", got)
+	}
+	if got := rc.do("DBSIZE"); got != fmt.Sprintf(":%d\r\n", 4*n+2) {
+		t.Errorf("DBSIZE: %q, want %d", got, 4*n+2)
+	}
+}
+
+// TestShardedTransaction: a transaction's commands, and the keys it
+// watches, must share a slot; EXEC of one that does not discards it with
+// CROSSSLOT, as Redis Cluster's EXEC does.
+func TestShardedTransaction(t *testing.T) {
+	const n = 3
+	s, stores := startSharded(t, n)
+	rc := dialRaw(t, s)
+	a, b := keyIn(1, n, 0), keyIn(2, n, 0)
+	for _, step := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"SET", a, "1"}, "+QUEUED\r\n"},
+		{[]string{"SET", b, "1"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "-" + errCrossSlot + "\r\n"},
+		{[]string{"EXEC"}, "-ERR EXEC without MULTI\r\n"},
+		{[]string{"WATCH", a}, "+OK\r\n"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"SET", b, "1"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "-" + errCrossSlot + "\r\n"},
+		{[]string{"WATCH", b}, "+OK\r\n"},
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"SET", b, "2"}, "+QUEUED\r\n"},
+		{[]string{"INCR", b}, "+QUEUED\r\n"},
+		{[]string{"PING"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "*3\r\n+OK\r\n:3\r\n+PONG\r\n"},
+		{[]string{"GET", b}, "$1\r\n3\r\n"},
+	} {
+		if got := rc.do(step.cmd...); got != step.want {
+			t.Fatalf("%q: %q, want %q", step.cmd, got, step.want)
+		}
+	}
+	if got := keysOf(stores[2]); !slices.Equal(got, []string{b}) {
+		t.Errorf("group 2 holds %q, want [%s]", got, b)
+	}
+	if got := keysOf(stores[1]); len(got) != 0 {
+		t.Errorf("group 1 holds %q: the refused transaction wrote", got)
+	}
+}
+
+// TestShardedKeyspace: DBSIZE, KEYS, SCAN, RANDOMKEY and FLUSHALL answer
+// for every group, and expired keys are deleted in each.
+func TestShardedKeyspace(t *testing.T) {
+	const n = 4
+	s, stores := startSharded(t, n)
+	rc := dialRaw(t, s)
+	var all []string
+	for i := range 200 {
+		k := "key:" + strconv.Itoa(i)
+		all = append(all, k)
+		if got := rc.do("SET", k, "v"); got != "+OK\r\n" {
+			t.Fatalf("SET: %q", got)
+		}
+	}
+	slices.Sort(all)
+	for g, st := range stores {
+		if len(keysOf(st)) == 0 {
+			t.Fatalf("group %d holds no key of 200", g)
+		}
+	}
+	if got := rc.do("DBSIZE"); got != ":200\r\n" {
+		t.Errorf("DBSIZE: %q", got)
+	}
+	keys := parseArray(t, rc.do("KEYS", "*"))
+	slices.Sort(keys)
+	if !slices.Equal(keys, all) {
+		t.Errorf("KEYS * found %d keys, want the 200", len(keys))
+	}
+	seen := map[string]bool{}
+	cursor := "0"
+	for {
+		r := rc.do("SCAN", cursor, "COUNT", "7")
+		// *2 $n cursor *m ...
+		lines := strings.SplitN(r, "\r\n", 4)
+		cursor = lines[2]
+		for _, k := range parseArray(t, lines[3]) {
+			seen[k] = true
+		}
+		if cursor == "0" {
+			break
+		}
+	}
+	if len(seen) != 200 {
+		t.Errorf("SCAN found %d distinct keys, want 200", len(seen))
+	}
+	if got := rc.do("RANDOMKEY"); !strings.HasPrefix(got, "$") || got == "$-1\r\n" {
+		t.Errorf("RANDOMKEY: %q", got)
+	}
+	if got := rc.do("FLUSHALL"); got != "+OK\r\n" {
+		t.Fatalf("FLUSHALL: %q", got)
+	}
+	for g, st := range stores {
+		if ks := keysOf(st); len(ks) != 0 {
+			t.Errorf("group %d holds %d keys after FLUSHALL", g, len(ks))
+		}
+	}
+	for i := range 40 {
+		if got := rc.do("SET", "exp:"+strconv.Itoa(i), "v", "PX", "1"); got != "+OK\r\n" {
+			t.Fatalf("SET PX: %q", got)
+		}
+	}
+	eventually(t, "active expiry to delete the keys of every group", func() bool {
+		for _, st := range stores {
+			if st.Stats(0).Keys != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestShardedBlocking: a blocked pop on a key of one group is served by a
+// push to it through another connection.
+func TestShardedBlocking(t *testing.T) {
+	const n = 3
+	s, _ := startSharded(t, n)
+	k := keyIn(2, n, 0)
+	blocked, pusher := dialRaw(t, s), dialRaw(t, s)
+	blocked.send(encodeCommand("BLPOP", k, "0"))
+	eventually(t, "the client to block", func() bool { return s.blocked.count() == 1 })
+	if got := pusher.do("RPUSH", k, "x"); got != ":1\r\n" {
+		t.Fatalf("RPUSH: %q", got)
+	}
+	want := fmt.Sprintf("*2\r\n$%d\r\n%s\r\n$1\r\nx\r\n", len(k), k)
+	if got := blocked.reply(); got != want {
+		t.Errorf("BLPOP: %q, want %q", got, want)
+	}
+}
+
+// parseArray returns the bulk strings of a RESP2 array reply.
+func parseArray(t *testing.T, r string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(r, "\r\n"), "\r\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "*") {
+		t.Fatalf("not an array: %q", r)
+	}
+	var out []string
+	for i := 2; i < len(lines); i += 2 {
+		out = append(out, lines[i])
+	}
+	return out
+}
