@@ -484,12 +484,16 @@ func (c *client) executeOne(args [][]byte) bool {
 			return false
 		}
 	}
-	if fc.Op == fsm.OpFlushAll && c.s.router.sharded() {
+	if c.s.router.sharded() && (fc.Op == fsm.OpFlushAll || everyGroup(fc.Op)) {
 		if c.proposeBatch() {
 			return false
 		}
 		at := len(c.out)
-		c.flushAcross(fc)
+		if fc.Op == fsm.OpFlushAll {
+			c.flushAcross(fc)
+		} else {
+			c.writeEveryGroup(fc)
+		}
 		c.answered(id, false, at)
 		return true
 	}

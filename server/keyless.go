@@ -134,3 +134,46 @@ func (c *client) flushAcross(fc fsm.Command) {
 	}
 	c.out = appendStatus(c.out, "OK")
 }
+
+// everyGroup reports whether op changes what every group's store must
+// hold alike: the functions and the scripts loaded, which FCALL and
+// EVALSHA find in the store of their keys' group.
+func everyGroup(op fsm.Op) bool {
+	switch op {
+	case fsm.OpFunctionLoad, fsm.OpFunctionDelete, fsm.OpFunctionFlush, fsm.OpFunctionRestore,
+		fsm.OpScriptLoad, fsm.OpScriptFlush:
+		return true
+	}
+	return false
+}
+
+// writeEveryGroup answers fc, a write every group's store must apply
+// (everyGroup), on a sharded node: the home group decides the reply (a
+// library that exists already, a script that does not compile), and the
+// other groups then apply it too. A group that cannot be reached answers
+// the error, and the client may send the command again (FUNCTION LOAD
+// REPLACE, SCRIPT LOAD and the flushes may be repeated).
+func (c *client) writeEveryGroup(fc fsm.Command) {
+	groups := c.s.router.groups
+	replies, err := c.s.proposeTo(groups[0], []fsm.Command{fc})
+	first, err := firstReply(replies, err)
+	if err != nil {
+		c.out = appendError(c.out, errProposal(err, true))
+		return
+	}
+	if first.Kind != fsm.ReplyError {
+		for _, g := range groups[1:] {
+			replies, err := c.s.proposeTo(g, []fsm.Command{fc})
+			r, err := firstReply(replies, err)
+			if err != nil {
+				c.out = appendError(c.out, errProposal(err, true))
+				return
+			}
+			if r.Kind == fsm.ReplyError {
+				c.out = appendReply(c.out, &r, c.proto)
+				return
+			}
+		}
+	}
+	c.out = appendReply(c.out, &first, c.proto)
+}

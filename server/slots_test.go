@@ -247,3 +247,42 @@ func parseArray(t *testing.T, r string) []string {
 	}
 	return out
 }
+
+// TestShardedScripts: a function or script loaded through a sharded node
+// runs on the keys of every group, and a flush removes it from all.
+func TestShardedScripts(t *testing.T) {
+	const n = 3
+	s, _ := startSharded(t, n)
+	rc := dialRaw(t, s)
+	lib := "#!lua name=lib\nredis.register_function('setget', function(keys, args) redis.call('SET', keys[1], args[1]) return redis.call('GET', keys[1]) end)"
+	if got := rc.do("FUNCTION", "LOAD", lib); got != "$3\r\nlib\r\n" {
+		t.Fatalf("FUNCTION LOAD: %q", got)
+	}
+	if got := rc.do("FUNCTION", "LOAD", lib); got != "-ERR Library 'lib' already exists\r\n" {
+		t.Errorf("FUNCTION LOAD again: %q", got)
+	}
+	sha := strings.Split(rc.do("SCRIPT", "LOAD", "return redis.call('INCR', KEYS[1])"), "\r\n")[1]
+	for g := range n {
+		k := keyIn(g, n, 0)
+		if got := rc.do("FCALL", "setget", "1", k, "v"); got != "$1\r\nv\r\n" {
+			t.Errorf("FCALL on group %d: %q", g, got)
+		}
+		if got := rc.do("EVALSHA", sha, "1", keyIn(g, n, 1)); got != ":1\r\n" {
+			t.Errorf("EVALSHA on group %d: %q", g, got)
+		}
+	}
+	if got := rc.do("FUNCTION", "FLUSH"); got != "+OK\r\n" {
+		t.Fatalf("FUNCTION FLUSH: %q", got)
+	}
+	if got := rc.do("SCRIPT", "FLUSH"); got != "+OK\r\n" {
+		t.Fatalf("SCRIPT FLUSH: %q", got)
+	}
+	for g := range n {
+		if got := rc.do("FCALL", "setget", "1", keyIn(g, n, 0), "v"); !strings.HasPrefix(got, "-ERR Function not found") {
+			t.Errorf("FCALL on group %d after FUNCTION FLUSH: %q", g, got)
+		}
+		if got := rc.do("EVALSHA", sha, "1", keyIn(g, n, 1)); !strings.HasPrefix(got, "-NOSCRIPT") {
+			t.Errorf("EVALSHA on group %d after SCRIPT FLUSH: %q", g, got)
+		}
+	}
+}
