@@ -352,7 +352,7 @@ func (c *client) commandFlags(cmd *command, args [][]byte) cmdFlags {
 		if len(args[1]) != 40 {
 			return f
 		}
-		line, _ := c.s.cfg.Store.ScriptShebang(args[1])
+		line, _ := c.s.scriptShebang(args[1])
 		sf, _ = shebangFlags(line)
 	case "fcall", "fcall_ro":
 		found, noWrites, allowOOM := c.s.cfg.Store.Function(string(args[1]))

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,7 +81,17 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		// Only the shebang line matters here; the body is the store's.
 		// A script missing here may be loaded by an earlier command of
 		// the same pipeline: the store answers NOSCRIPT where it runs.
-		line, _ := c.s.cfg.Store.ScriptShebang(args[1])
+		line, ok := c.grp.store.ScriptShebang(args[1])
+		if !ok && c.s.router.sharded() {
+			if body, found := c.s.scriptElsewhere(args[1]); found {
+				// EVAL cached it in another group of the node: the
+				// body goes to this one, which caches it too, as one
+				// Redis node's cache serves every key.
+				evalArgs := slices.Clone(args)
+				evalArgs[1] = body
+				return parseEval(c, evalArgs, false, ro)
+			}
+		}
 		body = line
 		cmd.Flags = fsm.FlagScriptSHA
 	}
@@ -96,7 +107,7 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 	switch {
 	case ro:
 		cmd.Op = fsm.OpEvalRO
-	case noWrites && !sha && !c.s.scriptCached(body):
+	case noWrites && !sha && !c.scriptCached(body):
 		// EVAL caches the body, which is a write, even of a no-writes
 		// script; once cached it runs as a read.
 		cmd.Flags |= fsm.FlagScriptNoWrites
@@ -146,10 +157,33 @@ func (c *client) setScriptUser(cmd *fsm.Command) {
 	}
 }
 
-// scriptCached reports whether body is in the node's script cache.
-func (s *Server) scriptCached(body []byte) bool {
-	_, ok := s.cfg.Store.Script(fsm.ScriptSHA(body))
+// scriptCached reports whether body is in the script cache of the
+// command's group.
+func (c *client) scriptCached(body []byte) bool {
+	_, ok := c.grp.store.Script(fsm.ScriptSHA(body))
 	return ok
+}
+
+// scriptShebang is Store.ScriptShebang over the node's groups: the first
+// line of script sha, from the first group that holds it.
+func (s *Server) scriptShebang(sha []byte) ([]byte, bool) {
+	for _, g := range s.router.groups {
+		if line, ok := g.store.ScriptShebang(sha); ok {
+			return line, true
+		}
+	}
+	return nil, false
+}
+
+// scriptElsewhere returns the body of script sha from the first of the
+// node's groups that holds it.
+func (s *Server) scriptElsewhere(sha []byte) ([]byte, bool) {
+	for _, g := range s.router.groups {
+		if body, ok := g.store.Script(string(sha)); ok {
+			return body, true
+		}
+	}
+	return nil, false
 }
 
 // shebangNoWrites reads a "#!lua flags=..." first line: whether it says

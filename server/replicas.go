@@ -197,7 +197,7 @@ func (s *Server) evalVerdict(fc *fsm.Command) replicaVerdict {
 	}
 	body := fc.Args[0]
 	if fc.Flags&fsm.FlagScriptSHA != 0 {
-		body, _ = s.cfg.Store.ScriptShebang(body)
+		body, _ = s.scriptShebang(body)
 	}
 	sf, _ := shebangFlags(body)
 	switch {

@@ -286,3 +286,24 @@ func TestShardedScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedEvalSHA: a script EVAL cached in one group runs by its SHA on
+// the keys of another, as one Redis node's script cache serves every key.
+func TestShardedEvalSHA(t *testing.T) {
+	const n = 3
+	s, _ := startSharded(t, n)
+	rc := dialRaw(t, s)
+	script := "return redis.call('INCRBY', KEYS[1], ARGV[1])"
+	if got := rc.do("EVAL", script, "1", keyIn(0, n, 0), "5"); got != ":5\r\n" {
+		t.Fatalf("EVAL: %q", got)
+	}
+	sha := fsm.ScriptSHA([]byte(script))
+	for g := range n {
+		if got := rc.do("EVALSHA", sha, "1", keyIn(g, n, 2), "2"); got != ":2\r\n" {
+			t.Errorf("EVALSHA on group %d: %q", g, got)
+		}
+	}
+	if got := rc.do("EVALSHA", strings.Repeat("0", 40), "1", keyIn(1, n, 0)); !strings.HasPrefix(got, "-NOSCRIPT") {
+		t.Errorf("EVALSHA of an unknown script: %q", got)
+	}
+}
