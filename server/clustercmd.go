@@ -128,6 +128,23 @@ func runCluster(c *client, args [][]byte) {
 		c.out = appendError(c.out, errProposal(err, false))
 		return
 	}
+	if c.s.router.sharded() {
+		shards := c.s.shards(&t)
+		switch name {
+		case "slots":
+			c.clusterSlotsSharded(shards)
+			return
+		case "shards":
+			c.clusterShardsSharded(shards)
+			return
+		case "nodes":
+			c.out = appendVerbatim(c.out, t.nodesSharded(shards), c.proto)
+			return
+		case "info":
+			c.out = appendVerbatim(c.out, t.infoSharded(shards), c.proto)
+			return
+		}
+	}
 	switch name {
 	case "slots":
 		c.clusterSlots(&t)
@@ -284,6 +301,12 @@ func (t *topology) info() string {
 	if t.master != nil {
 		state, slots, size = "ok", fsm.ClusterSlots, 1
 	}
+	return t.infoText(state, slots, slots, size)
+}
+
+// infoText is CLUSTER INFO's text for the slots assigned and ok and the
+// number of masters.
+func (t *topology) infoText(state string, slots, slotsOK, size int) string {
 	term := strconv.FormatUint(t.status.Term, 10)
 	var b strings.Builder
 	line := func(name, value string) {
@@ -294,7 +317,7 @@ func (t *topology) info() string {
 	}
 	line("cluster_state", state)
 	line("cluster_slots_assigned", strconv.Itoa(slots))
-	line("cluster_slots_ok", strconv.Itoa(slots))
+	line("cluster_slots_ok", strconv.Itoa(slotsOK))
 	line("cluster_slots_pfail", "0")
 	line("cluster_slots_fail", "0")
 	line("cluster_known_nodes", strconv.Itoa(len(t.nodes)))

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"kvs/fsm"
+)
+
+// shardedPair is two nodes holding two groups, each node leading one:
+// group 0 (slots 0-8191) led by n1, group 1 (8192-16383) by n2.
+type shardedPair struct {
+	n1, n2 *Server
+	// stores[node][group]
+	stores [2][2]*fsm.Store
+}
+
+func startShardedPair(t *testing.T) *shardedPair {
+	t.Helper()
+	p := &shardedPair{}
+	for n := range 2 {
+		for g := range 2 {
+			p.stores[n][g] = fsm.NewStore()
+		}
+	}
+	slots := make([]uint16, fsm.ClusterSlots)
+	for s := range slots {
+		slots[s] = uint16(s * 2 / fsm.ClusterSlots)
+	}
+	// fakes[node][group]: node n's view of group g.
+	var fakes [2][2]*fakeCluster
+	var servers [2]*Server
+	for n := range 2 {
+		var groups []Group
+		for g := range 2 {
+			fakes[n][g] = &fakeCluster{selfID: fmt.Sprintf("n%d", n+1), term: 2}
+			var prop Proposer = refusingProposer{t}
+			if g == n {
+				prop = &replicatingProposer{stores: []*fsm.Store{p.stores[n][g], p.stores[1-n][g]}}
+			}
+			groups = append(groups, Group{Store: p.stores[n][g], Proposer: prop, Raft: fakes[n][g]})
+		}
+		servers[n] = startServer(t, Config{Store: p.stores[n][0], Groups: groups, Slots: slots,
+			Cluster: fakes[n][0], DisableActiveExpiry: true})
+	}
+	for n := range 2 {
+		for g := range 2 {
+			members := []Member{
+				{ID: "n1", RaftAddr: "127.0.0.1:17001", RESPAddr: servers[0].Addr().String(), Leader: g == 0, Voter: true},
+				{ID: "n2", RaftAddr: "127.0.0.1:17002", RESPAddr: servers[1].Addr().String(), Leader: g == 1, Voter: true},
+			}
+			fakes[n][g].set(func(f *fakeCluster) { f.members, f.leaderOK = members, true })
+		}
+	}
+	p.n1, p.n2 = servers[0], servers[1]
+	return p
+}
+
+// TestShardedForwarding: a node forwards a write of a group it follows to
+// that group's leader, which applies it to the group on both nodes; a
+// cluster-aware client gets MOVED to that leader instead; the keyless
+// commands count the groups a node leads.
+func TestShardedForwarding(t *testing.T) {
+	p := startShardedPair(t)
+	k0, k1 := keyIn(0, 2, 0), keyIn(1, 2, 0)
+	rc := dialRaw(t, p.n1)
+	for _, k := range []string{k0, k1} {
+		if got := rc.do("SET", k, "v"); got != "+OK\r\n" {
+			t.Fatalf("SET %s through n1: %q", k, got)
+		}
+		if got := rc.do("GET", k); got != "$1\r\nv\r\n" {
+			t.Errorf("GET %s on n1: %q", k, got)
+		}
+	}
+	for n := range 2 {
+		for g, k := range []string{k0, k1} {
+			if got := keysOf(p.stores[n][g]); len(got) != 1 || got[0] != k {
+				t.Errorf("node %d group %d holds %q, want [%s]", n+1, g, got, k)
+			}
+		}
+	}
+	if got := rc.do("DBSIZE"); got != ":1\r\n" {
+		t.Errorf("DBSIZE on n1 (leading group 0): %q", got)
+	}
+	ro := dialRaw(t, p.n1)
+	if got := ro.do("READONLY"); got != "+OK\r\n" {
+		t.Fatalf("READONLY: %q", got)
+	}
+	slot := fsm.KeySlot(k1)
+	want := fmt.Sprintf("-MOVED %d %s\r\n", slot, p.n2.Addr())
+	if got := ro.do("SET", k1, "w"); got != want {
+		t.Errorf("SET of group 1 on a READONLY connection to n1: %q, want %q", got, want)
+	}
+	if got := ro.do("SET", k0, "w"); got != "+OK\r\n" {
+		t.Errorf("SET of group 0 on a READONLY connection to its leader: %q", got)
+	}
+	if got := ro.do("GET", k1); got != "$1\r\nv\r\n" {
+		t.Errorf("READONLY GET of group 1 on n1: %q", got)
+	}
+}
+
+// TestShardedClusterSlots: CLUSTER SLOTS, SHARDS, NODES and INFO show each
+// group as a shard whose master is its leader.
+func TestShardedClusterSlots(t *testing.T) {
+	p := startShardedPair(t)
+	rc := dialRaw(t, p.n1)
+	id1, id2 := nodeID("n1"), nodeID("n2")
+	h1, h2 := p.n1.Addr().String(), p.n2.Addr().String()
+	node := func(addr, id string) string {
+		host, port, _ := strings.Cut(addr, ":")
+		return fmt.Sprintf("*4\r\n$%d\r\n%s\r\n:%s\r\n$40\r\n%s\r\n*0\r\n", len(host), host, port, id)
+	}
+	want := "*2\r\n" +
+		"*4\r\n:0\r\n:8191\r\n" + node(h1, id1) + node(h2, id2) +
+		"*4\r\n:8192\r\n:16383\r\n" + node(h2, id2) + node(h1, id1)
+	if got := rc.do("CLUSTER", "SLOTS"); got != want {
+		t.Errorf("CLUSTER SLOTS:\n%q\nwant\n%q", got, want)
+	}
+	nodes := rc.do("CLUSTER", "NODES")
+	for _, w := range []string{id1 + " " + h1 + "@17001 myself,master - 0 0 2 connected 0-8191\n",
+		id2 + " " + h2 + "@17002 master - 0 0 2 connected 8192-16383\n"} {
+		if !strings.Contains(nodes, w) {
+			t.Errorf("CLUSTER NODES %q lacks %q", nodes, w)
+		}
+	}
+	shards := rc.do("CLUSTER", "SHARDS")
+	if !strings.HasPrefix(shards, "*2\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:8191\r\n") ||
+		!strings.Contains(shards, "*2\r\n:8192\r\n:16383\r\n") {
+		t.Errorf("CLUSTER SHARDS: %q", shards)
+	}
+	info := rc.do("CLUSTER", "INFO")
+	for _, w := range []string{"cluster_state:ok", "cluster_slots_ok:16384", "cluster_size:2"} {
+		if !strings.Contains(info, w) {
+			t.Errorf("CLUSTER INFO %q lacks %q", info, w)
+		}
+	}
+}
