@@ -76,10 +76,10 @@ func (c *client) proposeServing(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Repl
 // waited for the store.
 func (c *client) readNow(cmd fsm.Command) {
 	c.readCmd = cmd
-	r, ok := c.s.cfg.Store.ReadServing(time.Now().UnixMilli(), &c.readCmd, nil)
+	r, ok := c.grp.store.ReadServing(time.Now().UnixMilli(), &c.readCmd, nil)
 	c.readCmd = fsm.Command{}
 	if !ok {
-		c.out = appendError(c.out, errBusy(c.s.cfg.Store.ScriptBusy()))
+		c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
 		return
 	}
 	c.out = appendReply(c.out, &r, c.proto)

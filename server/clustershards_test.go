@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,6 +83,15 @@ func TestShardedForwarding(t *testing.T) {
 	}
 	if got := rc.do("DBSIZE"); got != ":1\r\n" {
 		t.Errorf("DBSIZE on n1 (leading group 0): %q", got)
+	}
+	for _, k := range []string{k0, k1} {
+		slot := strconv.Itoa(fsm.KeySlot(k))
+		if got := rc.do("CLUSTER", "COUNTKEYSINSLOT", slot); got != ":1\r\n" {
+			t.Errorf("CLUSTER COUNTKEYSINSLOT %s on n1: %q", slot, got)
+		}
+		if got := rc.do("OBJECT", "ENCODING", k); got != "$6\r\nembstr\r\n" {
+			t.Errorf("OBJECT ENCODING %s on n1: %q", k, got)
+		}
 	}
 	ro := dialRaw(t, p.n1)
 	if got := ro.do("READONLY"); got != "+OK\r\n" {

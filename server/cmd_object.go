@@ -85,7 +85,7 @@ var objectHelp = []string{
 }
 
 // clusterKeysInSlot answers CLUSTER COUNTKEYSINSLOT slot and CLUSTER
-// GETKEYSINSLOT slot count (cluster mode) from the node's store, with
+// GETKEYSINSLOT slot count (cluster mode) from the slot's group's store, with
 // Redis's checks: the keys of one slot are one range of the keyspace.
 func (c *client) clusterKeysInSlot(name string, args [][]byte) {
 	slot, ok := parseInt(args[2])
@@ -109,5 +109,7 @@ func (c *client) clusterKeysInSlot(name string, args [][]byte) {
 		c.out = appendError(c.out, errInvalidSlot)
 		return
 	}
+	// The slot's group, which holds its keys on a sharded node.
+	c.grp = c.s.router.groupOf(int(slot))
 	c.readNow(cmd)
 }
