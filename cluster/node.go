@@ -594,7 +594,12 @@ func (n *Node) Close() error {
 		err := n.raft.Shutdown().Error()
 		// raft closed the transport's listener and the connections it
 		// accepted (stream.go), but not those it dialled: their
-		// goroutines on the other nodes would read on.
+		// goroutines on the other nodes would read on. And a leader that
+		// removed itself shut raft down without closing the transport at
+		// all, so the Shutdown above did not either: its listener (a Mux
+		// layer, which would keep the group's id taken) and its accept
+		// loop would outlive the node. Closing it again is harmless.
+		n.trans.Close()
 		n.trans.CloseStreams()
 		n.push.stop()
 		close(n.stopped)
