@@ -489,6 +489,28 @@ func (n *Node) TransferLeadership() error {
 	return nil
 }
 
+// TransferLeadershipTo hands leadership to the voter id at raftAddr
+// (raft catches it up first) and waits for the outcome: a node that leads
+// several groups gives each to the node meant to lead it, where
+// TransferLeadership would pick whichever follower is most up to date.
+// It must run on the leader (ErrNotLeader elsewhere). While raft hands
+// over, this node refuses new entries (ErrNotLeader), for at most an
+// election timeout.
+func (n *Node) TransferLeadershipTo(id, raftAddr string) error {
+	if err := n.checkOpen(); err != nil {
+		return err
+	}
+	if !n.IsLeader() {
+		return fmt.Errorf("%w: transfer leadership to %s", ErrNotLeader, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.transferWait())
+	defer cancel()
+	if err := n.wait(ctx, n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(raftAddr))); err != nil {
+		return fmt.Errorf("cluster: leadership transfer to %s: %w", id, err)
+	}
+	return nil
+}
+
 // CaughtUp reports whether the store has applied everything this node's
 // log held when it opened (what it may have served before a restart), or,
 // if the end of that log was never committed and a new leader replaced
