@@ -606,3 +606,36 @@ func TestCaughtUpWaitsForTheFSM(t *testing.T) {
 	close(release)
 	waitCaughtUp(t, f, 50)
 }
+
+// TestTransferLeadershipTo hands leadership to a chosen follower, and
+// only a leader may do so.
+func TestTransferLeadershipTo(t *testing.T) {
+	h := newHarness(t, nil)
+	lead := h.cluster3()
+	target := h.followers(lead)[1]
+	if err := h.followers(lead)[0].n.TransferLeadershipTo(target.id, target.addr); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("TransferLeadershipTo on a follower: %v, want ErrNotLeader", err)
+	}
+	eventually(t, "the leader hearing from "+target.id, func() error {
+		if !lead.n.InContact(target.id, waitTimeout) {
+			return errors.New("no answer yet")
+		}
+		return nil
+	})
+	// A leader change before the call (a late heartbeat on a busy
+	// machine) makes it ErrNotLeader: ask whoever leads then, until the
+	// target leads.
+	eventually(t, "leadership moving to "+target.id, func() error {
+		l, err := h.leaderNow()
+		if err != nil {
+			return err
+		}
+		if l == target {
+			return nil
+		}
+		if err := l.n.TransferLeadershipTo(target.id, target.addr); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s still leads", l.id)
+	})
+}

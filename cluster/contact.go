@@ -44,6 +44,17 @@ func (n *Node) ReplicasInContact(d time.Duration) int {
 	return good
 }
 
+// InContact reports whether the follower id answered this node within the
+// last d while it led: whether leadership handed to it would likely be
+// taken up, rather than stall the group's writes for an election timeout
+// and fail. It is false on a node that is not the leader.
+func (n *Node) InContact(id string, d time.Duration) bool {
+	if n.raft.State() != raft.Leader {
+		return false
+	}
+	return n.push.lastContact(raft.ServerID(id)) >= time.Now().Add(-d).UnixNano()
+}
+
 // lastContact is when the follower id last answered, in Unix nanoseconds;
 // 0 if it never did.
 func (t *pushTransport) lastContact(id raft.ServerID) int64 {

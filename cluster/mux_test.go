@@ -165,6 +165,55 @@ func TestMuxLayerOnce(t *testing.T) {
 	}
 }
 
+// TestMuxLayerFreedAfterSelfRemoval: a leader that removes itself from
+// its group shuts its raft down without closing the transport; closing
+// the node closes it, freeing the group's id on the Mux for a replica
+// opened later.
+func TestMuxLayerFreedAfterSelfRemoval(t *testing.T) {
+	ma, mb := listenMux(t), listenMux(t)
+	a, _ := muxNode(t, ma, 5, "a", true)
+	eventually(t, "a electing itself", func() error {
+		if !a.IsLeader() {
+			return fmt.Errorf("not leader yet")
+		}
+		return nil
+	})
+	b, _ := muxNode(t, mb, 5, "b", false)
+	if err := a.AddVoter("b", mb.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a removing itself", func() error {
+		var lead *Node
+		for _, n := range []*Node{a, b} {
+			if n.IsLeader() {
+				lead = n
+			}
+		}
+		if lead == nil {
+			return fmt.Errorf("no leader")
+		}
+		if err := lead.Remove("a"); err != nil {
+			return err
+		}
+		ms, err := b.Members()
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || ms[0].ID != "b" {
+			return fmt.Errorf("b's configuration: %v", ms)
+		}
+		return nil
+	})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ma.Layer(5)
+	if err != nil {
+		t.Fatalf("group 5 after its replica closed: %v", err)
+	}
+	l.Close()
+}
+
 // TestMuxTLS: over mutual TLS, a group replicates between two nodes of the
 // cluster's CA; a node whose certificate another CA signed gets nothing
 // through, and stays behind.

@@ -489,6 +489,28 @@ func (n *Node) TransferLeadership() error {
 	return nil
 }
 
+// TransferLeadershipTo hands leadership to the voter id at raftAddr
+// (raft catches it up first) and waits for the outcome: a node that leads
+// several groups gives each to the node meant to lead it, where
+// TransferLeadership would pick whichever follower is most up to date.
+// It must run on the leader (ErrNotLeader elsewhere). While raft hands
+// over, this node refuses new entries (ErrNotLeader), for at most an
+// election timeout.
+func (n *Node) TransferLeadershipTo(id, raftAddr string) error {
+	if err := n.checkOpen(); err != nil {
+		return err
+	}
+	if !n.IsLeader() {
+		return fmt.Errorf("%w: transfer leadership to %s", ErrNotLeader, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.transferWait())
+	defer cancel()
+	if err := n.wait(ctx, n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(raftAddr))); err != nil {
+		return fmt.Errorf("cluster: leadership transfer to %s: %w", id, err)
+	}
+	return nil
+}
+
 // CaughtUp reports whether the store has applied everything this node's
 // log held when it opened (what it may have served before a restart), or,
 // if the end of that log was never committed and a new leader replaced
@@ -594,7 +616,12 @@ func (n *Node) Close() error {
 		err := n.raft.Shutdown().Error()
 		// raft closed the transport's listener and the connections it
 		// accepted (stream.go), but not those it dialled: their
-		// goroutines on the other nodes would read on.
+		// goroutines on the other nodes would read on. And a leader that
+		// removed itself shut raft down without closing the transport at
+		// all, so the Shutdown above did not either: its listener (a Mux
+		// layer, which would keep the group's id taken) and its accept
+		// loop would outlive the node. Closing it again is harmless.
+		n.trans.Close()
 		n.trans.CloseStreams()
 		n.push.stop()
 		close(n.stopped)

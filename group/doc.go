@@ -1,6 +1,6 @@
 // Package group is one replication group as a value: an fsm store holding
-// some of the keyspace's 16384 hash slots (today all of them), and the
-// proposer that orders its writes:
+// some of the keyspace's 16384 hash slots, and the proposer that orders
+// its writes:
 //
 //   - memory: none; the server applies to the store directly;
 //   - durable: kvs's own group-committed append log (package wal); a batch
@@ -11,6 +11,16 @@
 //
 // A group also answers for its log: saving (a compaction, or a raft
 // snapshot), its leader and read barrier (raft), and closing in order.
+//
+// In a cluster a node holds replicas of several raft groups. A Node is
+// that process's raft side: one Raft port (cluster.Mux, each connection
+// naming its group) and one data dir, with group 0's raft state where a
+// node before groups kept its only group's (DataDir/raft) and group k's in
+// DataDir/groups/<k>/raft. Beside it: EvenSlots, the slot map a new
+// cluster of n groups starts with (redis-cli's split); membership changes
+// across the groups a node leads (Node.AddVoter, Node.Remove); and
+// leadership spreading (PreferredLeader, Node.SpreadLeaders), so that
+// nodes lead about as many groups as each other.
 //
 // The errors a proposal ends with are defined here, one set for every
 // kind of group, so the server can tell a client whether a write certainly

@@ -15,20 +15,28 @@ type Proposer interface {
 }
 
 // A Group is one replication group on this node: its store and what
-// orders the writes to it. Build one with Memory, OpenDurable or OpenRaft;
-// Close it once the server no longer proposes to it.
+// orders the writes to it. Build one with Memory, OpenDurable, OpenRaft
+// or Node.OpenGroup; Close it once the server no longer proposes to it.
 type Group struct {
+	id       uint32
 	store    *fsm.Store
 	proposer Proposer // nil in memory mode
 	log      *wal.Log // durable mode
 	node     *cluster.Node
-	mux      *cluster.Mux  // the Raft port the group opened, closed with it
 	raft     *raftProposer // raft mode
+	owner    *Node         // the node a raft group was opened on
+	// closeOwner: the group's Close closes owner too (OpenRaft's node,
+	// which holds this group alone).
+	closeOwner bool
 }
 
 // Memory is a group without a log: nothing survives a restart, and the
 // server applies writes to the store itself.
 func Memory(store *fsm.Store) *Group { return &Group{store: store} }
+
+// ID is the group's id: 0 for memory and durable groups, which are a
+// node's only group.
+func (g *Group) ID() uint32 { return g.id }
 
 // Store is the group's state machine.
 func (g *Group) Store() *fsm.Store { return g.store }
@@ -57,7 +65,8 @@ func (g *Group) Save() error {
 }
 
 // Close stops the group's proposer, letting it finish what is queued, and
-// then closes its log or raft replica.
+// then closes its log or raft replica (which hands its leadership over
+// first). Idempotent.
 func (g *Group) Close() error {
 	if g.raft != nil {
 		g.raft.stop()
@@ -67,8 +76,9 @@ func (g *Group) Close() error {
 		return g.log.Close()
 	case g.node != nil:
 		err := g.node.Close()
-		if g.mux != nil {
-			g.mux.Close()
+		g.owner.forget(g)
+		if g.closeOwner {
+			g.owner.Close()
 		}
 		return err
 	}

@@ -13,44 +13,22 @@ import (
 	"kvs/fsm"
 )
 
-// RaftOptions configure a raft group's replica on this node.
-type RaftOptions struct {
-	DataDir   string // the node's data dir: the group's raft state is in DataDir/raft
-	NodeID    string
-	RaftAddr  string
-	Bootstrap bool // start a new cluster with this node as its only member, when there is no state
-	TLS       *cluster.TLS
-	Logger    *slog.Logger
-
-	SnapshotThreshold uint64
-	TrailingLogs      uint64
-	SnapshotInterval  time.Duration
-
-	// Repair with RepairAllowEmpty moves damaged raft state aside whole, so
-	// that the node starts empty and is caught up by the leader; Repair
-	// alone says what it would move and stops.
-	Repair, RepairAllowEmpty bool
-}
-
-// OpenRaft opens this node's replica of a raft group over store
-// (bootstrapping, or waiting to be joined, when there is no state), and
-// says whether there was state before.
-//
-// The group's Raft traffic is group 0's on a Mux of its own on o.RaftAddr
-// (cluster.Mux: the node's one Raft port, which carries group 0 exactly as
-// a node before groups did).
+// OpenRaft opens a node with one group, group 0, over store
+// (bootstrapping it, or waiting to be joined, when there is no state), and
+// says whether there was state before: a node as it was before groups,
+// whose raft state is in DataDir/raft. Closing the group closes the node.
 func OpenRaft(store *fsm.Store, o RaftOptions) (*Group, bool, error) {
-	mux, err := cluster.ListenMux(o.RaftAddr, o.TLS)
+	n, err := OpenNode(o)
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
-	}
-	node, had, err := openCluster(o, store, mux)
-	if err != nil {
-		mux.Close()
 		return nil, false, err
 	}
-	p := newRaftProposer(node)
-	return &Group{store: store, node: node, mux: mux, raft: p, proposer: p}, had, nil
+	g, had, err := n.OpenGroup(0, store)
+	if err != nil {
+		n.Close()
+		return nil, false, err
+	}
+	g.closeOwner = true
+	return g, had, nil
 }
 
 // raftProposer is the proposer of a cluster leader. Batches from concurrent
@@ -225,38 +203,14 @@ func (p *raftProposer) stop() {
 	<-p.done
 }
 
-func openCluster(o RaftOptions, store *fsm.Store, mux *cluster.Mux) (*cluster.Node, bool, error) {
-	dir := filepath.Join(o.DataDir, "raft")
-	if err := checkClusterState(o, dir); err != nil {
-		return nil, false, err
-	}
-	had, err := cluster.HasState(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	cfg := cluster.Config{
-		NodeID:            o.NodeID,
-		RaftAddr:          mux.Addr().String(),
-		Dir:               dir,
-		Bootstrap:         o.Bootstrap,
-		FSM:               fsm.NewRaftFSM(store),
-		Logger:            o.Logger,
-		SnapshotThreshold: o.SnapshotThreshold,
-		TrailingLogs:      o.TrailingLogs,
-		SnapshotInterval:  o.SnapshotInterval,
-		Mux:               mux,
-	}
-	node, err := cluster.Open(cfg)
-	return node, had, err
-}
-
-// checkClusterState checks the node's raft state before it is opened. A
-// damaged member is repaired the one safe way: with --repair and
-// --repair-allow-empty its raft state is moved aside whole (to raft.broken)
-// and the node starts empty, to be caught up by the leader (or to join with
-// --join). --repair alone says what it would move and stops.
-func checkClusterState(o RaftOptions, dir string) error {
-	logger := o.Logger
+// checkClusterState checks a group's raft state on this node, in dir,
+// before it is opened. A damaged replica is repaired the one safe way:
+// with --repair and --repair-allow-empty its raft state is moved aside
+// whole (dir to dir.broken, the group's other replicas and the node's
+// other groups untouched) and it starts empty, to be caught up by the
+// group's leader (or to join with --join). --repair alone says what it
+// would move and stops.
+func checkClusterState(o NodeOptions, logger *slog.Logger, dir string) error {
 	err := cluster.CheckState(dir, logger)
 	if err == nil || !errors.Is(err, cluster.ErrDamaged) || !o.Repair {
 		return err

@@ -1,0 +1,258 @@
+package group
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"kvs/cluster"
+	"kvs/fsm"
+)
+
+// NodeOptions configure this node's raft side: its one Raft port and its
+// data dir, which every group it holds a replica of shares.
+type NodeOptions struct {
+	// DataDir is the node's data dir. Group 0's raft state is in
+	// DataDir/raft, where a node from before groups kept its only group's,
+	// so such a data dir opens as group 0; group k's is in
+	// DataDir/groups/<k>/raft.
+	DataDir  string
+	NodeID   string
+	RaftAddr string
+	// Bootstrap makes each group this node opens without raft state a new
+	// group with this node as its only voter; the other nodes wait to be
+	// added (Node.AddVoter). A group with state ignores it.
+	Bootstrap bool
+	// TLS, when set, runs the Raft port over mutual TLS; nil: plain TCP.
+	TLS *cluster.TLS
+	// Logger receives the node's and raft's logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	// Raft's snapshot tuning for every group (cluster.Config; zero takes
+	// its defaults).
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotInterval  time.Duration
+
+	// Repair with RepairAllowEmpty moves a group's damaged raft state
+	// aside whole, so that the replica starts empty and is caught up by
+	// the group's leader; Repair alone says what it would move and stops.
+	Repair, RepairAllowEmpty bool
+}
+
+// RaftOptions is the name OpenRaft's callers know NodeOptions by.
+type RaftOptions = NodeOptions
+
+// A Node is this process's raft side: one Raft port (a cluster.Mux) and
+// one data dir, shared by the replicas of every group the node holds. Open
+// it once, open each group's replica on it (OpenGroup), and Close it last:
+// it closes the groups still open, then the port.
+type Node struct {
+	o   NodeOptions
+	mux *cluster.Mux
+
+	mu      sync.Mutex // guards the fields below
+	groups  map[uint32]*Group
+	opening map[uint32]bool // OpenGroup under way, not in groups yet
+	closed  bool
+	// opens counts the OpenGroup calls under way, which Close waits for
+	// so that no group opens after it.
+	opens sync.WaitGroup
+}
+
+// OpenNode binds the node's Raft port on o.RaftAddr (over mutual TLS when
+// o.TLS is set). No group runs on it until OpenGroup opens one; until then
+// the port closes any connection to a group.
+func OpenNode(o NodeOptions) (*Node, error) {
+	if o.DataDir == "" || o.NodeID == "" || o.RaftAddr == "" {
+		return nil, errors.New("group: NodeOptions need DataDir, NodeID and RaftAddr")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	mux, err := cluster.ListenMux(o.RaftAddr, o.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
+	}
+	return &Node{o: o, mux: mux, groups: map[uint32]*Group{}, opening: map[uint32]bool{}}, nil
+}
+
+// ErrNodeClosed is OpenGroup's error once Close has begun.
+var ErrNodeClosed = errors.New("group: node closed")
+
+// Addr is the node's Raft address (RaftAddr with the port chosen when it
+// was 0): what the other nodes add it to their groups with.
+func (n *Node) Addr() string { return n.mux.Addr().String() }
+
+// ID is the node's id in every group's Raft configuration.
+func (n *Node) ID() string { return n.o.NodeID }
+
+// OpenGroup opens this node's replica of group id over store, with its
+// raft state in the group's dir (see NodeOptions.DataDir): bootstrapping it
+// when the node bootstraps and there is no state, or waiting to be added
+// to it. It says whether the dir held state before. A group is open at
+// most once on a node; closing it frees the id.
+func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
+	n.mu.Lock()
+	switch {
+	case n.closed:
+		n.mu.Unlock()
+		return nil, false, ErrNodeClosed
+	case n.groups[id] != nil || n.opening[id]:
+		n.mu.Unlock()
+		return nil, false, fmt.Errorf("group: group %d is already open on this node", id)
+	}
+	n.opening[id] = true
+	n.opens.Add(1)
+	n.mu.Unlock()
+	defer n.opens.Done()
+
+	g, had, err := n.openGroup(id, store)
+	n.mu.Lock()
+	delete(n.opening, id)
+	if err == nil {
+		n.groups[id] = g
+	}
+	n.mu.Unlock()
+	return g, had, err
+}
+
+func (n *Node) openGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
+	dir := GroupDir(n.o.DataDir, id)
+	logger := n.o.Logger.With("group", id)
+	if err := checkClusterState(n.o, logger, dir); err != nil {
+		return nil, false, err
+	}
+	had, err := cluster.HasState(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	node, err := cluster.Open(cluster.Config{
+		NodeID:            n.o.NodeID,
+		RaftAddr:          n.Addr(),
+		Dir:               dir,
+		Bootstrap:         n.o.Bootstrap,
+		FSM:               fsm.NewRaftFSM(store),
+		Logger:            logger,
+		SnapshotThreshold: n.o.SnapshotThreshold,
+		TrailingLogs:      n.o.TrailingLogs,
+		SnapshotInterval:  n.o.SnapshotInterval,
+		Mux:               n.mux,
+		Group:             id,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	p := newRaftProposer(node)
+	return &Group{id: id, store: store, node: node, raft: p, proposer: p, owner: n}, had, nil
+}
+
+// forget drops g from the node's open groups once g has closed.
+func (n *Node) forget(g *Group) {
+	n.mu.Lock()
+	if n.groups[g.id] == g {
+		delete(n.groups, g.id)
+	}
+	n.mu.Unlock()
+}
+
+// Groups returns the groups open on this node, by id.
+func (n *Node) Groups() []*Group {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*Group, 0, len(n.groups))
+	for _, g := range n.groups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *Group) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// Close closes the groups still open (each hands its leadership over
+// first, cluster.Node.Close), after any OpenGroup under way has returned,
+// and then the Raft port. Idempotent; it returns the groups' errors.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.opens.Wait()
+	// The groups close side by side: each may first hand its leadership
+	// over, a round trip or two, and a node may lead many.
+	groups := n.Groups()
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Go(func() {
+			if err := g.Close(); err != nil {
+				errs[i] = fmt.Errorf("group %d: %w", g.id, err)
+			}
+		})
+	}
+	wg.Wait()
+	n.mux.Close()
+	return errors.Join(errs...)
+}
+
+// GroupDir is where group id's raft state lives in the node's data dir:
+// DataDir/raft for group 0, as before groups, and DataDir/groups/<id>/raft
+// for the others.
+func GroupDir(dataDir string, id uint32) string {
+	if id == 0 {
+		return filepath.Join(dataDir, "raft")
+	}
+	return filepath.Join(dataDir, "groups", strconv.FormatUint(uint64(id), 10), "raft")
+}
+
+// StoredGroups lists the groups whose raft state this node's data dir
+// holds, by id: the replicas a restarting node opens again. A dir that
+// only a repair left behind (raft moved aside) is not a group's state.
+func StoredGroups(dataDir string) ([]uint32, error) {
+	var ids []uint32
+	if ok, err := isDir(GroupDir(dataDir, 0)); err != nil {
+		return nil, err
+	} else if ok {
+		ids = append(ids, 0)
+	}
+	entries, err := os.ReadDir(filepath.Join(dataDir, "groups"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ids, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group: %w", err)
+	}
+	for _, e := range entries {
+		id, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || id == 0 || strconv.FormatUint(id, 10) != e.Name() {
+			continue // not a dir OpenGroup makes
+		}
+		if ok, err := isDir(GroupDir(dataDir, uint32(id))); err != nil {
+			return nil, err
+		} else if ok {
+			ids = append(ids, uint32(id))
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func isDir(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("group: %w", err)
+	}
+	return fi.IsDir(), nil
+}
