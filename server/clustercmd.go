@@ -471,6 +471,16 @@ func runJoin(c *client, args [][]byte) {
 		c.out = appendError(c.out, errClusterDisabled)
 		return
 	}
+	if len(args) > 4 {
+		// KVS.JOIN id raft-addr resp-addr groups: the joining node says
+		// how many groups it opened; a node of another count could not
+		// hold the cluster's groups.
+		if n, err := strconv.Atoi(string(args[4])); err != nil || n != len(c.s.router.groups) {
+			c.out = appendError(c.out, "ERR the cluster has "+strconv.Itoa(len(c.s.router.groups))+
+				" groups and the node "+string(args[4])+": start it with --groups "+strconv.Itoa(len(c.s.router.groups)))
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
 	defer cancel()
 	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]))
@@ -554,7 +564,11 @@ func runStatus(c *client, args [][]byte) {
 	}
 	leaderID := st.LeaderID
 	self := cl.Self()
-	b := appendMapLen(c.out, 13, c.proto)
+	fields := 13
+	if c.s.router.sharded() {
+		fields++
+	}
+	b := appendMapLen(c.out, fields, c.proto)
 	pair := func(name, value string) {
 		b = appendBulkString(b, name)
 		b = appendBulkString(b, value)
@@ -592,6 +606,21 @@ func runStatus(c *client, args [][]byte) {
 		b = appendBulkString(b, m.RaftAddr)
 		b = appendBulkString(b, m.RESPAddr)
 		b = appendBulkString(b, role)
+	}
+	if c.s.router.sharded() {
+		// groups: [id, state, leader_id, commit_index, applied_index]
+		// of each group this node holds.
+		b = appendBulkString(b, "groups")
+		b = appendArrayLen(b, len(c.s.router.groups))
+		for i, g := range c.s.router.groups {
+			gs := g.raft.Status()
+			b = appendArrayLen(b, 5)
+			b = appendInt(b, int64(i))
+			b = appendBulkString(b, gs.State)
+			b = appendBulkString(b, gs.LeaderID)
+			b = appendInt(b, int64(gs.CommitIndex))
+			b = appendInt(b, int64(gs.AppliedIndex))
+		}
 	}
 	c.out = b
 }

@@ -231,7 +231,7 @@ func commandTable() map[string]*command {
 		// one node to another (KVS.PEER, KVS.FORWARD, KVS.SYNC). Those that
 		// do not touch the store run while a script is busy, as Redis
 		// Cluster's bus goes on; KVS.FORWARD's batches are answered BUSY.
-		{name: "kvs.join", arity: 4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
+		{name: "kvs.join", arity: -4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
 		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale | flagAllowBusy, group: "server", run: runStatus},
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},

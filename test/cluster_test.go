@@ -65,6 +65,9 @@ func startCluster(t testing.TB, size int, extra ...string) []*Node {
 type status struct {
 	fields  map[string]string
 	members [][]string // id, raft addr, client addr, role
+	// groups, of a node of several: id, state, leader id, commit index,
+	// applied index.
+	groups [][]string
 }
 
 func kvsStatus(addr string, password ...string) (status, error) {
@@ -96,13 +99,17 @@ func kvsStatus(addr string, password ...string) (status, error) {
 	st := status{fields: map[string]string{}}
 	for i := 0; i < len(v.Elems); i += 2 {
 		name := v.Elems[i].Str
-		if name == "members" {
+		if name == "members" || name == "groups" {
 			for _, m := range v.Elems[i+1].Elems {
 				var row []string
 				for _, cell := range m.Elems {
 					row = append(row, cell.Str)
 				}
-				st.members = append(st.members, row)
+				if name == "groups" {
+					st.groups = append(st.groups, row)
+				} else {
+					st.members = append(st.members, row)
+				}
 			}
 			continue
 		}

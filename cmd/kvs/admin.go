@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"kvs/group"
 	"os"
 	"sort"
 	"strconv"
@@ -69,7 +70,13 @@ func adminClient(addr string) *redis.Client {
 type nodeStatus struct {
 	fields  map[string]string
 	members [][]string // id, raft address, client address, role
+	// groups, of a node whose slots are spread over several groups: id,
+	// state, leader id, commit index, applied index.
+	groups [][]string
 }
+
+// groupCount is the number of groups the node holds: 1 unless it says.
+func (s nodeStatus) groupCount() int { return max(1, len(s.groups)) }
 
 func (s nodeStatus) get(name string) string { return s.fields[name] }
 
@@ -97,7 +104,7 @@ func parseStatus(v any) (nodeStatus, error) {
 	}
 	for i := 0; i < len(arr); i += 2 {
 		name := fmt.Sprint(arr[i])
-		if name == "members" {
+		if name == "members" || name == "groups" {
 			ms, _ := arr[i+1].([]any)
 			for _, m := range ms {
 				row, _ := m.([]any)
@@ -105,7 +112,11 @@ func parseStatus(v any) (nodeStatus, error) {
 				for j, c := range row {
 					cells[j] = fmt.Sprint(c)
 				}
-				st.members = append(st.members, cells)
+				if name == "groups" {
+					st.groups = append(st.groups, cells)
+				} else {
+					st.members = append(st.members, cells)
+				}
 			}
 			continue
 		}
@@ -116,12 +127,19 @@ func parseStatus(v any) (nodeStatus, error) {
 
 // joinCluster adds the node (id, raftAddr, respAddr) to the cluster that
 // the node at clusterAddr belongs to.
-func joinCluster(clusterAddr, id, raftAddr, respAddr string) error {
+// joinCluster asks the cluster at clusterAddr to add the node, which holds
+// groups groups: a count over one goes with the request, and a cluster of
+// another count refuses it.
+func joinCluster(clusterAddr, id, raftAddr, respAddr string, groups int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
 	c := adminClient(clusterAddr)
 	defer c.Close()
-	return c.Do(ctx, "KVS.JOIN", id, raftAddr, respAddr).Err()
+	args := []any{"KVS.JOIN", id, raftAddr, respAddr}
+	if groups > 1 {
+		args = append(args, strconv.Itoa(groups))
+	}
+	return c.Do(ctx, args...).Err()
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) int {
@@ -148,7 +166,7 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 	if respAddr == "" {
 		respAddr = nodeAddr
 	}
-	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr) }); err != nil {
+	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, st.groupCount()) }); err != nil {
 		fmt.Fprintf(stderr, "kvs join: %v\n", err)
 		return 1
 	}
@@ -264,6 +282,9 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 	}
 	rows := make([]row, len(st.members))
 	var commit uint64
+	// The members' own views of the groups, with several: member id ->
+	// group rows (id, state, leader id, commit index, applied index).
+	groupViews := map[string][][]string{}
 	for i, m := range st.members {
 		rows[i].cells = m
 		if len(m) < 3 || m[2] == "" {
@@ -275,6 +296,7 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 			rows[i].err = err
 			continue
 		}
+		groupViews[m[0]] = ms.groups
 		rows[i].applied, rows[i].state = ms.uint("applied_index"), ms.get("state")
 		rows[i].delay = applyDelay(ms)
 		if ms.get("state") == "leader" {
@@ -303,6 +325,72 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c[0], c[3], c[2], c[1], applied, delay, behind)
 	}
 	tw.Flush()
+	if len(st.groups) > 0 {
+		printGroups(w, st, rows2ids(st.members), groupViews)
+	}
+}
+
+func rows2ids(members [][]string) []string {
+	var ids []string
+	for _, m := range members {
+		ids = append(ids, m[0])
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// printGroups writes a table of the groups: each one's leader, and how far
+// each member's replica is behind the commit index its leader reports.
+func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]string) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "GROUP\tSLOTS\tLEADER")
+	for _, id := range ids {
+		fmt.Fprint(tw, "\t"+id+" BEHIND")
+	}
+	fmt.Fprintln(tw)
+	slots, _ := group.EvenSlots(len(st.groups))
+	for gi, g := range st.groups {
+		leader, commit := "(none)", uint64(0)
+		if len(g) > 2 && g[2] != "" {
+			leader = g[2]
+		}
+		// The commit index as the group's leader reports it.
+		if rows, ok := views[leader]; ok && gi < len(rows) && len(rows[gi]) > 3 {
+			commit, _ = strconv.ParseUint(rows[gi][3], 10, 64)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s", gi, slotRanges(slots, uint32(gi)), leader)
+		for _, id := range ids {
+			cell := "?"
+			if rows, ok := views[id]; ok && gi < len(rows) && len(rows[gi]) > 4 {
+				applied, _ := strconv.ParseUint(rows[gi][4], 10, 64)
+				cell = "0"
+				if commit > applied {
+					cell = strconv.FormatUint(commit-applied, 10)
+				}
+			}
+			fmt.Fprint(tw, "\t"+cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// slotRanges is group g's slots in slots (slot -> group), as ranges.
+func slotRanges(slots []uint32, g uint32) string {
+	var out []string
+	for s := 0; s < len(slots); s++ {
+		if slots[s] != g {
+			continue
+		}
+		e := s
+		for e+1 < len(slots) && slots[e+1] == g {
+			e++
+		}
+		out = append(out, strconv.Itoa(s)+"-"+strconv.Itoa(e))
+		s = e
+	}
+	return strings.Join(out, ",")
 }
 
 // applyDelay formats a member's recent apply delays (the leader's append

@@ -51,6 +51,7 @@ type serveFlags struct {
 	advertise       string
 	bootstrap       bool
 	join            string
+	groups          int // --groups: 0 unless given
 	reads           string
 	snapshotEntries uint64
 	trailingLogs    uint64
@@ -112,6 +113,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
+	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over, each a replica on every node (with --bootstrap; a node added by kvs join is started with the cluster's count; --join learns it; fixed once the cluster is made) (default 1)")
 	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
 	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
 	fs.Uint64Var(&f.snapshotEntries, "raft-snapshot-entries", 0, "cluster mode: log entries since the last snapshot that trigger a new one (0: 8192)")
@@ -189,8 +191,8 @@ func (f serveFlags) validate(given map[string]bool) error {
 		return err
 	}
 	if !f.clustered() {
-		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 {
-			return errors.New("--bootstrap, --join, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
+		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || f.groups != 0 {
+			return errors.New("--bootstrap, --join, --groups, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
 		}
 		return nil
 	}
@@ -203,6 +205,8 @@ func (f serveFlags) validate(given map[string]bool) error {
 		return errors.New("--bootstrap and --join exclude each other")
 	case f.reads != "stale" && f.reads != "linearizable":
 		return fmt.Errorf("--reads %q: want stale or linearizable", f.reads)
+	case f.groups < 0 || f.groups > group.MaxGroups:
+		return fmt.Errorf("--groups %d: want 1 to %d", f.groups, group.MaxGroups)
 	}
 	return nil
 }
@@ -304,8 +308,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		node     *cluster.Node
 		hadState bool // the cluster data dir held raft state at start
 		view     *clusterView
+		views    []*clusterView // every group's, with several groups
+		gnode    *group.Node
 		leaders  *leaderWatch
-		logs     *logState // what the node says about writing its log
+		// groupCount is the number of groups the cluster's slots are
+		// spread over (groups.go).
+		groupCount = 1
+		logs       *logState // what the node says about writing its log
 	)
 	switch {
 	case f.clustered():
@@ -320,21 +329,54 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		if f.tls.clusterOn() {
 			o.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
 		}
-		g, had, err := group.OpenRaft(store, o)
+		if groupCount, err = resolveGroups(f, nil, logger); err != nil {
+			return err
+		}
+		// The other groups' stores, before any replays its log: scripts
+		// in it need the parser, collections the encoding thresholds.
+		stores := []*fsm.Store{store}
+		for range groupCount - 1 {
+			st := fsm.NewStore()
+			if err := config.PrepareStore(st, f.directives); err != nil {
+				return err
+			}
+			server.InstallScriptParser(server.Config{Store: st})
+			stores = append(stores, st)
+		}
+		gnode, err = group.OpenNode(o)
 		if err != nil {
 			return err
 		}
-		defer g.Close()
-		node, hadState = g.Node(), had
+		defer gnode.Close()
+		var groups []*group.Group
+		for id, st := range stores {
+			g, had, err := gnode.OpenGroup(uint32(id), st)
+			if err != nil {
+				return err
+			}
+			if id == 0 {
+				hadState = had
+			}
+			groups = append(groups, g)
+		}
+		g := groups[0]
+		node = g.Node()
 		leaders = watchLeader(node)
 		defer leaders.stop()
 		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
-			"dir", f.dataDir, "took", time.Since(start).Round(time.Millisecond))
+			"dir", f.dataDir, "groups", groupCount, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
 		view.propose = g.Proposer().Propose
 		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
 		cfg.Saver = g
+		if groupCount > 1 {
+			cfg.Groups, views = groupViews(groups, view)
+			if cfg.Slots, err = slotTable(groupCount); err != nil {
+				return err
+			}
+			cfg.Saver = groupsSaver(groups)
+		}
 		cfg.LinearizableReads = f.reads == "linearizable"
 		logs = clusterLogState(node)
 		cfg.Info = infoFuncs(clusterPersistenceInfo(f, logs), raftInfo(node, leaders))
@@ -426,6 +468,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 				view.respAddr = srv.TLSAddr()
 			}
 		}
+		for _, v := range views {
+			v.respAddr = view.respAddr
+		}
 		if f.bootstrap && hadState {
 			logger.Info("--bootstrap ignored: the data dir already holds cluster state")
 		}
@@ -437,13 +482,20 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		go func() {
 			defer bg.Done()
 			if joining {
-				joinLoop(stop, f.join, view, logger)
+				joinLoop(stop, f.join, view, groupCount, logger)
 			}
 			if seeding {
 				seedLoop(stop, srv, seed, logger)
 			}
 			advertise(stop, view, srv, logger)
 		}()
+		if groupCount > 1 {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				tendGroups(stop, gnode, logger)
+			}()
+		}
 	}
 
 	metrics.register(newKVSCollector(srv, store, log, node, leaders, logs, mode(f)))

@@ -1,0 +1,204 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A cluster whose slots are spread over several Raft groups (--groups):
+// each node holds a replica of every group and leads about as many as the
+// others, and clients see a Redis Cluster of one shard per group.
+
+// shardMasters returns, from a node's CLUSTER NODES, the nodes that lead a
+// group and the slot ranges each serves.
+func shardMasters(addr string) (map[string]string, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	text, err := c.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 9 && strings.Contains(f[2], "master") {
+			out[strings.Split(f[1], "@")[0]] = strings.Join(f[8:], " ")
+		}
+	}
+	return out, nil
+}
+
+// ackedCount is how many writes the load has had acknowledged.
+func (l *clusterLoad) ackedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// ackedAtLeast reports an error until n writes are acknowledged.
+func (l *clusterLoad) ackedAtLeast(n int) error {
+	if got := l.ackedCount(); got < n {
+		return fmt.Errorf("%d acknowledged, waiting for %d", got, n)
+	}
+	return nil
+}
+
+// verifyEach is verifyOn key by key (pipelined GETs), for keys that do not
+// share a slot.
+func (l *clusterLoad) verifyEach(t testing.TB, n *Node) {
+	t.Helper()
+	l.mu.Lock()
+	keys := make([]string, 0, len(l.acked))
+	for k := range l.acked {
+		keys = append(keys, k)
+	}
+	l.mu.Unlock()
+	sort.Strings(keys)
+	waitFor(t, fmt.Sprintf("%d acknowledged writes on %s", len(keys), n.Name), func() error {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		pipe := c.Pipeline()
+		cmds := make([]*redis.StringCmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = pipe.Get(ctx, k)
+		}
+		pipe.Exec(ctx)
+		for i, cmd := range cmds {
+			v, err := cmd.Result()
+			if err != nil {
+				return fmt.Errorf("GET %s: %v", keys[i], err)
+			}
+			if v != l.acked[keys[i]] {
+				t.Fatalf("%s on %s = %q, want %q", keys[i], n.Name, v, l.acked[keys[i]])
+			}
+		}
+		return nil
+	})
+}
+
+// waitSpread waits until every one of nodes leads exactly one group, as
+// the leadership spreading settles with as many groups as nodes.
+func waitSpread(t *testing.T, nodes []*Node) {
+	t.Helper()
+	waitFor(t, "each node to lead one group", func() error {
+		for _, n := range nodes {
+			m, err := shardMasters(n.Addr)
+			if err != nil {
+				return err
+			}
+			if len(m) != len(nodes) {
+				return fmt.Errorf("%s sees masters %v", n.Name, m)
+			}
+		}
+		return nil
+	})
+}
+
+// TestShardedCluster: three nodes, three groups. go-redis's ClusterClient
+// writes and reads through CLUSTER SLOTS, a plain client's writes to any
+// node are forwarded to their group's leader, keys of different slots get
+// CROSSSLOT, a node killed under load loses no acknowledged write and its
+// groups fail over, and a node joining with --join learns the group count
+// and holds every group.
+func TestShardedCluster(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, 3, "--groups", "3")
+	waitSpread(t, nodes)
+	ctx := testCtx(t)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { cc.Close() })
+	for i := range 300 {
+		k := fmt.Sprintf("sk:%d", i)
+		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, i, 0).Err() }); err != nil {
+			t.Fatalf("ClusterClient SET %s: %v", k, err)
+		}
+	}
+	n, err := cc.DBSize(ctx).Result()
+	if err != nil || n != 300 {
+		t.Errorf("ClusterClient DBSIZE (summed over the masters): %d, %v; want 300", n, err)
+	}
+	ro := readOnlyClusterClient(t, nodes)
+	waitFor(t, "ReadOnly ClusterClient reads", func() error {
+		for i := range 300 {
+			v, err := ro.Get(ctx, fmt.Sprintf("sk:%d", i)).Result()
+			if err != nil || v != itoa(i) {
+				return fmt.Errorf("GET sk:%d = %q, %v", i, v, err)
+			}
+		}
+		return nil
+	})
+
+	rc := dialRaw(t, nodes[0].Addr)
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		if v := rc.Do("SET", k, "v"+k); v.Str != "OK" {
+			t.Fatalf("SET %s through n1: %s", k, v)
+		}
+	}
+	if v := rc.Do("MSET", "a", "1", "b", "2"); v.Str != "CROSSSLOT Keys in request don't hash to the same slot" {
+		t.Errorf("MSET across slots: %s", v)
+	}
+	if v := rc.Do("MSET", "{u}a", "1", "{u}b", "2"); v.Str != "OK" {
+		t.Errorf("MSET in one slot: %s", v)
+	}
+
+	// A node with another group count is refused.
+	odd := newClusterNode(t, "n9", "--groups", "2")
+	odd.Start()
+	if out, code := runKVS(t, clusterWait, "join", nodes[0].Addr, odd.Addr); code == 0 || !strings.Contains(out, "the cluster has 3 groups") {
+		t.Errorf("kvs join of a node with --groups 2: exit %d\n%s", code, out)
+	}
+
+	// kill -9 under load: every acknowledged write survives.
+	stop := make(chan struct{})
+	load, wg := runClusterLoad(nodes, 6, stop)
+	waitFor(t, "writes under load", func() error { return load.ackedAtLeast(200) })
+	nodes[1].Kill()
+	after := load.ackedCount() + 200
+	waitFor(t, "writes after the kill", func() error { return load.ackedAtLeast(after) })
+	close(stop)
+	wg.Wait()
+	for _, n := range []*Node{nodes[0], nodes[2]} {
+		load.verifyEach(t, n)
+	}
+	nodes[1].Start()
+	load.verifyEach(t, nodes[1])
+	waitSpread(t, nodes)
+
+	// A fourth node with --join learns the count and gets every group.
+	n4 := newClusterNode(t, "n4", "--join", nodes[2].Addr)
+	n4.Start()
+	waitFor(t, "n4 to hold every group", func() error {
+		st, err := kvsStatus(n4.Addr)
+		if err != nil {
+			return err
+		}
+		if len(st.groups) != 3 {
+			return fmt.Errorf("n4 holds %d groups", len(st.groups))
+		}
+		for _, g := range st.groups {
+			if g[2] == "" {
+				return fmt.Errorf("n4 knows no leader of group %s", g[0])
+			}
+		}
+		return nil
+	})
+	load.verifyEach(t, n4)
+	out, code := runKVS(t, clusterWait, "status", n4.Addr)
+	if code != 0 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "10923-16383") {
+		t.Errorf("kvs status: exit %d\n%s", code, out)
+	}
+}
