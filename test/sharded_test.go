@@ -198,11 +198,35 @@ func TestShardedCluster(t *testing.T) {
 		return nil
 	})
 	load.verifyEach(t, n4)
+	// kvs remove takes n4 out of group 0, and every group follows.
+	if out, code := runKVS(t, clusterWait, "remove", nodes[0].Addr, "n4"); code != 0 {
+		t.Fatalf("kvs remove n4: exit %d\n%s", code, out)
+	}
+	waitFor(t, "n4 to leave every group", func() error {
+		c := redis.NewClient(&redis.Options{Addr: nodes[0].Addr, MaxRetries: -1})
+		defer c.Close()
+		shards, err := c.ClusterShards(ctx).Result()
+		if err != nil {
+			return err
+		}
+		if len(shards) != 3 {
+			return fmt.Errorf("%d shards", len(shards))
+		}
+		for _, sh := range shards {
+			for _, n := range sh.Nodes {
+				if fmt.Sprintf("%s:%d", n.IP, n.Port) == n4.Addr {
+					return fmt.Errorf("n4 still in the shard of slots %v", sh.Slots)
+				}
+			}
+		}
+		return nil
+	})
+
 	// A backup would hold one group: it is refused, not taken short.
-	if out, code := runKVS(t, clusterWait, "backup", n4.Addr, filepath.Join(t.TempDir(), "b.kvs")); code == 0 || !strings.Contains(out, "several groups are not supported") {
+	if out, code := runKVS(t, clusterWait, "backup", nodes[0].Addr, filepath.Join(t.TempDir(), "b.kvs")); code == 0 || !strings.Contains(out, "several groups are not supported") {
 		t.Errorf("kvs backup of a sharded cluster: exit %d\n%s", code, out)
 	}
-	out, code := runKVS(t, clusterWait, "status", n4.Addr)
+	out, code := runKVS(t, clusterWait, "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "10923-16383") {
 		t.Errorf("kvs status: exit %d\n%s", code, out)
 	}
