@@ -280,16 +280,37 @@ func InstallScriptParser(cfg Config) {
 	s := &Server{cfg: cfg, commands: commandTable()}
 	s.acl.cmds = newACLCommands(s.commands)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
-	cfg.Store.SetCommandParser(s.parseScriptCall)
-	for _, g := range cfg.Groups {
-		g.Store.SetCommandParser(s.parseScriptCall)
+	s.router.init(&s.cfg)
+	s.installScriptParsers()
+}
+
+// installScriptParsers gives each group's store its parser.
+func (s *Server) installScriptParsers() {
+	for _, g := range s.router.groups {
+		g.store.SetCommandParser(s.scriptParser(g.index))
 	}
 }
 
-// parseScriptCall is the store's CommandParser: redis.call's arguments as
-// the command table parses them, with Redis's script-specific refusals.
-// TIME answers the script's clock, the entry's.
-func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+// scriptParser is the CommandParser of group g's store.
+func (s *Server) scriptParser(g int) fsm.CommandParser {
+	return func(p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+		return s.parseScriptCall(g, p, args)
+	}
+}
+
+// errScriptNonLocal is Redis Cluster's refusal of a script's call on a key
+// its node does not serve: on a sharded kvs node, a key of another group
+// than the one the script runs in (its declared keys', or the home
+// group's).
+const errScriptNonLocal = "ERR Script attempted to access a non local key in a cluster node"
+
+// parseScriptCall is group g's store's CommandParser: redis.call's
+// arguments as the command table parses them, with Redis's
+// script-specific refusals. TIME answers the script's clock, the entry's.
+// On a sharded node a call on a key of another group is refused: the
+// script runs in g's store alone. The slot table is the cluster's, the same
+// on every replica and at every replay, so the refusal is too.
+func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
 	}
@@ -315,6 +336,11 @@ func (s *Server) parseScriptCall(p *fsm.ParseContext, args [][]byte) (fsm.Comman
 		return fail("ERR Wrong number of args calling Redis command from script")
 	case spec.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
+	}
+	if s.router.sharded() {
+		if slot, ok := commandSlot(spec, args); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
+			return fail(errScriptNonLocal)
+		}
 	}
 	if p.User != "" {
 		if e := s.scriptACLRefusal(p, sc, cmd, args); e != "" {

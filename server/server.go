@@ -169,11 +169,11 @@ func New(cfg Config) (*Server, error) {
 	s.activeExpiry.Store(!cfg.DisableActiveExpiry)
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
+	s.installScriptParsers()
 	s.router.stores(func(st *fsm.Store) {
 		st.SetReadyHook(s.blocked.signal)
 		st.SetNotifyHook(s.keyspaceEvents)
 		st.SetExpiredHook(s.expireMet)
-		st.SetCommandParser(s.parseScriptCall)
 		st.SetBusyThreshold(defaultLuaTimeLimit)
 	})
 	s.writeBudget.Store(DefaultScriptWriteBudget)

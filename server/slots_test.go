@@ -307,3 +307,30 @@ func TestShardedEvalSHA(t *testing.T) {
 		t.Errorf("EVALSHA of an unknown script: %q", got)
 	}
 }
+
+// TestShardedScriptNonLocal: a script runs in its keys' group, and a call
+// on a key of another group is refused with Redis Cluster's text, before
+// anything is written there.
+func TestShardedScriptNonLocal(t *testing.T) {
+	const n = 3
+	s, stores := startSharded(t, n)
+	rc := dialRaw(t, s)
+	a, b := keyIn(0, n, 0), keyIn(1, n, 0)
+	script := "redis.call('SET', KEYS[1], 'x') return redis.call('SET', ARGV[1], 'y')"
+	want := "-" + errScriptNonLocal + " script: "
+	if got := rc.do("EVAL", script, "1", a, b); !strings.HasPrefix(got, want) {
+		t.Errorf("EVAL touching another group's key: %q, want %q", got, want)
+	}
+	if got := keysOf(stores[1]); len(got) != 0 {
+		t.Errorf("group 1 holds %q: the script wrote into the wrong group", got)
+	}
+	if got := keysOf(stores[0]); len(got) != 1 || got[0] != a {
+		t.Errorf("group 0 holds %q, want [%s] (the write before the refused call stays, as in Redis)", got, a)
+	}
+	if got := rc.do("EVAL", "return redis.call('GET', ARGV[1])", "0", keyIn(0, n, 1)); got != "$-1\r\n" {
+		t.Errorf("EVAL without keys, on a key of the home group: %q", got)
+	}
+	if got := rc.do("EVAL", "return redis.call('GET', ARGV[1])", "0", b); !strings.HasPrefix(got, want) {
+		t.Errorf("EVAL without keys, on a key of another group: %q, want %q", got, want)
+	}
+}

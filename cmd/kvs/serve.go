@@ -340,8 +340,19 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			if err := config.PrepareStore(st, f.directives); err != nil {
 				return err
 			}
-			server.InstallScriptParser(server.Config{Store: st})
 			stores = append(stores, st)
+		}
+		if groupCount > 1 {
+			if cfg.Slots, err = slotTable(groupCount); err != nil {
+				return err
+			}
+			// A script replayed in one group refuses the keys of the
+			// others, as it did when it first ran.
+			var gs []server.Group
+			for _, st := range stores {
+				gs = append(gs, server.Group{Store: st})
+			}
+			server.InstallScriptParser(server.Config{Store: store, Groups: gs, Slots: cfg.Slots})
 		}
 		gnode, err = group.OpenNode(o)
 		if err != nil {
@@ -372,9 +383,6 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		cfg.Saver = g
 		if groupCount > 1 {
 			cfg.Groups, views = groupViews(groups, view)
-			if cfg.Slots, err = slotTable(groupCount); err != nil {
-				return err
-			}
 			cfg.Saver = groupsSaver(groups)
 		}
 		cfg.LinearizableReads = f.reads == "linearizable"
