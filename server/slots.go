@@ -19,14 +19,36 @@ const noSlot = -1
 // commandSlot returns the slot the keys of spec's args share, noSlot when
 // it names none, or ok false when they do not share one.
 func commandSlot(spec *command, args [][]byte) (slot int, ok bool) {
-	keys := spec.keys.Find(args, nil)
 	slot = noSlot
-	for _, k := range keys {
-		s := fsm.KeySlot(args[k.Pos])
+	same := func(key []byte) bool {
+		s := fsm.KeySlot(key)
 		if slot != noSlot && s != slot {
-			return noSlot, false
+			return false
 		}
 		slot = s
+		return true
+	}
+	// Shard channels are not keys, but Redis Cluster routes them as keys
+	// (its legacy key range names them): one slot for all.
+	var channels [][]byte
+	switch spec.name {
+	case "spublish":
+		channels = args[1:2]
+	case "ssubscribe", "sunsubscribe":
+		channels = args[1:]
+	}
+	if channels != nil {
+		for _, ch := range channels {
+			if !same(ch) {
+				return noSlot, false
+			}
+		}
+		return slot, true
+	}
+	for _, k := range spec.keys.Find(args, nil) {
+		if !same(args[k.Pos]) {
+			return noSlot, false
+		}
 	}
 	return slot, true
 }

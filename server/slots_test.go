@@ -334,3 +334,21 @@ func TestShardedScriptNonLocal(t *testing.T) {
 		t.Errorf("EVAL without keys, on a key of another group: %q, want %q", got, want)
 	}
 }
+
+// TestShardedShardChannels: shard channels of one command must share a
+// slot, as Redis Cluster routes them.
+func TestShardedShardChannels(t *testing.T) {
+	const n = 3
+	s, _ := startSharded(t, n)
+	rc := dialRaw(t, s)
+	a, b := keyIn(0, n, 0), keyIn(1, n, 0)
+	if got := rc.do("SSUBSCRIBE", a, b); got != "-"+errCrossSlot+"\r\n" {
+		t.Errorf("SSUBSCRIBE across slots: %q", got)
+	}
+	if got := rc.do("SPUBLISH", b, "m"); got != ":0\r\n" {
+		t.Errorf("SPUBLISH: %q", got)
+	}
+	if got := rc.do("SSUBSCRIBE", "{c}1", "{c}2"); !strings.HasPrefix(got, "*3\r\n$10\r\nssubscribe\r\n") {
+		t.Errorf("SSUBSCRIBE in one slot: %q", got)
+	}
+}
