@@ -476,8 +476,8 @@ func runJoin(c *client, args [][]byte) {
 		// how many groups it opened; a node of another count could not
 		// hold the cluster's groups.
 		if n, err := strconv.Atoi(string(args[4])); err != nil || n != len(c.s.router.groups) {
-			c.out = appendError(c.out, "ERR the cluster has "+strconv.Itoa(len(c.s.router.groups))+
-				" groups and the node "+string(args[4])+": start it with --groups "+strconv.Itoa(len(c.s.router.groups)))
+			c.out = appendError(c.out, "ERR the node holds "+string(args[4])+" groups and the cluster's nodes "+
+				strconv.Itoa(len(c.s.router.groups))+": start it with the cluster's --groups")
 			return
 		}
 	}

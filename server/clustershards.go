@@ -8,7 +8,8 @@ import (
 	"kvs/fsm"
 )
 
-// Redis Cluster's view of a sharded node's cluster: each group is a shard,
+// Redis Cluster's view of a sharded node's cluster: each group that holds
+// slots (not the cluster's meta group) is a shard,
 // its leader the master of the group's slots and its other members the
 // replicas. Redis Cluster has a node be the master of one shard or the
 // replica of one; a kvs node may lead one group and follow another. CLUSTER
@@ -25,6 +26,10 @@ type shard struct {
 	replicas []*topoNode
 	status   ClusterStatus
 }
+
+// serving reports whether the shard has slots and a known master: what
+// the topology commands list. A cluster's meta group holds no slots.
+func (sh *shard) serving() bool { return sh.master != nil && len(sh.ranges) > 0 }
 
 // shards returns the groups of a sharded node as shards, over t's nodes.
 func (s *Server) shards(t *topology) []shard {
@@ -103,14 +108,14 @@ func (c *client) clusterSlotsSharded(shards []shard) {
 func (c *client) clusterShardsSharded(shards []shard) {
 	n := 0
 	for i := range shards {
-		if shards[i].master != nil {
+		if shards[i].serving() {
 			n++
 		}
 	}
 	b := appendArrayLen(c.out, n)
 	for i := range shards {
 		sh := &shards[i]
-		if sh.master == nil {
+		if !sh.serving() {
 			continue
 		}
 		b = appendMapLen(b, 2, c.proto)
@@ -163,7 +168,7 @@ func (t *topology) nodesSharded(shards []shard) string {
 			switch {
 			case sh.master == n:
 				led = append(led, sh.ranges...)
-			case masterOf == nil && sh.master != nil && slices.Contains(sh.replicas, n):
+			case masterOf == nil && sh.serving() && slices.Contains(sh.replicas, n):
 				masterOf = sh.master
 			}
 		}
@@ -205,7 +210,7 @@ func (t *topology) nodesSharded(shards []shard) string {
 func (t *topology) infoSharded(shards []shard) string {
 	ok, masters := 0, map[*topoNode]bool{}
 	for i := range shards {
-		if m := shards[i].master; m != nil {
+		if m := shards[i].master; shards[i].serving() {
 			masters[m] = true
 			for _, r := range shards[i].ranges {
 				ok += r[1] - r[0] + 1

@@ -159,7 +159,7 @@ func TestShardedCluster(t *testing.T) {
 	// A node with another group count is refused.
 	odd := newClusterNode(t, "n9", "--groups", "2")
 	odd.Start()
-	if out, code := runKVS(t, clusterWait, "join", nodes[0].Addr, odd.Addr); code == 0 || !strings.Contains(out, "the cluster has 3 groups") {
+	if out, code := runKVS(t, clusterWait, "join", nodes[0].Addr, odd.Addr); code == 0 || !strings.Contains(out, "start it with the cluster's --groups") {
 		t.Errorf("kvs join of a node with --groups 2: exit %d\n%s", code, out)
 	}
 
@@ -187,8 +187,8 @@ func TestShardedCluster(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(st.groups) != 3 {
-			return fmt.Errorf("n4 holds %d groups", len(st.groups))
+		if len(st.groups) != 4 {
+			return fmt.Errorf("n4 holds %d groups, want the meta group and 3 data groups", len(st.groups))
 		}
 		for _, g := range st.groups {
 			if g[2] == "" {

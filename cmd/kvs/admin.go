@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"kvs/group"
 	"os"
 	"sort"
 	"strconv"
@@ -75,7 +74,8 @@ type nodeStatus struct {
 	groups [][]string
 }
 
-// groupCount is the number of groups the node holds: 1 unless it says.
+// groupCount is the number of Raft groups the node holds: 1 unless it
+// says.
 func (s nodeStatus) groupCount() int { return max(1, len(s.groups)) }
 
 func (s nodeStatus) get(name string) string { return s.fields[name] }
@@ -349,7 +349,7 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		fmt.Fprint(tw, "\t"+id+" BEHIND")
 	}
 	fmt.Fprintln(tw)
-	slots, _ := group.EvenSlots(len(st.groups))
+	slots, _ := slotTable(dataGroups(len(st.groups)))
 	for gi, g := range st.groups {
 		leader, commit := "(none)", uint64(0)
 		if len(g) > 2 && g[2] != "" {
@@ -359,7 +359,7 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		if rows, ok := views[leader]; ok && gi < len(rows) && len(rows[gi]) > 3 {
 			commit, _ = strconv.ParseUint(rows[gi][3], 10, 64)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s", gi, slotRanges(slots, uint32(gi)), leader)
+		fmt.Fprintf(tw, "%d\t%s\t%s", gi, slotRanges(slots, uint16(gi)), leader)
 		for _, id := range ids {
 			cell := "?"
 			if rows, ok := views[id]; ok && gi < len(rows) && len(rows[gi]) > 4 {
@@ -376,8 +376,9 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 	tw.Flush()
 }
 
-// slotRanges is group g's slots in slots (slot -> group), as ranges.
-func slotRanges(slots []uint32, g uint32) string {
+// slotRanges is group g's slots in slots (slot -> group), as ranges; "-"
+// for the meta group, which holds none.
+func slotRanges(slots []uint16, g uint16) string {
 	var out []string
 	for s := 0; s < len(slots); s++ {
 		if slots[s] != g {
@@ -389,6 +390,9 @@ func slotRanges(slots []uint32, g uint32) string {
 		}
 		out = append(out, strconv.Itoa(s)+"-"+strconv.Itoa(e))
 		s = e
+	}
+	if len(out) == 0 {
+		return "-"
 	}
 	return strings.Join(out, ",")
 }

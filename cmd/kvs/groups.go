@@ -15,8 +15,12 @@ import (
 	"kvs/server"
 )
 
-// A cluster's slots are spread over its groups (--groups at --bootstrap),
-// and every node holds a replica of every group. The count is fixed when
+// A cluster's slots are spread over its data groups (--groups N at
+// --bootstrap). With more than one, group 0 is the meta group, which holds
+// what the whole cluster shares (members and their addresses, ACL users,
+// functions) and no slots, and the data groups are 1..N; a cluster of one
+// group keeps everything in group 0, as before groups. Every node holds a
+// replica of every group. The count is fixed when
 // the cluster is made: each node keeps it in DIR/group-count, written before it
 // opens its groups, and reads it back at every start. A node started with
 // --join asks the member it joins through; one added by `kvs join` is
@@ -71,7 +75,7 @@ func askGroups(addr string, stop <-chan os.Signal, logger *slog.Logger) (int, er
 		st, err := fetchStatus(ctx, addr)
 		cancel()
 		if err == nil {
-			return st.groupCount(), nil
+			return dataGroups(st.groupCount()), nil
 		}
 		logger.Warn("asking the cluster its group count failed; retrying", "via", addr, "err", err, "in", wait)
 		select {
@@ -126,7 +130,28 @@ func writeGroups(dataDir string, n int) error {
 	return group.SyncParent(path)
 }
 
-// slotTable is group.EvenSlots(n) as the server takes it.
+// raftGroups is the number of Raft groups a node of a cluster of n data
+// groups opens: the data groups, and the meta group when there are
+// several.
+func raftGroups(n int) int {
+	if n > 1 {
+		return n + 1
+	}
+	return 1
+}
+
+// dataGroups is raftGroups's inverse: the data groups of a node that holds
+// n Raft groups.
+func dataGroups(n int) int {
+	if n > 1 {
+		return n - 1
+	}
+	return 1
+}
+
+// slotTable is the slot map of n data groups (group.EvenSlots) as the
+// server takes it: slot -> Raft group, the data groups being 1..n when
+// there are several.
 func slotTable(n int) ([]uint16, error) {
 	slots, err := group.EvenSlots(n)
 	if err != nil {
@@ -135,6 +160,9 @@ func slotTable(n int) ([]uint16, error) {
 	out := make([]uint16, len(slots))
 	for i, g := range slots {
 		out[i] = uint16(g)
+		if n > 1 {
+			out[i]++
+		}
 	}
 	return out, nil
 }

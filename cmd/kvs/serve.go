@@ -311,8 +311,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		views    []*clusterView // every group's, with several groups
 		gnode    *group.Node
 		leaders  *leaderWatch
-		// groupCount is the number of groups the cluster's slots are
-		// spread over (groups.go).
+		// groupCount is the number of data groups the cluster's slots
+		// are spread over (groups.go).
 		groupCount = 1
 		logs       *logState // what the node says about writing its log
 	)
@@ -335,7 +335,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// The other groups' stores, before any replays its log: scripts
 		// in it need the parser, collections the encoding thresholds.
 		stores := []*fsm.Store{store}
-		for range groupCount - 1 {
+		for range raftGroups(groupCount) - 1 {
 			st := fsm.NewStore()
 			if err := config.PrepareStore(st, f.directives); err != nil {
 				return err
@@ -490,7 +490,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		go func() {
 			defer bg.Done()
 			if joining {
-				joinLoop(stop, f.join, view, groupCount, logger)
+				joinLoop(stop, f.join, view, raftGroups(groupCount), logger)
 			}
 			if seeding {
 				seedLoop(stop, srv, seed, logger)
