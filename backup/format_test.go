@@ -3,6 +3,8 @@ package backup
 import (
 	"bytes"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -101,4 +103,49 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("re-encoded: %+v, %v; want %+v", h2, err, h)
 		}
 	})
+}
+
+// TestParts: the parts of a backup of several groups come back as they
+// were written, whatever their writes' sizes, and a body cut short is
+// damaged.
+func TestParts(t *testing.T) {
+	var body bytes.Buffer
+	want := map[uint32]string{0: "", 1: strings.Repeat("a", 70000), 2: "snapshot of group two"}
+	for id := range uint32(3) {
+		err := WritePart(&body, id, uint64(100+id), func(w io.Writer) error {
+			s := want[id]
+			for len(s) > 0 {
+				n := min(len(s), 4096)
+				if _, err := w.Write([]byte(s[:n])); err != nil {
+					return err
+				}
+				s = s[n:]
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []uint32
+	err := ReadParts(bytes.NewReader(body.Bytes()), func(id uint32, index uint64, snap io.Reader) error {
+		b, err := io.ReadAll(snap)
+		if err != nil {
+			return err
+		}
+		if index != uint64(100+id) || string(b) != want[id] {
+			t.Errorf("part %d: index %d, %d bytes", id, index, len(b))
+		}
+		seen = append(seen, id)
+		return nil
+	})
+	if err != nil || len(seen) != 3 {
+		t.Fatalf("ReadParts: %v, parts %v", err, seen)
+	}
+	for _, cut := range []int{0, 5, 12, 20, body.Len() - 1} {
+		err := ReadParts(bytes.NewReader(body.Bytes()[:cut]), func(uint32, uint64, io.Reader) error { return nil })
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("body cut at %d of %d: %v, want ErrCorrupt", cut, body.Len(), err)
+		}
+	}
 }

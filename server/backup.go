@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -32,7 +33,9 @@ import (
 // applied what the leader had applied (as a READONLY read does,
 // replicasync.go), so it holds every write acknowledged before it began;
 // with no leader to ask it goes ahead with what the node has and marks the
-// file backup.FlagUnsynced.
+// file backup.FlagUnsynced. A node of several groups writes each group's
+// snapshot, each at its own index and caught up with its own leader
+// (backup.FlagGroups).
 //
 // SAVE and BGSAVE ask Config.Saver for a snapshot (the wal's compaction,
 // a raft snapshot); LASTSAVE is the Unix time of the last one that
@@ -103,28 +106,35 @@ func (s *Server) backupMode() backup.Mode {
 // runBackup answers KVS.BACKUP: see the top of this file.
 func runBackup(c *client, args [][]byte) {
 	s := c.s
-	if s.router.sharded() {
-		// One store's snapshot would hold one group's keys: a backup of
-		// a cluster of several groups must hold each group at its own
-		// index, which the backup format does not say yet.
-		c.out = appendError(c.out, errBackupSharded)
-		return
-	}
 	var flags byte
-	if !s.router.home.leads() {
-		if !s.syncReplica(&s.router.home) {
-			flags |= backup.FlagUnsynced
-			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied")
+	// One snapshot per group, each at its own index, taken before any is
+	// written: a group this node follows first catches up with its
+	// leader.
+	snaps := make([]*fsm.Snapshot, 0, len(s.router.groups))
+	release := func() {
+		for _, snap := range snaps {
+			snap.Release()
 		}
 	}
-	snap := s.cfg.Store.SnapshotServing()
-	if snap == nil {
-		c.out = appendError(c.out, errBusy(s.cfg.Store.ScriptBusy()))
-		return
+	for _, g := range s.router.groups {
+		if !g.leads() && !s.syncReplica(g) {
+			flags |= backup.FlagUnsynced
+			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied", "group", g.index)
+		}
+		snap := g.store.SnapshotServing()
+		if snap == nil {
+			release()
+			c.out = appendError(c.out, errBusy(g.store.ScriptBusy()))
+			return
+		}
+		snaps = append(snaps, snap)
+	}
+	if s.router.sharded() {
+		flags |= backup.FlagGroups
 	}
 	conn, err := c.streamConn()
 	if err != nil {
-		snap.Release()
+		release()
 		c.out = appendError(c.out, "ERR backup: "+err.Error())
 		return
 	}
@@ -132,15 +142,19 @@ func runBackup(c *client, args [][]byte) {
 	prefix := append([]byte(nil), c.out...)
 	c.out = c.out[:0]
 	c.quit = true
-	h := backup.Header{Mode: s.backupMode(), Flags: flags, Index: snap.Index(), Created: time.Now()}
+	h := backup.Header{Mode: s.backupMode(), Flags: flags, Index: snaps[0].Index(), Created: time.Now()}
 	stream := func() {
-		defer snap.Release()
+		defer release()
 		defer s.untrackStream(conn)
-		if err := writeBackupStream(conn, prefix, h, snap); err != nil {
+		if err := writeBackupStream(conn, prefix, h, snaps); err != nil {
 			s.cfg.Logger.Warn("server: backup stream failed", "client", c.addr, "err", err)
 			return
 		}
-		s.cfg.Logger.Info("server: backup streamed", "client", c.addr, "index", h.Index, "keys", snap.Len())
+		keys := 0
+		for _, snap := range snaps {
+			keys += snap.Len()
+		}
+		s.cfg.Logger.Info("server: backup streamed", "client", c.addr, "index", h.Index, "groups", len(snaps), "keys", keys)
 	}
 	if c.fd < 0 {
 		stream() // the connection's own goroutine
@@ -155,10 +169,6 @@ func runBackup(c *client, args [][]byte) {
 		stream()
 	}()
 }
-
-// errBackupSharded refuses KVS.BACKUP on a node whose slots are spread
-// over several groups.
-const errBackupSharded = "ERR backups of a cluster of several groups are not supported: back up each node's data dir while it is stopped, or a cluster of one group"
 
 // chunkWriter frames what is written to it as RESP3 streamed-string chunks.
 type chunkWriter struct{ w *bufio.Writer }
@@ -178,7 +188,9 @@ func (cw chunkWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, snap *fsm.Snapshot) error {
+// writeBackupStream writes the backup of snaps, one per group: the one
+// snapshot, or with several (backup.FlagGroups) a part per group.
+func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, snaps []*fsm.Snapshot) error {
 	defer conn.Close()
 	bw := bufio.NewWriterSize(conn, backupChunkBytes+64)
 	bw.Write(prefix)
@@ -188,8 +200,20 @@ func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, snap *fsm.
 	if err != nil {
 		return err
 	}
-	if _, err := snap.WriteTo(fw); err != nil {
-		return err
+	if h.Flags&backup.FlagGroups == 0 {
+		if _, err := snaps[0].WriteTo(fw); err != nil {
+			return err
+		}
+	} else {
+		for i, snap := range snaps {
+			err := backup.WritePart(fw, uint32(i), snap.Index(), func(w io.Writer) error {
+				_, err := snap.WriteTo(w)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
 	}
 	if err := fw.Close(); err != nil {
 		return err

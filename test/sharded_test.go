@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,12 +223,53 @@ func TestShardedCluster(t *testing.T) {
 		return nil
 	})
 
-	// A backup would hold one group: it is refused, not taken short.
-	if out, code := runKVS(t, clusterWait, "backup", nodes[0].Addr, filepath.Join(t.TempDir(), "b.kvs")); code == 0 || !strings.Contains(out, "several groups are not supported") {
-		t.Errorf("kvs backup of a sharded cluster: exit %d\n%s", code, out)
+	// A backup holds every group at its own index, and restores as a
+	// one-node cluster of as many groups, with every key.
+	file := filepath.Join(t.TempDir(), "b.kvs")
+	if out, code := runKVS(t, clusterWait, "backup", nodes[2].Addr, file); code != 0 {
+		t.Fatalf("kvs backup of a sharded cluster: exit %d\n%s", code, out)
 	}
+	raftAddr := freeAddr(t)
+	r1 := newKVS(t, "r1", KVSOptions{Durable: true, Extra: []string{"--node-id", "r1", "--raft-addr", raftAddr}})
+	if out, code := runKVS(t, clusterWait, "restore", file, "--data-dir", r1.DataDir(), "--node-id", "r1", "--raft-addr", raftAddr); code != 0 {
+		t.Fatalf("kvs restore: exit %d\n%s", code, out)
+	}
+	r1.Start()
+	waitFor(t, "r1 to lead every group", func() error {
+		st, err := kvsStatus(r1.Addr)
+		if err != nil {
+			return err
+		}
+		for _, g := range st.groups {
+			if g[1] != "leader" {
+				return fmt.Errorf("group %s: %s", g[0], g[1])
+			}
+		}
+		if len(st.groups) != 4 {
+			return fmt.Errorf("%d groups", len(st.groups))
+		}
+		return nil
+	})
+	load.verifyEach(t, r1)
+	rr := dialRaw(t, r1.Addr)
+	if v := rr.Do("GET", "sk:7"); v.Str != "7" {
+		t.Errorf("GET sk:7 on the restored node: %s", v)
+	}
+	if v, want := rr.Do("DBSIZE"), 300+8+load.ackedCount(); v.Kind != ':' || atoiOr(v.Str, 0) < want {
+		t.Errorf("DBSIZE on the restored node, which leads every group: %s, want at least %d", v, want)
+	}
+
 	out, code := runKVS(t, clusterWait, "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "10923-16383") {
 		t.Errorf("kvs status: exit %d\n%s", code, out)
 	}
+}
+
+// atoiOr is s as a number, or def.
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
 }

@@ -8,11 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"kvs/backup"
 	"kvs/cluster"
 	"kvs/fsm"
+	"kvs/group"
 	"kvs/wal"
 )
 
@@ -70,6 +70,9 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if f.nodeID != "" {
 		what = fmt.Sprintf("a one-node cluster of %s at %s (kvs serve --data-dir %s --node-id %s --raft-addr %s; then kvs join the others)",
 			f.nodeID, f.raftAddr, f.dataDir, f.nodeID, f.raftAddr)
+		if h.Flags&backup.FlagGroups != 0 {
+			what += ", with every group at its own index"
+		}
 	}
 	fmt.Fprintf(stdout, "restored %d keys from %s (a %s backup at index %d) into %s for %s\n", keys, file, h.Mode, h.Index, f.dataDir, what)
 	if h.Flags&backup.FlagUnsynced != 0 {
@@ -91,9 +94,12 @@ func (f restoreFlags) validate() error {
 // restore verifies file and seeds f.dataDir; it returns the backup's header
 // and the number of keys restored.
 func restore(file string, f restoreFlags) (backup.Header, int, error) {
-	store, h, err := loadBackup(file)
+	parts, h, err := loadBackup(file)
 	if err != nil {
 		return h, 0, err
+	}
+	if len(parts) > 1 && f.nodeID == "" {
+		return h, 0, fmt.Errorf("%s is a backup of a cluster of %d groups: it restores as a cluster (--node-id and --raft-addr)", file, len(parts))
 	}
 	if err := checkEmpty(f.dataDir); err != nil {
 		return h, 0, err
@@ -106,29 +112,46 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 	if err := checkEmpty(f.dataDir); err != nil { // again, now that it is ours
 		return h, 0, err
 	}
-	snap := store.Snapshot()
-	keys := snap.Len()
-	write := func(w io.Writer) error {
-		defer snap.Release()
-		_, err := snap.WriteTo(w)
-		return err
+	if len(parts) > 1 {
+		// The group count first: a node that finds group dirs without it
+		// would take the data dir for a cluster of one group.
+		if err := writeGroups(f.dataDir, dataGroups(len(parts))); err != nil {
+			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+		}
 	}
-	if f.nodeID == "" {
-		err = wal.Seed(nil, f.dataDir, snap.Index(), write)
-	} else {
-		// Raft counts from 1; a memory-mode backup's index is 0.
-		quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		err = cluster.Seed(cluster.Config{NodeID: f.nodeID, RaftAddr: f.raftAddr, Dir: filepath.Join(f.dataDir, "raft"), Logger: quiet},
-			max(snap.Index(), 1), write)
-	}
-	if err != nil {
-		return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+	keys := 0
+	for _, p := range parts {
+		snap := p.store.Snapshot()
+		keys += snap.Len()
+		write := func(w io.Writer) error {
+			defer snap.Release()
+			_, err := snap.WriteTo(w)
+			return err
+		}
+		if f.nodeID == "" {
+			err = wal.Seed(nil, f.dataDir, snap.Index(), write)
+		} else {
+			// Raft counts from 1; a memory-mode backup's index is 0.
+			quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			err = cluster.Seed(cluster.Config{NodeID: f.nodeID, RaftAddr: f.raftAddr, Dir: group.GroupDir(f.dataDir, p.id), Logger: quiet},
+				max(snap.Index(), 1), write)
+		}
+		if err != nil {
+			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+		}
 	}
 	return h, keys, nil
 }
 
-// loadBackup verifies the backup file and decodes the snapshot in it.
-func loadBackup(file string) (*fsm.Store, backup.Header, error) {
+// backupPart is one group's store decoded from a backup.
+type backupPart struct {
+	id    uint32
+	store *fsm.Store
+}
+
+// loadBackup verifies the backup file and decodes the snapshots in it: one,
+// or one per group of a backup of several (backup.FlagGroups).
+func loadBackup(file string) ([]backupPart, backup.Header, error) {
 	fd, err := os.Open(file)
 	if err != nil {
 		return nil, backup.Header{}, err
@@ -145,11 +168,33 @@ func loadBackup(file string) (*fsm.Store, backup.Header, error) {
 	if _, err := fd.Seek(off, io.SeekStart); err != nil {
 		return nil, h, err
 	}
-	store := fsm.NewStore()
-	if _, err := store.Restore(bufio.NewReaderSize(io.LimitReader(fd, n), 1<<20)); err != nil {
-		return nil, h, fmt.Errorf("%s: the snapshot inside (from offset %d) does not decode: %w; nothing was written", file, off, err)
+	body := bufio.NewReaderSize(io.LimitReader(fd, n), 1<<20)
+	if h.Flags&backup.FlagGroups == 0 {
+		store := fsm.NewStore()
+		if _, err := store.Restore(body); err != nil {
+			return nil, h, fmt.Errorf("%s: the snapshot inside (from offset %d) does not decode: %w; nothing was written", file, off, err)
+		}
+		return []backupPart{{0, store}}, h, nil
 	}
-	return store, h, nil
+	var parts []backupPart
+	err = backup.ReadParts(body, func(id uint32, index uint64, snap io.Reader) error {
+		if id != uint32(len(parts)) {
+			return fmt.Errorf("%w: group %d's part where group %d's belongs", backup.ErrCorrupt, id, len(parts))
+		}
+		store := fsm.NewStore()
+		if _, err := store.Restore(bufio.NewReader(snap)); err != nil {
+			return fmt.Errorf("group %d's snapshot does not decode: %w", id, err)
+		}
+		parts = append(parts, backupPart{id, store})
+		return nil
+	})
+	if err == nil && len(parts) < 2 {
+		err = fmt.Errorf("%w: %d groups in a backup of several", backup.ErrCorrupt, len(parts))
+	}
+	if err != nil {
+		return nil, h, fmt.Errorf("%s: %w; nothing was written", file, err)
+	}
+	return parts, h, nil
 }
 
 // checkEmpty refuses a data dir that holds anything (a LOCK file left by a
