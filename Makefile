@@ -52,6 +52,13 @@ fuzz:
 # memory, durable or cluster) for BENCH_TIME seconds, with memtier_benchmark
 # if installed and kvs bench otherwise; the JSON lands in
 # dist/memtier-$(BENCH_MODE).json. KVS_BENCH_PORT moves it off 16379.
+# A cluster's write throughput as nodes and groups are added, each node
+# capped by a cgroup CPU quota (test/scale.sh: SCALE_CONFIGS, SCALE_QUOTA,
+# ...). Needs root and redis-tools.
+.PHONY: scale
+scale: build
+	bash test/scale.sh
+
 .PHONY: memtier
 memtier: build
 	BENCH_MODE=$(BENCH_MODE) BENCH_TIME=$(BENCH_TIME) bash test/memtier.sh
