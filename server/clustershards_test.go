@@ -15,6 +15,8 @@ type shardedPair struct {
 	n1, n2 *Server
 	// stores[node][group]
 	stores [2][2]*fsm.Store
+	// fakes[node][group]: node's view of group's raft.
+	fakes [2][2]*fakeCluster
 }
 
 func startShardedPair(t *testing.T) *shardedPair {
@@ -29,8 +31,7 @@ func startShardedPair(t *testing.T) *shardedPair {
 	for s := range slots {
 		slots[s] = uint16(s * 2 / fsm.ClusterSlots)
 	}
-	// fakes[node][group]: node n's view of group g.
-	var fakes [2][2]*fakeCluster
+	fakes := &p.fakes
 	var servers [2]*Server
 	for n := range 2 {
 		var groups []Group
@@ -144,5 +145,26 @@ func TestShardedClusterSlots(t *testing.T) {
 		if !strings.Contains(info, w) {
 			t.Errorf("CLUSTER INFO %q lacks %q", info, w)
 		}
+	}
+}
+
+// TestShardedStatus: KVS.STATUS on a sharded node lists each group with
+// its own members, which may differ from the cluster's (group 0's) while
+// a group follows a membership change.
+func TestShardedStatus(t *testing.T) {
+	p := startShardedPair(t)
+	p.fakes[0][1].set(func(f *fakeCluster) {
+		f.members = append(f.members, Member{ID: "n3", RaftAddr: "127.0.0.1:17003"})
+	})
+	got := dialRaw(t, p.n1).do("KVS.STATUS")
+	member := func(id, addr, role string) string { return "*3\r\n" + bulk(id) + bulk(addr) + bulk(role) }
+	want := bulk("groups") + "*2\r\n" +
+		"*6\r\n:0\r\n" + bulk("leader") + bulk("n1") + ":11\r\n:10\r\n*2\r\n" +
+		member("n1", "127.0.0.1:17001", "leader") + member("n2", "127.0.0.1:17002", "follower") +
+		"*6\r\n:1\r\n" + bulk("follower") + bulk("n2") + ":11\r\n:10\r\n*3\r\n" +
+		member("n1", "127.0.0.1:17001", "follower") + member("n2", "127.0.0.1:17002", "leader") +
+		member("n3", "127.0.0.1:17003", "nonvoter")
+	if !strings.HasPrefix(got, "*28\r\n") || !strings.HasSuffix(got, want) {
+		t.Errorf("KVS.STATUS on n1:\n got %q\nwant it to end with %q", got, want)
 	}
 }
