@@ -52,7 +52,8 @@ import (
 // (INCR, GET), which the stale-read checker judges in both tests: no
 // acknowledged write lost, every read names a write, one client's reads
 // on one node never go back. TestChaos adds mixed keys, where INCR and SET
-// meet, which only porcupine can judge.
+// meet, which only porcupine can judge. After the last epoch every key of
+// every epoch must still be where its epoch left it (checkConserved).
 //
 // -chaos.time (-chaos.stale-time for TestChaosStale) bounds when the last
 // fault starts; that fault, the healing and the checks add some seconds.
