@@ -41,10 +41,9 @@ func (r *router) ledGroups() []*groupRef {
 	return out
 }
 
-// readAcross answers fc, a read of the whole keyspace, from every group
-// this node leads, combined as the one store would answer it.
-func (c *client) readAcross(fc fsm.Command) (fsm.Reply, bool) {
-	groups := c.s.router.ledGroups()
+// readAcross answers fc, a read of the whole keyspace, from groups (those
+// this node leads), combined as the one store would answer it.
+func (c *client) readAcross(groups []*groupRef, fc fsm.Command) (fsm.Reply, bool) {
 	read := func(g *groupRef, cmd fsm.Command) (fsm.Reply, bool) {
 		c.readCmd = cmd
 		r, ok := g.store.ReadServing(c.now, &c.readCmd, c.busyServe)

@@ -68,6 +68,9 @@ type status struct {
 	// groups, of a node of several: id, state, leader id, commit index,
 	// applied index.
 	groups [][]string
+	// groupMembers[g] is group g's members as the node's replica knows
+	// them: id, raft addr, role.
+	groupMembers [][][]string
 }
 
 func kvsStatus(addr string, password ...string) (status, error) {
@@ -102,11 +105,23 @@ func kvsStatus(addr string, password ...string) (status, error) {
 		if name == "members" || name == "groups" {
 			for _, m := range v.Elems[i+1].Elems {
 				var row []string
+				var rows [][]string // a group's members
 				for _, cell := range m.Elems {
+					if cell.Kind == '*' {
+						for _, gm := range cell.Elems {
+							var r []string
+							for _, c := range gm.Elems {
+								r = append(r, c.Str)
+							}
+							rows = append(rows, r)
+						}
+						continue
+					}
 					row = append(row, cell.Str)
 				}
 				if name == "groups" {
 					st.groups = append(st.groups, row)
+					st.groupMembers = append(st.groupMembers, rows)
 				} else {
 					st.members = append(st.members, row)
 				}

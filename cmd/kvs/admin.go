@@ -70,7 +70,8 @@ type nodeStatus struct {
 	fields  map[string]string
 	members [][]string // id, raft address, client address, role
 	// groups, of a node whose slots are spread over several groups: id,
-	// state, leader id, commit index, applied index.
+	// state, leader id, commit index, applied index (and the group's
+	// members, which the table does not show).
 	groups [][]string
 }
 
