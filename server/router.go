@@ -153,3 +153,26 @@ func (s *Server) scriptBusy() fsm.Busy {
 	}
 	return fsm.NotBusy
 }
+
+// slotRun is a run of consecutive slots of one group.
+type slotRun struct {
+	first, last int
+	g           *groupRef
+}
+
+// slotRuns returns the slot map as runs, in slot order.
+func (r *router) slotRuns() []slotRun {
+	if r.slots == nil {
+		return []slotRun{{0, fsm.ClusterSlots - 1, &r.home}}
+	}
+	var runs []slotRun
+	for s := 0; s < fsm.ClusterSlots; {
+		e := s
+		for e+1 < fsm.ClusterSlots && r.slots[e+1] == r.slots[s] {
+			e++
+		}
+		runs = append(runs, slotRun{s, e, r.groups[r.slots[s]]})
+		s = e + 1
+	}
+	return runs
+}
