@@ -337,11 +337,6 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	case spec.flags&flagNoScript != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	}
-	if s.router.sharded() {
-		if slot, ok := commandSlot(spec, args); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
-			return fail(errScriptNonLocal)
-		}
-	}
 	if p.User != "" {
 		if e := s.scriptACLRefusal(p, sc, cmd, args); e != "" {
 			return fail(e)
@@ -360,6 +355,12 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	}
 	if spec.flags&flagWrite != 0 {
 		p.Dirty = true
+	}
+	// Last, as Redis's scriptVerifyClusterState.
+	if s.router.sharded() {
+		if slot, ok := commandSlot(spec, args); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
+			return fail(errScriptNonLocal)
+		}
 	}
 	c := &sc.c
 	c.script = p

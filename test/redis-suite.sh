@@ -127,11 +127,10 @@ start_server() { # start_server LOG
       if [ "$SERVER" = redis ]; then
         redis-cli -p "$PORT" cluster addslotsrange 0 16383 >/dev/null 2>&1
       fi
-      # A write answered: the groups have a leader and its address is
-      # known.
+      # SCRIPT FLUSH is written to every group, the meta group too: once
+      # it is answered, each has a leader whose address is known.
       if redis-cli -p "$PORT" cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
-        [ "$(redis-cli -p "$PORT" set redis-suite-probe 1 2>/dev/null)" = OK ]; then
-        redis-cli -p "$PORT" del redis-suite-probe >/dev/null
+        [ "$(redis-cli -p "$PORT" script flush 2>/dev/null)" = OK ]; then
         return 0
       fi
     fi
