@@ -100,6 +100,9 @@ var ErrNodeClosed = errors.New("group: node closed")
 // was 0): what the other nodes add it to their groups with.
 func (n *Node) Addr() string { return n.mux.Addr().String() }
 
+// DataDir is the node's data dir.
+func (n *Node) DataDir() string { return n.o.DataDir }
+
 // ID is the node's id in every group's Raft configuration.
 func (n *Node) ID() string { return n.o.NodeID }
 

@@ -481,6 +481,14 @@ func runJoin(c *client, args [][]byte) {
 			return
 		}
 	}
+	if len(args) > 5 {
+		// ... and the replicas a group it was started with.
+		if n, err := strconv.Atoi(string(args[5])); err != nil || n != c.s.cfg.Replicas {
+			c.out = appendError(c.out, "ERR the node places "+string(args[5])+" replicas of each group and the cluster's nodes "+
+				strconv.Itoa(c.s.cfg.Replicas)+": start it with the cluster's --replicas")
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
 	defer cancel()
 	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]))
@@ -549,7 +557,8 @@ var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered w
 // addr, raft_addr, state, term, last_index, commit_index, applied_index,
 // apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr, members
 // ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
-// "nonvoter").
+// "nonvoter"), and on a sharded node replicas (each group's, 0: on every
+// node) and groups.
 func runStatus(c *client, args [][]byte) {
 	cl := c.s.router.cluster
 	if cl == nil {
@@ -566,7 +575,7 @@ func runStatus(c *client, args [][]byte) {
 	self := cl.Self()
 	fields := 13
 	if c.s.router.sharded() {
-		fields++
+		fields += 2
 	}
 	b := appendMapLen(c.out, fields, c.proto)
 	pair := func(name, value string) {
@@ -608,18 +617,36 @@ func runStatus(c *client, args [][]byte) {
 		b = appendBulkString(b, role)
 	}
 	if c.s.router.sharded() {
-		// groups: [id, state, leader_id, commit_index, applied_index]
-		// of each group this node holds.
+		num("replicas", uint64(c.s.cfg.Replicas))
+		// groups: [id, state, leader_id, commit_index, applied_index,
+		// replicas] of each group, state "none" (and indexes 0) for one
+		// this node holds no replica of; replicas are the ids of the
+		// group's members.
 		b = appendBulkString(b, "groups")
 		b = appendArrayLen(b, len(c.s.router.groups))
-		for i, g := range c.s.router.groups {
-			gs := g.raft.Status()
-			b = appendArrayLen(b, 5)
-			b = appendInt(b, int64(i))
+		for g := range c.s.router.all() {
+			var gs ClusterStatus
+			var members []Member
+			if g.remote() {
+				gs.State = "none"
+				members = c.s.router.remote.Members(g.index)
+				if l, ok := c.s.router.remote.Leader(g.index); ok {
+					gs.LeaderID = l.ID
+				}
+			} else {
+				gs = g.raft.Status()
+				members, _ = g.raft.Members()
+			}
+			b = appendArrayLen(b, 6)
+			b = appendInt(b, int64(g.index))
 			b = appendBulkString(b, gs.State)
 			b = appendBulkString(b, gs.LeaderID)
 			b = appendInt(b, int64(gs.CommitIndex))
 			b = appendInt(b, int64(gs.AppliedIndex))
+			b = appendArrayLen(b, len(members))
+			for _, m := range members {
+				b = appendBulkString(b, m.ID)
+			}
 		}
 	}
 	c.out = b
