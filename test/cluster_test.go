@@ -65,8 +65,9 @@ func startCluster(t testing.TB, size int, extra ...string) []*Node {
 type status struct {
 	fields  map[string]string
 	members [][]string // id, raft addr, client addr, role
-	// groups, of a node of several: id, state, leader id, commit index,
-	// applied index.
+	// groups, of a node of several: id, state ("none" where the node
+	// holds no replica), leader id, commit index, applied index, members
+	// (comma-separated).
 	groups [][]string
 }
 
@@ -103,6 +104,15 @@ func kvsStatus(addr string, password ...string) (status, error) {
 			for _, m := range v.Elems[i+1].Elems {
 				var row []string
 				for _, cell := range m.Elems {
+					if cell.Kind == '*' {
+						// A group's members: their ids, comma-separated.
+						var ids []string
+						for _, id := range cell.Elems {
+							ids = append(ids, id.Str)
+						}
+						row = append(row, strings.Join(ids, ","))
+						continue
+					}
 					row = append(row, cell.Str)
 				}
 				if name == "groups" {
