@@ -161,9 +161,11 @@ func (n *Node) serve(o TendOptions, id uint32, g *Group) {
 	}
 }
 
-// Serves reports whether, by the rule Tend serves replicas by, this
-// node's replica of data group id, open here, should be served now: what
-// the node's owner hands its server before the first round.
+// Serves returns this node's replica of data group id when, by the rule
+// Tend serves replicas by, it should be served now, and nil otherwise
+// (none open here, or not to be served); it records what it returns as
+// served. Its owner hands the server what it returns before Tend's first
+// round.
 func (n *Node) Serves(id uint32, replicas int) *Group {
 	g := n.Group(id)
 	if g == nil || !g.IsVoter() {
