@@ -89,19 +89,24 @@ memory: build
 # CHAOS_READS=linearizable or stale runs one of them; both run side by side
 # by default. CHAOS_TLS=1 runs TestChaosTLS instead: the linearizable
 # schedule against a cluster with mutual TLS between its nodes
-# (--tls-cluster yes; `make test` runs it for 10 s). CHAOS_SEED=N replays
-# the schedule of a run whose log printed seed N.
+# (--tls-cluster yes; `make test` runs it for 10 s). CHAOS_GROUPS=N runs
+# TestChaosGroups instead: the linearizable schedule against three nodes
+# whose slots are spread over N Raft groups (--groups N), the faults on
+# the leader hitting a group's leader drawn at random (`make test` runs 3
+# groups for 15 s). CHAOS_SEED=N replays the schedule of a run whose log
+# printed seed N.
 CHAOS_TIME    ?= 10m
 CHAOS_SEED    ?=
 CHAOS_READS   ?= both
 CHAOS_TIMEOUT ?= 60m
 CHAOS_TLS     ?=
+CHAOS_GROUPS  ?=
 chaos_run_both         = ^TestChaos(Stale)?$$
 chaos_run_linearizable = ^TestChaos$$
 chaos_run_stale        = ^TestChaosStale$$
 .PHONY: chaos
 chaos:
-	$(GO) test ./test/ -run '$(if $(CHAOS_TLS),^TestChaosTLS$$,$(chaos_run_$(CHAOS_READS)))' -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -chaos.time=$(CHAOS_TIME) -chaos.stale-time=$(CHAOS_TIME) -chaos.tls-time=$(CHAOS_TIME)$(if $(CHAOS_SEED), -seed=$(CHAOS_SEED))
+	$(GO) test ./test/ -run '$(if $(CHAOS_GROUPS),^TestChaosGroups$$,$(if $(CHAOS_TLS),^TestChaosTLS$$,$(chaos_run_$(CHAOS_READS))))' -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -chaos.time=$(CHAOS_TIME) -chaos.stale-time=$(CHAOS_TIME) -chaos.tls-time=$(CHAOS_TIME) -chaos.groups-time=$(CHAOS_TIME)$(if $(CHAOS_GROUPS), -chaos.groups=$(CHAOS_GROUPS))$(if $(CHAOS_SEED), -seed=$(CHAOS_SEED))
 
 clean:
 	rm -rf dist

@@ -131,6 +131,14 @@ func keyHash(key string) uint64 {
 // slotHashShift is where the slot sits in a keyHash.
 const slotHashShift = 49
 
+// SlotCursor is the SCAN cursor at which slot's keys begin: the keyspace
+// is ordered by slot first (keyHash), so a scan of a range of slots starts
+// there, and a cursor below it has not reached the slot yet.
+func SlotCursor(slot int) uint64 { return slotHash(slot) }
+
+// CursorSlot is the slot whose keys a SCAN cursor lies among.
+func CursorSlot(cursor uint64) int { return int(cursor >> slotHashShift) }
+
 // slotHash is the smallest hash of a key in slot.
 func slotHash(slot int) uint64 { return uint64(slot) << slotHashShift }
 

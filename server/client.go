@@ -515,7 +515,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.queue(pendingReply{cmd: id})
 		return true
 	}
-	if fc.Op != fsm.OpInvalid && c.forwardsReads() {
+	if fc.Op != fsm.OpInvalid && c.forwardsReads() && !c.readsAcross(fc.Op) {
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
@@ -539,7 +539,15 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = append(c.out, "*2\r\n$1\r\n0\r\n*0\r\n"...)
 		return
 	}
-	if e := c.checkRead(); e != "" {
+	var led []*groupRef // the groups a read across groups answers for
+	var e string
+	if c.readsAcross(fc.Op) {
+		led = c.s.router.ledGroups()
+		e = c.checkReadAcross(led)
+	} else {
+		e = c.checkRead()
+	}
+	if e != "" {
 		c.errIfFound = ""
 		c.out = appendError(c.out, e)
 		return
@@ -552,8 +560,8 @@ func (c *client) readLocal(fc fsm.Command) {
 	}
 	var r fsm.Reply
 	var ok bool
-	if c.s.router.sharded() && acrossGroups(fc.Op) {
-		r, ok = c.readAcross(fc)
+	if c.readsAcross(fc.Op) {
+		r, ok = c.readAcross(led, fc)
 	} else {
 		// Through a field, not &fc: the pointer escapes, and the field
 		// lives with the connection, so the read allocates no copy.
@@ -587,6 +595,29 @@ func (c *client) readLocal(fc fsm.Command) {
 func (c *client) forwardsReads() bool {
 	g := c.grp
 	return g.remote() || g.replicated() && c.s.cfg.LinearizableReads && !g.leads()
+}
+
+// readsAcross reports whether op, on this node, reads every group it leads
+// (keyless.go). Such a read is never forwarded: the node answers for its
+// own groups, as a Redis Cluster master answers for its slots, and the
+// leader of the home group would answer for its own instead.
+func (c *client) readsAcross(op fsm.Op) bool {
+	return c.s.router.sharded() && acrossGroups(op)
+}
+
+// checkReadAcross is checkRead for a read of the groups led: with
+// linearizable reads, each passes its read barrier.
+func (c *client) checkReadAcross(led []*groupRef) string {
+	if !c.s.cfg.LinearizableReads {
+		return ""
+	}
+	for _, g := range led {
+		if err := c.s.readBarrier(g); err != nil {
+			return errProposal(err, false)
+		}
+	}
+	c.now = time.Now().UnixMilli()
+	return ""
 }
 
 // checkRead returns the error to answer a local read with, if any, once

@@ -552,13 +552,25 @@ func (c *client) relay(args [][]byte) {
 
 var errUnexpectedRelayReply = errors.New("outcome unknown: the leader answered with a bulk string")
 
+// memberRole is how KVS.STATUS names m's part in its group, whose leader
+// this node knows as leaderID.
+func memberRole(m Member, leaderID string) string {
+	switch {
+	case m.Leader || (leaderID != "" && m.ID == leaderID):
+		return "leader"
+	case !m.Voter:
+		return "nonvoter"
+	}
+	return "follower"
+}
+
 // runStatus answers KVS.STATUS: this node's identity and Raft state and
 // the members, as a map (a flat array of name/value pairs in RESP2): id,
 // addr, raft_addr, state, term, last_index, commit_index, applied_index,
 // apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr, members
 // ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
-// "nonvoter"), and on a sharded node replicas (each group's, 0: on every
-// node) and groups.
+// "nonvoter"), and on a node of several groups replicas (each group's,
+// 0: on every node) and the groups.
 func runStatus(c *client, args [][]byte) {
 	cl := c.s.router.cluster
 	if cl == nil {
@@ -603,25 +615,21 @@ func runStatus(c *client, args [][]byte) {
 	b = appendBulkString(b, "members")
 	b = appendArrayLen(b, len(members))
 	for _, m := range members {
-		role := "follower"
-		switch {
-		case m.Leader || (leaderID != "" && m.ID == leaderID):
-			role = "leader"
-		case !m.Voter:
-			role = "nonvoter"
-		}
 		b = appendArrayLen(b, 4)
 		b = appendBulkString(b, m.ID)
 		b = appendBulkString(b, m.RaftAddr)
 		b = appendBulkString(b, m.RESPAddr)
-		b = appendBulkString(b, role)
+		b = appendBulkString(b, memberRole(m, leaderID))
 	}
 	if c.s.router.sharded() {
 		num("replicas", uint64(c.s.cfg.Replicas))
 		// groups: [id, state, leader_id, commit_index, applied_index,
-		// replicas] of each group, state "none" (and indexes 0) for one
-		// this node holds no replica of; replicas are the ids of the
-		// group's members.
+		// members] of each group, state "none" (indexes 0) for one this
+		// node holds no replica of, members as this node's replica of
+		// the group knows them, or, without one, as the group's leader
+		// published them ([id, raft_addr, role] each). A group's members
+		// follow the cluster's a few seconds late: an operator about to
+		// wipe a removed node's data waits until no group lists it.
 		b = appendBulkString(b, "groups")
 		b = appendArrayLen(b, len(c.s.router.groups))
 		for g := range c.s.router.all() {
@@ -635,6 +643,7 @@ func runStatus(c *client, args [][]byte) {
 				}
 			} else {
 				gs = g.raft.Status()
+				// A replica shutting down has no members to show.
 				members, _ = g.raft.Members()
 			}
 			b = appendArrayLen(b, 6)
@@ -645,7 +654,10 @@ func runStatus(c *client, args [][]byte) {
 			b = appendInt(b, int64(gs.AppliedIndex))
 			b = appendArrayLen(b, len(members))
 			for _, m := range members {
+				b = appendArrayLen(b, 3)
 				b = appendBulkString(b, m.ID)
+				b = appendBulkString(b, m.RaftAddr)
+				b = appendBulkString(b, memberRole(m, gs.LeaderID))
 			}
 		}
 	}

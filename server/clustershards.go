@@ -38,14 +38,8 @@ func (s *Server) shards(t *topology) []shard {
 		byID[t.nodes[i].ID] = &t.nodes[i]
 	}
 	out := make([]shard, len(s.router.groups))
-	for slot := 0; slot < fsm.ClusterSlots; {
-		g := s.router.slots[slot]
-		end := slot
-		for end+1 < fsm.ClusterSlots && s.router.slots[end+1] == g {
-			end++
-		}
-		out[g].ranges = append(out[g].ranges, [2]int{slot, end})
-		slot = end + 1
+	for _, run := range s.router.slotRuns() {
+		out[run.g.index].ranges = append(out[run.g.index].ranges, [2]int{run.first, run.last})
 	}
 	for g := range s.router.all() {
 		sh := &out[g.index]

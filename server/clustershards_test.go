@@ -15,9 +15,11 @@ type shardedPair struct {
 	n1, n2 *Server
 	// stores[node][group]
 	stores [2][2]*fsm.Store
+	// fakes[node][group]: node's view of group's raft.
+	fakes [2][2]*fakeCluster
 }
 
-func startShardedPair(t *testing.T) *shardedPair {
+func startShardedPair(t *testing.T, opts ...func(*Config)) *shardedPair {
 	t.Helper()
 	p := &shardedPair{}
 	for n := range 2 {
@@ -29,8 +31,7 @@ func startShardedPair(t *testing.T) *shardedPair {
 	for s := range slots {
 		slots[s] = uint16(s * 2 / fsm.ClusterSlots)
 	}
-	// fakes[node][group]: node n's view of group g.
-	var fakes [2][2]*fakeCluster
+	fakes := &p.fakes
 	var servers [2]*Server
 	for n := range 2 {
 		var groups []Group
@@ -42,8 +43,12 @@ func startShardedPair(t *testing.T) *shardedPair {
 			}
 			groups = append(groups, Group{Store: p.stores[n][g], Proposer: prop, Raft: fakes[n][g]})
 		}
-		servers[n] = startServer(t, Config{Store: p.stores[n][0], Groups: groups, Slots: slots,
-			Cluster: fakes[n][0], DisableActiveExpiry: true})
+		cfg := Config{Store: p.stores[n][0], Groups: groups, Slots: slots,
+			Cluster: fakes[n][0], DisableActiveExpiry: true}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		servers[n] = startServer(t, cfg)
 	}
 	for n := range 2 {
 		for g := range 2 {
@@ -144,5 +149,70 @@ func TestShardedClusterSlots(t *testing.T) {
 		if !strings.Contains(info, w) {
 			t.Errorf("CLUSTER INFO %q lacks %q", info, w)
 		}
+	}
+}
+
+// TestShardedStatus: KVS.STATUS on a sharded node says how many replicas
+// each group has (0: on every node) and lists each group with its own
+// members, which may differ from the cluster's (group 0's) while a group
+// follows a membership change.
+func TestShardedStatus(t *testing.T) {
+	p := startShardedPair(t)
+	p.fakes[0][1].set(func(f *fakeCluster) {
+		f.members = append(f.members, Member{ID: "n3", RaftAddr: "127.0.0.1:17003"})
+	})
+	got := dialRaw(t, p.n1).do("KVS.STATUS")
+	member := func(id, addr, role string) string { return "*3\r\n" + bulk(id) + bulk(addr) + bulk(role) }
+	want := bulk("replicas") + ":0\r\n" + bulk("groups") + "*2\r\n" +
+		"*6\r\n:0\r\n" + bulk("leader") + bulk("n1") + ":11\r\n:10\r\n*2\r\n" +
+		member("n1", "127.0.0.1:17001", "leader") + member("n2", "127.0.0.1:17002", "follower") +
+		"*6\r\n:1\r\n" + bulk("follower") + bulk("n2") + ":11\r\n:10\r\n*3\r\n" +
+		member("n1", "127.0.0.1:17001", "follower") + member("n2", "127.0.0.1:17002", "leader") +
+		member("n3", "127.0.0.1:17003", "nonvoter")
+	if !strings.HasPrefix(got, "*30\r\n") || !strings.HasSuffix(got, want) {
+		t.Errorf("KVS.STATUS on n1:\n got %q\nwant it to end with %q", got, want)
+	}
+}
+
+// TestShardedKeylessReadsLinearizable: with linearizable reads, DBSIZE,
+// KEYS, SCAN and RANDOMKEY on a node that does not lead the home group
+// answer for the groups that node leads, each past its read barrier, and
+// are not forwarded to the home group's leader, which would answer for
+// its own groups: summed over the masters, as cluster clients sum DBSIZE,
+// the home group's keys counted once per node and the others' never.
+func TestShardedKeylessReadsLinearizable(t *testing.T) {
+	p := startShardedPair(t, func(c *Config) { c.LinearizableReads = true })
+	k0, k1 := keyIn(0, 2, 0), keyIn(1, 2, 0)
+	rc := dialRaw(t, p.n2)
+	for _, k := range []string{k0, k1} {
+		if got := rc.do("SET", k, "v"); got != "+OK\r\n" {
+			t.Fatalf("SET %s through n2: %q", k, got)
+		}
+	}
+	barriers := p.fakes[1][1].barriers.Load()
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"DBSIZE"}, ":1\r\n"},
+		{[]string{"KEYS", "*"}, "*1\r\n" + bulk(k1)},
+		{[]string{"SCAN", "0", "COUNT", "100"}, "*2\r\n" + bulk("0") + "*1\r\n" + bulk(k1)},
+		{[]string{"RANDOMKEY"}, bulk(k1)},
+	}
+	for _, st := range steps {
+		if got := rc.do(st.args...); got != st.want {
+			t.Errorf("%v on n2: %q, want %q", st.args, got, st.want)
+		}
+	}
+	if got := p.fakes[1][1].barriers.Load() - barriers; got != int64(len(steps)) {
+		t.Errorf("%d read barriers on n2's group 1 for %d reads", got, len(steps))
+	}
+	if got := dialRaw(t, p.n1).do("DBSIZE"); got != ":1\r\n" {
+		t.Errorf("DBSIZE on n1: %q", got)
+	}
+	// A barrier that fails is the read's answer.
+	p.fakes[1][1].set(func(f *fakeCluster) { f.barrierErr = fmt.Errorf("%w: lost the lease", ErrNotLeader) })
+	if got := rc.do("DBSIZE"); !strings.HasPrefix(got, "-TRYAGAIN") {
+		t.Errorf("DBSIZE on n2 with a failing barrier: %q", got)
 	}
 }

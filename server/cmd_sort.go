@@ -54,11 +54,18 @@ func parseSort(c *client, args [][]byte) (fsm.Command, string) {
 				// Redis stops sorting at a constant BY, and a later
 				// BY does not undo it.
 				cmd.Flags |= fsm.FlagSortNoSort
+			} else if c.s.router.sharded() {
+				// The pattern's keys may be in other slots, and so in
+				// other groups: refused, as Redis Cluster refuses it.
+				return fsm.Command{}, "ERR BY option of SORT denied in Cluster mode."
 			} else if !c.sortPatternsAllowed(args) {
 				return fsm.Command{}, "ERR BY option of SORT denied due to insufficient ACL permissions."
 			}
 			j++
 		case is(args[j], "get") && left >= 1:
+			if c.s.router.sharded() {
+				return fsm.Command{}, "ERR GET option of SORT denied in Cluster mode."
+			}
 			if !c.sortPatternsAllowed(args) {
 				return fsm.Command{}, "ERR GET option of SORT denied due to insufficient ACL permissions."
 			}

@@ -42,10 +42,9 @@ func (r *router) ledGroups() []*groupRef {
 	return out
 }
 
-// readAcross answers fc, a read of the whole keyspace, from every group
-// this node leads, combined as the one store would answer it.
-func (c *client) readAcross(fc fsm.Command) (fsm.Reply, bool) {
-	groups := c.s.router.ledGroups()
+// readAcross answers fc, a read of the whole keyspace, from groups (those
+// this node leads), combined as the one store would answer it.
+func (c *client) readAcross(groups []*groupRef, fc fsm.Command) (fsm.Reply, bool) {
 	read := func(g *groupRef, cmd fsm.Command) (fsm.Reply, bool) {
 		c.readCmd = cmd
 		r, ok := g.store.ReadServing(c.now, &c.readCmd, c.busyServe)
@@ -87,34 +86,66 @@ func (c *client) readAcross(fc fsm.Command) (fsm.Reply, bool) {
 	return c.scanAcross(groups, fc, read)
 }
 
-// scanAcross answers SCAN over groups. Every group orders its keys by the
-// same 63-bit hash and a cursor is a position in that order, so one cursor
-// serves them all: each group scans from it, and the next cursor is the
-// least position where a group stopped. Keys a group returned past that
-// position come again in the next call, which SCAN allows (a key may be
-// returned more than once); none is missed.
+// scanAcross answers SCAN over groups. Every store orders its keys by slot
+// first (fsm's keyHash), and a group holds runs of consecutive slots, so
+// the keyspace is the groups' runs in slot order, and one cursor says where
+// in it a scan is: the run whose slots hold the cursor is scanned from it,
+// and once that run is done the next cursor is where the next run of a
+// group answered for begins. Every key is returned once, as Redis returns
+// the keys of a table that does not change.
 func (c *client) scanAcross(groups []*groupRef, fc fsm.Command, read func(*groupRef, fsm.Command) (fsm.Reply, bool)) (fsm.Reply, bool) {
-	var next uint64
-	out := []fsm.Reply{}
+	answers := map[*groupRef]bool{}
 	for _, g := range groups {
-		r, ok := read(g, fc)
-		if !ok {
-			return r, false
+		answers[g] = true
+	}
+	var runs []slotRun
+	for _, run := range c.s.router.slotRuns() {
+		if answers[run.g] {
+			runs = append(runs, run)
 		}
-		if r.Kind != fsm.ReplyArray || len(r.Array) != 2 {
-			return r, true
+	}
+	reply := func(next uint64, keys []fsm.Reply) (fsm.Reply, bool) {
+		cursor := strconv.AppendUint(nil, next, 10)
+		return fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{fsm.BulkReply(cursor), {Kind: fsm.ReplyArray, Array: keys}}}, true
+	}
+	cursor := uint64(fc.Int)
+	slot := fsm.CursorSlot(cursor)
+	for i, run := range runs {
+		if run.last < slot {
+			continue
 		}
-		n, err := strconv.ParseUint(string(r.Array[0].Bulk), 10, 64)
+		cmd := fc
+		if slot < run.first {
+			cmd.Int = int64(fsm.SlotCursor(run.first))
+		}
+		r, ok := read(run.g, cmd)
+		if !ok || r.Kind != fsm.ReplyArray || len(r.Array) != 2 {
+			return r, ok
+		}
+		next, err := strconv.ParseUint(string(r.Array[0].Bulk), 10, 64)
 		if err != nil {
 			return fsm.Reply{Kind: fsm.ReplyError, Str: "ERR scan: " + err.Error()}, true
 		}
-		if n != 0 && (next == 0 || n < next) {
-			next = n
+		// The store may hold the group's later runs too: what lies past
+		// this run is the next runs' to return.
+		keys := r.Array[1].Array[:0]
+		for _, k := range r.Array[1].Array {
+			if fsm.KeySlot(k.Bulk) <= run.last {
+				keys = append(keys, k)
+			}
 		}
-		out = append(out, r.Array[1].Array...)
+		if keys == nil {
+			keys = []fsm.Reply{}
+		}
+		if next == 0 || fsm.CursorSlot(next) > run.last {
+			next = 0
+			if i+1 < len(runs) {
+				next = fsm.SlotCursor(runs[i+1].first)
+			}
+		}
+		return reply(next, keys)
 	}
-	cursor := strconv.AppendUint(nil, next, 10)
-	return fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{fsm.BulkReply(cursor), {Kind: fsm.ReplyArray, Array: out}}}, true
+	return reply(0, []fsm.Reply{})
 }
 
 // flushAcross answers FLUSHALL or FLUSHDB (fc) on a sharded node: it

@@ -291,3 +291,26 @@ func (s *Server) SetLocalGroup(i int, g *Group) error {
 	r.groups[i].Store(ref)
 	return nil
 }
+
+// slotRun is a run of consecutive slots of one group.
+type slotRun struct {
+	first, last int
+	g           *groupRef
+}
+
+// slotRuns returns the slot map as runs, in slot order.
+func (r *router) slotRuns() []slotRun {
+	if r.slots == nil {
+		return []slotRun{{0, fsm.ClusterSlots - 1, &r.home}}
+	}
+	var runs []slotRun
+	for s := 0; s < fsm.ClusterSlots; {
+		e := s
+		for e+1 < fsm.ClusterSlots && r.slots[e+1] == r.slots[s] {
+			e++
+		}
+		runs = append(runs, slotRun{s, e, r.groups[r.slots[s]].Load()})
+		s = e + 1
+	}
+	return runs
+}

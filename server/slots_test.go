@@ -173,7 +173,7 @@ func TestShardedKeyspace(t *testing.T) {
 	if !slices.Equal(keys, all) {
 		t.Errorf("KEYS * found %d keys, want the 200", len(keys))
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	cursor := "0"
 	for {
 		r := rc.do("SCAN", cursor, "COUNT", "7")
@@ -181,7 +181,7 @@ func TestShardedKeyspace(t *testing.T) {
 		lines := strings.SplitN(r, "\r\n", 4)
 		cursor = lines[2]
 		for _, k := range parseArray(t, lines[3]) {
-			seen[k] = true
+			seen[k]++
 		}
 		if cursor == "0" {
 			break
@@ -189,6 +189,11 @@ func TestShardedKeyspace(t *testing.T) {
 	}
 	if len(seen) != 200 {
 		t.Errorf("SCAN found %d distinct keys, want 200", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("SCAN returned %s %d times: each key comes once while nothing changes", k, n)
+		}
 	}
 	if got := rc.do("RANDOMKEY"); !strings.HasPrefix(got, "$") || got == "$-1\r\n" {
 		t.Errorf("RANDOMKEY: %q", got)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,7 +52,8 @@ import (
 // (INCR, GET), which the stale-read checker judges in both tests: no
 // acknowledged write lost, every read names a write, one client's reads
 // on one node never go back. TestChaos adds mixed keys, where INCR and SET
-// meet, which only porcupine can judge.
+// meet, which only porcupine can judge. After the last epoch every key of
+// every epoch must still be where its epoch left it (checkConserved).
 //
 // -chaos.time (-chaos.stale-time for TestChaosStale) bounds when the last
 // fault starts; that fault, the healing and the checks add some seconds.
@@ -111,8 +114,13 @@ var chaosFaults = []chaosFault{
 // chaos is the state of one chaos run. Only the test goroutine uses it,
 // except gens, which the workers read.
 type chaos struct {
-	t       *testing.T
-	stale   bool // --reads stale: no porcupine, mixed keys left out
+	t     *testing.T
+	stale bool // --reads stale: no porcupine, mixed keys left out
+	// groups is the cluster's --groups; 0 and 1 are one group. With
+	// several, the faults on "the leader" hit the leader of a group
+	// drawn at random, and the cluster has settled once every group
+	// has a leader that every member names.
+	groups  int
 	nodes   []*Node
 	proxies RaftProxies // proxies.P[i] carries every raft RPC to nodes[i]
 	rng     *rand.Rand
@@ -123,6 +131,11 @@ type chaos struct {
 	// schedule is chaosFaults, which removeRejoin draws from again (a
 	// field, since chaosFaults cannot refer to itself).
 	schedule []chaosFault
+	// shards are the slot ranges of the groups (one range for a cluster
+	// of one group), in the groups' order; barriers are the keys
+	// finalReads writes, one in each.
+	shards   [][2]int
+	barriers []string
 
 	gensMu sync.Mutex
 	gens   map[string]int // node name -> times its data was wiped
@@ -134,16 +147,26 @@ type chaosTotals struct {
 	lost       int // acknowledged writes missing from a final value
 	violations int // everything else either checker found
 	linChecked int // operations porcupine checked
+	// final is every epoch's final read of each of its keys: what every
+	// member must hold at the end of the run.
+	final map[string]finalRead
+}
+
+// chaosOpts says which cluster a chaos run faces.
+type chaosOpts struct {
+	stale  bool // --reads stale, checked by the stale-read checker; otherwise linearizable and porcupine
+	tls    bool // --tls-cluster yes
+	groups int  // --groups; 0 is one group
 }
 
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	runChaos(t, false, false, *flagChaosTime)
+	runChaos(t, chaosOpts{}, *flagChaosTime)
 }
 
 func TestChaosStale(t *testing.T) {
 	t.Parallel()
-	runChaos(t, true, false, *flagChaosStaleTime)
+	runChaos(t, chaosOpts{stale: true}, *flagChaosStaleTime)
 }
 
 // TestChaosTLS runs the same schedule against a cluster with mutual TLS
@@ -154,23 +177,28 @@ func TestChaosTLS(t *testing.T) {
 		t.Skip("the raft proxies tell TLS senders apart through /proc")
 	}
 	t.Parallel()
-	runChaos(t, false, true, *flagChaosTLSTime)
+	runChaos(t, chaosOpts{tls: true}, *flagChaosTLSTime)
 }
 
-func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
+func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 	seed := testSeed(t)
+	stale, withTLS := o.stale, o.tls
 	reads := "linearizable"
 	if stale {
 		reads = "stale"
 	}
+	flags := []string{"--reads", reads}
+	if o.groups > 1 {
+		flags = append(flags, "--groups", strconv.Itoa(o.groups))
+	}
 	var nodes []*Node
 	if withTLS {
-		nodes = startTLSCluster(t, newTLSEnv(t), 3, "--reads", reads)
+		nodes = startTLSCluster(t, newTLSEnv(t), 3, flags...)
 	} else {
-		nodes = startCluster(t, 3, "--reads", reads)
+		nodes = startCluster(t, 3, flags...)
 	}
 	c := &chaos{
-		t: t, stale: stale, nodes: nodes, rng: rand.New(rand.NewSource(seed)),
+		t: t, stale: stale, groups: o.groups, nodes: nodes, rng: rand.New(rand.NewSource(seed)),
 		start: time.Now(), faults: map[string]int{}, out: map[int]bool{}, gens: map[string]int{},
 		schedule: chaosFaults,
 	}
@@ -178,16 +206,21 @@ func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
 	// test is continued before the nodes' own cleanups stop it.
 	t.Cleanup(c.resume)
 	c.proxies = proxyRaft(t, nodes)
-	watch := watchLeader(nodes)
+	if c.sharded() {
+		c.waitSpread()
+	}
+	c.findShards()
+	watch := watchLeader(nodes, max(1, c.groups))
 	t.Cleanup(watch.stop)
 
-	var tot chaosTotals
+	tot := chaosTotals{final: map[string]finalRead{}}
 	for e := 0; e == 0 || time.Since(c.start) < length; e++ {
 		d := min(chaosEpoch, length-time.Since(c.start))
 		c.epoch(e, d, seed, &tot)
 	}
 	watch.stop()
 	checkRaftAddrs(t, nodes, c.proxies)
+	c.checkConserved(tot.final)
 
 	ops := tot.ops
 	byOutcome, byKind := countOps(ops)
@@ -197,7 +230,7 @@ func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
 		faults = append(faults, fmt.Sprintf("%s=%d", f.name, c.faults[f.name]))
 		total += c.faults[f.name]
 	}
-	t.Logf("chaos report: --reads %s, tls-cluster %v, seed %d, %v of faults", reads, withTLS, seed, time.Since(c.start).Round(time.Second))
+	t.Logf("chaos report: --reads %s, tls-cluster %v, groups %d, seed %d, %v of faults", reads, withTLS, max(1, c.groups), seed, time.Since(c.start).Round(time.Second))
 	t.Logf("  faults injected: %d: %s", total, strings.Join(faults, " "))
 	t.Logf("  operations checked: %d recorded, %d acknowledged, %d failed, %d unknown; acknowledged by kind %v",
 		len(ops), byOutcome[OutcomeOK], byOutcome[OutcomeFailed], byOutcome[OutcomeUnknown], byKind)
@@ -209,18 +242,36 @@ func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
 	t.Logf("  acknowledged writes lost: %d", tot.lost)
 	t.Logf("  violations: %d", tot.violations)
 	t.Logf("  longest time without a leader: %v", watch.longest().Round(time.Millisecond))
+	t.Logf("  keys conserved: %d written, %d present at the end (%d barriers among them)", len(tot.final)+len(c.barriers), c.wantKeys(tot.final), len(c.barriers))
 	var carried int64
+	byGroup := map[uint32]int64{}
 	for i, p := range c.proxies.P {
 		s := p.Stats()
 		carried += s.ToTarget
-		t.Logf("  %s's proxy: %d connections (by sender %v), %d bytes in, %d out, %d discarded",
-			nodes[i].Name, s.Accepted, s.Senders, s.ToTarget, s.FromTarget, s.Discarded)
+		groups := ""
+		for g, by := range s.Groups {
+			for _, n := range by {
+				byGroup[g] += n
+			}
+		}
+		if c.sharded() {
+			groups = fmt.Sprintf(" (by group and sender %v)", s.Groups)
+		}
+		t.Logf("  %s's proxy: %d connections (by sender %v)%s, %d bytes in, %d out, %d discarded",
+			nodes[i].Name, s.Accepted, s.Senders, groups, s.ToTarget, s.FromTarget, s.Discarded)
 		if s.Senders[""] > 0 {
 			t.Errorf("%s's proxy could not tell the sender of %d connections: link faults missed them", nodes[i].Name, s.Senders[""])
 		}
 	}
 	if carried == 0 {
 		t.Errorf("no raft traffic went through the proxies: the faults on them had no effect")
+	}
+	if c.sharded() && !withTLS {
+		for g := range c.groups {
+			if byGroup[uint32(g)] == 0 {
+				t.Errorf("no raft connection of group %d went through the proxies: the faults on them missed it", g)
+			}
+		}
 	}
 	for _, k := range []HistKind{KindGet, KindSet, KindIncr, KindCAS, KindDel} {
 		if byKind[k] == 0 {
@@ -233,14 +284,23 @@ func runChaos(t *testing.T, stale, withTLS bool, length time.Duration) {
 // heals the cluster, reads every key and checks the epoch's history.
 func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t := c.t
-	key := func(sort string, k int) string { return fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k) }
+	// Two keys of each sort, or on a cluster of several groups one in
+	// each group.
+	perSort := max(2, c.groups)
+	key := func(sort string, k int) string {
+		base := fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k)
+		if !c.sharded() {
+			return base
+		}
+		return keyInSlots(base, c.shards[k])
+	}
 	var mixed, registers, counters []string
-	for k := range 2 {
+	for k := range perSort {
 		registers = append(registers, key("r", k))
 		counters = append(counters, key("n", k))
 	}
 	if !c.stale {
-		for k := range 2 {
+		for k := range perSort {
 			mixed = append(mixed, key("m", k))
 		}
 	}
@@ -266,6 +326,7 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	stop()
 
 	final := c.finalReads(h, all)
+	maps.Copy(tot.final, final)
 	ops := h.Ops()
 	for _, o := range unexpectedErrors(ops) {
 		t.Errorf("epoch %d: unexpected error reply: %v", e, o)
@@ -334,12 +395,16 @@ func (c *chaos) finalReads(h *History, keys []string) map[string]finalRead {
 		conn.SetDeadline(time.Now().Add(ioTimeout))
 		r := bufio.NewReader(conn)
 		// A write through the leader is applied there after everything
-		// committed before it, acknowledged writes included.
-		if _, err := conn.Write(encodeCommand("SET", "chaos:barrier", fmt.Sprint(time.Now().UnixNano()))); err != nil {
-			return err
-		}
-		if v, err := readValue(r); err != nil || string(v.Raw) != "+OK\r\n" {
-			return fmt.Errorf("barrier write on %s: %v %v", leader.Name, v, err)
+		// committed before it, acknowledged writes included; on a
+		// cluster of several groups, a write in each group, which a node
+		// answers once its own replica of the group has applied it.
+		for _, b := range c.barriers {
+			if _, err := conn.Write(encodeCommand("SET", b, fmt.Sprint(time.Now().UnixNano()))); err != nil {
+				return err
+			}
+			if v, err := readValue(r); err != nil || string(v.Raw) != "+OK\r\n" {
+				return fmt.Errorf("barrier write %s on %s: %v %v", b, leader.Name, v, err)
+			}
 		}
 		w := newHistWorker(h, 1000, 1, c.nodes, keys, 0)
 		got := map[string]HistOp{}
@@ -446,22 +511,29 @@ func (c *chaos) settle() {
 }
 
 // waitLeader waits, as waitLeader does, until every running member names
-// the same leader. When none emerges it logs every member's KVS.STATUS
-// and has each running member dump its goroutines into its log (SIGQUIT)
-// before failing: a cluster that never recovers is a finding, and the
-// evidence is gone once the nodes stop.
+// the same leader, of every group, and returns group 0's. When none
+// emerges it logs every member's KVS.STATUS and has each running member
+// dump its goroutines into its log (SIGQUIT) before failing: a cluster
+// that never recovers is a finding, and the evidence is gone once the
+// nodes stop.
 func (c *chaos) waitLeader() *Node {
+	c.t.Helper()
+	return c.waitLeaders()[0]
+}
+
+// waitLeaders is waitLeader, returning each group's leader.
+func (c *chaos) waitLeaders() []*Node {
 	c.t.Helper()
 	deadline := time.Now().Add(clusterWait)
 	for {
-		l, err := leaderNow(c.members())
+		ls, err := groupLeadersNow(c.members(), c.groups)
 		if err == nil {
-			return l
+			return ls
 		}
 		if time.Now().After(deadline) {
 			for _, n := range c.members() {
 				st, serr := kvsStatus(n.Addr)
-				c.t.Logf("%s: KVS.STATUS %v members %v (err %v)", n.Name, st.fields, st.members, serr)
+				c.t.Logf("%s: KVS.STATUS %v members %v groups %v %v (err %v)", n.Name, st.fields, st.members, st.groups, st.groupMembers, serr)
 				if !n.isExited() {
 					sendSignal(n, syscall.SIGQUIT)
 				}
@@ -489,10 +561,16 @@ func (c *chaos) pick() (int, *Node) {
 	return i, c.nodes[i]
 }
 
-// leader waits for the members' leader and returns its index.
+// leader waits for the members' leader and returns its index; on a
+// cluster of several groups, the leader of a group drawn at random.
 func (c *chaos) leader() (int, *Node) {
-	l := c.waitLeader()
-	return slices.Index(c.nodes, l), l
+	ls := c.waitLeaders()
+	g := 0
+	if len(ls) > 1 {
+		g = c.rng.Intn(len(ls))
+		c.logf("group %d's leader is %s", g, ls[g].Name)
+	}
+	return slices.Index(c.nodes, ls[g]), ls[g]
 }
 
 // The faults. Each holds its fault for a drawn time with time.Sleep: that
@@ -614,6 +692,9 @@ func (c *chaos) logLeaders() {
 		v := "no answer"
 		if st, err := kvsStatus(n.Addr); err == nil {
 			v = fmt.Sprintf("%s, leader %q, term %s", st.fields["state"], st.fields["leader_id"], st.fields["term"])
+			for _, g := range st.groups[min(1, len(st.groups)):] {
+				v += fmt.Sprintf("; group %s %s, leader %q", g[0], g[1], g[2])
+			}
 		}
 		views = append(views, n.Name+": "+v)
 	}
@@ -734,6 +815,10 @@ func (c *chaos) removeRejoin() {
 	// retry goes to its successor.
 	c.leaderAdmin("KVS.REMOVE "+n.Name, "KVS.REMOVE", n.Name)
 	c.out[i] = true
+	// Every group must have let n go before its data is wiped: a group
+	// that still counted it as a voter would count votes and entries it
+	// forgot. Group 0's change is the command's own; the others follow
+	// it within seconds.
 	waitFor(c.t, n.Name+" out of the configuration", func() error {
 		for _, m := range c.members() {
 			st, err := kvsStatus(m.Addr)
@@ -743,6 +828,13 @@ func (c *chaos) removeRejoin() {
 			for _, row := range st.members {
 				if row[0] == n.Name {
 					return fmt.Errorf("%s still lists %s", m.Name, n.Name)
+				}
+			}
+			for g, ms := range st.groupMembers {
+				for _, row := range ms {
+					if row[0] == n.Name {
+						return fmt.Errorf("%s's replica of group %d still lists %s", m.Name, g, n.Name)
+					}
 				}
 			}
 		}
@@ -839,6 +931,16 @@ func sendSignal(n *Node, sig syscall.Signal) error {
 // proxyRaft puts a Proxy in front of each node's raft listener and points
 // the replicated configuration at the proxies with KVS.JOIN, as the Proxy
 // doc describes, so that every peer dials node i through proxies[i].
+//
+// A leader that learns a follower's new address sends its heartbeats
+// there at once, but its pipeline of entries keeps the connection it had
+// dialed to the old address until that breaks (hashicorp/raft dials the
+// pipeline once per replication): entries and their acknowledgements
+// would bypass the proxies, and a cut that stops heartbeats would not
+// stop commits. So every node is then restarted, which ends every
+// connection to it, and every new one is dialed from the proxies'
+// addresses; a write in each group must then cross every follower's
+// proxy (checkProxied).
 func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 	t.Helper()
 	st, err := kvsStatus(waitLeader(t, nodes).Addr)
@@ -906,11 +1008,77 @@ func proxyRaft(t *testing.T, nodes []*Node) RaftProxies {
 		})
 	}
 	checkRaftAddrs(t, nodes, ps)
+	for _, n := range nodes {
+		n.Stop()
+	}
+	for _, n := range nodes {
+		n.Start()
+	}
+	checkProxied(t, nodes, ps)
 	return ps
 }
 
+// proxyProbeSize is the value written in each group to check that its
+// entries cross the followers' proxies: more than all the heartbeats of
+// the check's time.
+const proxyProbeSize = 128 << 10
+
+// checkProxied waits until a write in each group crosses the proxy of
+// every node that follows the group: the leader's entries go through the
+// proxies, not over a connection dialed before the configuration named
+// them. Each probe key is deleted again.
+func checkProxied(t *testing.T, nodes []*Node, ps RaftProxies) {
+	t.Helper()
+	st, err := kvsStatus(waitLeader(t, nodes).Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := max(1, len(st.groups))
+	shards := [][2]int{{0, 16383}}
+	if groups > 1 {
+		shards = clusterShards(t, nodes[0], groups)
+	}
+	value := strings.Repeat("p", proxyProbeSize)
+	for g, r := range shards {
+		key := keyInSlots(fmt.Sprintf("chaos:proxy-probe:%d", g), r)
+		waitFor(t, fmt.Sprintf("group %d's entries to cross the followers' proxies", g), func() error {
+			ls, err := groupLeadersNow(nodes, groups)
+			if err != nil {
+				return err
+			}
+			before := make([]int64, len(ps.P))
+			for i, p := range ps.P {
+				before[i] = p.Stats().ToTarget
+			}
+			rc := dialRaw(t, ls[g].Addr)
+			defer rc.c.Close()
+			if v, err := rc.do("SET", key, value); err != nil || string(v.Raw) != "+OK\r\n" {
+				return fmt.Errorf("SET %s on %s: %s %v", key, ls[g].Name, v, err)
+			}
+			var missed error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				missed = nil
+				for i, p := range ps.P {
+					if nodes[i] != ls[g] && p.Stats().ToTarget-before[i] < proxyProbeSize {
+						missed = fmt.Errorf("%s's proxy carried %d bytes of a %d-byte write in group %d (leader %s)",
+							nodes[i].Name, p.Stats().ToTarget-before[i], proxyProbeSize, g, ls[g].Name)
+					}
+				}
+				if missed == nil {
+					break
+				}
+			}
+			if v, err := rc.do("DEL", key); err != nil || v.IsError() {
+				return fmt.Errorf("DEL %s: %s %v", key, v, err)
+			}
+			return missed
+		})
+	}
+}
+
 // checkRaftAddrs waits until every node lists each member at its proxy's
-// address: otherwise faults on the proxies would miss that member.
+// address, in every group it holds: otherwise faults on the proxies would
+// miss that member.
 func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 	t.Helper()
 	want := map[string]string{}
@@ -931,30 +1099,46 @@ func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 					return fmt.Errorf("%s lists %s at %s, its proxy is %s", n.Name, m[0], m[1], want[m[0]])
 				}
 			}
+			// Every group dials the members at group 0's addresses once
+			// it has followed group 0's configuration.
+			for g, ms := range st.groupMembers {
+				if len(ms) != len(nodes) {
+					return fmt.Errorf("%s's replica of group %d lists %v", n.Name, g, ms)
+				}
+				for _, m := range ms {
+					if want[m[0]] != m[1] {
+						return fmt.Errorf("%s's replica of group %d lists %s at %s, its proxy is %s", n.Name, g, m[0], m[1], want[m[0]])
+					}
+				}
+			}
 		}
 		return nil
 	})
 }
 
 // leaderWatch polls every node's KVS.STATUS and tracks the longest time in
-// which no node that answered was leader. A follower that still names a
-// leader that was killed does not count: clients get no answers from it.
-// A node that is down or paused does not answer and so does not count
-// either way.
+// which no node that answered was leader, of any one group. A follower
+// that still names a leader that was killed does not count: clients get
+// no answers from it. A node that is down or paused does not answer and
+// so does not count either way.
 type leaderWatch struct {
 	done chan struct{}
 	wg   sync.WaitGroup // one poller per node
 	once sync.Once
 
-	mu       sync.Mutex // guards the fields below
-	lastSeen time.Time  // when a node last answered as leader
+	mu       sync.Mutex  // guards the fields below
+	lastSeen []time.Time // per group, when a node last answered as its leader
 	gap      time.Duration
 }
 
 const leaderPollEvery = 50 * time.Millisecond
 
-func watchLeader(nodes []*Node) *leaderWatch {
-	w := &leaderWatch{done: make(chan struct{}), lastSeen: time.Now()}
+// watchLeader watches nodes, which hold groups groups.
+func watchLeader(nodes []*Node, groups int) *leaderWatch {
+	w := &leaderWatch{done: make(chan struct{}), lastSeen: make([]time.Time, groups)}
+	for g := range w.lastSeen {
+		w.lastSeen[g] = time.Now()
+	}
 	for _, n := range nodes {
 		w.wg.Add(1)
 		go func() {
@@ -974,15 +1158,17 @@ func (w *leaderWatch) poll(addr string) {
 			return
 		case <-tick.C:
 		}
-		known, err := isLeader(addr)
+		led, err := ledGroups(addr)
 		if err != nil {
 			continue
 		}
 		now := time.Now()
 		w.mu.Lock()
-		w.gap = max(w.gap, now.Sub(w.lastSeen))
-		if known {
-			w.lastSeen = now
+		for g := range w.lastSeen {
+			w.gap = max(w.gap, now.Sub(w.lastSeen[g]))
+			if slices.Contains(led, g) {
+				w.lastSeen[g] = now
+			}
 		}
 		w.mu.Unlock()
 	}
@@ -1002,25 +1188,60 @@ func (w *leaderWatch) longest() time.Duration {
 	return w.gap
 }
 
-// isLeader asks the node at addr whether it is the leader. Its deadline
-// is short, unlike kvsStatus's, so that a paused node holds up its poller
-// only briefly.
-func isLeader(addr string) (bool, error) {
+// ledGroups asks the node at addr which groups it leads: group 0 or none
+// on a node of one group. Its deadline is short, unlike kvsStatus's, so
+// that a paused node holds up its poller only briefly.
+func ledGroups(addr string) ([]int, error) {
+	v, err := shortStatus(addr)
+	if err != nil {
+		return nil, err
+	}
+	var led []int
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		switch v.Elems[i].Str {
+		case "state":
+			if v.Elems[i+1].Str == "leader" {
+				led = append(led, 0)
+			}
+		case "groups":
+			led = led[:0] // group 0 is among them
+			for g, row := range v.Elems[i+1].Elems {
+				if len(row.Elems) > 1 && row.Elems[1].Str == "leader" {
+					led = append(led, g)
+				}
+			}
+		}
+	}
+	return led, nil
+}
+
+// shortStatus is a node's KVS.STATUS within a short deadline.
+func shortStatus(addr string) (Value, error) {
 	c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
 	if err != nil {
-		return false, err
+		return Value{}, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := c.Write(encodeCommand("KVS.STATUS")); err != nil {
-		return false, err
+		return Value{}, err
 	}
 	v, err := readValue(bufio.NewReader(c))
 	if err != nil {
-		return false, err
+		return Value{}, err
 	}
 	if v.Kind != '*' && v.Kind != '%' {
-		return false, fmt.Errorf("KVS.STATUS: %s", v)
+		return Value{}, fmt.Errorf("KVS.STATUS: %s", v)
+	}
+	return v, nil
+}
+
+// isLeader asks the node at addr whether it leads (group 0 of a node of
+// several), within shortStatus's deadline.
+func isLeader(addr string) (bool, error) {
+	v, err := shortStatus(addr)
+	if err != nil {
+		return false, err
 	}
 	for i := 0; i+1 < len(v.Elems); i += 2 {
 		if v.Elems[i].Str == "state" {

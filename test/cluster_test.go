@@ -66,9 +66,11 @@ type status struct {
 	fields  map[string]string
 	members [][]string // id, raft addr, client addr, role
 	// groups, of a node of several: id, state ("none" where the node
-	// holds no replica), leader id, commit index, applied index, members
-	// (comma-separated).
+	// holds no replica), leader id, commit index, applied index.
 	groups [][]string
+	// groupMembers[g] is group g's members as the node's replica knows
+	// them: id, raft addr, role.
+	groupMembers [][][]string
 }
 
 func kvsStatus(addr string, password ...string) (status, error) {
@@ -103,20 +105,23 @@ func kvsStatus(addr string, password ...string) (status, error) {
 		if name == "members" || name == "groups" {
 			for _, m := range v.Elems[i+1].Elems {
 				var row []string
+				var rows [][]string // a group's members
 				for _, cell := range m.Elems {
 					if cell.Kind == '*' {
-						// A group's members: their ids, comma-separated.
-						var ids []string
-						for _, id := range cell.Elems {
-							ids = append(ids, id.Str)
+						for _, gm := range cell.Elems {
+							var r []string
+							for _, c := range gm.Elems {
+								r = append(r, c.Str)
+							}
+							rows = append(rows, r)
 						}
-						row = append(row, strings.Join(ids, ","))
 						continue
 					}
 					row = append(row, cell.Str)
 				}
 				if name == "groups" {
 					st.groups = append(st.groups, row)
+					st.groupMembers = append(st.groupMembers, rows)
 				} else {
 					st.members = append(st.members, row)
 				}

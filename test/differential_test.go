@@ -31,7 +31,10 @@ var (
 // against a durable one, and a third run pipelines batches of commands
 // against a durable one with fsync always. Two more run against a
 // three-node cluster: RESP3 on the leader, and pipelines on a follower
-// with --reads linearizable, which forwards both writes and reads. Durable nodes are restarted
+// with --reads linearizable, which forwards both writes and reads. Two more
+// run a one-node cluster of three data groups against a redis-server with
+// cluster support serving every slot (Redis Cluster's CROSSSLOT and SORT
+// rules apply to both). Durable nodes are restarted
 // every 1000 commands and must come back with the same data as Redis.
 //
 // After a divergence both servers are flushed and the run goes on, so one
@@ -50,7 +53,9 @@ func TestDifferential(t *testing.T) {
 		opts     KVSOptions
 		// cluster, when set, runs against a node of a three-node cluster:
 		// "leader", or "follower" started with --reads linearizable, so
-		// that its writes and reads are both forwarded to the leader.
+		// that its writes and reads are both forwarded to the leader; or
+		// "sharded": a one-node cluster of three data groups, against a
+		// redis-server with cluster support that serves every slot.
 		cluster string
 	}{
 		{"resp2-memory", 2, 1, KVSOptions{}, ""},
@@ -60,6 +65,11 @@ func TestDifferential(t *testing.T) {
 		{"resp2-durable-pipelined", 2, 40, KVSOptions{Durable: true, Fsync: "always"}, ""},
 		{"resp3-cluster-leader", 3, 1, KVSOptions{}, "leader"},
 		{"resp2-cluster-follower-pipelined", 2, 20, KVSOptions{}, "follower"},
+		// A kvs node of three data groups against a Redis Cluster node
+		// serving every slot: keys of different slots are refused alike,
+		// and a pipeline's commands go to their own groups in order.
+		{"resp2-sharded", 2, 1, KVSOptions{}, "sharded"},
+		{"resp3-sharded-pipelined", 3, 20, KVSOptions{}, "sharded"},
 	}
 	for i, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -75,6 +85,9 @@ func TestDifferential(t *testing.T) {
 			switch {
 			case *flagDiffSelf:
 				d.kvs, restarts = startRedis(t), false
+			case m.cluster == "sharded":
+				d.ref = startRedisCluster(t)
+				d.kvs, restarts, d.clustered = startShardedNode(t, 3), false, true
 			case m.cluster != "":
 				nodes := startCluster(t, 3, "--reads", "linearizable")
 				leader := waitLeader(t, nodes)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,15 @@ import (
 // it read untouched), remembers the sender's ID for the connection, and
 // forwards the bytes it read.
 //
+// A node of a sharded cluster serves the raft traffic of all its groups
+// on its one raft port, a connection per group: a connection to a group
+// other than 0 opens with a header, muxMagic and the group's id (four
+// bytes, big-endian), before raft's first request; group 0's carry none.
+// The proxy reads past the header to the request, forwards the header
+// with it untouched, and counts the connection under its group as well
+// as its sender (ProxyStats.Groups), so a proxy in front of a node's raft
+// port cuts, delays and links every group's traffic to that node alike.
+//
 // Link faults are then kept per sender: SetLink(from, toTarget,
 // fromTarget) on proxy j discards the requests that node "from" sends to
 // j, the replies j sends back to "from" on those connections, or both. A
@@ -109,9 +119,10 @@ type Proxy struct {
 	closed  bool
 	target  string
 	f       proxyFaults
-	links   map[string][2]bool // sender ID -> per Direction: discard
-	senders map[string]int64   // connections by sender ID; "" for unknown
-	rng     *rand.Rand         // Drop's source, not safe for concurrent use
+	links   map[string][2]bool          // sender ID -> per Direction: discard
+	senders map[string]int64            // connections by sender ID; "" for unknown
+	groups  map[uint32]map[string]int64 // identified connections by raft group, then sender
+	rng     *rand.Rand                  // Drop's source, not safe for concurrent use
 	conns   map[*proxyConn]struct{}
 	// identify, when set, names the sender of a connection from its
 	// remote address before any byte is read (see SetIdentify).
@@ -157,6 +168,11 @@ type ProxyStats struct {
 	// (not raft, or silent for sniffTimeout). A connection closed before
 	// its first request was complete is not counted.
 	Senders map[string]int64
+	// Groups counts the connections whose sender the first request
+	// named by their raft group (0 when the connection had no group
+	// header), then by sender. A sender named by SetIdentify is counted
+	// in Senders only: its traffic, TLS, cannot be read.
+	Groups map[uint32]map[string]int64
 }
 
 // proxyFaults is the fault state; its zero value forwards everything.
@@ -178,7 +194,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	ctx, stop := context.WithCancel(context.Background())
 	p := &Proxy{
 		ln: ln, ctx: ctx, stop: stop, target: target, conns: map[*proxyConn]struct{}{},
-		links: map[string][2]bool{}, senders: map[string]int64{},
+		links: map[string][2]bool{}, senders: map[string]int64{}, groups: map[uint32]map[string]int64{},
 	}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -294,9 +310,14 @@ func (p *Proxy) discarding(c *proxyConn, dir Direction) bool {
 func (p *Proxy) Stats() ProxyStats {
 	p.mu.Lock()
 	senders := maps.Clone(p.senders)
+	groups := map[uint32]map[string]int64{}
+	for g, by := range p.groups {
+		groups[g] = maps.Clone(by)
+	}
 	p.mu.Unlock()
 	return ProxyStats{
 		Senders:    senders,
+		Groups:     groups,
 		Accepted:   p.accepted.Load(),
 		Dropped:    p.dropped.Load(),
 		ToTarget:   p.toTarget.Load(),
@@ -578,12 +599,16 @@ func (c *proxyConn) sniff() ([]byte, error) {
 	c.client.SetReadDeadline(time.Now().Add(sniffTimeout))
 	defer c.client.SetReadDeadline(time.Time{})
 	r := bufio.NewReader(io.TeeReader(c.client, &got))
-	from, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
+	from, group, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
 	switch {
 	case err == nil:
 		c.from.Store(&from)
 		p.mu.Lock()
 		p.senders[from]++
+		if p.groups[group] == nil {
+			p.groups[group] = map[string]int64{}
+		}
+		p.groups[group][from]++
 		p.mu.Unlock()
 		return got.Bytes(), nil
 	case errors.Is(err, errNotRaft), errors.Is(err, os.ErrDeadlineExceeded):
@@ -600,16 +625,33 @@ func (c *proxyConn) sniff() ([]byte, error) {
 
 var errNotRaft = errors.New("not a raft request")
 
-// readRaftSender decodes one raft request from r and returns the server ID
-// in its RPCHeader (or, from a sender too old to send IDs, its address).
-// It calls isRaft once the first byte names a raft RPC type.
-func readRaftSender(r *bufio.Reader, isRaft func()) (string, error) {
+// muxMagic opens the header that names a connection's raft group other
+// than 0 (kvs's cluster.Mux): muxMagic, then the group id as four bytes,
+// big-endian. raft's own first byte, an RPC type, is never muxMagic.
+const muxMagic = 0xF7
+
+// readRaftSender decodes one raft request from r, after the group header
+// if there is one, and returns the server ID in its RPCHeader (or, from a
+// sender too old to send IDs, its address) and the group. It calls
+// isRaft once the first byte names a group header or a raft RPC type.
+func readRaftSender(r *bufio.Reader, isRaft func()) (from string, group uint32, err error) {
 	typ, err := r.ReadByte()
 	if err != nil {
-		return "", err
+		return "", 0, err
+	}
+	if typ == muxMagic {
+		isRaft()
+		var id [4]byte
+		if _, err := io.ReadFull(r, id[:]); err != nil {
+			return "", 0, noEOF(err)
+		}
+		group = binary.BigEndian.Uint32(id[:])
+		if typ, err = r.ReadByte(); err != nil {
+			return "", 0, noEOF(err)
+		}
 	}
 	if typ > maxRaftRPCType {
-		return "", errNotRaft
+		return "", 0, errNotRaft
 	}
 	isRaft()
 	// The request structs embed RPCHeader, which the msgpack codec
@@ -620,17 +662,26 @@ func readRaftSender(r *bufio.Reader, isRaft func()) (string, error) {
 	}
 	if err := codec.NewDecoder(r, &codec.MsgpackHandle{}).Decode(&req); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded) {
-			return "", err
+			return "", 0, err
 		}
-		return "", fmt.Errorf("%w: %v", errNotRaft, err)
+		return "", 0, fmt.Errorf("%w: %v", errNotRaft, err)
 	}
 	switch {
 	case len(req.ID) > 0:
-		return string(req.ID), nil
+		return string(req.ID), group, nil
 	case len(req.Addr) > 0:
-		return string(req.Addr), nil
+		return string(req.Addr), group, nil
 	}
-	return "", fmt.Errorf("%w: no sender in the RPC header", errNotRaft)
+	return "", 0, fmt.Errorf("%w: no sender in the RPC header", errNotRaft)
+}
+
+// noEOF turns an end of stream inside a header into the unexpected end it
+// is: the connection closed before its first request was complete.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // write forwards queued chunks of one direction, each when it is due and

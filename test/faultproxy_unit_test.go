@@ -552,6 +552,52 @@ func TestProxyLearnsSenderOfSplitRequest(t *testing.T) {
 	}
 }
 
+// TestProxyLearnsSenderOfGroup: a connection to a raft group other than
+// 0 of a sharded node opens with the group header; the proxy reads past
+// it, learns the sender, counts the connection under its group, and
+// forwards header and request untouched, even when the header arrives
+// in pieces. Group 0's connections, without a header, count as group 0.
+func TestProxyLearnsSenderOfGroup(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, false)
+	p := NewProxy(t, srv.Addr())
+	request := func(id string) []byte {
+		var req bytes.Buffer
+		req.WriteByte(0) // AppendEntries
+		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: []byte("127.0.0.1:1")}
+		if err := codec.NewEncoder(&req, &codec.MsgpackHandle{}).Encode(&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 7}); err != nil {
+			t.Fatal(err)
+		}
+		return req.Bytes()
+	}
+	grouped := append([]byte{muxMagic, 0, 0, 1, 2}, request("a")...) // group 258
+	c := dialT(t, p.Addr())
+	for _, part := range [][]byte{grouped[:1], grouped[1:3], grouped[3:6], grouped[6:]} {
+		send(t, c, string(part))
+		time.Sleep(20 * time.Millisecond) // a sender that stalls between writes
+	}
+	expect(t, serverSide(t, srv), string(grouped))
+	plain := request("b")
+	send(t, dialT(t, p.Addr()), string(plain))
+	expect(t, serverSide(t, srv), string(plain))
+	st := p.Stats()
+	if st.Senders["a"] != 1 || st.Senders["b"] != 1 || len(st.Senders) != 2 {
+		t.Errorf("senders %v, want one connection from a and one from b", st.Senders)
+	}
+	if st.Groups[258]["a"] != 1 || st.Groups[0]["b"] != 1 || len(st.Groups) != 2 {
+		t.Errorf("groups %v, want a's connection in group 258 and b's in group 0", st.Groups)
+	}
+	// A link fault on a sender cuts its grouped connection too.
+	p.SetLink("a", true, false)
+	send(t, c, "more")
+	pollUntil(t, "a's bytes discarded", func() error {
+		if st := p.Stats(); st.Discarded != 4 {
+			return fmt.Errorf("discarded %d bytes, want 4", st.Discarded)
+		}
+		return nil
+	})
+}
+
 // TestProxyNotRaft: bytes that are not a raft request are forwarded
 // untouched, including ones that start like one, and the sender stays
 // unknown.

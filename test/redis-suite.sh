@@ -14,7 +14,11 @@
 #                  redis-7.0.15 tree under dist/, fetched if missing)
 #   SUITE_SERVER   kvs (default) | redis: run the same units against
 #                  redis-server, the reference, for comparison
-#   SUITE_MODE     memory (default) | durable: how kvs is started
+#   SUITE_MODE     memory (default) | durable | sharded: how kvs is
+#                  started; sharded is a one-node cluster of three groups
+#                  (redis-server: cluster support, serving every slot), and
+#                  the suite runs in its cluster mode (--cluster-mode: the
+#                  tests tagged cluster:skip are left out)
 #   SUITE_UNITS    the units to run (default: all of UNITS below)
 #   SUITE_PORT     the server's port (default 21400); the harness listens
 #                  on the first free port of the 32 above it, so runs on
@@ -29,6 +33,11 @@ KVS=${KVS:-$top/dist/kvs}
 SERVER=${SUITE_SERVER:-kvs}
 MODE=${SUITE_MODE:-memory}
 PORT=${SUITE_PORT:-21400}
+# Sharded mode's node-to-node port (kvs's Raft, Redis's cluster bus),
+# clear of the 32 ports above PORT that the harness may take.
+BUSPORT=$((PORT + 70))
+CLUSTER_FLAG=
+[ "$MODE" != sharded ] || CLUSTER_FLAG=--cluster-mode
 UNIT_TIMEOUT=${SUITE_TIMEOUT:-600}
 OUT=$top/dist/redis-suite
 SKIPFILE=$top/test/redis-suite.skip
@@ -86,21 +95,46 @@ start_server() { # start_server LOG
   case $SERVER in
   kvs)
     local args=(serve --addr "127.0.0.1:$PORT")
-    if [ "$MODE" = durable ]; then
+    case $MODE in
+    durable)
       DATA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kvs-suite.XXXXXX")
       args+=(--data-dir "$DATA_DIR")
-    fi
+      ;;
+    sharded)
+      DATA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kvs-suite.XXXXXX")
+      args+=(--data-dir "$DATA_DIR" --node-id n1 --raft-addr "127.0.0.1:$BUSPORT" --bootstrap --groups 3)
+      ;;
+    esac
     "$KVS" "${args[@]}" >"$1" 2>&1 &
     ;;
   redis)
-    redis-server --port "$PORT" --bind 127.0.0.1 --save "" --appendonly no >"$1" 2>&1 &
+    local args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no)
+    if [ "$MODE" = sharded ]; then
+      DATA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite.XXXXXX")
+      args+=(--cluster-enabled yes --cluster-config-file "$DATA_DIR/nodes.conf" --cluster-port "$BUSPORT" --dir "$DATA_DIR")
+    fi
+    redis-server "${args[@]}" >"$1" 2>&1 &
     ;;
   *) die "SUITE_SERVER must be kvs or redis" ;;
   esac
   SERVER_PID=$!
   local i
   for i in $(seq 100); do
-    resp_ping "$PORT" && return 0
+    if resp_ping "$PORT"; then
+      [ "$MODE" = sharded ] || return 0
+      # One node serving every slot: Redis's are assigned to it, kvs's
+      # groups elect it.
+      if [ "$SERVER" = redis ]; then
+        redis-cli -p "$PORT" cluster addslotsrange 0 16383 >/dev/null 2>&1
+      fi
+      # A write answered: the groups have a leader and its address is
+      # known.
+      if redis-cli -p "$PORT" cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
+        [ "$(redis-cli -p "$PORT" set redis-suite-probe 1 2>/dev/null)" = OK ]; then
+        redis-cli -p "$PORT" del redis-suite-probe >/dev/null
+        return 0
+      fi
+    fi
     kill -0 "$SERVER_PID" 2>/dev/null || break
     sleep 0.1
   done
@@ -144,7 +178,7 @@ for unit in $UNITS; do
     cd "$REDIS_SRC" &&
       TERM=dumb exec timeout -k 10 "$UNIT_TIMEOUT" ./runtest --host 127.0.0.1 --port "$PORT" \
         --single "unit/$unit" --singledb --baseport $((PORT + 33)) --durable --ignore-encoding --ignore-digest \
-        --clients 1 --timeout 120 --tags "$TAGS" --skipfile "$SKIPFILE"
+        --clients 1 --timeout 120 --tags "$TAGS" --skipfile "$SKIPFILE" ${CLUSTER_FLAG}
   ) >"$log" 2>&1
   rc=$?
   stop_server

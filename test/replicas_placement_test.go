@@ -55,10 +55,17 @@ func waitPlaced(t *testing.T, nodes []*Node, groups, r int) {
 			for k := 1; k <= groups; k++ {
 				want := placement(k, ids, r)
 				row := st.groups[k]
-				if len(row) < 6 {
+				if len(row) < 5 || len(st.groupMembers) <= k {
 					return fmt.Errorf("%s: group %d: %v", n.Name, k, row)
 				}
-				if members := strings.Split(row[5], ","); !slices.Equal(members, slices.Sorted(slices.Values(want))) {
+				var members []string
+				for _, m := range st.groupMembers[k] {
+					if len(m) < 3 || m[2] == "nonvoter" {
+						return fmt.Errorf("%s sees group %d with members %v", n.Name, k, st.groupMembers[k])
+					}
+					members = append(members, m[0])
+				}
+				if !slices.Equal(members, slices.Sorted(slices.Values(want))) {
 					return fmt.Errorf("%s sees group %d on %v, want %v", n.Name, k, members, want)
 				}
 				state := row[1]

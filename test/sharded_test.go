@@ -3,6 +3,8 @@ package test
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -291,5 +293,62 @@ func atoiOr(s string, def int) int {
 	if err != nil {
 		return def
 	}
+	return n
+}
+
+// startRedisCluster starts a redis-server with cluster support whose one
+// node serves every slot: the reference for a kvs node of several groups,
+// which refuses keys of different slots in one command as it does.
+func startRedisCluster(t *testing.T) *Node {
+	t.Helper()
+	bin := requireRedis(t)
+	n := &Node{t: t, Name: "redis-cluster", Bin: bin, Addr: freeAddr(t)}
+	n.Dir = filepath.Join(testDir(t), n.Name)
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, bus, _ := net.SplitHostPort(freeAddr(t))
+	n.Args = func(n *Node) []string {
+		_, port, _ := net.SplitHostPort(n.Addr)
+		return []string{
+			"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", n.Dir, "--daemonize", "no", "--logfile", "",
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(n.Dir, "nodes.conf"), "--cluster-port", bus,
+		}
+	}
+	n.Start()
+	if v := dialRaw(t, n.Addr).Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); v.Str != "OK" {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", v)
+	}
+	waitFor(t, "redis's cluster to be ok", func() error {
+		if v := dialRaw(t, n.Addr).Do("CLUSTER", "INFO"); !strings.Contains(v.Str, "cluster_state:ok") {
+			return fmt.Errorf("CLUSTER INFO: %s", v)
+		}
+		return nil
+	})
+	return n
+}
+
+// startShardedNode starts a one-node kvs cluster of groups data groups and
+// waits until it leads every group.
+func startShardedNode(t *testing.T, groups int) *Node {
+	t.Helper()
+	n := newClusterNode(t, "n1", "--bootstrap", "--groups", strconv.Itoa(groups))
+	n.Start()
+	waitFor(t, "n1 to lead every group", func() error {
+		st, err := kvsStatus(n.Addr)
+		if err != nil {
+			return err
+		}
+		if len(st.groups) != groups+1 {
+			return fmt.Errorf("%d groups", len(st.groups))
+		}
+		for _, g := range st.groups {
+			if g[1] != "leader" {
+				return fmt.Errorf("group %s: %s", g[0], g[1])
+			}
+		}
+		return nil
+	})
 	return n
 }

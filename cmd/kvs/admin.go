@@ -71,7 +71,8 @@ type nodeStatus struct {
 	members [][]string // id, raft address, client address, role
 	// groups, of a node whose slots are spread over several groups: id,
 	// state ("none" where the node holds no replica), leader id, commit
-	// index, applied index, and the group's members (comma-separated).
+	// index, applied index, and the group's members (comma-separated ids,
+	// a non-voter's marked).
 	groups [][]string
 }
 
@@ -112,9 +113,17 @@ func parseStatus(v any) (nodeStatus, error) {
 				cells := make([]string, len(row))
 				for j, c := range row {
 					if list, ok := c.([]any); ok {
+						// A group's members: [id, raft address, role]
+						// each.
 						ids := make([]string, len(list))
-						for k, id := range list {
-							ids[k] = fmt.Sprint(id)
+						for k, m := range list {
+							m, _ := m.([]any)
+							if len(m) > 0 {
+								ids[k] = fmt.Sprint(m[0])
+							}
+							if len(m) > 2 && fmt.Sprint(m[2]) == "nonvoter" {
+								ids[k] += "(nonvoter)"
+							}
 						}
 						cells[j] = strings.Join(ids, ",")
 					} else {

@@ -271,12 +271,20 @@ func (r remoteGroups) Members(i int) []server.Member {
 		return nil
 	}
 	leader := r.gm.Leader(uint32(i))
+	// Raft addresses as group 0 has them: a node has one Raft port for
+	// every group.
+	addrs := map[string]string{}
+	if g0, err := r.gm.meta.node.Members(); err == nil {
+		for _, m := range g0 {
+			addrs[m.ID] = m.RaftAddr
+		}
+	}
 	var out []server.Member
 	for _, id := range ms.Voters {
-		out = append(out, r.gm.meta.member(id, "", true, leader))
+		out = append(out, r.gm.meta.member(id, addrs[id], true, leader))
 	}
 	for _, id := range ms.Nonvoters {
-		out = append(out, r.gm.meta.member(id, "", false, leader))
+		out = append(out, r.gm.meta.member(id, addrs[id], false, leader))
 	}
 	slices.SortFunc(out, func(a, b server.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out
