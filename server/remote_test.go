@@ -118,6 +118,7 @@ func TestRemoteGroups(t *testing.T) {
 		{[]string{"WATCH", k2}, moved},
 		{[]string{"OBJECT", "ENCODING", k2}, moved},
 		{[]string{"SPUBLISH", k2, "m"}, moved},
+		{[]string{"MEMORY", "USAGE", k2}, moved},
 		{[]string{"DBSIZE"}, ":1\r\n"}, // the groups n1 leads
 		{[]string{"CLUSTER", "COUNTKEYSINSLOT", fmt.Sprint(fsm.KeySlot(k2))}, ":0\r\n"},
 		{[]string{"CLUSTER", "COUNTKEYSINSLOT", fmt.Sprint(fsm.KeySlot(k1))}, ":1\r\n"},
