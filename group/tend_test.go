@@ -3,6 +3,8 @@ package group
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -256,5 +258,33 @@ func TestTend(t *testing.T) {
 		if want := Placement(id, members, r); !slices.Equal(slices.Sorted(slices.Values(want)), on) {
 			t.Errorf("group %d's voters: %v, want %v", id, on, want)
 		}
+	}
+}
+
+// TestOpenNodeRemovesDropped: a replica's state that DropGroup moved aside
+// and did not get to delete (a crash between the rename and the delete)
+// is deleted when the node opens, and was never a group to open.
+func TestOpenNodeRemovesDropped(t *testing.T) {
+	dir := t.TempDir()
+	aside := filepath.Join(dir, "groups", "4"+droppedSuffix, "raft")
+	if err := os.MkdirAll(aside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := StoredGroups(dir); err != nil || len(ids) != 0 {
+		t.Fatalf("StoredGroups with a dropped replica's state: %v, %v", ids, err)
+	}
+	n, err := OpenNode(NodeOptions{DataDir: dir, NodeID: "n1", RaftAddr: "127.0.0.1:0", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if _, err := os.Stat(filepath.Dir(aside)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dropped replica's state is still there: %v", err)
+	}
+	if _, err := n.DropGroup(0, func(uint64) bool { return true }); err == nil {
+		t.Error("DropGroup of group 0 succeeded")
+	}
+	if _, err := n.DropGroup(3, func(uint64) bool { return true }); err == nil {
+		t.Error("DropGroup of a group not open succeeded")
 	}
 }
