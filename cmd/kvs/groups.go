@@ -347,6 +347,9 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 		for _, id := range rep.Dropped {
 			logger.Info("deleted this node's replica of a group it no longer holds", "group", id)
 		}
+		for _, id := range rep.Published {
+			logger.Debug("published a group's leader and membership", "group", id)
+		}
 		for _, h := range rep.Handovers {
 			switch {
 			case h.Err == nil:
