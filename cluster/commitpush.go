@@ -91,6 +91,9 @@ type pushPeer struct {
 	// (replication, heartbeat or push), in Unix nanoseconds; 0: never
 	// (contact.go).
 	contact atomic.Int64
+	// last is the follower's last log index as its latest answer gave
+	// it; nil: none since it was added (contact.go).
+	last atomic.Pointer[followerLog]
 }
 
 // pushRetries bounds the tries to tell one follower of one commit index
@@ -269,6 +272,7 @@ func (t *pushTransport) pushOnce(p *pushPeer) bool {
 		return true // the link is down: raft's own replication deals with it
 	}
 	p.answered()
+	p.reported(resp.LastLog)
 	if resp.Success {
 		storeMax(&p.told, commit)
 		return true

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,89 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 	}
 	n.log.Info("added voter", "id", id, "raft_addr", raftAddr)
 	return nil
+}
+
+// AddNonvoter adds the node id, reachable for Raft at raftAddr, as a
+// non-voter, and waits for the change to commit: the leader replicates to
+// it (a snapshot first, when its log is far behind) but does not count it
+// in any majority, so a new replica catches up without slowing the
+// group's writes or putting its quorum at risk. It must run on the leader
+// (ErrNotLeader elsewhere). A server already in the configuration under
+// id at raftAddr, voter or not, is left as it is. What the follower
+// reported before is forgotten (FollowerIndex): it counts from its
+// answers to this change on. Errors are classified as Apply's.
+func (n *Node) AddNonvoter(id, raftAddr string) error {
+	if err := n.checkOpen(); err != nil {
+		return err
+	}
+	if !n.IsLeader() {
+		return fmt.Errorf("%w: add non-voter %s", ErrNotLeader, id)
+	}
+	servers, err := n.servers()
+	if err != nil {
+		return err
+	}
+	for _, s := range servers {
+		if string(s.ID) == id && string(s.Address) == raftAddr {
+			return nil
+		}
+	}
+	n.push.forget(raft.ServerID(id))
+	f := n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
+	if err := n.waitEntry(f, n.cfg.ApplyTimeout); err != nil {
+		return fmt.Errorf("add non-voter %s at %s: %w", id, raftAddr, err)
+	}
+	n.log.Info("added non-voter", "id", id, "raft_addr", raftAddr)
+	return nil
+}
+
+// CommitConfiguration commits the current configuration again, as a new
+// entry that changes nothing, and returns that entry's index and the
+// members it holds: a pair that is true of the group's log, which a node
+// that missed its own removal can compare with its log (raft tells a
+// configuration's index to no one). It must run on the leader
+// (ErrNotLeader elsewhere), and the configuration must not change
+// meanwhile: raft takes one change at a time, and a change made between
+// reading the members and committing the entry is reported as an error
+// rather than paired with the wrong index.
+func (n *Node) CommitConfiguration() (uint64, []Member, error) {
+	if err := n.checkOpen(); err != nil {
+		return 0, nil, err
+	}
+	if !n.IsLeader() {
+		return 0, nil, fmt.Errorf("%w: commit configuration", ErrNotLeader)
+	}
+	before, err := n.Members()
+	if err != nil {
+		return 0, nil, err
+	}
+	// Adding the leader as the voter it is, at the address the
+	// configuration has for it: the same configuration, in an entry of
+	// its own.
+	i := slices.IndexFunc(before, func(m Member) bool { return m.ID == n.cfg.NodeID })
+	if i < 0 || !before[i].Voter {
+		return 0, nil, fmt.Errorf("%w: commit configuration: this node is no voter of it", ErrNotLeader)
+	}
+	f := n.raft.AddVoter(raft.ServerID(n.cfg.NodeID), raft.ServerAddress(before[i].RaftAddr), 0, n.cfg.ApplyTimeout)
+	if err := n.waitEntry(f, n.cfg.ApplyTimeout); err != nil {
+		return 0, nil, fmt.Errorf("commit configuration: %w", err)
+	}
+	after, err := n.Members()
+	if err != nil {
+		return 0, nil, err
+	}
+	if !sameMembers(before, after) {
+		return 0, nil, errors.New("cluster: commit configuration: the configuration changed meanwhile")
+	}
+	return f.Index(), after, nil
+}
+
+// sameMembers reports whether a and b (sorted by ID) name the same servers
+// at the same addresses with the same votes.
+func sameMembers(a, b []Member) bool {
+	return slices.EqualFunc(a, b, func(x, y Member) bool {
+		return x.ID == y.ID && x.RaftAddr == y.RaftAddr && x.Voter == y.Voter
+	})
 }
 
 // Remove takes the node id out of the configuration and waits for the

@@ -61,6 +61,7 @@ func (t *pushTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	if err == nil {
 		if p := t.peer(id); p != nil {
 			p.answered()
+			p.reported(resp.LastLog)
 		}
 	}
 	return err

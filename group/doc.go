@@ -18,9 +18,15 @@
 // node before groups kept its only group's (DataDir/raft) and group k's in
 // DataDir/groups/<k>/raft. Beside it: EvenSlots, the slot map a new
 // cluster of n groups starts with (redis-cli's split); membership changes
-// across the groups a node leads (Node.AddVoter, Node.Remove); and
-// leadership spreading (PreferredLeader, Node.SpreadLeaders), so that
-// nodes lead about as many groups as each other.
+// across the groups a node leads (Node.AddVoter, Node.Remove); placement
+// (Placement: group 0 on every node, each data group on r of them, worked
+// out from group 0's voters alone; Node.Reconcile moves the groups a node
+// leads there by adding, catching up and promoting a replica before
+// removing the one it replaces); tending (Node.Tend, a node's periodic
+// round: open the replicas the placement gives it, serve them, publish
+// the leader and membership of the groups it leads, delete the replicas
+// it no longer holds); and leadership spreading (Node.SpreadLeaders), so
+// that nodes hold and lead about as many groups as each other.
 //
 // The errors a proposal ends with are defined here, one set for every
 // kind of group, so the server can tell a client whether a write certainly

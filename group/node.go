@@ -62,6 +62,11 @@ type Node struct {
 	groups  map[uint32]*Group
 	opening map[uint32]bool // OpenGroup under way, not in groups yet
 	closed  bool
+	// targets are the catch-up targets of the non-voters of the groups
+	// this node leads, by group and node id (placement.go).
+	targets map[uint32]map[string]catchUpTarget
+	// served are the replicas Tend last told its owner to serve.
+	served map[uint32]*Group
 	// opens counts the OpenGroup calls under way, which Close waits for
 	// so that no group opens after it.
 	opens sync.WaitGroup
@@ -77,11 +82,15 @@ func OpenNode(o NodeOptions) (*Node, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if err := removeDropped(o.DataDir); err != nil {
+		return nil, err
+	}
 	mux, err := cluster.ListenMux(o.RaftAddr, o.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
 	}
-	return &Node{o: o, mux: mux, groups: map[uint32]*Group{}, opening: map[uint32]bool{}}, nil
+	return &Node{o: o, mux: mux, groups: map[uint32]*Group{}, opening: map[uint32]bool{},
+		targets: map[uint32]map[string]catchUpTarget{}, served: map[uint32]*Group{}}, nil
 }
 
 // ErrNodeClosed is OpenGroup's error once Close has begun.
@@ -90,6 +99,9 @@ var ErrNodeClosed = errors.New("group: node closed")
 // Addr is the node's Raft address (RaftAddr with the port chosen when it
 // was 0): what the other nodes add it to their groups with.
 func (n *Node) Addr() string { return n.mux.Addr().String() }
+
+// DataDir is the node's data dir.
+func (n *Node) DataDir() string { return n.o.DataDir }
 
 // ID is the node's id in every group's Raft configuration.
 func (n *Node) ID() string { return n.o.NodeID }
@@ -100,6 +112,19 @@ func (n *Node) ID() string { return n.o.NodeID }
 // to it. It says whether the dir held state before. A group is open at
 // most once on a node; closing it frees the id.
 func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
+	return n.open(id, store, n.o.Bootstrap)
+}
+
+// OpenReplica opens this node's replica of group id over store as
+// OpenGroup does, but never bootstraps it: without raft state it waits to
+// be added by the group's leader. Placement opens replicas so while the
+// node runs; bootstrapping one would make a second group of that id.
+func (n *Node) OpenReplica(id uint32, store *fsm.Store) (*Group, error) {
+	g, _, err := n.open(id, store, false)
+	return g, err
+}
+
+func (n *Node) open(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, error) {
 	n.mu.Lock()
 	switch {
 	case n.closed:
@@ -114,7 +139,7 @@ func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
 	n.mu.Unlock()
 	defer n.opens.Done()
 
-	g, had, err := n.openGroup(id, store)
+	g, had, err := n.openGroup(id, store, bootstrap)
 	n.mu.Lock()
 	delete(n.opening, id)
 	if err == nil {
@@ -124,7 +149,7 @@ func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
 	return g, had, err
 }
 
-func (n *Node) openGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
+func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, error) {
 	dir := GroupDir(n.o.DataDir, id)
 	logger := n.o.Logger.With("group", id)
 	if err := checkClusterState(n.o, logger, dir); err != nil {
@@ -138,7 +163,7 @@ func (n *Node) openGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
 		NodeID:            n.o.NodeID,
 		RaftAddr:          n.Addr(),
 		Dir:               dir,
-		Bootstrap:         n.o.Bootstrap,
+		Bootstrap:         bootstrap,
 		FSM:               fsm.NewRaftFSM(store),
 		Logger:            logger,
 		SnapshotThreshold: n.o.SnapshotThreshold,
@@ -161,6 +186,70 @@ func (n *Node) forget(g *Group) {
 		delete(n.groups, g.id)
 	}
 	n.mu.Unlock()
+}
+
+// Group returns group id's replica open on this node, or nil.
+func (n *Node) Group(id uint32) *Group {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.groups[id]
+}
+
+// DropGroup closes this node's replica of data group id and deletes its
+// raft state when drop, given the last index of the closed replica's log,
+// says so (Membership.Dropped); it reports whether it deleted it. A
+// replica kept is closed with its state in place: opening it again picks
+// up where it stopped. The state is moved aside in one rename before it is
+// deleted, so a crash midway leaves no half-deleted group to open
+// (OpenNode deletes what was moved aside).
+func (n *Node) DropGroup(id uint32, drop func(lastIndex uint64) bool) (bool, error) {
+	g := n.Group(id)
+	switch {
+	case id == 0:
+		return false, errors.New("group: group 0 is on every node")
+	case g == nil:
+		return false, fmt.Errorf("group: group %d is not open on this node", id)
+	}
+	if err := g.Close(); err != nil {
+		return false, fmt.Errorf("group %d: %w", id, err)
+	}
+	// Closed: the log ends here for good.
+	if !drop(g.node.Status().LastIndex) {
+		return false, nil
+	}
+	dir := filepath.Dir(GroupDir(n.o.DataDir, id))
+	aside := dir + droppedSuffix
+	if err := os.RemoveAll(aside); err != nil {
+		return false, fmt.Errorf("group: %w", err)
+	}
+	if err := os.Rename(dir, aside); err != nil {
+		return false, fmt.Errorf("group: %w", err)
+	}
+	if err := SyncParent(dir); err != nil {
+		return false, err
+	}
+	if err := os.RemoveAll(aside); err != nil {
+		return false, fmt.Errorf("group: %w", err)
+	}
+	return true, nil
+}
+
+// droppedSuffix marks a group's dir that DropGroup moved aside.
+const droppedSuffix = ".dropped"
+
+// removeDropped deletes the dirs DropGroup moved aside and did not get to
+// delete.
+func removeDropped(dataDir string) error {
+	aside, err := filepath.Glob(filepath.Join(dataDir, "groups", "*"+droppedSuffix))
+	if err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	for _, dir := range aside {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("group: %w", err)
+		}
+	}
+	return nil
 }
 
 // Groups returns the groups open on this node, by id.

@@ -219,7 +219,7 @@ func spread(t *testing.T, nodes []*testNode, groups []uint32) {
 	t.Helper()
 	eventually(t, "leaderships spreading", func() error {
 		for _, tn := range nodes {
-			for _, h := range tn.n.SpreadLeaders() {
+			for _, h := range tn.n.SpreadLeaders(0) {
 				t.Logf("%s: group %d to %s: %v", tn.id, h.Group, h.To, h.Err)
 			}
 		}

@@ -12,8 +12,9 @@ import (
 // whichever node times out first, so after a bootstrap (one node leads
 // every group it created) or a restart (a node's groups went to the
 // others) leaderships bunch up. Each group therefore has a preferred
-// leader, decided from its configuration alone so that every node decides
-// the same without talking: PreferredLeader. Each node's SpreadLeaders
+// leader, decided from group 0's voters alone so that every node decides
+// the same without talking: the first node of its Placement (for group 0,
+// PreferredLeader of its voters). Each node's SpreadLeaders
 // hands the groups it leads but should not to their preferred leaders;
 // called periodically on every node, it converges on the preferred
 // layout, and moves back to it after a failure has moved leaders away.
@@ -55,16 +56,22 @@ type Handover struct {
 	Err error
 }
 
-// SpreadLeaders is one step of leadership spreading: for each group open
-// here that this node leads, it works out the preferred leader among the
-// group's voters and, when that is another node in contact, hands
-// leadership to it (one group at a time; each handover takes a round
+// SpreadLeaders is one step of leadership spreading, with r replicas a
+// data group (Placement's r): for each group open here that this node
+// leads, it works out the preferred leader and, when that is another voter
+// of the group in contact, hands leadership to it (one group at a time; each handover takes a round
 // trip or two and pauses the group's writes meanwhile, briefly). It
 // returns what it did or could not do, by group; nothing when every group
 // this node leads is where it belongs. Meant to be called periodically by
 // the node's owner (every few seconds): it starts nothing of its own.
-func (n *Node) SpreadLeaders() []Handover {
+func (n *Node) SpreadLeaders(r int) []Handover {
 	var out []Handover
+	var voters0 []string // group 0's, which place the data groups
+	if g0 := n.Group(0); g0 != nil {
+		if ms, err := g0.node.Members(); err == nil {
+			voters0 = membersOf(ms, true)
+		}
+	}
 	for _, g := range n.Groups() {
 		if !g.node.IsLeader() {
 			continue
@@ -83,7 +90,12 @@ func (n *Node) SpreadLeaders() []Handover {
 			}
 		}
 		to := PreferredLeader(g.id, voters)
-		if to == "" || to == n.o.NodeID {
+		if g.id != 0 && len(voters0) > 0 {
+			// A preferred leader not yet a voter of the group is being
+			// added to it: the handover waits for it.
+			to = Placement(g.id, voters0, r)[0]
+		}
+		if to == "" || to == n.o.NodeID || addr[to] == "" {
 			continue
 		}
 		h := Handover{Group: g.id, To: to}

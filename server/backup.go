@@ -116,7 +116,13 @@ func runBackup(c *client, args [][]byte) {
 			snap.Release()
 		}
 	}
-	for _, g := range s.router.groups {
+	for g := range s.router.all() {
+		if g.remote() {
+			release()
+			c.out = appendError(c.out, "ERR backup: this node holds no replica of group "+strconv.Itoa(g.index)+
+				" (each group is on --replicas nodes): a backup is taken of a node that holds every group")
+			return
+		}
 		if !g.leads() && !s.syncReplica(g) {
 			flags |= backup.FlagUnsynced
 			s.cfg.Logger.Warn("server: backup of a follower that could not sync with a leader; it holds what this node has applied", "group", g.index)

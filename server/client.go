@@ -590,11 +590,11 @@ func (c *client) readLocal(fc fsm.Command) {
 	c.out = appendReply(c.out, &r, c.proto)
 }
 
-// forwardsReads reports whether reads go to the leader: linearizable reads
-// on a cluster follower.
+// forwardsReads reports whether reads go to the leader: those of a group
+// this node holds no replica of, and linearizable reads on a follower.
 func (c *client) forwardsReads() bool {
 	g := c.grp
-	return g.replicated() && c.s.cfg.LinearizableReads && !g.leads()
+	return g.remote() || g.replicated() && c.s.cfg.LinearizableReads && !g.leads()
 }
 
 // readsAcross reports whether op, on this node, reads every group it leads

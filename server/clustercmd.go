@@ -481,6 +481,14 @@ func runJoin(c *client, args [][]byte) {
 			return
 		}
 	}
+	if len(args) > 5 {
+		// ... and the replicas a group it was started with.
+		if n, err := strconv.Atoi(string(args[5])); err != nil || n != c.s.cfg.Replicas {
+			c.out = appendError(c.out, "ERR the node places "+string(args[5])+" replicas of each group and the cluster's nodes "+
+				strconv.Itoa(c.s.cfg.Replicas)+": start it with the cluster's --replicas")
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
 	defer cancel()
 	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]))
@@ -561,7 +569,8 @@ func memberRole(m Member, leaderID string) string {
 // addr, raft_addr, state, term, last_index, commit_index, applied_index,
 // apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr, members
 // ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
-// "nonvoter"), and on a node of several groups the groups.
+// "nonvoter"), and on a node of several groups replicas (each group's,
+// 0: on every node) and the groups.
 func runStatus(c *client, args [][]byte) {
 	cl := c.s.router.cluster
 	if cl == nil {
@@ -578,7 +587,7 @@ func runStatus(c *client, args [][]byte) {
 	self := cl.Self()
 	fields := 13
 	if c.s.router.sharded() {
-		fields++
+		fields += 2
 	}
 	b := appendMapLen(c.out, fields, c.proto)
 	pair := func(name, value string) {
@@ -613,26 +622,38 @@ func runStatus(c *client, args [][]byte) {
 		b = appendBulkString(b, memberRole(m, leaderID))
 	}
 	if c.s.router.sharded() {
+		num("replicas", uint64(c.s.cfg.Replicas))
 		// groups: [id, state, leader_id, commit_index, applied_index,
-		// members] of each group this node holds, members as this
-		// node's replica of the group knows them ([id, raft_addr, role]
-		// each). A group's members follow the cluster's a few seconds
-		// late: an operator about to wipe a removed node's data waits
-		// until no group lists it.
+		// members] of each group, state "none" (indexes 0) for one this
+		// node holds no replica of, members as this node's replica of
+		// the group knows them, or, without one, as the group's leader
+		// published them ([id, raft_addr, role] each). A group's members
+		// follow the cluster's a few seconds late: an operator about to
+		// wipe a removed node's data waits until no group lists it.
 		b = appendBulkString(b, "groups")
 		b = appendArrayLen(b, len(c.s.router.groups))
-		for i, g := range c.s.router.groups {
-			gs := g.raft.Status()
+		for g := range c.s.router.all() {
+			var gs ClusterStatus
+			var members []Member
+			if g.remote() {
+				gs.State = "none"
+				members = c.s.router.remote.Members(g.index)
+				if l, ok := c.s.router.remote.Leader(g.index); ok {
+					gs.LeaderID = l.ID
+				}
+			} else {
+				gs = g.raft.Status()
+				// A replica shutting down has no members to show.
+				members, _ = g.raft.Members()
+			}
 			b = appendArrayLen(b, 6)
-			b = appendInt(b, int64(i))
+			b = appendInt(b, int64(g.index))
 			b = appendBulkString(b, gs.State)
 			b = appendBulkString(b, gs.LeaderID)
 			b = appendInt(b, int64(gs.CommitIndex))
 			b = appendInt(b, int64(gs.AppliedIndex))
-			// A replica shutting down has no members to show.
-			gm, _ := g.raft.Members()
-			b = appendArrayLen(b, len(gm))
-			for _, m := range gm {
+			b = appendArrayLen(b, len(members))
+			for _, m := range members {
 				b = appendArrayLen(b, 3)
 				b = appendBulkString(b, m.ID)
 				b = appendBulkString(b, m.RaftAddr)

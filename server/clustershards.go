@@ -41,15 +41,26 @@ func (s *Server) shards(t *topology) []shard {
 	for _, run := range s.router.slotRuns() {
 		out[run.g.index].ranges = append(out[run.g.index].ranges, [2]int{run.first, run.last})
 	}
-	for i, g := range s.router.groups {
-		sh := &out[i]
-		sh.status = g.raft.Status()
-		members, err := g.raft.Members()
-		if err != nil {
-			continue
+	for g := range s.router.all() {
+		sh := &out[g.index]
+		var members []Member
+		var leader Member
+		var hasLeader bool
+		if g.remote() {
+			members = s.router.remote.Members(g.index)
+			leader, hasLeader = s.router.remote.Leader(g.index)
+		} else {
+			sh.status = g.raft.Status()
+			var err error
+			if members, err = g.raft.Members(); err != nil {
+				continue
+			}
+			leader, hasLeader = g.raft.Leader()
 		}
-		leader, hasLeader := g.raft.Leader()
 		for _, m := range members {
+			if !m.Voter {
+				continue // catching up: not a replica to read from yet
+			}
 			n := byID[m.ID]
 			if n == nil {
 				continue // no client address known yet

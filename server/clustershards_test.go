@@ -152,9 +152,10 @@ func TestShardedClusterSlots(t *testing.T) {
 	}
 }
 
-// TestShardedStatus: KVS.STATUS on a sharded node lists each group with
-// its own members, which may differ from the cluster's (group 0's) while
-// a group follows a membership change.
+// TestShardedStatus: KVS.STATUS on a sharded node says how many replicas
+// each group has (0: on every node) and lists each group with its own
+// members, which may differ from the cluster's (group 0's) while a group
+// follows a membership change.
 func TestShardedStatus(t *testing.T) {
 	p := startShardedPair(t)
 	p.fakes[0][1].set(func(f *fakeCluster) {
@@ -162,13 +163,13 @@ func TestShardedStatus(t *testing.T) {
 	})
 	got := dialRaw(t, p.n1).do("KVS.STATUS")
 	member := func(id, addr, role string) string { return "*3\r\n" + bulk(id) + bulk(addr) + bulk(role) }
-	want := bulk("groups") + "*2\r\n" +
+	want := bulk("replicas") + ":0\r\n" + bulk("groups") + "*2\r\n" +
 		"*6\r\n:0\r\n" + bulk("leader") + bulk("n1") + ":11\r\n:10\r\n*2\r\n" +
 		member("n1", "127.0.0.1:17001", "leader") + member("n2", "127.0.0.1:17002", "follower") +
 		"*6\r\n:1\r\n" + bulk("follower") + bulk("n2") + ":11\r\n:10\r\n*3\r\n" +
 		member("n1", "127.0.0.1:17001", "follower") + member("n2", "127.0.0.1:17002", "leader") +
 		member("n3", "127.0.0.1:17003", "nonvoter")
-	if !strings.HasPrefix(got, "*28\r\n") || !strings.HasSuffix(got, want) {
+	if !strings.HasPrefix(got, "*30\r\n") || !strings.HasSuffix(got, want) {
 		t.Errorf("KVS.STATUS on n1:\n got %q\nwant it to end with %q", got, want)
 	}
 }

@@ -111,5 +111,15 @@ func (c *client) clusterKeysInSlot(name string, args [][]byte) {
 	}
 	// The slot's group, which holds its keys on a sharded node.
 	c.grp = c.s.router.groupOf(int(slot))
+	if c.grp.remote() {
+		// A slot this node does not serve has no keys here, as on a
+		// Redis Cluster node.
+		if cmd.Op == fsm.OpGetKeysInSlot {
+			c.out = appendArrayLen(c.out, 0)
+		} else {
+			c.out = appendInt(c.out, 0)
+		}
+		return
+	}
 	c.readNow(cmd)
 }

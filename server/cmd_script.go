@@ -81,7 +81,11 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 		// Only the shebang line matters here; the body is the store's.
 		// A script missing here may be loaded by an earlier command of
 		// the same pipeline: the store answers NOSCRIPT where it runs.
-		line, ok := c.grp.store.ScriptShebang(args[1])
+		var line []byte
+		var ok bool
+		if !c.grp.remote() {
+			line, ok = c.grp.store.ScriptShebang(args[1])
+		}
 		if !ok && c.s.router.sharded() {
 			if body, found := c.s.scriptElsewhere(args[1]); found {
 				// EVAL cached it in another group of the node: the
@@ -158,8 +162,12 @@ func (c *client) setScriptUser(cmd *fsm.Command) {
 }
 
 // scriptCached reports whether body is in the script cache of the
-// command's group.
+// command's group: false for a group held elsewhere, whose leader's store
+// decides.
 func (c *client) scriptCached(body []byte) bool {
+	if c.grp.remote() {
+		return false
+	}
 	_, ok := c.grp.store.Script(fsm.ScriptSHA(body))
 	return ok
 }
@@ -167,7 +175,7 @@ func (c *client) scriptCached(body []byte) bool {
 // scriptShebang is Store.ScriptShebang over the node's groups: the first
 // line of script sha, from the first group that holds it.
 func (s *Server) scriptShebang(sha []byte) ([]byte, bool) {
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if line, ok := g.store.ScriptShebang(sha); ok {
 			return line, true
 		}
@@ -178,7 +186,7 @@ func (s *Server) scriptShebang(sha []byte) ([]byte, bool) {
 // scriptElsewhere returns the body of script sha from the first of the
 // node's groups that holds it.
 func (s *Server) scriptElsewhere(sha []byte) ([]byte, bool) {
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if body, ok := g.store.Script(string(sha)); ok {
 			return body, true
 		}
@@ -286,7 +294,7 @@ func InstallScriptParser(cfg Config) {
 
 // installScriptParsers gives each group's store its parser.
 func (s *Server) installScriptParsers() {
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		g.store.SetCommandParser(s.scriptParser(g.index))
 	}
 }

@@ -65,6 +65,18 @@ type Config struct {
 	// Groups. Required with more than one group.
 	Slots []uint16
 
+	// A group of Groups past the first without a Store is one this node
+	// holds no replica of (in a cluster): Remote tells where its leader
+	// and replicas are, and SetLocalGroup hands the server a replica
+	// opened later (or takes one away). Required when a group is
+	// missing.
+	Remote Remote
+
+	// Replicas is the number of replicas of each group in the cluster,
+	// which KVS.STATUS reports and KVS.JOIN checks (0: every node holds
+	// every group). It decides nothing in the server.
+	Replicas int
+
 	// Saver takes the snapshots SAVE and BGSAVE ask for (durable and
 	// cluster mode). Nil in memory mode: they save nothing and succeed. A
 	// backup's header records durable mode when it is set and Cluster is
@@ -210,8 +222,11 @@ func (c *Config) Validate() error {
 			return errors.New("server: Config.Store is not Config.Groups[0]'s")
 		}
 		for i, g := range c.Groups {
-			if g.Store == nil || g.Proposer == nil {
-				return fmt.Errorf("server: Config.Groups[%d] has no Store or Proposer", i)
+			switch {
+			case g.Store == nil && i > 0 && c.Cluster != nil && c.Remote != nil:
+				// Held elsewhere.
+			case g.Store == nil || g.Proposer == nil:
+				return fmt.Errorf("server: Config.Groups[%d] has no Store or Proposer (a group held elsewhere needs Cluster and Remote)", i)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"kvs/fsm"
 	"net"
 	"os"
 	"strconv"
@@ -242,10 +243,8 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	// The encoding thresholds first: the store may refuse them while a
 	// script is busy, and then nothing is changed.
 	if len(limitsSet) > 0 {
-		for _, g := range s.router.groups {
-			if !g.store.SetLimitsServing(limits) {
-				return errBusy(g.store.ScriptBusy())
-			}
+		if e := s.setLimits(limits); e != "" {
+			return e
 		}
 	}
 	// What may fail in applying comes after every check, as Redis's apply
@@ -285,9 +284,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)
-			for _, g := range s.router.groups {
-				g.store.SetBusyThreshold(v)
-			}
+			s.router.everyStore(func(st *fsm.Store) { st.SetBusyThreshold(v) })
 		case "slowlog-log-slower-than":
 			s.slowlog.slowerThan.Store(ch.v)
 		case "slowlog-max-len":
@@ -322,4 +319,18 @@ func rewriteErrText(err error) string {
 		t = strings.ToUpper(t[:1]) + t[1:]
 	}
 	return t
+}
+
+// setLimits gives every store of the node the encoding thresholds l, or
+// answers BUSY when a script holds one.
+func (s *Server) setLimits(l fsm.Limits) string {
+	r := &s.router
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for g := range r.local() {
+		if !g.store.SetLimitsServing(l) {
+			return errBusy(g.store.ScriptBusy())
+		}
+	}
+	return ""
 }

@@ -75,7 +75,7 @@ func (c *client) oomRefusal() string {
 	p := fsm.EvictPolicy(s.evictPolicy.Load())
 	evictable := false
 	if p != fsm.EvictNone {
-		for _, g := range s.router.groups {
+		for g := range s.router.local() {
 			e, ok := g.store.EvictableServing(p)
 			if !ok {
 				return errBusy(g.store.ScriptBusy())
@@ -227,7 +227,7 @@ func parsePolicy(v []byte) (fsm.EvictPolicy, bool) {
 func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.evictPolicy.Store(uint32(p))
 	now := time.Now().UnixMilli()
-	s.router.stores(func(st *fsm.Store) { st.SetAccessTracking(p.Tracks(), now) })
+	s.router.everyStore(func(st *fsm.Store) { st.SetAccessTracking(p.Tracks(), now) })
 }
 
 // policyName is maxmemory-policy's value now.
@@ -239,7 +239,7 @@ func (s *Server) policyName() string { return policyName(fsm.EvictPolicy(s.evict
 func (s *Server) evictionGroup() *groupRef {
 	var best *groupRef
 	var most int64 = -1
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if n := g.store.DataBytes(); g.leads() && n > most {
 			best, most = g, n
 		}

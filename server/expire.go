@@ -76,7 +76,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 // be forwarded to it, doubling its work), whatever SetActiveExpiry said
 // last.
 func (s *Server) mayExpire() bool {
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if g.leads() {
 			return true
 		}
@@ -86,7 +86,7 @@ func (s *Server) mayExpire() bool {
 
 // expireCycle runs an expiry cycle in each group this node leads.
 func (s *Server) expireCycle(stop <-chan struct{}) {
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if g.leads() {
 			s.expireGroup(g, stop)
 		}
@@ -180,7 +180,7 @@ func (s *Server) passiveCycle() {
 		g := s.router.groupOf(fsm.KeySlot(k))
 		byGroup[g] = append(byGroup[g], k)
 	}
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if ks := byGroup[g]; len(ks) > 0 && g.leads() {
 			if err := s.deleteExpired(g, ks); err != nil {
 				s.cfg.Logger.Debug("server: passive expiry", "err", err)

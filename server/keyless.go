@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"kvs/fsm"
@@ -30,10 +31,10 @@ func acrossGroups(op fsm.Op) bool {
 // follower answers from its copy, as a replica does).
 func (r *router) ledGroups() []*groupRef {
 	if !r.sharded() {
-		return r.groups
+		return []*groupRef{&r.home}
 	}
 	var out []*groupRef
-	for _, g := range r.groups {
+	for g := range r.local() {
 		if g.leads() {
 			out = append(out, g)
 		}
@@ -185,7 +186,7 @@ func everyGroup(op fsm.Op) bool {
 // the error, and the client may send the command again (FUNCTION LOAD
 // REPLACE, SCRIPT LOAD and the flushes may be repeated).
 func (c *client) writeEveryGroup(fc fsm.Command) {
-	groups := c.s.router.groups
+	groups := slices.Collect(c.s.router.all())
 	replies, err := c.s.proposeTo(groups[0], []fsm.Command{fc})
 	first, err := firstReply(replies, err)
 	if err != nil {

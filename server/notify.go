@@ -21,7 +21,7 @@ func (s *Server) updateNotify() {
 		f = 0
 	}
 	s.notifyFlags.Store(uint32(f))
-	s.router.stores(func(st *fsm.Store) { st.SetNotifyClasses(f) })
+	s.router.everyStore(func(st *fsm.Store) { st.SetNotifyClasses(f) })
 }
 
 // keyspaceEvents is the store's notify hook. It also delivers the

@@ -129,6 +129,8 @@ func runSync(c *client, args [][]byte) {
 	}
 	cl := g.raft
 	switch {
+	case g.remote():
+		c.out = appendError(c.out, errProposal(ErrNotLeader, false))
 	case cl == nil:
 		c.out = appendError(c.out, errClusterDisabled)
 	case !cl.Self().Leader:

@@ -68,11 +68,11 @@ func (e *remoteError) Is(target error) bool {
 // yet) or ErrNotLeader (this node is named leader but does not act as one
 // yet).
 func (s *Server) leaderAddr(g *groupRef) (string, error) {
-	l, ok := g.raft.Leader()
+	l, ok := s.groupLeader(g)
 	switch {
 	case !ok:
 		return "", fmt.Errorf("%w known", ErrNoLeader)
-	case l.ID == g.raft.Self().ID:
+	case l.ID == s.router.cluster.Self().ID:
 		return "", fmt.Errorf("%w: leadership is changing", ErrNotLeader)
 	case l.RESPAddr == "":
 		return "", fmt.Errorf("%w: the leader's client address is not known yet", ErrNoLeader)
@@ -124,13 +124,24 @@ func (s *Server) forward(g *groupRef, cmds []fsm.Command, user string) ([]fsm.Re
 		if err != nil {
 			return nil, fmt.Errorf("%w: the leader at %s answered: %v", ErrUnknownOutcome, addr, err)
 		}
-		s.catchUp(g, applied)
+		if !g.remote() {
+			s.catchUp(g, applied)
+		}
 		return replies, nil
 	}
 	return nil, fmt.Errorf("%w: the leader at %s answered %c%s", ErrUnknownOutcome, addr, r.kind, r.text)
 }
 
 var crlf = []byte("\r\n")
+
+// groupLeader returns g's leader: as its replica here knows it, or, for a
+// group this node holds no replica of, as the cluster's metadata says.
+func (s *Server) groupLeader(g *groupRef) (Member, bool) {
+	if g.remote() {
+		return s.router.remote.Leader(g.index)
+	}
+	return g.raft.Leader()
+}
 
 // catchUpTimeout bounds a follower's wait for its store to reach an index
 // the leader reported (catchUp, syncReplica). The leader tells followers of
@@ -291,10 +302,11 @@ func (c *client) redirectKeyedWrites() {
 	// The leader of each group met, looked up once per batch; "" when
 	// none is known, or when this node leads it after all.
 	leaders := map[*groupRef]string{}
+	self := c.s.router.cluster.Self().ID
 	leaderOf := func(g *groupRef) string {
 		addr, seen := leaders[g]
 		if !seen {
-			if l, ok := g.raft.Leader(); ok && l.ID != g.raft.Self().ID {
+			if l, ok := c.s.groupLeader(g); ok && l.ID != self {
 				addr = l.RESPAddr
 			}
 			leaders[g] = addr

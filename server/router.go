@@ -1,7 +1,12 @@
 package server
 
 import (
+	"fmt"
+	"iter"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"kvs/fsm"
 )
@@ -21,15 +26,34 @@ import (
 // group also holds what the node shares (ACL users, functions). The group
 // is the unit that proposes writes, answers for its leadership and read
 // barrier, and expires and evicts its keys.
+//
+// A sharded node need not hold a replica of every group: a group held
+// elsewhere (remote) has its keyed commands forwarded to its leader, reads
+// too, or answered with MOVED on a READONLY connection and where a
+// command cannot be forwarded (blocking pops, WATCH, the commands that
+// read the store themselves). Which groups a node holds changes at run
+// time (Server.SetLocalGroup), so a command loads its group once and uses
+// that to the end.
 type router struct {
 	// cluster is the node's cluster (members, their addresses, joins and
 	// removals); nil: standalone.
 	cluster Cluster
 	home    groupRef
-	// groups are the node's groups, groups[0] the home; slots maps a
-	// slot to its index in groups, nil with one group.
-	groups []*groupRef
+	// groups are the cluster's groups by index, groups[0] the home; a
+	// node holds one (the home), or several with slots for each (slots
+	// maps a slot to its index in groups; nil with one group). A sharded
+	// node may hold no replica of some groups: their entry is a groupRef
+	// without a store, whose leader remote tells. An entry is replaced
+	// whole as this node comes to hold a replica of its group or stops
+	// (Server.SetLocalGroup): a client that loaded one uses it to the end
+	// of its command, and a store, once handed over, stays valid after.
+	groups []atomic.Pointer[groupRef]
 	slots  []uint16
+	remote Remote
+	// mu serializes SetLocalGroup with the changes every local store gets
+	// alike (hooks, encoding limits, notification classes): a store
+	// joining meanwhile gets them too.
+	mu sync.Mutex
 }
 
 // Group is one replication group a node holds (Config.Groups).
@@ -41,13 +65,28 @@ type Group struct {
 	Raft Cluster
 }
 
+// Remote tells a sharded node where the groups it holds no replica of are
+// (Config.Remote), as the cluster's replicated metadata says. Its methods
+// are called from connection goroutines: safe for concurrent use, and
+// cheap.
+type Remote interface {
+	// Leader returns group i's leader, ok false while none is known or
+	// its client address is not.
+	Leader(group int) (m Member, ok bool)
+	// Members returns group i's replicas as far as they are known, the
+	// leader among them with Leader set.
+	Members(group int) []Member
+}
+
 // groupRef is one replication group as the server uses it: its store, the
-// proposer of its writes, and its replication.
+// proposer of its writes, and its replication; a group this node holds no
+// replica of has none of them (remote).
 type groupRef struct {
 	store    *fsm.Store
 	proposer Proposer
 	// raft is the group's replication (leader, read barrier, applied
-	// index); nil: a group without replicas, which this node leads.
+	// index); nil: a group without replicas, which this node leads, or a
+	// remote one.
 	raft Cluster
 	// index is the group's place in router.groups, the same on every
 	// node of a cluster.
@@ -57,13 +96,17 @@ type groupRef struct {
 	rsync replicaSync
 }
 
+// remote reports whether this node holds no replica of the group: its
+// commands go to its leader, which Config.Remote names.
+func (g *groupRef) remote() bool { return g.store == nil }
+
 // leads reports whether this node decides the group's writes: it leads
 // the group, or the group has no replicas.
-func (g *groupRef) leads() bool { return g.raft == nil || g.raft.Self().Leader }
+func (g *groupRef) leads() bool { return g.store != nil && (g.raft == nil || g.raft.Self().Leader) }
 
 // replicated reports whether the group has replicas (and so a leader,
-// followers, a read barrier).
-func (g *groupRef) replicated() bool { return g.raft != nil }
+// followers, a read barrier): a remote group has.
+func (g *groupRef) replicated() bool { return g.raft != nil || g.store == nil }
 
 // caughtUp reports whether the group's store may serve reads: it has
 // applied what its log held when the node started.
@@ -74,11 +117,39 @@ func (g *groupRef) caughtUp() bool { return g.raft == nil || g.raft.CaughtUp() }
 func (r *router) init(cfg *Config) {
 	r.cluster = cfg.Cluster
 	r.home.store, r.home.proposer, r.home.raft = cfg.Store, cfg.Proposer, cfg.Cluster
-	r.groups = []*groupRef{&r.home}
+	r.remote = cfg.Remote
+	r.groups = make([]atomic.Pointer[groupRef], max(1, len(cfg.Groups)))
+	r.groups[0].Store(&r.home)
 	if len(cfg.Groups) > 1 {
 		r.slots = cfg.Slots
 		for i, g := range cfg.Groups[1:] {
-			r.groups = append(r.groups, &groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1})
+			r.groups[i+1].Store(&groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1})
+		}
+	}
+}
+
+// group returns group i.
+func (r *router) group(i int) *groupRef { return r.groups[i].Load() }
+
+// all yields every group of the cluster, by index, those held elsewhere
+// included.
+func (r *router) all() iter.Seq[*groupRef] {
+	return func(yield func(*groupRef) bool) {
+		for i := range r.groups {
+			if !yield(r.groups[i].Load()) {
+				return
+			}
+		}
+	}
+}
+
+// local yields the groups this node holds a replica of, by index.
+func (r *router) local() iter.Seq[*groupRef] {
+	return func(yield func(*groupRef) bool) {
+		for i := range r.groups {
+			if g := r.groups[i].Load(); g.store != nil && !yield(g) {
+				return
+			}
 		}
 	}
 }
@@ -94,14 +165,23 @@ func (r *router) groupOf(slot int) *groupRef {
 	if r.slots == nil || slot < 0 {
 		return &r.home
 	}
-	return r.groups[r.slots[slot]]
+	return r.groups[r.slots[slot]].Load()
 }
 
-// stores calls f with each group's store.
+// stores calls f with the store of each group this node holds.
 func (r *router) stores(f func(*fsm.Store)) {
-	for _, g := range r.groups {
+	for g := range r.local() {
 		f(g.store)
 	}
+}
+
+// everyStore calls f with the store of each group this node holds, while
+// no store joins: for a change every store gets alike, which a store
+// joining later gets from prepareStore.
+func (r *router) everyStore(f func(*fsm.Store)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stores(f)
 }
 
 // dataBytes is the size of the data of all the node's groups (used
@@ -136,7 +216,7 @@ func (r *router) groupArg(args [][]byte) (*groupRef, string) {
 	if err != nil || i < 0 || i >= len(r.groups) {
 		return nil, "ERR no such group: " + string(args[0])
 	}
-	return r.groups[i], ""
+	return r.group(i), ""
 }
 
 // scriptBusy is the busy script of the node's groups, if one is: a sharded
@@ -146,12 +226,70 @@ func (s *Server) scriptBusy() fsm.Busy {
 	if !s.router.sharded() {
 		return s.cfg.Store.ScriptBusy()
 	}
-	for _, g := range s.router.groups {
+	for g := range s.router.local() {
 		if b := g.store.ScriptBusy(); b != fsm.NotBusy {
 			return b
 		}
 	}
 	return fsm.NotBusy
+}
+
+// setHooks gives st the server's hooks, and the busy threshold in force.
+func (s *Server) setHooks(st *fsm.Store) {
+	st.SetReadyHook(s.blocked.signal)
+	st.SetNotifyHook(s.keyspaceEvents)
+	st.SetExpiredHook(s.expireMet)
+	st.SetBusyThreshold(s.luaTimeLimit())
+}
+
+// PrepareGroupStore readies st, the store of this node's replica of group
+// i about to be opened, as the server has its other stores: the parser
+// the scripts in its log run their calls with (group i's), the hooks
+// (blocked clients, keyspace events, expiry), and the settings in force
+// (encoding thresholds, busy threshold, notification classes, access
+// tracking). Call it before the replica applies anything, then
+// SetLocalGroup once it may serve.
+func (s *Server) PrepareGroupStore(i int, st *fsm.Store) {
+	s.router.mu.Lock()
+	defer s.router.mu.Unlock()
+	s.prepareStoreLocked(i, st)
+}
+
+// prepareStoreLocked is PrepareGroupStore with router.mu held.
+func (s *Server) prepareStoreLocked(i int, st *fsm.Store) {
+	st.SetCommandParser(s.scriptParser(i))
+	s.setHooks(st)
+	st.SetLimits(s.cfg.Store.Limits())
+	st.SetNotifyClasses(fsm.NotifyClass(s.notifyFlags.Load()))
+	st.SetAccessTracking(fsm.EvictPolicy(s.evictPolicy.Load()).Tracks(), time.Now().UnixMilli())
+}
+
+// SetLocalGroup hands the server this node's replica of group i, a group
+// of a sharded node other than the home (g nil: takes it away, and the
+// group's commands go to its leader from then on). Commands that loaded
+// the group before finish with what they loaded, so the store and
+// proposer of a replica taken away must stay usable a moment (its
+// proposer may fail their writes). The store gets what PrepareGroupStore
+// gives again, in case a setting changed since.
+func (s *Server) SetLocalGroup(i int, g *Group) error {
+	r := &s.router
+	if i <= 0 || i >= len(r.groups) {
+		return fmt.Errorf("server: no group %d to set (groups 1 to %d)", i, len(r.groups)-1)
+	}
+	ref := &groupRef{index: i}
+	if g != nil {
+		if g.Store == nil || g.Proposer == nil || g.Raft == nil {
+			return fmt.Errorf("server: group %d needs a Store, a Proposer and Raft", i)
+		}
+		ref.store, ref.proposer, ref.raft = g.Store, g.Proposer, g.Raft
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g != nil {
+		s.prepareStoreLocked(i, g.Store)
+	}
+	r.groups[i].Store(ref)
+	return nil
 }
 
 // slotRun is a run of consecutive slots of one group.
@@ -171,7 +309,7 @@ func (r *router) slotRuns() []slotRun {
 		for e+1 < fsm.ClusterSlots && r.slots[e+1] == r.slots[s] {
 			e++
 		}
-		runs = append(runs, slotRun{s, e, r.groups[r.slots[s]]})
+		runs = append(runs, slotRun{s, e, r.groups[r.slots[s]].Load()})
 		s = e + 1
 	}
 	return runs

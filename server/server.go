@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"kvs/config"
-	"kvs/fsm"
 )
 
 // Server is a RESP server over one fsm.Store. Create it with New; start it
@@ -170,12 +169,7 @@ func New(cfg Config) (*Server, error) {
 	s.psConfig = defaultPubsubConfig()
 	s.setBufferLimits(s.psConfig.limits)
 	s.installScriptParsers()
-	s.router.stores(func(st *fsm.Store) {
-		st.SetReadyHook(s.blocked.signal)
-		st.SetNotifyHook(s.keyspaceEvents)
-		st.SetExpiredHook(s.expireMet)
-		st.SetBusyThreshold(defaultLuaTimeLimit)
-	})
+	s.router.stores(s.setHooks)
 	s.writeBudget.Store(DefaultScriptWriteBudget)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.params = config.NewStore()

@@ -1,10 +1,14 @@
 package server
 
-import "kvs/fsm"
+import (
+	"fmt"
+
+	"kvs/fsm"
+)
 
 // Routing a command to its group on a sharded node (router.sharded): the
 // keys of a command must share a slot, and the command runs on that slot's
-// group. Redis Cluster checks this in processCommand after the ACL and
+// group, here or, for a group held elsewhere, on its leader (router.go). Redis Cluster checks this in processCommand after the ACL and
 // before maxmemory (getNodeByQuery), and so does admit. In a transaction
 // each command is checked as it is queued, and EXEC checks that all of
 // them share one slot: it runs on one group. A command without keys runs
@@ -89,5 +93,23 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 		}
 	}
 	c.grp = r.groupOf(slot)
+	if slot != noSlot && c.grp.remote() && (c.readonly && !c.peer || cmd.parse == nil) {
+		return c.s.movedTo(c.grp, slot)
+	}
 	return ""
+}
+
+// movedTo is the redirection of a command on slot, of group g, which this
+// node holds no replica of: MOVED to g's leader. A cluster-aware client
+// (READONLY) gets it for every keyed command, as from a Redis Cluster node
+// that does not serve the slot; a plain client for the commands that are
+// not forwarded, because they block, watch or read the store themselves
+// (a plain client then fails, as it would against Redis Cluster). Without
+// a known leader it is the error a forwarded command would get.
+func (s *Server) movedTo(g *groupRef, slot int) string {
+	l, ok := s.groupLeader(g)
+	if !ok || l.RESPAddr == "" {
+		return errProposal(fmt.Errorf("%w known for slot %d's group", ErrNoLeader, slot), false)
+	}
+	return errMoved(slot, l.RESPAddr)
 }

@@ -65,8 +65,8 @@ func startCluster(t testing.TB, size int, extra ...string) []*Node {
 type status struct {
 	fields  map[string]string
 	members [][]string // id, raft addr, client addr, role
-	// groups, of a node of several: id, state, leader id, commit index,
-	// applied index.
+	// groups, of a node of several: id, state ("none" where the node
+	// holds no replica), leader id, commit index, applied index.
 	groups [][]string
 	// groupMembers[g] is group g's members as the node's replica knows
 	// them: id, raft addr, role.

@@ -16,8 +16,9 @@ import (
 )
 
 // A cluster whose slots are spread over several Raft groups (--groups):
-// each node holds a replica of every group and leads about as many as the
-// others, and clients see a Redis Cluster of one shard per group.
+// each group is on three nodes (--replicas), here every node while there
+// are three, each node leads about as many as the others, and clients see
+// a Redis Cluster of one shard per group.
 
 // shardMasters returns, from a node's CLUSTER NODES, the nodes that lead a
 // group and the slot ranges each serves.
@@ -113,7 +114,7 @@ func waitSpread(t *testing.T, nodes []*Node) {
 // node are forwarded to their group's leader, keys of different slots get
 // CROSSSLOT, a node killed under load loses no acknowledged write and its
 // groups fail over, and a node joining with --join learns the group count
-// and holds every group.
+// and gets its replicas (three a group on four nodes: a replica of each).
 func TestShardedCluster(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, "--groups", "3")
@@ -197,6 +198,11 @@ func TestShardedCluster(t *testing.T) {
 			if g[2] == "" {
 				return fmt.Errorf("n4 knows no leader of group %s", g[0])
 			}
+			// Three replicas a group on four nodes: n4 is placed in
+			// every one.
+			if g[1] == "none" {
+				return fmt.Errorf("n4 holds no replica of group %s yet", g[0])
+			}
 		}
 		return nil
 	})
@@ -226,7 +232,21 @@ func TestShardedCluster(t *testing.T) {
 	})
 
 	// A backup holds every group at its own index, and restores as a
-	// one-node cluster of as many groups, with every key.
+	// one-node cluster of as many groups, with every key. It is taken of
+	// a node that holds every group: n3 gets back the one it gave up
+	// while n4 was a member.
+	waitFor(t, "n3 to hold every group", func() error {
+		st, err := kvsStatus(nodes[2].Addr)
+		if err != nil {
+			return err
+		}
+		for _, g := range st.groups {
+			if g[1] == "none" {
+				return fmt.Errorf("n3 holds no replica of group %s", g[0])
+			}
+		}
+		return nil
+	})
 	file := filepath.Join(t.TempDir(), "b.kvs")
 	if out, code := runKVS(t, clusterWait, "backup", nodes[2].Addr, file); code != 0 {
 		t.Fatalf("kvs backup of a sharded cluster: exit %d\n%s", code, out)

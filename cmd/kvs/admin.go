@@ -70,8 +70,9 @@ type nodeStatus struct {
 	fields  map[string]string
 	members [][]string // id, raft address, client address, role
 	// groups, of a node whose slots are spread over several groups: id,
-	// state, leader id, commit index, applied index (and the group's
-	// members, which the table does not show).
+	// state ("none" where the node holds no replica), leader id, commit
+	// index, applied index, and the group's members (comma-separated ids,
+	// a non-voter's marked).
 	groups [][]string
 }
 
@@ -111,7 +112,23 @@ func parseStatus(v any) (nodeStatus, error) {
 				row, _ := m.([]any)
 				cells := make([]string, len(row))
 				for j, c := range row {
-					cells[j] = fmt.Sprint(c)
+					if list, ok := c.([]any); ok {
+						// A group's members: [id, raft address, role]
+						// each.
+						ids := make([]string, len(list))
+						for k, m := range list {
+							m, _ := m.([]any)
+							if len(m) > 0 {
+								ids[k] = fmt.Sprint(m[0])
+							}
+							if len(m) > 2 && fmt.Sprint(m[2]) == "nonvoter" {
+								ids[k] += "(nonvoter)"
+							}
+						}
+						cells[j] = strings.Join(ids, ",")
+					} else {
+						cells[j] = fmt.Sprint(c)
+					}
 				}
 				if name == "groups" {
 					st.groups = append(st.groups, cells)
@@ -126,19 +143,18 @@ func parseStatus(v any) (nodeStatus, error) {
 	return st, nil
 }
 
-// joinCluster adds the node (id, raftAddr, respAddr) to the cluster that
-// the node at clusterAddr belongs to.
-// joinCluster asks the cluster at clusterAddr to add the node, which holds
-// groups groups: a count over one goes with the request, and a cluster of
-// another count refuses it.
-func joinCluster(clusterAddr, id, raftAddr, respAddr string, groups int) error {
+// joinCluster asks the cluster at clusterAddr to add the node (id,
+// raftAddr, respAddr), of a cluster of shape sh: with several groups the
+// count of Raft groups and the replicas go with the request, and a
+// cluster of another shape refuses it.
+func joinCluster(clusterAddr, id, raftAddr, respAddr string, sh shape) error {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
 	c := adminClient(clusterAddr)
 	defer c.Close()
 	args := []any{"KVS.JOIN", id, raftAddr, respAddr}
-	if groups > 1 {
-		args = append(args, strconv.Itoa(groups))
+	if sh.groups > 1 {
+		args = append(args, strconv.Itoa(raftGroups(sh.groups)), strconv.Itoa(sh.replicas))
 	}
 	return c.Do(ctx, args...).Err()
 }
@@ -167,7 +183,8 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 	if respAddr == "" {
 		respAddr = nodeAddr
 	}
-	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, st.groupCount()) }); err != nil {
+	sh := shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}
+	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, sh) }); err != nil {
 		fmt.Fprintf(stderr, "kvs join: %v\n", err)
 		return 1
 	}
@@ -340,12 +357,19 @@ func rows2ids(members [][]string) []string {
 	return ids
 }
 
-// printGroups writes a table of the groups: each one's leader, and how far
-// each member's replica is behind the commit index its leader reports.
+// printGroups writes a table of the groups: each one's leader and
+// replicas, and how far each member's replica is behind the commit index
+// its leader reports ("-" where a member holds none).
 func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]string) {
+	if r := st.get("replicas"); r != "" {
+		if r == "0" {
+			r = "every node"
+		}
+		fmt.Fprintf(w, "\nreplicas: %s\n", r)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "GROUP\tSLOTS\tLEADER")
+	fmt.Fprint(tw, "GROUP\tSLOTS\tLEADER\tREPLICAS")
 	for _, id := range ids {
 		fmt.Fprint(tw, "\t"+id+" BEHIND")
 	}
@@ -360,10 +384,16 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		if rows, ok := views[leader]; ok && gi < len(rows) && len(rows[gi]) > 3 {
 			commit, _ = strconv.ParseUint(rows[gi][3], 10, 64)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s", gi, slotRanges(slots, uint16(gi)), leader)
+		replicas := "?"
+		if len(g) > 5 {
+			replicas = g[5]
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", gi, slotRanges(slots, uint16(gi)), leader, replicas)
 		for _, id := range ids {
 			cell := "?"
-			if rows, ok := views[id]; ok && gi < len(rows) && len(rows[gi]) > 4 {
+			if rows, ok := views[id]; ok && gi < len(rows) && len(rows[gi]) > 1 && rows[gi][1] == "none" {
+				cell = "-"
+			} else if ok && gi < len(rows) && len(rows[gi]) > 4 {
 				applied, _ := strconv.ParseUint(rows[gi][4], 10, 64)
 				cell = "0"
 				if commit > applied {

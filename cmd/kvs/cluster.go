@@ -168,9 +168,9 @@ func advertise(stop <-chan struct{}, v *clusterView, srv *server.Server, logger 
 
 // joinLoop asks the cluster at addr to add this node, retrying until it
 // succeeds or stop closes (--join).
-func joinLoop(stop <-chan struct{}, addr string, v *clusterView, groups int, logger *slog.Logger) {
+func joinLoop(stop <-chan struct{}, addr string, v *clusterView, sh shape, logger *slog.Logger) {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		err := joinCluster(addr, v.id, v.raftAddr, v.respAddr, groups)
+		err := joinCluster(addr, v.id, v.raftAddr, v.respAddr, sh)
 		if err == nil {
 			logger.Info("joined the cluster", "via", addr)
 			return

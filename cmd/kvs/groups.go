@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"kvs/fsm"
 	"kvs/group"
 	"kvs/server"
 )
@@ -18,92 +20,124 @@ import (
 // A cluster's slots are spread over its data groups (--groups N at
 // --bootstrap). With more than one, group 0 is the meta group, which holds
 // what the whole cluster shares (members and their addresses, ACL users,
-// functions) and no slots, and the data groups are 1..N; a cluster of one
-// group keeps everything in group 0, as before groups. Every node holds a
-// replica of every group. The count is fixed when
-// the cluster is made: each node keeps it in DIR/group-count, written before it
-// opens its groups, and reads it back at every start. A node started with
-// --join asks the member it joins through; one added by `kvs join` is
-// started with the cluster's --groups, which the join checks. A data dir
-// from before groups, or of a cluster of one group, has no file: one group.
+// functions, and where each data group is) and no slots, and is on every
+// node; the data groups are 1..N, each on --replicas R nodes (0: every
+// node) that group.Placement picks from group 0's voters. Both are fixed
+// when the cluster is made: each node keeps them in DIR/group-count (N on
+// the first line, R on the second), written before it opens its groups,
+// and reads them back at every start. A node started with --join asks the
+// member it joins through; one added by `kvs join` is started with the
+// cluster's --groups and --replicas, which the join checks. A data dir
+// from before groups, or of a cluster of one group, has no file: one
+// group. A file without the second line is of a cluster from before
+// --replicas, where every node holds every group.
+
+// defaultReplicas is --replicas's default: each data group on three nodes,
+// or on every node while there are fewer.
+const defaultReplicas = 3
 
 // groupsFile is where a node keeps its cluster's group count.
 func groupsFile(dataDir string) string { return filepath.Join(dataDir, "group-count") }
 
-// resolveGroups returns the number of groups of the cluster this node is
-// in or is about to join, and writes it down when it is new. stop ends the
-// wait for a --join member's answer.
-func resolveGroups(f serveFlags, stop <-chan os.Signal, logger *slog.Logger) (int, error) {
-	if n, ok, err := readGroups(f.dataDir); err != nil {
-		return 0, err
+// shape is how a cluster's slots are spread: over groups data groups, each
+// with replicas replicas (0: on every node).
+type shape struct{ groups, replicas int }
+
+// resolveGroups returns the shape of the cluster this node is in or is
+// about to join, and writes it down when it is new. stop ends the wait for
+// a --join member's answer.
+func resolveGroups(f serveFlags, stop <-chan os.Signal, logger *slog.Logger) (shape, error) {
+	if sh, ok, err := readGroups(f.dataDir); err != nil {
+		return shape{}, err
 	} else if ok {
-		if f.groups != 0 && f.groups != n {
-			return 0, fmt.Errorf("--groups %d: the data dir's cluster has %d groups, fixed when it was made", f.groups, n)
+		switch {
+		case f.groups != 0 && f.groups != sh.groups:
+			return shape{}, fmt.Errorf("--groups %d: the data dir's cluster has %d groups, fixed when it was made", f.groups, sh.groups)
+		case f.replicasGiven && f.replicas != sh.replicas:
+			return shape{}, fmt.Errorf("--replicas %d: the data dir's cluster places %d replicas of each group, fixed when it was made", f.replicas, sh.replicas)
 		}
-		return n, nil
+		return sh, nil
 	}
 	stored, err := group.StoredGroups(f.dataDir)
 	if err != nil {
-		return 0, err
+		return shape{}, err
 	}
 	if len(stored) > 0 {
 		// Cluster state from before groups, or of one group.
 		if f.groups > 1 {
-			return 0, fmt.Errorf("--groups %d: the data dir holds a cluster of one group", f.groups)
+			return shape{}, fmt.Errorf("--groups %d: the data dir holds a cluster of one group", f.groups)
 		}
-		return 1, nil
+		return shape{groups: 1}, nil
 	}
-	n := max(1, f.groups)
-	if f.join != "" && f.groups == 0 {
-		if n, err = askGroups(f.join, stop, logger); err != nil {
-			return 0, err
+	sh := shape{groups: max(1, f.groups), replicas: f.replicas}
+	if f.join != "" && (f.groups == 0 || !f.replicasGiven) {
+		asked, err := askGroups(f.join, stop, logger)
+		if err != nil {
+			return shape{}, err
+		}
+		if f.groups == 0 {
+			sh.groups = asked.groups
+		}
+		if !f.replicasGiven {
+			sh.replicas = asked.replicas
 		}
 	}
-	if n > 1 {
-		if err := writeGroups(f.dataDir, n); err != nil {
-			return 0, err
+	if sh.groups > 1 {
+		if err := writeGroups(f.dataDir, sh); err != nil {
+			return shape{}, err
 		}
 	}
-	return n, nil
+	return sh, nil
 }
 
-// askGroups asks the member at addr how many groups its cluster has,
-// retrying until it answers or a signal comes.
-func askGroups(addr string, stop <-chan os.Signal, logger *slog.Logger) (int, error) {
+// askGroups asks the member at addr for its cluster's shape, retrying
+// until it answers or a signal comes.
+func askGroups(addr string, stop <-chan os.Signal, logger *slog.Logger) (shape, error) {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 		st, err := fetchStatus(ctx, addr)
 		cancel()
 		if err == nil {
-			return dataGroups(st.groupCount()), nil
+			return shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}, nil
 		}
 		logger.Warn("asking the cluster its group count failed; retrying", "via", addr, "err", err, "in", wait)
 		select {
 		case s := <-stop:
-			return 0, fmt.Errorf("stopped by %s while asking %s for the cluster's group count", s, addr)
+			return shape{}, fmt.Errorf("stopped by %s while asking %s for the cluster's group count", s, addr)
 		case <-time.After(wait):
 		}
 	}
 }
 
-func readGroups(dataDir string) (int, bool, error) {
+func readGroups(dataDir string) (shape, bool, error) {
 	b, err := os.ReadFile(groupsFile(dataDir))
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, false, nil
+		return shape{}, false, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return shape{}, false, err
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n < 1 || n > group.MaxGroups {
-		return 0, false, fmt.Errorf("%s: not a group count: %q", groupsFile(dataDir), b)
+	bad := fmt.Errorf("%s: not a group count: %q", groupsFile(dataDir), b)
+	lines := strings.Fields(string(b))
+	if len(lines) < 1 || len(lines) > 2 {
+		return shape{}, false, bad
 	}
-	return n, true, nil
+	var sh shape
+	sh.groups, err = strconv.Atoi(lines[0])
+	if err != nil || sh.groups < 1 || sh.groups > group.MaxGroups {
+		return shape{}, false, bad
+	}
+	if len(lines) == 2 {
+		if sh.replicas, err = strconv.Atoi(lines[1]); err != nil || sh.replicas < 0 {
+			return shape{}, false, bad
+		}
+	}
+	return sh, true, nil
 }
 
-// writeGroups writes the count durably: a temporary file, fsynced, renamed
+// writeGroups writes the shape durably: a temporary file, fsynced, renamed
 // over, and the directory fsynced.
-func writeGroups(dataDir string, n int) error {
+func writeGroups(dataDir string, sh shape) error {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return err
 	}
@@ -113,7 +147,7 @@ func writeGroups(dataDir string, n int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(fh, "%d\n", n); err != nil {
+	if _, err := fmt.Fprintf(fh, "%d\n%d\n", sh.groups, sh.replicas); err != nil {
 		fh.Close()
 		return err
 	}
@@ -167,12 +201,12 @@ func slotTable(n int) ([]uint16, error) {
 	return out, nil
 }
 
-// groupsSaver saves every group of the node (SAVE, BGSAVE).
-type groupsSaver []*group.Group
+// nodeSaver saves every group open on the node (SAVE, BGSAVE).
+type nodeSaver struct{ node *group.Node }
 
-func (gs groupsSaver) Save() error {
+func (ns nodeSaver) Save() error {
 	var errs []error
-	for _, g := range gs {
+	for _, g := range ns.node.Groups() {
 		if err := g.Save(); err != nil {
 			errs = append(errs, fmt.Errorf("group %d: %w", g.ID(), err))
 		}
@@ -180,12 +214,121 @@ func (gs groupsSaver) Save() error {
 	return errors.Join(errs...)
 }
 
-// tendGroups runs the node's placement and leadership spreading every
-// interval until stop closes: each group follows group 0's membership
-// (group.Node.Reconcile), and nodes lead about as many groups as each
-// other (SpreadLeaders).
-func tendGroups(stop <-chan struct{}, node *group.Node, logger *slog.Logger) {
-	const interval = 2 * time.Second
+// Where each data group is, in group 0's metadata: its leader's node id
+// under group/<k>/leader and its membership (group.Membership) under
+// group/<k>/config, both written by its leader as it tends.
+
+func metaGroupLeader(id int) string { return "group/" + strconv.Itoa(id) + "/leader" }
+func metaGroupConfig(id int) string { return "group/" + strconv.Itoa(id) + "/config" }
+
+// groupsMeta reads and writes the data groups' entries in group 0's
+// metadata: group.Meta for tending, and server.Remote for the server.
+type groupsMeta struct {
+	meta *clusterView // group 0's
+	srv  *server.Server
+}
+
+func (gm *groupsMeta) Leader(id uint32) string {
+	v, _ := gm.meta.store.Meta(metaGroupLeader(int(id)))
+	return v
+}
+
+func (gm *groupsMeta) Membership(id uint32) (group.Membership, bool) {
+	v, ok := gm.meta.store.Meta(metaGroupConfig(int(id)))
+	if !ok || v == "" {
+		return group.Membership{}, false
+	}
+	m, err := group.ParseMembership(v)
+	return m, err == nil
+}
+
+// Publish proposes both entries in one batch, through group 0's leader
+// (Server.Propose forwards there).
+func (gm *groupsMeta) Publish(id uint32, m group.Membership) error {
+	_, err := gm.srv.Propose([]fsm.Command{
+		metaSet(metaGroupLeader(int(id)), gm.meta.id),
+		metaSet(metaGroupConfig(int(id)), m.Encode()),
+	})
+	return err
+}
+
+// remoteGroups is server.Remote over the same entries, with client
+// addresses from the members' own entries.
+type remoteGroups struct{ gm *groupsMeta }
+
+func (r remoteGroups) Leader(i int) (server.Member, bool) {
+	id := r.gm.Leader(uint32(i))
+	if id == "" {
+		return server.Member{}, false
+	}
+	m := r.gm.meta.member(id, "", true, id)
+	return m, m.RESPAddr != ""
+}
+
+func (r remoteGroups) Members(i int) []server.Member {
+	ms, ok := r.gm.Membership(uint32(i))
+	if !ok {
+		return nil
+	}
+	leader := r.gm.Leader(uint32(i))
+	// Raft addresses as group 0 has them: a node has one Raft port for
+	// every group.
+	addrs := map[string]string{}
+	if g0, err := r.gm.meta.node.Members(); err == nil {
+		for _, m := range g0 {
+			addrs[m.ID] = m.RaftAddr
+		}
+	}
+	var out []server.Member
+	for _, id := range ms.Voters {
+		out = append(out, r.gm.meta.member(id, addrs[id], true, leader))
+	}
+	for _, id := range ms.Nonvoters {
+		out = append(out, r.gm.meta.member(id, addrs[id], false, leader))
+	}
+	slices.SortFunc(out, func(a, b server.Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// groupView is the server's window on one of the node's data groups: its
+// raft, with client addresses from group 0's metadata.
+func groupView(g *group.Group, meta *clusterView) server.Group {
+	v := &clusterView{node: g.Node(), store: meta.store, id: meta.id, raftAddr: meta.raftAddr, propose: meta.propose}
+	v.respAddr = meta.respAddr
+	return server.Group{Store: g.Store(), Proposer: g.Proposer(), Raft: v}
+}
+
+// tendGroups runs the node's placement every interval until stop closes
+// (group.Node.Tend): it opens the replicas the placement gives this node
+// and hands them to the server, moves the groups it leads toward the
+// placement and publishes where they are, deletes the replicas it no
+// longer holds, and spreads leaderships.
+func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta,
+	newStore func() (*fsm.Store, error), logger *slog.Logger) {
+	const interval = time.Second
+	srv, meta := gm.srv, gm.meta
+	o := group.TendOptions{
+		Groups:   sh.groups,
+		Replicas: sh.replicas,
+		NewStore: func(id uint32) (*fsm.Store, error) {
+			st, err := newStore()
+			if err == nil {
+				srv.PrepareGroupStore(int(id), st)
+			}
+			return st, err
+		},
+		Serve: func(id uint32, g *group.Group) {
+			var sg *server.Group
+			if g != nil {
+				v := groupView(g, meta)
+				sg = &v
+			}
+			if err := srv.SetLocalGroup(int(id), sg); err != nil {
+				logger.Error("handing a group to the server", "group", id, "err", err)
+			}
+		},
+		Meta: gm,
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -194,10 +337,20 @@ func tendGroups(stop <-chan struct{}, node *group.Node, logger *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		if err := node.Reconcile(); err != nil {
-			logger.Warn("group placement", "err", err)
+		rep := node.Tend(o)
+		if rep.Err != nil {
+			logger.Warn("group placement", "err", rep.Err)
 		}
-		for _, h := range node.SpreadLeaders() {
+		for _, id := range rep.Opened {
+			logger.Info("opened a replica of a group", "group", id)
+		}
+		for _, id := range rep.Dropped {
+			logger.Info("deleted this node's replica of a group it no longer holds", "group", id)
+		}
+		for _, id := range rep.Published {
+			logger.Debug("published a group's leader and membership", "group", id)
+		}
+		for _, h := range rep.Handovers {
 			switch {
 			case h.Err == nil:
 				logger.Info("handed a group's leadership over", "group", h.Group, "to", h.To)
@@ -210,18 +363,60 @@ func tendGroups(stop <-chan struct{}, node *group.Node, logger *slog.Logger) {
 	}
 }
 
-// groupViews are the server's windows on a node's groups: group 0's is
-// meta, and each other group's is its raft, with client addresses from
-// group 0's metadata. views are all of them, for the client address set
-// once the server listens.
-func groupViews(groups []*group.Group, meta *clusterView) (out []server.Group, views []*clusterView) {
-	for _, g := range groups {
-		v := meta
-		if g.ID() != 0 {
-			v = &clusterView{node: g.Node(), store: meta.store, id: meta.id, raftAddr: meta.raftAddr, propose: meta.propose}
+// openDataGroups opens, at start, the data groups of a node: every one,
+// bootstrapped, on the node that makes the cluster (bootstrap), else those
+// whose state the data dir holds (a node that restarts); tending opens
+// the others the placement gives it. Their stores get the parser a
+// replayed script runs its calls with, which refuses the keys of the
+// other groups as it did when it first ran.
+func openDataGroups(node *group.Node, sh shape, bootstrap bool, newStore func() (*fsm.Store, error), home *fsm.Store, slots []uint16) error {
+	var ids []uint32
+	if bootstrap {
+		for id := 1; id <= sh.groups; id++ {
+			ids = append(ids, uint32(id))
 		}
-		views = append(views, v)
-		out = append(out, server.Group{Store: g.Store(), Proposer: g.Proposer(), Raft: v})
+	} else {
+		stored, err := group.StoredGroups(node.DataDir())
+		if err != nil {
+			return err
+		}
+		for _, id := range stored {
+			if id > 0 && int(id) <= sh.groups {
+				ids = append(ids, id)
+			}
+		}
+	}
+	gs := make([]server.Group, raftGroups(sh.groups))
+	gs[0].Store = home
+	stores := map[uint32]*fsm.Store{}
+	for _, id := range ids {
+		st, err := newStore()
+		if err != nil {
+			return err
+		}
+		stores[id], gs[id].Store = st, st
+	}
+	server.InstallScriptParser(server.Config{Store: home, Groups: gs, Slots: slots})
+	for _, id := range ids {
+		if _, _, err := node.OpenGroup(id, stores[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// servedGroups are the server's groups at start: a window on each data
+// group this node serves (group.Node.Serves), none for the others, which
+// tending hands over once they serve; views are the windows, for the
+// client address set once the server listens.
+func servedGroups(node *group.Node, sh shape, meta *clusterView, home server.Proposer) (out []server.Group, views []*clusterView) {
+	out = make([]server.Group, raftGroups(sh.groups))
+	out[0] = server.Group{Store: meta.store, Proposer: home, Raft: meta}
+	for id := 1; id <= sh.groups; id++ {
+		if g := node.Serves(uint32(id), sh.replicas); g != nil {
+			out[id] = groupView(g, meta)
+			views = append(views, out[id].Raft.(*clusterView))
+		}
 	}
 	return out, views
 }

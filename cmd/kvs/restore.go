@@ -27,6 +27,7 @@ type restoreFlags struct {
 	dataDir  string
 	nodeID   string
 	raftAddr string
+	replicas int // of a backup of several groups
 }
 
 func restoreCmd(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +37,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.dataDir, "data-dir", "", "the empty data dir to seed (required)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: the id of the node to seed as a new one-node cluster (with --raft-addr)")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: the Raft address that node will serve on (with --node-id)")
+	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, for a backup of several groups: the number of nodes the new cluster places a replica of each group on (0: every node), as kvs serve --replicas")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]\n\n"+
 			"Verifies the backup FILE and seeds the empty DIR with its data: for durable mode\n"+
@@ -87,6 +89,8 @@ func (f restoreFlags) validate() error {
 		return errors.New("--data-dir is required")
 	case (f.nodeID == "") != (f.raftAddr == ""):
 		return errors.New("a cluster restore needs both --node-id and --raft-addr")
+	case f.replicas < 0:
+		return fmt.Errorf("--replicas %d: want 0 (every node) or more", f.replicas)
 	}
 	return nil
 }
@@ -115,7 +119,7 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 	if len(parts) > 1 {
 		// The group count first: a node that finds group dirs without it
 		// would take the data dir for a cluster of one group.
-		if err := writeGroups(f.dataDir, dataGroups(len(parts))); err != nil {
+		if err := writeGroups(f.dataDir, shape{groups: dataGroups(len(parts)), replicas: f.replicas}); err != nil {
 			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
 		}
 	}

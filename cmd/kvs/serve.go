@@ -52,6 +52,8 @@ type serveFlags struct {
 	bootstrap       bool
 	join            string
 	groups          int // --groups: 0 unless given
+	replicas        int // --replicas
+	replicasGiven   bool
 	reads           string
 	snapshotEntries uint64
 	trailingLogs    uint64
@@ -113,7 +115,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
-	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over, each a replica on every node (with --bootstrap; a node added by kvs join is started with the cluster's count; --join learns it; fixed once the cluster is made) (default 1)")
+	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the cluster's count; --join learns it; fixed once the cluster is made) (default 1)")
+	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, with --groups: the number of nodes that hold a replica of each group, or every node while there are fewer; 0: every node (set with --bootstrap; a node added by kvs join is started with the cluster's; --join learns it; fixed once the cluster is made)")
 	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
 	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
 	fs.Uint64Var(&f.snapshotEntries, "raft-snapshot-entries", 0, "cluster mode: log entries since the last snapshot that trigger a new one (0: 8192)")
@@ -131,6 +134,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	if err == nil {
 		given := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+		f.replicasGiven = given["replicas"]
 		err = f.validate(given)
 	}
 	if fs.NArg() > 0 {
@@ -191,8 +195,8 @@ func (f serveFlags) validate(given map[string]bool) error {
 		return err
 	}
 	if !f.clustered() {
-		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || f.groups != 0 {
-			return errors.New("--bootstrap, --join, --groups, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
+		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || f.groups != 0 || given["replicas"] {
+			return errors.New("--bootstrap, --join, --groups, --replicas, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
 		}
 		return nil
 	}
@@ -207,6 +211,8 @@ func (f serveFlags) validate(given map[string]bool) error {
 		return fmt.Errorf("--reads %q: want stale or linearizable", f.reads)
 	case f.groups < 0 || f.groups > group.MaxGroups:
 		return fmt.Errorf("--groups %d: want 1 to %d", f.groups, group.MaxGroups)
+	case f.replicas < 0:
+		return fmt.Errorf("--replicas %d: want 0 (every node) or more", f.replicas)
 	}
 	return nil
 }
@@ -308,13 +314,15 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		node     *cluster.Node
 		hadState bool // the cluster data dir held raft state at start
 		view     *clusterView
-		views    []*clusterView // every group's, with several groups
+		views    []*clusterView // the data groups' served at start
 		gnode    *group.Node
+		gmeta    *groupsMeta
 		leaders  *leaderWatch
-		// groupCount is the number of data groups the cluster's slots
-		// are spread over (groups.go).
-		groupCount = 1
-		logs       *logState // what the node says about writing its log
+		// sh is how the cluster's slots are spread over data groups
+		// (groups.go).
+		sh       = shape{groups: 1}
+		newStore func() (*fsm.Store, error)
+		logs     *logState // what the node says about writing its log
 	)
 	switch {
 	case f.clustered():
@@ -329,61 +337,52 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		if f.tls.clusterOn() {
 			o.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
 		}
-		if groupCount, err = resolveGroups(f, nil, logger); err != nil {
+		if sh, err = resolveGroups(f, nil, logger); err != nil {
 			return err
 		}
-		// The other groups' stores, before any replays its log: scripts
-		// in it need the parser, collections the encoding thresholds.
-		stores := []*fsm.Store{store}
-		for range raftGroups(groupCount) - 1 {
+		// Each group's store is made before its replica replays its log:
+		// scripts in it need the parser, collections the encoding
+		// thresholds.
+		newStore = func() (*fsm.Store, error) {
 			st := fsm.NewStore()
-			if err := config.PrepareStore(st, f.directives); err != nil {
-				return err
-			}
-			stores = append(stores, st)
+			return st, config.PrepareStore(st, f.directives)
 		}
-		if groupCount > 1 {
-			if cfg.Slots, err = slotTable(groupCount); err != nil {
+		if sh.groups > 1 {
+			if cfg.Slots, err = slotTable(sh.groups); err != nil {
 				return err
 			}
-			// A script replayed in one group refuses the keys of the
-			// others, as it did when it first ran.
-			var gs []server.Group
-			for _, st := range stores {
-				gs = append(gs, server.Group{Store: st})
-			}
-			server.InstallScriptParser(server.Config{Store: store, Groups: gs, Slots: cfg.Slots})
 		}
 		gnode, err = group.OpenNode(o)
 		if err != nil {
 			return err
 		}
 		defer gnode.Close()
-		var groups []*group.Group
-		for id, st := range stores {
-			g, had, err := gnode.OpenGroup(uint32(id), st)
-			if err != nil {
+		g, had, err := gnode.OpenGroup(0, store)
+		if err != nil {
+			return err
+		}
+		hadState = had
+		if sh.groups > 1 {
+			if err := openDataGroups(gnode, sh, f.bootstrap && !hadState, newStore, store, cfg.Slots); err != nil {
 				return err
 			}
-			if id == 0 {
-				hadState = had
-			}
-			groups = append(groups, g)
 		}
-		g := groups[0]
 		node = g.Node()
 		leaders = watchLeader(node)
 		defer leaders.stop()
 		logger.Info("raft started", "node_id", f.nodeID, "raft_addr", f.raftAddr,
-			"dir", f.dataDir, "groups", groupCount, "took", time.Since(start).Round(time.Millisecond))
+			"dir", f.dataDir, "groups", sh.groups, "replicas", sh.replicas, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
 		view.propose = g.Proposer().Propose
 		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
 		cfg.Saver = g
-		if groupCount > 1 {
-			cfg.Groups, views = groupViews(groups, view)
-			cfg.Saver = groupsSaver(groups)
+		if sh.groups > 1 {
+			gmeta = &groupsMeta{meta: view}
+			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
+			cfg.Remote = remoteGroups{gmeta}
+			cfg.Replicas = sh.replicas
+			cfg.Saver = nodeSaver{gnode}
 		}
 		cfg.LinearizableReads = f.reads == "linearizable"
 		logs = clusterLogState(node)
@@ -490,18 +489,19 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		go func() {
 			defer bg.Done()
 			if joining {
-				joinLoop(stop, f.join, view, raftGroups(groupCount), logger)
+				joinLoop(stop, f.join, view, sh, logger)
 			}
 			if seeding {
 				seedLoop(stop, srv, seed, logger)
 			}
 			advertise(stop, view, srv, logger)
 		}()
-		if groupCount > 1 {
+		if sh.groups > 1 {
+			gmeta.srv = srv
 			bg.Add(1)
 			go func() {
 				defer bg.Done()
-				tendGroups(stop, gnode, logger)
+				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
 			}()
 		}
 	}

@@ -29,6 +29,9 @@ func TestServeFlagsThatCannotApply(t *testing.T) {
 		{append([]string{"--io", "goroutines"}, cluster...), ""},
 		{[]string{"--bootstrap"}, "need cluster mode"},
 		{[]string{"--node-id", "n1"}, "cluster mode needs both --node-id and --raft-addr"},
+		{[]string{"--replicas", "2"}, "need cluster mode"},
+		{append([]string{"--groups", "3", "--replicas", "2"}, cluster...), ""},
+		{append([]string{"--groups", "3", "--replicas", "-1"}, cluster...), "--replicas -1: want 0 (every node) or more"},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)
 		switch {
