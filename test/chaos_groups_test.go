@@ -50,6 +50,15 @@ func TestChaosGroups(t *testing.T) {
 
 func (c *chaos) sharded() bool { return c.groups > 1 }
 
+// raftGroups is how many Raft groups the cluster runs: its data groups and,
+// with several, the meta group 0, which holds no slots.
+func (c *chaos) raftGroups() int {
+	if c.sharded() {
+		return c.groups + 1
+	}
+	return 1
+}
+
 // groupLeadersNow returns the leader of each of groups groups (one when
 // groups is 0 or 1) that every running node of nodes names, with group
 // 0's leader's client address replicated as leaderNow requires, or an
@@ -99,13 +108,13 @@ func groupLeadersNow(nodes []*Node, groups int) ([]*Node, error) {
 // share of them, so that the first faults already hit nodes that lead.
 func (c *chaos) waitSpread() {
 	waitFor(c.t, "the groups' leaderships spread over the nodes", func() error {
-		ls, err := groupLeadersNow(c.nodes, c.groups)
+		ls, err := groupLeadersNow(c.nodes, c.raftGroups())
 		if err != nil {
 			return err
 		}
 		for _, n := range c.nodes {
-			if led := countOf(ls, n); led < c.groups/len(c.nodes) {
-				return fmt.Errorf("%s leads %d of %d groups", n.Name, led, c.groups)
+			if led := countOf(ls, n); led < c.raftGroups()/len(c.nodes) {
+				return fmt.Errorf("%s leads %d of %d groups", n.Name, led, c.raftGroups())
 			}
 		}
 		return nil
@@ -247,7 +256,7 @@ func (c *chaos) checkConserved(final map[string]finalRead) {
 // are not present after the final reads, those held more than once, and
 // those missing.
 func (c *chaos) keyDiff(final map[string]finalRead) string {
-	ls, err := groupLeadersNow(c.members(), c.groups)
+	ls, err := groupLeadersNow(c.members(), c.raftGroups())
 	if err != nil {
 		return ""
 	}
@@ -375,7 +384,7 @@ func (c *chaos) holdsFinal(n *Node, keys []string, final map[string]finalRead) e
 // slots), asking each leader once however many groups it leads, and
 // names them. Leaders that moved meanwhile make it an error.
 func (c *chaos) keyCount() (int64, string, error) {
-	before, err := groupLeadersNow(c.members(), c.groups)
+	before, err := groupLeadersNow(c.members(), c.raftGroups())
 	if err != nil {
 		return 0, "", err
 	}
@@ -396,7 +405,7 @@ func (c *chaos) keyCount() (int64, string, error) {
 		sum += n
 		names = append(names, fmt.Sprintf("%s %d", l.Name, n))
 	}
-	after, err := groupLeadersNow(c.members(), c.groups)
+	after, err := groupLeadersNow(c.members(), c.raftGroups())
 	if err != nil {
 		return 0, "", err
 	}

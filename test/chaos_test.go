@@ -210,7 +210,7 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 		c.waitSpread()
 	}
 	c.findShards()
-	watch := watchLeader(nodes, max(1, c.groups))
+	watch := watchLeader(nodes, c.raftGroups())
 	t.Cleanup(watch.stop)
 
 	tot := chaosTotals{final: map[string]finalRead{}}
@@ -267,7 +267,7 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 		t.Errorf("no raft traffic went through the proxies: the faults on them had no effect")
 	}
 	if c.sharded() && !withTLS {
-		for g := range c.groups {
+		for g := range c.raftGroups() {
 			if byGroup[uint32(g)] == 0 {
 				t.Errorf("no raft connection of group %d went through the proxies: the faults on them missed it", g)
 			}
@@ -526,7 +526,7 @@ func (c *chaos) waitLeaders() []*Node {
 	c.t.Helper()
 	deadline := time.Now().Add(clusterWait)
 	for {
-		ls, err := groupLeadersNow(c.members(), c.groups)
+		ls, err := groupLeadersNow(c.members(), c.raftGroups())
 		if err == nil {
 			return ls
 		}
@@ -1033,10 +1033,12 @@ func checkProxied(t *testing.T, nodes []*Node, ps RaftProxies) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Raft groups, and the data groups' slot ranges: with several, group
+	// 0 is the meta group, and the range at index g is group g+1's.
 	groups := max(1, len(st.groups))
-	shards := [][2]int{{0, 16383}}
+	shards, first := [][2]int{{0, 16383}}, 0
 	if groups > 1 {
-		shards = clusterShards(t, nodes[0], groups)
+		shards, first = clusterShards(t, nodes[0], groups-1), 1
 	}
 	value := strings.Repeat("p", proxyProbeSize)
 	for g, r := range shards {
@@ -1050,18 +1052,18 @@ func checkProxied(t *testing.T, nodes []*Node, ps RaftProxies) {
 			for i, p := range ps.P {
 				before[i] = p.Stats().ToTarget
 			}
-			rc := dialRaw(t, ls[g].Addr)
+			rc := dialRaw(t, ls[g+first].Addr)
 			defer rc.c.Close()
 			if v, err := rc.do("SET", key, value); err != nil || string(v.Raw) != "+OK\r\n" {
-				return fmt.Errorf("SET %s on %s: %s %v", key, ls[g].Name, v, err)
+				return fmt.Errorf("SET %s on %s: %s %v", key, ls[g+first].Name, v, err)
 			}
 			var missed error
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				missed = nil
 				for i, p := range ps.P {
-					if nodes[i] != ls[g] && p.Stats().ToTarget-before[i] < proxyProbeSize {
+					if nodes[i] != ls[g+first] && p.Stats().ToTarget-before[i] < proxyProbeSize {
 						missed = fmt.Errorf("%s's proxy carried %d bytes of a %d-byte write in group %d (leader %s)",
-							nodes[i].Name, p.Stats().ToTarget-before[i], proxyProbeSize, g, ls[g].Name)
+							nodes[i].Name, p.Stats().ToTarget-before[i], proxyProbeSize, g, ls[g+first].Name)
 					}
 				}
 				if missed == nil {
