@@ -242,23 +242,29 @@ func (c *client) clusterShards(t *topology) {
 		if n.master {
 			role = "master"
 		}
-		b = appendMapLen(b, 7, c.proto)
-		b = appendBulkString(b, "id")
-		b = appendBulkString(b, n.nodeID)
-		b = appendBulkString(b, "port")
-		b = appendInt(b, int64(n.port))
-		b = appendBulkString(b, "ip")
-		b = appendBulkString(b, n.host)
-		b = appendBulkString(b, "endpoint")
-		b = appendBulkString(b, n.host)
-		b = appendBulkString(b, "role")
-		b = appendBulkString(b, role)
-		b = appendBulkString(b, "replication-offset")
-		b = appendInt(b, t.offset(n))
-		b = appendBulkString(b, "health")
-		b = appendBulkString(b, "online")
+		b = appendShardNode(b, c.proto, n, role, t.offset(n))
 	}
 	c.out = b
+}
+
+// appendShardNode appends one node of a CLUSTER SHARDS shard: its id,
+// port, ip, endpoint, role, replication offset and health.
+func appendShardNode(b []byte, proto int, n *topoNode, role string, offset int64) []byte {
+	b = appendMapLen(b, 7, proto)
+	b = appendBulkString(b, "id")
+	b = appendBulkString(b, n.nodeID)
+	b = appendBulkString(b, "port")
+	b = appendInt(b, int64(n.port))
+	b = appendBulkString(b, "ip")
+	b = appendBulkString(b, n.host)
+	b = appendBulkString(b, "endpoint")
+	b = appendBulkString(b, n.host)
+	b = appendBulkString(b, "role")
+	b = appendBulkString(b, role)
+	b = appendBulkString(b, "replication-offset")
+	b = appendInt(b, offset)
+	b = appendBulkString(b, "health")
+	return appendBulkString(b, "online")
 }
 
 // nodeLine is n's line of CLUSTER NODES (without the newline):

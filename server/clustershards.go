@@ -141,21 +141,7 @@ func (c *client) clusterShardsSharded(shards []shard) {
 			if node.self {
 				offset = int64(sh.status.AppliedIndex)
 			}
-			b = appendMapLen(b, 7, c.proto)
-			b = appendBulkString(b, "id")
-			b = appendBulkString(b, node.nodeID)
-			b = appendBulkString(b, "port")
-			b = appendInt(b, int64(node.port))
-			b = appendBulkString(b, "ip")
-			b = appendBulkString(b, node.host)
-			b = appendBulkString(b, "endpoint")
-			b = appendBulkString(b, node.host)
-			b = appendBulkString(b, "role")
-			b = appendBulkString(b, role)
-			b = appendBulkString(b, "replication-offset")
-			b = appendInt(b, offset)
-			b = appendBulkString(b, "health")
-			b = appendBulkString(b, "online")
+			b = appendShardNode(b, c.proto, node, role, offset)
 		}
 	}
 	c.out = b

@@ -152,19 +152,30 @@ func (c *client) scanAcross(groups []*groupRef, fc fsm.Command, read func(*group
 // empties every group this node leads, one after the other, and answers
 // the first error met, if any.
 func (c *client) flushAcross(fc fsm.Command) {
-	for _, g := range c.s.router.ledGroups() {
+	if e, r := c.proposeEach(c.s.router.ledGroups(), fc); e != "" {
+		c.out = appendError(c.out, e)
+	} else if r != nil {
+		c.out = appendReply(c.out, r, c.proto)
+	} else {
+		c.out = appendStatus(c.out, "OK")
+	}
+}
+
+// proposeEach proposes fc to each of groups in turn, stopping at the first
+// that fails: it returns the error text of a proposal that failed, or the
+// error reply a group gave, or neither.
+func (c *client) proposeEach(groups []*groupRef, fc fsm.Command) (string, *fsm.Reply) {
+	for _, g := range groups {
 		replies, err := c.s.proposeTo(g, []fsm.Command{fc})
 		r, err := firstReply(replies, err)
 		if err != nil {
-			c.out = appendError(c.out, errProposal(err, true))
-			return
+			return errProposal(err, true), nil
 		}
 		if r.Kind == fsm.ReplyError {
-			c.out = appendReply(c.out, &r, c.proto)
-			return
+			return "", &r
 		}
 	}
-	c.out = appendStatus(c.out, "OK")
+	return "", nil
 }
 
 // everyGroup reports whether op changes what every group's store must
@@ -194,17 +205,12 @@ func (c *client) writeEveryGroup(fc fsm.Command) {
 		return
 	}
 	if first.Kind != fsm.ReplyError {
-		for _, g := range groups[1:] {
-			replies, err := c.s.proposeTo(g, []fsm.Command{fc})
-			r, err := firstReply(replies, err)
-			if err != nil {
-				c.out = appendError(c.out, errProposal(err, true))
-				return
-			}
-			if r.Kind == fsm.ReplyError {
-				c.out = appendReply(c.out, &r, c.proto)
-				return
-			}
+		if e, r := c.proposeEach(groups[1:], fc); e != "" {
+			c.out = appendError(c.out, e)
+			return
+		} else if r != nil {
+			c.out = appendReply(c.out, r, c.proto)
+			return
 		}
 	}
 	c.out = appendReply(c.out, &first, c.proto)

@@ -568,10 +568,8 @@ func (l *clusterLoad) writer(nodes []*Node, w int, stop <-chan struct{}) {
 	}
 }
 
-// verifyOn waits until n holds every acknowledged write (followers may
-// lag), and fails if a key holds a value never written.
-func (l *clusterLoad) verifyOn(t testing.TB, n *Node) {
-	t.Helper()
+// ackedKeys returns the keys of the acknowledged writes, sorted.
+func (l *clusterLoad) ackedKeys() []string {
 	l.mu.Lock()
 	keys := make([]string, 0, len(l.acked))
 	for k := range l.acked {
@@ -579,6 +577,14 @@ func (l *clusterLoad) verifyOn(t testing.TB, n *Node) {
 	}
 	l.mu.Unlock()
 	sort.Strings(keys)
+	return keys
+}
+
+// verifyOn waits until n holds every acknowledged write (followers may
+// lag), and fails if a key holds a value never written.
+func (l *clusterLoad) verifyOn(t testing.TB, n *Node) {
+	t.Helper()
+	keys := l.ackedKeys()
 	waitFor(t, fmt.Sprintf("%d acknowledged writes on %s", len(keys), n.Name), func() error {
 		rc := dialRaw(t, n.Addr)
 		for i := 0; i < len(keys); i += 500 {

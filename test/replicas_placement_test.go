@@ -134,18 +134,7 @@ func TestShardedReplicas(t *testing.T) {
 	}
 
 	ctx := testCtx(t)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { cc.Close() })
-	for i := range 500 {
-		k := fmt.Sprintf("rk:%d", i)
-		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, i, 0).Err() }); err != nil {
-			t.Fatalf("ClusterClient SET %s: %v", k, err)
-		}
-	}
+	cc := setThroughClusterClient(t, ctx, nodes, "rk", 500)
 	for i := range 500 {
 		k := fmt.Sprintf("rk:%d", i)
 		var v string

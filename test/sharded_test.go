@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,13 +59,7 @@ func (l *clusterLoad) ackedAtLeast(n int) error {
 // share a slot.
 func (l *clusterLoad) verifyEach(t testing.TB, n *Node) {
 	t.Helper()
-	l.mu.Lock()
-	keys := make([]string, 0, len(l.acked))
-	for k := range l.acked {
-		keys = append(keys, k)
-	}
-	l.mu.Unlock()
-	sort.Strings(keys)
+	keys := l.ackedKeys()
 	waitFor(t, fmt.Sprintf("%d acknowledged writes on %s", len(keys), n.Name), func() error {
 		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
 		defer c.Close()
@@ -120,18 +113,7 @@ func TestShardedCluster(t *testing.T) {
 	nodes := startCluster(t, 3, "--groups", "3")
 	waitSpread(t, nodes)
 	ctx := testCtx(t)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { cc.Close() })
-	for i := range 300 {
-		k := fmt.Sprintf("sk:%d", i)
-		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, i, 0).Err() }); err != nil {
-			t.Fatalf("ClusterClient SET %s: %v", k, err)
-		}
-	}
+	cc := setThroughClusterClient(t, ctx, nodes, "sk", 300)
 	n, err := cc.DBSize(ctx).Result()
 	if err != nil || n != 300 {
 		t.Errorf("ClusterClient DBSIZE (summed over the masters): %d, %v; want 300", n, err)
@@ -351,4 +333,24 @@ func startShardedNode(t *testing.T, groups int) *Node {
 		return nil
 	})
 	return n
+}
+
+// setThroughClusterClient sets prefix:i to i for i below n through a
+// go-redis ClusterClient over nodes, which it returns (closed at t's
+// cleanup).
+func setThroughClusterClient(t *testing.T, ctx context.Context, nodes []*Node, prefix string, n int) *redis.ClusterClient {
+	t.Helper()
+	var addrs []string
+	for _, node := range nodes {
+		addrs = append(addrs, node.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { cc.Close() })
+	for i := range n {
+		k := fmt.Sprintf("%s:%d", prefix, i)
+		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, i, 0).Err() }); err != nil {
+			t.Fatalf("ClusterClient SET %s: %v", k, err)
+		}
+	}
+	return cc
 }
