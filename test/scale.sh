@@ -12,10 +12,11 @@
 # when it exits, however it exits. Needs root and redis-tools.
 #
 #   SCALE_CONFIGS   nodes:groups pairs (default "3:1 3:3 6:1 6:6")
-#   SCALE_QUOTA     microseconds of CPU per 100 ms per node (default 20000:
-#                   0.2 of a core)
-#   SCALE_REQUESTS  SETs per run (default 100000)
-#   SCALE_CLIENTS   connections (default 50)
+#   SCALE_QUOTA     microseconds of CPU per 100 ms per node (default 10000:
+#                   0.1 of a core, so that six nodes and the load fit in
+#                   two cores)
+#   SCALE_REQUESTS  SETs per run (default 30000)
+#   SCALE_CLIENTS   connections (default 120: 20 per leader of six groups)
 #   SCALE_ROUNDS    runs per configuration (default 3)
 #   SCALE_PORT      first client port (default 17100); node i uses
 #                   SCALE_PORT+i and SCALE_PORT+100+i for Raft
@@ -25,9 +26,9 @@ cd "$(dirname "$0")/.."
 
 KVS=${KVS:-dist/kvs}
 CONFIGS=${SCALE_CONFIGS:-"3:1 3:3 6:1 6:6"}
-QUOTA=${SCALE_QUOTA:-20000}
-REQUESTS=${SCALE_REQUESTS:-100000}
-CLIENTS=${SCALE_CLIENTS:-50}
+QUOTA=${SCALE_QUOTA:-10000}
+REQUESTS=${SCALE_REQUESTS:-30000}
+CLIENTS=${SCALE_CLIENTS:-120}
 ROUNDS=${SCALE_ROUNDS:-3}
 PORT=${SCALE_PORT:-17100}
 CG=/sys/fs/cgroup/cpu
