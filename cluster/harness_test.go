@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"kvs/fsm"
+	"kvs/internal/testwait"
 )
 
 // The harness runs real nodes: raft over TCP on loopback, bolt files and
@@ -128,20 +129,10 @@ func (h *harness) running() []*testNode {
 // asserts no speed.
 const waitTimeout = 30 * time.Second
 
-// eventually polls cond until it returns nil or the deadline passes.
+// eventually polls cond until it returns nil or waitTimeout passes.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, what, waitTimeout, cond)
 }
 
 // leader waits until exactly one running node leads and the others know it.

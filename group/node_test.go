@@ -16,6 +16,7 @@ import (
 
 	"kvs/cluster"
 	"kvs/fsm"
+	"kvs/internal/testwait"
 )
 
 // The tests below run real nodes in this process: raft over TCP on
@@ -27,20 +28,10 @@ import (
 // detector: it detects hangs, and asserts no speed.
 const waitTimeout = 30 * time.Second
 
-// eventually polls cond until it returns nil or the deadline passes.
+// eventually polls cond until it returns nil or waitTimeout passes.
 func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, what, waitTimeout, cond)
 }
 
 func testLogger() *slog.Logger {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"kvs/internal/testwait"
 )
 
 // ioModes runs f with connections on event loops and on goroutines of
@@ -353,12 +355,12 @@ func TestPubsubArrivalOrder(t *testing.T) {
 		sub := dialRaw(t, s)
 		sub.do("PING") // accepted and on its loop, as go-redis's HELLO makes it
 		sub.send(encodeCommand("SUBSCRIBE", ch))
-		delivered(t, sub.nc)
+		testwait.Delivered(t, sub.nc)
 		if got := pub.do("PUBLISH", ch, "m"); got != ":1\r\n" {
 			t.Fatalf("round %d: PUBLISH after SUBSCRIBE on another connection: %q, want :1", i, got)
 		}
 		sub.send(encodeCommand("UNSUBSCRIBE"))
-		delivered(t, sub.nc)
+		testwait.Delivered(t, sub.nc)
 		if got := pub.do("PUBLISH", ch, "m"); got != ":0\r\n" {
 			t.Fatalf("round %d: PUBLISH after UNSUBSCRIBE on another connection: %q, want :0", i, got)
 		}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"kvs/internal/testwait"
 )
 
 // Blocking commands end to end: order of service, timeouts, BLMOVE,
@@ -335,9 +337,9 @@ func TestBlockedArrivalOrder(t *testing.T) {
 			// Each request is in the server's socket before the next is
 			// sent (delivered): the server has read none of them.
 			rd1.send("BRPOPLPUSH", list, t1, "0")
-			delivered(t, rd1.c)
+			testwait.Delivered(t, rd1.c)
 			rd2.send("BRPOPLPUSH", list, t2, "0")
-			delivered(t, rd2.c)
+			testwait.Delivered(t, rd2.c)
 			r.send("LPUSH", list, "foo")
 			if v := r.Read(); v.Str != "1" {
 				t.Fatalf("round %d: LPUSH: %+v", i, v)
@@ -378,7 +380,7 @@ func TestPushWaitsForEarlierExec(t *testing.T) {
 				}
 			}
 			watching.send("EXEC")
-			delivered(t, watching.c)
+			testwait.Delivered(t, watching.c)
 			if v := r.Do("LPUSH", src, "element"); v.Str != "1" {
 				t.Fatalf("round %d: LPUSH: %+v", i, v)
 			}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"kvs/internal/testwait"
 )
 
 // counter is an FSM that sums its entries and remembers the last one.
@@ -114,17 +116,7 @@ func (rp *replica) stop(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, what, 30*time.Second, cond)
 }
 
 // TestRaftOnLog runs hashicorp/raft on the log: three replicas replicate,
