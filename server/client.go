@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kvs/cmdspec"
 	"kvs/fsm"
 	"kvs/resp"
 )
@@ -96,8 +97,10 @@ type client struct {
 	multi   *multiState
 	watched []watchedKey
 	// grp is the group the command being executed runs on: the home
-	// group, unless the node is sharded (slots.go).
+	// group, unless the node is sharded (slots.go); slotKeys is where
+	// routing finds a command's keys, reused.
 	grp       *groupRef
+	slotKeys  []cmdspec.Key
 	capturing bool
 	// Memory transactions reuse (multi.go): tx is what multi points to;
 	// execs builds the batch's OpExecs and execSlots holds their EXECs'

@@ -366,7 +366,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	}
 	// Last, as Redis's scriptVerifyClusterState.
 	if s.router.sharded() {
-		if slot, ok := commandSlot(spec, args); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
+		if slot, ok := commandSlot(spec, args, &sc.c.slotKeys); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
 			return fail(errScriptNonLocal)
 		}
 	}

@@ -185,8 +185,12 @@ func (r *router) everyStore(f func(*fsm.Store)) {
 }
 
 // dataBytes is the size of the data of all the node's groups (used
-// memory's data part).
+// memory's data part). A node of one group reads its store directly: the
+// OOM check asks on every denyoom command while maxmemory is set.
 func (s *Server) dataBytes() int64 {
+	if !s.router.sharded() {
+		return s.cfg.Store.DataBytes()
+	}
 	var n int64
 	s.router.stores(func(st *fsm.Store) { n += st.DataBytes() })
 	return n

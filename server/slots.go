@@ -3,13 +3,15 @@ package server
 import (
 	"fmt"
 
+	"kvs/cmdspec"
 	"kvs/fsm"
 )
 
 // Routing a command to its group on a sharded node (router.sharded): the
 // keys of a command must share a slot, and the command runs on that slot's
-// group, here or, for a group held elsewhere, on its leader (router.go). Redis Cluster checks this in processCommand after the ACL and
-// before maxmemory (getNodeByQuery), and so does admit. In a transaction
+// group, here or, for a group held elsewhere, on its leader (router.go).
+// Redis Cluster checks this in processCommand after the ACL and before
+// maxmemory (getNodeByQuery), and so does admit. In a transaction
 // each command is checked as it is queued, and EXEC checks that all of
 // them share one slot: it runs on one group. A command without keys runs
 // on the home group, unless it answers for the whole node (keyless.go).
@@ -21,8 +23,10 @@ const errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
 const noSlot = -1
 
 // commandSlot returns the slot the keys of spec's args share, noSlot when
-// it names none, or ok false when they do not share one.
-func commandSlot(spec *command, args [][]byte) (slot int, ok bool) {
+// it names none, or ok false when they do not share one. *keys is where
+// the keys are found, kept by the caller so that routing a command
+// allocates nothing.
+func commandSlot(spec *command, args [][]byte, keys *[]cmdspec.Key) (slot int, ok bool) {
 	slot = noSlot
 	same := func(key []byte) bool {
 		s := fsm.KeySlot(key)
@@ -49,7 +53,8 @@ func commandSlot(spec *command, args [][]byte) (slot int, ok bool) {
 		}
 		return slot, true
 	}
-	for _, k := range spec.keys.Find(args, nil) {
+	*keys = spec.keys.Find(args, (*keys)[:0])
+	for _, k := range *keys {
 		if !same(args[k.Pos]) {
 			return noSlot, false
 		}
@@ -79,7 +84,7 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 		c.grp = r.groupOf(slot)
 		return ""
 	}
-	slot, ok := commandSlot(spec, args)
+	slot, ok := commandSlot(spec, args, &c.slotKeys)
 	if !ok {
 		return errCrossSlot
 	}
