@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"kvs/internal/testwait"
 )
 
 // Cluster tests run three (or more) real kvs processes that find each other
@@ -143,17 +145,7 @@ func waitFor(t testing.TB, what string, cond func() error) {
 // cond's last error once timeout has passed.
 func pollFor(t testing.TB, what string, timeout, interval time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		time.Sleep(interval)
-	}
+	testwait.Poll(t, "waiting for "+what, timeout, interval, cond)
 }
 
 // leaderNow returns the node that every running node of nodes names as

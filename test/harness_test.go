@@ -279,20 +279,28 @@ func startKVS(t testing.TB, opts KVSOptions) *Node {
 // for differential tests, or skips t when none is installed.
 func startRedis(t testing.TB) *Node {
 	t.Helper()
+	n := newRedis(t, "redis")
+	n.Start()
+	return n
+}
+
+// newRedis prepares (without starting) a redis-server named name with
+// persistence off and the extra flags, or skips t when none is installed.
+func newRedis(t testing.TB, name string, extra ...string) *Node {
+	t.Helper()
 	bin := requireRedis(t)
-	n := &Node{t: t, Name: "redis", Bin: bin, Addr: freeAddr(t)}
+	n := &Node{t: t, Name: name, Bin: bin, Addr: freeAddr(t)}
 	n.Dir = filepath.Join(testDir(t), n.Name)
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	n.Args = func(n *Node) []string {
 		_, port, _ := net.SplitHostPort(n.Addr)
-		return []string{
+		return append([]string{
 			"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", n.Dir, "--daemonize", "no", "--logfile", "",
-		}
+		}, extra...)
 	}
-	n.Start()
 	return n
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -283,21 +282,9 @@ func atoiOr(s string, def int) int {
 // which refuses keys of different slots in one command as it does.
 func startRedisCluster(t *testing.T) *Node {
 	t.Helper()
-	bin := requireRedis(t)
-	n := &Node{t: t, Name: "redis-cluster", Bin: bin, Addr: freeAddr(t)}
-	n.Dir = filepath.Join(testDir(t), n.Name)
-	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	_, bus, _ := net.SplitHostPort(freeAddr(t))
-	n.Args = func(n *Node) []string {
-		_, port, _ := net.SplitHostPort(n.Addr)
-		return []string{
-			"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", n.Dir, "--daemonize", "no", "--logfile", "",
-			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(n.Dir, "nodes.conf"), "--cluster-port", bus,
-		}
-	}
+	conf := filepath.Join(testDir(t), "redis-cluster", "nodes.conf")
+	n := newRedis(t, "redis-cluster", "--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-port", bus)
 	n.Start()
 	if v := dialRaw(t, n.Addr).Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); v.Str != "OK" {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %s", v)

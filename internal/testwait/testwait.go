@@ -16,6 +16,12 @@ import (
 // hangs; it asserts no speed.
 func Until(tb testing.TB, what string, timeout time.Duration, cond func() error) {
 	tb.Helper()
+	Poll(tb, what, timeout, 10*time.Millisecond, cond)
+}
+
+// Poll is Until calling cond every interval.
+func Poll(tb testing.TB, what string, timeout, interval time.Duration, cond func() error) {
+	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
@@ -25,7 +31,7 @@ func Until(tb testing.TB, what string, timeout time.Duration, cond func() error)
 		if time.Now().After(deadline) {
 			tb.Fatalf("%s: %v", what, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
