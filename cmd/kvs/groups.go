@@ -44,9 +44,10 @@ func groupsFile(dataDir string) string { return filepath.Join(dataDir, "group-co
 type shape struct{ groups, replicas int }
 
 // resolveGroups returns the shape of the cluster this node is in or is
-// about to join, and writes it down when it is new. stop ends the wait for
-// a --join member's answer.
-func resolveGroups(f serveFlags, stop <-chan os.Signal, logger *slog.Logger) (shape, error) {
+// about to join, and writes it down when it is new. A --join node waits for
+// the member it joins through to answer; a signal meanwhile stops the
+// process (no handler is installed yet).
+func resolveGroups(f serveFlags, logger *slog.Logger) (shape, error) {
 	if sh, ok, err := readGroups(f.dataDir); err != nil {
 		return shape{}, err
 	} else if ok {
@@ -71,7 +72,7 @@ func resolveGroups(f serveFlags, stop <-chan os.Signal, logger *slog.Logger) (sh
 	}
 	sh := shape{groups: max(1, f.groups), replicas: f.replicas}
 	if f.join != "" && (f.groups == 0 || !f.replicasGiven) {
-		asked, err := askGroups(f.join, stop, logger)
+		asked, err := askGroups(f.join, logger)
 		if err != nil {
 			return shape{}, err
 		}
@@ -91,8 +92,8 @@ func resolveGroups(f serveFlags, stop <-chan os.Signal, logger *slog.Logger) (sh
 }
 
 // askGroups asks the member at addr for its cluster's shape, retrying
-// until it answers or a signal comes.
-func askGroups(addr string, stop <-chan os.Signal, logger *slog.Logger) (shape, error) {
+// until it answers.
+func askGroups(addr string, logger *slog.Logger) (shape, error) {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 		st, err := fetchStatus(ctx, addr)
@@ -101,11 +102,7 @@ func askGroups(addr string, stop <-chan os.Signal, logger *slog.Logger) (shape, 
 			return shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}, nil
 		}
 		logger.Warn("asking the cluster its group count failed; retrying", "via", addr, "err", err, "in", wait)
-		select {
-		case s := <-stop:
-			return shape{}, fmt.Errorf("stopped by %s while asking %s for the cluster's group count", s, addr)
-		case <-time.After(wait):
-		}
+		time.Sleep(wait)
 	}
 }
 

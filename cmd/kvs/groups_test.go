@@ -22,7 +22,7 @@ func TestResolveGroups(t *testing.T) {
 		}
 		return f
 	}
-	sh, err := resolveGroups(flags("--bootstrap", "--groups", "4", "--replicas", "2"), nil, logger)
+	sh, err := resolveGroups(flags("--bootstrap", "--groups", "4", "--replicas", "2"), logger)
 	if err != nil || sh != (shape{groups: 4, replicas: 2}) {
 		t.Fatalf("a new cluster: %+v, %v", sh, err)
 	}
@@ -36,7 +36,7 @@ func TestResolveGroups(t *testing.T) {
 		{[]string{"--groups", "3"}, "--groups 3: the data dir's cluster has 4 groups"},
 		{[]string{"--replicas", "3"}, "--replicas 3: the data dir's cluster places 2 replicas"},
 	} {
-		sh, err := resolveGroups(flags(tc.args...), nil, logger)
+		sh, err := resolveGroups(flags(tc.args...), logger)
 		switch {
 		case tc.err == "" && (err != nil || sh != shape{groups: 4, replicas: 2}):
 			t.Errorf("%q on the data dir: %+v, %v", tc.args, sh, err)
@@ -48,7 +48,7 @@ func TestResolveGroups(t *testing.T) {
 	if err := os.WriteFile(groupsFile(dir), []byte("4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if sh, err := resolveGroups(flags(), nil, logger); err != nil || sh != (shape{groups: 4}) {
+	if sh, err := resolveGroups(flags(), logger); err != nil || sh != (shape{groups: 4}) {
 		t.Errorf("a file from before --replicas: %+v, %v; want every node", sh, err)
 	}
 	for _, bad := range []string{"", "x\n", "4\n-1\n", "4\n2\n9\n", "0\n"} {

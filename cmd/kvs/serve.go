@@ -337,7 +337,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		if f.tls.clusterOn() {
 			o.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
 		}
-		if sh, err = resolveGroups(f, nil, logger); err != nil {
+		if sh, err = resolveGroups(f, logger); err != nil {
 			return err
 		}
 		// Each group's store is made before its replica replays its log:
