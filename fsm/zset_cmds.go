@@ -709,13 +709,22 @@ func weighted(w, f float64) float64 {
 	return 0
 }
 
-// aggregate combines two scores as AGGREGATE says; an inf + -inf sum is 0.
+// aggregate combines two scores as AGGREGATE says, as Redis's
+// zunionInterAggregate does: a NaN sum (inf + -inf, or a NaN v) is 0,
+// and MIN and MAX keep acc unless v compares below or above it, so a
+// NaN v changes nothing and -0 does not replace 0.
 func aggregate(f Flags, acc, v float64) float64 {
 	switch {
 	case f&FlagZAggMin != 0:
-		return min(acc, v)
+		if v < acc {
+			return v
+		}
+		return acc
 	case f&FlagZAggMax != 0:
-		return max(acc, v)
+		if v > acc {
+			return v
+		}
+		return acc
 	}
 	if x := acc + v; !math.IsNaN(x) {
 		return x
@@ -769,7 +778,9 @@ func (s *Store) zsetOpLocked(now int64, op int64, f Flags, keys, weights [][]byt
 				if !ok {
 					return true
 				}
-				score = aggregate(f, score, weighted(srcs[j].weight, v))
+				// Redis resets a NaN product only for the first
+				// input's score; here 0 * inf reaches aggregate as NaN.
+				score = aggregate(f, score, srcs[j].weight*v)
 			}
 			if op == ZSetInterCard {
 				card++

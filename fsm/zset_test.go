@@ -145,9 +145,32 @@ func TestZSetLexAndStore(t *testing.T) {
 				pairs(pair("b", "0"), pair("x", "0"))},
 			{t0, c(OpZSetOpStore, "d", "y", "nope").i2(ZSetInter), in(0)},
 			{t0, c(OpExists, "d"), in(0)},
+			// As Redis 7.0.15: in ZINTER a later input's 0 * inf is NaN,
+			// which makes a sum 0 and leaves MIN and MAX as they were.
+			{t0, zadd("n", math.Inf(1), "", 1, "a", math.Inf(-1), "b"), in(3)},
+			{t0, weightedOp(ZSetInter, 0, []string{"n", "n", "n"}, -1, 0, 0.5),
+				pairs(pair("b", "-inf"), pair("a", "-0.5"), pair("", "inf"))},
+			{t0, weightedOp(ZSetInter, 0, []string{"n", "n"}, 0, 1),
+				pairs(pair("b", "-inf"), pair("a", "1"), pair("", "inf"))},
+			{t0, weightedOp(ZSetInter, FlagZAggMin, []string{"n", "n"}, 1, 0),
+				pairs(pair("b", "-inf"), pair("a", "0"), pair("", "inf"))},
+			{t0, weightedOp(ZSetUnion, 0, []string{"n", "n", "n"}, -1, 0, 0.5),
+				pairs(pair("a", "-0.5"), pair("", "0"), pair("b", "0"))},
 			{t0, c(OpZSetOpStore, "d", "y", "z").i2(ZSetUnion), in(3)},
 		})
 	})
+}
+
+// weightedOp is a ZUNION or ZINTER WITHSCORES of keys with weights.
+func weightedOp(op int64, f Flags, keys []string, weights ...float64) Command {
+	cmd := Command{Op: OpZSetOp, Int2: op, Flags: f | FlagZWeights | FlagZWithScores}
+	for _, k := range keys {
+		cmd.Args = append(cmd.Args, []byte(k))
+	}
+	for _, w := range weights {
+		cmd.Args = append(cmd.Args, ScoreArg(w))
+	}
+	return cmd
 }
 
 func TestZSetNegativeZeroAndNaN(t *testing.T) {
