@@ -47,7 +47,13 @@ type Config struct {
 	HeartbeatTimeout   time.Duration // (500ms)
 	ElectionTimeout    time.Duration // (500ms)
 	LeaderLeaseTimeout time.Duration // (250ms)
-	CommitTimeout      time.Duration // (raft's default, 50ms)
+	// CommitTimeout is how long a leader with nothing new to send waits
+	// before sending each follower an AppendEntries anyway, which carries
+	// its commit index (raft's default is 50ms). Followers learn of each
+	// commit from the commit push (commitpush.go), so this is only its
+	// fallback: a short one costs every group an RPC to each follower
+	// twenty times a second while idle, as much as its heartbeats.
+	CommitTimeout time.Duration // (500ms)
 	// MaxAppendEntries bounds both the entries per AppendEntries RPC and the
 	// Apply calls raft gathers into one batch (1024, raft's maximum).
 	MaxAppendEntries int
@@ -70,6 +76,7 @@ const (
 	DefaultHeartbeatTimeout   = 500 * time.Millisecond
 	DefaultElectionTimeout    = 500 * time.Millisecond
 	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	DefaultCommitTimeout      = 500 * time.Millisecond
 	DefaultMaxAppendEntries   = 1024
 	DefaultSnapshotThreshold  = 8192
 	DefaultSnapshotInterval   = 30 * time.Second
@@ -129,6 +136,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	setDefault(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDefault(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	setDefault(&c.CommitTimeout, DefaultCommitTimeout)
 	setDefault(&c.MaxAppendEntries, DefaultMaxAppendEntries)
 	setDefault(&c.SnapshotThreshold, DefaultSnapshotThreshold)
 	setDefault(&c.SnapshotInterval, DefaultSnapshotInterval)
@@ -151,9 +159,7 @@ func (c *Config) raftConfig() *raft.Config {
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
 	rc.ElectionTimeout = c.ElectionTimeout
 	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
-	if c.CommitTimeout > 0 {
-		rc.CommitTimeout = c.CommitTimeout
-	}
+	rc.CommitTimeout = c.CommitTimeout
 	rc.MaxAppendEntries = c.MaxAppendEntries
 	// Concurrent Apply calls queue in a buffered channel and the leader
 	// takes up to MaxAppendEntries of them per log write (one fsync).
