@@ -149,3 +149,125 @@ func TestParts(t *testing.T) {
 		}
 	}
 }
+
+// groupsBackup is a verified FlagGroups backup of the given groups, each
+// part's snapshot its group's name repeated and its index 100 + id; it
+// returns the header and the body.
+func groupsBackup(t *testing.T, h Header, ids ...uint32) (Header, []byte) {
+	t.Helper()
+	h.Flags |= FlagGroups
+	var body bytes.Buffer
+	for _, id := range ids {
+		err := WritePart(&body, id, uint64(100+id), func(w io.Writer) error {
+			_, err := w.Write(bytes.Repeat([]byte("group"+itoa(id)), int(id)*1000))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := encodeFile(t, h, body.Bytes())
+	got, off, n, err := Verify(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, file[off : off+n]
+}
+
+func itoa(id uint32) string { return string(rune('0' + id)) }
+
+// TestAssemble: the parts of several backups, each of some groups, make
+// one backup of every group in order, which verifies and reads back part
+// by part as written; its header is group 0's source's index, the
+// earliest time, and unsynced if any source is.
+func TestAssemble(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	hA, a := groupsBackup(t, Header{Mode: ModeCluster, Index: 100, Created: t0.Add(time.Second)}, 0)
+	hB, b := groupsBackup(t, Header{Mode: ModeCluster, Flags: FlagUnsynced, Index: 101, Created: t0}, 1, 2)
+	hC, c := groupsBackup(t, Header{Mode: ModeCluster, Index: 103, Created: t0.Add(2 * time.Second)}, 3)
+	h := MergeHeaders([]Header{hA, hB, hC})
+	if want := (Header{Mode: ModeCluster, Flags: FlagGroups | FlagUnsynced, Index: 100, Created: t0}); h != want {
+		t.Fatalf("merged header %+v, want %+v", h, want)
+	}
+	var file bytes.Buffer
+	as, err := NewAssembler(&file, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range []struct {
+		h    Header
+		body []byte
+	}{{hA, a}, {hB, b}, {hC, c}} {
+		if err := as.Add(src.h, bytes.NewReader(src.body)); err != nil {
+			t.Fatalf("source %d: %v", i, err)
+		}
+	}
+	if err := as.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, off, n, err := Verify(bytes.NewReader(file.Bytes()), int64(file.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Mode != h.Mode || got.Flags != h.Flags || got.Index != h.Index || !got.Created.Equal(h.Created) {
+		t.Fatalf("header read back %+v, want %+v", got, h)
+	}
+	var ids []uint32
+	err = ReadParts(bytes.NewReader(file.Bytes()[off:off+n]), func(id uint32, index uint64, snap io.Reader) error {
+		s, err := io.ReadAll(snap)
+		if err != nil {
+			return err
+		}
+		if index != uint64(100+id) || string(s) != strings.Repeat("group"+itoa(id), int(id)*1000) {
+			t.Errorf("group %d: index %d, %d bytes", id, index, len(s))
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil || len(ids) != 4 {
+		t.Fatalf("parts %v, %v; want groups 0 to 3", ids, err)
+	}
+}
+
+// TestAssembleRefuses: parts out of order, twice, missing, or from a
+// backup of one group, and a backup of fewer than two groups, are refused.
+func TestAssembleRefuses(t *testing.T) {
+	h0, g0 := groupsBackup(t, Header{Mode: ModeCluster}, 0)
+	h12, g12 := groupsBackup(t, Header{Mode: ModeCluster}, 1, 2)
+	h2, g2 := groupsBackup(t, Header{Mode: ModeCluster}, 2)
+	single := Header{Mode: ModeCluster}
+	type src struct {
+		h    Header
+		body []byte
+	}
+	for _, c := range []struct {
+		name string
+		srcs []src
+	}{
+		{"group 0 missing", []src{{h12, g12}}},
+		{"group 1 missing", []src{{h0, g0}, {h2, g2}}},
+		{"group 2 twice", []src{{h0, g0}, {h12, g12}, {h2, g2}}},
+		{"one group's backup", []src{{h0, g0}, {single, []byte("snapshot")}}},
+		{"an empty body", []src{{h0, g0}, {h12, nil}}},
+	} {
+		as, err := NewAssembler(io.Discard, MergeHeaders([]Header{c.srcs[0].h}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range c.srcs {
+			if err = as.Add(s.h, bytes.NewReader(s.body)); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", c.name, err)
+		}
+	}
+	as, _ := NewAssembler(io.Discard, MergeHeaders([]Header{h0}))
+	if err := as.Add(h0, bytes.NewReader(g0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := as.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Close after one group: %v, want ErrCorrupt", err)
+	}
+}

@@ -18,7 +18,9 @@ import (
 //
 // little-endian, the frames being the snapshot's own writes, so that a
 // part is written as the snapshot streams, without knowing its length
-// first. The file's checksum covers the parts like any body.
+// first. The file's checksum covers the parts like any body. The header's
+// index is the first part's: group 0's in a backup of every group, whether
+// one node wrote it or it was assembled from several (Assembler).
 
 // FlagGroups marks a backup of a cluster of several groups.
 const FlagGroups byte = 2

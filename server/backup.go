@@ -35,7 +35,12 @@ import (
 // with no leader to ask it goes ahead with what the node has and marks the
 // file backup.FlagUnsynced. A node of several groups writes each group's
 // snapshot, each at its own index and caught up with its own leader
-// (backup.FlagGroups).
+// (backup.FlagGroups). There, KVS.BACKUP GROUPS id [id ...] writes the
+// named groups' alone, in group order, the header's index being the
+// first's: each group is on --replicas nodes, so that no node may hold
+// every one, and kvs backup takes each from a node that holds it and
+// puts them together (backup.Assembler). Without GROUPS a node that
+// holds no replica of some group refuses.
 //
 // SAVE and BGSAVE ask Config.Saver for a snapshot (the wal's compaction,
 // a raft snapshot); LASTSAVE is the Unix time of the last one that
@@ -103,13 +108,20 @@ func (s *Server) backupMode() backup.Mode {
 	return backup.ModeMemory
 }
 
-// runBackup answers KVS.BACKUP: see the top of this file.
+// runBackup answers KVS.BACKUP [GROUPS id [id ...]]: see the top of this
+// file.
 func runBackup(c *client, args [][]byte) {
 	s := c.s
+	want, errText := s.backupGroups(args[1:])
+	if errText != "" {
+		c.out = appendError(c.out, errText)
+		return
+	}
 	var flags byte
 	// One snapshot per group, each at its own index, taken before any is
 	// written: a group this node follows first catches up with its
 	// leader.
+	var ids []uint32
 	snaps := make([]*fsm.Snapshot, 0, len(s.router.groups))
 	release := func() {
 		for _, snap := range snaps {
@@ -117,10 +129,13 @@ func runBackup(c *client, args [][]byte) {
 		}
 	}
 	for g := range s.router.all() {
+		if want != nil && !want[g.index] {
+			continue
+		}
 		if g.remote() {
 			release()
 			c.out = appendError(c.out, "ERR backup: this node holds no replica of group "+strconv.Itoa(g.index)+
-				" (each group is on --replicas nodes): a backup is taken of a node that holds every group")
+				" (each group is on --replicas nodes): name the groups it holds with KVS.BACKUP GROUPS, as kvs backup does")
 			return
 		}
 		if !g.leads() && !s.syncReplica(g) {
@@ -133,6 +148,7 @@ func runBackup(c *client, args [][]byte) {
 			c.out = appendError(c.out, errBusy(g.store.ScriptBusy()))
 			return
 		}
+		ids = append(ids, uint32(g.index))
 		snaps = append(snaps, snap)
 	}
 	if s.router.sharded() {
@@ -152,7 +168,7 @@ func runBackup(c *client, args [][]byte) {
 	stream := func() {
 		defer release()
 		defer s.untrackStream(conn)
-		if err := writeBackupStream(conn, prefix, h, snaps); err != nil {
+		if err := writeBackupStream(conn, prefix, h, ids, snaps); err != nil {
 			s.cfg.Logger.Warn("server: backup stream failed", "client", c.addr, "err", err)
 			return
 		}
@@ -176,6 +192,35 @@ func runBackup(c *client, args [][]byte) {
 	}()
 }
 
+// backupGroups parses KVS.BACKUP's arguments: none (every group, nil), or
+// GROUPS and the ids of the groups to write, on a node of several groups.
+// It returns the error reply for arguments that name no groups of the
+// cluster.
+func (s *Server) backupGroups(args [][]byte) (want []bool, errText string) {
+	if len(args) == 0 {
+		return nil, ""
+	}
+	if len(args) < 2 || !is(args[0], "groups") {
+		return nil, errSyntax
+	}
+	n := len(s.router.groups)
+	if !s.router.sharded() {
+		return nil, "ERR backup: GROUPS needs a cluster of several groups; this node's data is a single group"
+	}
+	want = make([]bool, n)
+	for _, a := range args[1:] {
+		id, ok := parseInt(a)
+		switch {
+		case !ok || id < 0 || id >= int64(n):
+			return nil, "ERR backup: no group " + string(a) + " (the cluster's groups are 0 to " + strconv.Itoa(n-1) + ")"
+		case want[id]:
+			return nil, "ERR backup: group " + string(a) + " named twice"
+		}
+		want[id] = true
+	}
+	return want, ""
+}
+
 // chunkWriter frames what is written to it as RESP3 streamed-string chunks.
 type chunkWriter struct{ w *bufio.Writer }
 
@@ -194,9 +239,10 @@ func (cw chunkWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// writeBackupStream writes the backup of snaps, one per group: the one
-// snapshot, or with several (backup.FlagGroups) a part per group.
-func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, snaps []*fsm.Snapshot) error {
+// writeBackupStream writes the backup of snaps, of groups ids: the one
+// snapshot, or on a node of several groups (backup.FlagGroups) a part per
+// group.
+func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, ids []uint32, snaps []*fsm.Snapshot) error {
 	defer conn.Close()
 	bw := bufio.NewWriterSize(conn, backupChunkBytes+64)
 	bw.Write(prefix)
@@ -212,7 +258,7 @@ func writeBackupStream(conn net.Conn, prefix []byte, h backup.Header, snaps []*f
 		}
 	} else {
 		for i, snap := range snaps {
-			err := backup.WritePart(fw, uint32(i), snap.Index(), func(w io.Writer) error {
+			err := backup.WritePart(fw, ids[i], snap.Index(), func(w io.Writer) error {
 				_, err := snap.WriteTo(w)
 				return err
 			})

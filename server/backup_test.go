@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,4 +154,84 @@ func TestSaveCommands(t *testing.T) {
 			t.Error("INFO persistence does not report the failed save")
 		}
 	})
+}
+
+// readBackup sends KVS.BACKUP with args on a new connection to s and
+// returns the verified backup's header and its groups' stores by id.
+func readBackup(t *testing.T, s *Server, args ...string) (backup.Header, map[uint32]*fsm.Store) {
+	t.Helper()
+	rc := dialRaw(t, s)
+	rc.send(encodeCommand(append([]string{"KVS.BACKUP"}, args...)...))
+	rc.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var file bytes.Buffer
+	if _, err := backup.ReadStream(rc.br, &file); err != nil {
+		t.Fatalf("KVS.BACKUP %q: %v", args, err)
+	}
+	h, off, n, err := backup.Verify(bytes.NewReader(file.Bytes()), int64(file.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := map[uint32]*fsm.Store{}
+	err = backup.ReadParts(bytes.NewReader(file.Bytes()[off:off+n]), func(id uint32, index uint64, snap io.Reader) error {
+		st := fsm.NewStore()
+		_, err := st.Restore(snap)
+		stores[id] = st
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, stores
+}
+
+// TestBackupGroups: on a node that holds some of the cluster's groups,
+// KVS.BACKUP refuses, naming one it lacks, and KVS.BACKUP GROUPS streams
+// the groups named, each its own part, in group order; names of no group,
+// or of one the node lacks, are refused.
+func TestBackupGroups(t *testing.T) {
+	p := startSplitPair(t)
+	k1, k2 := keyIn(0, 2, 0), keyIn(1, 2, 0) // of groups 1 and 2
+	rc := dialRaw(t, p.n1)
+	for _, k := range []string{k1, k2, "{" + k2 + "}b"} {
+		if got := rc.do("SET", k, "v"); got != "+OK\r\n" {
+			t.Fatalf("SET %s: %q", k, got)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "-ERR backup: this node holds no replica of group 2 (each group is on --replicas nodes): name the groups it holds with KVS.BACKUP GROUPS, as kvs backup does\r\n"},
+		{[]string{"GROUPS", "0", "2"}, "-ERR backup: this node holds no replica of group 2 (each group is on --replicas nodes): name the groups it holds with KVS.BACKUP GROUPS, as kvs backup does\r\n"},
+		{[]string{"GROUPS"}, "-ERR syntax error\r\n"},
+		{[]string{"SOME", "1"}, "-ERR syntax error\r\n"},
+		{[]string{"GROUPS", "3"}, "-ERR backup: no group 3 (the cluster's groups are 0 to 2)\r\n"},
+		{[]string{"GROUPS", "-1"}, "-ERR backup: no group -1 (the cluster's groups are 0 to 2)\r\n"},
+		{[]string{"GROUPS", "one"}, "-ERR backup: no group one (the cluster's groups are 0 to 2)\r\n"},
+		{[]string{"GROUPS", "1", "1"}, "-ERR backup: group 1 named twice\r\n"},
+	} {
+		if got := rc.do(append([]string{"KVS.BACKUP"}, c.args...)...); got != c.want {
+			t.Errorf("KVS.BACKUP %q on n1: %q, want %q", c.args, got, c.want)
+		}
+	}
+
+	h, stores := readBackup(t, p.n1, "groups", "1", "0")
+	if h.Mode != backup.ModeCluster || h.Flags != backup.FlagGroups || len(stores) != 2 {
+		t.Fatalf("KVS.BACKUP GROUPS 1 0 on n1: header %+v, groups %d", h, len(stores))
+	}
+	if got := keysOf(stores[1]); len(got) != 1 || got[0] != k1 {
+		t.Errorf("group 1's part holds %q, want %s", got, k1)
+	}
+	if stores[0] == nil {
+		t.Error("no part of group 0")
+	}
+	h, stores = readBackup(t, p.n2, "GROUPS", "2")
+	if h.Flags != backup.FlagGroups || len(stores) != 1 || len(keysOf(stores[2])) != 2 {
+		t.Errorf("KVS.BACKUP GROUPS 2 on n2: header %+v, groups %v", h, stores)
+	}
+
+	single := dialRaw(t, startServer(t, Config{}))
+	if got := single.do("KVS.BACKUP", "GROUPS", "0"); got != "-ERR backup: GROUPS needs a cluster of several groups; this node's data is a single group\r\n" {
+		t.Errorf("KVS.BACKUP GROUPS 0 on a node of one group: %q", got)
+	}
 }

@@ -237,7 +237,7 @@ func commandTable() map[string]*command {
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
 		{name: "kvs.sync", arity: -1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
-		{name: "kvs.backup", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
+		{name: "kvs.backup", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 
 		// snapshots (backup.go)
 		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSave},

@@ -153,7 +153,8 @@
 // KVS.BACKUP, in every mode, streams a backup file (package backup) of an
 // O(1) snapshot of the store on the connection, without the store's lock,
 // and closes the connection; a follower first catches up with the leader's
-// applied index. SAVE and BGSAVE ask Config.Saver (the wal's compaction, a
+// applied index. On a node of several groups KVS.BACKUP GROUPS writes the
+// groups named, for a backup put together from several nodes. SAVE and BGSAVE ask Config.Saver (the wal's compaction, a
 // raft snapshot) and LASTSAVE reports the last success; backup.go.
 //
 // # Pub/sub

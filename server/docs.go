@@ -75,7 +75,7 @@ var commandDocs = map[string][2]string{
 	"kvs.peer":    {"Marks a connection as another kvs node's (internal).", "-"},
 	"kvs.forward": {"Executes a batch forwarded by a follower on the leader (internal).", "-"},
 	"kvs.sync":    {"Returns the leader's applied log index, for a follower's replica reads (internal).", "-"},
-	"kvs.backup":  {"Streams a consistent, checksummed backup of the node's data, then closes the connection (kvs backup).", "-"},
+	"kvs.backup":  {"Streams a consistent, checksummed backup of the node's data, or of the groups named after GROUPS, then closes the connection (kvs backup).", "-"},
 	"save":        {"Synchronously saves the database(s) to disk.", "1.0.0"},
 	"bgsave":      {"Asynchronously saves the database(s) to disk.", "1.0.0"},
 	"lastsave":    {"Returns the Unix timestamp of the last successful save to disk.", "1.0.0"},
