@@ -13,11 +13,13 @@ import (
 //
 // A follower learns that an entry is committed only from the commit index
 // the leader puts in its next AppendEntries. hashicorp/raft sends one when
-// there are new entries or, with nothing new, after CommitTimeout (50 ms by
-// default, and randomised up to twice that); its heartbeats carry no commit
-// index. Under steady load the next batch carries the news within a round,
-// but at light load a follower learned of each commit 50 to 100 ms late:
-// that long its reads missed a write the leader had already acknowledged.
+// there are new entries or, with nothing new, after CommitTimeout (raft's
+// default is 50 ms, randomised up to twice that); its heartbeats carry no
+// commit index. Under steady load the next batch carries the news within a
+// round, but at light load a follower learned of each commit 50 to 100 ms
+// late: that long its reads missed a write the leader had already
+// acknowledged. With the push doing that, kvs sets CommitTimeout to 500 ms
+// (config.go), leaving raft's path as the fallback.
 //
 // pushTransport closes that gap from outside raft. It wraps the node's
 // transport, watches the AppendEntries requests raft sends (their header,
