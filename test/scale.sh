@@ -26,7 +26,8 @@ cd "$(dirname "$0")/.."
 
 KVS=${KVS:-dist/kvs}
 CONFIGS=${SCALE_CONFIGS:-"3:1 3:3 6:1 6:6"}
-QUOTA=${SCALE_QUOTA:-10000}
+PERIOD=${SCALE_PERIOD:-100000}
+QUOTA=${SCALE_QUOTA:-$((PERIOD / 10))}
 REQUESTS=${SCALE_REQUESTS:-30000}
 CLIENTS=${SCALE_CLIENTS:-120}
 ROUNDS=${SCALE_ROUNDS:-3}
@@ -57,7 +58,7 @@ cap() {
   local dir=$CG/kvs-scale-$2
   mkdir -p "$dir" || die "cannot make $dir"
   CGROUPS+=("$dir")
-  echo 100000 >"$dir/cpu.cfs_period_us"
+  echo "$PERIOD" >"$dir/cpu.cfs_period_us"
   echo "$QUOTA" >"$dir/cpu.cfs_quota_us"
   echo "$1" >"$dir/cgroup.procs"
 }
@@ -86,10 +87,11 @@ ready() {
 
 # run_config NODES GROUPS: prints the median SETs/s of ROUNDS runs.
 run_config() {
-  local nodes=$1 groups=$2 i dir rps=()
+  local nodes=$1 groups=$2 i dir rps=() base
+  base=$(mktemp -d "$WORK/$nodes-$groups.XXXXXX")
   PIDS=()
   for i in $(seq 1 "$nodes"); do
-    dir=$WORK/$nodes-$groups/n$i
+    dir=$base/n$i
     mkdir -p "$dir"
     local extra=()
     if [ "$i" = 1 ]; then
@@ -101,6 +103,9 @@ run_config() {
       --raft-addr "127.0.0.1:$((PORT + 100 + i))" --log-level warn "${extra[@]}" >"$dir/log" 2>&1 &
     PIDS+=($!)
     cap $! "n$i"
+  done
+  for i in $(seq 1 "$nodes"); do
+    wait_until "node $i to listen" redis-cli -p "$((PORT + i))" ping
   done
   for i in $(seq 2 "$nodes"); do
     "$KVS" join "127.0.0.1:$((PORT + 1))" "127.0.0.1:$((PORT + i))" >/dev/null ||
