@@ -238,6 +238,28 @@ func (s *Server) scriptBusy() fsm.Busy {
 	return fsm.NotBusy
 }
 
+// busyGroup is the group whose store runs the node's busy script, nil
+// when none does.
+func (s *Server) busyGroup() *groupRef {
+	for g := range s.router.local() {
+		if g.store.ScriptBusy() != fsm.NotBusy {
+			return g
+		}
+	}
+	return nil
+}
+
+// scriptRunning reports whether the store of one of the node's groups
+// runs a script.
+func (s *Server) scriptRunning() bool {
+	for g := range s.router.local() {
+		if g.store.ScriptRunning() {
+			return true
+		}
+	}
+	return false
+}
+
 // setHooks gives st the server's hooks, and the busy threshold in force.
 func (s *Server) setHooks(st *fsm.Store) {
 	st.SetReadyHook(s.blocked.signal)

@@ -13,7 +13,7 @@ import (
 
 // startSharded runs a server whose slots are spread evenly over n memory
 // groups, and returns it with the groups' stores.
-func startSharded(t *testing.T, n int) (*Server, []*fsm.Store) {
+func startSharded(t *testing.T, n int, opts ...func(*Config)) (*Server, []*fsm.Store) {
 	t.Helper()
 	var groups []Group
 	var stores []*fsm.Store
@@ -26,8 +26,11 @@ func startSharded(t *testing.T, n int) (*Server, []*fsm.Store) {
 	for s := range slots {
 		slots[s] = uint16(s * n / fsm.ClusterSlots)
 	}
-	s := startServer(t, Config{Store: stores[0], Groups: groups, Slots: slots})
-	return s, stores
+	cfg := Config{Store: stores[0], Groups: groups, Slots: slots}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startServer(t, cfg), stores
 }
 
 // keyIn returns a key whose slot is in group g of n (even split), the
@@ -355,5 +358,47 @@ func TestShardedShardChannels(t *testing.T) {
 	}
 	if got := rc.do("SSUBSCRIBE", "{c}1", "{c}2"); !strings.HasPrefix(got, "*3\r\n$10\r\nssubscribe\r\n") {
 		t.Errorf("SSUBSCRIBE in one slot: %q", got)
+	}
+}
+
+// TestShardedBusyScript: a script busy in a group other than the home is
+// the one FUNCTION STATS shows and SCRIPT KILL and FUNCTION KILL stop.
+func TestShardedBusyScript(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			const n = 3
+			s, _ := startSharded(t, n, func(c *Config) { c.ConnGoroutines = m.goroutines })
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			k := keyIn(2, n, 0)
+			code := "#!lua name=spin\nredis.register_function{function_name='spin', callback=function(keys, args) while true do end end, flags={'no-writes'}}"
+			if r := a.do("FUNCTION", "LOAD", code); r != bulk("spin") {
+				t.Fatal(r)
+			}
+			a.send(encodeCommand("FCALL", "spin", "1", k))
+			busyFn := "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+			waitBusyReply(t, probes, busyFn)
+			p := probes[0]
+			if r := p.do("FUNCTION", "STATS"); !strings.Contains(r, "running_script") || !strings.Contains(r, bulk("spin")) {
+				t.Errorf("FUNCTION STATS of a function busy in group 2: %q", r)
+			}
+			if r := p.do("SCRIPT", "KILL"); r != busyFn {
+				t.Errorf("SCRIPT KILL of a function: %q", r)
+			}
+			if r := p.do("FUNCTION", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("FUNCTION KILL: %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the function's reply: %q", r)
+			}
+			a.send(encodeCommand("EVAL", "while true do end", "1", k))
+			waitBusyReply(t, probes, busyEvalText)
+			if r := p.do("SCRIPT", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("SCRIPT KILL: %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the script's reply: %q", r)
+			}
+		})
 	}
 }
