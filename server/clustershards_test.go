@@ -216,3 +216,55 @@ func TestShardedKeylessReadsLinearizable(t *testing.T) {
 		t.Errorf("DBSIZE on n2 with a failing barrier: %q", got)
 	}
 }
+
+// leadBoth hands group 1's leadership to n1, which then leads both groups
+// of p, and n2 none.
+func leadBoth(t *testing.T, p *shardedPair) {
+	t.Helper()
+	members := []Member{
+		{ID: "n1", RaftAddr: "127.0.0.1:17001", RESPAddr: p.n1.Addr().String(), Leader: true, Voter: true},
+		{ID: "n2", RaftAddr: "127.0.0.1:17002", RESPAddr: p.n2.Addr().String(), Voter: true},
+	}
+	lead := &fakeCluster{selfID: "n1", term: 2}
+	lead.set(func(f *fakeCluster) { f.members, f.leaderOK = members, true })
+	prop := &replicatingProposer{stores: []*fsm.Store{p.stores[0][1], p.stores[1][1]}}
+	if err := p.n1.SetLocalGroup(1, &Group{Store: p.stores[0][1], Proposer: prop, Raft: lead}); err != nil {
+		t.Fatal(err)
+	}
+	p.fakes[0][1] = lead
+	p.fakes[1][1].set(func(f *fakeCluster) { f.members = members })
+}
+
+// TestShardedKeylessScriptFollower: a node that leads no group runs a
+// script without keys in its first group, on that group's leader, from a
+// READONLY connection too, which is redirected only for a script that
+// declares keys, to their slot.
+func TestShardedKeylessScriptFollower(t *testing.T) {
+	p := startShardedPair(t)
+	leadBoth(t, p)
+	k0, k1 := keyIn(0, 2, 0), keyIn(1, 2, 0)
+	set := "return redis.call('SET', ARGV[1], 'v')"
+	nonLocal := "-" + errScriptNonLocal + " script: "
+	rc, ro := dialRaw(t, p.n2), dialRaw(t, p.n2)
+	ro.do("READONLY")
+	for _, step := range []struct {
+		rc   *rawConn
+		cmd  []string
+		want string
+	}{
+		{rc, []string{"EVAL", set, "0", k0}, "+OK\r\n"},
+		{rc, []string{"EVAL", set, "0", k1}, nonLocal},
+		{ro, []string{"EVAL", set, "0", k0}, "+OK\r\n"},
+		{ro, []string{"EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", k0},
+			fmt.Sprintf("-MOVED %d %s\r\n", fsm.KeySlot(k0), p.n1.Addr())},
+	} {
+		if got := step.rc.do(step.cmd...); !strings.HasPrefix(got, step.want) {
+			t.Errorf("%q on n2: %q, want %q", step.cmd, got, step.want)
+		}
+	}
+	for n := range 2 {
+		if got := keysOf(p.stores[n][0]); len(got) != 1 || got[0] != k0 {
+			t.Errorf("node %d's group 0 holds %q, want [%s]", n+1, got, k0)
+		}
+	}
+}

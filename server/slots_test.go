@@ -361,6 +361,40 @@ func TestShardedShardChannels(t *testing.T) {
 	}
 }
 
+// TestShardedScriptReplay: a script's calls are checked against the group
+// of the store that applies its entry, with the parser InstallScriptParser
+// gives the stores of a node's groups before they replay their logs: the
+// same entry touches a key of its own group and is refused another's,
+// whatever node or replay applies it.
+func TestShardedScriptReplay(t *testing.T) {
+	stores := []*fsm.Store{fsm.NewStore(), fsm.NewStore(), fsm.NewStore()}
+	slots := make([]uint16, fsm.ClusterSlots)
+	for s := range slots {
+		slots[s] = uint16(1 + s*2/fsm.ClusterSlots)
+	}
+	InstallScriptParser(Config{Store: stores[0], Groups: []Group{{Store: stores[0]}, {Store: stores[1]}, {Store: stores[2]}}, Slots: slots})
+	keys := []string{"", keyIn(0, 2, 0), keyIn(1, 2, 0)} // of groups 1 and 2
+	eval := func(key string) fsm.Command {
+		return fsm.Command{Op: fsm.OpEval, Args: [][]byte{[]byte("return redis.call('SET', ARGV[1], 'v')"), []byte(key)}}
+	}
+	for g := 1; g <= 2; g++ {
+		other := keys[3-g]
+		r := stores[g].Apply(1, 0, []fsm.Command{eval(keys[g]), eval(other)})
+		if r[0].Kind != fsm.ReplyStatus || r[0].Str != "OK" {
+			t.Errorf("group %d's entry on its own key: %+v", g, r[0])
+		}
+		if r[1].Kind != fsm.ReplyError || !strings.HasPrefix(r[1].Str, errScriptNonLocal) {
+			t.Errorf("group %d's entry on group %d's key: %+v", g, 3-g, r[1])
+		}
+		if got := keysOf(stores[g]); len(got) != 1 || got[0] != keys[g] {
+			t.Errorf("group %d holds %q, want [%s]", g, got, keys[g])
+		}
+	}
+	if r := stores[0].Apply(1, 0, []fsm.Command{eval(keys[1])}); r[0].Kind != fsm.ReplyError || !strings.HasPrefix(r[0].Str, errScriptNonLocal) {
+		t.Errorf("the meta group's entry on a key: %+v", r[0])
+	}
+}
+
 // TestShardedBusyScript: a script busy in a group other than the home is
 // the one FUNCTION STATS shows and SCRIPT KILL and FUNCTION KILL stop.
 func TestShardedBusyScript(t *testing.T) {

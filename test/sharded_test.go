@@ -104,9 +104,10 @@ func waitSpread(t *testing.T, nodes []*Node) {
 // TestShardedCluster: three nodes, three groups. go-redis's ClusterClient
 // writes and reads through CLUSTER SLOTS, a plain client's writes to any
 // node are forwarded to their group's leader, keys of different slots get
-// CROSSSLOT, a node killed under load loses no acknowledged write and its
-// groups fail over, and a node joining with --join learns the group count
-// and gets its replicas (three a group on four nodes: a replica of each).
+// CROSSSLOT, a script without keys runs in the group its node leads, a
+// node killed under load loses no acknowledged write and its groups fail
+// over, and a node joining with --join learns the group count and gets its
+// replicas (three a group on four nodes: a replica of each).
 func TestShardedCluster(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, "--groups", "3")
@@ -140,6 +141,7 @@ func TestShardedCluster(t *testing.T) {
 	if v := rc.Do("MSET", "{u}a", "1", "{u}b", "2"); v.Str != "OK" {
 		t.Errorf("MSET in one slot: %s", v)
 	}
+	checkKeylessScripts(t, nodes)
 
 	// A node with another group count is refused.
 	odd := newClusterNode(t, "n9", "--groups", "2")
@@ -265,6 +267,39 @@ func TestShardedCluster(t *testing.T) {
 	out, code := runKVS(t, clusterWait, "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "10923-16383") {
 		t.Errorf("kvs status: exit %d\n%s", code, out)
+	}
+}
+
+// checkKeylessScripts checks, on each of nodes (each leading one group),
+// that a script without keys runs in the group the node leads: it writes
+// a key of that group's slots, and a key of another's is refused with
+// Redis Cluster's error.
+func checkKeylessScripts(t *testing.T, nodes []*Node) {
+	t.Helper()
+	set := "return redis.call('SET', ARGV[1], 'v')"
+	for _, n := range nodes {
+		waitFor(t, "a keyless script on "+n.Name+" to run in the group it leads", func() error {
+			masters, err := shardMasters(n.Addr)
+			if err != nil {
+				return err
+			}
+			var own [2]int
+			if _, err := fmt.Sscanf(masters[n.Addr], "%d-%d", &own[0], &own[1]); err != nil {
+				return fmt.Errorf("%s leads %q", n.Name, masters[n.Addr])
+			}
+			other := [2]int{own[1] + 1, 16383}
+			if own[1] == 16383 {
+				other = [2]int{0, own[0] - 1}
+			}
+			rc := dialRaw(t, n.Addr)
+			if v := rc.Do("EVAL", set, "0", keyInSlots("ks", own)); v.Str != "OK" {
+				return fmt.Errorf("EVAL without keys on a key of %v: %s", own, v)
+			}
+			if v := rc.Do("EVAL", set, "0", keyInSlots("ks", other)); !strings.HasPrefix(v.Str, "ERR Script attempted to access a non local key in a cluster node") {
+				return fmt.Errorf("EVAL without keys on a key of %v: %s", other, v)
+			}
+			return nil
+		})
 	}
 }
 
