@@ -268,6 +268,7 @@ func TestKeylessScriptGroups(t *testing.T) {
 		{n1, []string{"EVAL_RO", get, "0", k1}, bulk("d")},
 		{ro, []string{"EVAL", set, "0", k1, "e"}, "+OK\r\n"},
 		{ro, []string{"FCALL", "setf", "0", k2}, nonLocal},
+		{n1, []string{"ROLE"}, "*5\r\n" + bulk("slave") + bulk("") + ":0\r\n" + bulk("connect") + ":0\r\n"},
 	} {
 		if got := step.rc.do(step.cmd...); !strings.HasPrefix(got, step.want) {
 			t.Errorf("%q on n1, holding no data group: %q, want %q", step.cmd, got, step.want)

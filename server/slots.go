@@ -172,3 +172,12 @@ func (s *Server) scriptStore() *fsm.Store {
 	}
 	return s.cfg.Store
 }
+
+// leadsSlots reports whether this node leads a group that holds slots:
+// whether ROLE, HELLO and CLUSTER NODES call it a master.
+func (r *router) leadsSlots() bool {
+	if !r.sharded() {
+		return r.home.leads()
+	}
+	return r.scriptGroup().leads()
+}
