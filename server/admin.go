@@ -115,7 +115,7 @@ func runHello(c *client, args [][]byte) {
 	mode, role := "standalone", "master"
 	if c.s.router.clustered() {
 		mode = "cluster"
-		if !c.s.router.home.leads() {
+		if !c.s.router.leadsSlots() {
 			role = "replica"
 		}
 	}

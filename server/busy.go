@@ -91,9 +91,16 @@ func runScriptKill(c *client, args [][]byte) { c.killScript(false) }
 // runFunctionKill answers FUNCTION KILL.
 func runFunctionKill(c *client, args [][]byte) { c.killScript(true) }
 
-// killScript answers SCRIPT KILL (function false) or FUNCTION KILL.
+// killScript answers SCRIPT KILL (function false) or FUNCTION KILL: of
+// the busy script of the node's groups, if one is.
 func (c *client) killScript(function bool) {
-	res, kind := c.s.cfg.Store.KillScript(function)
+	res, kind, g := fsm.KillNotBusy, fsm.NotBusy, &c.s.router.home
+	for lg := range c.s.router.local() {
+		if res, kind = lg.store.KillScript(function); res != fsm.KillNotBusy {
+			g = lg
+			break
+		}
+	}
 	switch res {
 	case fsm.Killed:
 		c.out = appendStatus(c.out, "OK")
@@ -102,7 +109,7 @@ func (c *client) killScript(function bool) {
 	case fsm.KillDirty:
 		c.out = appendError(c.out, errUnkillableDirty)
 	case fsm.KillLogged:
-		if !c.s.router.home.leads() {
+		if !g.leads() {
 			c.out = appendError(c.out, errUnkillableReplica)
 		} else {
 			c.out = appendError(c.out, errUnkillableLogged)
@@ -117,7 +124,10 @@ func (c *client) killScript(function bool) {
 // Redis answers.
 func runFunctionStatsBusy(c *client, args [][]byte) {
 	for {
-		r, kind := c.s.cfg.Store.BusyFunctionStats()
+		r, kind := fsm.Reply{}, fsm.NotBusy
+		if g := c.s.busyGroup(); g != nil {
+			r, kind = g.store.BusyFunctionStats()
+		}
 		switch kind {
 		case fsm.BusyFunction:
 			c.out = appendReply(c.out, &r, c.proto)
@@ -153,7 +163,7 @@ func functionSubcommands(c *client, args [][]byte) func(*client, [][]byte) {
 	case len(args) != 2:
 	case is(args[1], "kill"):
 		return runFunctionKill
-	case is(args[1], "stats") && c.s.cfg.Store.ScriptBusy() != fsm.NotBusy:
+	case is(args[1], "stats") && c.s.scriptBusy() != fsm.NotBusy:
 		return runFunctionStatsBusy
 	}
 	return nil

@@ -138,7 +138,10 @@ func runCluster(c *client, args [][]byte) {
 			c.clusterShardsSharded(shards)
 			return
 		case "nodes":
-			c.out = appendVerbatim(c.out, t.nodesSharded(shards), c.proto)
+			c.out = appendVerbatim(c.out, t.nodesSharded(t.roles(shards, c.s.router.bySlot)), c.proto)
+			return
+		case "replicas", "slaves":
+			c.clusterReplicasSharded(&t, t.roles(shards, c.s.router.bySlot), string(args[2]))
 			return
 		case "info":
 			c.out = appendVerbatim(c.out, t.infoSharded(shards), c.proto)
@@ -378,6 +381,46 @@ func runReadwrite(c *client, args [][]byte) {
 	c.out = appendStatus(c.out, "OK")
 }
 
+// replication is what ROLE and INFO replication say of this node: a
+// master, with its replicas, or a replica of a master.
+type replication struct {
+	master bool
+	// offset is this node's replication offset: its applied index of
+	// the group it is described by.
+	offset   int64
+	replicas []replicaOffset // a master's
+	of       *topoNode       // a replica's master; nil while none is known
+}
+
+// replicaOffset is one replica of a master, at the offset the master
+// knows it has.
+type replicaOffset struct {
+	n      *topoNode
+	offset int64
+}
+
+// replication describes this node: in a cluster of one group, the master
+// when it leads the group, its followers the replicas; on a sharded node,
+// as CLUSTER NODES does (replicationSharded). On an error (the members
+// could not be read) it is whether this node is a master, and nothing
+// more.
+func (s *Server) replication() (replication, error) {
+	t, err := s.topology()
+	if err != nil {
+		return replication{master: s.router.leadsSlots()}, err
+	}
+	if s.router.sharded() {
+		return s.replicationSharded(&t), nil
+	}
+	rp := replication{master: s.router.home.leads(), offset: int64(t.status.AppliedIndex), of: t.master}
+	if rp.master {
+		for _, r := range t.replicas() {
+			rp.replicas = append(rp.replicas, replicaOffset{r, t.offset(r)})
+		}
+	}
+	return rp, nil
+}
+
 // runRole answers ROLE as a Redis master (standalone, or the leader, with
 // its replicas) or replica (a follower) does.
 func runRole(c *client, args [][]byte) {
@@ -385,63 +428,61 @@ func runRole(c *client, args [][]byte) {
 		c.out = append(c.out, "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"...)
 		return
 	}
-	t, err := c.s.topology()
+	rp, err := c.s.replication()
 	if err != nil {
 		c.out = appendError(c.out, errProposal(err, false))
 		return
 	}
-	if c.s.router.home.leads() {
-		replicas := t.replicas()
+	if rp.master {
 		b := appendArrayLen(c.out, 3)
 		b = appendBulkString(b, "master")
-		b = appendInt(b, int64(t.status.AppliedIndex))
-		b = appendArrayLen(b, len(replicas))
-		for _, r := range replicas {
+		b = appendInt(b, rp.offset)
+		b = appendArrayLen(b, len(rp.replicas))
+		for _, r := range rp.replicas {
 			b = appendArrayLen(b, 3)
-			b = appendBulkString(b, r.host)
-			b = appendBulkInt(b, int64(r.port))
-			b = appendBulkInt(b, t.offset(r))
+			b = appendBulkString(b, r.n.host)
+			b = appendBulkInt(b, int64(r.n.port))
+			b = appendBulkInt(b, r.offset)
 		}
 		c.out = b
 		return
 	}
 	host, port, state := "", 0, "connect"
-	if t.master != nil {
-		host, port, state = t.master.host, t.master.port, "connected"
+	if rp.of != nil {
+		host, port, state = rp.of.host, rp.of.port, "connected"
 	}
 	b := appendArrayLen(c.out, 5)
 	b = appendBulkString(b, "slave")
 	b = appendBulkString(b, host)
 	b = appendInt(b, int64(port))
 	b = appendBulkString(b, state)
-	c.out = appendInt(b, int64(t.status.AppliedIndex))
+	c.out = appendInt(b, rp.offset)
 }
 
 // replicationInfo is INFO replication in cluster mode.
 func (s *Server) replicationInfo() []InfoField {
 	cl := s.router.cluster
-	t, err := s.topology()
+	rp, err := s.replication()
 	if err != nil {
 		s.cfg.Logger.Debug("server: INFO replication", "err", err)
 	}
-	offset := strconv.FormatUint(t.status.AppliedIndex, 10)
+	offset := strconv.FormatInt(rp.offset, 10)
 	var fs []InfoField
 	add := func(name, value string) { fs = append(fs, InfoField{name, value}) }
 	replid := nodeID(cl.Self().ID)
-	if s.router.home.leads() {
-		replicas := t.replicas()
+	if rp.master {
 		add("role", "master")
-		add("connected_slaves", strconv.Itoa(len(replicas)))
+		add("connected_slaves", strconv.Itoa(len(rp.replicas)))
 		fs = s.addGoodReplicas(fs)
-		for i, r := range replicas {
-			add("slave"+strconv.Itoa(i), "ip="+r.host+",port="+strconv.Itoa(r.port)+
-				",state=online,offset="+strconv.FormatInt(t.offset(r), 10)+",lag=0")
+		for i, r := range rp.replicas {
+			add("slave"+strconv.Itoa(i), "ip="+r.n.host+",port="+strconv.Itoa(r.n.port)+
+				",state=online,offset="+strconv.FormatInt(r.offset, 10)+",lag=0")
 		}
 	} else {
 		host, port, link, lastIO := "", "0", "down", "-1"
-		if t.master != nil {
-			host, port, link, lastIO = t.master.host, strconv.Itoa(t.master.port), "up", "0"
-			replid = t.master.nodeID
+		if rp.of != nil {
+			host, port, link, lastIO = rp.of.host, strconv.Itoa(rp.of.port), "up", "0"
+			replid = rp.of.nodeID
 		}
 		add("role", "slave")
 		add("master_host", host)

@@ -18,6 +18,7 @@ import (
 // route by; CLUSTER NODES, which has one line per node, calls a node master
 // when it leads a group and lists the slots of the groups it leads, and
 // calls a node that leads none the replica of its first group's master.
+// CLUSTER REPLICAS, ROLE and INFO replication say the same (nodeRole).
 
 // shard is one group as the topology commands show it.
 type shard struct {
@@ -147,52 +148,144 @@ func (c *client) clusterShardsSharded(shards []shard) {
 	c.out = b
 }
 
-// nodesSharded is CLUSTER NODES's text on a sharded node.
-func (t *topology) nodesSharded(shards []shard) string {
-	var b strings.Builder
+// nodeRole is what the topology commands of a sharded node call one
+// node: the master of the slots of the groups it leads, or else the
+// replica of the master of its first group. Groups are taken in the order
+// of the lowest slot each holds (router.bySlot), so a node's first group
+// is the one its keyless scripts run in (scriptGroup), when it holds it.
+type nodeRole struct {
+	led [][2]int // the slots of the groups it leads, in order
+	// own is the group the node is described by: the first it leads,
+	// else the first it is a replica of; nil: neither.
+	own *shard
+	// master is own's master for a node that leads no group: the master
+	// it is the replica of.
+	master *topoNode
+}
+
+// roles returns the role of each of t's nodes, by index in t.nodes; order
+// is the groups' order (router.bySlot).
+func (t *topology) roles(shards []shard, order []int) []nodeRole {
+	out := make([]nodeRole, len(t.nodes))
 	for i := range t.nodes {
-		n := &t.nodes[i]
-		var led [][2]int
-		var masterOf *topoNode // the master of the first group n follows
-		for j := range shards {
+		n, r := &t.nodes[i], &out[i]
+		var follows *shard
+		for _, j := range order {
 			sh := &shards[j]
 			switch {
 			case sh.master == n:
-				led = append(led, sh.ranges...)
-			case masterOf == nil && sh.serving() && slices.Contains(sh.replicas, n):
-				masterOf = sh.master
+				r.led = append(r.led, sh.ranges...)
+				if r.own == nil {
+					r.own = sh
+				}
+			case follows == nil && sh.serving() && slices.Contains(sh.replicas, n):
+				follows = sh
 			}
 		}
-		slices.SortFunc(led, func(a, b [2]int) int { return a[0] - b[0] })
-		b.WriteString(n.nodeID)
-		b.WriteByte(' ')
-		b.WriteString(n.host + ":" + strconv.Itoa(n.port) + "@" + strconv.Itoa(n.cport))
-		b.WriteByte(' ')
-		if n.self {
-			b.WriteString("myself,")
+		slices.SortFunc(r.led, func(a, b [2]int) int { return a[0] - b[0] })
+		if r.own == nil && follows != nil {
+			r.own, r.master = follows, follows.master
 		}
-		switch {
-		case len(led) > 0:
-			b.WriteString("master - ")
-		case masterOf != nil:
-			b.WriteString("slave " + masterOf.nodeID + " ")
-		default:
-			b.WriteString("slave - ")
-		}
-		b.WriteString("0 0 ")
-		b.WriteString(strconv.FormatUint(t.status.Term, 10))
-		b.WriteString(" connected")
-		for _, r := range led {
-			b.WriteByte(' ')
-			if r[0] == r[1] {
-				b.WriteString(strconv.Itoa(r[0]))
-			} else {
-				b.WriteString(strconv.Itoa(r[0]) + "-" + strconv.Itoa(r[1]))
-			}
-		}
+	}
+	return out
+}
+
+// nodesSharded is CLUSTER NODES's text on a sharded node.
+func (t *topology) nodesSharded(roles []nodeRole) string {
+	var b strings.Builder
+	for i := range t.nodes {
+		b.WriteString(t.lineSharded(&t.nodes[i], &roles[i]))
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// lineSharded is n's line of CLUSTER NODES on a sharded node (without the
+// newline), r its role.
+func (t *topology) lineSharded(n *topoNode, r *nodeRole) string {
+	var b strings.Builder
+	b.WriteString(n.nodeID)
+	b.WriteByte(' ')
+	b.WriteString(n.host + ":" + strconv.Itoa(n.port) + "@" + strconv.Itoa(n.cport))
+	b.WriteByte(' ')
+	if n.self {
+		b.WriteString("myself,")
+	}
+	switch {
+	case len(r.led) > 0:
+		b.WriteString("master - ")
+	case r.master != nil:
+		b.WriteString("slave " + r.master.nodeID + " ")
+	default:
+		b.WriteString("slave - ")
+	}
+	b.WriteString("0 0 ")
+	b.WriteString(strconv.FormatUint(t.status.Term, 10))
+	b.WriteString(" connected")
+	for _, rg := range r.led {
+		b.WriteByte(' ')
+		if rg[0] == rg[1] {
+			b.WriteString(strconv.Itoa(rg[0]))
+		} else {
+			b.WriteString(strconv.Itoa(rg[0]) + "-" + strconv.Itoa(rg[1]))
+		}
+	}
+	return b.String()
+}
+
+// clusterReplicasSharded answers CLUSTER REPLICAS|SLAVES <node-id> on a
+// sharded node: the nodes CLUSTER NODES shows as the node's replicas.
+func (c *client) clusterReplicasSharded(t *topology, roles []nodeRole, id string) {
+	i := slices.IndexFunc(t.nodes, func(n topoNode) bool { return n.nodeID == id })
+	switch {
+	case i < 0:
+		c.out = appendError(c.out, errUnknownNode(id))
+	case len(roles[i].led) == 0:
+		c.out = appendError(c.out, errNotMaster)
+	default:
+		var lines []string
+		for j := range t.nodes {
+			if roles[j].master == &t.nodes[i] {
+				lines = append(lines, t.lineSharded(&t.nodes[j], &roles[j]))
+			}
+		}
+		c.out = appendArrayLen(c.out, len(lines))
+		for _, l := range lines {
+			c.out = appendBulkString(c.out, l)
+		}
+	}
+}
+
+// replicationSharded is what ROLE and INFO replication say of a sharded
+// node, as CLUSTER NODES does: a node that leads a group is a master, at
+// its applied index of the first group it leads, and its replicas are the
+// nodes CLUSTER NODES shows as its replicas, each at the commit index of
+// its own group (which this node leads); a node that leads none is a
+// replica of its first group's master, at its applied index of that
+// group, or, holding no group, a replica of no known master at 0.
+func (s *Server) replicationSharded(t *topology) replication {
+	roles := t.roles(s.shards(t), s.router.bySlot)
+	me := slices.IndexFunc(t.nodes, func(n topoNode) bool { return n.self })
+	if me < 0 {
+		// This node's client address is not known yet: no group names it.
+		return replication{}
+	}
+	r := &roles[me]
+	var rp replication
+	if r.own != nil {
+		rp.offset = int64(r.own.status.AppliedIndex)
+	}
+	if len(r.led) == 0 {
+		rp.of = r.master
+		return rp
+	}
+	rp.master = true
+	for i := range t.nodes {
+		if roles[i].master == &t.nodes[me] {
+			rp.replicas = append(rp.replicas, replicaOffset{&t.nodes[i], int64(roles[i].own.status.CommitIndex)})
+		}
+	}
+	return rp
 }
 
 // infoSharded is CLUSTER INFO's text on a sharded node: ok while every

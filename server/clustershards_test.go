@@ -216,3 +216,113 @@ func TestShardedKeylessReadsLinearizable(t *testing.T) {
 		t.Errorf("DBSIZE on n2 with a failing barrier: %q", got)
 	}
 }
+
+// TestShardedRole: ROLE, INFO replication, HELLO and CLUSTER REPLICAS say
+// of each node what CLUSTER NODES does: each node leading a group is a
+// master without replicas; once n1 leads both groups, n2 is the replica
+// of n1, its first group's master, at its applied index of that group,
+// and n1 lists it at the group's commit index.
+func TestShardedRole(t *testing.T) {
+	p := startShardedPair(t)
+	id1, id2 := nodeID("n1"), nodeID("n2")
+	port1, port2 := portOf(t, p.n1), portOf(t, p.n2)
+	n1, n2 := dialRaw(t, p.n1), dialRaw(t, p.n2)
+	master := "*3\r\n" + bulk("master") + ":10\r\n*0\r\n"
+	for _, rc := range []*rawConn{n1, n2} {
+		if got := rc.do("ROLE"); got != master {
+			t.Errorf("ROLE of a node leading a group: %q, want %q", got, master)
+		}
+		if got := rc.do("INFO", "replication"); !strings.Contains(got, "\r\nrole:master\r\nconnected_slaves:0\r\n") {
+			t.Errorf("INFO replication of a node leading a group: %q", got)
+		}
+	}
+	if got := n2.do("CLUSTER", "REPLICAS", id1); got != "*0\r\n" {
+		t.Errorf("CLUSTER REPLICAS of n1: %q", got)
+	}
+
+	leadBoth(t, p)
+	if got, want := n1.do("ROLE"), "*3\r\n"+bulk("master")+":10\r\n*1\r\n*3\r\n"+bulk("127.0.0.1")+bulk(port2)+bulk("11"); got != want {
+		t.Errorf("ROLE on n1, leading both groups: %q, want %q", got, want)
+	}
+	if got, want := n2.do("ROLE"), "*5\r\n"+bulk("slave")+bulk("127.0.0.1")+":"+port1+"\r\n"+bulk("connected")+":10\r\n"; got != want {
+		t.Errorf("ROLE on n2, leading none: %q, want %q", got, want)
+	}
+	if got := n1.do("INFO", "replication"); !strings.Contains(got, "\r\nrole:master\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port="+port2+",state=online,offset=11,lag=0\r\n") {
+		t.Errorf("INFO replication on n1: %q", got)
+	}
+	info := n2.do("INFO", "replication")
+	for _, want := range []string{"\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:" + port1 + "\r\nmaster_link_status:up\r\n",
+		"slave_repl_offset:10\r\n", "master_replid:" + id1 + "\r\n", "master_repl_offset:10\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO replication on n2 lacks %q:\n%s", want, info)
+		}
+	}
+	line := id2 + " " + p.n2.Addr().String() + "@17002 slave " + id1 + " 0 0 2 connected"
+	if got := n2.do("CLUSTER", "NODES"); !strings.Contains(got, "\n"+strings.Replace(line, " slave", " myself,slave", 1)+"\n") {
+		t.Errorf("CLUSTER NODES on n2 lacks n2 as n1's replica: %q", got)
+	}
+	if got, want := n1.do("CLUSTER", "REPLICAS", id1), "*1\r\n"+bulk(line); got != want {
+		t.Errorf("CLUSTER REPLICAS of n1: %q, want %q", got, want)
+	}
+	if got := n1.do("CLUSTER", "SLAVES", id2); got != "-"+errNotMaster+"\r\n" {
+		t.Errorf("CLUSTER SLAVES of n2, which leads no group: %q", got)
+	}
+	if got := n2.do("HELLO", "3"); !strings.Contains(got, bulk("role")+bulk("replica")) {
+		t.Errorf("HELLO on n2: %q", got)
+	}
+	if got := n1.do("HELLO", "3"); !strings.Contains(got, bulk("role")+bulk("master")) {
+		t.Errorf("HELLO on n1: %q", got)
+	}
+}
+
+// leadBoth hands group 1's leadership to n1, which then leads both groups
+// of p, and n2 none.
+func leadBoth(t *testing.T, p *shardedPair) {
+	t.Helper()
+	members := []Member{
+		{ID: "n1", RaftAddr: "127.0.0.1:17001", RESPAddr: p.n1.Addr().String(), Leader: true, Voter: true},
+		{ID: "n2", RaftAddr: "127.0.0.1:17002", RESPAddr: p.n2.Addr().String(), Voter: true},
+	}
+	lead := &fakeCluster{selfID: "n1", term: 2}
+	lead.set(func(f *fakeCluster) { f.members, f.leaderOK = members, true })
+	prop := &replicatingProposer{stores: []*fsm.Store{p.stores[0][1], p.stores[1][1]}}
+	if err := p.n1.SetLocalGroup(1, &Group{Store: p.stores[0][1], Proposer: prop, Raft: lead}); err != nil {
+		t.Fatal(err)
+	}
+	p.fakes[0][1] = lead
+	p.fakes[1][1].set(func(f *fakeCluster) { f.members = members })
+}
+
+// TestShardedKeylessScriptFollower: a node that leads no group runs a
+// script without keys in its first group, on that group's leader, from a
+// READONLY connection too, which is redirected only for a script that
+// declares keys, to their slot.
+func TestShardedKeylessScriptFollower(t *testing.T) {
+	p := startShardedPair(t)
+	leadBoth(t, p)
+	k0, k1 := keyIn(0, 2, 0), keyIn(1, 2, 0)
+	set := "return redis.call('SET', ARGV[1], 'v')"
+	nonLocal := "-" + errScriptNonLocal + " script: "
+	rc, ro := dialRaw(t, p.n2), dialRaw(t, p.n2)
+	ro.do("READONLY")
+	for _, step := range []struct {
+		rc   *rawConn
+		cmd  []string
+		want string
+	}{
+		{rc, []string{"EVAL", set, "0", k0}, "+OK\r\n"},
+		{rc, []string{"EVAL", set, "0", k1}, nonLocal},
+		{ro, []string{"EVAL", set, "0", k0}, "+OK\r\n"},
+		{ro, []string{"EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", k0},
+			fmt.Sprintf("-MOVED %d %s\r\n", fsm.KeySlot(k0), p.n1.Addr())},
+	} {
+		if got := step.rc.do(step.cmd...); !strings.HasPrefix(got, step.want) {
+			t.Errorf("%q on n2: %q, want %q", step.cmd, got, step.want)
+		}
+	}
+	for n := range 2 {
+		if got := keysOf(p.stores[n][0]); len(got) != 1 || got[0] != k0 {
+			t.Errorf("node %d's group 0 holds %q, want [%s]", n+1, got, k0)
+		}
+	}
+}

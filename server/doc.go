@@ -141,7 +141,9 @@
 // CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, REPLICAS and HELP,
 // ROLE and INFO replication describe one shard owning all 16384 slots,
 // the leader its master and the other members (those whose client address
-// is known) its replicas, with node ids hex(sha1(member ID)). KVS.JOIN,
+// is known) its replicas, with node ids hex(sha1(member ID)); on a sharded
+// node, a shard per group holding slots, and ROLE and INFO replication say
+// of the node what CLUSTER NODES does (clustershards.go). KVS.JOIN,
 // KVS.REMOVE (relayed to the leader from a follower) and KVS.STATUS
 // administer the cluster. Only the leader runs active expiry. Without a
 // Cluster, CLUSTER, READONLY, READWRITE and the cluster's KVS.* commands

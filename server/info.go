@@ -58,7 +58,7 @@ func runInfo(c *client, args [][]byte) {
 	var st storeStats
 	ok := true
 	if slices.Contains(want, "memory") {
-		st.scripts, ok = s.cfg.Store.ScriptStatsServing()
+		st.scripts, ok = s.scriptStore().ScriptStatsServing()
 	}
 	if ok && slices.Contains(want, "keyspace") {
 		// The groups this node leads, as DBSIZE counts them (keyless.go).

@@ -42,6 +42,9 @@ type splitPair struct {
 	// stores[node][group]; nil where the node holds no replica.
 	stores [2][3]*fsm.Store
 	fakes  [2][3]*fakeCluster
+	// remotes[node] tells the node where the groups it holds no replica
+	// of are.
+	remotes [2]*fakeRemote
 }
 
 func startSplitPair(t *testing.T) *splitPair {
@@ -84,7 +87,7 @@ func startSplitPair(t *testing.T) *splitPair {
 		// The other node's group, as the metadata tells it.
 		remotes[n].members = map[int][]Member{2 - n: {member(1-n, true)}}
 	}
-	p.n1, p.n2 = servers[0], servers[1]
+	p.n1, p.n2, p.remotes = servers[0], servers[1], remotes
 	return p
 }
 
@@ -185,5 +188,96 @@ func TestRemoteGroups(t *testing.T) {
 	}
 	if err := p.n1.SetLocalGroup(0, nil); err == nil {
 		t.Error("SetLocalGroup took the home group away")
+	}
+}
+
+// TestKeylessScriptGroups: on a cluster whose meta group holds no slots, a
+// script without keys runs in the data group the node leads, EVAL, EVAL_RO,
+// EVALSHA, FCALL, in a transaction too, and touches that group's keys, not
+// the other's; a node that holds no data group sends it to the leader of
+// slot 0's group, from a READONLY connection too, and says it follows no
+// master.
+func TestKeylessScriptGroups(t *testing.T) {
+	p := startSplitPair(t)
+	k1, k2 := keyIn(0, 2, 0), keyIn(1, 2, 0) // of groups 1 and 2
+	nonLocal := "-" + errScriptNonLocal + " script: "
+	set := "return redis.call('SET', ARGV[1], ARGV[2])"
+	get := "return redis.call('GET', ARGV[1])"
+	lib := "#!lua name=lib\nredis.register_function('setf', function(keys, args) return redis.call('SET', args[1], 'f') end)"
+	n1, n2 := dialRaw(t, p.n1), dialRaw(t, p.n2)
+	if got := n1.do("FUNCTION", "LOAD", lib); got != bulk("lib") {
+		t.Fatalf("FUNCTION LOAD: %q", got)
+	}
+	for _, step := range []struct {
+		rc   *rawConn
+		cmd  []string
+		want string
+	}{
+		{n1, []string{"EVAL", set, "0", k1, "a"}, "+OK\r\n"},
+		{n1, []string{"EVAL", set, "0", k2, "a"}, nonLocal},
+		{n1, []string{"EVAL_RO", get, "0", k1}, bulk("a")},
+		{n1, []string{"EVALSHA", fsm.ScriptSHA([]byte(set)), "0", k1, "b"}, "+OK\r\n"},
+		{n1, []string{"SCRIPT", "EXISTS", fsm.ScriptSHA([]byte(set))}, "*1\r\n:1\r\n"},
+		{n1, []string{"FCALL", "setf", "0", k1}, "+OK\r\n"},
+		{n1, []string{"FCALL", "setf", "0", k2}, nonLocal},
+		{n1, []string{"MULTI"}, "+OK\r\n"},
+		{n1, []string{"EVAL", get, "0", k1}, "+QUEUED\r\n"},
+		{n1, []string{"EXEC"}, "*1\r\n" + bulk("f")},
+		{n2, []string{"EVAL", set, "0", k2, "c"}, "+OK\r\n"},
+		{n2, []string{"EVAL", set, "0", k1, "c"}, nonLocal},
+	} {
+		if got := step.rc.do(step.cmd...); !strings.HasPrefix(got, step.want) {
+			t.Errorf("%q: %q, want %q", step.cmd, got, step.want)
+		}
+	}
+	if got := keysOf(p.stores[0][1]); len(got) != 1 || got[0] != k1 {
+		t.Errorf("n1's group 1 holds %q, want [%s]", got, k1)
+	}
+	if got := n1.do("INFO", "memory"); !strings.Contains(got, "\r\nnumber_of_cached_scripts:2\r\n") || !strings.Contains(got, "\r\nnumber_of_libraries:1\r\n") {
+		t.Errorf("INFO memory on n1 does not count the two scripts EVAL cached and the library: %q", got)
+	}
+	if got := keysOf(p.stores[1][2]); len(got) != 1 || got[0] != k2 {
+		t.Errorf("n2's group 2 holds %q, want [%s]", got, k2)
+	}
+
+	// Group 1 moves to n2, and n1 holds no data group.
+	st := fsm.NewStore()
+	st.Apply(1, 0, []fsm.Command{{Op: fsm.OpFunctionLoad, Args: [][]byte{[]byte(lib)}}})
+	p.n2.PrepareGroupStore(1, st)
+	lead := &fakeCluster{selfID: "n2", term: 2}
+	lead.set(func(f *fakeCluster) {
+		f.members, f.leaderOK = []Member{{ID: "n2", RESPAddr: p.n2.Addr().String(), Leader: true, Voter: true}}, true
+	})
+	if err := p.n2.SetLocalGroup(1, &Group{Store: st, Proposer: &replicatingProposer{stores: []*fsm.Store{st}}, Raft: lead}); err != nil {
+		t.Fatal(err)
+	}
+	p.remotes[0].mu.Lock()
+	p.remotes[0].members[1] = lead.members
+	p.remotes[0].mu.Unlock()
+	if err := p.n1.SetLocalGroup(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	ro := dialRaw(t, p.n1)
+	ro.do("READONLY")
+	for _, step := range []struct {
+		rc   *rawConn
+		cmd  []string
+		want string
+	}{
+		{n1, []string{"EVAL", set, "0", k1, "d"}, "+OK\r\n"},
+		{n1, []string{"EVAL_RO", get, "0", k1}, bulk("d")},
+		{ro, []string{"EVAL", set, "0", k1, "e"}, "+OK\r\n"},
+		{ro, []string{"FCALL", "setf", "0", k2}, nonLocal},
+		{n1, []string{"ROLE"}, "*5\r\n" + bulk("slave") + bulk("") + ":0\r\n" + bulk("connect") + ":0\r\n"},
+	} {
+		if got := step.rc.do(step.cmd...); !strings.HasPrefix(got, step.want) {
+			t.Errorf("%q on n1, holding no data group: %q, want %q", step.cmd, got, step.want)
+		}
+	}
+	if got := keysOf(st); len(got) != 1 || got[0] != k1 {
+		t.Errorf("n2's new replica of group 1 holds %q, want [%s]", got, k1)
+	}
+	if got := n1.do("CLUSTER", "NODES"); !strings.Contains(got, " myself,slave - 0 0 2 connected\n") {
+		t.Errorf("CLUSTER NODES on n1, holding no data group: %q", got)
 	}
 }

@@ -339,16 +339,15 @@ func (c *client) redirectKeyedWrites() {
 	c.batch = kept
 }
 
-// writeKey returns the first key a write names, if it names one.
+// writeKey returns the first key a write names, if it names one: not a
+// script's body or function name, nor a script that declares no keys,
+// which is forwarded, having no slot to be redirected by.
 func writeKey(cmd *fsm.Command) ([]byte, bool) {
-	if !cmd.Op.IsWrite() || len(cmd.Args) == 0 {
+	keys, all := cmd.Keys()
+	if all || len(keys) == 0 {
 		return nil, false
 	}
-	switch cmd.Op {
-	case fsm.OpFlushAll, fsm.OpDelExpired:
-		return nil, false
-	}
-	return cmd.Args[0], true
+	return keys[0], true
 }
 
 // runForward answers KVS.FORWARD <request> [user [group]] on the group's

@@ -49,6 +49,12 @@ type router struct {
 	// of its command, and a store, once handed over, stays valid after.
 	groups []atomic.Pointer[groupRef]
 	slots  []uint16
+	// bySlot are the indexes of the groups that hold slots, in the order
+	// of the lowest slot each holds (nil with one group): the order in
+	// which a sharded node's first group is found, which runs its
+	// keyless scripts (scriptGroup) and says what ROLE and CLUSTER NODES
+	// call it (clustershards.go).
+	bySlot []int
 	remote Remote
 	// mu serializes SetLocalGroup with the changes every local store gets
 	// alike (hooks, encoding limits, notification classes): a store
@@ -124,6 +130,13 @@ func (r *router) init(cfg *Config) {
 		r.slots = cfg.Slots
 		for i, g := range cfg.Groups[1:] {
 			r.groups[i+1].Store(&groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1})
+		}
+		seen := make([]bool, len(cfg.Groups))
+		for _, g := range r.slots {
+			if !seen[g] {
+				seen[g] = true
+				r.bySlot = append(r.bySlot, int(g))
+			}
 		}
 	}
 }
@@ -236,6 +249,28 @@ func (s *Server) scriptBusy() fsm.Busy {
 		}
 	}
 	return fsm.NotBusy
+}
+
+// busyGroup is the group whose store runs the node's busy script, nil
+// when none does.
+func (s *Server) busyGroup() *groupRef {
+	for g := range s.router.local() {
+		if g.store.ScriptBusy() != fsm.NotBusy {
+			return g
+		}
+	}
+	return nil
+}
+
+// scriptRunning reports whether the store of one of the node's groups
+// runs a script.
+func (s *Server) scriptRunning() bool {
+	for g := range s.router.local() {
+		if g.store.ScriptRunning() {
+			return true
+		}
+	}
+	return false
 }
 
 // setHooks gives st the server's hooks, and the busy threshold in force.

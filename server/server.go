@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kvs/config"
+	"kvs/fsm"
 )
 
 // Server is a RESP server over one fsm.Store. Create it with New; start it
@@ -160,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.router.init(&s.cfg)
 	s.peers = newPeerPool(cfg.ForwardTimeout, s.dialNode, s.peerLogin)
-	s.peers.applyingScript = cfg.Store.ScriptRunning
+	s.peers.applyingScript = s.scriptRunning
 	s.saves.last = s.started // as Redis, which counts its start as a save
 	s.memSaver.s = s
 	s.acl.cmds, s.acl.file = newACLCommands(s.commands), cfg.ACLFile
@@ -502,7 +503,7 @@ func (s *Server) beginStop() bool {
 	}
 	// A script holding the store would hold the stop up, and no client can
 	// kill it now: those a kill leaves no replica differing over end.
-	s.cfg.Store.StopScripts()
+	s.router.stores((*fsm.Store).StopScripts)
 	return true
 }
 

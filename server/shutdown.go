@@ -58,7 +58,7 @@ func runShutdown(c *client, args [][]byte) {
 		return
 	}
 	s := c.s
-	if busy := s.cfg.Store.ScriptBusy(); busy != fsm.NotBusy {
+	if busy := s.scriptBusy(); busy != fsm.NotBusy {
 		if !nosave {
 			c.out = appendError(c.out, errBusy(busy))
 			return

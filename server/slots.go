@@ -14,7 +14,8 @@ import (
 // maxmemory (getNodeByQuery), and so does admit. In a transaction
 // each command is checked as it is queued, and EXEC checks that all of
 // them share one slot: it runs on one group. A command without keys runs
-// on the home group, unless it answers for the whole node (keyless.go).
+// on the home group, unless it answers for the whole node (keyless.go) or
+// runs scripts (scriptGroup).
 
 // errCrossSlot is Redis Cluster's refusal of keys in different slots.
 const errCrossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
@@ -82,6 +83,11 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 			return errCrossSlot
 		}
 		c.grp = r.groupOf(slot)
+		if slot == noSlot {
+			// The scripts it may hold touch the node's own keys, as a
+			// keyless script does outside one.
+			c.grp = r.scriptGroup()
+		}
 		return ""
 	}
 	slot, ok := commandSlot(spec, args, &c.slotKeys)
@@ -98,6 +104,10 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 		}
 	}
 	c.grp = r.groupOf(slot)
+	if slot == noSlot && cmd.group == "scripting" {
+		// A script without keys runs on this node's own keys.
+		c.grp = r.scriptGroup()
+	}
 	if slot != noSlot && c.grp.remote() && (c.readonly && !c.peer || cmd.parse == nil) {
 		return c.s.movedTo(c.grp, slot)
 	}
@@ -117,4 +127,57 @@ func (s *Server) movedTo(g *groupRef, slot int) string {
 		return errProposal(fmt.Errorf("%w known for slot %d's group", ErrNoLeader, slot), false)
 	}
 	return errMoved(slot, l.RESPAddr)
+}
+
+// scriptGroup is the group in which a sharded node runs what touches
+// scripts without naming keys: EVAL, EVALSHA, FCALL and their _RO forms
+// with no keys, the SCRIPT and
+// FUNCTION subcommands that are not written to every group (SCRIPT
+// EXISTS, FUNCTION LIST, DUMP and STATS), and a transaction whose
+// commands name no key. A Redis Cluster node runs such a script on its
+// own slots; a kvs node runs it in one group, its first: of the groups
+// it leads, the one holding the lowest slot; else, of those it holds a
+// replica of, the one holding the lowest slot (a script that may write is
+// then forwarded to that group's leader, as any write); else, holding no
+// data group, the group of slot 0, on its leader. A call on a key of
+// another group fails as a keyed script's does (errScriptNonLocal). The
+// script's entry is in that group's log, whose store refuses the same
+// keys wherever and whenever it applies it.
+func (r *router) scriptGroup() *groupRef {
+	var held *groupRef
+	for _, i := range r.bySlot {
+		g := r.group(i)
+		if g.leads() {
+			return g
+		}
+		if held == nil && !g.remote() {
+			held = g
+		}
+	}
+	if held != nil {
+		return held
+	}
+	return r.group(r.bySlot[0])
+}
+
+// scriptStore is the store whose scripts and functions INFO memory counts:
+// on a sharded node, that of the group its keyless scripts run in, which
+// caches what they EVAL besides what every group holds, when the node
+// holds it; otherwise the home's.
+func (s *Server) scriptStore() *fsm.Store {
+	if s.router.sharded() {
+		if g := s.router.scriptGroup(); !g.remote() {
+			return g.store
+		}
+	}
+	return s.cfg.Store
+}
+
+// leadsSlots reports whether this node leads a group that holds slots:
+// whether ROLE, HELLO and CLUSTER NODES call it a master.
+func (r *router) leadsSlots() bool {
+	if !r.sharded() {
+		return r.home.leads()
+	}
+	return r.scriptGroup().leads()
 }

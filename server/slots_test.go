@@ -13,7 +13,7 @@ import (
 
 // startSharded runs a server whose slots are spread evenly over n memory
 // groups, and returns it with the groups' stores.
-func startSharded(t *testing.T, n int) (*Server, []*fsm.Store) {
+func startSharded(t *testing.T, n int, opts ...func(*Config)) (*Server, []*fsm.Store) {
 	t.Helper()
 	var groups []Group
 	var stores []*fsm.Store
@@ -26,8 +26,11 @@ func startSharded(t *testing.T, n int) (*Server, []*fsm.Store) {
 	for s := range slots {
 		slots[s] = uint16(s * n / fsm.ClusterSlots)
 	}
-	s := startServer(t, Config{Store: stores[0], Groups: groups, Slots: slots})
-	return s, stores
+	cfg := Config{Store: stores[0], Groups: groups, Slots: slots}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return startServer(t, cfg), stores
 }
 
 // keyIn returns a key whose slot is in group g of n (even split), the
@@ -355,5 +358,81 @@ func TestShardedShardChannels(t *testing.T) {
 	}
 	if got := rc.do("SSUBSCRIBE", "{c}1", "{c}2"); !strings.HasPrefix(got, "*3\r\n$10\r\nssubscribe\r\n") {
 		t.Errorf("SSUBSCRIBE in one slot: %q", got)
+	}
+}
+
+// TestShardedScriptReplay: a script's calls are checked against the group
+// of the store that applies its entry, with the parser InstallScriptParser
+// gives the stores of a node's groups before they replay their logs: the
+// same entry touches a key of its own group and is refused another's,
+// whatever node or replay applies it.
+func TestShardedScriptReplay(t *testing.T) {
+	stores := []*fsm.Store{fsm.NewStore(), fsm.NewStore(), fsm.NewStore()}
+	slots := make([]uint16, fsm.ClusterSlots)
+	for s := range slots {
+		slots[s] = uint16(1 + s*2/fsm.ClusterSlots)
+	}
+	InstallScriptParser(Config{Store: stores[0], Groups: []Group{{Store: stores[0]}, {Store: stores[1]}, {Store: stores[2]}}, Slots: slots})
+	keys := []string{"", keyIn(0, 2, 0), keyIn(1, 2, 0)} // of groups 1 and 2
+	eval := func(key string) fsm.Command {
+		return fsm.Command{Op: fsm.OpEval, Args: [][]byte{[]byte("return redis.call('SET', ARGV[1], 'v')"), []byte(key)}}
+	}
+	for g := 1; g <= 2; g++ {
+		other := keys[3-g]
+		r := stores[g].Apply(1, 0, []fsm.Command{eval(keys[g]), eval(other)})
+		if r[0].Kind != fsm.ReplyStatus || r[0].Str != "OK" {
+			t.Errorf("group %d's entry on its own key: %+v", g, r[0])
+		}
+		if r[1].Kind != fsm.ReplyError || !strings.HasPrefix(r[1].Str, errScriptNonLocal) {
+			t.Errorf("group %d's entry on group %d's key: %+v", g, 3-g, r[1])
+		}
+		if got := keysOf(stores[g]); len(got) != 1 || got[0] != keys[g] {
+			t.Errorf("group %d holds %q, want [%s]", g, got, keys[g])
+		}
+	}
+	if r := stores[0].Apply(1, 0, []fsm.Command{eval(keys[1])}); r[0].Kind != fsm.ReplyError || !strings.HasPrefix(r[0].Str, errScriptNonLocal) {
+		t.Errorf("the meta group's entry on a key: %+v", r[0])
+	}
+}
+
+// TestShardedBusyScript: a script busy in a group other than the home is
+// the one FUNCTION STATS shows and SCRIPT KILL and FUNCTION KILL stop.
+func TestShardedBusyScript(t *testing.T) {
+	for _, m := range busyModes {
+		t.Run(m.name, func(t *testing.T) {
+			const n = 3
+			s, _ := startSharded(t, n, func(c *Config) { c.ConnGoroutines = m.goroutines })
+			a := dialRaw(t, s)
+			probes := busyProbes(t, s)
+			k := keyIn(2, n, 0)
+			code := "#!lua name=spin\nredis.register_function{function_name='spin', callback=function(keys, args) while true do end end, flags={'no-writes'}}"
+			if r := a.do("FUNCTION", "LOAD", code); r != bulk("spin") {
+				t.Fatal(r)
+			}
+			a.send(encodeCommand("FCALL", "spin", "1", k))
+			busyFn := "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+			waitBusyReply(t, probes, busyFn)
+			p := probes[0]
+			if r := p.do("FUNCTION", "STATS"); !strings.Contains(r, "running_script") || !strings.Contains(r, bulk("spin")) {
+				t.Errorf("FUNCTION STATS of a function busy in group 2: %q", r)
+			}
+			if r := p.do("SCRIPT", "KILL"); r != busyFn {
+				t.Errorf("SCRIPT KILL of a function: %q", r)
+			}
+			if r := p.do("FUNCTION", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("FUNCTION KILL: %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the function's reply: %q", r)
+			}
+			a.send(encodeCommand("EVAL", "while true do end", "1", k))
+			waitBusyReply(t, probes, busyEvalText)
+			if r := p.do("SCRIPT", "KILL"); r != "+OK\r\n" {
+				t.Fatalf("SCRIPT KILL: %q", r)
+			}
+			if r := a.reply(); !strings.HasPrefix(r, "-"+fsm.ErrScriptKilled) {
+				t.Fatalf("the script's reply: %q", r)
+			}
+		})
 	}
 }

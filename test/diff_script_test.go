@@ -15,7 +15,8 @@ import (
 // and RESP both ways, in RESP2 and with redis.setresp(3), Lua's own
 // errors, numbers and libraries (cjson, cmsgpack, struct, bit), the
 // sandbox, and libraries of functions that the generator loads, replaces,
-// deletes and calls.
+// deletes and calls; and scripts and a function that declare no keys and
+// touch some (diffKeylessScripts).
 //
 // Left out, as docs/compatibility.md documents them as differing:
 // math.random without math.randomseed and TIME (seeded and taken from the
@@ -396,7 +397,8 @@ var diffLibraries = []string{
 		"redis.register_function('d_keys', function(keys, args) return KEYS end)\n" +
 		"redis.register_function{function_name='d_ro_write', callback=function(keys, args) return redis.call('SET', keys[1], 'x') end, flags={'no-writes'}}\n" +
 		"redis.register_function('D_Mixed', function(keys, args) return {keys, args} end)\n" +
-		"redis.register_function('d_pub', function(keys, args) return redis.call('PUBLISH', 'nobody-listens', args[1] or '') end)",
+		"redis.register_function('d_pub', function(keys, args) return redis.call('PUBLISH', 'nobody-listens', args[1] or '') end)\n" +
+		"redis.register_function('d_argset', function(keys, args) return redis.call('SET', args[1], args[2]) end)",
 	"#!lua name=dshadow\nredis.register_function('d_incr', function(keys, args) return 'shadow' end)",
 	// Libraries that do not load, each for its own error.
 	"#!lua name=dbad\nreturn 1",
@@ -419,6 +421,22 @@ var diffLibraries = []string{
 	"#!lua NAME=dbad\nredis.register_function('test\\0test', function() end)",
 }
 
+// diffKeylessScripts declare no keys and touch ARGV[1], one of
+// diffKeylessKeys: the shared keys whose slots (449, 4576, 325, 4452) are
+// in the first third of the slots. A one-node kvs cluster of three groups
+// runs a script without keys in the group holding them, as a Redis
+// Cluster node serving every slot runs it on any key.
+var (
+	diffKeylessScripts = []string{
+		`return redis.call('SET', ARGV[1], ARGV[2])`,
+		`return redis.call('GET', ARGV[1])`,
+		`return redis.pcall('INCR', ARGV[1])`,
+		`redis.call('DEL', ARGV[1]) redis.call('RPUSH', ARGV[1], 'a', ARGV[2]) return redis.call('LRANGE', ARGV[1], 0, -1)`,
+		`return {redis.call('EXISTS', ARGV[1]), redis.call('TYPE', ARGV[1])}`,
+	}
+	diffKeylessKeys = []string{"k2", "k3", "k6", "k7"}
+)
+
 var diffFunctions = []string{"d_incr", "D_INCR", "d_get", "d_tag", "d_err", "d_raise", "d_resp3", "d_keys", "d_ro_write", "d_mixed", "d_pub", "nosuch"}
 
 func scriptSHA(body string) string {
@@ -440,7 +458,12 @@ func genScriptCommand(g *cmdGen) []string {
 		return append(out, g.pick("5", "v", "-1", "3.5", ""), g.value())
 	}
 	body := g.pick(diffScripts...)
-	switch g.r.Intn(20) {
+	switch g.r.Intn(22) {
+	case 20:
+		cmd := g.pick("EVAL", "EVAL", "EVAL_RO")
+		return []string{cmd, g.pick(diffKeylessScripts...), "0", g.pick(diffKeylessKeys...), g.value()}
+	case 21:
+		return []string{"FCALL", "d_argset", "0", g.pick(diffKeylessKeys...), g.value()}
 	case 0, 1, 2, 3, 4, 5:
 		return append([]string{"EVAL", body}, keysArgs(2)...)
 	case 6, 7:

@@ -104,9 +104,11 @@ func waitSpread(t *testing.T, nodes []*Node) {
 // TestShardedCluster: three nodes, three groups. go-redis's ClusterClient
 // writes and reads through CLUSTER SLOTS, a plain client's writes to any
 // node are forwarded to their group's leader, keys of different slots get
-// CROSSSLOT, a node killed under load loses no acknowledged write and its
-// groups fail over, and a node joining with --join learns the group count
-// and gets its replicas (three a group on four nodes: a replica of each).
+// CROSSSLOT, a script without keys runs in the group its node leads, a
+// node killed under load loses no acknowledged write and its groups fail
+// over, and a node joining with --join learns the group count and gets its
+// replicas (three a group on four nodes: a replica of each); ROLE says of
+// each node what CLUSTER NODES does.
 func TestShardedCluster(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, "--groups", "3")
@@ -140,6 +142,7 @@ func TestShardedCluster(t *testing.T) {
 	if v := rc.Do("MSET", "{u}a", "1", "{u}b", "2"); v.Str != "OK" {
 		t.Errorf("MSET in one slot: %s", v)
 	}
+	checkKeylessScripts(t, nodes)
 
 	// A node with another group count is refused.
 	odd := newClusterNode(t, "n9", "--groups", "2")
@@ -188,6 +191,7 @@ func TestShardedCluster(t *testing.T) {
 		return nil
 	})
 	load.verifyEach(t, n4)
+	checkRoles(t, append(nodes, n4))
 	// kvs remove takes n4 out of group 0, and every group follows.
 	if out, code := runKVS(t, clusterWait, "remove", nodes[0].Addr, "n4"); code != 0 {
 		t.Fatalf("kvs remove n4: exit %d\n%s", code, out)
@@ -265,6 +269,98 @@ func TestShardedCluster(t *testing.T) {
 	out, code := runKVS(t, clusterWait, "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "GROUP") || !strings.Contains(out, "10923-16383") {
 		t.Errorf("kvs status: exit %d\n%s", code, out)
+	}
+}
+
+// checkKeylessScripts checks, on each of nodes (each leading one group),
+// that a script without keys runs in the group the node leads: it writes
+// a key of that group's slots, and a key of another's is refused with
+// Redis Cluster's error; and that ROLE calls the node a master without
+// replicas, as CLUSTER NODES, where every node is a master, does.
+func checkKeylessScripts(t *testing.T, nodes []*Node) {
+	t.Helper()
+	set := "return redis.call('SET', ARGV[1], 'v')"
+	for _, n := range nodes {
+		waitFor(t, "a keyless script on "+n.Name+" to run in the group it leads", func() error {
+			masters, err := shardMasters(n.Addr)
+			if err != nil {
+				return err
+			}
+			var own [2]int
+			if _, err := fmt.Sscanf(masters[n.Addr], "%d-%d", &own[0], &own[1]); err != nil {
+				return fmt.Errorf("%s leads %q", n.Name, masters[n.Addr])
+			}
+			other := [2]int{own[1] + 1, 16383}
+			if own[1] == 16383 {
+				other = [2]int{0, own[0] - 1}
+			}
+			rc := dialRaw(t, n.Addr)
+			if v := rc.Do("EVAL", set, "0", keyInSlots("ks", own)); v.Str != "OK" {
+				return fmt.Errorf("EVAL without keys on a key of %v: %s", own, v)
+			}
+			if v := rc.Do("EVAL", set, "0", keyInSlots("ks", other)); !strings.HasPrefix(v.Str, "ERR Script attempted to access a non local key in a cluster node") {
+				return fmt.Errorf("EVAL without keys on a key of %v: %s", other, v)
+			}
+			if v := rc.Do("ROLE"); len(v.Elems) != 3 || v.Elems[0].Str != "master" || len(v.Elems[2].Elems) != 0 {
+				return fmt.Errorf("ROLE: %s", v)
+			}
+			return nil
+		})
+	}
+}
+
+// checkRoles checks that ROLE on each of nodes says what the node's own
+// CLUSTER NODES says of it: a master, with the nodes shown as its
+// replicas, or the replica of the master shown. Leaderships may be
+// moving: the two are polled until they agree.
+func checkRoles(t *testing.T, nodes []*Node) {
+	t.Helper()
+	for _, n := range nodes {
+		waitFor(t, "ROLE on "+n.Name+" to agree with its CLUSTER NODES", func() error {
+			rc := dialRaw(t, n.Addr)
+			text := rc.Do("CLUSTER", "NODES").Str
+			addrs := map[string]string{} // node id -> host:port
+			var me []string
+			for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+				f := strings.Fields(line)
+				if len(f) < 8 {
+					return fmt.Errorf("CLUSTER NODES line %q", line)
+				}
+				addrs[f[0]] = strings.Split(f[1], "@")[0]
+				if strings.HasPrefix(f[2], "myself,") {
+					me = f
+				}
+			}
+			var replicas []string
+			for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+				if f := strings.Fields(line); me != nil && f[3] == me[0] {
+					replicas = append(replicas, addrs[f[0]])
+				}
+			}
+			role := rc.Do("ROLE")
+			switch {
+			case me == nil:
+				return fmt.Errorf("no myself line in %q", text)
+			case me[2] == "myself,master":
+				if len(role.Elems) != 3 || role.Elems[0].Str != "master" || len(role.Elems[2].Elems) != len(replicas) {
+					return fmt.Errorf("ROLE %s of a master whose replicas are %v", role, replicas)
+				}
+				for i, r := range role.Elems[2].Elems {
+					if addr := r.Elems[0].Str + ":" + r.Elems[1].Str; addr != replicas[i] {
+						return fmt.Errorf("ROLE %s of a master whose replicas are %v", role, replicas)
+					}
+				}
+			default:
+				want := addrs[me[3]]
+				if me[3] == "-" {
+					want = ":0" // holding no group, it follows no master
+				}
+				if len(role.Elems) != 5 || role.Elems[0].Str != "slave" || role.Elems[1].Str+":"+role.Elems[2].Str != want {
+					return fmt.Errorf("ROLE %s of the replica of %s", role, want)
+				}
+			}
+			return nil
+		})
 	}
 }
 
