@@ -13,6 +13,9 @@ const DefaultUserLine = "on nopass ~* &* +@all"
 type Table struct {
 	Gen   uint64 // the store's ACL generation it was compiled at
 	Users map[string]*User
+	// Lines is the rule line each user of Users was compiled from (the
+	// default user's DefaultUserLine when the store has none).
+	Lines map[string]string
 	Names []string // sorted
 	// AuthRequired: the default user has a password or is off, so a new
 	// connection must AUTH (authRequired in Redis's networking.c).
@@ -25,7 +28,7 @@ type Table struct {
 // admitted with wrong rights), and is reported to bad: lines are
 // validated before they are proposed, so it came from another version.
 func Compile(ac *Commands, gen uint64, lines map[string]string, bad func(name string, err error)) *Table {
-	t := &Table{Gen: gen, Users: make(map[string]*User, len(lines)+1)}
+	t := &Table{Gen: gen, Users: make(map[string]*User, len(lines)+1), Lines: make(map[string]string, len(lines))}
 	add := func(name, line string) {
 		u, err := ParseUser(ac, name, line)
 		if err != nil {
@@ -33,6 +36,7 @@ func Compile(ac *Commands, gen uint64, lines map[string]string, bad func(name st
 			return
 		}
 		t.Users[name] = u
+		t.Lines[name] = line
 		t.Names = append(t.Names, name)
 	}
 	for name, line := range lines {

@@ -94,9 +94,9 @@ const (
 )
 
 func init() {
-	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser,
+	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser | FlagScriptRules,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
-	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagFCallRO,
+	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagScriptRules | FlagFCallRO,
 		check: checkNumKeys, read: readFCall, readMet: readFCallMet})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
@@ -331,8 +331,8 @@ func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte, w
 	run.st.track(c, true, s.entryOf(shared), whileBusy)
 	defer run.st.end()
 	run.met = met
-	keys, argv, user := scriptArgs(c)
-	run.user = user
+	keys, argv, who := scriptArgs(c)
+	run.who = who
 	out, e := vm.st.FCall(ref, f.name, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
 	switch {
 	case run.exceeded():

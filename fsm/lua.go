@@ -39,10 +39,11 @@ type CommandParser func(p *ParseContext, args [][]byte) (cmd Command, r Reply, a
 // only. Scratch is the parser's own, kept for the run.
 //
 // User is the ACL user the script runs as ("" when its calls are not
-// checked), and ACL and ACLGen the store's ACL table (user name to rule
-// line, nil for the built-in default user alone) and its generation as
-// the script runs: the parser checks each call against them, never
-// against a table of its own, so the answer follows the log. CheckOnly
+// checked), and ACL the store's ACL table as the script runs (user name to
+// rule line, nil for the built-in default user alone), or the user's rule
+// line the entry carried (FlagScriptRules): the parser checks each call
+// against it, never against a table of its own, so the answer follows the
+// log. CheckOnly
 // asks only whether User may run the command (redis.acl_check_cmd): the
 // parser answers a ReplyBool, or an error for a command it does not know.
 type ParseContext struct {
@@ -51,7 +52,6 @@ type ParseContext struct {
 	ReadOnly  bool
 	User      string
 	ACL       map[string]string
-	ACLGen    uint64
 	CheckOnly bool
 	// OOM: memory was over maxmemory when the script was proposed
 	// (FlagScriptOOM); NoReplicas: its node had too few good replicas
@@ -83,7 +83,7 @@ type scriptRun struct {
 	readOnly bool
 	rnd      *rand.Rand
 	pc       ParseContext
-	user     string // the ACL user it runs as ("": unchecked)
+	who      scriptCaller // the ACL user it runs as, and by which rules
 	// oom and noReplicas are FlagScriptOOM and FlagScriptNoReplicas.
 	oom, noReplicas bool
 	cmd             Command // the command redis.call is running
@@ -95,6 +95,14 @@ type scriptRun struct {
 	// met collects the keys its reads find expired (expire.go); nil: no
 	// one asked.
 	met *[][]byte
+}
+
+// table is the ACL table the run's calls are checked against.
+func (w scriptCaller) table(s *Store) map[string]string {
+	if w.rules != nil {
+		return w.rules
+	}
+	return s.acl
 }
 
 // firstCheckpoint is the number of instructions before the first call of
@@ -142,8 +150,8 @@ func (r *scriptRun) ACLCheck(args [][]byte) (bool, string) {
 		return false, "ERR Invalid command passed to redis.acl_check_cmd()"
 	}
 	r.pc.Now, r.pc.Rand, r.pc.ReadOnly = r.now, r.rnd, r.readOnly
-	r.pc.User, r.pc.CheckOnly = r.user, true
-	r.pc.ACL, r.pc.ACLGen = s.acl, s.aclGen.Load()
+	r.pc.User, r.pc.CheckOnly = r.who.user, true
+	r.pc.ACL = r.who.table(s)
 	_, rep, _ := s.parser(&r.pc, args)
 	r.pc.CheckOnly = false
 	if rep.Kind == ReplyError {
@@ -158,10 +166,10 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 		return errorReply("ERR Unknown Redis command called from script")
 	}
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
-	run.pc.User, run.pc.CheckOnly = run.user, false
+	run.pc.User, run.pc.CheckOnly = run.who.user, false
 	run.pc.OOM, run.pc.NoReplicas = run.oom, run.noReplicas
-	if run.user != "" {
-		run.pc.ACL, run.pc.ACLGen = s.acl, s.aclGen.Load()
+	if run.who.user != "" {
+		run.pc.ACL = run.who.table(s)
 	}
 	var r Reply
 	var answered bool

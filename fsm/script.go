@@ -76,12 +76,29 @@ const (
 	// NOREPLICAS error (ParseContext.NoReplicas). The proposer decides,
 	// so every replica refuses the same call.
 	FlagScriptNoReplicas Flags = 1 << 5
+	// FlagScriptRules, with FlagScriptUser: the argument before the
+	// user's name is the user's rule line, as the proposing node's ACL
+	// table had it, and the calls are checked against that line instead
+	// of the store's table. A sharded cluster's data groups hold no ACL
+	// table (it lives in the meta group), so their script entries carry
+	// the rules they are checked by: every replica still decides alike.
+	FlagScriptRules Flags = 1 << 7
 )
 
 // SetScriptUser makes c (a script or function call) run its commands
 // with the rights of the ACL user name, replacing the user it carried.
 // Other commands are left alone.
 func SetScriptUser(c *Command, name string) {
+	setScriptUser(c, name, "", false)
+}
+
+// SetScriptUserRules is SetScriptUser with the user's rule line carried
+// in c (FlagScriptRules), for a store that has no ACL table of its own.
+func SetScriptUserRules(c *Command, name, rules string) {
+	setScriptUser(c, name, rules, true)
+}
+
+func setScriptUser(c *Command, name, rules string, carry bool) {
 	switch c.Op {
 	case OpEval, OpEvalRO, OpFCall, OpFCallRO:
 	default:
@@ -89,27 +106,47 @@ func SetScriptUser(c *Command, name string) {
 	}
 	if c.Flags&FlagScriptUser != 0 {
 		c.Args = c.Args[:len(c.Args)-1]
+		if c.Flags&FlagScriptRules != 0 {
+			c.Args = c.Args[:len(c.Args)-1]
+		}
 	}
-	c.Flags |= FlagScriptUser
-	c.Args = append(c.Args[:len(c.Args):len(c.Args)], []byte(name))
+	c.Flags = c.Flags&^FlagScriptRules | FlagScriptUser
+	c.Args = c.Args[:len(c.Args):len(c.Args)]
+	if carry {
+		c.Flags |= FlagScriptRules
+		c.Args = append(c.Args, []byte(rules))
+	}
+	c.Args = append(c.Args, []byte(name))
+}
+
+// scriptCaller is who a script call runs as: the ACL user ("" when its
+// calls are unchecked) and, with FlagScriptRules, the table of that one
+// user's carried rule line (nil: the store's table decides).
+type scriptCaller struct {
+	user  string
+	rules map[string]string
 }
 
 // scriptArgs splits a script call's arguments after the first: its keys,
-// its ARGV, and the user it runs as ("" when unchecked).
-func scriptArgs(c *Command) (keys, argv [][]byte, user string) {
+// its ARGV, and who it runs as.
+func scriptArgs(c *Command) (keys, argv [][]byte, who scriptCaller) {
 	rest := c.Args[1+c.Int:]
 	if c.Flags&FlagScriptUser != 0 {
-		user, rest = string(rest[len(rest)-1]), rest[:len(rest)-1]
+		who.user, rest = string(rest[len(rest)-1]), rest[:len(rest)-1]
+		if c.Flags&FlagScriptRules != 0 {
+			who.rules = map[string]string{who.user: string(rest[len(rest)-1])}
+			rest = rest[:len(rest)-1]
+		}
 	}
-	return c.Args[1 : 1+c.Int], rest, user
+	return c.Args[1 : 1+c.Int], rest, who
 }
 
 const scriptMetaPrefix = "script/"
 
 func init() {
-	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptOOM | FlagScriptNoReplicas,
+	registerOp(OpEval, opSpec{name: "EVAL", write: true, args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptNoWrites | FlagScriptUser | FlagScriptRules | FlagScriptOOM | FlagScriptNoReplicas,
 		check: checkNumKeys, apply: applyEval, keys: scriptKeys, composite: true})
-	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser,
+	registerOp(OpEvalRO, opSpec{name: "EVAL_RO", args: argsAtLeast(1), flags: FlagScriptSHA | FlagScriptUser | FlagScriptRules,
 		check: checkNumKeys, read: readEval, readMet: readEvalMet})
 	registerOp(OpScriptLoad, opSpec{name: "SCRIPT", write: true, args: 1, apply: applyScriptLoad, keys: keysNone})
 	registerOp(OpScriptFlush, opSpec{name: "SCRIPT", write: true, args: 0, apply: applyScriptFlush, keys: keysNone})
@@ -122,6 +159,12 @@ func checkNumKeys(c *Command) error {
 	n := len(c.Args) - 1
 	if c.Flags&FlagScriptUser != 0 {
 		n-- // the user, after the ARGV
+	}
+	if c.Flags&FlagScriptRules != 0 {
+		if c.Flags&FlagScriptUser == 0 {
+			return fmt.Errorf("script rules without a user")
+		}
+		n-- // the user's rules, before the user
 	}
 	if c.Int < 0 || c.Int > int64(n) {
 		return fmt.Errorf("key count %d out of range", c.Int)
@@ -220,8 +263,8 @@ func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte, whileBusy 
 	run.st.track(c, false, s.entryOf(read), whileBusy)
 	defer run.st.end()
 	run.met = met
-	keys, argv, user := scriptArgs(c)
-	run.user, run.oom = user, c.Flags&FlagScriptOOM != 0
+	keys, argv, who := scriptArgs(c)
+	run.who, run.oom = who, c.Flags&FlagScriptOOM != 0
 	run.noReplicas = c.Flags&FlagScriptNoReplicas != 0
 	out := vm.st.Run(script.ref, script.sha, keys, argv, uint64(c.Int2), run.firstCheckpoint(), run)
 	if run.exceeded() {

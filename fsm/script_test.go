@@ -267,9 +267,9 @@ func TestSetScriptUser(t *testing.T) {
 	c := Command{Op: OpEval, Int: 1, Args: [][]byte{[]byte("return 1"), []byte("k"), []byte("a")}}
 	SetScriptUser(&c, "alice")
 	SetScriptUser(&c, "bob")
-	keys, argv, user := scriptArgs(&c)
-	if len(keys) != 1 || string(keys[0]) != "k" || len(argv) != 1 || string(argv[0]) != "a" || user != "bob" {
-		t.Fatalf("keys %q argv %q user %q", keys, argv, user)
+	keys, argv, who := scriptArgs(&c)
+	if len(keys) != 1 || string(keys[0]) != "k" || len(argv) != 1 || string(argv[0]) != "a" || who.user != "bob" || who.rules != nil {
+		t.Fatalf("keys %q argv %q who %+v", keys, argv, who)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -277,6 +277,24 @@ func TestSetScriptUser(t *testing.T) {
 	c.Int = 3 // the user is not a key
 	if err := c.Validate(); err == nil {
 		t.Fatal("a key count reaching into the user was accepted")
+	}
+	// Rules ride before the user, and go when a user without them
+	// replaces it.
+	c.Int = 1
+	SetScriptUserRules(&c, "carol", "on nopass ~x* +set")
+	keys, argv, who = scriptArgs(&c)
+	if len(keys) != 1 || len(argv) != 1 || string(argv[0]) != "a" || who.user != "carol" || who.rules["carol"] != "on nopass ~x* +set" {
+		t.Fatalf("keys %q argv %q who %+v", keys, argv, who)
+	}
+	c.Int = 3 // the rules are not a key either
+	if err := c.Validate(); err == nil {
+		t.Fatal("a key count reaching into the rules was accepted")
+	}
+	c.Int = 1
+	SetScriptUser(&c, "dave")
+	keys, argv, who = scriptArgs(&c)
+	if c.Flags&FlagScriptRules != 0 || len(c.Args) != 4 || len(argv) != 1 || who.user != "dave" || who.rules != nil {
+		t.Fatalf("args %q who %+v", c.Args, who)
 	}
 	other := Command{Op: OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
 	SetScriptUser(&other, "alice")

@@ -166,7 +166,7 @@ func (s *Server) checkForwarded(user string, cmds []fsm.Command) ([]string, bool
 	for i := range cmds {
 		// A script runs its calls as the user who sent it, whatever
 		// the forwarding node put in it.
-		fsm.SetScriptUser(&cmds[i], user)
+		s.scriptUserOn(&cmds[i], user, st)
 		if e := s.checkCommandAs(u, &cmds[i]); e != "" {
 			errs[i], any = e, true
 		}

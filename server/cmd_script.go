@@ -157,8 +157,23 @@ func (c *client) scriptOOM(sf scriptFlags) string {
 // that user may run anything (checked before each command: aclAllows).
 func (c *client) setScriptUser(cmd *fsm.Command) {
 	if !c.auth.fast {
-		fsm.SetScriptUser(cmd, c.auth.name)
+		c.s.scriptUserOn(cmd, c.auth.name, c.s.aclState())
 	}
+}
+
+// scriptUserOn makes the script cmd check its calls as user name, with
+// the rule line st has for it when the node is sharded: the script runs
+// in a data group, whose store has no ACL table.
+func (s *Server) scriptUserOn(cmd *fsm.Command, name string, st *acl.Table) {
+	if !s.router.sharded() {
+		fsm.SetScriptUser(cmd, name)
+		return
+	}
+	line, ok := st.Lines[name]
+	if !ok {
+		line = "off" // a user the table lost: refused, as by the table
+	}
+	fsm.SetScriptUserRules(cmd, name, line)
 }
 
 // scriptCached reports whether body is in the script cache of the
@@ -424,12 +439,13 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 // are given, and the commands last called, by the name the script used.
 type scriptScratch struct {
 	c client
-	// The user the last call was checked as, compiled from the store's
-	// ACL table of generation aclGen.
-	aclName string
-	aclGen  uint64
-	aclUser *acl.User
-	aclSet  bool
+	// The user the last call was checked as, compiled from its rule
+	// line aclLine (aclFound: the table had one).
+	aclName  string
+	aclLine  string
+	aclFound bool
+	aclUser  *acl.User
+	aclSet   bool
 
 	seen [8]struct {
 		name [maxCommandName]byte

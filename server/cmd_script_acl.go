@@ -17,6 +17,10 @@ import (
 // place in the log), given in fsm.ParseContext, so every replica and
 // every replay refuses the same calls; this node's compiled table
 // (Server.aclState) is not used, since it may be ahead of or behind the entry.
+// A sharded cluster's data groups have no ACL table (it is the meta
+// group's): there the entry carries the user's rule line as the
+// proposing node's table had it (fsm.FlagScriptRules, scriptUserOn), and
+// the calls are checked against that.
 //
 // Each node that runs the script logs its denials, so in a cluster every
 // node's ACL LOG has them, and the entry's client is the script's own
@@ -25,18 +29,18 @@ import (
 // scriptUser returns the user p's script runs as, compiled from p's table;
 // nil for a user the table does not have.
 func (s *Server) scriptUser(p *fsm.ParseContext, sc *scriptScratch) *acl.User {
-	if sc.aclSet && sc.aclGen == p.ACLGen && sc.aclName == p.User {
-		return sc.aclUser
-	}
 	line, ok := p.ACL[p.User]
 	if !ok && p.User == "default" {
 		line, ok = acl.DefaultUserLine, true
+	}
+	if sc.aclSet && sc.aclName == p.User && sc.aclFound == ok && sc.aclLine == line {
+		return sc.aclUser
 	}
 	var u *acl.User
 	if ok {
 		u, _ = acl.ParseUser(s.acl.cmds, p.User, line)
 	}
-	sc.aclName, sc.aclGen, sc.aclUser, sc.aclSet = p.User, p.ACLGen, u, true
+	sc.aclName, sc.aclLine, sc.aclFound, sc.aclUser, sc.aclSet = p.User, line, ok, u, true
 	return u
 }
 

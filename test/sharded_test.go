@@ -143,6 +143,7 @@ func TestShardedCluster(t *testing.T) {
 		t.Errorf("MSET in one slot: %s", v)
 	}
 	checkKeylessScripts(t, nodes)
+	checkScriptACL(t, nodes)
 
 	// A node with another group count is refused.
 	odd := newClusterNode(t, "n9", "--groups", "2")
@@ -307,6 +308,40 @@ func checkKeylessScripts(t *testing.T, nodes []*Node) {
 			return nil
 		})
 	}
+}
+
+// checkScriptACL checks that a script's calls are checked against its
+// user's rules in every group, on the node it was sent to and on the
+// leaders it was forwarded to, though the data groups' stores hold no
+// ACL table (the meta group's does).
+func checkScriptACL(t *testing.T, nodes []*Node) {
+	t.Helper()
+	admin := dialRaw(t, nodes[0].Addr)
+	if v := admin.Do("ACL", "SETUSER", "bob", "on", ">123", "+@scripting", "+set", "~x*"); v.Str != "OK" {
+		t.Fatalf("ACL SETUSER: %s", v)
+	}
+	bob := dialRaw(t, nodes[0].Addr)
+	waitFor(t, "bob's scripts to be checked by his rules in every group", func() error {
+		if v := bob.Do("AUTH", "bob", "123"); v.Str != "OK" {
+			return fmt.Errorf("AUTH: %s", v)
+		}
+		for i := range 12 {
+			k := fmt.Sprintf("x%d", i)
+			if v := bob.Do("EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", k); v.Str != "OK" {
+				return fmt.Errorf("SET %s from bob's script: %s", k, v)
+			}
+			if v := bob.Do("EVAL", "return redis.acl_check_cmd('set', KEYS[1], 1)", "1", k); v.Kind != ':' || v.Str != "1" {
+				return fmt.Errorf("acl_check_cmd('set', %s): %s", k, v)
+			}
+			if v := bob.Do("EVAL", "return redis.acl_check_cmd('hset', KEYS[1], 'f', 1)", "1", k); !v.Null {
+				return fmt.Errorf("acl_check_cmd('hset', %s): %s", k, v)
+			}
+			if v := bob.Do("EVAL", "return redis.call('HSET', KEYS[1], 'f', 1)", "1", k); !strings.HasPrefix(v.Str, "ERR The user executing the script can't run this command or subcommand") {
+				return fmt.Errorf("HSET %s from bob's script: %s", k, v)
+			}
+		}
+		return nil
+	})
 }
 
 // checkRoles checks that ROLE on each of nodes says what the node's own
