@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"bytes"
 	"fmt"
 	"os"
@@ -51,44 +52,7 @@ func TestBackupShardedSpread(t *testing.T) {
 		t.Errorf("kvs backup's report lacks %q, or warns:\n%s", want, out)
 	}
 
-	raftAddr := freeAddr(t)
-	r1 := newKVS(t, "r1", KVSOptions{Durable: true, Extra: []string{"--node-id", "r1", "--raft-addr", raftAddr}})
-	out, code = runKVS(t, clusterWait, "restore", file, "--data-dir", r1.DataDir(), "--node-id", "r1", "--raft-addr", raftAddr)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("restored %d keys", keys)) {
-		t.Fatalf("kvs restore: exit %d\n%s", code, out)
-	}
-	r1.Start()
-	waitFor(t, "r1 to lead every group", func() error {
-		st, err := kvsStatus(r1.Addr)
-		if err != nil {
-			return err
-		}
-		if len(st.groups) != groups+1 {
-			return fmt.Errorf("%d groups", len(st.groups))
-		}
-		for _, g := range st.groups {
-			if g[1] != "leader" {
-				return fmt.Errorf("group %s: %s", g[0], g[1])
-			}
-		}
-		return nil
-	})
-	c := redis.NewClient(&redis.Options{Addr: r1.Addr, MaxRetries: -1})
-	defer c.Close()
-	if n, err := c.DBSize(ctx).Result(); err != nil || n != keys {
-		t.Errorf("DBSIZE on the restored node, which leads every group: %d, %v; want %d", n, err, keys)
-	}
-	pipe := c.Pipeline()
-	gets := make([]*redis.StringCmd, keys)
-	for i := range keys {
-		gets[i] = pipe.Get(ctx, fmt.Sprintf("bk:%d", i))
-	}
-	pipe.Exec(ctx)
-	for i, g := range gets {
-		if v, err := g.Result(); err != nil || v != itoa(i) {
-			t.Errorf("GET bk:%d on the restored node: %q, %v", i, v, err)
-		}
-	}
+	checkRestoredCluster(t, ctx, file, groups, "bk", keys)
 
 	// Both replicas of a group from lacks down: no node gives it.
 	good, err := os.ReadFile(file)
@@ -124,6 +88,84 @@ func TestBackupShardedSpread(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "spread.kvsb.") {
 			t.Errorf("a failed backup left %s", e.Name())
+		}
+	}
+}
+
+// TestBackupShardedTLS: kvs backup --tls of a cluster whose nodes talk
+// mutual TLS (--tls-cluster yes) and where no node holds every group
+// takes each group it lacks over TLS from the node that holds it, as
+// KVS.STATUS gives its TLS address.
+func TestBackupShardedTLS(t *testing.T) {
+	t.Parallel()
+	const groups, keys = 3, 90
+	e := newTLSEnv(t)
+	nodes := startTLSCluster(t, e, 3, "--groups", "3", "--replicas", "2")
+	waitPlaced(t, nodes, groups, 2)
+	ctx := testCtx(t)
+	// A plain client of n1 has its writes forwarded to each group's leader.
+	c := redis.NewClient(&redis.Options{Addr: nodes[0].Addr, MaxRetries: -1})
+	defer c.Close()
+	for i := range keys {
+		k := fmt.Sprintf("bt:%d", i)
+		if err := retryLeaderChange(t, func() error { return c.Set(ctx, k, i, 0).Err() }); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	file := filepath.Join(testDir(t), "tls.kvsb")
+	tlsArgs := []string{"--tls", "--cacert", e.ca.file, "--cert", e.client.cert, "--key", e.client.key}
+	out, code := runKVS(t, clusterWait, append(append([]string{"backup"}, tlsArgs...), nodes[0].TLSAddr, file)...)
+	if code != 0 || !strings.Contains(out, "held elsewhere were taken from other nodes") {
+		t.Fatalf("kvs backup --tls %s: exit %d\n%s", nodes[0].TLSAddr, code, out)
+	}
+	checkRestoredCluster(t, ctx, file, groups, "bt", keys)
+	// Without --tls the TLS port is not spoken to.
+	if out, code := runKVS(t, clusterWait, "backup", "--timeout", "2s", nodes[0].TLSAddr, file+".plain"); code == 0 {
+		t.Errorf("kvs backup without --tls of a TLS port: exit 0\n%s", out)
+	}
+}
+
+// checkRestoredCluster restores file, a backup of a cluster of groups data
+// groups, into a fresh one-node cluster, and checks that it holds the
+// keys prefix:0 to prefix:keys-1, each with its number, and no other.
+func checkRestoredCluster(t *testing.T, ctx context.Context, file string, groups int, prefix string, keys int) {
+	t.Helper()
+	raftAddr := freeAddr(t)
+	r1 := newKVS(t, "r1", KVSOptions{Durable: true, Extra: []string{"--node-id", "r1", "--raft-addr", raftAddr}})
+	out, code := runKVS(t, clusterWait, "restore", file, "--data-dir", r1.DataDir(), "--node-id", "r1", "--raft-addr", raftAddr)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("restored %d keys", keys)) {
+		t.Fatalf("kvs restore: exit %d\n%s", code, out)
+	}
+	r1.Start()
+	waitFor(t, "r1 to lead every group", func() error {
+		st, err := kvsStatus(r1.Addr)
+		if err != nil {
+			return err
+		}
+		if len(st.groups) != groups+1 {
+			return fmt.Errorf("%d groups", len(st.groups))
+		}
+		for _, g := range st.groups {
+			if g[1] != "leader" {
+				return fmt.Errorf("group %s: %s", g[0], g[1])
+			}
+		}
+		return nil
+	})
+	c := redis.NewClient(&redis.Options{Addr: r1.Addr, MaxRetries: -1})
+	defer c.Close()
+	if n, err := c.DBSize(ctx).Result(); err != nil || n != int64(keys) {
+		t.Errorf("DBSIZE on the restored node, which leads every group: %d, %v; want %d", n, err, keys)
+	}
+	pipe := c.Pipeline()
+	gets := make([]*redis.StringCmd, keys)
+	for i := range keys {
+		gets[i] = pipe.Get(ctx, fmt.Sprintf(prefix+":%d", i))
+	}
+	pipe.Exec(ctx)
+	for i, g := range gets {
+		if v, err := g.Result(); err != nil || v != itoa(i) {
+			t.Errorf("GET %s:%d on the restored node: %q, %v", prefix, i, v, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,9 +37,9 @@ import (
 // request lets a group whose node fails be taken from another, and the
 // parts be copied in group order, each file read once.
 
-// backupOptions are how kvs backup reaches every node it asks: over plain
-// TCP, as it always has (it has no --tls), logging in as user where
-// password is set.
+// backupOptions are how kvs backup reaches every node it asks: over TLS
+// with --tls (adminTLS, as join, remove and status), else plain TCP,
+// logging in as user where password is set.
 type backupOptions struct {
 	timeout        time.Duration
 	user, password string
@@ -51,8 +52,10 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long to wait for a node to connect and to send each part of the backup")
 	fs.StringVar(&o.user, "user", "default", "user to authenticate as, on every node asked")
 	fs.StringVar(&o.password, "password", "", "password to authenticate with (default: $REDISCLI_AUTH; none: no AUTH)")
+	var tf adminTLSFlags
+	tf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kvs backup [--timeout D] [--user U --password P] ADDR FILE\n\n"+
+		fmt.Fprintf(stderr, "Usage: kvs backup [--timeout D] [--user U --password P] [--tls --cacert F [--cert F --key F]] ADDR FILE\n\n"+
 			"Writes a consistent, checksummed backup of the node at client address ADDR\n"+
 			"(any mode: memory, durable, cluster leader or follower) to FILE. Of a cluster\n"+
 			"of several groups it backs up every group, taking those ADDR holds no replica\n"+
@@ -64,6 +67,10 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() != 2 {
 		fs.Usage()
+		return 2
+	}
+	if err := tf.apply(); err != nil {
+		fmt.Fprintf(stderr, "kvs backup: %v\n", err)
 		return 2
 	}
 	if o.password == "" {
@@ -140,10 +147,26 @@ func takeBackup(addr, path string, o backupOptions) (backup.Header, int64, error
 	return h, size, commitBackup(f, path)
 }
 
+// dialBackup connects to the node at addr, over TLS with --tls.
+func dialBackup(addr string, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil || adminTLS == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, adminTLS())
+	tc.SetDeadline(time.Now().Add(timeout))
+	if err := tc.Handshake(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, nil
+}
+
 // fetchBackup sends KVS.BACKUP args to the node at addr, writes the stream
 // it answers to f from its start, and verifies it there whole.
 func fetchBackup(addr string, args []string, f *os.File, o backupOptions) (backup.Header, int64, error) {
-	nc, err := net.DialTimeout("tcp", addr, o.timeout)
+	nc, err := dialBackup(addr, o.timeout)
 	if err != nil {
 		return backup.Header{}, 0, err
 	}
