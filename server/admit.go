@@ -142,7 +142,7 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 		}
 	}
 	if c.s.minReplicas.toWrite.Load() > 0 && (spec.flags&(flagWrite|flagDeclared) != 0 || cmd.tx != nil) &&
-		c.writes(cmd, spec, args) && c.s.tooFewReplicas() {
+		c.writes(cmd, spec, args) && c.s.tooFewReplicas(c.writeGroup()) {
 		c.refuse(cmd, id, args, errNoReplicas)
 		return refused
 	}

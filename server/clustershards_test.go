@@ -326,3 +326,34 @@ func TestShardedKeylessScriptFollower(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedMinReplicas: min-replicas-to-write judges each write by the
+// good replicas of the group it goes to, on the node leading that group,
+// for its own clients and for the writes a follower forwards to it.
+func TestShardedMinReplicas(t *testing.T) {
+	p := startShardedPair(t)
+	leadBoth(t, p)
+	p.fakes[0][0].good.Store(1)
+	p.fakes[0][1].good.Store(0)
+	n1, n2 := dialRaw(t, p.n1), dialRaw(t, p.n2)
+	for _, rc := range []*rawConn{n1, n2} {
+		if got := rc.do("CONFIG", "SET", "min-replicas-to-write", "1"); got != "+OK\r\n" {
+			t.Fatalf("CONFIG SET: %q", got)
+		}
+	}
+	for _, rc := range []*rawConn{n1, n2} {
+		if got := rc.do("SET", keyIn(0, 2, 1), "v"); got != "+OK\r\n" {
+			t.Errorf("SET in the group with a good replica: %q", got)
+		}
+		if got := rc.do("SET", keyIn(1, 2, 1), "v"); got != noReplicas {
+			t.Errorf("SET in the group without one: %q", got)
+		}
+		if got := rc.do("EVAL", "return redis.call('set', KEYS[1], 2)", "1", keyIn(1, 2, 2)); !strings.HasPrefix(got, "-"+errNoReplicas) {
+			t.Errorf("a script writing in the group without one: %q", got)
+		}
+	}
+	p.fakes[0][1].good.Store(1)
+	if got := n2.do("SET", keyIn(1, 2, 1), "v"); got != "+OK\r\n" {
+		t.Errorf("SET once the group has a good replica: %q", got)
+	}
+}

@@ -132,7 +132,7 @@ func parseEval(c *client, args [][]byte, sha, ro bool) (fsm.Command, string) {
 			cmd.Flags |= fsm.FlagScriptOOM
 		}
 	}
-	if cmd.Op == fsm.OpEval && cmd.Flags&fsm.FlagScriptNoWrites == 0 && !sf.shebang && c.s.tooFewReplicas() {
+	if cmd.Op == fsm.OpEval && cmd.Flags&fsm.FlagScriptNoWrites == 0 && !sf.shebang && c.s.tooFewReplicas(c.writeGroup()) {
 		// A script that declares flags and may write was refused
 		// before it ran (admit); one that declares none runs, and its
 		// first write is refused (Redis's scriptVerifyWriteCommandAllow).

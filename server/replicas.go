@@ -21,7 +21,9 @@ import (
 //     Followers forward writes, and the leader decides with its own
 //     parameters (runForward), as a Redis replica leaves the check to its
 //     master: the parameters are per node, so set them on every node that
-//     may lead.
+//     may lead. In a sharded cluster each write is judged by the replicas
+//     of the group it goes to, as each Redis Cluster master counts its own;
+//     INFO shows those of the group ROLE describes (router.scriptGroup).
 //
 // What is refused is what Redis refuses (processCommand, script.c): a
 // command Redis flags as a write, a script or function that declares it
@@ -57,14 +59,23 @@ func (s *Server) checkingReplicas() bool {
 	return s.minReplicas.toWrite.Load() > 0 && s.minReplicas.maxLag.Load() > 0
 }
 
-// goodReplicas is Redis's repl_good_slaves_count: the replicas in contact
-// within min-replicas-max-lag. A follower has none of its own.
-func (s *Server) goodReplicas() int {
-	cl := s.router.home.raft
-	if cl == nil {
+// goodReplicas is Redis's repl_good_slaves_count for group g: its replicas
+// in contact within min-replicas-max-lag. A follower has none of its own,
+// nor has a group held elsewhere.
+func (s *Server) goodReplicas(g *groupRef) int {
+	if g.remote() || g.raft == nil {
 		return 0
 	}
-	return cl.GoodReplicas(time.Duration(s.minReplicas.maxLag.Load()) * time.Second)
+	return g.raft.GoodReplicas(time.Duration(s.minReplicas.maxLag.Load()) * time.Second)
+}
+
+// roleGroup is the group whose replicas INFO and ROLE describe: the home,
+// or on a sharded node the group ROLE speaks of.
+func (s *Server) roleGroup() *groupRef {
+	if s.router.sharded() {
+		return s.router.scriptGroup()
+	}
+	return &s.router.home
 }
 
 // addGoodReplicas adds INFO replication's min_slaves_good_slaves, which
@@ -73,20 +84,30 @@ func (s *Server) addGoodReplicas(fs []InfoField) []InfoField {
 	if !s.checkingReplicas() {
 		return fs
 	}
-	return append(fs, InfoField{"min_slaves_good_slaves", strconv.Itoa(s.goodReplicas())})
+	return append(fs, InfoField{"min_slaves_good_slaves", strconv.Itoa(s.goodReplicas(s.roleGroup()))})
 }
 
-// tooFewReplicas reports whether writes are refused for want of good
-// replicas: the check is on, and this node decides writes (not a cluster
-// follower, which forwards them) with fewer good replicas than it needs.
-func (s *Server) tooFewReplicas() bool {
+// tooFewReplicas reports whether writes to group g are refused for want
+// of good replicas: the check is on, and this node decides g's writes
+// (not a follower, which forwards them) with fewer good replicas than it
+// needs.
+func (s *Server) tooFewReplicas(g *groupRef) bool {
 	if !s.checkingReplicas() {
 		return false
 	}
-	if !s.router.home.leads() {
+	if !g.leads() {
 		return false
 	}
-	return int64(s.goodReplicas()) < s.minReplicas.toWrite.Load()
+	return int64(s.goodReplicas(g)) < s.minReplicas.toWrite.Load()
+}
+
+// writeGroup is the group the command being admitted writes to: the one
+// routeCommand chose on a sharded node, else the home.
+func (c *client) writeGroup() *groupRef {
+	if c.s.router.sharded() && c.grp != nil {
+		return c.grp
+	}
+	return &c.s.router.home
 }
 
 // forwardedRefusals applies the check to a batch a follower forwarded, as

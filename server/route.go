@@ -381,7 +381,7 @@ func runForward(c *client, args [][]byte) {
 		// Checked again here in the name of the user who sent them.
 		refused, any = s.checkForwarded(string(args[2]), cmds)
 	}
-	if s.tooFewReplicas() {
+	if s.tooFewReplicas(g) {
 		// The leader decides min-replicas-to-write for its followers'
 		// clients, after the ACL as admit does.
 		refused, any = s.forwardedRefusals(cmds, refused)
