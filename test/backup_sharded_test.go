@@ -1,8 +1,8 @@
 package test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
