@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"kvs/fsm"
 )
@@ -188,6 +189,38 @@ func everyGroup(op fsm.Op) bool {
 		return true
 	}
 	return false
+}
+
+// everyGroupCommand reports whether the command args (cmd's) writes to
+// every group of a sharded node: FLUSHALL and FLUSHDB (every group the
+// node leads), and what changes the scripts and functions every group
+// holds (everyGroup). Inside MULTI it cannot be queued there: a
+// transaction is one entry in one group's log.
+func everyGroupCommand(cmd *command, args [][]byte) bool {
+	switch cmd.name {
+	case "flushall", "flushdb":
+		return true
+	case "function", "script":
+		if len(args) < 2 {
+			return false
+		}
+		switch sub := strings.ToLower(string(args[1])); {
+		case cmd.name == "function":
+			return sub == "load" || sub == "delete" || sub == "flush" || sub == "restore"
+		default:
+			return sub == "load" || sub == "flush"
+		}
+	}
+	return false
+}
+
+// errEveryGroupInMulti is the queue-time refusal of such a command.
+func errEveryGroupInMulti(cmd *command, args [][]byte) string {
+	name := cmd.name
+	if (name == "function" || name == "script") && len(args) > 1 {
+		name += "|" + strings.ToLower(string(args[1]))
+	}
+	return "ERR '" + name + "' cannot be queued in a transaction on a node of several groups: it writes to every group, and a transaction is applied in one"
 }
 
 // writeEveryGroup answers fc, a write every group's store must apply

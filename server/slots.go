@@ -90,6 +90,9 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 		}
 		return ""
 	}
+	if c.multi != nil && queuesInMulti(cmd) && everyGroupCommand(cmd, args) {
+		return errEveryGroupInMulti(cmd, args)
+	}
 	slot, ok := commandSlot(spec, args, &c.slotKeys)
 	if !ok {
 		return errCrossSlot

@@ -135,6 +135,15 @@ func TestShardedTransaction(t *testing.T) {
 		{[]string{"PING"}, "+QUEUED\r\n"},
 		{[]string{"EXEC"}, "*3\r\n+OK\r\n:3\r\n+PONG\r\n"},
 		{[]string{"GET", b}, "$1\r\n3\r\n"},
+		// What writes to every group is no part of a transaction,
+		// which is applied in one group.
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"FLUSHALL"}, "-ERR 'flushall' cannot be queued in a transaction on a node of several groups: it writes to every group, and a transaction is applied in one\r\n"},
+		{[]string{"function", "LOAD", "#!lua name=l\nredis.register_function('f', function() return 1 end)"},
+			"-ERR 'function|load' cannot be queued in a transaction on a node of several groups: it writes to every group, and a transaction is applied in one\r\n"},
+		{[]string{"SCRIPT", "EXISTS", "abc"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of previous errors.\r\n"},
+		{[]string{"GET", b}, "$1\r\n3\r\n"},
 	} {
 		if got := rc.do(step.cmd...); got != step.want {
 			t.Fatalf("%q: %q, want %q", step.cmd, got, step.want)
