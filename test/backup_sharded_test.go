@@ -137,21 +137,7 @@ func checkRestoredCluster(t *testing.T, ctx context.Context, file string, groups
 		t.Fatalf("kvs restore: exit %d\n%s", code, out)
 	}
 	r1.Start()
-	waitFor(t, "r1 to lead every group", func() error {
-		st, err := kvsStatus(r1.Addr)
-		if err != nil {
-			return err
-		}
-		if len(st.groups) != groups+1 {
-			return fmt.Errorf("%d groups", len(st.groups))
-		}
-		for _, g := range st.groups {
-			if g[1] != "leader" {
-				return fmt.Errorf("group %s: %s", g[0], g[1])
-			}
-		}
-		return nil
-	})
+	waitLeadsEvery(t, r1, groups)
 	c := redis.NewClient(&redis.Options{Addr: r1.Addr, MaxRetries: -1})
 	defer c.Close()
 	if n, err := c.DBSize(ctx).Result(); err != nil || n != int64(keys) {

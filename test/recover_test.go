@@ -49,15 +49,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 		}
 		return nil
 	})
-	for _, n := range nodes {
-		if n != survivor {
-			n.Kill()
-			if err := os.RemoveAll(n.DataDir()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	survivor.Stop()
+	loseAllBut(t, nodes, survivor)
 	out, code := runKVS(t, clusterWait, "recover", "--data-dir", survivor.DataDir(), "--node-id", survivor.Name)
 	if code != 0 {
 		t.Fatalf("kvs recover: exit %d\n%s", code, out)
@@ -119,6 +111,21 @@ func TestRecoverLostQuorum(t *testing.T) {
 	}
 }
 
+// loseAllBut kills every node of nodes but survivor and deletes their
+// data dirs, lost for good, then stops survivor, for kvs recover.
+func loseAllBut(t *testing.T, nodes []*Node, survivor *Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if n != survivor {
+			n.Kill()
+			if err := os.RemoveAll(n.DataDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	survivor.Stop()
+}
+
 // TestRecoverShardedScripts: a three-node cluster of three groups, whose
 // writes include scripts, loses two nodes for good. `kvs recover` of the
 // survivor recovers every group it holds, replaying each group's log with
@@ -151,15 +158,7 @@ func TestRecoverShardedScripts(t *testing.T) {
 		}
 		return nil
 	})
-	for _, n := range nodes {
-		if n != survivor {
-			n.Kill()
-			if err := os.RemoveAll(n.DataDir()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	survivor.Stop()
+	loseAllBut(t, nodes, survivor)
 	out, code := runKVS(t, clusterWait, "recover", "--data-dir", survivor.DataDir(), "--node-id", survivor.Name, "--group", "4")
 	if code != 2 || !strings.Contains(out, "--group 4: the cluster's groups are 0 (meta) to 3") {
 		t.Errorf("kvs recover --group 4 of a cluster of three groups: exit %d\n%s", code, out)
@@ -175,18 +174,7 @@ func TestRecoverShardedScripts(t *testing.T) {
 		}
 	}
 	survivor.Start()
-	waitFor(t, survivor.Name+" to lead every group", func() error {
-		st, err := kvsStatus(survivor.Addr)
-		if err != nil {
-			return err
-		}
-		for _, g := range st.groups {
-			if g[1] != "leader" {
-				return fmt.Errorf("group %s: %s", g[0], g[1])
-			}
-		}
-		return nil
-	})
+	waitLeadsEvery(t, survivor, 3)
 	rc = dialRaw(t, survivor.Addr)
 	for k, v := range want {
 		if got := rc.Do("GET", k); got.Str != v {

@@ -429,13 +429,11 @@ func startRedisCluster(t *testing.T) *Node {
 	return n
 }
 
-// startShardedNode starts a one-node kvs cluster of groups data groups and
-// waits until it leads every group.
-func startShardedNode(t *testing.T, groups int) *Node {
+// waitLeadsEvery waits until n leads every group of its cluster: the meta
+// group and groups data groups.
+func waitLeadsEvery(t *testing.T, n *Node, groups int) {
 	t.Helper()
-	n := newClusterNode(t, "n1", "--bootstrap", "--groups", strconv.Itoa(groups))
-	n.Start()
-	waitFor(t, "n1 to lead every group", func() error {
+	waitFor(t, n.Name+" to lead every group", func() error {
 		st, err := kvsStatus(n.Addr)
 		if err != nil {
 			return err
@@ -450,6 +448,15 @@ func startShardedNode(t *testing.T, groups int) *Node {
 		}
 		return nil
 	})
+}
+
+// startShardedNode starts a one-node kvs cluster of groups data groups and
+// waits until it leads every group.
+func startShardedNode(t *testing.T, groups int) *Node {
+	t.Helper()
+	n := newClusterNode(t, "n1", "--bootstrap", "--groups", strconv.Itoa(groups))
+	n.Start()
+	waitLeadsEvery(t, n, groups)
 	return n
 }
 
