@@ -302,7 +302,9 @@ var diffScripts = []string{
 	`local s = '' for w in string.gmatch('one two three', '%a+') do s = s .. w:upper() end return s`,
 	`local t = {} for k, v in pairs({a = 1, b = 2, c = 3, [1] = 'x', [2.5] = 'y'}) do t[#t + 1] = tostring(k) .. '=' .. tostring(v) end return t`,
 	`local t = {} for i = 1, 20 do t['k' .. i] = i end local o = {} for k in pairs(t) do o[#o + 1] = k end return o`,
-	`local t = {} for i = 1, 7999 do t[i] = 1 end return redis.call('DEL', unpack(t))`,
+	// Its key is a declared one, or one of diffKeylessKeys: in the
+	// sharded modes a key of another group is "non local".
+	`local k = KEYS[1] or 'k2' local t = {} for i = 1, 7999 do t[i] = k end return redis.call('DEL', unpack(t))`,
 	// MEMORY USAGE, whose number is kvs's own estimate.
 	`return type(redis.call('MEMORY', 'USAGE', KEYS[1]))`,
 	`return type(redis.call('MEMORY', 'USAGE', KEYS[1], 'SAMPLES', 0))`,
