@@ -571,6 +571,9 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.readCmd = fc
 		r, ok = g.store.ReadServing(c.now, &c.readCmd, c.busyServe)
 		c.readCmd = fsm.Command{}
+		if ok && fc.Op == fsm.OpScriptExists && c.s.router.sharded() {
+			c.s.scriptsElsewhere(fc.Args, &r)
+		}
 	}
 	if !ok {
 		// A script turned busy while the read waited for the store.

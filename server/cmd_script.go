@@ -209,6 +209,23 @@ func (s *Server) scriptElsewhere(sha []byte) ([]byte, bool) {
 	return nil, false
 }
 
+// scriptsElsewhere marks in r, SCRIPT EXISTS's answer from one group,
+// the scripts of shas another group of the node holds: EVAL caches a script
+// in its keys' group, and EVALSHA finds it in any (scriptElsewhere), as
+// one Redis node's cache serves every key.
+func (s *Server) scriptsElsewhere(shas [][]byte, r *fsm.Reply) {
+	if r.Kind != fsm.ReplyArray || len(r.Array) != len(shas) {
+		return
+	}
+	for i := range r.Array {
+		if e := &r.Array[i]; e.Kind == fsm.ReplyInt && e.Int == 0 {
+			if _, ok := s.scriptElsewhere(shas[i]); ok {
+				e.Int = 1
+			}
+		}
+	}
+}
+
 // shebangNoWrites reads a "#!lua flags=..." first line: whether it says
 // no-writes, or Redis's error for a shebang it does not accept.
 func shebangNoWrites(body []byte) (bool, string) {

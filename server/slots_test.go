@@ -323,6 +323,13 @@ func TestShardedEvalSHA(t *testing.T) {
 	if got := rc.do("EVALSHA", strings.Repeat("0", 40), "1", keyIn(1, n, 0)); !strings.HasPrefix(got, "-NOSCRIPT") {
 		t.Errorf("EVALSHA of an unknown script: %q", got)
 	}
+	// SCRIPT EXISTS agrees: a script EVAL cached in the last group only
+	// exists, though SCRIPT EXISTS answers from the node's first group.
+	other := "return redis.call('GET', KEYS[1])"
+	rc.do("EVAL", other, "1", keyIn(n-1, n, 0))
+	if got := rc.do("SCRIPT", "EXISTS", fsm.ScriptSHA([]byte(other)), strings.Repeat("0", 40), sha); got != "*3\r\n:1\r\n:0\r\n:1\r\n" {
+		t.Errorf("SCRIPT EXISTS of scripts cached in some groups: %q", got)
+	}
 }
 
 // TestShardedScriptNonLocal: a script runs in its keys' group, and a call
