@@ -695,8 +695,12 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	}
 	waitMembers(t, rest, 2)
 	// More writes after the removal: the log the newcomer would need from
-	// the start is long gone.
-	for i := 0; i < 200; i++ {
+	// the start is long gone. One at a time, each its own entry: more than
+	// the 512 entries raft keeps cached in front of the log, which serves
+	// entries the log has already dropped, so that the newcomer can only
+	// catch up from a snapshot (the writers above may have been batched
+	// into a few hundred entries only).
+	for i := 0; i < 600; i++ {
 		if err := retryLeaderChange(t, func() error {
 			return c.Set(ctx, fmt.Sprintf("after:%d", i), i, 0).Err()
 		}); err != nil {
@@ -707,7 +711,7 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	fresh.Start()
 	nodes = append(rest, fresh)
 	waitMembers(t, nodes, 3)
-	waitValue(t, fresh, "after:199", "199")
+	waitValue(t, fresh, "after:599", "599")
 	waitValue(t, fresh, "s7:149", "149")
 	snaps, _ := filepath.Glob(filepath.Join(fresh.DataDir(), "raft", "snapshots", "*"))
 	if len(snaps) == 0 {
@@ -732,7 +736,7 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	}
 	waitMembers(t, nodes, 3)
 	for _, n := range nodes {
-		waitValue(t, n, "after:199", "199")
+		waitValue(t, n, "after:599", "599")
 	}
 	if b, _ := os.ReadFile(nodes[0].LogPath()); !strings.Contains(string(b), "--bootstrap ignored") {
 		t.Errorf("restarting the bootstrap node with --bootstrap did not log that the flag was ignored")
