@@ -157,6 +157,10 @@ func (d *differ) connect() {
 	}
 }
 
+// zsetLimitChange matches a CONFIG SET of a sorted set's encoding
+// thresholds, which the modes that restart kvs do not send.
+var zsetLimitChange = regexp.MustCompile(`^CONFIG SET .*ZSET-MAX-(LISTPACK|ZIPLIST)-`)
+
 func (d *differ) run(ops int, restarts bool) {
 	var skip *regexp.Regexp
 	if *flagDiffSkip != "" {
@@ -165,7 +169,15 @@ func (d *differ) run(ops int, restarts bool) {
 	next := func() []string {
 		for {
 			cmd := d.gen.next()
-			if skip == nil || !skip.MatchString(strings.ToUpper(strings.Join(cmd, " "))) {
+			line := strings.ToUpper(strings.Join(cmd, " "))
+			if restarts && zsetLimitChange.MatchString(line) {
+				// A restart replays every write under the thresholds set
+				// last, and a sorted set's encoding when a write stored
+				// it decides a score of -0: the packed form keeps 0, the
+				// skiplist -0 (as in Redis, which never restarts here).
+				continue
+			}
+			if skip == nil || !skip.MatchString(line) {
 				return cmd
 			}
 		}
