@@ -12,9 +12,10 @@
 # when it exits, however it exits. Needs root and redis-tools.
 #
 #   SCALE_CONFIGS   nodes:groups pairs (default "3:1 3:3 6:1 6:6")
-#   SCALE_QUOTA     microseconds of CPU per 100 ms per node (default 10000:
-#                   0.1 of a core, so that six nodes and the load fit in
-#                   two cores)
+#   SCALE_PERIOD    the cgroups' CFS period in microseconds (default 100000)
+#   SCALE_QUOTA     microseconds of CPU per period per node (default a tenth
+#                   of the period: 0.1 of a core, so that six nodes and the
+#                   load fit in two cores)
 #   SCALE_REQUESTS  SETs per run (default 30000)
 #   SCALE_CLIENTS   connections (default 120: 20 per leader of six groups)
 #   SCALE_ROUNDS    runs per configuration (default 3)
