@@ -148,13 +148,19 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 }
 
 // pickLocked picks a key at random that is not in seen, with a TTL if
-// volatile; ok is false when 16 tries found none.
+// volatile. A volatile pick that 16 probes of the whole keyspace miss
+// (few keys have a TTL) descends at random through the subtrees holding
+// one instead, as Redis samples its expires dict. ok is false when no
+// such key is left.
 func (s *Store) pickLocked(n int, volatile bool, seen map[string]bool) (item, bool) {
 	for range 16 {
 		it, _ := s.keys.GetAt(rand.IntN(n))
 		if !seen[it.key] && (!volatile || it.exp != 0) {
 			return it, true
 		}
+	}
+	if volatile {
+		return s.keys.randomWithDeadline(func(it *item) bool { return !seen[it.key] })
 	}
 	return item{}, false
 }

@@ -40,6 +40,34 @@ func TestEvictionCandidates(t *testing.T) {
 			t.Errorf("policy %d: candidates %q (%d bytes)", tc.policy, keys, freed)
 		}
 	}
+	// Few keys with a TTL among many: random probes of the keyspace
+	// mostly miss them, and a pick still takes as many as asked, at
+	// random rather than the ones due first.
+	sparse := NewStore()
+	cmds = nil
+	for i := range 5000 {
+		cmds = append(cmds, c(OpSet, "p"+itoa(i), "v"))
+	}
+	for i := range 50 {
+		cmds = append(cmds, c(OpSet, "t"+itoa(i), "v").i(int64(now+100000+i)))
+	}
+	sparse.Apply(1, now, cmds)
+	drawn := map[string]bool{}
+	for range 20 {
+		got, _ := sparse.EvictionCandidates(EvictVolatileRandom, 5, 10, 1<<30)
+		var keys []string
+		for _, k := range got {
+			keys = append(keys, string(k))
+			drawn[string(k)] = true
+		}
+		slices.Sort(keys)
+		if len(slices.Compact(keys)) != 10 || slices.ContainsFunc(keys, func(k string) bool { return k[0] != 't' }) {
+			t.Fatalf("volatile-random, 10 of 50 TTL keys among 5050: %q", keys)
+		}
+	}
+	if len(drawn) <= 10 {
+		t.Errorf("volatile-random drew only %d distinct keys in 20 picks of 10 of 50", len(drawn))
+	}
 	if keys, _ := s.EvictionCandidates(EvictVolatileTTL, 5, 100, 1); len(keys) != 1 {
 		t.Errorf("asked to free 1 byte, got %d keys", len(keys))
 	}

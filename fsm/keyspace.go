@@ -3,6 +3,7 @@ package fsm
 import (
 	"container/heap"
 	"math"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -415,6 +416,55 @@ func (ks *keyspace) GetAt(i int) (item, bool) {
 			x, l = x.e[j].inner, x.e[j].leaf
 		}
 		return l.it[i], true
+	}
+	return item{}, false
+}
+
+// randomWithDeadline returns an item with a deadline that ok accepts,
+// found by a random descent through the subtrees holding a deadline: a
+// random shard among those with one, a random such child at each level,
+// and the first acceptable item from a random place in the leaf. Not
+// uniform, but every such item can be drawn. false when none is accepted.
+func (ks *keyspace) randomWithDeadline(ok func(*item) bool) (item, bool) {
+	start := rand.IntN(keyShards)
+	for k := range keyShards {
+		s := (start + k) % keyShards
+		if ks.shardDue(s) == noExp {
+			continue
+		}
+		r := &ks.shards[s]
+		if it, found := randomDeadlineIn(r.inner, r.leaf, ok); found {
+			return it, true
+		}
+	}
+	return item{}, false
+}
+
+// randomDeadlineIn is randomWithDeadline within one subtree: its children
+// holding a deadline are tried from a random one on, so an item ok
+// refuses does not end the search while another is left.
+func randomDeadlineIn(x *ktInner, l *ktLeaf, ok func(*item) bool) (item, bool) {
+	if x == nil {
+		if l == nil || l.n == 0 {
+			return item{}, false
+		}
+		i0 := rand.IntN(l.n)
+		for d := range l.n {
+			if it := &l.it[(i0+d)%l.n]; it.exp != 0 && ok(it) {
+				return *it, true
+			}
+		}
+		return item{}, false
+	}
+	j0 := rand.IntN(x.n)
+	for d := range x.n {
+		j := (j0 + d) % x.n
+		if x.minExp[j] == noExp {
+			continue
+		}
+		if it, found := randomDeadlineIn(x.e[j].inner, x.e[j].leaf, ok); found {
+			return it, true
+		}
 	}
 	return item{}, false
 }
