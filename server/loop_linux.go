@@ -104,9 +104,10 @@ type loop struct {
 	quiet      atomic.Bool
 	sleeping   atomic.Bool
 	roundAt    int64
-	// wallOffset is the wall clock less monoNow's at the round's start
-	// (fdReader converts receive times with it).
+	// wallOffset is the wall clock less monoNow's (fdReader converts
+	// receive times with it), measured at offsetAt (clock).
 	wallOffset int64
+	offsetAt   int64
 	polledAt   int64
 	// blocking: the loop sleeps in epoll_wait, not in Go's poller.
 	// ordered are clients to run again (wakeOrdered), orderedDue says
@@ -580,12 +581,16 @@ func (lp *loop) pollOnce(uintptr) bool {
 	return lp.polled > 0 || !lp.idle(lp.polledAt)
 }
 
-// clock returns monoNow, noting the wall clock's offset from it, which
-// fdReader converts the kernel's receive times with.
+// clock returns monoNow, and keeps the wall clock's offset from it, which
+// fdReader converts the kernel's receive times with, measured anew every
+// offsetRefresh (measureWallOffset).
 func (lp *loop) clock() int64 {
-	now := time.Now()
-	mono := monoAt(now)
-	lp.wallOffset = now.UnixNano() - mono
+	mono := monoNow()
+	if lp.wallOffset == 0 || mono-lp.offsetAt >= int64(offsetRefresh) {
+		if off, ok := measureWallOffset(); ok {
+			lp.wallOffset, lp.offsetAt = off, mono
+		}
+	}
 	return mono
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,36 @@ func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // monoAt is t on monoNow's clock.
 func monoAt(t time.Time) int64 { return int64(t.Sub(monoBase)) }
+
+// offsetRefresh is how often a loop measures the wall clock's offset from
+// monoNow's: it changes only when the wall clock is set.
+const offsetRefresh = 100 * time.Millisecond
+
+// maxOffsetError bounds the error of a measurement measureWallOffset
+// accepts: requests that arrived further apart than that on different
+// loops are ordered right.
+const maxOffsetError = 2 * time.Microsecond
+
+// measureWallOffset returns the wall clock less monoNow's clock, ok when
+// measured to within maxOffsetError. time.Now reads the two clocks one
+// after the other, and a thread preempted between the two reads (a busy
+// machine) gets an offset wrong by as long as it was off the CPU: the
+// receive times converted with it put a request that arrived first after
+// one that arrived later on another loop. So the reading taken is
+// bracketed by two others, which bound when both its clocks were read,
+// and the tightest of a few tries is kept.
+func measureWallOffset() (int64, bool) {
+	best, span := int64(0), int64(math.MaxInt64)
+	for range 4 {
+		a := time.Now()
+		b := time.Now()
+		c := time.Now()
+		if d := monoAt(c) - monoAt(a); d < span {
+			best, span = b.UnixNano()-monoAt(b), d
+		}
+	}
+	return best, span <= int64(maxOffsetError)
+}
 
 // orderBarrier holds the commands waiting for other loops to catch up.
 type orderBarrier struct {
