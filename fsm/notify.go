@@ -20,7 +20,6 @@ package fsm
 // (publish.go).
 
 import (
-	"bytes"
 	"slices"
 	"sync/atomic"
 )
@@ -141,9 +140,10 @@ type preState struct {
 	live   uint64 // bit i: the op's i-th target (targets) was live
 	member bool   // SMOVE: the destination held the member already
 	// SETBIT, BITFIELD: the string's length (-1: no string) and, for
-	// BITFIELD, a copy of it.
+	// BITFIELD, the store's dirty counter, which it raises by the
+	// changes it counts as Redis does.
 	strLen int
-	str    []byte
+	dirty  int64
 }
 
 // keyRange names some of a command's Args: Args[first], Args[first+step],
@@ -327,10 +327,8 @@ func (s *Store) notifyBeforeLocked(now int64, c *Command) preState {
 		pre.strLen = -1
 		if it, ok := s.liveLocked(c.Args[0], now); ok && it.kind == kindString {
 			pre.strLen = len(it.val)
-			if c.Op == OpBitField {
-				pre.str = bytes.Clone(it.val)
-			}
 		}
+		pre.dirty = s.dirty
 	}
 	if s.wantLocked(NotifyKeyMiss) {
 		s.missesLocked(now, c, func(key []byte) { s.notifyLocked(NotifyKeyMiss, "keymiss", key) })

@@ -1,7 +1,5 @@
 package fsm
 
-import "bytes"
-
 // The events of the ops that do not announce their own, derived after the
 // op from the Command, its reply and the store's state (so the type files
 // need no change), following each notifyKeyspaceEvent call of Redis 7.0
@@ -140,9 +138,12 @@ var opEvents = map[Op]func(s *Store, c *Command, r *Reply, pre preState){
 			s.notifyLocked(NotifyGeneric, "copy_to", c.Args[1])
 		}
 	},
+	// BITFIELD announces setbit when one of its writes counted a change
+	// (bitops.c: a write that changed its field's value, or any write to
+	// a string it created or grew), even if a later write put the bytes
+	// back as they were.
 	OpBitField: func(s *Store, c *Command, r *Reply, pre preState) {
-		it, ok := s.getLocked(c.Args[0])
-		if ok && bitFieldWrote(c, r) && (pre.strLen < len(it.val) || !bytes.Equal(pre.str, it.val)) {
+		if bitFieldWrote(c, r) && s.dirty > pre.dirty {
 			s.notifyLocked(NotifyString, "setbit", c.Args[0])
 		}
 	},

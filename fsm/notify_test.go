@@ -138,3 +138,29 @@ func TestNotifyReadInsideExec(t *testing.T) {
 		t.Fatalf("EXEC announced %q, want %q", got, want)
 	}
 }
+
+// TestNotifyBitFieldChanges: BITFIELD announces setbit when one of its
+// writes changed its field, as Redis counts changes per write, even when a
+// later write puts the bytes back; not when no write changed anything.
+func TestNotifyBitFieldChanges(t *testing.T) {
+	s, l := notifyingStore(NotifyString)
+	s.Apply(0, t0, []Command{c(OpSet, "bf", "a")})
+	l.take()
+	u8 := func(incr bool, v int64) string {
+		return string(EncodeBitFieldOp(BitFieldOp{Write: true, Incr: incr, Bits: 8, Value: v}))
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []string
+		want []string
+	}{
+		{"changed and put back", []string{u8(true, 1), u8(false, 'a')}, []string{"setbit:bf"}},
+		{"the same value set", []string{u8(false, 'a')}, nil},
+		{"an increment of 0", []string{u8(true, 0)}, nil},
+	} {
+		s.Apply(0, t0, []Command{c(OpBitField, append([]string{"bf"}, tc.ops...)...)})
+		if got := l.take(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: events %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
