@@ -135,9 +135,8 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 			}
 		}
 		if !found {
-			if policy.volatile() && len(keys) == 0 {
-				s.keys.earliest(math.MaxInt64-1, take)
-			}
+			// Only once every key was taken: a volatile pick finds a key
+			// with a deadline while one is left (pickLocked).
 			return keys, freed
 		}
 		seen[best.key] = true
