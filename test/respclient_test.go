@@ -41,7 +41,17 @@ func readValue(r *bufio.Reader) (Value, error) {
 	return v, err
 }
 
+// readValueInto reads one reply, appending its bytes to raw; each value
+// nested in it gets its own bytes as Raw (the top one's are set by
+// readValue).
 func readValueInto(r *bufio.Reader, raw *bytes.Buffer) (Value, error) {
+	start := raw.Len()
+	v, err := readValueBody(r, raw)
+	v.Raw = bytes.Clone(raw.Bytes()[start:])
+	return v, err
+}
+
+func readValueBody(r *bufio.Reader, raw *bytes.Buffer) (Value, error) {
 	line, err := r.ReadString('\n')
 	raw.WriteString(line)
 	if err != nil {
