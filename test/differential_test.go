@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -138,9 +139,13 @@ type differ struct {
 	// kvs only when the SORT stores (a read changes nothing in kvs; see
 	// compatibility.md).
 	readSorted map[string]bool
-	resyncs    int        // batches dropped because leadership changed (clustered)
-	history    []diffStep // since the last flush
-	divergence int
+	// limitsChanged: an encoding threshold changed since both servers
+	// were last flushed (see flushIfLimitsChanged).
+	limitsChanged bool
+	limits        map[string]int64 // the reference's encoding thresholds (readLimits)
+	resyncs       int              // batches dropped because leadership changed (clustered)
+	history       []diffStep       // since the last flush
+	divergence    int
 }
 
 // connect (re)opens both connections in the run's protocol.
@@ -157,9 +162,60 @@ func (d *differ) connect() {
 	}
 }
 
-// zsetLimitChange matches a CONFIG SET of a sorted set's encoding
-// thresholds, which the modes that restart kvs do not send.
-var zsetLimitChange = regexp.MustCompile(`^CONFIG SET .*ZSET-MAX-(LISTPACK|ZIPLIST)-`)
+// encodingLimit matches the name of a parameter that sets an encoding
+// threshold (hash-max-listpack-value, list-max-ziplist-size and the like).
+var encodingLimit = regexp.MustCompile(`(?i)^(hash|set|zset|list)-max-`)
+
+// noteLimits records the encoding thresholds an accepted CONFIG SET gives,
+// and reports whether one of them changed.
+func (d *differ) noteLimits(cmd []string) (changed bool) {
+	for k := 2; k+1 < len(cmd); k += 2 {
+		if !encodingLimit.MatchString(cmd[k]) {
+			continue
+		}
+		name := strings.ReplaceAll(strings.ToLower(cmd[k]), "ziplist", "listpack")
+		v, ok := memValue(cmd[k+1])
+		if !ok {
+			// Accepted, so Redis parsed it; count it as a change.
+			changed = true
+			continue
+		}
+		if old, ok := d.limits[name]; !ok || old != v {
+			d.limits[name] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
+// readLimits reads the reference's encoding thresholds.
+func (d *differ) readLimits() {
+	d.limits = map[string]int64{}
+	v := d.rc.Do("CONFIG", "GET", "hash-max-*", "set-max-*", "zset-max-*", "list-max-*")
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		if n, ok := memValue(v.Elems[i+1].Str); ok {
+			d.limits[strings.ReplaceAll(v.Elems[i].Str, "ziplist", "listpack")] = n
+		}
+	}
+}
+
+// memValue parses a configuration number as Redis does, with the units
+// k, kb, m, mb, g and gb.
+func memValue(s string) (int64, bool) {
+	s = strings.ToLower(s)
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n * mul, err == nil
+}
 
 func (d *differ) run(ops int, restarts bool) {
 	var skip *regexp.Regexp
@@ -170,18 +226,12 @@ func (d *differ) run(ops int, restarts bool) {
 		for {
 			cmd := d.gen.next()
 			line := strings.ToUpper(strings.Join(cmd, " "))
-			if restarts && zsetLimitChange.MatchString(line) {
-				// A restart replays every write under the thresholds set
-				// last, and a sorted set's encoding when a write stored
-				// it decides a score of -0: the packed form keeps 0, the
-				// skiplist -0 (as in Redis, which never restarts here).
-				continue
-			}
 			if skip == nil || !skip.MatchString(line) {
 				return cmd
 			}
 		}
 	}
+	d.readLimits()
 	var pending []string // a SCAN held back to start the next batch
 	for i := 0; i < ops; {
 		if pending == nil {
@@ -219,6 +269,9 @@ func (d *differ) run(ops int, restarts bool) {
 			d.noteReadSort(cmd)
 			if len(cmd) > 1 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "SET") && refs[j] == "+OK\r\n" {
 				d.configs = append(d.configs, cmd)
+				if d.noteLimits(cmd) {
+					d.limitsChanged = true
+				}
 				for _, n := range d.peers {
 					if n != d.kvs {
 						if v := dialRaw(d.t, n.Addr).DoRetry(cmd...); string(v.Raw) != "+OK\r\n" {
@@ -230,6 +283,7 @@ func (d *differ) run(ops int, restarts bool) {
 		}
 		if restarts && (i+len(batch))/1000 > i/1000 {
 			d.compareState(fmt.Sprintf("before restart at op %d", i))
+			d.flushIfLimitsChanged(i)
 			d.restart()
 			d.compareState(fmt.Sprintf("after restart at op %d", i))
 		}
@@ -237,6 +291,7 @@ func (d *differ) run(ops int, restarts bool) {
 	}
 	d.compareState("at the end")
 	if restarts {
+		d.flushIfLimitsChanged(ops)
 		d.restart()
 		d.compareState("after the final restart")
 	}
@@ -272,6 +327,7 @@ func (d *differ) resync(i int, batch [][]string, gots []string) {
 	}
 	d.rc.Do("FLUSHALL")
 	d.history = nil
+	d.limitsChanged = false
 	if d.resyncs > 20 {
 		d.t.Fatalf("%d leader changes in one run: the cluster is not keeping a leader", d.resyncs)
 	}
@@ -307,6 +363,46 @@ func (d *differ) noteReadSort(cmd []string) {
 func (d *differ) encodingAfterReadSort(cmd []string, ref, got string) bool {
 	return len(cmd) == 3 && strings.EqualFold(cmd[0], "OBJECT") && strings.EqualFold(cmd[1], "ENCODING") &&
 		d.readSorted[cmd[2]] && ref == "$8\r\nskiplist\r\n" && got == "$8\r\nlistpack\r\n"
+}
+
+// flushIfLimitsChanged flushes both servers before a restart when an
+// encoding threshold changed since they were last flushed. A restart
+// replays every write under the thresholds set last, as Redis replays its
+// AOF under the configuration it starts with; the reference never
+// restarts and keeps each collection as the thresholds of its last write
+// built it. A hash that got a 70-byte value under hash-max-listpack-value
+// 1kb, lost it, and then saw the limit set to 64 is a listpack in Redis
+// and, replayed, a hashtable in kvs; a sorted set's encoding when a write
+// stored it decides a score of -0 (the packed form keeps 0, the skiplist
+// -0). After the flush every key the restart rebuilds was written under
+// the thresholds it is rebuilt with.
+func (d *differ) flushIfLimitsChanged(i int) {
+	d.t.Helper()
+	if !d.limitsChanged {
+		return
+	}
+	d.t.Logf("op %d: an encoding threshold changed since the last flush; both servers flushed before the restart", i)
+	d.flushBoth()
+}
+
+// flushBoth empties both servers and starts the history afresh.
+func (d *differ) flushBoth() {
+	d.t.Helper()
+	if v := d.rc.Do("FLUSHALL"); v.IsError() {
+		d.t.Fatalf("redis: FLUSHALL: %s", v)
+	}
+	// A cluster node may be between leaders.
+	err := retryLeaderChange(d.t, func() error {
+		if v := d.kc.Do("FLUSHALL"); v.IsError() {
+			return errors.New(v.Str)
+		}
+		return nil
+	})
+	if err != nil {
+		d.t.Fatalf("kvs: FLUSHALL: %v\n%s", err, d.kvs.LogTail(20))
+	}
+	d.history = nil
+	d.limitsChanged = false
 }
 
 // restart restarts kvs with the configuration set so far in its config
@@ -439,6 +535,7 @@ func (d *differ) diverged(i int, cmd []string, ref, got string) {
 		c.Do("FLUSHALL")
 	}
 	d.history = nil
+	d.limitsChanged = false
 }
 
 // showHistory lists the commands since the last flush that name a key of
@@ -638,4 +735,26 @@ func parseValue(raw string) (Value, error) {
 		return v, fmt.Errorf("trailing bytes after reply: %q", raw[len(v.Raw):])
 	}
 	return v, nil
+}
+
+// TestNoteLimits: only a CONFIG SET that changes an encoding threshold
+// (under either of its names, in any unit) counts as a change.
+func TestNoteLimits(t *testing.T) {
+	d := &differ{limits: map[string]int64{"hash-max-listpack-value": 64, "list-max-listpack-size": -2}}
+	for _, c := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"CONFIG SET hash-max-ziplist-value 64", false},
+		{"CONFIG SET hash-max-listpack-value 1kb", true},
+		{"CONFIG SET hash-max-ziplist-value 1024", false},
+		{"CONFIG SET maxmemory-samples 3 list-max-ziplist-size -2", false},
+		{"CONFIG SET list-max-listpack-size 4", true},
+		{"CONFIG SET zset-max-ziplist-entries 128", true}, // not read yet
+		{"CONFIG SET zset-max-listpack-entries 128", false},
+	} {
+		if got := d.noteLimits(strings.Fields(c.cmd)); got != c.want {
+			t.Errorf("%s: changed %v, want %v", c.cmd, got, c.want)
+		}
+	}
 }
