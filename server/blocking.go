@@ -703,11 +703,27 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		c.lp.enqueued++
 		c.lp.outstanding++
 		return fsm.Reply{}, nil, false
+	case c.lp != nil && b.grp.replicated():
+		// Cluster mode on a loop: the pop's Raft round (or forward to the
+		// leader, or resolvePop's wait) runs off the loop, and its answer
+		// comes back as a roundProposer's would (blockAnswered).
+		b.sent = true
+		c.lp.offLoop(c, func() {
+			r, err := c.popRouted(b)
+			c.asyncReplies, c.asyncErr = []fsm.Reply{r}, err
+		})
+		return fsm.Reply{}, nil, false
 	}
+	r, err = c.popRouted(b)
+	return r, err, true
+}
+
+// popRouted runs b.cmd through the cluster's write path, waiting for its
+// answer; a pop whose outcome is unknown is resolved (resolvePop).
+func (c *client) popRouted(b *blockState) (r fsm.Reply, err error) {
 	if !b.grp.replicated() || !b.w.req.tokenized {
 		replies, perr := c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
-		r, err = firstReply(replies, perr)
-		return r, err, true
+		return firstReply(replies, perr)
 	}
 	for {
 		token := rand.Int64() | 1
@@ -724,8 +740,7 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 			replies = []fsm.Reply{r}
 		}
 		c.s.blocked.unwatch(token)
-		r, err = firstReply(replies, perr)
-		return r, err, true
+		return firstReply(replies, perr)
 	}
 }
 

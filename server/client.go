@@ -201,6 +201,17 @@ type client struct {
 	asyncReplies []fsm.Reply
 	asyncErr     error
 	suspended    bool
+	// Cluster mode on a loop (loop.offLoop): offRunning, a step of c's
+	// runs off the loop; offResume, its outcome is in c, not a batch's
+	// answer for finishAsync. offRan says the current command's step ran
+	// and answered from offAt in out; offCheck that the current read's
+	// check ran, offCheckErr its outcome.
+	offRunning  bool
+	offResume   bool
+	offRan      bool
+	offAt       int
+	offCheck    bool
+	offCheckErr string
 	// blk is the blocking command being executed (blocking.go); hup says
 	// the loop saw the peer hang up.
 	blk     *blockState
@@ -436,8 +447,17 @@ func (c *client) executeOne(args [][]byte) bool {
 	if spec != nil && c.lastCmd.Load() != &spec.name {
 		c.lastCmd.Store(&spec.name)
 	}
+	if c.offRan {
+		// Its step ran off the loop (runOff) and wrote its reply.
+		c.offRan = false
+		c.answered(id, false, c.offAt)
+		return true
+	}
 	switch c.admit(cmd, spec, id, args) {
 	case refused:
+		// A read checked off the loop, then refused (an ACL changed
+		// meanwhile): the check is not the next read's.
+		c.offCheck, c.offCheckErr = false, ""
 		return true
 	case held:
 		return false // run again when the client pause ends
@@ -470,6 +490,10 @@ func (c *client) executeOne(args [][]byte) bool {
 			return false // waits for the other loops (order.go)
 		}
 		c.flushHits()
+		if cmd.waits && c.lp != nil && c.s.router.clustered() {
+			c.runOff(func() { run(c, args) })
+			return false
+		}
 		at := len(c.out)
 		run(c, args)
 		c.answered(id, false, at)
@@ -491,12 +515,19 @@ func (c *client) executeOne(args [][]byte) bool {
 		if c.proposeBatch() {
 			return false
 		}
-		at := len(c.out)
-		if fc.Op == fsm.OpFlushAll {
-			c.flushAcross(fc)
-		} else {
-			c.writeEveryGroup(fc)
+		write := func() {
+			if fc.Op == fsm.OpFlushAll {
+				c.flushAcross(fc)
+			} else {
+				c.writeEveryGroup(fc)
+			}
 		}
+		if c.lp != nil {
+			c.runOff(write)
+			return false
+		}
+		at := len(c.out)
+		write()
 		c.answered(id, false, at)
 		return true
 	}
@@ -528,6 +559,11 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.errIfFound = "" // parsed again when the command is executed
 		return false
 	}
+	if c.lp != nil && fc.Op != fsm.OpInvalid && !c.offCheck && c.checkWaits(fc.Op) {
+		c.checkOff(fc.Op)
+		c.errIfFound = ""
+		return false
+	}
 	at := len(c.out)
 	c.readLocal(fc)
 	c.answered(id, false, at)
@@ -544,10 +580,18 @@ func (c *client) readLocal(fc fsm.Command) {
 	}
 	var led []*groupRef // the groups a read across groups answers for
 	var e string
-	if c.readsAcross(fc.Op) {
+	switch {
+	case c.offCheck:
+		// Checked off the loop (checkOff).
+		e = c.offCheckErr
+		c.offCheck, c.offCheckErr = false, ""
+		if c.readsAcross(fc.Op) {
+			led = c.s.router.ledGroups()
+		}
+	case c.readsAcross(fc.Op):
 		led = c.s.router.ledGroups()
 		e = c.checkReadAcross(led)
-	} else {
+	default:
 		e = c.checkRead()
 	}
 	if e != "" {
@@ -651,6 +695,47 @@ func (c *client) checkRead() string {
 	return ""
 }
 
+// checkWaits reports whether the check before a read of op may wait: a
+// read barrier (linearizable reads), or a READONLY connection's replica
+// catching up with its leader (checkRead).
+func (c *client) checkWaits(op fsm.Op) bool {
+	if c.readsAcross(op) {
+		return c.s.cfg.LinearizableReads
+	}
+	g := c.grp
+	return g.replicated() && c.readChecked != g &&
+		(c.s.cfg.LinearizableReads || c.readonly && !c.peer && !g.leads())
+}
+
+// checkOff runs the check before a read of op off the loop (loop.offLoop);
+// the loop then runs the read again, which takes the check's outcome
+// (readLocal).
+func (c *client) checkOff(op fsm.Op) {
+	c.offResume = true
+	c.lp.offLoop(c, func() {
+		if c.readsAcross(op) {
+			c.offCheckErr = c.checkReadAcross(c.s.router.ledGroups())
+		} else {
+			c.offCheckErr = c.checkRead()
+		}
+		c.offCheck = true
+	})
+}
+
+// runOff runs step, the part of the current command that may wait (a
+// membership change, a forwarded batch, a write to every group), off the
+// loop (loop.offLoop). step writes the command's reply; the loop then
+// runs the command again, which finds it answered (offRan, in
+// executeOne).
+func (c *client) runOff(step func()) {
+	c.offAt = len(c.out)
+	c.offResume = true
+	c.lp.offLoop(c, func() {
+		step()
+		c.offRan = true
+	})
+}
+
 // replyError answers command id with an error decided by the server
 // (rejected: before execution); it is queued behind pending writes so it
 // keeps its place in the pipeline.
@@ -691,6 +776,11 @@ func (c *client) proposeBatch() bool {
 			return true
 		}
 		if c.batchGrp.replicated() {
+			if c.lp != nil {
+				// A Raft round, or a forward to the leader: off the loop.
+				c.lp.offLoop(c, func() { c.asyncReplies, c.asyncErr = c.routeBatch() })
+				return true
+			}
 			replies, err = c.routeBatch()
 		} else {
 			replies, err = c.proposeServing(c.replies[:0], c.batch)

@@ -114,6 +114,9 @@ type command struct {
 	// ordered: the command first waits for what other event loops
 	// received before it (order.go): PUBLISH after a SUBSCRIBE.
 	ordered bool
+	// waits: in cluster mode the command may wait for a Raft round or for
+	// another node, and a loop runs it off the loop (client.runOff).
+	waits bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
 	// "container|sub", with Redis's arity and flags (package cmdspec): what
@@ -231,11 +234,11 @@ func commandTable() map[string]*command {
 		// one node to another (KVS.PEER, KVS.FORWARD, KVS.SYNC). Those that
 		// do not touch the store run while a script is busy, as Redis
 		// Cluster's bus goes on; KVS.FORWARD's batches are answered BUSY.
-		{name: "kvs.join", arity: -4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin},
-		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove},
+		{name: "kvs.join", arity: -4, flags: flagAdmin | flagNoScript, group: "server", run: runJoin, waits: true},
+		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove, waits: true},
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale | flagAllowBusy, group: "server", run: runStatus},
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
-		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward},
+		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward, waits: true},
 		{name: "kvs.sync", arity: -1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},
 		{name: "kvs.backup", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti, group: "server", run: runBackup},
 

@@ -40,9 +40,15 @@ import (
 // are collected to go out together next. If some pipelines of the round
 // were answered at once (reads), the loop serves on during the fsync;
 // if every one waits for the log, the loop waits with them (Flush), as
-// redis-server does, and reads what arrived meanwhile as one round. In
-// cluster mode each connection keeps a goroutine of its own (see
-// Server.useLoops).
+// redis-server does, and reads what arrived meanwhile as one round.
+//
+// In cluster mode a write waits for a Raft round, on this node or, from a
+// follower, on the leader it is forwarded to; a read may wait for a read
+// barrier or for a replica to catch up, and some commands for other nodes.
+// No loop sits in such a wait: the step that waits runs on a goroutine of
+// its own (offLoop), the client suspended as for the proposer, and the
+// loop serves its other clients meanwhile and resumes the client when the
+// step is done.
 //
 // The epoll set itself is registered with Go's network poller, so an idle
 // loop parks like any goroutine waiting for a socket and holds no thread.
@@ -83,7 +89,9 @@ type loop struct {
 
 	// Durable mode: the proposer; batches enqueued since the last kick;
 	// batches enqueued and not yet answered (the log may answer a batch
-	// nobody kicked for, when it writes after an fsync returns).
+	// nobody kicked for, when it writes after an fsync returns). In
+	// cluster mode outstanding counts the steps running off the loop
+	// (offLoop), and nothing is enqueued.
 	rounds      roundProposer
 	enqueued    int
 	outstanding int
@@ -324,13 +332,19 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(evfd)
 		return nil, err
 	}
+	// A cluster node's writes go through the router (routeBatch), never
+	// to the Proposer directly.
+	var rounds roundProposer
+	if !s.router.clustered() {
+		rounds = s.roundProposer()
+	}
 	lp := &loop{
 		s:          s,
 		epfd:       epfd,
 		evfd:       evfd,
 		ep:         ep,
 		rc:         rc,
-		rounds:     s.roundProposer(),
+		rounds:     rounds,
 		events:     make([]unix.EpollEvent, 256),
 		busyEvents: make([]unix.EpollEvent, 64),
 		conns:      make(map[int32]*client),
@@ -630,13 +644,47 @@ func (lp *loop) resume() {
 	lp.outstanding -= len(done)
 	for _, c := range done {
 		c.suspended = false
+		c.offRunning = false
 		if c.dead {
 			c.pipe, c.asyncReplies, c.asyncErr = nil, nil, nil
 			continue
 		}
-		c.finishAsync()
+		if c.offResume {
+			c.offResume = false // the step left its outcome in c itself
+		} else {
+			c.finishAsync()
+		}
+		if ps := c.ps; ps != nil {
+			// Messages that arrived during the step go before what the
+			// pipeline answers next: takePushes left them queued.
+			ps.mu.Lock()
+			queued := ps.queued
+			ps.mu.Unlock()
+			if queued {
+				lp.takePushes(c)
+			}
+		}
 		lp.run1(c, nil)
 	}
+}
+
+// offLoop runs step, which may wait (a Raft round, a forward to the leader,
+// a read barrier), on a goroutine of its own while c stays suspended, so
+// that the loop serves its other clients meanwhile; c comes back through
+// done as a roundProposer's answer does, and resume runs its pipeline on.
+// step may use c's pipeline state (batch, pending, out): the loop leaves a
+// suspended client's alone. A step whose outcome is not a batch's answer
+// sets c.offResume first, so that resume does not take one.
+func (lp *loop) offLoop(c *client, step func()) {
+	lp.outstanding++
+	c.offRunning = true
+	go func() {
+		step()
+		lp.mu.Lock()
+		lp.done = append(lp.done, c)
+		lp.mu.Unlock()
+		lp.signal()
+	}()
 }
 
 // wake takes what other goroutines handed the loop.
@@ -939,7 +987,9 @@ func (lp *loop) pushReady(c *client) {
 // written with the round's replies, or closes c if it was killed for its
 // output buffer.
 func (lp *loop) takePushes(c *client) {
-	if c.dead {
+	if c.dead || c.offRunning {
+		// A step off the loop may be writing c's output: the messages
+		// stay queued until resume takes them.
 		return
 	}
 	ps := c.ps

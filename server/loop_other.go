@@ -42,6 +42,7 @@ func (*loop) signal()                  {}
 func (*loop) quietNow() bool           { return true }
 func (*loop) run1(*client, [][][]byte) {}
 func (*loop) wakeOrdered(*orderWaiter) {}
+func (*loop) offLoop(*client, func())  {}
 
 func (o *orderBarrier) accept(ln net.Listener) (net.Conn, error) {
 	nc, err := ln.Accept()

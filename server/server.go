@@ -291,13 +291,16 @@ func (s *Server) Serve() error {
 }
 
 // useLoops reports whether connections are served by event loops
-// (loop_linux.go): in memory mode, where no command waits, unless the
-// Config asks for goroutines. In durable and cluster mode a write waits for
-// fsync or Raft, and each connection keeps a goroutine of its own, which
-// waits without holding up the others.
+// (loop_linux.go), unless the Config asks for goroutines: in memory mode,
+// where no command waits; in durable mode with a Proposer that works in
+// rounds; and in cluster mode, where the loops run what waits for Raft or
+// for other nodes off the loop (loop.offLoop).
 func (s *Server) useLoops() bool {
-	if s.router.clustered() || s.cfg.ConnGoroutines {
+	if s.cfg.ConnGoroutines {
 		return false
+	}
+	if s.router.clustered() {
+		return true
 	}
 	_, memory := s.cfg.Proposer.(MemoryProposer)
 	return memory || s.roundProposer() != nil
