@@ -61,8 +61,10 @@
 // and the pipelines that waited (suspended at the command that needed
 // their batch answered, see client.execute) continue when the proposer
 // answers.
-// Where a write waits otherwise (for Raft), and with
-// Config.ConnGoroutines, each connection has a goroutine of its own, which
+// In cluster mode, where a write waits for Raft, the loops run each step
+// that waits (a batch's proposal or forward, a pop, a read barrier) on a
+// goroutine of its own while the client is suspended (loop.offLoop). With
+// Config.ConnGoroutines each connection has a goroutine of its own, which
 // waits without holding up the others. Each
 // connection's resp.Reader parses requests in place in its read buffer,
 // with no allocation per request, and enforces proto-max-bulk-len and

@@ -99,7 +99,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.BoolVar(&f.repair, "repair", false, "cut the append log at the first corrupt record (saying first exactly what is cut, and keeping a .broken copy) instead of refusing to start; in cluster mode, move damaged raft state aside so the node rejoins")
 	fs.BoolVar(&f.repairEmpty, "repair-allow-empty", false, "with --repair: go ahead even when nothing would be left (no usable snapshot and no record kept) of a data dir that held data")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.io, "io", "loop", "how connections are served in memory and durable mode: loop (event loops, one per CPU; Linux only) or goroutines (one per connection, as cluster mode always does)")
+	fs.StringVar(&f.io, "io", "loop", "how connections are served: loop (event loops, one per CPU; Linux only) or goroutines (one per connection)")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
 	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is INFO used_memory (the live heap, with data and clients' read buffers counted as they change); 0: no limit")
 	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
@@ -167,9 +167,6 @@ func (f serveFlags) validate(given map[string]bool) error {
 	}
 	if (given["repair"] || given["repair-allow-empty"]) && f.dataDir == "" {
 		return errors.New("--repair needs --data-dir: memory mode has nothing to repair")
-	}
-	if given["io"] && f.io == "loop" && f.clustered() {
-		return errors.New("--io loop is for memory and durable mode: cluster mode always serves a goroutine per connection")
 	}
 	if f.protectedMode != "yes" && f.protectedMode != "no" {
 		return fmt.Errorf("--protected-mode %q: want yes or no", f.protectedMode)

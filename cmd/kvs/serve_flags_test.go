@@ -25,7 +25,7 @@ func TestServeFlagsThatCannotApply(t *testing.T) {
 		{append([]string{"--wal-segment-bytes", "4096"}, cluster...), "--wal-segment-bytes is for durable mode"},
 		{[]string{"--repair"}, "--repair needs --data-dir"},
 		{append([]string{"--repair"}, cluster...), ""},
-		{append([]string{"--io", "loop"}, cluster...), "cluster mode always serves a goroutine per connection"},
+		{append([]string{"--io", "loop"}, cluster...), ""},
 		{append([]string{"--io", "goroutines"}, cluster...), ""},
 		{[]string{"--bootstrap"}, "need cluster mode"},
 		{[]string{"--node-id", "n1"}, "cluster mode needs both --node-id and --raft-addr"},
