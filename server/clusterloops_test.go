@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -217,4 +218,47 @@ func TestClusterLoopReads(t *testing.T) {
 	if got := ro.do("GET", "ro"); got != "$1\r\n2\r\n" {
 		t.Errorf("READONLY GET on the follower: %q", got)
 	}
+}
+
+// TestClusterLoopKeyless: on a sharded node's loops, FLUSHALL empties
+// every group the node leads and SCRIPT LOAD reaches every group, the
+// groups led elsewhere through their leaders, off the loop.
+func TestClusterLoopKeyless(t *testing.T) {
+	p := startShardedPair(t)
+	k0, k1 := keyIn(0, 2, 0), keyIn(1, 2, 0)
+	rc := dialRaw(t, p.n1)
+	got := script(t, rc, [][]string{{"SET", k0, "a"}, {"SET", k1, "b"}, {"SCRIPT", "LOAD", "return 1"}})
+	if got[0] != "+OK\r\n" || got[1] != "+OK\r\n" || got[2][0] != '$' {
+		t.Fatalf("SET, SET, SCRIPT LOAD: %q", got)
+	}
+	sha := parseBulk(t, got[2])
+	for n, s := range []*Server{p.n1, p.n2} {
+		if got := dialRaw(t, s).do("SCRIPT", "EXISTS", sha); got != "*1\r\n:1\r\n" {
+			t.Errorf("node %d: SCRIPT EXISTS: %q", n+1, got)
+		}
+	}
+	if got := rc.do("FLUSHALL"); got != "+OK\r\n" {
+		t.Fatalf("FLUSHALL: %q", got)
+	}
+	for n := range 2 {
+		if keys := keysOf(p.stores[n][0]); len(keys) != 0 {
+			t.Errorf("node %d, group 0 after FLUSHALL on its leader: %q", n+1, keys)
+		}
+	}
+	if keys := keysOf(p.stores[1][1]); len(keys) != 1 || keys[0] != k1 {
+		t.Errorf("group 1, led by the other node, after FLUSHALL: %q, want [%s]", keys, k1)
+	}
+	if got := rc.do("PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after FLUSHALL: %q", got)
+	}
+}
+
+// parseBulk returns the string of a RESP2 bulk reply.
+func parseBulk(t *testing.T, r string) string {
+	t.Helper()
+	_, s, ok := strings.Cut(strings.TrimSuffix(r, "\r\n"), "\r\n")
+	if !ok || r[0] != '$' {
+		t.Fatalf("not a bulk string: %q", r)
+	}
+	return s
 }
