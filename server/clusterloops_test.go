@@ -262,3 +262,32 @@ func parseBulk(t *testing.T, r string) string {
 	}
 	return s
 }
+
+// TestClusterLoopACLChange: an ACL change, proposed through the log, waits
+// for its Raft round off the loop, and the loop's other clients are
+// served meanwhile.
+func TestClusterLoopACLChange(t *testing.T) {
+	p := startPair(t, false, true)
+	admin, others := loopNeighbours(t, p.leader)
+	release := stallRounds(p)
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	admin.send(encodeCommand("ACL", "SETUSER", "alice", "on", ">pw", "+get", "~*"))
+	for i, rc := range others {
+		if got := rc.do("PING"); got != "+PONG\r\n" {
+			t.Fatalf("client %d: PING during the ACL change's round: %q", i, got)
+		}
+	}
+	release()
+	released = true
+	if got := admin.reply(); got != "+OK\r\n" {
+		t.Fatalf("ACL SETUSER: %q", got)
+	}
+	if got := admin.do("ACL", "USERS"); got != "*2\r\n$5\r\nalice\r\n$7\r\ndefault\r\n" {
+		t.Errorf("ACL USERS: %q", got)
+	}
+}

@@ -115,7 +115,9 @@ type command struct {
 	// received before it (order.go): PUBLISH after a SUBSCRIBE.
 	ordered bool
 	// waits: in cluster mode the command may wait for a Raft round or for
-	// another node, and a loop runs it off the loop (client.runOff).
+	// another node (KVS.FORWARD's batch, a membership change, an ACL
+	// change or CONFIG SET requirepass, proposed through the log), and a
+	// loop runs it off the loop (client.runOff).
 	waits bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
@@ -203,7 +205,8 @@ func commandTable() map[string]*command {
 		{name: "hello", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runHello},
 		{name: "auth", arity: -2, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runAuth},
 		{name: "acl", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "server",
-			subs: "cat deluser dryrun genpass getuser help list load log save setuser users whoami", run: runACL},
+			subs: "cat deluser dryrun genpass getuser help list load log save setuser users whoami", run: runACL,
+			waits: true},
 		{name: "quit", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
 		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection",
@@ -213,7 +216,7 @@ func commandTable() map[string]*command {
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},
 		{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", run: runInfo},
 		{name: "config", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server",
-			subs: "get help resetstat rewrite set", run: runConfig},
+			subs: "get help resetstat rewrite set", run: runConfig, waits: true},
 		{name: "slowlog", arity: -2, flags: flagAdmin | flagLoading | flagStale, group: "server",
 			subs: "get help len reset", run: runSlowlog},
 		{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", run: runMonitor},

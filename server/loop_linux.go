@@ -656,15 +656,18 @@ func (lp *loop) resume() {
 		}
 		if ps := c.ps; ps != nil {
 			// Messages that arrived during the step go before what the
-			// pipeline answers next: takePushes left them queued.
+			// pipeline answers next, and a kill (killSubscriber) is done
+			// now: takePushes left both for here.
 			ps.mu.Lock()
-			queued := ps.queued
+			queued := ps.queued || ps.killed
 			ps.mu.Unlock()
 			if queued {
 				lp.takePushes(c)
 			}
 		}
-		lp.run1(c, nil)
+		if !c.dead {
+			lp.run1(c, nil)
+		}
 	}
 }
 
