@@ -133,7 +133,7 @@ type loop struct {
 	entering []*client
 
 	mu       sync.Mutex     // guards the fields below
-	done     []*client      // answered by the roundProposer, to resume
+	done     []*client      // answered by the roundProposer, or back from offLoop: to resume
 	woken    []*client      // blocked clients whose waiter was woken, to run again
 	pushed   []*client      // subscribers with messages queued (pushReady)
 	ordered  []*orderWaiter // whose ordered commands may go on (wakeOrdered)
