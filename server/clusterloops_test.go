@@ -119,8 +119,9 @@ func TestClusterLoopPipeline(t *testing.T) {
 				t.Errorf("reply %d: %q, want %q", i, got[i], want[i])
 			}
 		}
+		fr := dialRaw(t, p.follower)
 		eventually(t, "the write to reach the follower's store", func() bool {
-			return p.follower.Addr() != nil && dialRaw(t, p.follower).do("GET", key) == "$2\r\n13\r\n"
+			return fr.do("GET", key) == "$2\r\n13\r\n"
 		})
 	}
 }
