@@ -19,14 +19,29 @@ import (
 // INFO's blocked_clients counts it.
 
 // blockingModes are the ways one node serves a blocked client: the event
-// loops in memory and durable mode, and a goroutine per connection.
-var blockingModes = []struct {
-	name string
-	opts KVSOptions
-}{
-	{"memory", KVSOptions{}},
-	{"durable", KVSOptions{Durable: true, Fsync: "always"}},
-	{"goroutines", KVSOptions{Durable: true, Fsync: "always", Extra: []string{"--io", "goroutines"}}},
+// loops in memory and durable mode, a goroutine per connection, and the
+// event loops of a cluster node, whose pops are Raft rounds run off the
+// loop.
+var blockingModes = []blockingMode{
+	{name: "memory", opts: KVSOptions{}},
+	{name: "durable", opts: KVSOptions{Durable: true, Fsync: "always"}},
+	{name: "goroutines", opts: KVSOptions{Durable: true, Fsync: "always", Extra: []string{"--io", "goroutines"}}},
+	{name: "cluster", cluster: true},
+}
+
+type blockingMode struct {
+	name    string
+	opts    KVSOptions
+	cluster bool // a one-node cluster, opts unused
+}
+
+// start starts a node serving blocked clients as m says.
+func (m blockingMode) start(t *testing.T) *Node {
+	t.Helper()
+	if m.cluster {
+		return waitLeader(t, startCluster(t, 1))
+	}
+	return startKVS(t, m.opts)
 }
 
 // waitBlocked waits until addr's INFO reports n blocked clients.
@@ -58,7 +73,7 @@ func TestBlockingOrder(t *testing.T) {
 	for _, m := range blockingModes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			n := startKVS(t, m.opts)
+			n := m.start(t)
 			var clients []*rawConn
 			for i := range 3 {
 				c := dialRaw(t, n.Addr)
@@ -101,7 +116,7 @@ func TestBlockingTimeouts(t *testing.T) {
 	for _, m := range blockingModes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			n := startKVS(t, m.opts)
+			n := m.start(t)
 			c := dialRaw(t, n.Addr)
 			for _, cmd := range [][]string{
 				{"BLPOP", "q", "0.1"},
@@ -168,7 +183,7 @@ func TestBlockingPipeline(t *testing.T) {
 	for _, m := range blockingModes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			n := startKVS(t, m.opts)
+			n := m.start(t)
 			c := dialRaw(t, n.Addr)
 			c.Write(string(encodeCommand("SET", "before", "1")) + string(encodeCommand("BLMOVE", "src", "dst", "RIGHT", "LEFT", "0")) +
 				string(encodeCommand("SET", "after", "1")))
@@ -403,7 +418,7 @@ func TestPushWaitsForEarlierExec(t *testing.T) {
 func TestPushServesBeforeNextCommand(t *testing.T) {
 	for _, m := range blockingModes[:2] {
 		t.Run(m.name, func(t *testing.T) {
-			n := startKVS(t, m.opts)
+			n := m.start(t)
 			r := dialRaw(t, n.Addr)
 			for i := range 50 {
 				l1, l2, l3 := fmt.Sprintf("l1:%d{t}", i), fmt.Sprintf("l2:%d{t}", i), fmt.Sprintf("l3:%d{t}", i)

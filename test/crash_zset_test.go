@@ -281,7 +281,7 @@ func TestBlockingZSet(t *testing.T) {
 	for _, m := range blockingModes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
-			n := startKVS(t, m.opts)
+			n := m.start(t)
 			a, b, cz := dialRaw(t, n.Addr), dialRaw(t, n.Addr), dialRaw(t, n.Addr)
 			a.send("BZPOPMIN", "nothing", "z", "0")
 			waitBlocked(t, n.Addr, 1)
