@@ -36,6 +36,7 @@ func (s *Store) finishApply(scripts bool) {
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()
+	metaChanged := s.takeMetaChangedLocked()
 	s.unlock(true, scripts)
 	if notify != nil {
 		notify(events)
@@ -45,6 +46,9 @@ func (s *Store) finishApply(scripts bool) {
 	}
 	if expired != nil {
 		expired(met)
+	}
+	if metaChanged != nil {
+		metaChanged()
 	}
 }
 

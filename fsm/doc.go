@@ -34,7 +34,10 @@
 //	ExecCommand(keys [][]byte, seen []KeyVersion, cmds []Command) Command   EXEC's OpExec
 //	(*ExecBuilder).Build(keys, seen, cmds) Command; Reset()   the same in reused memory
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
-//	    replicated cluster metadata, written by OpMetaSet
+//	    replicated cluster metadata, written by OpMetaSet, or by OpMetaCAS
+//	    only while a name holds the value expected (compare and set)
+//	(*Store).SetMetaHook(fn func())
+//	    told after an apply or restore that changed the metadata (meta.go)
 //	(*Store).ACLUsers() (map[string]string, uint64); ACLGen() uint64
 //	    the replicated ACL table (user -> rule line), written by OpACLSet
 //	(*Store).ReadServing, ApplyServing, WatchKeyServing, StatsServing,
@@ -106,7 +109,7 @@
 //
 // Beside the keyspace the store keeps cluster metadata, a small map of
 // names to values (a node's client address, for one) written only by
-// OpMetaSet entries: it is replicated and snapshotted like the keys, but no
+// OpMetaSet and OpMetaCAS entries: it is replicated and snapshotted like the keys, but no
 // key command sees it and FLUSHALL leaves it alone. The ACL table (acl.go)
 // is kept the same way, written only by OpACLSet; the fsm stores each
 // user's rule line as opaque text, which the server parses.

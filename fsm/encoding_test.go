@@ -31,6 +31,8 @@ var sampleCmds = []Command{
 	c(OpDelExpired, "x", "y"),
 	c(OpMetaSet, "node/a/resp", "127.0.0.1:7001"),
 	c(OpMetaSet, "node/a/resp", ""),
+	c(OpMetaCAS, "slots", "", "1 0-16383:1"),
+	c(OpMetaCAS, "slots", "1 0-16383:1", ""),
 }
 
 func sameCmds(a, b []Command) bool {
@@ -124,6 +126,8 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"negative off":       EncodeEntry(nil, t0, []Command{c(OpSetRange, "k", "v").i(-1)}),
 		"meta no name":       EncodeEntry(nil, t0, []Command{c(OpMetaSet, "", "v")}),
 		"meta arity":         EncodeEntry(nil, t0, []Command{c(OpMetaSet, "n")}),
+		"meta cas no name":   EncodeEntry(nil, t0, []Command{c(OpMetaCAS, "", "", "v")}),
+		"meta cas arity":     EncodeEntry(nil, t0, []Command{c(OpMetaCAS, "n", "v")}),
 		"unknown field":      {1, 0, 1, byte(OpFlushAll), 0, 0x80, 0},
 	}
 	for name, b := range tests {

@@ -32,6 +32,7 @@ func (s *Store) MetaAll() map[string]string {
 func (s *Store) setMetaMapLocked(m map[string]string) {
 	s.meta = m
 	s.metaPub.Store(&m)
+	s.metaChanged = true
 }
 
 // publishedMeta is the metadata as last set, without the lock.
@@ -66,4 +67,54 @@ func (s *Store) setMetaLocked(name, value string) {
 // store them in (map iteration order must not reach a snapshot).
 func sortedMeta(m map[string]string) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// OpMetaCAS: Args[0]=name (not empty), Args[1]=the value expected, Args[2]=
+// the value to set. Sets name to Args[2] (deleting it when empty) only
+// while its value is Args[1], an empty Args[1] standing for "absent" (no
+// name holds an empty value). Reply :1 when it set, :0 when the value was
+// another, which leaves everything as it was. A value that many nodes may
+// decide to write (the slot map, written once when absent and then only
+// from the version it replaces) is written with it, so that a proposal
+// delayed past another, or forwarded by a node whose view is stale, cannot
+// take a newer value back.
+const OpMetaCAS Op = opBaseAdmin + 50
+
+func init() {
+	registerOp(OpMetaCAS, opSpec{name: "METACAS", write: true, args: 3, apply: applyMetaCAS, keys: keysNone,
+		check: func(c *Command) error {
+			if len(c.Args[0]) == 0 {
+				return errorString("empty name")
+			}
+			return nil
+		}})
+}
+
+func applyMetaCAS(s *Store, now int64, c *Command) Reply {
+	if s.meta[string(c.Args[0])] != string(c.Args[1]) {
+		return IntReply(0)
+	}
+	s.setMetaLocked(string(c.Args[0]), string(c.Args[2]))
+	return IntReply(1)
+}
+
+// SetMetaHook sets the function told, after an apply or a restore that
+// changed the metadata, once the lock is released, that it changed; nil
+// removes it. It runs on every replica, on the goroutine that applied,
+// and must not block or call back into the store's writes. Set it before
+// the store takes writes.
+func (s *Store) SetMetaHook(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.metaHook = fn
+}
+
+// takeMetaChangedLocked returns the hook to tell that the metadata
+// changed since the last call, nil when it did not or there is none.
+func (s *Store) takeMetaChangedLocked() func() {
+	if !s.metaChanged {
+		return nil
+	}
+	s.metaChanged = false
+	return s.metaHook
 }

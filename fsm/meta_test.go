@@ -70,3 +70,87 @@ func TestMetaDeterministicSnapshot(t *testing.T) {
 		t.Fatal("metadata order leaked into the snapshot")
 	}
 }
+
+func TestMetaCAS(t *testing.T) {
+	s := NewStore()
+	run(t, s, []step{
+		// Absent is expected as "".
+		{t0, c(OpMetaCAS, "slots", "v1", "v2"), in(0)},
+		{t0, c(OpMetaCAS, "slots", "", "v1"), in(1)},
+		{t0, c(OpMetaCAS, "slots", "", "v1"), in(0)},
+		{t0, c(OpMetaCAS, "slots", "v0", "v2"), in(0)},
+		{t0, c(OpMetaCAS, "slots", "v1", "v2"), in(1)},
+		{t0, c(OpMetaSet, "other", "x"), ok},
+	})
+	if v, _ := s.Meta("slots"); v != "v2" {
+		t.Fatalf("slots = %q after the swaps, want v2", v)
+	}
+	// A refused swap leaves the map itself alone: snapshots share it.
+	before := s.metaPub.Load()
+	run(t, s, []step{{t0, c(OpMetaCAS, "slots", "v1", "v3"), in(0)}})
+	if s.metaPub.Load() != before {
+		t.Fatal("a refused swap changed the metadata")
+	}
+	// An empty new value deletes, from the expected value only.
+	run(t, s, []step{
+		{t0, c(OpMetaCAS, "slots", "v1", ""), in(0)},
+		{t0, c(OpMetaCAS, "slots", "v2", ""), in(1)},
+	})
+	if _, ok := s.Meta("slots"); ok {
+		t.Fatal("an empty value did not delete the name")
+	}
+	if got := s.MetaAll(); !maps.Equal(got, map[string]string{"other": "x"}) {
+		t.Fatalf("metadata %v", got)
+	}
+}
+
+func TestMetaHook(t *testing.T) {
+	s := NewStore()
+	calls := 0
+	s.SetMetaHook(func() {
+		calls++
+		// Told after the lock is released: the store can be read.
+		s.Meta("slots")
+		s.Stats(t0)
+	})
+	steps := []struct {
+		cmds []Command
+		want int // calls after the entry
+	}{
+		{[]Command{c(OpSet, "k", "v")}, 0},
+		{[]Command{c(OpMetaCAS, "slots", "", "v1"), c(OpMetaSet, "a", "1")}, 1}, // one call per entry
+		{[]Command{c(OpMetaCAS, "slots", "", "v2")}, 1},                         // refused: no change
+		{[]Command{c(OpMetaSet, "gone", "")}, 1},                                // nothing to delete
+		{[]Command{c(OpScriptLoad, "return 1")}, 2},                             // scripts live there too
+		{[]Command{c(OpDel, "k")}, 2},
+	}
+	for i, st := range steps {
+		s.Apply(uint64(i+1), t0, st.cmds)
+		if calls != st.want {
+			t.Fatalf("entry %d (%v): hook called %d times, want %d", i+1, st.cmds[0].Op, calls, st.want)
+		}
+	}
+	s.ApplyBatch([]Entry{{Index: 10, Now: t0, Cmds: []Command{c(OpMetaSet, "b", "1")}}, {Index: 11, Now: t0, Cmds: []Command{c(OpMetaSet, "b", "2")}}})
+	if calls != 3 {
+		t.Fatalf("a batch of two metadata writes: hook called %d times in all, want 3", calls)
+	}
+
+	// A restore replaces the metadata: told too.
+	src := NewStore()
+	src.Apply(0, t0, []Command{c(OpMetaSet, "slots", "restored")})
+	var buf bytes.Buffer
+	sn := src.Snapshot()
+	if _, err := sn.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sn.Release()
+	if _, err := s.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 {
+		t.Fatalf("after a restore: hook called %d times in all, want 4", calls)
+	}
+	if v, _ := s.Meta("slots"); v != "restored" {
+		t.Fatalf("slots = %q after the restore", v)
+	}
+}

@@ -182,13 +182,17 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 		return 0, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	next.keys.acc = s.keys.acc
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
 	s.bytesPub.Store(s.bytes)
 	s.setMetaMapLocked(next.meta)
 	s.aclWritten = next.aclWritten
 	s.setACLLocked(next.acl)
+	metaChanged := s.takeMetaChangedLocked()
+	s.mu.Unlock()
+	if metaChanged != nil {
+		metaChanged()
+	}
 	return index, nil
 }
 

@@ -194,6 +194,10 @@ type Store struct {
 	// copy, so Snapshot can share it. nil when empty.
 	meta    map[string]string
 	metaPub atomic.Pointer[map[string]string] // meta, for readers without the lock
+	// metaChanged says meta was replaced since metaHook was last told
+	// (SetMetaHook).
+	metaChanged bool
+	metaHook    func()
 	// acl is the replicated ACL table (OpACLSet, acl.go), replaced, never
 	// modified, like meta; aclWritten says an OpACLSet was ever applied
 	// (ACLSeed's condition). aclGen changes with either; it is atomic so
