@@ -16,8 +16,11 @@
 // that process's raft side: one Raft port (cluster.Mux, each connection
 // naming its group) and one data dir, with group 0's raft state where a
 // node before groups kept its only group's (DataDir/raft) and group k's in
-// DataDir/groups/<k>/raft. Beside it: EvenSlots, the slot map a new
-// cluster of n groups starts with (redis-cli's split); membership changes
+// DataDir/groups/<k>/raft. Beside it: EvenSlots, the split a new
+// cluster of n groups starts with (redis-cli's); SlotMap, the versioned
+// slot map the meta group keeps under SlotMapMeta (InitialSlotMap is
+// version 1, EvenSlots's split; Flip makes the next version; ParseSlotMap
+// reads the one encoding String writes); membership changes
 // across the groups a node leads (Node.AddVoter, Node.Remove); placement
 // (Placement: group 0 on every node, each data group on r of them, worked
 // out from group 0's voters alone; Node.Reconcile moves the groups a node

@@ -180,22 +180,16 @@ func dataGroups(n int) int {
 	return 1
 }
 
-// slotTable is the slot map of n data groups (group.EvenSlots) as the
-// server takes it: slot -> Raft group, the data groups being 1..n when
-// there are several.
+// slotTable is the slot map a cluster of n data groups starts with
+// (group.InitialSlotMap) as the server takes it: slot -> Raft group, the
+// data groups being 1..n when there are several. A node routes by it until
+// the meta group's stored map reaches it, which is the same map at first.
 func slotTable(n int) ([]uint16, error) {
-	slots, err := group.EvenSlots(n)
+	m, err := group.InitialSlotMap(n)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint16, len(slots))
-	for i, g := range slots {
-		out[i] = uint16(g)
-		if n > 1 {
-			out[i]++
-		}
-	}
-	return out, nil
+	return m.Table(), nil
 }
 
 // nodeSaver saves every group open on the node (SAVE, BGSAVE).
