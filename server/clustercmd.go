@@ -129,7 +129,9 @@ func runCluster(c *client, args [][]byte) {
 		return
 	}
 	if c.s.router.sharded() {
-		shards := c.s.shards(&t)
+		// One map for the whole answer, however it changes meanwhile.
+		m := c.s.router.slotMap()
+		shards := c.s.shards(&t, m)
 		switch name {
 		case "slots":
 			c.clusterSlotsSharded(shards)
@@ -138,10 +140,10 @@ func runCluster(c *client, args [][]byte) {
 			c.clusterShardsSharded(shards)
 			return
 		case "nodes":
-			c.out = appendVerbatim(c.out, t.nodesSharded(t.roles(shards, c.s.router.bySlot)), c.proto)
+			c.out = appendVerbatim(c.out, t.nodesSharded(t.roles(shards, m.bySlot)), c.proto)
 			return
 		case "replicas", "slaves":
-			c.clusterReplicasSharded(&t, t.roles(shards, c.s.router.bySlot), string(args[2]))
+			c.clusterReplicasSharded(&t, t.roles(shards, m.bySlot), string(args[2]))
 			return
 		case "info":
 			c.out = appendVerbatim(c.out, t.infoSharded(shards), c.proto)
@@ -634,7 +636,7 @@ func runStatus(c *client, args [][]byte) {
 	self := cl.Self()
 	fields := 13
 	if c.s.router.sharded() {
-		fields += 2
+		fields += 4
 	}
 	b := appendMapLen(c.out, fields, c.proto)
 	pair := func(name, value string) {
@@ -670,6 +672,11 @@ func runStatus(c *client, args [][]byte) {
 	}
 	if c.s.router.sharded() {
 		num("replicas", uint64(c.s.cfg.Replicas))
+		// The slot map the node routes by, and its version: 0 until the
+		// one the cluster stores reaches it.
+		m := c.s.router.slotMap()
+		num("slot_map_version", m.version)
+		pair("slot_map", m.runs())
 		// groups: [id, state, leader_id, commit_index, applied_index,
 		// members] of each group, state "none" (indexes 0) for one this
 		// node holds no replica of, members as this node's replica of

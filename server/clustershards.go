@@ -32,14 +32,15 @@ type shard struct {
 // the topology commands list. A cluster's meta group holds no slots.
 func (sh *shard) serving() bool { return sh.master != nil && len(sh.ranges) > 0 }
 
-// shards returns the groups of a sharded node as shards, over t's nodes.
-func (s *Server) shards(t *topology) []shard {
+// shards returns the groups of a sharded node as shards, over t's nodes,
+// their slots by map m.
+func (s *Server) shards(t *topology, m *slotMap) []shard {
 	byID := map[string]*topoNode{}
 	for i := range t.nodes {
 		byID[t.nodes[i].ID] = &t.nodes[i]
 	}
 	out := make([]shard, len(s.router.groups))
-	for _, run := range s.router.slotRuns() {
+	for _, run := range s.router.slotRuns(m) {
 		out[run.g.index].ranges = append(out[run.g.index].ranges, [2]int{run.first, run.last})
 	}
 	for g := range s.router.all() {
@@ -151,7 +152,7 @@ func (c *client) clusterShardsSharded(shards []shard) {
 // nodeRole is what the topology commands of a sharded node call one
 // node: the master of the slots of the groups it leads, or else the
 // replica of the master of its first group. Groups are taken in the order
-// of the lowest slot each holds (router.bySlot), so a node's first group
+// of the lowest slot each holds (slotMap.bySlot), so a node's first group
 // is the one its keyless scripts run in (scriptGroup), when it holds it.
 type nodeRole struct {
 	led [][2]int // the slots of the groups it leads, in order
@@ -164,7 +165,7 @@ type nodeRole struct {
 }
 
 // roles returns the role of each of t's nodes, by index in t.nodes; order
-// is the groups' order (router.bySlot).
+// is the groups' order (slotMap.bySlot).
 func (t *topology) roles(shards []shard, order []int) []nodeRole {
 	out := make([]nodeRole, len(t.nodes))
 	for i := range t.nodes {
@@ -264,7 +265,8 @@ func (c *client) clusterReplicasSharded(t *topology, roles []nodeRole, id string
 // replica of its first group's master, at its applied index of that
 // group, or, holding no group, a replica of no known master at 0.
 func (s *Server) replicationSharded(t *topology) replication {
-	roles := t.roles(s.shards(t), s.router.bySlot)
+	m := s.router.slotMap()
+	roles := t.roles(s.shards(t, m), m.bySlot)
 	me := slices.IndexFunc(t.nodes, func(n topoNode) bool { return n.self })
 	if me < 0 {
 		// This node's client address is not known yet: no group names it.

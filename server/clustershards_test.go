@@ -163,13 +163,15 @@ func TestShardedStatus(t *testing.T) {
 	})
 	got := dialRaw(t, p.n1).do("KVS.STATUS")
 	member := func(id, addr, role string) string { return "*3\r\n" + bulk(id) + bulk(addr) + bulk(role) }
-	want := bulk("replicas") + ":0\r\n" + bulk("groups") + "*2\r\n" +
+	want := bulk("replicas") + ":0\r\n" +
+		bulk("slot_map_version") + ":0\r\n" + bulk("slot_map") + bulk("0-8191:0,8192-16383:1") +
+		bulk("groups") + "*2\r\n" +
 		"*6\r\n:0\r\n" + bulk("leader") + bulk("n1") + ":11\r\n:10\r\n*2\r\n" +
 		member("n1", "127.0.0.1:17001", "leader") + member("n2", "127.0.0.1:17002", "follower") +
 		"*6\r\n:1\r\n" + bulk("follower") + bulk("n2") + ":11\r\n:10\r\n*3\r\n" +
 		member("n1", "127.0.0.1:17001", "follower") + member("n2", "127.0.0.1:17002", "leader") +
 		member("n3", "127.0.0.1:17003", "nonvoter")
-	if !strings.HasPrefix(got, "*30\r\n") || !strings.HasSuffix(got, want) {
+	if !strings.HasPrefix(got, "*34\r\n") || !strings.HasSuffix(got, want) {
 		t.Errorf("KVS.STATUS on n1:\n got %q\nwant it to end with %q", got, want)
 	}
 }

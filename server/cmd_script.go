@@ -348,8 +348,11 @@ const errScriptNonLocal = "ERR Script attempted to access a non local key in a c
 // arguments as the command table parses them, with Redis's
 // script-specific refusals. TIME answers the script's clock, the entry's.
 // On a sharded node a call on a key of another group is refused: the
-// script runs in g's store alone. The slot table is the cluster's, the same
-// on every replica and at every replay, so the refusal is too.
+// script runs in g's store alone. Which group that is comes from the slot
+// map the cluster was made with (router.startSlots), not the one in force,
+// which a replica applying this entry, or replaying it, may have at
+// another version: the refusal is the same everywhere and at every
+// replay.
 func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
@@ -398,7 +401,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	}
 	// Last, as Redis's scriptVerifyClusterState.
 	if s.router.sharded() {
-		if slot, ok := commandSlot(spec, args, &sc.c.slotKeys); !ok || (slot != noSlot && int(s.router.slots[slot]) != g) {
+		if slot, ok := commandSlot(spec, args, &sc.c.slotKeys); !ok || (slot != noSlot && int(s.router.startSlots[slot]) != g) {
 			return fail(errScriptNonLocal)
 		}
 	}

@@ -62,7 +62,10 @@ type Config struct {
 	Groups []Group
 
 	// Slots maps each of the 16384 hash slots to its group, an index into
-	// Groups. Required with more than one group.
+	// Groups: the map the cluster was made with, which the node routes by
+	// until SetSlotMap gives it a version of the cluster's stored map, and
+	// which a script's calls are checked against as its entry applies.
+	// Required with more than one group.
 	Slots []uint16
 
 	// A group of Groups past the first without a Store is one this node

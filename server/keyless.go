@@ -100,7 +100,7 @@ func (c *client) scanAcross(groups []*groupRef, fc fsm.Command, read func(*group
 		answers[g] = true
 	}
 	var runs []slotRun
-	for _, run := range c.s.router.slotRuns() {
+	for _, run := range c.s.router.slotRuns(c.s.router.slotMap()) {
 		if answers[run.g] {
 			runs = append(runs, run)
 		}

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,8 +34,9 @@ import (
 // too, or answered with MOVED on a READONLY connection and where a
 // command cannot be forwarded (blocking pops, WATCH, the commands that
 // read the store themselves). Which groups a node holds changes at run
-// time (Server.SetLocalGroup), so a command loads its group once and uses
-// that to the end.
+// time (Server.SetLocalGroup), and so does which group owns a slot (the
+// cluster's slot map, Server.SetSlotMap): a command loads its group once
+// and uses that to the end.
 type router struct {
 	// cluster is the node's cluster (members, their addresses, joins and
 	// removals); nil: standalone.
@@ -41,21 +44,26 @@ type router struct {
 	home    groupRef
 	// groups are the cluster's groups by index, groups[0] the home; a
 	// node holds one (the home), or several with slots for each (slots
-	// maps a slot to its index in groups; nil with one group). A sharded
+	// maps a slot to its index in groups). A sharded
 	// node may hold no replica of some groups: their entry is a groupRef
 	// without a store, whose leader remote tells. An entry is replaced
 	// whole as this node comes to hold a replica of its group or stops
 	// (Server.SetLocalGroup): a client that loaded one uses it to the end
 	// of its command, and a store, once handed over, stays valid after.
 	groups []atomic.Pointer[groupRef]
-	slots  []uint16
-	// bySlot are the indexes of the groups that hold slots, in the order
-	// of the lowest slot each holds (nil with one group): the order in
-	// which a sharded node's first group is found, which runs its
-	// keyless scripts (scriptGroup) and says what ROLE and CLUSTER NODES
-	// call it (clustershards.go).
-	bySlot []int
-	remote Remote
+	// several says the slots are spread over several groups, for good:
+	// slots is then set, else nil.
+	several bool
+	// slots is the slot map in force, replaced whole by a newer version
+	// (Server.SetSlotMap): a command that loaded it routes by what it
+	// loaded to its end.
+	slots atomic.Pointer[slotMap]
+	// startSlots is the map the cluster was made with (Config.Slots),
+	// which the scripts' calls are checked against inside apply
+	// (parseScriptCall): what apply decides must not depend on the
+	// version a replica happens to have.
+	startSlots []uint16
+	remote     Remote
 	// mu serializes SetLocalGroup with the changes every local store gets
 	// alike (hooks, encoding limits, notification classes): a store
 	// joining meanwhile gets them too.
@@ -127,18 +135,113 @@ func (r *router) init(cfg *Config) {
 	r.groups = make([]atomic.Pointer[groupRef], max(1, len(cfg.Groups)))
 	r.groups[0].Store(&r.home)
 	if len(cfg.Groups) > 1 {
-		r.slots = cfg.Slots
+		r.several = true
+		// The computed map, version 0 (Config.Slots): validated with
+		// the Config.
+		m, _ := newSlotMap(0, cfg.Slots, len(cfg.Groups))
+		r.slots.Store(m)
+		r.startSlots = cfg.Slots
 		for i, g := range cfg.Groups[1:] {
 			r.groups[i+1].Store(&groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1})
 		}
-		seen := make([]bool, len(cfg.Groups))
-		for _, g := range r.slots {
-			if !seen[g] {
-				seen[g] = true
-				r.bySlot = append(r.bySlot, int(g))
-			}
+	}
+}
+
+// slotMap is one version of a sharded node's slot map. It is never
+// changed once made: a new version is a new slotMap.
+type slotMap struct {
+	// version is the version of the cluster's stored map; 0 for the one
+	// a node computes at start (Config.Slots), until the stored one
+	// reaches it.
+	version uint64
+	// slots maps a slot to the index of its group in router.groups.
+	slots []uint16
+	// bySlot are the indexes of the groups that hold slots, in the order
+	// of the lowest slot each holds: the order in which a sharded node's
+	// first group is found, which runs its keyless scripts (scriptGroup)
+	// and says what ROLE and CLUSTER NODES call it (clustershards.go).
+	bySlot []int
+}
+
+// newSlotMap makes version of the slot map of a node of groups groups
+// from table (slot -> group index), which it keeps.
+func newSlotMap(version uint64, table []uint16, groups int) (*slotMap, error) {
+	if len(table) != fsm.ClusterSlots {
+		return nil, fmt.Errorf("server: a slot map of %d slots, want %d", len(table), fsm.ClusterSlots)
+	}
+	m := &slotMap{version: version, slots: table}
+	seen := make([]bool, groups)
+	for slot, g := range table {
+		if int(g) >= groups {
+			return nil, fmt.Errorf("server: the slot map gives slot %d to group %d of %d", slot, g, groups)
+		}
+		if !seen[g] {
+			seen[g] = true
+			m.bySlot = append(m.bySlot, int(g))
 		}
 	}
+	return m, nil
+}
+
+// runs is the map as the meta group's value writes its runs (without the
+// version): "first-last:group" for each run of slots of one group, in
+// slot order, joined by commas.
+func (m *slotMap) runs() string {
+	var b []byte
+	for s := 0; s < len(m.slots); {
+		e := s
+		for e+1 < len(m.slots) && m.slots[e+1] == m.slots[s] {
+			e++
+		}
+		if s > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(s), 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, int64(e), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(m.slots[s]), 10)
+		s = e + 1
+	}
+	return string(b)
+}
+
+// slotMap returns the slot map in force, nil with one group.
+func (r *router) slotMap() *slotMap { return r.slots.Load() }
+
+// SetSlotMap makes version of the cluster's slot map the one a sharded
+// node routes by, table giving each of the 16384 slots its group's index
+// (Config.Groups). A version not newer than the one in force is ignored,
+// so maps may arrive out of order. Commands that loaded the map before go
+// on with it; those after go by the new one: to the new owner of a moved
+// slot's group, its leader, or MOVED there.
+func (s *Server) SetSlotMap(version uint64, table []uint16) error {
+	r := &s.router
+	if !r.several {
+		return errors.New("server: a node of one group has no slot map to set")
+	}
+	next, err := newSlotMap(version, slices.Clone(table), len(r.groups))
+	if err != nil {
+		return err
+	}
+	for {
+		cur := r.slots.Load()
+		if cur.version >= version {
+			return nil
+		}
+		if r.slots.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
+}
+
+// SlotMapVersion is the version of the slot map the node routes by: 0
+// while it routes by the one it computed at start, and with one group.
+func (s *Server) SlotMapVersion() uint64 {
+	if m := s.router.slotMap(); m != nil {
+		return m.version
+	}
+	return 0
 }
 
 // group returns group i.
@@ -171,14 +274,17 @@ func (r *router) local() iter.Seq[*groupRef] {
 func (r *router) clustered() bool { return r.cluster != nil }
 
 // sharded reports whether the node's slots are spread over several groups.
-func (r *router) sharded() bool { return r.slots != nil }
+func (r *router) sharded() bool { return r.several }
 
-// groupOf returns the group that holds slot.
-func (r *router) groupOf(slot int) *groupRef {
-	if r.slots == nil || slot < 0 {
+// groupOf returns the group that holds slot, by the slot map in force.
+func (r *router) groupOf(slot int) *groupRef { return r.groupIn(r.slotMap(), slot) }
+
+// groupIn returns the group that holds slot by map m (nil: one group).
+func (r *router) groupIn(m *slotMap, slot int) *groupRef {
+	if m == nil || slot < 0 {
 		return &r.home
 	}
-	return r.groups[r.slots[slot]].Load()
+	return r.groups[m.slots[slot]].Load()
 }
 
 // stores calls f with the store of each group this node holds.
@@ -337,18 +443,18 @@ type slotRun struct {
 	g           *groupRef
 }
 
-// slotRuns returns the slot map as runs, in slot order.
-func (r *router) slotRuns() []slotRun {
-	if r.slots == nil {
+// slotRuns returns slot map m (nil: one group) as runs, in slot order.
+func (r *router) slotRuns(m *slotMap) []slotRun {
+	if m == nil {
 		return []slotRun{{0, fsm.ClusterSlots - 1, &r.home}}
 	}
 	var runs []slotRun
 	for s := 0; s < fsm.ClusterSlots; {
 		e := s
-		for e+1 < fsm.ClusterSlots && r.slots[e+1] == r.slots[s] {
+		for e+1 < fsm.ClusterSlots && m.slots[e+1] == m.slots[s] {
 			e++
 		}
-		runs = append(runs, slotRun{s, e, r.groups[r.slots[s]].Load()})
+		runs = append(runs, slotRun{s, e, r.groups[m.slots[s]].Load()})
 		s = e + 1
 	}
 	return runs

@@ -68,6 +68,7 @@ func commandSlot(spec *command, args [][]byte, keys *[]cmdspec.Key) (slot int, o
 // transaction an EXEC ends.
 func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 	r := &c.s.router
+	m := r.slotMap()
 	if c.multi != nil && cmd.name == "exec" {
 		// The watched keys are checked in the transaction's store, as
 		// it applies: they must be in its slot too.
@@ -82,11 +83,11 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 		if c.multi.crossSlot {
 			return errCrossSlot
 		}
-		c.grp = r.groupOf(slot)
+		c.grp = r.groupIn(m, slot)
 		if slot == noSlot {
 			// The scripts it may hold touch the node's own keys, as a
 			// keyless script does outside one.
-			c.grp = r.scriptGroup()
+			c.grp = r.scriptGroupIn(m)
 		}
 		return ""
 	}
@@ -106,10 +107,10 @@ func (c *client) routeCommand(cmd, spec *command, args [][]byte) string {
 			c.multi.crossSlot = true
 		}
 	}
-	c.grp = r.groupOf(slot)
+	c.grp = r.groupIn(m, slot)
 	if slot == noSlot && cmd.group == "scripting" {
 		// A script without keys runs on this node's own keys.
-		c.grp = r.scriptGroup()
+		c.grp = r.scriptGroupIn(m)
 	}
 	if slot != noSlot && c.grp.remote() && (c.readonly && !c.peer || cmd.parse == nil) {
 		return c.s.movedTo(c.grp, slot)
@@ -146,9 +147,12 @@ func (s *Server) movedTo(g *groupRef, slot int) string {
 // another group fails as a keyed script's does (errScriptNonLocal). The
 // script's entry is in that group's log, whose store refuses the same
 // keys wherever and whenever it applies it.
-func (r *router) scriptGroup() *groupRef {
+func (r *router) scriptGroup() *groupRef { return r.scriptGroupIn(r.slotMap()) }
+
+// scriptGroupIn is scriptGroup by slot map m.
+func (r *router) scriptGroupIn(m *slotMap) *groupRef {
 	var held *groupRef
-	for _, i := range r.bySlot {
+	for _, i := range m.bySlot {
 		g := r.group(i)
 		if g.leads() {
 			return g
@@ -160,7 +164,7 @@ func (r *router) scriptGroup() *groupRef {
 	if held != nil {
 		return held
 	}
-	return r.group(r.bySlot[0])
+	return r.group(m.bySlot[0])
 }
 
 // scriptStore is the store whose scripts and functions INFO memory counts:
