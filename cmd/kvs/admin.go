@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"kvs/group"
 )
 
 // The admin subcommands (join, remove, status) are RESP clients of a running
@@ -367,6 +369,14 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		}
 		fmt.Fprintf(w, "\nreplicas: %s\n", r)
 	}
+	slots := statusSlots(st)
+	switch v := st.get("slot_map_version"); v {
+	case "":
+	case "0":
+		fmt.Fprintln(w, "slot map: as the cluster was made (the meta group's has not reached the node yet)")
+	default:
+		fmt.Fprintf(w, "slot map: version %s\n", v)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "GROUP\tSLOTS\tLEADER\tREPLICAS")
@@ -374,7 +384,6 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		fmt.Fprint(tw, "\t"+id+" BEHIND")
 	}
 	fmt.Fprintln(tw)
-	slots, _ := slotTable(dataGroups(len(st.groups)))
 	for gi, g := range st.groups {
 		leader, commit := "(none)", uint64(0)
 		if len(g) > 2 && g[2] != "" {
@@ -405,6 +414,20 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// statusSlots is the slot map the node routes by, as its status gives
+// it; the one the cluster was made with from a node that gives none (a kvs
+// from before the stored map) or still routes by that.
+func statusSlots(st nodeStatus) []uint16 {
+	n := dataGroups(len(st.groups))
+	if v := st.get("slot_map_version"); v != "" && v != "0" {
+		if m, err := group.ParseSlotMap(v+" "+st.get("slot_map"), n); err == nil {
+			return m.Table()
+		}
+	}
+	slots, _ := slotTable(n)
+	return slots
 }
 
 // slotRanges is group g's slots in slots (slot -> group), as ranges; "-"

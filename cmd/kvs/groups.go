@@ -293,7 +293,9 @@ func groupView(g *group.Group, meta *clusterView) server.Group {
 // (group.Node.Tend): it opens the replicas the placement gives this node
 // and hands them to the server, moves the groups it leads toward the
 // placement and publishes where they are, deletes the replicas it no
-// longer holds, and spreads leaderships.
+// longer holds, and spreads leaderships. As the meta group's leader it
+// first stores the slot map, while the meta group has none
+// (storeSlotMap).
 func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta,
 	newStore func() (*fsm.Store, error), logger *slog.Logger) {
 	const interval = time.Second
@@ -327,6 +329,11 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 		case <-stop:
 			return
 		case <-t.C:
+		}
+		if wrote, err := storeSlotMap(gm, sh.groups); err != nil {
+			logger.Warn("storing the slot map in the meta group", "err", err)
+		} else if wrote {
+			logger.Info("stored the slot map in the meta group", "version", 1)
 		}
 		rep := node.Tend(o)
 		if rep.Err != nil {

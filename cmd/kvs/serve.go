@@ -314,6 +314,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		views    []*clusterView // the data groups' served at start
 		gnode    *group.Node
 		gmeta    *groupsMeta
+		slotMaps *slotMapFollower // with several data groups
 		leaders  *leaderWatch
 		// sh is how the cluster's slots are spread over data groups
 		// (groups.go).
@@ -354,6 +355,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return err
 		}
 		defer gnode.Close()
+		if sh.groups > 1 {
+			// Before the meta group replays: the map its log holds.
+			slotMaps = newSlotMapFollower(store, sh.groups, logger)
+		}
 		g, had, err := gnode.OpenGroup(0, store)
 		if err != nil {
 			return err
@@ -427,6 +432,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
+	}
+	if slotMaps != nil {
+		// Before the first client: the stored map, if the meta group
+		// has applied it by now.
+		slotMaps.attach(srv)
 	}
 	if err := srv.ApplyConfig(f.directives); err != nil {
 		return err
