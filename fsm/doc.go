@@ -36,6 +36,9 @@
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet, or by OpMetaCAS
 //	    only while a name holds the value expected (compare and set)
+//	ApplyLevel; Level(cmds []Command) int
+//	    the level of entries this kvs applies, and the level an entry
+//	    needs: an op a kvs before it cannot apply raises it (level.go)
 //	(*Store).SetMetaHook(fn func())
 //	    told after an apply or restore that changed the metadata (meta.go)
 //	(*Store).ACLUsers() (map[string]string, uint64); ACLGen() uint64

@@ -81,7 +81,7 @@ func sortedMeta(m map[string]string) []string {
 const OpMetaCAS Op = opBaseAdmin + 50
 
 func init() {
-	registerOp(OpMetaCAS, opSpec{name: "METACAS", write: true, args: 3, apply: applyMetaCAS, keys: keysNone,
+	registerOp(OpMetaCAS, opSpec{name: "METACAS", write: true, args: 3, apply: applyMetaCAS, keys: keysNone, level: 1,
 		check: func(c *Command) error {
 			if len(c.Args[0]) == 0 {
 				return errorString("empty name")

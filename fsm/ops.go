@@ -46,6 +46,10 @@ type opSpec struct {
 	// applyLocked, which gives every one its key versions, lazy expiry
 	// and keyspace events; the composite itself has none of its own.
 	composite bool
+
+	// level is the ApplyLevel from which kvs applies the op (level.go):
+	// 0 for the ops every kvs applies.
+	level int
 }
 
 const argsAny = -1
@@ -69,6 +73,8 @@ func registerOp(op Op, spec opSpec) {
 	case spec.write && (spec.apply == nil || spec.read != nil),
 		!spec.write && (spec.read == nil || spec.apply != nil):
 		panic(fmt.Sprintf("fsm: op %v needs exactly its apply (write) or read function", spec.name))
+	case spec.level < 0 || spec.level > ApplyLevel:
+		panic(fmt.Sprintf("fsm: op %v of level %d, beyond ApplyLevel %d", spec.name, spec.level, ApplyLevel))
 	}
 	opTable[op] = spec
 }

@@ -1,0 +1,29 @@
+package fsm
+
+import "testing"
+
+func TestLevel(t *testing.T) {
+	set := Command{Op: OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
+	meta := Command{Op: OpMetaSet, Args: [][]byte{[]byte("node/n1/level"), []byte("1")}}
+	cas := Command{Op: OpMetaCAS, Args: [][]byte{[]byte("slots"), nil, []byte("1 0-16383:1")}}
+	for _, tc := range []struct {
+		name string
+		cmds []Command
+		want int
+	}{
+		{"none", nil, 0},
+		{"keys and metadata", []Command{set, meta}, 0},
+		{"compare and set", []Command{cas}, 1},
+		{"a batch holding one", []Command{set, cas, meta}, 1},
+		{"an unknown op", []Command{{Op: 40}}, 0},
+	} {
+		if got := Level(tc.cmds); got != tc.want {
+			t.Errorf("%s: Level = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	for op := range opTable {
+		if l := opTable[op].level; l > ApplyLevel {
+			t.Errorf("%s has level %d, above ApplyLevel %d", opTable[op].name, l, ApplyLevel)
+		}
+	}
+}
