@@ -20,7 +20,10 @@
 // cluster of n groups starts with (redis-cli's); SlotMap, the versioned
 // slot map the meta group keeps under SlotMapMeta (InitialSlotMap is
 // version 1, EvenSlots's split; Flip makes the next version; ParseSlotMap
-// reads the one encoding String writes); membership changes
+// reads the one encoding String writes); Levels, the cluster's level of
+// replicated entries and each node's, kept in the meta group, with the
+// one check of a proposal (Allows) and of a joining node (Admits)
+// (level.go); membership changes
 // across the groups a node leads (Node.AddVoter, Node.Remove); placement
 // (Placement: group 0 on every node, each data group on r of them, worked
 // out from group 0's voters alone; Node.Reconcile moves the groups a node

@@ -9,7 +9,7 @@
 //	                       seed an empty data dir from a backup
 //	kvs recover --data-dir DIR --node-id ID   lost-quorum recovery of a stopped node
 //	kvs bench [flags]      a memtier_benchmark-shaped load against a server
-//	kvs version            print the version
+//	kvs version            print the version and the level of entries it applies
 //
 // Flags map onto the Config structs of the packages they configure and
 // nothing else; semantics live in those packages.
@@ -21,6 +21,7 @@ import (
 	"os"
 
 	"kvs/bench"
+	"kvs/fsm"
 )
 
 // version is reported by `kvs version`, INFO server and HELLO.
@@ -53,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "recover":
 		return recoverCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "kvs %s\n", version)
+		fmt.Fprintf(stdout, "kvs %s (apply level %d)\n", version, fsm.ApplyLevel)
 		return 0
 	case "help", "-h", "--help":
 		usage(stdout)
