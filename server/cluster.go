@@ -28,11 +28,14 @@ type Cluster interface {
 	// error wrapping ErrNotLeader.
 	ReadBarrier(ctx context.Context) error
 	// Join adds the node id, reachable for Raft at raftAddr and for clients
-	// at respAddr, as a voter. Remove takes node id out of the
+	// at respAddr, as a voter, if it applies replicated entries of the
+	// cluster's level (level: its fsm.ApplyLevel, 0 for a kvs that does
+	// not say); else it returns an error wrapping group.ErrLevel, which
+	// the client is told as it is. Remove takes node id out of the
 	// configuration. Both run on the leader and return an error wrapping
 	// ErrNotLeader elsewhere (the server then relays the command to the
 	// leader).
-	Join(ctx context.Context, id, raftAddr, respAddr string) error
+	Join(ctx context.Context, id, raftAddr, respAddr string, level int) error
 	Remove(ctx context.Context, id string) error
 	// Status is what KVS.STATUS reports about this node.
 	Status() ClusterStatus
@@ -84,6 +87,10 @@ type ClusterStatus struct {
 	ApplyDelayP50, ApplyDelayP99 time.Duration
 	LeaderID                     string // empty when no leader is known
 	LeaderAddr                   string // the leader's RESP address, empty when unknown
+	// ApplyLevel is the level of replicated entries this node applies
+	// (fsm.ApplyLevel), ClusterLevel the level its cluster has recorded
+	// (group.Levels): the node's own, of the meta group, only.
+	ApplyLevel, ClusterLevel int
 }
 
 // Errors a cluster-mode Proposer (and Cluster) returns, wrapped with detail:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,25 +86,29 @@ func (f *fakeCluster) ReadBarrier(ctx context.Context) error {
 	return f.barrierErr
 }
 
-func (f *fakeCluster) Join(ctx context.Context, id, raftAddr, respAddr string) error {
+func (f *fakeCluster) Join(ctx context.Context, id, raftAddr, respAddr string, level int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.joinErr != nil {
 		return f.joinErr
 	}
-	f.joins = append(f.joins, id+" "+raftAddr+" "+respAddr)
+	j := id + " " + raftAddr + " " + respAddr
+	if level != 0 {
+		j += " level " + strconv.Itoa(level)
+	}
+	f.joins = append(f.joins, j)
 	return nil
 }
 
 func (f *fakeCluster) Remove(ctx context.Context, id string) error {
-	return f.Join(ctx, id, "-", "-")
+	return f.Join(ctx, id, "-", "-", 0)
 }
 
 func (f *fakeCluster) Status() ClusterStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := ClusterStatus{ID: f.selfID, State: "follower", Term: f.term, LastIndex: 12, CommitIndex: 11, AppliedIndex: 10,
-		ApplyDelayP50: 250 * time.Microsecond, ApplyDelayP99: 1500 * time.Microsecond}
+		ApplyDelayP50: 250 * time.Microsecond, ApplyDelayP99: 1500 * time.Microsecond, ApplyLevel: 1}
 	for _, m := range f.members {
 		if m.Leader && f.leaderOK {
 			st.LeaderID, st.LeaderAddr = m.ID, m.RESPAddr

@@ -521,8 +521,9 @@ func runJoin(c *client, args [][]byte) {
 		return
 	}
 	if len(args) > 4 {
-		// KVS.JOIN id raft-addr resp-addr groups: the joining node says
-		// how many groups it opened; a node of another count could not
+		// KVS.JOIN id raft-addr resp-addr groups replicas level: the
+		// joining node says how many groups it opened (1 and 0 replicas
+		// for a cluster of one group); a node of another count could not
 		// hold the cluster's groups.
 		if n, err := strconv.Atoi(string(args[4])); err != nil || n != len(c.s.router.groups) {
 			c.out = appendError(c.out, "ERR the node holds "+string(args[4])+" groups and the cluster's nodes "+
@@ -538,9 +539,20 @@ func runJoin(c *client, args [][]byte) {
 			return
 		}
 	}
+	level := 0
+	if len(args) > 6 {
+		// ... and the level of replicated entries it applies; a kvs that
+		// does not say applies level 0, the entries of every kvs.
+		n, err := strconv.Atoi(string(args[6]))
+		if err != nil || n < 0 {
+			c.out = appendError(c.out, "ERR invalid apply level '"+string(args[6])+"'")
+			return
+		}
+		level = n
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.ForwardTimeout)
 	defer cancel()
-	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]))
+	err := cl.Join(ctx, string(args[1]), string(args[2]), string(args[3]), level)
 	c.adminDone(err, args)
 }
 
@@ -616,8 +628,10 @@ func memberRole(m Member, leaderID string) string {
 // runStatus answers KVS.STATUS: this node's identity and Raft state and
 // the members, as a map (a flat array of name/value pairs in RESP2): id,
 // addr, raft_addr, state, term, last_index, commit_index, applied_index,
-// apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr, members
-// ([id, raft_addr, resp_addr, role] each, role "leader", "follower" or
+// apply_delay_p50_us, apply_delay_p99_us, leader_id, leader_addr,
+// apply_level (the level of replicated entries this node applies),
+// cluster_level (the level its cluster recorded), members ([id,
+// raft_addr, resp_addr, role] each, role "leader", "follower" or
 // "nonvoter"), and on a node of several groups replicas (each group's,
 // 0: on every node) and the groups.
 func runStatus(c *client, args [][]byte) {
@@ -634,7 +648,7 @@ func runStatus(c *client, args [][]byte) {
 	}
 	leaderID := st.LeaderID
 	self := cl.Self()
-	fields := 13
+	fields := 15
 	if c.s.router.sharded() {
 		fields += 4
 	}
@@ -661,6 +675,8 @@ func runStatus(c *client, args [][]byte) {
 	num("apply_delay_p99_us", uint64(st.ApplyDelayP99.Microseconds()))
 	pair("leader_id", leaderID)
 	pair("leader_addr", st.LeaderAddr)
+	num("apply_level", uint64(st.ApplyLevel))
+	num("cluster_level", uint64(st.ClusterLevel))
 	b = appendBulkString(b, "members")
 	b = appendArrayLen(b, len(members))
 	for _, m := range members {

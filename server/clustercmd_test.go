@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"kvs/fsm"
+	"kvs/group"
 )
 
 func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
@@ -173,12 +174,13 @@ func TestKVSAdminCommands(t *testing.T) {
 	lport, fport := portOf(t, p.leader), portOf(t, p.follower)
 	f := dialRaw(t, p.follower)
 
-	want := "*26\r\n" + bulk("id") + bulk("n2") + bulk("addr") + bulk("127.0.0.1:"+fport) +
+	want := "*30\r\n" + bulk("id") + bulk("n2") + bulk("addr") + bulk("127.0.0.1:"+fport) +
 		bulk("raft_addr") + bulk("127.0.0.1:17002") + bulk("state") + bulk("follower") +
 		bulk("term") + ":3\r\n" + bulk("last_index") + ":12\r\n" + bulk("commit_index") + ":11\r\n" +
 		bulk("applied_index") + ":10\r\n" + bulk("apply_delay_p50_us") + ":250\r\n" +
 		bulk("apply_delay_p99_us") + ":1500\r\n" + bulk("leader_id") + bulk("n1") +
-		bulk("leader_addr") + bulk("127.0.0.1:"+lport) + bulk("members") + "*3\r\n" +
+		bulk("leader_addr") + bulk("127.0.0.1:"+lport) +
+		bulk("apply_level") + ":1\r\n" + bulk("cluster_level") + ":0\r\n" + bulk("members") + "*3\r\n" +
 		"*4\r\n" + bulk("n1") + bulk("127.0.0.1:17001") + bulk("127.0.0.1:"+lport) + bulk("leader") +
 		"*4\r\n" + bulk("n2") + bulk("127.0.0.1:17002") + bulk("127.0.0.1:"+fport) + bulk("follower") +
 		"*4\r\n" + bulk("n3") + bulk("127.0.0.1:17003") + bulk("") + bulk("nonvoter")
@@ -186,7 +188,7 @@ func TestKVSAdminCommands(t *testing.T) {
 		t.Errorf("KVS.STATUS:\n got %q\nwant %q", got, want)
 	}
 	f.do("HELLO", "3")
-	if got := f.do("KVS.STATUS"); !strings.HasPrefix(got, "%13\r\n"+bulk("id")+bulk("n2")) {
+	if got := f.do("KVS.STATUS"); !strings.HasPrefix(got, "%15\r\n"+bulk("id")+bulk("n2")) {
 		t.Errorf("KVS.STATUS in RESP3: %q", got)
 	}
 
@@ -198,11 +200,31 @@ func TestKVSAdminCommands(t *testing.T) {
 	if got := f.do("KVS.REMOVE", "n3"); got != "+OK\r\n" {
 		t.Errorf("KVS.REMOVE on follower: %q", got)
 	}
+	// A joining node says how many groups it holds, how many replicas
+	// of each it places, and the level of entries it applies.
+	if got := f.do("KVS.JOIN", "n6", "127.0.0.1:17006", "127.0.0.1:7006", "1", "0", "1"); got != "+OK\r\n" {
+		t.Errorf("KVS.JOIN with a level on follower: %q", got)
+	}
+	if got := f.do("KVS.JOIN", "n7", "a:1", "b:2", "1", "0", "x"); got != "-ERR invalid apply level 'x'\r\n" {
+		t.Errorf("KVS.JOIN with a level not a number: %q", got)
+	}
+	if got := f.do("KVS.JOIN", "n7", "a:1", "b:2", "1", "0", "-1"); got != "-ERR invalid apply level '-1'\r\n" {
+		t.Errorf("KVS.JOIN with a negative level: %q", got)
+	}
 	p.lc.set(func(f *fakeCluster) {
-		if strings.Join(f.joins, ",") != "n4 127.0.0.1:17004 127.0.0.1:7004,n3 - -" {
+		if strings.Join(f.joins, ",") != "n4 127.0.0.1:17004 127.0.0.1:7004,n3 - -,n6 127.0.0.1:17006 127.0.0.1:7006 level 1" {
 			t.Errorf("the leader saw %q", f.joins)
 		}
 	})
+	// The leader's refusal of a node below the cluster's level reaches
+	// the client as it is.
+	p.lc.set(func(f *fakeCluster) {
+		f.joinErr = group.Levels{Meta: func(string) (string, bool) { return "1", true }}.Admits("n8", 0)
+	})
+	if got := f.do("KVS.JOIN", "n8", "a:1", "b:2"); !strings.HasPrefix(got, "-ERR apply level: node n8 applies replicated entries up to level 0 and the cluster's level is 1: ") {
+		t.Errorf("KVS.JOIN of a node below the cluster's level: %q", got)
+	}
+	p.lc.set(func(f *fakeCluster) { f.joinErr = nil })
 	// Two nodes that each think the other leads: one hop, then an error.
 	p.lc.set(func(f *fakeCluster) { f.joinErr = fmt.Errorf("%w", ErrNotLeader) })
 	if got := f.do("KVS.JOIN", "n5", "a:1", "b:2"); got != "-TRYAGAIN not the leader, the write was not applied\r\n" {

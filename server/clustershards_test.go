@@ -171,7 +171,7 @@ func TestShardedStatus(t *testing.T) {
 		"*6\r\n:1\r\n" + bulk("follower") + bulk("n2") + ":11\r\n:10\r\n*3\r\n" +
 		member("n1", "127.0.0.1:17001", "follower") + member("n2", "127.0.0.1:17002", "leader") +
 		member("n3", "127.0.0.1:17003", "nonvoter")
-	if !strings.HasPrefix(got, "*34\r\n") || !strings.HasSuffix(got, want) {
+	if !strings.HasPrefix(got, "*38\r\n") || !strings.HasSuffix(got, want) {
 		t.Errorf("KVS.STATUS on n1:\n got %q\nwant it to end with %q", got, want)
 	}
 }

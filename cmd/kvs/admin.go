@@ -146,18 +146,21 @@ func parseStatus(v any) (nodeStatus, error) {
 }
 
 // joinCluster asks the cluster at clusterAddr to add the node (id,
-// raftAddr, respAddr), of a cluster of shape sh: with several groups the
-// count of Raft groups and the replicas go with the request, and a
-// cluster of another shape refuses it.
-func joinCluster(clusterAddr, id, raftAddr, respAddr string, sh shape) error {
+// raftAddr, respAddr), of a cluster of shape sh, which applies replicated
+// entries of level level: the count of Raft groups and the replicas go
+// with the request (1 and 0 of a cluster of one group, which a kvs from
+// before levels checks as it did), and a cluster of another shape refuses
+// it; so does a cluster whose level is above the node's.
+func joinCluster(clusterAddr, id, raftAddr, respAddr string, sh shape, level int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
 	c := adminClient(clusterAddr)
 	defer c.Close()
-	args := []any{"KVS.JOIN", id, raftAddr, respAddr}
-	if sh.groups > 1 {
-		args = append(args, strconv.Itoa(raftGroups(sh.groups)), strconv.Itoa(sh.replicas))
+	replicas := sh.replicas
+	if sh.groups == 1 {
+		replicas = 0
 	}
+	args := []any{"KVS.JOIN", id, raftAddr, respAddr, strconv.Itoa(raftGroups(sh.groups)), strconv.Itoa(replicas), strconv.Itoa(level)}
 	return c.Do(ctx, args...).Err()
 }
 
@@ -186,7 +189,9 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 		respAddr = nodeAddr
 	}
 	sh := shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}
-	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, sh) }); err != nil {
+	// A kvs from before levels reports none: level 0.
+	level := int(st.uint("apply_level"))
+	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, sh, level) }); err != nil {
 		fmt.Fprintf(stderr, "kvs join: %v\n", err)
 		return 1
 	}

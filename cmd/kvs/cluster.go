@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"kvs/cluster"
@@ -30,6 +31,9 @@ type clusterView struct {
 	raftAddr string
 	respAddr string
 	propose  func([]fsm.Command) ([]fsm.Reply, error) // the leader's proposer
+	// keeper is the node's side of the cluster's level: set on the
+	// meta group's view, nil on a data group's.
+	keeper *levelKeeper
 }
 
 func (v *clusterView) member(id, raftAddr string, voter bool, leaderID string) server.Member {
@@ -80,17 +84,26 @@ func (v *clusterView) ReadBarrier(ctx context.Context) error {
 	return group.RaftErr(v.node.ReadIndex(ctx))
 }
 
-// Join adds the node as a voter, then records its client address. Both are
-// idempotent, so an operator (or --join's retry loop) can repeat a join that
-// timed out halfway.
-func (v *clusterView) Join(ctx context.Context, id, raftAddr, respAddr string) error {
+// Join records the node's client address and the level it says it
+// applies, then adds it as a voter, if that level is the cluster's or
+// above (levelKeeper.admit). Both steps are idempotent, so an operator (or
+// --join's retry loop) can repeat a join that timed out halfway.
+func (v *clusterView) Join(ctx context.Context, id, raftAddr, respAddr string, level int) error {
 	if !v.node.IsLeader() {
 		return server.ErrNotLeader
 	}
-	if err := v.setMeta(metaRESPAddr(id), respAddr); err != nil {
-		return err
-	}
-	return group.RaftErr(v.node.AddVoter(id, raftAddr))
+	return v.keeper.admit(ctx, id, level, func() error {
+		// Always through the log (see setMeta), and the level with the
+		// address: until the node publishes its own, the lowest level of
+		// the members counts the one it said.
+		if _, err := v.propose([]fsm.Command{
+			metaSet(metaRESPAddr(id), respAddr),
+			metaSet(group.NodeLevelMeta(id), strconv.Itoa(level)),
+		}); err != nil {
+			return err
+		}
+		return group.RaftErr(v.node.AddVoter(id, raftAddr))
+	})
 }
 
 func (v *clusterView) Remove(ctx context.Context, id string) error {
@@ -100,19 +113,16 @@ func (v *clusterView) Remove(ctx context.Context, id string) error {
 	if err := group.RaftErr(v.node.Remove(id)); err != nil {
 		return err
 	}
-	return v.setMeta(metaRESPAddr(id), "")
-}
-
-// setMeta writes a metadata entry through the log, always: the leader's
-// store may lag behind its log (a new leader applies what it inherited only
-// once its first entry commits), so a value read there may be about to be
-// overwritten. A node removed and joined again with the same client address
-// would otherwise find its old address still in place, skip the write, and
-// lose the address to the removal's pending clear.
-func (v *clusterView) setMeta(name, value string) error {
-	_, err := v.propose([]fsm.Command{metaSet(name, value)})
+	_, err := v.propose([]fsm.Command{metaSet(metaRESPAddr(id), ""), metaSet(group.NodeLevelMeta(id), "")})
 	return err
 }
+
+// Join and Remove write their metadata through the log, always: the
+// leader's store may lag behind its log (a new leader applies what it
+// inherited only once its first entry commits), so a value read there may
+// be about to be overwritten. A node removed and joined again with the same
+// client address would otherwise find its old address still in place, skip
+// the write, and lose the address to the removal's pending clear.
 
 func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
 
@@ -134,6 +144,8 @@ func (v *clusterView) Status() server.ClusterStatus {
 		CommitIndex:  st.CommitIndex,
 		AppliedIndex: st.AppliedIndex,
 		LeaderID:     st.LeaderID,
+		ApplyLevel:   fsm.ApplyLevel,
+		ClusterLevel: group.Levels{Meta: v.store.Meta}.Cluster(),
 	}
 	d := v.node.ApplyDelay()
 	out.ApplyDelayP50, out.ApplyDelayP99 = d.P50, d.P99
@@ -143,19 +155,27 @@ func (v *clusterView) Status() server.ClusterStatus {
 	return out
 }
 
-// advertise keeps this node's client address in the replicated metadata:
-// the leader writes its own at once, a follower forwards the write once a
-// leader is known. It retries until the address is there or stop closes.
+// advertise keeps this node's client address and its level
+// (levelKeeper.publishes) in the replicated metadata: the leader writes
+// them at once, a follower forwards the write once a leader is known. It
+// retries until both are there or stop closes. The writes are OpMetaSet,
+// which a kvs of every level applies, and a kvs from before levels keeps
+// the level without reading it.
 func advertise(stop <-chan struct{}, v *clusterView, srv *server.Server, logger *slog.Logger) {
 	name := metaRESPAddr(v.id)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		if cur, _ := v.store.Meta(name); cur == v.respAddr {
+		var cmds []fsm.Command
+		if cur, _ := v.store.Meta(name); cur != v.respAddr {
+			cmds = append(cmds, metaSet(name, v.respAddr))
+		}
+		cmds = append(cmds, v.keeper.publishes()...)
+		if len(cmds) == 0 {
 			return
 		}
 		if _, ok := v.Leader(); ok || v.node.IsLeader() {
 			// Server.Propose proposes on the leader and forwards elsewhere.
-			if _, err := srv.Propose([]fsm.Command{metaSet(name, v.respAddr)}); err != nil {
-				logger.Debug("advertising the client address", "err", err)
+			if _, err := srv.Propose(cmds); err != nil {
+				logger.Debug("advertising the client address and level", "err", err)
 			}
 		}
 		select {
@@ -170,7 +190,7 @@ func advertise(stop <-chan struct{}, v *clusterView, srv *server.Server, logger 
 // succeeds or stop closes (--join).
 func joinLoop(stop <-chan struct{}, addr string, v *clusterView, sh shape, logger *slog.Logger) {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		err := joinCluster(addr, v.id, v.raftAddr, v.respAddr, sh)
+		err := joinCluster(addr, v.id, v.raftAddr, v.respAddr, sh, fsm.ApplyLevel)
 		if err == nil {
 			logger.Info("joined the cluster", "via", addr)
 			return

@@ -294,8 +294,8 @@ func groupView(g *group.Group, meta *clusterView) server.Group {
 // and hands them to the server, moves the groups it leads toward the
 // placement and publishes where they are, deletes the replicas it no
 // longer holds, and spreads leaderships. As the meta group's leader it
-// first stores the slot map, while the meta group has none
-// (storeSlotMap).
+// first stores the slot map, while the meta group has none and once the
+// cluster's level allows (storeSlotMap).
 func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta,
 	newStore func() (*fsm.Store, error), logger *slog.Logger) {
 	const interval = time.Second
@@ -330,7 +330,9 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 			return
 		case <-t.C:
 		}
-		if wrote, err := storeSlotMap(gm, sh.groups); err != nil {
+		if wrote, err := storeSlotMap(gm, sh.groups); errors.Is(err, group.ErrLevel) {
+			logger.Debug("the slot map waits for the cluster's level", "err", err)
+		} else if err != nil {
 			logger.Warn("storing the slot map in the meta group", "err", err)
 		} else if wrote {
 			logger.Info("stored the slot map in the meta group", "version", 1)

@@ -376,6 +376,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			"dir", f.dataDir, "groups", sh.groups, "replicas", sh.replicas, "took", time.Since(start).Round(time.Millisecond))
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
 		view.propose = g.Proposer().Propose
+		view.keeper = newLevelKeeper(view)
 		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
 		cfg.Saver = g
@@ -502,6 +503,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 				seedLoop(stop, srv, seed, logger)
 			}
 			advertise(stop, view, srv, logger)
+		}()
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			keepLevel(stop, view.keeper, logger)
 		}()
 		if sh.groups > 1 {
 			gmeta.srv = srv

@@ -30,6 +30,9 @@ func metaCAS(name, old, value string) fsm.Command {
 // absent; it reports whether it wrote. The write is a compare-and-set
 // from absent, so a second one (a new leader's, proposed before the first
 // one reached it) changes nothing, and none can replace a later version.
+// A compare-and-set is of level 1: until the cluster's level is, some
+// node would stop at it, and storeSlotMap returns an error wrapping
+// group.ErrLevel (the nodes route by the same map, computed, meanwhile).
 func storeSlotMap(gm *groupsMeta, groups int) (bool, error) {
 	if _, ok := gm.meta.store.Meta(group.SlotMapMeta); ok || !gm.meta.node.IsLeader() {
 		return false, nil
@@ -38,7 +41,7 @@ func storeSlotMap(gm *groupsMeta, groups int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r, err := gm.srv.Propose([]fsm.Command{metaCAS(group.SlotMapMeta, "", m.String())})
+	r, err := gm.meta.keeper.propose(gm.srv, []fsm.Command{metaCAS(group.SlotMapMeta, "", m.String())})
 	if err != nil {
 		return false, err
 	}
