@@ -161,7 +161,13 @@ func joinCluster(clusterAddr, id, raftAddr, respAddr string, sh shape, level int
 		replicas = 0
 	}
 	args := []any{"KVS.JOIN", id, raftAddr, respAddr, strconv.Itoa(raftGroups(sh.groups)), strconv.Itoa(replicas), strconv.Itoa(level)}
-	return c.Do(ctx, args...).Err()
+	err := c.Do(ctx, args...).Err()
+	if err != nil && sh.groups == 1 && strings.Contains(err.Error(), "wrong number of arguments") {
+		// A kvs from before groups takes the node's addresses alone; it
+		// has no level to check, as it writes no entry above level 0.
+		err = c.Do(ctx, args[:4]...).Err()
+	}
+	return err
 }
 
 func joinCmd(args []string, stdout, stderr io.Writer) int {
@@ -297,6 +303,10 @@ func printStatus(ctx context.Context, w io.Writer, st nodeStatus) {
 	fmt.Fprintf(w, "leader:   %s\n", leader)
 	fmt.Fprintf(w, "term:     %s\n", st.get("term"))
 	fmt.Fprintf(w, "log:      last %s, commit %s, applied %s\n", st.get("last_index"), st.get("commit_index"), st.get("applied_index"))
+	if l := st.get("apply_level"); l != "" {
+		// A kvs from before levels reports none.
+		fmt.Fprintf(w, "level:    applies entries up to level %s; the cluster's level is %s\n", l, st.get("cluster_level"))
+	}
 
 	type row struct {
 		cells   []string

@@ -324,14 +324,19 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	levelWait := false // said that the slot map waits for the cluster's level
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		if wrote, err := storeSlotMap(gm, sh.groups); errors.Is(err, group.ErrLevel) {
-			logger.Debug("the slot map waits for the cluster's level", "err", err)
+		wrote, err := storeSlotMap(gm, sh.groups)
+		if errors.Is(err, group.ErrLevel) {
+			if !levelWait {
+				logger.Info("the slot map is stored once every node runs a kvs that applies it", "err", err)
+			}
+			levelWait = true
 		} else if err != nil {
 			logger.Warn("storing the slot map in the meta group", "err", err)
 		} else if wrote {
