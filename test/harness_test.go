@@ -503,7 +503,13 @@ func (n *Node) LogTail(lines int) string {
 // It fails t if the process does not end within the deadline.
 func runKVS(t testing.TB, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(requireKVS(t), args...)
+	return runBin(t, requireKVS(t), timeout, args...)
+}
+
+// runBin is runKVS for the kvs binary bin (an older one, say).
+func runBin(t testing.TB, bin string, timeout time.Duration, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
