@@ -29,9 +29,10 @@ type Cluster interface {
 	ReadBarrier(ctx context.Context) error
 	// Join adds the node id, reachable for Raft at raftAddr and for clients
 	// at respAddr, as a voter, if it applies replicated entries of the
-	// cluster's level (level: its fsm.ApplyLevel, 0 for a kvs that does
-	// not say); else it returns an error wrapping group.ErrLevel, which
-	// the client is told as it is. Remove takes node id out of the
+	// cluster's level (level: its fsm.ApplyLevel as it said, -1 when it did
+	// not say, which the implementation finds out); else it returns an
+	// error wrapping group.ErrLevel, which the client is told as it is.
+	// Remove takes node id out of the
 	// configuration. Both run on the leader and return an error wrapping
 	// ErrNotLeader elsewhere (the server then relays the command to the
 	// leader).

@@ -93,7 +93,7 @@ func (f *fakeCluster) Join(ctx context.Context, id, raftAddr, respAddr string, l
 		return f.joinErr
 	}
 	j := id + " " + raftAddr + " " + respAddr
-	if level != 0 {
+	if level >= 0 {
 		j += " level " + strconv.Itoa(level)
 	}
 	f.joins = append(f.joins, j)
@@ -101,7 +101,7 @@ func (f *fakeCluster) Join(ctx context.Context, id, raftAddr, respAddr string, l
 }
 
 func (f *fakeCluster) Remove(ctx context.Context, id string) error {
-	return f.Join(ctx, id, "-", "-", 0)
+	return f.Join(ctx, id, "-", "-", -1)
 }
 
 func (f *fakeCluster) Status() ClusterStatus {

@@ -539,10 +539,9 @@ func runJoin(c *client, args [][]byte) {
 			return
 		}
 	}
-	level := 0
+	level := -1 // unknown: the leader asks the node if it must know
 	if len(args) > 6 {
-		// ... and the level of replicated entries it applies; a kvs that
-		// does not say applies level 0, the entries of every kvs.
+		// ... and the level of replicated entries it applies.
 		n, err := strconv.Atoi(string(args[6]))
 		if err != nil || n < 0 {
 			c.out = appendError(c.out, "ERR invalid apply level '"+string(args[6])+"'")

@@ -238,9 +238,11 @@ func TestShardedRollingUpgrade(t *testing.T) {
 
 // TestOldNodeJoinRefused: a kvs from before levels may not join a cluster
 // of level 1, which holds an entry it cannot apply (the slot map): the
-// join is refused, by the old kvs join and by today's, and so is the old
+// join is refused, by the old kvs join and by today's, by a KVS.JOIN that
+// does not say the level (the leader asks the node), and so is the old
 // node's own --join, with an error that says why; the cluster keeps its one
-// member and the old nodes keep running.
+// member and the old nodes keep running. Today's kvs joins by a KVS.JOIN
+// without the level.
 func TestOldNodeJoinRefused(t *testing.T) {
 	t.Parallel()
 	old := buildOldKVS(t, shardedUpgradeFrom, t.TempDir())
@@ -268,6 +270,11 @@ func TestOldNodeJoinRefused(t *testing.T) {
 			t.Errorf("%s join of the old n2: exit %d\n%s", bin, code, out)
 		}
 	}
+	// KVS.JOIN without the level, as an operator may type it: the leader
+	// asks the node.
+	if v := dialRaw(t, n1.Addr).Do("KVS.JOIN", "n2", "127.0.0.1:1", n2.Addr); !strings.Contains(v.Str, "node n2 "+refusal) {
+		t.Errorf("KVS.JOIN of the old n2 without its level: %s", v)
+	}
 	n3 := newClusterNode(t, "n3", "--join", n1.Addr)
 	n3.Bin = old
 	n3.Start()
@@ -288,4 +295,17 @@ func TestOldNodeJoinRefused(t *testing.T) {
 	if v := dialRaw(t, n1.Addr).Do("SET", "k", "v"); v.Str != "OK" {
 		t.Errorf("SET on n1 after the refused joins: %s", v)
 	}
+
+	// Today's kvs joins by KVS.JOIN without its level too: asked, it
+	// answers 1.
+	n4 := newClusterNode(t, "n4", "--groups", "3")
+	n4.Start()
+	st4, err := kvsStatus(n4.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := dialRaw(t, n1.Addr).Do("KVS.JOIN", "n4", st4.fields["raft_addr"], n4.Addr); v.Str != "OK" {
+		t.Fatalf("KVS.JOIN of today's n4 without its level: %s", v)
+	}
+	waitMembers(t, []*Node{n1, n4}, 2)
 }

@@ -84,22 +84,30 @@ func (v *clusterView) ReadBarrier(ctx context.Context) error {
 	return group.RaftErr(v.node.ReadIndex(ctx))
 }
 
-// Join records the node's client address and the level it says it
-// applies, then adds it as a voter, if that level is the cluster's or
-// above (levelKeeper.admit). Both steps are idempotent, so an operator (or
+// Join and Remove write their metadata through the log, always: the
+// leader's store may lag behind its log (a new leader applies what it
+// inherited only once its first entry commits), so a value read there may
+// be about to be overwritten. A node removed and joined again with the same
+// client address would otherwise find its old address still in place, skip
+// the write, and lose the address to the removal's pending clear.
+
+// Join records the node's client address and the level it applies, then
+// adds it as a voter, if that level is the cluster's or above
+// (levelKeeper.admit). Both steps are idempotent, so an operator (or
 // --join's retry loop) can repeat a join that timed out halfway.
 func (v *clusterView) Join(ctx context.Context, id, raftAddr, respAddr string, level int) error {
 	if !v.node.IsLeader() {
 		return server.ErrNotLeader
 	}
-	return v.keeper.admit(ctx, id, level, func() error {
-		// Always through the log (see setMeta), and the level with the
+	return v.keeper.admit(ctx, id, respAddr, level, func(level int) error {
+		// Always through the log (see above), and the level with the
 		// address: until the node publishes its own, the lowest level of
-		// the members counts the one it said.
-		if _, err := v.propose([]fsm.Command{
-			metaSet(metaRESPAddr(id), respAddr),
-			metaSet(group.NodeLevelMeta(id), strconv.Itoa(level)),
-		}); err != nil {
+		// the members counts the one it has.
+		cmds := []fsm.Command{metaSet(metaRESPAddr(id), respAddr)}
+		if level >= 0 {
+			cmds = append(cmds, metaSet(group.NodeLevelMeta(id), strconv.Itoa(level)))
+		}
+		if _, err := v.propose(cmds); err != nil {
 			return err
 		}
 		return group.RaftErr(v.node.AddVoter(id, raftAddr))
@@ -116,13 +124,6 @@ func (v *clusterView) Remove(ctx context.Context, id string) error {
 	_, err := v.propose([]fsm.Command{metaSet(metaRESPAddr(id), ""), metaSet(group.NodeLevelMeta(id), "")})
 	return err
 }
-
-// Join and Remove write their metadata through the log, always: the
-// leader's store may lag behind its log (a new leader applies what it
-// inherited only once its first entry commits), so a value read there may
-// be about to be overwritten. A node removed and joined again with the same
-// client address would otherwise find its old address still in place, skip
-// the write, and lose the address to the removal's pending clear.
 
 func (v *clusterView) CaughtUp() bool { return v.node.CaughtUp() }
 

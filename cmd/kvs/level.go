@@ -77,19 +77,30 @@ func (k *levelKeeper) propose(p server.Proposer, cmds []fsm.Command) ([]fsm.Repl
 }
 
 // admit runs add, which adds node id to the meta group, if the node's
-// level is the cluster's or above. It runs on the meta group's leader,
-// once the leader has applied every committed entry, so the level it
-// checks is the one recorded last.
-func (k *levelKeeper) admit(ctx context.Context, id string, level int, add func() error) error {
+// level is the cluster's or above; level is what the node said, -1 when
+// it said nothing (a kvs from before levels, or KVS.JOIN typed by hand),
+// and then the node is asked at its client address respAddr, if the
+// cluster's level is above 0. admit runs on the meta group's leader, once
+// the leader has applied every committed entry, so the level it checks is
+// the one recorded last. add gets the node's level, -1 when it is still
+// unknown.
+func (k *levelKeeper) admit(ctx context.Context, id, respAddr string, level int, add func(level int) error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err := group.RaftErr(k.v.node.ReadIndex(ctx)); err != nil {
 		return err
 	}
-	if err := k.levels.Admits(id, level); err != nil {
+	if level < 0 && k.levels.Cluster() > 0 {
+		n, err := k.memberLevel(ctx, respAddr)
+		if err != nil {
+			return fmt.Errorf("%w: node %s did not say the level of replicated entries it applies, and asking it at %s failed: %v", group.ErrLevel, id, respAddr, err)
+		}
+		level = n
+	}
+	if err := k.levels.Admits(id, max(level, 0)); err != nil {
 		return err
 	}
-	return add()
+	return add(level)
 }
 
 // errLevelWait is why record recorded nothing yet.

@@ -91,7 +91,7 @@ func TestLevelKeeper(t *testing.T) {
 	refused("nothing published")
 	// n2, of a kvs from before levels, joins while the level is 0.
 	joined := func(id string, level int) error {
-		return v.keeper.admit(ctx, id, level, func() error {
+		return v.keeper.admit(ctx, id, id+":6379", level, func(level int) error {
 			propose(metaSet(metaRESPAddr(id), id+":6379"), metaSet(group.NodeLevelMeta(id), fmt.Sprint(level)))
 			// An address nothing listens on: a non-voter that never
 			// answers holds no commit back.
@@ -131,8 +131,24 @@ func TestLevelKeeper(t *testing.T) {
 	if ms, _ := v.Members(); len(ms) != 2 {
 		t.Fatalf("members after a refused join: %+v", ms)
 	}
-	if err := joined("n3", 1); err != nil {
-		t.Fatalf("joining n3 of level 1 at level 1: %v", err)
+	// A node that does not say its level is asked: refused while it
+	// does not answer, or answers 0, admitted once it answers 1.
+	if err := joined("n3", -1); !errors.Is(err, group.ErrLevel) {
+		t.Fatalf("joining n3, not answering, at level 1: %v", err)
+	}
+	runs("n3:6379", 0)
+	if err := joined("n3", -1); !errors.Is(err, group.ErrLevel) {
+		t.Fatalf("joining n3, of level 0 and not saying, at level 1: %v", err)
+	}
+	runs("n3:6379", 1)
+	if err := joined("n3", -1); err != nil {
+		t.Fatalf("joining n3, of level 1 and not saying, at level 1: %v", err)
+	}
+	if got := k.levels.Node("n3"); got != 1 {
+		t.Fatalf("n3's level after its join: %d, want the 1 it answered", got)
+	}
+	if err := joined("n4", 1); err != nil {
+		t.Fatalf("joining n4 of level 1 at level 1: %v", err)
 	}
 	if got := k.levels.Cluster(); got != 1 {
 		t.Fatalf("cluster level %d after a join", got)
