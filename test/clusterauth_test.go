@@ -44,6 +44,11 @@ func TestClusterPasswordAtStart(t *testing.T) {
 	}
 	waitMembers(t, nodes, 3)
 	checkPasswordCluster(t, nodes, auth)
+	// The leader asks each member its level, logged in as it forwards,
+	// before it records the cluster's.
+	for _, n := range nodes {
+		waitClusterLevel(t, n, "1")
+	}
 
 	// A node restarted with its command line serves again, the leader too.
 	for _, n := range []*Node{followers(nodes, waitLeader(t, nodes))[0], waitLeader(t, nodes)} {

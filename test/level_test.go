@@ -33,6 +33,21 @@ func logHas(n *Node, text string) error {
 	return nil
 }
 
+// waitClusterLevel waits until n reports the cluster's level want.
+func waitClusterLevel(t testing.TB, n *Node, want string) {
+	t.Helper()
+	waitFor(t, n.Name+" to report the cluster's level "+want, func() error {
+		st, err := kvsStatus(n.Addr, n.Password)
+		if err != nil {
+			return err
+		}
+		if l := st.fields["cluster_level"]; l != want {
+			return fmt.Errorf("cluster level %q", l)
+		}
+		return nil
+	})
+}
+
 // TestShardedRollingUpgrade: a cluster of three nodes and three groups made
 // by the kvs before the stored slot map is upgraded one node at a time
 // while a client of each node writes keys of every group and reads each
@@ -186,16 +201,7 @@ func TestShardedRollingUpgrade(t *testing.T) {
 		running("with " + n.Name + " upgraded")
 	}
 	for _, n := range nodes {
-		waitFor(t, n.Name+" to report the cluster's level 1", func() error {
-			st, err := kvsStatus(n.Addr)
-			if err != nil {
-				return err
-			}
-			if l := st.fields["cluster_level"]; l != "1" {
-				return fmt.Errorf("cluster level %q", l)
-			}
-			return nil
-		})
+		waitClusterLevel(t, n, "1")
 	}
 	for _, n := range nodes {
 		waitFor(t, n.Name+" to route by the stored slot map", func() error { return checkSlotMap(n) })
