@@ -11,12 +11,14 @@ import (
 // publishes its own level in the meta group's metadata under
 // NodeLevelMeta(id), with OpMetaSet, which every kvs applies; a kvs from
 // before levels publishes none, which counts as 0. Once every member of the
-// meta group (voters and non-voters) has published at least level L, the
-// meta group's leader records L under ClusterLevelMeta. The recorded level
-// never goes down: from then on the cluster may hold entries of level L,
-// so a node that cannot apply them is refused when it asks to join, and a
-// node proposes an entry of level L only once L is recorded. Levels reads
-// both; its Allows and Admits are the one check of each.
+// meta group (voters and non-voters) has published at least level L, and
+// says it runs a kvs of level L when asked (a node started again on an
+// older kvs keeps what its newer one published), the meta group's leader
+// records L under ClusterLevelMeta. The recorded level never goes down:
+// from then on the cluster may hold entries of level L, so a node that
+// cannot apply them is refused when it asks to join, and a node proposes
+// an entry of level L only once L is recorded. Levels reads both; its
+// Allows and Admits are the one check of each.
 
 // ClusterLevelMeta is the metadata name of the cluster's level.
 const ClusterLevelMeta = "cluster/level"
