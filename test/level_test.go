@@ -266,6 +266,10 @@ func TestOldNodeJoinRefused(t *testing.T) {
 		return checkSlotMap(n1)
 	})
 
+	if out, code := runKVS(t, clusterWait, "status", n1.Addr); code != 0 || !strings.Contains(out, "level:    applies entries up to level 1; the cluster's level is 1\n") {
+		t.Errorf("kvs status: exit %d\n%s", code, out)
+	}
+
 	const refusal = "applies replicated entries up to level 0 and the cluster's level is 1"
 	n2 := newClusterNode(t, "n2", "--groups", "3")
 	n2.Bin = old
