@@ -112,6 +112,11 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	if !sp.write {
 		panic(fmt.Sprintf("fsm: %v is not a write", c.Op))
 	}
+	if s.slots != nil {
+		if r, refused := s.refusedLocked(c); refused {
+			return r
+		}
+	}
 	if sp.composite {
 		return sp.apply(s, now, c)
 	}

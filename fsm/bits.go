@@ -103,7 +103,7 @@ func init() {
 		read: readBitField})
 	registerOp(OpLCS, opSpec{name: "LCS", args: argsAtLeast(2),
 		flags: FlagLCSLen | FlagLCSIdx | FlagLCSWithMatchLen | FlagDeferredError, check: checkDeferred(2),
-		read: readLCS})
+		read: readLCS, keys: keysFirst(2)})
 }
 
 // checkDeferred returns an opSpec.check for ops that take n arguments,

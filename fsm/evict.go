@@ -16,12 +16,16 @@ import (
 const OpEvict Op = opBaseKeys + 50
 
 func init() {
-	registerOp(OpEvict, opSpec{name: "EVICT", write: true, args: argsAny, apply: applyEvict, keys: keysAll})
+	registerOp(OpEvict, opSpec{name: "EVICT", write: true, args: argsAny, apply: applyEvict, keys: keysAll,
+		slotSkips: true})
 }
 
 func applyEvict(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
+		if !s.slotWritableLocked(k) {
+			continue
+		}
 		if _, ok := s.deleteLocked(k); ok {
 			n++
 			s.notifyLocked(NotifyEvicted, "evicted", k)
@@ -100,6 +104,9 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 	var keys [][]byte
 	var freed int64
 	take := func(it *item) bool {
+		if !s.evictableSlotLocked(it.hash) {
+			return true // not the store's to delete now (slots.go)
+		}
 		keys = append(keys, []byte(it.key))
 		freed += it.size()
 		return len(keys) < limit && freed < free
@@ -146,6 +153,12 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 	}
 }
 
+// evictableSlotLocked reports whether the keys of hash's slot may be
+// evicted: those of slots the store may write (slots.go).
+func (s *Store) evictableSlotLocked(hash uint64) bool {
+	return s.slots == nil || s.slots.mode[CursorSlot(hash)] <= slotExporting
+}
+
 // pickLocked picks a key at random that is not in seen, with a TTL if
 // volatile. A volatile pick that 16 probes of the whole keyspace miss
 // (few keys have a TTL) descends at random through the subtrees holding
@@ -154,12 +167,12 @@ func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free 
 func (s *Store) pickLocked(n int, volatile bool, seen map[string]bool) (item, bool) {
 	for range 16 {
 		it, _ := s.keys.GetAt(rand.IntN(n))
-		if !seen[it.key] && (!volatile || it.exp != 0) {
+		if !seen[it.key] && (!volatile || it.exp != 0) && s.evictableSlotLocked(it.hash) {
 			return it, true
 		}
 	}
 	if volatile {
-		return s.keys.randomWithDeadline(func(it *item) bool { return !seen[it.key] })
+		return s.keys.randomWithDeadline(func(it *item) bool { return !seen[it.key] && s.evictableSlotLocked(it.hash) })
 	}
 	return item{}, false
 }

@@ -97,14 +97,14 @@ func init() {
 	registerOp(OpFCall, opSpec{name: "FCALL", write: true, args: argsAtLeast(1), flags: FlagScriptUser | FlagScriptRules,
 		check: checkNumKeys, apply: applyFCall, keys: scriptKeys, composite: true})
 	registerOp(OpFCallRO, opSpec{name: "FCALL_RO", args: argsAtLeast(1), flags: FlagFCallBadKeys | FlagScriptUser | FlagScriptRules | FlagFCallRO,
-		check: checkNumKeys, read: readFCall, readMet: readFCallMet})
+		check: checkNumKeys, read: readFCall, readMet: readFCallMet, keys: scriptKeys})
 	registerOp(OpFunctionLoad, opSpec{name: "FUNCTION", write: true, args: 1, flags: FlagFunctionReplace,
 		apply: applyFunctionLoad, keys: keysNone})
 	registerOp(OpFunctionDelete, opSpec{name: "FUNCTION", write: true, args: 1, apply: applyFunctionDelete, keys: keysNone})
 	registerOp(OpFunctionFlush, opSpec{name: "FUNCTION", write: true, args: 0, apply: applyFunctionFlush, keys: keysNone})
 	registerOp(OpFunctionList, opSpec{name: "FUNCTION", args: argsAny, flags: FlagFunctionPattern | FlagFunctionWithCode,
-		check: checkFunctionList, read: readFunctionList})
-	registerOp(OpFunctionStats, opSpec{name: "FUNCTION", args: 0, read: readFunctionStats})
+		check: checkFunctionList, read: readFunctionList, keys: keysNone})
+	registerOp(OpFunctionStats, opSpec{name: "FUNCTION", args: 0, read: readFunctionStats, keys: keysNone})
 }
 
 func checkFunctionList(c *Command) error {

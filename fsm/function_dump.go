@@ -32,7 +32,7 @@ const (
 )
 
 func init() {
-	registerOp(OpFunctionDump, opSpec{name: "FUNCTION", args: 0, read: readFunctionDump})
+	registerOp(OpFunctionDump, opSpec{name: "FUNCTION", args: 0, read: readFunctionDump, keys: keysNone})
 	registerOp(OpFunctionRestore, opSpec{name: "FUNCTION", write: true, args: 1, apply: applyFunctionRestore,
 		keys: keysNone, check: func(c *Command) error {
 			if c.Int < RestoreAppend || c.Int > RestoreFlush {

@@ -19,7 +19,8 @@ func init() {
 		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
 	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
 	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy, apply: applyFlushAll})
-	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll})
+	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll,
+		slotSkips: true})
 	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
 		check: func(c *Command) error {
 			if len(c.Args[0]) == 0 {
@@ -28,14 +29,14 @@ func init() {
 			return nil
 		}})
 
-	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), flags: FlagTouch, read: readExists})
+	registerOp(OpExists, opSpec{name: "EXISTS", args: argsAtLeast(1), flags: FlagTouch, read: readExists, keys: keysAll})
 	registerOp(OpType, opSpec{name: "TYPE", args: 1, read: readType})
-	registerOp(OpKeys, opSpec{name: "KEYS", args: 1,
+	registerOp(OpKeys, opSpec{name: "KEYS", args: 1, keys: keysNone,
 		read: func(s *Store, now int64, c *Command) Reply { return s.keysLocked(now, string(c.Args[0])) }})
-	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, flags: FlagScanMatch, check: scanCheck,
+	registerOp(OpScan, opSpec{name: "SCAN", args: argsAny, flags: FlagScanMatch, check: scanCheck, keys: keysNone,
 		read:    func(s *Store, now int64, c *Command) Reply { return s.scanLocked(now, *c, nil) },
 		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.scanLocked(now, *c, met) }})
-	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0,
+	registerOp(OpRandomKey, opSpec{name: "RANDOMKEY", args: 0, keys: keysNone,
 		read:    func(s *Store, now int64, c *Command) Reply { return s.randomKeyLocked(now, nil) },
 		readMet: func(s *Store, now int64, c *Command, met *[][]byte) Reply { return s.randomKeyLocked(now, met) }})
 	for _, op := range []Op{OpTTL, OpPTTL, OpExpireTime, OpPExpireTime} {
@@ -43,9 +44,9 @@ func init() {
 			OpPExpireTime: "PEXPIRETIME"}[op], args: 1,
 			read: func(s *Store, now int64, c *Command) Reply { return ttlReply(c.Op, now, s, c.Args[0]) }})
 	}
-	registerOp(OpDBSize, opSpec{name: "DBSIZE", args: 0,
+	registerOp(OpDBSize, opSpec{name: "DBSIZE", args: 0, keys: keysNone,
 		read: func(s *Store, now int64, c *Command) Reply {
-			return IntReply(int64(s.keys.Len() - s.countExpiredLocked(now)))
+			return IntReply(int64(s.keys.Len() - s.hiddenLenLocked() - s.countExpiredLocked(now)))
 		}})
 	registerOp(OpMemoryUsage, opSpec{name: "MEMORY USAGE", args: 1, flags: FlagMemoryLogical, read: readMemoryUsage,
 		check: func(c *Command) error {
@@ -101,10 +102,11 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 }
 
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
+	keys := int64(s.keys.Len() - s.hiddenLenLocked())
 	if c.Flags&FlagLazy != 0 {
-		s.lazyFreed.Add(int64(s.keys.Len()))
+		s.lazyFreed.Add(keys)
 	}
-	s.reportDirtyLocked(int64(s.keys.Len()))
+	s.reportDirtyLocked(keys)
 	// Cluster metadata is not data: it survives FLUSHALL.
 	s.keys, s.bytes = s.keys.emptied(), 0
 	return replyOK
@@ -120,6 +122,9 @@ func (s *Store) LazyFreed() int64 { return s.lazyFreed.Load() }
 func applyDelExpired(s *Store, now int64, c *Command) Reply {
 	var n int64
 	for _, k := range c.Args {
+		if !s.slotWritableLocked(k) {
+			continue
+		}
 		if old, ok := s.getLocked(k); ok && old.expired(now) {
 			s.deleteLocked(k)
 			n++
@@ -313,13 +318,13 @@ func ttlReply(op Op, now int64, s *Store, key []byte) Reply {
 func (s *Store) keysLocked(now int64, pattern string) Reply {
 	out := []Reply{}
 	if globIsLiteral(pattern) {
-		if _, ok := s.peekLocked([]byte(pattern), now); ok {
+		if _, ok := s.peekLocked([]byte(pattern), now); ok && (s.slots == nil || s.slots.visible(KeySlot(pattern))) {
 			out = append(out, BulkReply([]byte(pattern)))
 		}
 		return Reply{Kind: ReplyArray, Array: out}
 	}
 	all := pattern == "*"
-	s.keys.Scan(func(it item) bool {
+	s.ascendVisibleLocked(item{}, func(it item) bool {
 		if !it.expired(now) && (all || matchGlob(pattern, it.key)) {
 			out = append(out, BulkReply([]byte(it.key)))
 		}
@@ -351,7 +356,7 @@ func (s *Store) scanLocked(now int64, c Command, met *[][]byte) Reply {
 	var out []Reply
 	var visited int64
 	var last, next uint64
-	s.keys.Ascend(item{hash: uint64(c.Int)}, func(it item) bool {
+	s.ascendVisibleLocked(item{hash: uint64(c.Int)}, func(it item) bool {
 		if visited >= count && it.hash != last {
 			next = it.hash
 			return false
@@ -387,11 +392,14 @@ func (s *Store) scanLocked(now int64, c Command, met *[][]byte) Reply {
 // *met unless it is nil.
 func (s *Store) randomKeyLocked(now int64, met *[][]byte) Reply {
 	n := s.keys.Len()
-	if n == 0 {
+	if n == 0 || n == s.hiddenLenLocked() {
 		return replyNil
 	}
 	for range 100 {
 		it, _ := s.keys.GetAt(rand.IntN(n))
+		if s.hiddenLocked(it.hash) {
+			continue
+		}
 		if !it.expired(now) {
 			return BulkReply([]byte(it.key))
 		}
@@ -408,9 +416,9 @@ func (s *Store) randomKeyLocked(now int64, met *[][]byte) Reply {
 		return true
 	}
 	start, _ := s.keys.GetAt(rand.IntN(n))
-	s.keys.Ascend(start, visit)
+	s.ascendVisibleLocked(start, visit)
 	if found == nil {
-		s.keys.Scan(visit)
+		s.ascendVisibleLocked(item{}, visit)
 	}
 	if found == nil {
 		return replyNil

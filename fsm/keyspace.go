@@ -283,7 +283,13 @@ func (ks *keyspace) set(it item) (prev item, replaced bool) {
 }
 
 // Delete removes the item with pivot's hash and key.
-func (ks *keyspace) Delete(pivot item) (item, bool) {
+func (ks *keyspace) Delete(pivot item) (item, bool) { return ks.delete(pivot, true) }
+
+// purge is Delete for a key nothing can see (slots.go): no write of the
+// keyspace, so WATCH's records are left as they were.
+func (ks *keyspace) purge(pivot item) (item, bool) { return ks.delete(pivot, false) }
+
+func (ks *keyspace) delete(pivot item, write bool) (item, bool) {
 	if ks.peek(pivot.hash, pivot.key) == nil {
 		return item{}, false // nothing copied for a miss
 	}
@@ -306,10 +312,12 @@ func (ks *keyspace) Delete(pivot item) (item, bool) {
 	}
 	r.n--
 	ks.n--
-	ks.writes++
 	ks.countTTL(prev.exp, 0)
 	ks.fixDue(s, prev.exp, 0)
-	ks.vers.deletedLocked(&prev, ks.gen)
+	if write {
+		ks.writes++
+		ks.vers.deletedLocked(&prev, ks.gen)
+	}
 	return prev, true
 }
 
@@ -471,6 +479,26 @@ func randomDeadlineIn(x *ktInner, l *ktLeaf, ok func(*item) bool) (item, bool) {
 
 // shardLen is the number of items in shard s.
 func (ks *keyspace) shardLen(s int) int { return ks.shards[s].n }
+
+// countRange is the number of items whose hash is in [lo, hi), hi 0
+// meaning no upper bound: two ranks, without visiting the items.
+func (ks *keyspace) countRange(lo, hi uint64) int {
+	end := ks.n
+	if hi != 0 {
+		end = ks.rankOf(hi)
+	}
+	return end - ks.rankOf(lo)
+}
+
+// rankOf is the number of items with a hash below h.
+func (ks *keyspace) rankOf(h uint64) int {
+	s := shardOf(h)
+	rank := 0
+	for i := range s {
+		rank += ks.shards[i].n
+	}
+	return rank + ks.rankInShard(s, h)
+}
 
 // rankInShard is the number of items of shard s with a hash below h.
 func (ks *keyspace) rankInShard(s int, h uint64) int {

@@ -53,9 +53,9 @@ func init() {
 			}
 			return nil
 		}})
-	registerOp(OpCountKeysInSlot, opSpec{name: "CLUSTER COUNTKEYSINSLOT", args: 0, check: slotCheck,
+	registerOp(OpCountKeysInSlot, opSpec{name: "CLUSTER COUNTKEYSINSLOT", args: 0, check: slotCheck, keys: keysNone,
 		read: func(s *Store, now int64, c *Command) Reply { return IntReply(s.countKeysInSlotLocked(now, int(c.Int))) }})
-	registerOp(OpGetKeysInSlot, opSpec{name: "CLUSTER GETKEYSINSLOT", args: 0, check: slotCheck,
+	registerOp(OpGetKeysInSlot, opSpec{name: "CLUSTER GETKEYSINSLOT", args: 0, check: slotCheck, keys: keysNone,
 		read: readGetKeysInSlot})
 }
 
@@ -152,6 +152,9 @@ func slotBounds(slot int) (lo, hi uint64) {
 // countKeysInSlotLocked counts the live keys of slot without visiting
 // them: two ranks in the slot's shard, less the slot's expired keys.
 func (s *Store) countKeysInSlotLocked(now int64, slot int) int64 {
+	if s.slots != nil && !s.slots.visible(slot) {
+		return 0
+	}
 	lo, hi := slotBounds(slot)
 	shard := shardOf(lo)
 	end := s.keys.shardLen(shard)
@@ -171,7 +174,7 @@ func (s *Store) countKeysInSlotLocked(now int64, slot int) int64 {
 func readGetKeysInSlot(s *Store, now int64, c *Command) Reply {
 	lo, hi := slotBounds(int(c.Int))
 	out := []Reply{}
-	if c.Int2 == 0 {
+	if c.Int2 == 0 || (s.slots != nil && !s.slots.visible(int(c.Int))) {
 		return Reply{Kind: ReplyArray, Array: out}
 	}
 	s.keys.Ascend(item{hash: lo}, func(it item) bool {

@@ -38,9 +38,13 @@ type opSpec struct {
 	// it found expired to *met (expire.go); nil for the others.
 	readMet func(s *Store, now int64, c *Command, met *[][]byte) Reply
 
-	// keys returns the keys a write touches (see Command.Keys); nil means
-	// its first argument.
+	// keys returns the keys a write touches (see Command.Keys), or a
+	// read reads, which slot ownership is checked for (slots.go); nil
+	// means its first argument.
 	keys func(c *Command) [][]byte
+	// slotSkips says the write passes over the keys of slots it may not
+	// write (active expiry, eviction) instead of being refused.
+	slotSkips bool
 
 	// composite ops (EXEC, EVAL) run other commands, each through
 	// applyLocked, which gives every one its key versions, lazy expiry
@@ -165,6 +169,11 @@ func keysEvery(first, step int) func(c *Command) [][]byte {
 		}
 		return keys
 	}
+}
+
+// keysFrom returns an opSpec.keys taking the arguments from first on.
+func keysFrom(first int) func(c *Command) [][]byte {
+	return func(c *Command) [][]byte { return c.Args[min(first, len(c.Args)):] }
 }
 
 // keysFirst returns an opSpec.keys taking the first n arguments.

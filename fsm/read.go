@@ -53,6 +53,12 @@ func (s *Store) checkRead(c *Command) *opSpec {
 // which it releases (scripts: as lockWaiting or lockServing was told). A
 // script c runs calls whileBusy once busy (nil: nothing to serve).
 func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileBusy func()) Reply {
+	if s.slots != nil {
+		if r, refused := s.refusedLocked(c); refused {
+			s.unlock(false, scripts)
+			return r
+		}
+	}
 	s.tickLocked(now)
 	var r Reply
 	var met [][]byte
@@ -122,6 +128,11 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 // (the hook only publishes). The expired keys it meets are appended to
 // *met (expire.go), unless met is nil.
 func (s *Store) readInsideLocked(now int64, c *Command, exclusive bool, met *[][]byte) Reply {
+	if s.slots != nil {
+		if r, refused := s.refusedLocked(c); refused {
+			return r
+		}
+	}
 	sp := c.Op.spec()
 	var r Reply
 	if met != nil && s.expired.hook != nil {
@@ -149,6 +160,12 @@ func (s *Store) get(now int64, key []byte) Reply {
 
 // getHeld is get with the shared lock taken, which it releases.
 func (s *Store) getHeld(now int64, key []byte) Reply {
+	if s.slots != nil {
+		if r, refused := s.keyRefusedLocked(key, false); refused {
+			s.mu.RUnlock()
+			return r
+		}
+	}
 	s.tickLocked(now)
 	it, found := s.getLocked(key)
 	ok := found && !it.expired(now)

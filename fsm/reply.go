@@ -14,6 +14,19 @@ const (
 	ErrStringTooLong = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 )
 
+// The refusals of commands for keys of slots the store does not serve
+// (slots.go), around the slot number: a write to a slot a move is
+// handing over, and a command for a slot the store does not own, which
+// the server turns into a redirection (SlotMoving, SlotNotOwned tell
+// them). The errors of the slot-move entries, which only kvs's own
+// orchestration sends, follow.
+const (
+	ErrSlotMovingPrefix   = "TRYAGAIN slot "
+	ErrSlotMovingSuffix   = " is moving, the write was not applied"
+	ErrSlotNotOwnedPrefix = "NOTOWNED slot "
+	ErrSlotNotOwnedSuffix = " is not served by this group"
+)
+
 // MaxStringLen is Redis's default proto-max-bulk-len: APPEND and SETRANGE
 // refuse to build a string longer than this.
 const MaxStringLen = 512 << 20

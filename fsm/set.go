@@ -97,9 +97,9 @@ func init() {
 	registerOp(OpSRandMember, opSpec{name: "SRANDMEMBER", args: 1, flags: FlagSetCount, check: randCountCheck,
 		read: readSRandMember})
 	for op, name := range map[Op]string{OpSInter: "SINTER", OpSUnion: "SUNION", OpSDiff: "SDIFF"} {
-		registerOp(op, opSpec{name: name, args: argsAtLeast(1), read: readSetAlgebra})
+		registerOp(op, opSpec{name: name, args: argsAtLeast(1), read: readSetAlgebra, keys: keysAll})
 	}
-	registerOp(OpSInterCard, opSpec{name: "SINTERCARD", args: argsAtLeast(1), check: nonNegativeInt,
+	registerOp(OpSInterCard, opSpec{name: "SINTERCARD", args: argsAtLeast(1), check: nonNegativeInt, keys: keysAll,
 		read: readSInterCard})
 	registerOp(OpSScan, opSpec{name: "SSCAN", args: 2, flags: FlagSetScanSyntax | FlagSetScanNotInt | FlagScanMatch,
 		check: func(c *Command) error {

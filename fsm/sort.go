@@ -230,6 +230,9 @@ func (s *Store) lookupByPattern(now int64, pattern, elem []byte, miss func([]byt
 	key := make([]byte, 0, len(keyPat)-1+len(elem))
 	key = append(append(append(key, keyPat[:star]...), elem...), keyPat[star+1:]...)
 	it, ok := s.liveLocked(key, now)
+	if ok && s.hiddenLocked(it.hash) {
+		ok = false // another group's key (slots.go)
+	}
 	if !ok {
 		if miss != nil {
 			miss(key)

@@ -219,6 +219,11 @@ type Store struct {
 	dirtyReported bool
 	dirtyPub      atomic.Int64 // dirty as of the last apply, for readers without the lock
 
+	// slots is which hash slots the store serves, and the moves of
+	// slots in flight (slots.go, move.go); nil: it owns every slot and
+	// moves none, as a store does until told otherwise.
+	slots *slotTable
+
 	// entry is the index of the entry being applied (0: memory mode's),
 	// and applyServe what the caller of ApplyServing serves while a
 	// script of its batch is busy (script_state.go).
@@ -253,11 +258,18 @@ func (s *Store) Stats(now int64) Stats {
 
 func (s *Store) statsLocked(now int64) Stats {
 	dead := s.countExpiredLocked(now)
-	return Stats{
+	st := Stats{
 		Keys:    s.keys.Len() - dead,
 		Expires: s.keys.TTLs() - dead,
 		Bytes:   s.bytes,
 	}
+	if s.slots != nil {
+		// Keys of slots not served are not keys of the store's (their
+		// memory is held all the same).
+		st.Keys -= s.hiddenLenLocked()
+		st.Expires -= s.hiddenTTLsLocked()
+	}
+	return st
 }
 
 // AppliedIndex returns the index of the last entry applied (or restored).
@@ -278,13 +290,33 @@ func (s *Store) ExpiredKeys(now int64, max int) [][]byte {
 		return nil
 	}
 	s.keys.earliest(now, func(it *item) bool {
+		if s.slots != nil && s.slots.mode[CursorSlot(it.hash)] > slotExporting {
+			return true // not the store's to delete now (slots.go)
+		}
 		out = append(out, []byte(it.key))
 		return len(out) < max
 	})
 	return out
 }
 
-func (s *Store) countExpiredLocked(now int64) int { return s.keys.countExpired(now) }
+// countExpiredLocked is the number of keys expired at now in the slots
+// the store serves.
+func (s *Store) countExpiredLocked(now int64) int {
+	if s.slots == nil {
+		return s.keys.countExpired(now)
+	}
+	if s.keys.nextDue() > now {
+		return 0
+	}
+	n := 0
+	s.keys.scanExpired(now, func(it *item) bool {
+		if !s.hiddenLocked(it.hash) {
+			n++
+		}
+		return true
+	})
+	return n
+}
 
 // unsafeString views b as a string without copying, for lookups only: the
 // result must not be stored.

@@ -28,7 +28,7 @@ func init() {
 		apply: (*Store).incrByFloatLocked})
 
 	registerOp(OpGet, opSpec{name: "GET", args: 1, read: readGet})
-	registerOp(OpMGet, opSpec{name: "MGET", args: argsAtLeast(1), read: readMGet})
+	registerOp(OpMGet, opSpec{name: "MGET", args: argsAtLeast(1), read: readMGet, keys: keysAll})
 	registerOp(OpStrLen, opSpec{name: "STRLEN", args: 1, read: readStrLen})
 	registerOp(OpGetRange, opSpec{name: "GETRANGE", args: 1, read: readGetRange})
 }

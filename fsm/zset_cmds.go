@@ -52,7 +52,14 @@ func init() {
 	registerOp(OpZRandMember, opSpec{name: "ZRANDMEMBER", args: 1, flags: FlagZCount | FlagZWithScores,
 		read: readZRandMember})
 	registerOp(OpZSetOp, opSpec{name: "ZSETOP", args: argsAtLeast(1),
-		flags: FlagZAggMin | FlagZAggMax | FlagZWeights | FlagZWithScores, check: checkSetOpAt(0), read: readZSetOp})
+		flags: FlagZAggMin | FlagZAggMax | FlagZWeights | FlagZWithScores, check: checkSetOpAt(0), read: readZSetOp,
+		keys: func(c *Command) [][]byte {
+			n := len(c.Args)
+			if c.Flags&FlagZWeights != 0 {
+				n /= 2
+			}
+			return c.Args[:n]
+		}})
 	registerOp(OpZScan, opSpec{name: "ZSCAN", args: 2, flags: FlagScanMatch, read: readZScan,
 		check: func(c *Command) error {
 			if c.Int < -1 {
@@ -60,7 +67,7 @@ func init() {
 			}
 			return nil
 		}})
-	registerOp(OpZCheck, opSpec{name: "ZCHECK", args: argsAtLeast(2), read: readZCheck,
+	registerOp(OpZCheck, opSpec{name: "ZCHECK", args: argsAtLeast(2), read: readZCheck, keys: keysFrom(1),
 		check: func(c *Command) error {
 			if len(c.Args[0]) < 4 || string(c.Args[0][:4]) != "ERR " {
 				return errorString("not an error text")
