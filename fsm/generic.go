@@ -108,7 +108,9 @@ func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	}
 	s.reportDirtyLocked(keys)
 	// Cluster metadata is not data: it survives FLUSHALL.
+	old := s.keys
 	s.keys, s.bytes = s.keys.emptied(), 0
+	s.afterFlushLocked(old)
 	return replyOK
 }
 

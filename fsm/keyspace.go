@@ -49,6 +49,9 @@ type keyspace struct {
 	// writes counts the items stored and deleted (Set, Delete, written):
 	// applyLocked's measure of the keys a write changed (dirty.go).
 	writes int64
+	// track is told of every item stored or deleted while slots are
+	// moving out (move.go); nil otherwise, and in a read-only view.
+	track *slotTable
 }
 
 const (
@@ -224,6 +227,9 @@ func (ks *keyspace) findForWrite(h uint64, key string) *item {
 func (ks *keyspace) written(it *item) {
 	ks.writes++
 	ks.vers.storedLocked(it, ks.gen)
+	if ks.track != nil {
+		ks.track.noteWrite(it.hash, it.key)
+	}
 }
 
 // Get returns a copy of the item with pivot's hash and key.
@@ -238,6 +244,9 @@ func (ks *keyspace) Get(pivot item) (item, bool) {
 func (ks *keyspace) Set(it item) (item, bool) {
 	ks.writes++
 	ks.vers.storedLocked(&it, ks.gen)
+	if ks.track != nil {
+		ks.track.noteWrite(it.hash, it.key)
+	}
 	return ks.set(it)
 }
 
@@ -317,6 +326,9 @@ func (ks *keyspace) delete(pivot item, write bool) (item, bool) {
 	if write {
 		ks.writes++
 		ks.vers.deletedLocked(&prev, ks.gen)
+		if ks.track != nil {
+			ks.track.noteWrite(prev.hash, prev.key)
+		}
 	}
 	return prev, true
 }

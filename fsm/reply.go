@@ -25,6 +25,18 @@ const (
 	ErrSlotMovingSuffix   = " is moving, the write was not applied"
 	ErrSlotNotOwnedPrefix = "NOTOWNED slot "
 	ErrSlotNotOwnedSuffix = " is not served by this group"
+
+	ErrMovesInFlight  = "ERR slot moves are in flight"
+	ErrMoveUnknown    = "ERR no slot move %d in flight"
+	ErrMoveFinished   = "ERR slot move %d is finished"
+	ErrMoveExists     = "ERR slot move %d exists already"
+	ErrMoveSlotBusy   = "ERR slot %d is not owned, or is moving already"
+	ErrMoveNotFenced  = "ERR slot move %d is not fenced"
+	ErrMoveNotDrained = "ERR slot move %d has writes not drained"
+	ErrMoveSlotOwned  = "ERR slot %d is not free to move in"
+	ErrMoveNotPurged  = "ERR slot %d holds keys left to purge"
+	ErrMoveOtherSlots = "ERR slot move %d stages other slots"
+	ErrMoveBadChunk   = "ERR bad slot move chunk: %v"
 )
 
 // MaxStringLen is Redis's default proto-max-bulk-len: APPEND and SETRANGE

@@ -58,6 +58,12 @@ type slotTable struct {
 	// importing), ascending, computed when it is set.
 	mode   *[ClusterSlots]slotMode
 	hidden []SlotRange
+	// out and in are the moves in flight (move.go), ascending by id;
+	// done the moves finished here, ascending by id, so that an entry
+	// repeated for a finished move is not taken for a new one.
+	out  []*moveOut
+	in   []*moveIn
+	done []moveDone
 }
 
 // newSlotTable returns a table owning every slot.
@@ -227,6 +233,9 @@ func mustRanges(b []byte) []SlotRange {
 func applySlotsAssign(s *Store, now int64, c *Command) Reply {
 	s.reportDirtyLocked(0)
 	t := s.slotsLocked()
+	if len(t.out) > 0 || len(t.in) > 0 {
+		return ErrorReply(ErrMovesInFlight)
+	}
 	m := new([ClusterSlots]slotMode)
 	for i := range m {
 		m[i] = slotNotOwned

@@ -1,0 +1,602 @@
+package fsm
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// group is one replication group in a test: replicas that apply the same
+// entries, whose replies must agree, byte for byte.
+type group struct {
+	t   *testing.T
+	s   []*Store
+	idx uint64
+}
+
+func newGroup(t *testing.T, replicas int) *group {
+	g := &group{t: t}
+	for range replicas {
+		g.s = append(g.s, NewStore())
+	}
+	return g
+}
+
+// apply applies one entry on every replica and returns the first's replies.
+func (g *group) apply(now int64, cmds ...Command) []Reply {
+	g.t.Helper()
+	g.idx++
+	var first []Reply
+	for i, s := range g.s {
+		r := s.Apply(g.idx, now, cmds)
+		if i == 0 {
+			first = r
+			continue
+		}
+		if a, b := replyStrings(first), replyStrings(r); a != b {
+			g.t.Fatalf("entry %d: replica %d replied %s, replica 0 %s", g.idx, i, b, a)
+		}
+	}
+	return first
+}
+
+// one applies a single command and returns its reply.
+func (g *group) one(now int64, cmd Command) Reply {
+	g.t.Helper()
+	return g.apply(now, cmd)[0]
+}
+
+// must applies cmd and fails unless it replies want.
+func (g *group) must(now int64, cmd Command, want Reply) {
+	g.t.Helper()
+	if r := g.one(now, cmd); r.String() != want.String() {
+		g.t.Fatalf("%v: got %v, want %v", cmd.Op, r, want)
+	}
+}
+
+// sameReplicas fails unless g's replicas have identical snapshots.
+func (g *group) sameReplicas() {
+	g.t.Helper()
+	first := snapshotBytes(g.t, g.s[0])
+	for i, s := range g.s[1:] {
+		if !bytes.Equal(first, snapshotBytes(g.t, s)) {
+			g.t.Fatalf("replica %d's snapshot differs from replica 0's", i+1)
+		}
+	}
+}
+
+// slotDump returns every key of ranges in s, seen or not, expired or not,
+// as its chunk record: type, deadline and value.
+func slotDump(s *Store, ranges []SlotRange) map[string]string {
+	out := map[string]string{}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, r := range ranges {
+		lo, hi := slotRangeBounds(r)
+		s.keys.Ascend(item{hash: lo}, func(it item) bool {
+			if hi != 0 && it.hash >= hi {
+				return false
+			}
+			w := newChunkWriter()
+			w.item(&it)
+			out[it.key] = string(w.finish())
+			return true
+		})
+	}
+	return out
+}
+
+func sameDump(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: key %q differs (present: %v)", what, k, got[k] != "")
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: key %q should not be there", what, k)
+		}
+	}
+}
+
+// The slots moved: two single slots and a range around a third, most of
+// it empty. Keys of tags "a" and "b" move, those of "c" stay.
+var moveRanges = []SlotRange{{slotB, slotB}, {slotA - 3, slotA + 3}, {KeySlot("m"), KeySlot("m")}}
+
+func complement(rs []SlotRange) []SlotRange {
+	var slots []int
+	for _, r := range rs {
+		for s := r.Lo; s <= r.Hi; s++ {
+			slots = append(slots, s)
+		}
+	}
+	return allBut(slots...)
+}
+
+// workload writes keys of every type, with and without deadlines (some
+// already due), to the tags a and b (moving) and c (staying).
+type workload struct {
+	rng *rand.Rand
+	now int64
+}
+
+func (w *workload) key() string {
+	tags := []string{"{a}", "{b}", "{c}", "{m}"}
+	return tags[w.rng.IntN(len(tags))] + itoa(w.rng.IntN(12))
+}
+
+// sameTag returns a key of key's tag.
+func (w *workload) sameTag(key string) string {
+	return key[:3] + itoa(w.rng.IntN(12))
+}
+
+func (w *workload) next() Command {
+	w.now += int64(w.rng.IntN(4))
+	k := w.key()
+	n := 1 + w.rng.IntN(4)
+	if w.rng.IntN(8) == 0 {
+		n = 100 + w.rng.IntN(200) // past the packed forms
+	}
+	elems := func(prefix string, pairs bool) []string {
+		var out []string
+		for range n {
+			e := prefix + itoa(w.rng.IntN(400))
+			if pairs {
+				out = append(out, e, "v"+itoa(w.rng.IntN(9)))
+			} else {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	switch w.rng.IntN(16) {
+	case 0:
+		return c(OpSet, k, "v"+itoa(w.rng.IntN(1000)))
+	case 1:
+		return c(OpSet, k, "ttl").i(w.now + int64(w.rng.IntN(60)))
+	case 2:
+		return c(OpDel, k, w.sameTag(k))
+	case 3:
+		return c(OpAppend, k, "+")
+	case 4:
+		return c(OpIncrBy, k).i(3)
+	case 5:
+		return c(OpExpireAt, k).i(w.now + int64(w.rng.IntN(80)) - 10)
+	case 6:
+		return c(OpPersist, k)
+	case 7:
+		return c(OpRPush, append([]string{k}, elems("e", false)...)...)
+	case 8:
+		return c(OpLPop, k).i(int64(w.rng.IntN(50))).fl(FlagListCount)
+	case 9:
+		return c(OpHSet, append([]string{k}, elems("f", true)...)...)
+	case 10:
+		return c(OpHDel, append([]string{k}, elems("f", false)...)...)
+	case 11:
+		ints := w.rng.IntN(2) == 0
+		prefix := "m"
+		if ints {
+			prefix = ""
+		}
+		return c(OpSAdd, append([]string{k}, elems(prefix, false)...)...)
+	case 12:
+		return c(OpSRem, append([]string{k}, elems("", false)...)...)
+	case 13:
+		cmd := c(OpZAdd, k)
+		for range n {
+			cmd.Args = append(cmd.Args, []byte(sc(float64(w.rng.IntN(50)))), []byte("z"+itoa(w.rng.IntN(400))))
+		}
+		return cmd
+	case 14:
+		return c(OpZRem, append([]string{k}, elems("z", false)...)...)
+	default:
+		return c(OpRename, k, w.sameTag(k))
+	}
+}
+
+// write applies n workload commands to src and to control, which sees
+// the same writes and no move: what src must hold while it owns the slots.
+func (w *workload) write(t *testing.T, n int, src *group, control *Store) {
+	t.Helper()
+	for range n {
+		cmd := w.next()
+		r := src.one(w.now, cmd)
+		want := control.Apply(0, w.now, []Command{cmd})[0]
+		if _, moving := SlotMoving(r); moving {
+			continue // refused whole: control must not have it either
+		}
+		if r.String() != want.String() {
+			t.Fatalf("%v %q: source replied %v, control %v", cmd.Op, cmd.Args, r, want)
+		}
+		if w.rng.IntN(10) == 0 {
+			if keys := src.s[0].ExpiredKeys(w.now, 5); len(keys) > 0 {
+				del := Command{Op: OpDelExpired, Args: keys}
+				src.one(w.now, del)
+				control.Apply(0, w.now, []Command{del})
+			}
+		}
+	}
+}
+
+// writeRefusing is write while the moving slots are fenced: what src
+// refuses, control must not apply either.
+func (w *workload) writeRefusing(t *testing.T, n int, src *group, control *Store) {
+	t.Helper()
+	for range n {
+		cmd := w.next()
+		r := src.one(w.now, cmd)
+		if _, moving := SlotMoving(r); moving {
+			if keys, _ := cmd.Keys(); !covers(moveRanges, KeySlot(keys[0])) {
+				t.Fatalf("%v %q refused outside the moving slots", cmd.Op, cmd.Args)
+			}
+			continue
+		}
+		control.Apply(0, w.now, []Command{cmd})
+	}
+}
+
+// mover drives a move of moveRanges from a to b as the orchestration
+// would, with the writes of w going on.
+type mover struct {
+	t       *testing.T
+	a, b    *group
+	control *Store
+	w       *workload
+	id      uint64
+}
+
+func newMover(t *testing.T, seed uint64) *mover {
+	m := &mover{t: t, a: newGroup(t, 2), b: newGroup(t, 2), control: NewStore(), id: 7,
+		w: &workload{rng: rand.New(rand.NewPCG(seed, 1)), now: t0}}
+	m.b.must(t0, SlotsAssign(complement(moveRanges)), ok)
+	m.w.write(t, 400, m.a, m.control)
+	return m
+}
+
+func (m *mover) begin() {
+	m.a.must(m.w.now, MoveBegin(m.id, moveRanges), ok)
+	m.w.write(m.t, 30, m.a, m.control)
+}
+
+// copyView takes the view on each replica (they must give the same
+// chunks) and stages it, writes going on between chunks.
+func (m *mover) copyView() {
+	var views []*SlotExport
+	for _, s := range m.a.s {
+		v, err := s.ExportSlots(moveRanges)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		defer v.Release()
+		views = append(views, v)
+	}
+	for done := false; !done; {
+		size := 1 + m.w.rng.IntN(3000)
+		var chunk []byte
+		chunk, done = views[0].Next(size)
+		for _, v := range views[1:] {
+			if other, _ := v.Next(size); !bytes.Equal(other, chunk) {
+				m.t.Fatal("the replicas' views gave different chunks")
+			}
+		}
+		m.b.must(m.w.now, MoveStage(m.id, moveRanges, chunk), ok)
+		m.w.write(m.t, 3, m.a, m.control)
+	}
+}
+
+// drain moves one drained chunk to b and reports whether more remain.
+func (m *mover) drain(size int) bool {
+	chunk, more, err := DrainReply(m.a.one(m.w.now, MoveDrain(m.id, size)))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.b.must(m.w.now, MoveStage(m.id, moveRanges, chunk), ok)
+	return more
+}
+
+func (m *mover) drains(rounds int) {
+	for range rounds {
+		m.w.write(m.t, 10, m.a, m.control)
+		m.drain(1 + m.w.rng.IntN(800))
+	}
+}
+
+func (m *mover) fence() {
+	m.a.must(m.w.now, MoveFence(m.id), ok)
+	m.w.writeRefusing(m.t, 40, m.a, m.control)
+	for m.drain(1 + m.w.rng.IntN(800)) {
+	}
+}
+
+// finish activates b, releases a and purges it, and checks the outcome.
+func (m *mover) finish() {
+	t := m.t
+	want := slotDump(m.control, moveRanges)
+	sameDump(t, "source before the hand-over", slotDump(m.a.s[0], moveRanges), want)
+	m.b.must(m.w.now, MoveActivate(m.id), ok)
+	m.a.must(m.w.now, MoveRelease(m.id), ok)
+	for {
+		r := m.a.one(m.w.now, SlotsPurge(moveRanges, 1+m.w.rng.IntN(20)))
+		if r.Int == 0 {
+			break
+		}
+	}
+	sameDump(t, "target after the move", slotDump(m.b.s[0], moveRanges), want)
+	if left := slotDump(m.a.s[0], moveRanges); len(left) != 0 {
+		t.Errorf("source still holds %d keys of the moved slots", len(left))
+	}
+	// The slots are the target's now: writes go there, not to the source.
+	k := "{a}new"
+	m.b.must(m.w.now, c(OpSet, k, "1"), ok)
+	m.a.must(m.w.now, c(OpSet, k, "1"), notOwned(slotA))
+	if r := m.a.s[0].Read(m.w.now, c(OpGet, "{b}1")); r.String() != notOwned(slotB).String() {
+		t.Errorf("source GET after the move: %v", r)
+	}
+	// The keys that stayed are the source's, as the control has them.
+	sameDump(t, "keys that stayed", slotDump(m.a.s[0], []SlotRange{{KeySlot("c"), KeySlot("c")}}),
+		slotDump(m.control, []SlotRange{{KeySlot("c"), KeySlot("c")}}))
+	m.a.sameReplicas()
+	m.b.sameReplicas()
+}
+
+func TestMoveSlots(t *testing.T) {
+	for seed := range uint64(6) {
+		m := newMover(t, seed)
+		m.begin()
+		if seed%2 == 1 {
+			// Drains before the view is taken: their chunks are staged
+			// before the view's, as their entries come before it in the
+			// source's log.
+			m.drains(3)
+		}
+		m.copyView()
+		m.drains(15)
+		m.fence()
+		m.finish()
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// TestMoveCancel cancels the move at each phase: the source must hold
+// what it would have held without the move, and serve the slots again;
+// the target nothing, once purged. A new move of the same slots then
+// goes through.
+func TestMoveCancel(t *testing.T) {
+	phases := []func(m *mover){
+		func(m *mover) { m.begin() },
+		func(m *mover) { m.copyView() },
+		func(m *mover) { m.drains(5) },
+		func(m *mover) { m.fence() },
+	}
+	all := []SlotRange{{0, ClusterSlots - 1}}
+	for stop := range phases {
+		m := newMover(t, uint64(10+stop))
+		for _, ph := range phases[:stop+1] {
+			ph(m)
+		}
+		m.a.must(m.w.now, MoveCancel(m.id), ok)
+		m.a.must(m.w.now, MoveCancel(m.id), ok) // a repeated entry
+		if stop > 0 {
+			m.b.must(m.w.now, MoveAbort(m.id), ok)
+		} else {
+			m.b.must(m.w.now, MoveAbort(m.id), errr("ERR no slot move 7 in flight"))
+		}
+		for m.b.one(m.w.now, SlotsPurge(moveRanges, 5)).Int > 0 {
+		}
+		sameDump(t, "source after the cancel", slotDump(m.a.s[0], all), slotDump(m.control, all))
+		m.w.write(t, 50, m.a, m.control)
+		sameDump(t, "source writing after the cancel", slotDump(m.a.s[0], all), slotDump(m.control, all))
+		if left := slotDump(m.b.s[0], moveRanges); len(left) != 0 {
+			t.Errorf("phase %d: the target holds %d keys of the slots", stop, len(left))
+		}
+		if r := m.b.s[0].Read(m.w.now, c(OpGet, "{a}1")); r.String() != notOwned(slotA).String() {
+			t.Errorf("target GET after the abort: %v", r)
+		}
+		if got := m.a.s[0].Moves(); len(got) != 0 {
+			t.Errorf("phase %d: moves in flight after the cancel: %v", stop, got)
+		}
+		m.a.sameReplicas()
+		m.b.sameReplicas()
+
+		m.id++
+		m.begin()
+		m.copyView()
+		m.drains(3)
+		m.fence()
+		m.finish()
+		if t.Failed() {
+			t.Fatalf("cancelled after phase %d", stop)
+		}
+	}
+}
+
+// TestMoveFlushAll: a FLUSHALL on the source during the move reaches the
+// target through the next drain; one on the target keeps the staging,
+// which is the source's data.
+func TestMoveFlushAll(t *testing.T) {
+	m := newMover(t, 20)
+	m.begin()
+	m.copyView()
+	m.drains(3)
+	m.a.must(m.w.now, c(OpFlushAll), ok)
+	m.control.Apply(0, m.w.now, []Command{c(OpFlushAll)})
+	m.drains(4)
+	m.b.must(m.w.now, c(OpFlushAll), ok)
+	m.drains(4)
+	m.fence()
+	m.a.must(m.w.now, c(OpFlushAll), moving(moveRanges[0].Lo))
+	m.finish()
+
+	// A flush that no drain has passed on yet holds the release back.
+	m = newMover(t, 21)
+	m.begin()
+	m.a.must(m.w.now, MoveFence(m.id), ok)
+	m.a.must(m.w.now, c(OpFlushAll), moving(moveRanges[0].Lo))
+	m.a.must(m.w.now, MoveCancel(m.id), ok)
+	m.id++
+	m.begin()
+	m.a.must(m.w.now, c(OpFlushAll), ok)
+	m.a.must(m.w.now, MoveFence(m.id), ok)
+	m.a.must(m.w.now, MoveRelease(m.id), errr("ERR slot move 8 has writes not drained"))
+}
+
+// TestMoveSteps checks each step's refusals, which change nothing.
+func TestMoveSteps(t *testing.T) {
+	a, b := newGroup(t, 2), newGroup(t, 2)
+	S := []SlotRange{{slotA, slotA}}
+	a.must(t0, c(OpSet, "{a}1", "x"), ok)
+	a.must(t0, c(OpSet, "{a}2", "y").i(t0+5), ok)
+	a.must(t0, c(OpSet, "{b}1", "z"), ok)
+	b.must(t0, MoveStage(1, S, newChunkWriter().finish()), errr("ERR slot 15495 is not free to move in"))
+	b.must(t0, c(OpSet, "{a}1", "old"), ok)
+	b.must(t0, SlotsAssign(allBut(slotA)), ok)
+	b.must(t0, MoveStage(1, S, newChunkWriter().finish()), errr("ERR slot 15495 holds keys left to purge"))
+	b.must(t0, SlotsPurge(S, 10), in(0))
+
+	// The source.
+	if _, err := a.s[0].ExportSlots(S); err == nil {
+		t.Error("ExportSlots of a slot not moving")
+	}
+	a.must(t0, MoveDrain(1, 100), errr("ERR no slot move 1 in flight"))
+	a.must(t0, MoveFence(1), errr("ERR no slot move 1 in flight"))
+	a.must(t0, MoveBegin(1, S), ok)
+	a.must(t0, MoveBegin(1, []SlotRange{{0, 0}}), errr("ERR slot move 1 exists already"))
+	a.must(t0, MoveBegin(2, []SlotRange{{slotA - 1, slotA}}), errr("ERR slot 15495 is not owned, or is moving already"))
+	a.must(t0, SlotsAssign(allBut()), errr(ErrMovesInFlight))
+	a.must(t0, MoveRelease(1), errr("ERR slot move 1 is not fenced"))
+	a.must(t0, c(OpSet, "{a}1", "x2"), ok)
+	a.must(t0, c(OpDel, "{a}9"), in(0)) // deletes nothing: records nothing
+	if got := a.s[0].Moves(); len(got) != 1 || got[0].Phase != MoveExporting || got[0].Dirty != 1 {
+		t.Errorf("Moves: %+v", got)
+	}
+	view, err := a.s[0].ExportSlots(S)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.must(t0, MoveFence(1), ok)
+	a.must(t0, MoveFence(1), ok)
+	a.must(t0, c(OpSet, "{a}1", "x3"), moving(slotA))
+	a.must(t0, c(OpMSet, "{b}1", "z2", "{a}1", "x3"), moving(slotA))
+	a.must(t0, ExecCommand(nil, nil, []Command{c(OpSet, "{b}1", "z3"), c(OpDel, "{a}1")}), moving(slotA))
+	a.must(t0+10, c(OpDelExpired, "{a}2"), in(0))
+	a.must(t0, c(OpSet, "{b}1", "z4"), ok)
+	if r := a.s[0].Read(t0, c(OpGet, "{a}1")); r.String() != bulk("x2").String() {
+		t.Errorf("GET of a fenced slot: %v", r)
+	}
+	if slot, ok := SlotMoving(a.one(t0, c(OpAppend, "{a}1", "!"))); !ok || slot != slotA {
+		t.Errorf("SlotMoving: %d, %v", slot, ok)
+	}
+	if keys := a.s[0].ExpiredKeys(t0+10, 10); len(keys) != 0 {
+		t.Errorf("ExpiredKeys of a fenced slot: %q", keys)
+	}
+	a.must(t0, MoveRelease(1), errr("ERR slot move 1 has writes not drained"))
+	if got := a.s[0].Moves(); len(got) != 1 || got[0].Phase != MoveFenced {
+		t.Errorf("Moves: %+v", got)
+	}
+
+	// The target.
+	full, _ := view.Next(1 << 20)
+	view.Release()
+	drained, more, err := DrainReply(a.one(t0, MoveDrain(1, 1<<20)))
+	if err != nil || more {
+		t.Fatalf("drain: %v, more %v", err, more)
+	}
+	bad := slices.Clone(full)
+	bad[len(bad)/2] ^= 0x10
+	wrongSlot := newChunkWriter()
+	wrongSlot.tombstone("{b}1")
+	for _, ch := range [][]byte{bad, wrongSlot.finish(), full[:len(full)-1], append(slices.Clone(full), 0), {}} {
+		r := b.one(t0, MoveStage(1, S, ch))
+		if !strings.HasPrefix(r.Str, "ERR bad slot move chunk: ") {
+			t.Errorf("stage of a bad chunk: %v", r)
+		}
+	}
+	if got := b.s[0].Moves(); len(got) != 0 {
+		t.Errorf("a refused stage began a move: %+v", got)
+	}
+	var events []Event
+	var ready []string
+	b.s[0].SetNotifyHook(func(ev []Event) { events = append(events, ev...) })
+	b.s[0].SetNotifyClasses(NotifyAll | NotifyKeyspace | NotifyKeyevent | NotifyNew)
+	b.s[0].SetReadyHook(func(keys []string) { ready = append(ready, keys...) })
+	b.must(t0, MoveStage(1, S, full), ok)
+	b.must(t0, MoveStage(1, []SlotRange{{slotA, slotA + 1}}, full), errr("ERR slot move 1 stages other slots"))
+	b.must(t0, MoveStage(1, S, drained), ok)
+	// Staged keys are nobody's yet.
+	if r := b.s[0].Read(t0, c(OpGet, "{a}1")); r.String() != notOwned(slotA).String() {
+		t.Errorf("GET of a staged key: %v", r)
+	}
+	if r := b.s[0].Read(t0, c(OpDBSize)); r.Int != 0 {
+		t.Errorf("DBSIZE sees the staging: %v", r)
+	}
+	if keys := b.s[0].ExpiredKeys(t0+10, 10); len(keys) != 0 {
+		t.Errorf("ExpiredKeys sees the staging: %q", keys)
+	}
+	if got := b.s[0].Moves(); len(got) != 1 || got[0].Phase != MoveImporting {
+		t.Errorf("Moves: %+v", got)
+	}
+	b.must(t0, MoveActivate(2), errr("ERR no slot move 2 in flight"))
+	b.must(t0, MoveActivate(1), ok)
+	b.must(t0, MoveActivate(1), ok)
+	b.must(t0, MoveAbort(1), errr("ERR slot move 1 is finished"))
+	b.must(t0, MoveStage(1, S, drained), errr("ERR slot move 1 is finished"))
+	if r := b.s[0].Read(t0, c(OpGet, "{a}1")); r.String() != bulk("x2").String() {
+		t.Errorf("GET after the move: %v", r)
+	}
+	if r := b.s[0].Read(t0, c(OpPTTL, "{a}2")); r.Int != 5 {
+		t.Errorf("PTTL after the move: %v", r)
+	}
+	if len(events) != 0 || len(ready) != 0 {
+		t.Errorf("the move announced %v and signalled %q", events, ready)
+	}
+	a.must(t0, MoveRelease(1), ok)
+	a.must(t0, MoveRelease(1), ok)
+	a.must(t0, MoveCancel(1), errr("ERR slot move 1 is finished"))
+	a.must(t0, MoveBegin(1, S), errr("ERR slot move 1 exists already"))
+	if r := a.s[0].Read(t0, c(OpGet, "{a}1")); r.String() != notOwned(slotA).String() {
+		t.Errorf("source GET after the move: %v", r)
+	}
+	a.must(t0, SlotsPurge(S, 1), in(1))
+	a.must(t0, SlotsPurge(S, 1), in(0))
+	a.sameReplicas()
+	b.sameReplicas()
+}
+
+// TestMoveSignalsReady: the activation wakes clients blocked on the
+// lists and sorted sets moved in, and announces nothing.
+func TestMoveSignalsReady(t *testing.T) {
+	a, b := newGroup(t, 1), newGroup(t, 1)
+	S := []SlotRange{{slotA, slotA}}
+	a.must(t0, c(OpRPush, "{a}list", "x"), in(1))
+	a.must(t0, zadd("{a}zset", 1, "m"), in(1))
+	a.must(t0, c(OpSet, "{a}str", "v"), ok)
+	a.must(t0, c(OpRPush, "{a}gone", "x"), in(1))
+	a.must(t0, c(OpExpireAt, "{a}gone").i(t0+1), in(1))
+	a.must(t0, MoveBegin(3, S), ok)
+	view, _ := a.s[0].ExportSlots(S)
+	chunk, done := view.Next(10)
+	b.must(t0, MoveStage(3, S, chunk), errr("ERR slot 15495 is not free to move in"))
+	b.must(t0, SlotsAssign(allBut(slotA)), ok)
+	var ready []string
+	var events []Event
+	b.s[0].SetReadyHook(func(keys []string) { ready = append(ready, keys...) })
+	b.s[0].SetNotifyHook(func(ev []Event) { events = append(events, ev...) })
+	b.s[0].SetNotifyClasses(NotifyAll | NotifyKeyevent | NotifyNew)
+	for {
+		b.must(t0, MoveStage(3, S, chunk), ok)
+		if done {
+			break
+		}
+		chunk, done = view.Next(10)
+	}
+	b.must(t0+5, MoveActivate(3), ok)
+	slices.Sort(ready)
+	if !slices.Equal(ready, []string{"{a}list", "{a}zset"}) || len(events) != 0 {
+		t.Errorf("signalled %q, announced %v", ready, events)
+	}
+}
