@@ -600,3 +600,168 @@ func TestMoveSignalsReady(t *testing.T) {
 		t.Errorf("signalled %q, announced %v", ready, events)
 	}
 }
+
+func init() {
+	// A snapshot of each side in the middle of a move: a table, a move
+	// out with dirty keys, a staging, finished moves.
+	restoreSeeds = append(restoreSeeds, func(t testing.TB) []byte {
+		a, _ := midMove(t)
+		return snapshotBytes(t, a)
+	}, func(t testing.TB) []byte {
+		_, b := midMove(t)
+		return snapshotBytes(t, b)
+	})
+}
+
+// midMove returns a source with a move out fenced and keys not drained,
+// and a target staging it, each with a finished move behind it.
+func midMove(t testing.TB) (a, b *Store) {
+	a, b = NewStore(), NewStore()
+	S := []SlotRange{{slotA, slotA}}
+	noErrors := func(rs []Reply) {
+		for i, r := range rs {
+			if r.Kind == ReplyError {
+				t.Fatalf("command %d: %v", i, r)
+			}
+		}
+	}
+	noErrors(a.Apply(1, t0, []Command{c(OpSet, "{a}1", "x"), zadd("{a}z", 1, "m"), c(OpSet, "{b}1", "y").i(t0 + 9),
+		MoveBegin(1, []SlotRange{{0, 9}}), MoveCancel(1), MoveBegin(2, S)}))
+	view, _ := a.ExportSlots(S)
+	chunk, _ := view.Next(1 << 20)
+	noErrors(a.Apply(2, t0, []Command{c(OpSet, "{a}2", "x"), c(OpDel, "{a}1"), MoveFence(2)}))
+	noErrors(b.Apply(1, t0, []Command{SlotsAssign(allBut(slotA, slotB)),
+		MoveStage(5, []SlotRange{{slotB, slotB}}, newChunkWriter().finish()), MoveAbort(5), MoveStage(2, S, chunk)}))
+	return a, b
+}
+
+// restart replaces replica 0 of g by a store restored from its snapshot,
+// which must write back out as the same bytes.
+func (g *group) restart() {
+	g.t.Helper()
+	b := snapshotBytes(g.t, g.s[0])
+	r := NewStore()
+	if _, err := r.Restore(bytes.NewReader(b)); err != nil {
+		g.t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(g.t, r), b) {
+		g.t.Fatal("a restored snapshot writes back out differently")
+	}
+	g.s[0] = r
+	g.sameReplicas()
+}
+
+// TestMoveSnapshots restarts a replica of each group from a snapshot at
+// every phase of the move, then finishes the move: the restarted replicas
+// must reply as the others do, and end the same.
+func TestMoveSnapshots(t *testing.T) {
+	phases := []func(m *mover){
+		func(m *mover) { m.begin() },
+		func(m *mover) { m.copyView() },
+		func(m *mover) { m.drains(5) },
+		func(m *mover) { m.fence() },
+	}
+	for at := range phases {
+		m := newMover(t, uint64(30+at))
+		for i, ph := range phases {
+			ph(m)
+			if i == at {
+				m.a.restart()
+				m.b.restart()
+			}
+		}
+		m.finish()
+		if t.Failed() {
+			t.Fatalf("restarted after phase %d", at)
+		}
+	}
+	// Between the activation and the release, and during the purge.
+	m := newMover(t, 40)
+	m.begin()
+	m.copyView()
+	m.fence()
+	m.b.must(m.w.now, MoveActivate(m.id), ok)
+	m.a.restart()
+	m.b.restart()
+	m.a.must(m.w.now, MoveRelease(m.id), ok)
+	m.a.restart()
+	m.a.one(m.w.now, SlotsPurge(moveRanges, 3))
+	m.a.restart()
+	for m.a.one(m.w.now, SlotsPurge(moveRanges, 3)).Int > 0 {
+	}
+	if left := slotDump(m.a.s[0], moveRanges); len(left) != 0 {
+		t.Errorf("%d keys left after the purge", len(left))
+	}
+	// Cancel and abort after a restart.
+	m = newMover(t, 41)
+	m.begin()
+	m.copyView()
+	m.a.restart()
+	m.b.restart()
+	m.a.must(m.w.now, MoveCancel(m.id), ok)
+	m.b.must(m.w.now, MoveAbort(m.id), ok)
+	all := []SlotRange{{0, ClusterSlots - 1}}
+	sameDump(t, "source cancelled after a restart", slotDump(m.a.s[0], all), slotDump(m.control, all))
+}
+
+// TestSlotsSnapshotOlderVersions: a snapshot of a version before the slot
+// table restores as a store that owns every slot and moves none, whatever
+// the store held before.
+func TestSlotsSnapshotOlderVersions(t *testing.T) {
+	plain := NewStore()
+	plain.Apply(1, t0, []Command{c(OpSet, "{b}1", "v")})
+	v6 := snapshotBytes(t, plain)
+	vers := appendVersions(nil, &plain.keys.vers)
+	// Version 5 is version 6 without the slot table's byte.
+	v5 := append([]byte{snapshotVersionV5}, v6[1:5+len(vers)]...)
+	v5 = appendCRC(append(v5, v6[6+len(vers):len(v6)-4]...))
+	a, _ := midMove(t)
+	if _, err := a.Restore(bytes.NewReader(v5)); err != nil {
+		t.Fatal(err)
+	}
+	if a.slots != nil || a.keys.track != nil || len(a.Moves()) != 0 {
+		t.Fatal("a version 5 snapshot restored with a slot table")
+	}
+	if r := a.Read(t0, c(OpGet, "{b}1")); r.String() != bulk("v").String() {
+		t.Errorf("GET after restoring version 5: %v", r)
+	}
+	if !bytes.Equal(snapshotBytes(t, a), v6) {
+		t.Error("a version 5 snapshot restored to a different state")
+	}
+}
+
+// TestSlotsSnapshotCorrupt: slot tables that cannot be are refused.
+func TestSlotsSnapshotCorrupt(t *testing.T) {
+	// An empty store's snapshot around a slot section.
+	build := func(section ...byte) []byte {
+		b := append([]byte{snapshotVersion, 0, 0, 0, 0, 0, 0, 0}, section...)
+		return appendCRC(append(b, 0))
+	}
+	r := func(ranges ...SlotRange) []byte { return AppendSlotRanges(nil, ranges) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	good := cat([]byte{1}, r(SlotRange{5, 5}), []byte{1, 3, 0, 0}, r(SlotRange{1, 2}), []byte{0},
+		[]byte{1, 4}, r(SlotRange{5, 5}), []byte{1, 1, moveRelease})
+	if _, err := NewStore().Restore(bytes.NewReader(build(good...))); err != nil {
+		t.Fatalf("a good slot table: %v", err)
+	}
+	for name, section := range map[string][]byte{
+		"presence 2":            {2},
+		"move id 0":             cat([]byte{1}, r(), []byte{1, 0, 0, 0}, r(SlotRange{1, 2}), []byte{0, 0, 0}),
+		"move out not owned":    cat([]byte{1}, r(SlotRange{1, 1}), []byte{1, 3, 0, 0}, r(SlotRange{1, 2}), []byte{0, 0, 0}),
+		"move in owned":         cat([]byte{1}, r(), []byte{0, 1, 4}, r(SlotRange{5, 5}), []byte{0}),
+		"moves share a slot":    cat([]byte{1}, r(), []byte{2, 3, 0, 0}, r(SlotRange{1, 2}), []byte{0, 4, 0, 0}, r(SlotRange{2, 3}), []byte{0, 0, 0}),
+		"moves out of order":    cat([]byte{1}, r(), []byte{2, 4, 0, 0}, r(SlotRange{1, 1}), []byte{0, 3, 0, 0}, r(SlotRange{2, 2}), []byte{0, 0, 0}),
+		"bad flag":              cat([]byte{1}, r(), []byte{1, 3, 2, 0}, r(SlotRange{1, 2}), []byte{0, 0, 0}),
+		"no slots":              cat([]byte{1}, r(), []byte{1, 3, 0, 0}, r(), []byte{0, 0, 0}),
+		"finished by a stage":   cat([]byte{1}, r(), []byte{0, 0, 1, 1, moveStage}),
+		"finished in flight":    cat([]byte{1}, r(), []byte{1, 3, 0, 0}, r(SlotRange{1, 2}), []byte{0, 0, 1, 3, moveCancel}),
+		"dirty key elsewhere":   cat([]byte{1}, r(), []byte{1, 3, 0, 0}, r(SlotRange{1, 2}), []byte{1, 1, 'x', 0, 0}),
+		"bad ranges":            cat([]byte{1}, []byte{1, 5, 4}),
+		"truncated":             {1, 0, 1, 3},
+		"finished out of order": cat([]byte{1}, r(), []byte{0, 0, 2, 2, moveAbort, 1, moveAbort}),
+	} {
+		if _, err := NewStore().Restore(bytes.NewReader(build(section...))); err == nil {
+			t.Errorf("%s: restored", name)
+		}
+	}
+}

@@ -344,9 +344,9 @@ func TestSnapshotVersionsRoundTrip(t *testing.T) {
 			t.Errorf("%s: restored WATCH %+v, want %+v", k, got, want)
 		}
 	}
-	// Versions section: index 1, no metadata, no ACL users, then the
-	// counter, the deleted and the written buckets.
-	head := []byte{snapshotVersion, 1, 0, 0, 0}
+	// Versions section of a version 5 snapshot: index 1, no metadata, no
+	// ACL users, then the counter, the deleted and the written buckets.
+	head := []byte{snapshotVersionV5, 1, 0, 0, 0}
 	for name, vers := range map[string][]byte{
 		"deleted after the counter":   {1, 1, 5, 2, 1, 5, 2},
 		"deleted after written":       {9, 1, 5, 3, 1, 5, 2},

@@ -9,13 +9,14 @@ import (
 	"io"
 )
 
-// Snapshot format, version 5, shared by the wal's compaction and raft's
+// Snapshot format, version 6, shared by the wal's compaction and raft's
 // snapshots:
 //
-//	snapshot = version:byte(5) index:uvarint
+//	snapshot = version:byte(6) index:uvarint
 //	           nmeta:uvarint meta*nmeta
 //	           acl
 //	           versions
+//	           slots
 //	           count:uvarint record*count crc:uint32
 //	meta     = namelen:uvarint name vallen:uvarint value
 //	acl      = written:byte(0|1) nusers:uvarint (namelen:uvarint name linelen:uvarint line)*nusers
@@ -40,8 +41,11 @@ import (
 // it.
 //
 // acl is the ACL table (fsm/acl.go), names strictly ascending, and whether
-// an OpACLSet was ever applied. Version 4 is version 5 without acl (a store
-// restored from one has no users and never had any).
+// an OpACLSet was ever applied. slots is the slot ownership table and the
+// slot moves in flight (slots_snapshot.go). Version 5 is version 6 without
+// slots (a store restored from one owns every slot and moves none).
+// Version 4 is version 5 without acl (a store restored from one has no
+// users and never had any).
 //
 // Version 3 is version 4 without versions and the records' version (a
 // store restored from one starts with every version and the counter at 0,
@@ -49,9 +53,10 @@ import (
 // records in the order of legacyKeyHash (no slot); version 1 is version 2
 // without nmeta and the meta entries. Restore reads them all (the keys of
 // versions 1 and 2 are re-sorted into today's order); snapshots are always
-// written as version 5.
+// written as version 6.
 const (
-	snapshotVersion   = 5
+	snapshotVersion   = 6
+	snapshotVersionV5 = 5
 	snapshotVersionV4 = 4
 	snapshotVersionV3 = 3
 	snapshotVersionV2 = 2
@@ -73,6 +78,7 @@ type Snapshot struct {
 	meta  map[string]string // shared with the store, which never modifies it
 	acl   map[string]string // likewise
 	aclW  bool              // an OpACLSet was ever applied
+	slots *slotTable        // a frozen copy of the store's
 	keys  *keyspace         // nil after Release
 }
 
@@ -87,7 +93,8 @@ func (s *Store) Snapshot() *Snapshot {
 func (s *Store) snapshotLocked() *Snapshot {
 	// Copy starts a new copy-on-write generation, hence the exclusive
 	// lock; it copies one array of tree pointers, whatever the key count.
-	return &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, keys: s.keys.Copy()}
+	return &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, slots: s.slots.frozen(),
+		keys: s.keys.Copy()}
 }
 
 // Index returns the AppliedIndex the snapshot was taken at.
@@ -102,7 +109,7 @@ func (sn *Snapshot) Len() int {
 }
 
 // Release drops the snapshot's view. WriteTo fails after it.
-func (sn *Snapshot) Release() { sn.keys, sn.meta, sn.acl = nil, nil, nil }
+func (sn *Snapshot) Release() { sn.keys, sn.meta, sn.acl, sn.slots = nil, nil, nil, nil }
 
 var errReleased = errors.New("fsm: snapshot already released")
 
@@ -127,6 +134,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	buf = appendACL(buf, sn.aclW, sn.acl)
 	buf = appendVersions(buf, &sn.keys.vers)
+	buf = appendSlots(buf, sn.slots, cw)
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
 	sw := &snapWriter{cw: cw, buf: buf}
 	sn.keys.Scan(func(it item) bool {
@@ -188,6 +196,8 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	s.setMetaMapLocked(next.meta)
 	s.aclWritten = next.aclWritten
 	s.setACLLocked(next.acl)
+	s.slots = next.slots
+	s.syncTrackLocked()
 	metaChanged := s.takeMetaChangedLocked()
 	s.mu.Unlock()
 	if metaChanged != nil {
@@ -207,11 +217,14 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	if v >= snapshotVersionV2 {
 		st.meta = sr.meta()
 	}
-	if v >= snapshotVersion {
+	if v >= snapshotVersionV5 {
 		st.aclWritten, st.acl = sr.aclSection()
 	}
 	if v >= snapshotVersionV4 {
 		st.keys.vers = sr.versions()
+	}
+	if v >= snapshotVersion {
+		st.slots = sr.slots()
 	}
 	// Before version 3 records came in another order: check that one, and
 	// insert each key where it goes today instead of appending.

@@ -187,10 +187,12 @@ func TestRestoreCorrupt(t *testing.T) {
 	dup := NewStore()
 	dup.Apply(1, t0, []Command{c(OpSet, "a", "1")})
 	one := snapshotBytes(t, dup)
-	// version, index 1, no metadata, no ACL users, versions (counter 1,
-	// no flush, no deletions), count 2, the record twice, then a fresh CRC.
-	rec := one[9 : len(one)-4]
-	b := append([]byte{snapshotVersion, 1, 0, 0, 0, 1, 0, 0, 2}, rec...)
+	// version, index 1, no metadata, no ACL users, the versions, no slot
+	// table, count 2, the record twice, then a fresh CRC.
+	head := append([]byte{snapshotVersion, 1, 0, 0, 0}, appendVersions(nil, &dup.keys.vers)...)
+	head = append(head, 0)
+	rec := one[len(head)+1 : len(one)-4]
+	b := append(append(head, 2), rec...)
 	b = append(b, rec...)
 	b = appendCRC(b)
 	check("duplicate key", b)
