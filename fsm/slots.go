@@ -121,7 +121,8 @@ func (s *Store) hiddenLocked(hash uint64) bool {
 const (
 	// OpSlotsAssign: Args[0]=ranges (SlotRanges). The store owns exactly
 	// those slots from here on: a new group's first entry. Refused while
-	// a move is in flight. Reply +OK.
+	// a move is in flight, and when a slot it gives back to the store
+	// holds keys left to purge. Reply +OK.
 	OpSlotsAssign Op = opBaseAdmin + 1 + iota
 	// OpSlotsPurge: Args[0]=ranges, Int=max (>= 1). Deletes up to max of
 	// the keys left in the slots of ranges that are not owned (and not
@@ -245,6 +246,18 @@ func applySlotsAssign(s *Store, now int64, c *Command) Reply {
 			m[slot] = slotOwned
 		}
 	}
+	// A slot given back must be empty: keys left in it since it was
+	// given up are stale, and must not come back.
+	for _, run := range t.hidden {
+		if s.keys.countRange(slotRangeBounds(run)) == 0 {
+			continue
+		}
+		for slot := run.Lo; slot <= run.Hi; slot++ {
+			if m[slot] == slotOwned && s.keys.countRange(slotBounds(slot)) > 0 {
+				return moveError(ErrMoveNotPurged, slot)
+			}
+		}
+	}
 	t.setModes(m)
 	return replyOK
 }
@@ -363,11 +376,18 @@ func (s *Store) keyRefusedLocked(key []byte, write bool) (Reply, bool) {
 }
 
 // execRefusedLocked refuses a transaction as a whole when one of its
-// commands, read or write, would be refused.
+// commands, read or write, would be refused, or one of its watched keys
+// is of a slot the store does not own: its state, which decides whether
+// the transaction runs, is another group's.
 func (s *Store) execRefusedLocked(c *Command) (Reply, bool) {
 	var sc execScratch // not pooled: the commands may be long
 	if decodeExec(c, &sc) != nil {
 		return Reply{}, false // applyExec panics on it
+	}
+	for _, k := range sc.keys {
+		if r, refused := s.keyRefusedLocked(k, false); refused {
+			return r, true
+		}
 	}
 	for i := range sc.cmds {
 		if r, refused := s.refusedLocked(&sc.cmds[i]); refused {

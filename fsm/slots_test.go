@@ -182,3 +182,30 @@ func TestSlotTableCostsNothingUnset(t *testing.T) {
 		t.Errorf("SlotsOwned %v", got)
 	}
 }
+
+// TestSlotsAssignStale: a slot given up keeps its keys, invisible, until
+// purged; giving it back before is refused, so they cannot come back.
+func TestSlotsAssignStale(t *testing.T) {
+	s := NewStore()
+	run(t, s, []step{
+		{t0, c(OpSet, "{b}1", "old"), ok},
+		{t0, SlotsAssign(allBut(slotB)), ok},
+		{t0, SlotsAssign(allBut()), errr("ERR slot 3300 holds keys left to purge")},
+		{t0, SlotsAssign(allBut(slotB, slotA)), ok},
+		{t0, SlotsPurge(allBut(), 10), in(0)},
+		{t0, SlotsAssign(allBut()), ok},
+		{t0, c(OpGet, "{b}1"), nilr},
+	})
+}
+
+// TestSlotsWatch: a transaction watching a key of a slot not owned is
+// refused: whether it may run is for the key's owner to say.
+func TestSlotsWatch(t *testing.T) {
+	s := NewStore()
+	seen := s.WatchKey(t0, []byte("{b}1"))
+	run(t, s, []step{
+		{t0, SlotsAssign(allBut(slotB)), ok},
+		{t0, ExecCommand([][]byte{[]byte("{b}1")}, []KeyVersion{seen}, []Command{c(OpSet, "{a}1", "v")}), notOwned(slotB)},
+		{t0, c(OpGet, "{a}1"), nilr},
+	})
+}
