@@ -29,7 +29,7 @@
 //	(*Store).Snapshot() *Snapshot                    point-in-time, microseconds
 //	(*Snapshot).Index() uint64; Len() int; WriteTo(w io.Writer) (int64, error); Release()
 //	(*Store).Restore(r io.Reader) (index uint64, err error)
-//	    reads snapshot versions 1 to 5
+//	    reads snapshot versions 1 to 6
 //	(*Store).WatchKey(now int64, key []byte) KeyVersion   what WATCH records
 //	ExecCommand(keys [][]byte, seen []KeyVersion, cmds []Command) Command   EXEC's OpExec
 //	(*ExecBuilder).Build(keys, seen, cmds) Command; Reset()   the same in reused memory
@@ -52,6 +52,19 @@
 //	    (KillResult, Busy); BusyFunctionStats() (Reply, Busy);
 //	    ScriptTurnsBusy() (<-chan struct{}, bool); ScriptRunning() bool
 //	    scripts past busy-reply-threshold (script_state.go, serving.go)
+//	SlotRange{Lo, Hi}; AppendSlotRanges(dst, ranges) []byte
+//	SlotsAssign(ranges) Command; SlotsPurge(ranges, max) Command
+//	    OpSlotsAssign, OpSlotsPurge: the slots the store owns (slots.go)
+//	MoveBegin(id, ranges), MoveDrain(id, maxBytes), MoveFence(id),
+//	    MoveRelease(id), MoveCancel(id) Command   a move out (move.go)
+//	MoveStage(id, ranges, chunk), MoveActivate(id), MoveAbort(id) Command
+//	    a move in; DrainReply(r) (chunk, more, err) reads a drain's reply
+//	(*Store).ExportSlots(ranges) (*SlotExport, error)
+//	(*SlotExport).Next(maxBytes) (chunk []byte, done bool); Index(); Release()
+//	    a copy-on-write view of moving slots, for the bulk copy
+//	(*Store).SlotsOwned() []SlotRange; Moves() []MoveInfo
+//	SlotMoving(r Reply) (slot, ok); SlotNotOwned(r Reply) (slot, ok)
+//	    recognise the refusals of commands for slots the store does not serve
 //	NewRaftFSM(s *Store) *RaftFSM      raft.FSM and raft.BatchingFSM
 //	EncodeEntry(dst []byte, now int64, cmds []Command) []byte
 //	EntrySize(now int64, cmds []Command) int
@@ -204,6 +217,38 @@
 // in Int2 report their reply through the ready hook (ResultOf), so a
 // server can learn the outcome of a blocked client's pop from its own
 // replica.
+//
+// # Moving slots
+//
+// A store owns every hash slot until an entry says otherwise (slots.go):
+// OpSlotsAssign, or a move. Store.slots is then a table of each slot's
+// mode (owned, exporting, fenced, not owned, importing); without one,
+// every command pays a nil check and nothing more. A command with a key
+// of a slot not owned (a write: or fenced) is refused whole before it
+// runs, with SlotNotOwned's or SlotMoving's reply; active expiry and
+// eviction pass over such keys instead. Keys of slots not owned stay in
+// the keyspace, invisible to every read (SCAN, KEYS, RANDOMKEY, DBSIZE,
+// Stats, ExpiredKeys, eviction, the slot commands, SORT's lookups), until
+// OpSlotsPurge deletes them in bounded steps.
+//
+// A move of slots from store A to store B (move.go) is entries in both
+// logs, so every replica and replay agrees on its phase: on A, OpMoveOut's
+// begin makes the slots exporting, and the keyspace records every key of
+// them written or deleted in the move's dirty set; ExportSlots's view and
+// OpMoveDrain's chunks (the dirty keys' current records, or tombstones,
+// in keyspace order) carry them to B, where OpMoveIn's stage stores them
+// in place, in slots B does not own, so no read sees them; A's fence
+// refuses writes, the last drains empty the set, B's activation makes the
+// slots owned (one change of the table, however many keys), and A's
+// release makes them not owned and its keys invisible at once. Cancel and
+// abort undo a move before the activation. Chunks are snapshot records
+// without versions; staged keys are stamped with B's versions as any
+// write there is, announce no keyspace event, and the activation signals
+// the lists and sorted sets among them ready. Why the view and the drains
+// give B the slots' final state, and in which order they must be staged,
+// is argued at the top of move.go. Snapshots keep the table, the moves in
+// flight with their dirty sets, and the finished moves, so a repeated
+// entry of a finished move is told from a new one.
 //
 // # Formats
 //

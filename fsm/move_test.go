@@ -765,3 +765,56 @@ func TestSlotsSnapshotCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveViewsArePointInTime: the export view and a snapshot's dirty
+// set are those of the moment they were taken, whatever is written or
+// drained after.
+func TestMoveViewsArePointInTime(t *testing.T) {
+	s := NewStore()
+	S := []SlotRange{{slotA, slotA}}
+	s.Apply(1, t0, []Command{c(OpSet, "{a}1", "old"), c(OpRPush, "{a}l", "x"), MoveBegin(1, S), c(OpSet, "{a}2", "v")})
+	view, err := s.ExportSlots(S)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.Index() != 1 {
+		t.Errorf("view index %d", view.Index())
+	}
+	sn := s.Snapshot()
+	s.Apply(2, t0, []Command{c(OpSet, "{a}1", "new"), c(OpDel, "{a}l"), c(OpSet, "{a}3", "v"), MoveDrain(1, 1<<20)})
+	if got := s.Moves(); got[0].Dirty != 0 {
+		t.Fatalf("dirty after the drain: %+v", got)
+	}
+	var buf bytes.Buffer
+	if _, err := sn.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sn.Release()
+	r := NewStore()
+	if _, err := r.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Moves(); len(got) != 1 || got[0].Dirty != 1 {
+		t.Errorf("restored moves %+v, want the one key dirty when the snapshot was taken", got)
+	}
+	chunk, done := view.Next(1 << 20)
+	recs, err := decodeChunk(chunk, S, 0)
+	if err != nil || !done {
+		t.Fatalf("view: %v, done %v", err, done)
+	}
+	var keys []string
+	for _, rec := range recs {
+		k := rec.it.key + "=" + rec.it.kind.typeName()
+		if rec.it.kind == kindString {
+			k += ":" + string(rec.it.val)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if want := []string{"{a}1=string:old", "{a}2=string:v", "{a}l=list"}; !slices.Equal(keys, want) {
+		t.Errorf("the view holds %q, want %q", keys, want)
+	}
+	if chunk, done := view.Next(10); !done || len(chunk) != 6 {
+		t.Errorf("after the last chunk: % x, %v", chunk, done)
+	}
+}
