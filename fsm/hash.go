@@ -528,6 +528,11 @@ func applyHDel(s *Store, now int64, c *Command) Reply {
 				n++
 			}
 		}
+		if n == 0 {
+			// No write, as in the packed form: the key's version (and a
+			// move's record of it) must not depend on the form.
+			return replyZero
+		}
 		s.endEditLocked(it, before)
 		if h.tree.Len() == 0 {
 			s.deleteLocked(key)

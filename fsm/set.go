@@ -181,6 +181,11 @@ func applySAdd(s *Store, now int64, c *Command) Reply {
 				added++
 			}
 		}
+		if added == 0 {
+			// No write, as in the packed form: the key's version (and a
+			// move's record of it) must not depend on the form.
+			return replyZero
+		}
 		s.endEditLocked(it, before)
 		return IntReply(added)
 	}
@@ -337,6 +342,9 @@ func applySRem(s *Store, now int64, c *Command) Reply {
 			if o.remove(memberHash(m), m) {
 				removed++
 			}
+		}
+		if removed == 0 {
+			return replyZero // no write, as in the packed form
 		}
 		s.endEditLocked(it, before)
 		if o.tree.Len() == 0 {
