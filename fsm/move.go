@@ -68,8 +68,9 @@ const (
 	// begin. Reply +OK, or an error that changed nothing.
 	OpMoveOut Op = opBaseAdmin + 3 + iota
 	// OpMoveDrain: Int=the move's id, Int2=the chunk's size to aim for
-	// in bytes (>= 1; a chunk holds at least one record however large).
-	// Reply [bulk chunk, :1 when dirty keys remain or :0] (DrainReply).
+	// in bytes of keys and values (>= 1; a chunk holds at least one
+	// record however large; see contentSize). Reply [bulk chunk, :1 when
+	// dirty keys remain or :0] (DrainReply).
 	OpMoveDrain
 	// OpMoveIn: Int=what (MoveStage's, MoveActivate's, MoveAbort's),
 	// Int2=the move's id (> 0); a stage has Args[0]=ranges and
@@ -407,17 +408,21 @@ func applyMoveDrain(s *Store, now int64, c *Command) Reply {
 		return moveError(ErrMoveUnknown, id)
 	}
 	w := newChunkWriter()
+	var size int64
 	if m.flushed {
 		w.flush()
 		m.flushed = false
+		size++
 	}
-	for w.records == 0 || w.size() < int(c.Int2) {
+	for w.records == 0 || size < c.Int2 {
 		dk, ok := m.dirty.PopMin()
 		if !ok {
 			break
 		}
+		size += int64(len(dk.key))
 		if p := s.keys.peek(dk.hash, dk.key); p != nil {
 			w.item(p)
+			size += contentSize(p)
 		} else {
 			w.tombstone(dk.key)
 		}
@@ -427,6 +432,30 @@ func applyMoveDrain(s *Store, now int64, c *Command) Reply {
 		more = replyOne
 	}
 	return Reply{Kind: ReplyArray, Array: []Reply{BulkReply(w.finish()), more}}
+}
+
+// contentSize is the bytes of it's value: a string's, a collection's
+// elements' (a sorted set's with 8 for each score). A drain measures its
+// chunk with it and not with the chunk's length, which depends on whether
+// a collection is packed, which replicas may decide differently (Limits
+// are a node's): the keys a drain takes out of the dirty set must be the
+// same on every replica.
+func contentSize(it *item) int64 {
+	var n int64
+	add := func(b []byte) bool { n += int64(len(b)); return true }
+	switch it.kind {
+	case kindString:
+		n = int64(len(it.val))
+	case kindHash:
+		hashEach(it, func(f, v []byte) bool { return add(f) && add(v) })
+	case kindList:
+		listElements(it, add)
+	case kindSet:
+		viewOf(it).each(func(_ uint64, m []byte) bool { return add(m) })
+	case kindZSet:
+		zsetView(it).each(0, false, func(e zent) bool { n += 8 + int64(len(e.member)); return true })
+	}
+	return n
 }
 
 func applyMoveIn(s *Store, now int64, c *Command) Reply {
