@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -917,4 +918,67 @@ func dirtyKeys(s *Store) []string {
 	var out []string
 	s.slots.out[0].dirty.Scan(func(d dirtyKey) bool { out = append(out, d.key); return true })
 	return out
+}
+
+// chunkSample is a chunk with a record of every type, in both forms, and a
+// tombstone and a flush record, for the fuzz targets' seeds.
+func chunkSample(t testing.TB) []byte {
+	s := NewStore()
+	S := []SlotRange{{slotA, slotA}}
+	cmds := []Command{c(OpSet, "{a}s", "v").i(t0 + 5), c(OpRPush, "{a}l", "x", "y"),
+		c(OpHSet, "{a}h", "f", "v"), c(OpSAdd, "{a}i", "1", "2"), c(OpSAdd, "{a}m", "x"), zadd("{a}z", 1, "m")}
+	big := c(OpRPush, "{a}L")
+	bigH, bigS, bigZ := c(OpHSet, "{a}H"), c(OpSAdd, "{a}S"), c(OpZAdd, "{a}Z")
+	for i := range 600 {
+		big.Args = append(big.Args, []byte(itoa(i)))
+		bigH.Args = append(bigH.Args, []byte("f"+itoa(i)), []byte("v"))
+		bigS.Args = append(bigS.Args, []byte("m"+itoa(i)))
+		bigZ.Args = append(bigZ.Args, []byte(sc(float64(i))), []byte("m"+itoa(i)))
+	}
+	cmds = append(cmds, big, bigH, bigS, bigZ, MoveBegin(1, S), c(OpDel, "{a}gone"), c(OpSet, "{a}gone", "x"),
+		c(OpDel, "{a}gone"), c(OpFlushAll))
+	s.Apply(1, t0, cmds)
+	for _, cmd := range cmds[:10] {
+		s.Apply(0, t0, []Command{cmd})
+	}
+	s.Apply(0, t0, []Command{c(OpDel, "{a}s")})
+	chunk, _, err := DrainReply(s.Apply(0, t0, []Command{MoveDrain(1, 1<<30)})[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunk
+}
+
+func init() {
+	entrySeeds = append(entrySeeds, []Command{
+		SlotsAssign(allBut(slotA)), MoveStage(1, []SlotRange{{slotA, slotA}}, chunkSample(&testing.T{})),
+		MoveActivate(1), MoveBegin(2, []SlotRange{{slotA, slotA}}), c(OpSet, "{a}x", "v"), MoveDrain(2, 10),
+		MoveFence(2), MoveRelease(2), SlotsPurge([]SlotRange{{slotA, slotA}}, 3), MoveBegin(3, []SlotRange{{0, 5}}),
+		MoveCancel(3), MoveAbort(4),
+	})
+}
+
+// FuzzDecodeChunk: any bytes decode as a chunk or give an error wrapping
+// ErrCorrupt; a chunk that decodes stages without panicking.
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add(chunkSample(f))
+	f.Add(newChunkWriter().finish())
+	f.Add([]byte{chunkVersion, chunkTombstone, 1, 'k', 0, 0, 0, 0, 0})
+	f.Add([]byte{chunkVersion, chunkFlush, chunkEnd})
+	all := []SlotRange{{0, ClusterSlots - 1}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := decodeChunk(b, all, 0); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		s := NewStore()
+		s.Apply(1, t0, []Command{SlotsAssign(nil)})
+		if r := s.Apply(2, t0, []Command{MoveStage(1, all, b)})[0]; r.Kind == ReplyError {
+			t.Fatalf("a chunk that decodes did not stage: %v", r)
+		}
+		s.Apply(3, t0, []Command{MoveActivate(1)})
+		snapshotBytes(t, s)
+	})
 }
