@@ -493,23 +493,21 @@ func randomDeadlineIn(x *ktInner, l *ktLeaf, ok func(*item) bool) (item, bool) {
 func (ks *keyspace) shardLen(s int) int { return ks.shards[s].n }
 
 // countRange is the number of items whose hash is in [lo, hi), hi 0
-// meaning no upper bound: two ranks, without visiting the items.
+// meaning no upper bound, without visiting the items: a rank in the
+// shards at either end, the counts of those between.
 func (ks *keyspace) countRange(lo, hi uint64) int {
-	end := ks.n
+	first, last := shardOf(lo), keyShards-1
 	if hi != 0 {
-		end = ks.rankOf(hi)
+		last = shardOf(hi)
 	}
-	return end - ks.rankOf(lo)
-}
-
-// rankOf is the number of items with a hash below h.
-func (ks *keyspace) rankOf(h uint64) int {
-	s := shardOf(h)
-	rank := 0
-	for i := range s {
-		rank += ks.shards[i].n
+	n := -ks.rankInShard(first, lo)
+	for s := first; s < last; s++ {
+		n += ks.shards[s].n
 	}
-	return rank + ks.rankInShard(s, h)
+	if hi != 0 {
+		return n + ks.rankInShard(last, hi)
+	}
+	return n + ks.shards[last].n
 }
 
 // rankInShard is the number of items of shard s with a hash below h.

@@ -209,3 +209,30 @@ func TestSlotsWatch(t *testing.T) {
 		{t0, c(OpGet, "{a}1"), nilr},
 	})
 }
+
+// TestCountRange checks the keyspace's count of a hash range against a
+// walk, for ranges within a shard, across shards and to the end.
+func TestCountRange(t *testing.T) {
+	s := NewStore()
+	for i := range 3000 {
+		s.Apply(0, t0, []Command{c(OpSet, "k"+itoa(i), "v")})
+	}
+	walk := func(lo, hi uint64) int {
+		n := 0
+		s.keys.Ascend(item{hash: lo}, func(it item) bool {
+			if hi != 0 && it.hash >= hi {
+				return false
+			}
+			n++
+			return true
+		})
+		return n
+	}
+	for _, r := range []SlotRange{{0, 0}, {0, 15}, {0, 16}, {5, 9000}, {100, 100}, {16000, ClusterSlots - 1},
+		{0, ClusterSlots - 1}, {ClusterSlots - 1, ClusterSlots - 1}, {4095, 4097}} {
+		lo, hi := slotRangeBounds(r)
+		if got, want := s.keys.countRange(lo, hi), walk(lo, hi); got != want {
+			t.Errorf("slots %d-%d: counted %d, walked %d", r.Lo, r.Hi, got, want)
+		}
+	}
+}
