@@ -400,12 +400,12 @@ func cmpID(a, b uint64) int {
 func applyMoveDrain(s *Store, now int64, c *Command) Reply {
 	s.reportDirtyLocked(0)
 	id := uint64(c.Int)
-	var m *moveOut
-	if s.slots != nil {
-		m = s.slots.findOut(id)
-	}
-	if m == nil {
+	if s.slots == nil {
 		return moveError(ErrMoveUnknown, id)
+	}
+	m := s.slots.findOut(id)
+	if m == nil {
+		return s.slots.finishedReply(id, 0)
 	}
 	w := newChunkWriter()
 	var size int64

@@ -472,6 +472,9 @@ func TestMoveFlushAll(t *testing.T) {
 // TestMoveSteps checks each step's refusals, which change nothing.
 func TestMoveSteps(t *testing.T) {
 	a, b := newGroup(t, 2), newGroup(t, 2)
+	for _, s := range a.s {
+		s.SetCommandParser(testParser)
+	}
 	S := []SlotRange{{slotA, slotA}}
 	a.must(t0, c(OpSet, "{a}1", "x"), ok)
 	a.must(t0, c(OpSet, "{a}2", "y").i(t0+5), ok)
@@ -518,6 +521,7 @@ func TestMoveSteps(t *testing.T) {
 	if keys := a.s[0].ExpiredKeys(t0+10, 10); len(keys) != 0 {
 		t.Errorf("ExpiredKeys of a fenced slot: %q", keys)
 	}
+	a.must(t0, eval("return redis.call('get', KEYS[1])", 1, 0, "{a}1").i(1).fl(FlagScriptNoWrites), bulk("x2"))
 	a.must(t0, MoveRelease(1), errr("ERR slot move 1 has writes not drained"))
 	if got := a.s[0].Moves(); len(got) != 1 || got[0].Phase != MoveFenced {
 		t.Errorf("Moves: %+v", got)
@@ -581,6 +585,7 @@ func TestMoveSteps(t *testing.T) {
 	a.must(t0, MoveRelease(1), ok)
 	a.must(t0, MoveRelease(1), ok)
 	a.must(t0, MoveCancel(1), errr("ERR slot move 1 is finished"))
+	a.must(t0, MoveDrain(1, 10), errr("ERR slot move 1 is finished"))
 	a.must(t0, MoveBegin(1, S), errr("ERR slot move 1 exists already"))
 	if r := a.s[0].Read(t0, c(OpGet, "{a}1")); r.String() != notOwned(slotA).String() {
 		t.Errorf("source GET after the move: %v", r)

@@ -355,8 +355,10 @@ func (s *Store) refusedLocked(c *Command) (Reply, bool) {
 	case len(c.Args) > 0:
 		keys = c.Args[:1]
 	}
+	// A no-writes script is in the log only to load it; it reads.
+	write := sp.write && (c.Op != OpEval || c.Flags&FlagScriptNoWrites == 0)
 	for _, k := range keys {
-		if r, refused := s.keyRefusedLocked(k, sp.write); refused {
+		if r, refused := s.keyRefusedLocked(k, write); refused {
 			return r, true
 		}
 	}
