@@ -34,7 +34,13 @@ import (
 //
 // OpMoveOut cancel (A: S owned again, the set dropped) and OpMoveIn abort
 // (B: the staging is left to purge, never seen) undo a move before B's
-// activation; after it, the move is done.
+// activation; after it, the move is done. The fsm checks each step
+// against its own store (a release needs the fence and an empty set; a
+// first stage needs S not owned and purged); the order across the two
+// groups is the orchestration's to keep: B activates only after A's fence
+// and a drain that left the set empty was staged, and A releases only
+// after B's activation, so that S is never served by both, and only
+// briefly (the hand-over) by neither.
 //
 // B stages in place: OpMoveIn stage stores a chunk's keys in B's keyspace,
 // in slots B does not own, so nothing sees them (slots.go) until the
