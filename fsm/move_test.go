@@ -739,23 +739,35 @@ func TestMoveSnapshots(t *testing.T) {
 func TestSlotsSnapshotOlderVersions(t *testing.T) {
 	plain := NewStore()
 	plain.Apply(1, t0, []Command{c(OpSet, "{b}1", "v")})
-	v6 := snapshotBytes(t, plain)
+	// A store never told of slots writes version 5 (a replica on a kvs
+	// from before slot moves can install it) ...
+	v5 := snapshotBytes(t, plain)
+	if v5[0] != snapshotVersionV5 {
+		t.Fatalf("a store without a slot table writes version %d, want %d", v5[0], snapshotVersionV5)
+	}
+	// ... which is version 6 without the slot table's byte.
 	vers := appendVersions(nil, &plain.keys.vers)
-	// Version 5 is version 6 without the slot table's byte.
-	v5 := append([]byte{snapshotVersionV5}, v6[1:5+len(vers)]...)
-	v5 = appendCRC(append(v5, v6[6+len(vers):len(v6)-4]...))
-	a, _ := midMove(t)
-	if _, err := a.Restore(bytes.NewReader(v5)); err != nil {
-		t.Fatal(err)
+	v6 := append([]byte{snapshotVersion}, v5[1:5+len(vers)]...)
+	v6 = append(v6, 0)
+	v6 = appendCRC(append(v6, v5[5+len(vers):len(v5)-4]...))
+	for name, b := range map[string][]byte{"version 5": v5, "version 6 without a slot table": v6} {
+		a, _ := midMove(t)
+		if _, err := a.Restore(bytes.NewReader(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a.slots != nil || a.keys.track != nil || len(a.Moves()) != 0 {
+			t.Fatalf("%s restored with a slot table", name)
+		}
+		if r := a.Read(t0, c(OpGet, "{b}1")); r.String() != bulk("v").String() {
+			t.Errorf("GET after restoring %s: %v", name, r)
+		}
+		if !bytes.Equal(snapshotBytes(t, a), v5) {
+			t.Errorf("%s restored to a different state", name)
+		}
 	}
-	if a.slots != nil || a.keys.track != nil || len(a.Moves()) != 0 {
-		t.Fatal("a version 5 snapshot restored with a slot table")
-	}
-	if r := a.Read(t0, c(OpGet, "{b}1")); r.String() != bulk("v").String() {
-		t.Errorf("GET after restoring version 5: %v", r)
-	}
-	if !bytes.Equal(snapshotBytes(t, a), v6) {
-		t.Error("a version 5 snapshot restored to a different state")
+	// A store mid-move writes version 6.
+	if a, _ := midMove(t); snapshotBytes(t, a)[0] != snapshotVersion {
+		t.Error("a store with a slot table does not write version 6")
 	}
 }
 

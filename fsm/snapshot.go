@@ -52,8 +52,9 @@ import (
 // the same on every replica). Version 2 is version 3 with strings only and
 // records in the order of legacyKeyHash (no slot); version 1 is version 2
 // without nmeta and the meta entries. Restore reads them all (the keys of
-// versions 1 and 2 are re-sorted into today's order); snapshots are always
-// written as version 6.
+// versions 1 and 2 are re-sorted into today's order); snapshots are
+// written as version 6 by a store that holds a slot table, as version 5 by
+// one that never did.
 const (
 	snapshotVersion   = 6
 	snapshotVersionV5 = 5
@@ -121,7 +122,16 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	cw := &crcWriter{w: bufio.NewWriterSize(w, 256<<10)}
 	buf := make([]byte, 0, 4096)
-	buf = append(buf, snapshotVersion)
+	// A store never told about slots writes version 5, which is version 6
+	// without the slots section: a replica still on a kvs that reads up
+	// to version 5 can install it (a rolling upgrade), and nothing that
+	// writes a slot table is proposed before every node reads version 6
+	// (the cluster's apply level).
+	version := byte(snapshotVersion)
+	if sn.slots == nil {
+		version = snapshotVersionV5
+	}
+	buf = append(buf, version)
 	buf = binary.AppendUvarint(buf, sn.index)
 	buf = binary.AppendUvarint(buf, uint64(len(sn.meta)))
 	for _, name := range sortedMeta(sn.meta) {
@@ -134,7 +144,9 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	buf = appendACL(buf, sn.aclW, sn.acl)
 	buf = appendVersions(buf, &sn.keys.vers)
-	buf = appendSlots(buf, sn.slots, cw)
+	if version == snapshotVersion {
+		buf = appendSlots(buf, sn.slots, cw)
+	}
 	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
 	sw := &snapWriter{cw: cw, buf: buf}
 	sn.keys.Scan(func(it item) bool {
