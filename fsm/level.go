@@ -9,7 +9,8 @@ package fsm
 // Levels only grow, one step for each release that adds such ops:
 //
 //	0: the ops of every kvs before the cluster level existed
-//	1: OpMetaCAS
+//	1: OpMetaCAS; OpSlotsAssign, OpSlotsPurge, OpMoveOut, OpMoveDrain and
+//	   OpMoveIn (moving slots)
 const ApplyLevel = 1
 
 // Level is the level an entry holding cmds needs: the highest of its

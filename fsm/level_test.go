@@ -16,6 +16,8 @@ func TestLevel(t *testing.T) {
 		{"compare and set", []Command{cas}, 1},
 		{"a batch holding one", []Command{set, cas, meta}, 1},
 		{"an unknown op", []Command{{Op: 40}}, 0},
+		{"slot ownership", []Command{set, SlotsAssign([]SlotRange{{0, 100}})}, 1},
+		{"a move's drain", []Command{MoveDrain(1, 1024)}, 1},
 	} {
 		if got := Level(tc.cmds); got != tc.want {
 			t.Errorf("%s: Level = %d, want %d", tc.name, got, tc.want)

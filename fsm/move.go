@@ -96,16 +96,16 @@ const (
 )
 
 func init() {
-	registerOp(OpMoveOut, opSpec{name: "MOVEOUT", write: true, args: argsAny, keys: keysNone,
+	registerOp(OpMoveOut, opSpec{name: "MOVEOUT", write: true, args: argsAny, keys: keysNone, level: 1,
 		check: checkMove(moveBegin, moveCancel), apply: applyMoveOut})
-	registerOp(OpMoveDrain, opSpec{name: "MOVEDRAIN", write: true, args: 0, keys: keysNone,
+	registerOp(OpMoveDrain, opSpec{name: "MOVEDRAIN", write: true, args: 0, keys: keysNone, level: 1,
 		check: func(c *Command) error {
 			if c.Int < 1 || c.Int2 < 1 {
 				return errorString("move id or chunk size below 1")
 			}
 			return nil
 		}, apply: applyMoveDrain})
-	registerOp(OpMoveIn, opSpec{name: "MOVEIN", write: true, args: argsAny, keys: keysNone,
+	registerOp(OpMoveIn, opSpec{name: "MOVEIN", write: true, args: argsAny, keys: keysNone, level: 1,
 		check: checkMove(moveStage, moveAbort), apply: applyMoveIn})
 }
 

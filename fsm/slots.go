@@ -132,9 +132,9 @@ const (
 )
 
 func init() {
-	registerOp(OpSlotsAssign, opSpec{name: "SLOTSASSIGN", write: true, args: 1, keys: keysNone,
+	registerOp(OpSlotsAssign, opSpec{name: "SLOTSASSIGN", write: true, args: 1, keys: keysNone, level: 1,
 		check: checkRangesArg(0), apply: applySlotsAssign})
-	registerOp(OpSlotsPurge, opSpec{name: "SLOTSPURGE", write: true, args: 1, keys: keysNone,
+	registerOp(OpSlotsPurge, opSpec{name: "SLOTSPURGE", write: true, args: 1, keys: keysNone, level: 1,
 		check: func(c *Command) error {
 			if c.Int < 1 {
 				return errorString("purge count below 1")
