@@ -726,6 +726,11 @@ func (w *chunkWriter) finish() []byte {
 	return w.out.Bytes()
 }
 
+// EmptyChunk returns a chunk of no records: staged first under a move's
+// id, it makes the move in (and so its abort) exist on the target, which
+// then refuses any later chunk of that id.
+func EmptyChunk() []byte { return newChunkWriter().finish() }
+
 // chunkRecord is one decoded entry of a chunk: tag is its first byte,
 // and it the item of a record (the key alone for a tombstone).
 type chunkRecord struct {
@@ -823,6 +828,7 @@ type SlotExport struct {
 	r       int  // the range being read
 	pos     item // where to go on from: the last key written, if started
 	started bool
+	sent    int // the keys Next returned so far
 }
 
 // ExportSlots returns a copy-on-write view of the keys of ranges, taken
@@ -847,6 +853,20 @@ func (s *Store) ExportSlots(ranges []SlotRange) (*SlotExport, error) {
 	}
 	return e, nil
 }
+
+// Keys returns the number of keys in the view, expired ones included.
+func (e *SlotExport) Keys() int {
+	n := 0
+	if e.keys != nil {
+		for _, r := range e.ranges {
+			n += e.keys.countRange(slotRangeBounds(r))
+		}
+	}
+	return n
+}
+
+// Sent returns the number of keys the chunks returned so far hold.
+func (e *SlotExport) Sent() int { return e.sent }
 
 // Index returns the AppliedIndex the view was taken at.
 func (e *SlotExport) Index() uint64 { return e.index }
@@ -874,6 +894,7 @@ func (e *SlotExport) Next(maxBytes int) (chunk []byte, done bool) {
 				return false
 			}
 			w.item(&it)
+			e.sent++
 			e.pos, e.started = item{hash: it.hash, key: it.key}, true
 			return true
 		})

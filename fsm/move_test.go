@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -998,4 +999,47 @@ func FuzzDecodeChunk(f *testing.F) {
 		s.Apply(3, t0, []Command{MoveActivate(1)})
 		snapshotBytes(t, s)
 	})
+}
+
+func TestSlotExportCounts(t *testing.T) {
+	s := NewStore()
+	var keys []string
+	for i := 0; len(keys) < 50; i++ {
+		if k := fmt.Sprintf("k%d", i); KeySlot([]byte(k)) < 8192 {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		mustOK(t, s, Command{Op: OpSet, Args: [][]byte{[]byte(k), []byte("v")}})
+	}
+	mustOK(t, s, MoveBegin(1, []SlotRange{{0, 8191}}))
+	e, err := s.ExportSlots([]SlotRange{{0, 8191}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Keys() != len(keys) {
+		t.Fatalf("Keys() = %d, want %d", e.Keys(), len(keys))
+	}
+	for done := false; !done; {
+		_, done = e.Next(64)
+	}
+	if e.Sent() != len(keys) {
+		t.Fatalf("Sent() = %d, want %d", e.Sent(), len(keys))
+	}
+	// An empty chunk makes a move in exist on a store that does not own
+	// the slots, so a later chunk of a retired id is refused.
+	tgt := NewStore()
+	mustOK(t, tgt, SlotsAssign([]SlotRange{{8192, 16383}}))
+	mustOK(t, tgt, MoveStage(7, []SlotRange{{0, 8191}}, EmptyChunk()))
+	mustOK(t, tgt, MoveAbort(7))
+	if r := applyOne(tgt, 1, MoveStage(7, []SlotRange{{0, 8191}}, EmptyChunk())); r.Kind != ReplyError {
+		t.Fatalf("a stage after the abort: %v, want an error", r)
+	}
+}
+
+func mustOK(t *testing.T, s *Store, c Command) {
+	t.Helper()
+	if r := applyOne(s, 1, c); r.Kind == ReplyError {
+		t.Fatalf("%s: %s", c.Op.spec().name, r.Str)
+	}
 }

@@ -24,6 +24,7 @@ var kvsOwnCategories = map[string]string{
 	"kvs.join":    "admin slow dangerous",
 	"kvs.remove":  "admin slow dangerous",
 	"kvs.status":  "admin slow",
+	"kvs.slots":   "admin slow dangerous",
 	"kvs.peer":    "admin fast dangerous",
 	"kvs.forward": "admin slow dangerous",
 	"kvs.sync":    "admin fast dangerous",

@@ -629,6 +629,9 @@ func (c *client) readLocal(fc fsm.Command) {
 		c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
 		return
 	}
+	if r.Kind == fsm.ReplyError && c.s.router.sharded() {
+		c.readRefused(&r)
+	}
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {
 			r = fsm.Reply{Kind: fsm.ReplyError, Str: c.errIfFound}

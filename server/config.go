@@ -74,6 +74,9 @@ type Config struct {
 	// opened later (or takes one away). Required when a group is
 	// missing.
 	Remote Remote
+	// Mover runs the moves of slots between the groups of a sharded
+	// cluster (KVS.SLOTS); nil: KVS.SLOTS is refused.
+	Mover SlotMover
 
 	// Replicas is the number of replicas of each group in the cluster,
 	// which KVS.STATUS reports and KVS.JOIN checks (0: every node holds

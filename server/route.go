@@ -34,6 +34,16 @@ func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 	return s.proposeTo(&s.router.home, cmds)
 }
 
+// ProposeGroup is Propose for the writes of group i of a sharded node
+// (Config.Groups), wherever its leader is: the moves of slots between
+// groups propose steps to both groups of a move from the source's leader.
+func (s *Server) ProposeGroup(i int, cmds []fsm.Command) ([]fsm.Reply, error) {
+	if i < 0 || i >= len(s.router.groups) {
+		return nil, fmt.Errorf("server: no group %d (groups 0 to %d)", i, len(s.router.groups)-1)
+	}
+	return s.proposeTo(s.router.group(i), cmds)
+}
+
 // proposeTo is Propose for group g's writes.
 func (s *Server) proposeTo(g *groupRef, cmds []fsm.Command) ([]fsm.Reply, error) {
 	if g.leads() {
@@ -281,6 +291,16 @@ func (s *Server) readBarrier(g *groupRef) error {
 // reply per command still in the batch (MOVED redirections are taken out
 // of it and answered from pending).
 func (c *client) routeBatch() ([]fsm.Reply, error) {
+	replies, err := c.routeBatchOnce()
+	if err == nil && c.s.router.sharded() {
+		replies = c.rerouteRefused(replies)
+	}
+	return replies, err
+}
+
+// routeBatchOnce is routeBatch without the second routing of what a slot
+// move refused.
+func (c *client) routeBatchOnce() ([]fsm.Reply, error) {
 	s, g := c.s, c.batchGrp
 	if g.leads() {
 		return s.execLocal(g, c.replies[:0], c.batch)

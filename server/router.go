@@ -64,6 +64,11 @@ type router struct {
 	// version a replica happens to have.
 	startSlots []uint16
 	remote     Remote
+	// mapMu guards mapChanged, closed and replaced as each new version
+	// of the slot map is installed: what a command refused for a slot
+	// move waits on (reroute.go).
+	mapMu      sync.Mutex
+	mapChanged chan struct{}
 	// mu serializes SetLocalGroup with the changes every local store gets
 	// alike (hooks, encoding limits, notification classes): a store
 	// joining meanwhile gets them too.
@@ -230,6 +235,12 @@ func (s *Server) SetSlotMap(version uint64, table []uint16) error {
 			return nil
 		}
 		if r.slots.CompareAndSwap(cur, next) {
+			r.mapMu.Lock()
+			if r.mapChanged != nil {
+				close(r.mapChanged)
+				r.mapChanged = nil
+			}
+			r.mapMu.Unlock()
 			return nil
 		}
 	}
