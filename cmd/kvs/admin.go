@@ -478,10 +478,14 @@ func applyDelay(st nodeStatus) string {
 }
 
 // parseAdmin parses an admin subcommand's flags (--timeout) and requires
-// nargs arguments. A nil FlagSet means the command is over, with code as
-// its exit status (help asked for, or a usage error already reported).
-func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr io.Writer) (*flag.FlagSet, *time.Duration, int) {
+// nargs arguments; extra registers a subcommand's own flags. A nil FlagSet
+// means the command is over, with code as its exit status (help asked
+// for, or a usage error already reported).
+func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (*flag.FlagSet, *time.Duration, int) {
 	fs := flag.NewFlagSet("kvs "+name, flag.ContinueOnError)
+	for _, f := range extra {
+		f(fs)
+	}
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: kvs %s %s\n\n%s\n", name, synopsis, about)

@@ -4,6 +4,7 @@
 //	kvs join CLUSTER NODE  add the node at client address NODE to a cluster
 //	kvs remove CLUSTER ID  remove node ID from a cluster
 //	kvs status ADDR        a node's view of its cluster, with each member's lag
+//	kvs slots move|status|cancel ADDR ...  move slots between a cluster's groups
 //	kvs backup ADDR FILE   a consistent, checksummed backup of a live node
 //	kvs restore FILE --data-dir DIR [--node-id ID --raft-addr ADDR]
 //	                       seed an empty data dir from a backup
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return removeCmd(args[1:], stdout, stderr)
 	case "status":
 		return statusCmd(args[1:], stdout, stderr)
+	case "slots":
+		return slotsCmd(args[1:], stdout, stderr)
 	case "bench":
 		return bench.Main(args[1:], stdout, stderr)
 	case "backup":
@@ -74,6 +77,9 @@ func usage(w io.Writer) {
   kvs join CLUSTER_ADDR NODE_ADDR
   kvs remove CLUSTER_ADDR NODE_ID
   kvs status ADDR
+  kvs slots move [--wait] ADDR FIRST-LAST GROUP
+  kvs slots status ADDR
+  kvs slots cancel ADDR ID
   kvs backup [--timeout D] ADDR FILE
   kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]
   kvs recover --data-dir DIR --node-id ID [--raft-addr HOST:PORT]

@@ -42,7 +42,10 @@ type serveFlags struct {
 	// protectedMode is --protected-mode: yes (Redis's default) or no.
 	protectedMode string
 	// maxmemory (--maxmemory, Redis's size syntax) and its policy.
-	maxmemory       string
+	maxmemory string
+	// slotMoveRate (--slot-move-rate, Redis's size syntax) is the bulk
+	// copy's pace of a move of slots, in bytes a second; 0: no limit.
+	slotMoveRate    string
 	maxmemoryPolicy string
 
 	// Cluster mode: set by --node-id and --raft-addr.
@@ -102,6 +105,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.io, "io", "loop", "how connections are served: loop (event loops, one per CPU; Linux only) or goroutines (one per connection)")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
 	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is INFO used_memory (the live heap, with data and clients' read buffers counted as they change); 0: no limit")
+	fs.StringVar(&f.slotMoveRate, "slot-move-rate", "32mb", "cluster mode, with --groups: the bytes a second (or with a unit: 500kb, 32mb) a move of slots this node drives copies at, as the leader of the slots' group (kvs slots move); 0: no limit")
 	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
@@ -173,6 +177,9 @@ func (f serveFlags) validate(given map[string]bool) error {
 	}
 	if _, ok := server.ParseMemory(f.maxmemory); !ok {
 		return fmt.Errorf("--maxmemory %q: want bytes, or a number with a unit (100mb, 2gb)", f.maxmemory)
+	}
+	if _, ok := server.ParseMemory(f.slotMoveRate); !ok {
+		return fmt.Errorf("--slot-move-rate %q: want bytes a second, or a number with a unit (500kb, 32mb)", f.slotMoveRate)
 	}
 	if !server.ValidPolicy(f.maxmemoryPolicy) {
 		return fmt.Errorf("--maxmemory-policy %q: want noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl", f.maxmemoryPolicy)
@@ -384,6 +391,8 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			gmeta = &groupsMeta{meta: view}
 			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
 			cfg.Remote = remoteGroups{gmeta}
+			rate, _ := server.ParseMemory(f.slotMoveRate)
+			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: rate}
 			cfg.Replicas = sh.replicas
 			cfg.Saver = nodeSaver{gnode}
 		}
@@ -433,6 +442,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
+	}
+	if gmeta != nil {
+		gmeta.srv = srv // before the first KVS.SLOTS
 	}
 	if slotMaps != nil {
 		// Before the first client: the stored map, if the meta group
@@ -510,12 +522,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			keepLevel(stop, view.keeper, logger)
 		}()
 		if sh.groups > 1 {
-			gmeta.srv = srv
 			bg.Add(1)
 			go func() {
 				defer bg.Done()
 				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
 			}()
+			rate, _ := server.ParseMemory(f.slotMoveRate)
+			startMoves(&bg, &moveDriver{gm: gmeta, node: gnode, sh: sh, rate: rate, logger: logger, stop: stop})
 		}
 	}
 

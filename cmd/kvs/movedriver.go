@@ -1,0 +1,532 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"kvs/fsm"
+	"kvs/group"
+)
+
+// moveDriver drives, on the leader of its source group, the lowest move
+// of slots not finished (moves.go), step by step from its record, until
+// it is finished or this node stops leading the group; a later round, on
+// this node or on the group's next leader, resumes it from its record.
+//
+// The order across the two groups is the one fsm/move.go asks for: the
+// target stages the bulk copy's view and then the drains after it, in
+// the order the source took them; it activates only after the source's
+// fence and a drain that left nothing, and the source releases only after
+// the activation and the map's flip. Each step is proposed again when a
+// leader resumes, so each is one the fsm takes twice alike (a repeated
+// begin, fence, activate, release or cancel), except the copy: a copy
+// resumed starts over under a new attempt, whose id on the target is new,
+// after retiring the attempts before (retire), so that a chunk a deposed
+// leader still sends for an old attempt is refused.
+type moveDriver struct {
+	gm     *groupsMeta
+	node   *group.Node
+	sh     shape
+	rate   int64 // bytes a second of the bulk copy (--slot-move-rate), 0: no limit
+	logger *slog.Logger
+	stop   <-chan struct{}
+}
+
+// moveRound is how often the driver looks at the records.
+const moveRound = 250 * time.Millisecond
+
+// run drives moves until stop closes.
+func (d *moveDriver) run() {
+	t := time.NewTicker(moveRound)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		r, ok := d.next()
+		if !ok || !d.leads(r.source) {
+			continue
+		}
+		if err := d.drive(r.id); err != nil && !errors.Is(err, errStopped) {
+			if e := err.Error(); e != lastErr {
+				d.logger.Warn("slot move: a step failed; retrying", "move", r.id, "err", err)
+				lastErr = e
+			}
+		} else {
+			lastErr = ""
+		}
+	}
+}
+
+// next is the lowest move not finished.
+func (d *moveDriver) next() (moveRecord, bool) {
+	recs, err := moveRecords(d.gm.meta.store.MetaAll())
+	if err != nil {
+		d.logger.Error("slot move records", "err", err)
+	}
+	for _, r := range recs {
+		if !r.finished() {
+			return r, true
+		}
+	}
+	return moveRecord{}, false
+}
+
+// leads reports whether this node leads group id.
+func (d *moveDriver) leads(id uint32) bool {
+	g := d.node.Group(id)
+	return g != nil && g.Node().IsLeader()
+}
+
+// errStopped: the node stops, or leads the source group no more.
+var errStopped = errors.New("slot move: stopped")
+
+func (d *moveDriver) check(r moveRecord) error {
+	select {
+	case <-d.stop:
+		return errStopped
+	default:
+	}
+	if !d.leads(r.source) {
+		return errStopped
+	}
+	return nil
+}
+
+// record is move id's record as this node's replica holds it.
+func (d *moveDriver) record(id uint64) (moveRecord, error) {
+	v, ok := d.gm.meta.store.Meta(moveMeta(id))
+	if !ok {
+		return moveRecord{}, fmt.Errorf("slot move %d has no record", id)
+	}
+	return parseMoveRecord(id, v)
+}
+
+// advance writes next over r's record; false when the record was no
+// longer r (a cancel, another leader's step), which the caller reads
+// again.
+func (d *moveDriver) advance(r, next moveRecord) (bool, error) {
+	rs, err := d.gm.meta.keeper.propose(d.gm.srv, []fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())})
+	if err != nil {
+		return false, err
+	}
+	return casDone(rs[0]), nil
+}
+
+// drive takes move id through its phases until it is finished. Each
+// phase's step ends by writing the next phase over the record it read;
+// when the record changed meanwhile (a cancel), the next round reads it
+// again.
+func (d *moveDriver) drive(id uint64) error {
+	for {
+		r, err := d.record(id)
+		if err != nil {
+			return err
+		}
+		if r.finished() {
+			d.logger.Info("slot move finished", "move", id, "phase", r.phase, "slots", formatRanges(r.ranges),
+				"from", r.source, "to", r.target, "keys", r.keys, "bytes", r.bytes, "note", r.note)
+			return nil
+		}
+		if err := d.check(r); err != nil {
+			return err
+		}
+		d.logger.Debug("slot move step", "move", id, "phase", r.phase, "attempt", r.attempt)
+		switch r.phase {
+		case phaseBegun:
+			err = d.begin(r)
+		case phaseCopying, phaseFenced:
+			err = d.copy(r)
+		case phaseActivated:
+			err = d.activate(r)
+		case phaseFlipped:
+			if _, err = d.step(r.source, fsm.MoveRelease(sourceMoveID(id))); err == nil {
+				err = d.advanceTo(r, phaseReleased)
+			}
+		case phaseReleased:
+			if err = d.purge(r, r.source); err == nil {
+				err = d.advanceTo(r, phaseDone)
+			}
+		case phaseCancelling:
+			err = d.cancel(r)
+		default:
+			return fmt.Errorf("slot move %d: unknown phase %q", id, r.phase)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// advanceTo writes r's record at phase.
+func (d *moveDriver) advanceTo(r moveRecord, phase string) error {
+	next := r
+	next.phase = phase
+	_, err := d.advance(r, next)
+	return err
+}
+
+// step proposes cmd to group g (here or on its leader) and returns its
+// reply, an error for an error reply.
+func (d *moveDriver) step(g uint32, cmd fsm.Command) (fsm.Reply, error) {
+	rs, err := d.gm.srv.ProposeGroup(int(g), []fsm.Command{cmd})
+	if err != nil {
+		return fsm.Reply{}, fmt.Errorf("group %d: %w", g, err)
+	}
+	if rs[0].Kind == fsm.ReplyError {
+		return rs[0], fmt.Errorf("group %d: %w", g, stepError(rs[0].Str))
+	}
+	return rs[0], nil
+}
+
+// stepError is a step's error reply.
+type stepError string
+
+func (e stepError) Error() string { return string(e) }
+
+// the fsm's replies a repeated step may get (fsm/reply.go).
+func isReply(err error, format string) bool {
+	var se stepError
+	if !errors.As(err, &se) {
+		return false
+	}
+	prefix, _, _ := strings.Cut(format, "%")
+	_, suffix, _ := strings.Cut(format, "%d")
+	return strings.HasPrefix(string(se), prefix) && strings.HasSuffix(string(se), suffix)
+}
+
+// begin tells both groups their slots, by the stored map (a store never
+// told owns every slot, and a target must not own the slots it stages),
+// and begins the move out on the source. A move whose slots the source no
+// longer holds, by the map, is cancelled with a note.
+func (d *moveDriver) begin(r moveRecord) error {
+	m, err := storedSlotMap(d.gm, d.sh.groups)
+	if err != nil {
+		return err
+	}
+	for _, rg := range r.ranges {
+		for s := rg.Lo; s <= rg.Hi; s++ {
+			if m.Owner(s) != r.source {
+				next := r
+				next.phase, next.note = phaseCancelled, fmt.Sprintf("slot %d is group %d's, not the source's", s, m.Owner(s))
+				_, err := d.advance(r, next)
+				return err
+			}
+		}
+	}
+	// Only this move is in flight, and every move before it finished
+	// with the map flipped and the source purged: a store already told
+	// holds exactly what the map gives it, and telling it again changes
+	// nothing.
+	for _, g := range []uint32{r.source, r.target} {
+		if _, err := d.step(g, fsm.SlotsAssign(groupRanges(m, g))); err != nil && !isReply(err, fsm.ErrMovesInFlight) {
+			return err
+		}
+	}
+	if _, err := d.step(r.source, fsm.MoveBegin(sourceMoveID(r.id), r.ranges)); err != nil && !isReply(err, fsm.ErrMoveExists) {
+		return err
+	}
+	return d.advanceTo(r, phaseCopying)
+}
+
+// groupRanges is the slots map m gives group g.
+func groupRanges(m group.SlotMap, g uint32) []fsm.SlotRange {
+	var out []fsm.SlotRange
+	for s := 0; s < fsm.ClusterSlots; s++ {
+		if m.Owner(s) != g {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Hi == s-1 {
+			out[n-1].Hi = s
+		} else {
+			out = append(out, fsm.SlotRange{Lo: s, Hi: s})
+		}
+	}
+	return out
+}
+
+// chunkBytes is the size of the chunks the copy stages: about an eighth
+// of a second at the pace set, within 4 KiB and 256 KiB.
+func (d *moveDriver) chunkBytes() int {
+	if d.rate <= 0 {
+		return 256 << 10
+	}
+	return int(min(max(d.rate/8, 4<<10), 256<<10))
+}
+
+// maxDrainRounds bounds the drains before the fence: under writes faster
+// than the drains the set never empties, and the fence stops them.
+const maxDrainRounds = 8
+
+// copy runs one attempt of the copy: it retires the attempt before, stages
+// the source's view of the slots on the target under the new attempt's
+// id, then the drains, fences the source once a drain left nothing (or
+// after maxDrainRounds), drains until nothing is left, and writes the
+// record at activated. A cancel meanwhile ends it with the record changed.
+func (d *moveDriver) copy(r moveRecord) error {
+	if r.attempt+1 >= 1<<attemptBits {
+		next := r
+		next.phase, next.note = phaseCancelling, "too many attempts at the copy"
+		_, err := d.advance(r, next)
+		return err
+	}
+	// saved is the record as last written: each write is a
+	// compare-and-set from it, which a cancel makes fail.
+	saved := r
+	save := func(next moveRecord) (bool, error) {
+		if next.String() == saved.String() {
+			return true, nil
+		}
+		ok, err := d.advance(saved, next)
+		if ok {
+			saved = next
+		}
+		return ok, err
+	}
+	r.attempt, r.keys, r.bytes, r.total = r.attempt+1, 0, 0, 0
+	if ok, err := save(r); err != nil || !ok {
+		return err // read again
+	}
+	if err := d.retire(r, r.attempt-1); err != nil {
+		return err
+	}
+	g := d.node.Group(r.source)
+	if g == nil {
+		return errStopped
+	}
+	// Every entry the group committed is applied here before the view:
+	// a drain a deposed leader took is in it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := group.RaftErr(g.Node().ReadIndex(ctx))
+	cancel()
+	if err != nil {
+		return err
+	}
+	view, err := g.Store().ExportSlots(r.ranges)
+	if err != nil {
+		return err
+	}
+	defer view.Release()
+	r.total = int64(view.Keys())
+	tid := targetMoveID(r.id, r.attempt)
+	stage := func(chunk []byte) error {
+		if _, err := d.step(r.target, fsm.MoveStage(tid, r.ranges, chunk)); err != nil {
+			return err
+		}
+		r.bytes += int64(len(chunk))
+		return nil
+	}
+	p := pacer{rate: d.rate, start: time.Now()}
+	lastSaved := time.Now()
+	cs := d.chunkBytes()
+	for first := true; ; first = false {
+		if err := d.check(r); err != nil {
+			return err
+		}
+		chunk, done := view.Next(cs)
+		if first || view.Sent() > int(r.keys) {
+			if err := stage(chunk); err != nil {
+				return err
+			}
+			p.wait(r.bytes, d.stop)
+		}
+		r.keys = int64(view.Sent())
+		if done || time.Since(lastSaved) >= time.Second {
+			// The progress, and a cancel found.
+			if ok, err := save(r); err != nil || !ok {
+				return err
+			}
+			lastSaved = time.Now()
+		}
+		if done {
+			break
+		}
+	}
+	fenced := r.phase == phaseFenced
+	if fenced {
+		if _, err := d.step(r.source, fsm.MoveFence(sourceMoveID(r.id))); err != nil {
+			return err
+		}
+	}
+	for rounds := 1; ; rounds++ {
+		if err := d.check(r); err != nil {
+			return err
+		}
+		rep, err := d.step(r.source, fsm.MoveDrain(sourceMoveID(r.id), cs))
+		if err != nil {
+			return err
+		}
+		chunk, more, err := fsm.DrainReply(rep)
+		if err != nil {
+			return err
+		}
+		if err := stage(chunk); err != nil {
+			return err
+		}
+		switch {
+		case fenced && !more:
+			r.phase = phaseActivated
+			_, err := save(r)
+			return err
+		case !fenced && (!more || rounds >= maxDrainRounds):
+			// Fenced in the record first: a cancel from here on finds
+			// the record changed, and the cancel unfences the source.
+			r.phase = phaseFenced
+			if ok, err := save(r); err != nil || !ok {
+				return err
+			}
+			if _, err := d.step(r.source, fsm.MoveFence(sourceMoveID(r.id))); err != nil {
+				return err
+			}
+			fenced = true
+		}
+	}
+}
+
+// retire makes attempt a's staging on the target gone for good: aborted
+// (or, if it never began, begun with an empty chunk and aborted, so its
+// id is finished there and any chunk of it still on its way is refused),
+// and the slots purged of what it staged.
+func (d *moveDriver) retire(r moveRecord, a uint64) error {
+	if a == 0 {
+		return nil
+	}
+	tid := targetMoveID(r.id, a)
+	_, err := d.step(r.target, fsm.MoveAbort(tid))
+	switch {
+	case err == nil || isReply(err, fsm.ErrMoveFinished):
+	case isReply(err, fsm.ErrMoveUnknown):
+		if err := d.purge(r, r.target); err != nil {
+			return err
+		}
+		if _, err := d.step(r.target, fsm.MoveStage(tid, r.ranges, fsm.EmptyChunk())); err != nil && !isReply(err, fsm.ErrMoveFinished) {
+			return err
+		}
+		if _, err := d.step(r.target, fsm.MoveAbort(tid)); err != nil && !isReply(err, fsm.ErrMoveFinished) {
+			return err
+		}
+	default:
+		return err
+	}
+	return d.purge(r, r.target)
+}
+
+// purgeStep is the keys one OpSlotsPurge deletes.
+const purgeStep = 1000
+
+// purge deletes the keys group g holds in the move's slots, which it does
+// not own, in steps.
+func (d *moveDriver) purge(r moveRecord, g uint32) error {
+	for {
+		if err := d.check(r); err != nil {
+			return err
+		}
+		rep, err := d.step(g, fsm.SlotsPurge(r.ranges, purgeStep))
+		if err != nil {
+			return err
+		}
+		if rep.Kind != fsm.ReplyInt {
+			return fmt.Errorf("group %d: a purge answered %v", g, rep)
+		}
+		if rep.Int == 0 {
+			return nil
+		}
+	}
+}
+
+// activate makes the target's staging live and flips the stored map to
+// the target: two entries (the map's and the record's), the map's first,
+// so a leader resuming finds the map flipped and only writes the record.
+func (d *moveDriver) activate(r moveRecord) error {
+	if _, err := d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt))); err != nil {
+		return err
+	}
+	for {
+		if err := d.check(r); err != nil {
+			return err
+		}
+		m, err := storedSlotMap(d.gm, d.sh.groups)
+		if err != nil {
+			return err
+		}
+		if ownsAll(m, r.ranges, r.target) {
+			return d.advanceTo(r, phaseFlipped)
+		}
+		gr := make([]group.SlotRange, len(r.ranges))
+		for i, x := range r.ranges {
+			gr[i] = group.SlotRange{First: x.Lo, Last: x.Hi}
+		}
+		next, err := m.Flip(gr, r.target)
+		if err != nil {
+			return err
+		}
+		if _, err := d.gm.meta.keeper.propose(d.gm.srv, []fsm.Command{metaCAS(group.SlotMapMeta, m.String(), next.String())}); err != nil {
+			return err
+		}
+		d.logger.Info("slot map flipped for a slot move", "move", r.id, "version", next.Version())
+	}
+}
+
+func ownsAll(m group.SlotMap, ranges []fsm.SlotRange, g uint32) bool {
+	for _, r := range ranges {
+		for s := r.Lo; s <= r.Hi; s++ {
+			if m.Owner(s) != g {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// cancel rolls the move back: the source owns the slots again (its fence
+// lifted first, so writes go on), and the target's staging is retired.
+func (d *moveDriver) cancel(r moveRecord) error {
+	if _, err := d.step(r.source, fsm.MoveCancel(sourceMoveID(r.id))); err != nil && !isReply(err, fsm.ErrMoveUnknown) {
+		return err
+	}
+	if err := d.retire(r, r.attempt); err != nil {
+		return err
+	}
+	return d.advanceTo(r, phaseCancelled)
+}
+
+// pacer holds a copy to rate bytes a second.
+type pacer struct {
+	rate  int64
+	start time.Time
+}
+
+// wait returns once sent bytes are due at the rate, or stop closes.
+func (p *pacer) wait(sent int64, stop <-chan struct{}) {
+	if p.rate <= 0 {
+		return
+	}
+	due := p.start.Add(time.Duration(float64(sent) / float64(p.rate) * float64(time.Second)))
+	d := time.Until(due)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+	}
+}
+
+// startMoves starts the driver; wg waits for it.
+func startMoves(wg *sync.WaitGroup, d *moveDriver) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.run()
+	}()
+}
