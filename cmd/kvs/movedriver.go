@@ -21,8 +21,8 @@ import (
 // The order across the two groups is the one fsm/move.go asks for: the
 // target stages the bulk copy's view and then the drains after it, in
 // the order the source took them; it activates only after the source's
-// fence and a drain that left nothing, and the source releases only after
-// the activation and the map's flip. Each step is proposed again when a
+// fence and a drain that left nothing, the source releases only after the
+// activation, and the map names the target only after the release. Each step is proposed again when a
 // leader resumes, so each is one the fsm takes twice alike (a repeated
 // begin, fence, activate, release or cancel), except the copy: a copy
 // resumed starts over under a new attempt, whose id on the target is new,
@@ -146,12 +146,10 @@ func (d *moveDriver) drive(id uint64) error {
 		case phaseCopying, phaseFenced:
 			err = d.copy(r)
 		case phaseActivated:
-			err = d.activate(r)
-		case phaseFlipped:
-			if _, err = d.step(r.source, fsm.MoveRelease(sourceMoveID(id))); err == nil {
-				err = d.advanceTo(r, phaseReleased)
-			}
+			err = d.handOver(r)
 		case phaseReleased:
+			err = d.flip(r)
+		case phaseFlipped:
 			if err = d.purge(r, r.source); err == nil {
 				err = d.advanceTo(r, phaseDone)
 			}
@@ -442,13 +440,25 @@ func (d *moveDriver) purge(r moveRecord, g uint32) error {
 	}
 }
 
-// activate makes the target's staging live and flips the stored map to
-// the target: two entries (the map's and the record's), the map's first,
-// so a leader resuming finds the map flipped and only writes the record.
-func (d *moveDriver) activate(r moveRecord) error {
+// handOver makes the target's staging live, then has the source give
+// the slots up, before the map names the target: from the release on the
+// source refuses every command on them, which the router sends on once
+// the map moves (server/reroute.go), so no client reads there what the
+// target has overwritten since. Each is a step the fsm takes twice alike.
+func (d *moveDriver) handOver(r moveRecord) error {
 	if _, err := d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt))); err != nil {
 		return err
 	}
+	if _, err := d.step(r.source, fsm.MoveRelease(sourceMoveID(r.id))); err != nil {
+		return err
+	}
+	return d.advanceTo(r, phaseReleased)
+}
+
+// flip writes the stored map's next version, naming the target, and then
+// the record: two entries, the map's first, so a leader resuming finds
+// the map flipped and only writes the record.
+func (d *moveDriver) flip(r moveRecord) error {
 	for {
 		if err := d.check(r); err != nil {
 			return err

@@ -28,9 +28,10 @@ import (
 //	begun      recorded; the groups are told their slots, the source begins
 //	copying    the bulk copy and the drains of the writes since
 //	fenced     the source refuses writes to the slots; the last drains
-//	activated  the target's staging is to become live: no going back
-//	flipped    the stored slot map names the target
-//	released   the source has given the slots up; it purges their keys
+//	activated  the target's staging is to become live, and the source is
+//	           to give the slots up: no going back
+//	released   both done; the stored slot map is to name the target
+//	flipped    it does; the source purges the slots' keys
 //	done
 //	cancelling asked to roll back (before activated), being undone
 //	cancelled
