@@ -1,0 +1,432 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Moving slots between the groups of a sharded cluster (kvs slots move).
+
+// moveKeys returns n keys named prefix:i whose slots are within first..last.
+func moveKeys(prefix string, n, first, last int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		k := prefix + ":" + strconv.Itoa(i)
+		if s := keySlot(k); s >= first && s <= last {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// seedTypes writes keys of every type (a string with or without a TTL, a
+// hash, a list, a set, a sorted set), about 300 bytes each.
+func seedTypes(t *testing.T, ctx context.Context, c redis.Cmdable, keys []string) {
+	t.Helper()
+	pad := strings.Repeat("x", 50)
+	for i, k := range keys {
+		var err error
+		switch i % 6 {
+		case 0:
+			err = c.Set(ctx, k, strings.Repeat("v", 300), 0).Err()
+		case 1:
+			err = c.Set(ctx, k, strings.Repeat("t", 300), time.Hour).Err()
+		case 2:
+			err = c.HSet(ctx, k, "a", pad+"1", "b", pad+"2", "c", pad+"3", "d", pad+"4", "e", pad+"5").Err()
+		case 3:
+			err = c.RPush(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5").Err()
+		case 4:
+			err = c.SAdd(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5").Err()
+		case 5:
+			err = c.ZAdd(ctx, k, redis.Z{Score: 1, Member: pad + "1"}, redis.Z{Score: 2.5, Member: pad + "2"},
+				redis.Z{Score: -3, Member: pad + "3"}).Err()
+			if err == nil {
+				err = c.Expire(ctx, k, time.Hour).Err()
+			}
+		}
+		if err != nil {
+			t.Fatalf("seeding %s: %v", k, err)
+		}
+	}
+}
+
+// describe is key's type, value and whether it has a TTL, as one string.
+func describe(ctx context.Context, c redis.Cmdable, key string) (string, error) {
+	typ, err := c.Type(ctx, key).Result()
+	if err != nil {
+		return "", err
+	}
+	var val any
+	switch typ {
+	case "none":
+		return "none", nil
+	case "string":
+		val, err = c.Get(ctx, key).Result()
+	case "hash":
+		var m map[string]string
+		m, err = c.HGetAll(ctx, key).Result()
+		val = fmt.Sprint(m) // fmt sorts a map's keys
+	case "list":
+		val, err = c.LRange(ctx, key, 0, -1).Result()
+	case "set":
+		var ms []string
+		ms, err = c.SMembers(ctx, key).Result()
+		slices.Sort(ms)
+		val = ms
+	case "zset":
+		val, err = c.ZRangeWithScores(ctx, key, 0, -1).Result()
+	}
+	if err != nil {
+		return "", err
+	}
+	ttl, err := c.PTTL(ctx, key).Result()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %v ttl=%v", typ, val, ttl > 0), nil
+}
+
+// describeAll describes every key, retrying a key while the cluster
+// answers with an error (a client following a move).
+func describeAll(t *testing.T, ctx context.Context, c redis.Cmdable, keys []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range keys {
+		waitFor(t, "reading "+k, func() error {
+			d, err := describe(ctx, c, k)
+			if err == nil {
+				out[k] = d
+			}
+			return err
+		})
+	}
+	return out
+}
+
+// moveStatus is move id as KVS.SLOTS STATUS on addr lists it.
+func moveStatus(ctx context.Context, addr string, id int64) (map[string]any, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	v, err := c.Do(ctx, "KVS.SLOTS", "STATUS").Slice()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range v {
+		fields, _ := e.([]any)
+		m := map[string]any{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			m[fmt.Sprint(fields[i])] = fields[i+1]
+		}
+		if m["id"] == id {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("no move %d in %v", id, v)
+}
+
+// moveID is the id `kvs slots move` printed.
+func moveID(t *testing.T, out string) int64 {
+	t.Helper()
+	var id int64
+	if _, err := fmt.Sscanf(out, "move %d:", &id); err != nil {
+		t.Fatalf("kvs slots move printed %q: %v", out, err)
+	}
+	return id
+}
+
+// moveLoad is writers keeping a model of the keys they own: each key's
+// last acknowledged state ("" absent) and the values written since whose
+// outcome is unknown.
+type moveLoad struct {
+	mu    sync.Mutex
+	acked map[string]string
+	maybe map[string][]string
+	n     int
+	bad   []string
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newMoveLoad() *moveLoad {
+	return &moveLoad{acked: map[string]string{}, maybe: map[string][]string{}, stop: make(chan struct{})}
+}
+
+func (l *moveLoad) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// run writes (SET, or DEL now and then) and reads back keys through c
+// until stop closes.
+func (l *moveLoad) run(ctx context.Context, name string, c redis.Cmdable, keys []string, seed int64) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		rng := rand.New(rand.NewSource(seed))
+		for seq := 0; ; seq++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			k := keys[rng.Intn(len(keys))]
+			val := ""
+			var err error
+			if rng.Intn(8) == 0 {
+				err = c.Del(ctx, k).Err()
+			} else {
+				val = fmt.Sprintf("%s-%d", name, seq)
+				err = c.Set(ctx, k, val, 0).Err()
+			}
+			l.mu.Lock()
+			if err != nil {
+				l.maybe[k] = append(l.maybe[k], val)
+				l.mu.Unlock()
+				continue
+			}
+			l.acked[k], l.maybe[k] = val, nil
+			l.n++
+			l.mu.Unlock()
+			got, err := c.Get(ctx, k).Result()
+			if errors.Is(err, redis.Nil) {
+				got, err = "", nil
+			}
+			if err == nil && got != val {
+				l.mu.Lock()
+				if len(l.maybe[k]) == 0 && l.acked[k] == val {
+					l.bad = append(l.bad, fmt.Sprintf("%s read %s = %q after writing %q", name, k, got, val))
+				}
+				l.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// check finds every key in the state the model allows, through c.
+func (l *moveLoad) check(t *testing.T, ctx context.Context, c redis.Cmdable) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range l.bad {
+		t.Error(b)
+	}
+	for k, want := range l.acked {
+		var got string
+		waitFor(t, "reading "+k, func() error {
+			v, err := c.Get(ctx, k).Result()
+			if errors.Is(err, redis.Nil) {
+				v, err = "", nil
+			}
+			got = v
+			return err
+		})
+		if got != want && !slices.Contains(l.maybe[k], got) {
+			t.Errorf("%s = %q; acknowledged last %q, unknown since %q", k, got, want, l.maybe[k])
+		}
+	}
+}
+
+// slotOwners checks that every node routes by slot map version and that
+// its CLUSTER SLOTS gives slots first..last to group g's leader.
+func slotOwners(nodes []*Node, version string, first, last, g int) error {
+	for _, n := range nodes {
+		st, err := kvsStatus(n.Addr)
+		if err != nil {
+			return err
+		}
+		if v := st.fields["slot_map_version"]; v != version {
+			return fmt.Errorf("%s routes by slot map version %s, want %s", n.Name, v, version)
+		}
+		addrs := map[string]string{}
+		for _, m := range st.members {
+			addrs[m[0]] = m[2]
+		}
+		leader := addrs[st.groups[g][2]]
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		slots, err := c.ClusterSlots(context.Background()).Result()
+		c.Close()
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, r := range slots {
+			if int(r.Start) <= first && last <= int(r.End) {
+				found = true
+				if len(r.Nodes) == 0 || r.Nodes[0].Addr != leader {
+					return fmt.Errorf("%s: CLUSTER SLOTS gives %d-%d to %v, want group %d's leader %s", n.Name, r.Start, r.End, r.Nodes, g, leader)
+				}
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s: CLUSTER SLOTS has no range holding %d-%d: %v", n.Name, first, last, slots)
+		}
+	}
+	return nil
+}
+
+// keysTotal is DBSIZE summed over the masters of the cluster: every key
+// once, a key held by two groups twice.
+func keysTotal(ctx context.Context, cc *redis.ClusterClient) (int64, error) {
+	var total int64
+	var mu sync.Mutex
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		n, err := c.DBSize(ctx).Result()
+		mu.Lock()
+		total += n
+		mu.Unlock()
+		return err
+	})
+	return total, err
+}
+
+// TestSlotMove: three nodes, three groups; slots 0-1999 of group 1 hold
+// keys of every type, some with TTLs. A move of them to group 2 cancelled
+// mid-copy leaves everything at group 1: the slot map's version, every
+// key, and nothing more to count. Then, while a go-redis ClusterClient
+// and a plain client on another node write, delete and read keys of the
+// range, the move again, to its end (kvs slots move --wait): every
+// acknowledged write is there exactly, every key seeded is as it was,
+// CLUSTER SLOTS on every node names group 2's leader for the range, the
+// slot map's version went up by one, and the keys counted over the
+// masters are the keys there are (none left behind at group 1).
+func TestSlotMove(t *testing.T) {
+	t.Parallel()
+	const first, last, from, to = 0, 1999, 1, 2
+	nodes := startCluster(t, 3, "--groups", "3", "--slot-move-rate", "64kb")
+	waitSpread(t, nodes)
+	for _, n := range nodes {
+		waitFor(t, n.Name+" to route by the stored slot map", func() error { return checkSlotMap(n) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16})
+	defer cc.Close()
+	seeded := moveKeys("mv", 1200, first, last)
+	others := moveKeys("other", 200, last+1, 16383)
+	seedTypes(t, ctx, cc, seeded)
+	seedTypes(t, ctx, cc, others)
+	all := append(slices.Clone(seeded), others...)
+	before := describeAll(t, ctx, cc, all)
+	total := int64(len(all))
+	if n, err := keysTotal(ctx, cc); err != nil || n != total {
+		t.Fatalf("keys over the masters: %d, %v; want %d", n, err, total)
+	}
+
+	// A move cancelled mid-copy.
+	out, code := runKVS(t, clusterWait, "slots", "move", nodes[0].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+	if code != 0 {
+		t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+	}
+	id := moveID(t, out)
+	waitFor(t, "the move's copy to make progress", func() error {
+		m, err := moveStatus(ctx, nodes[1].Addr, id)
+		if err != nil {
+			return err
+		}
+		if m["phase"] != "copying" || m["keys"].(int64) == 0 {
+			return fmt.Errorf("move %d: %v", id, m)
+		}
+		return nil
+	})
+	if out, code := runKVS(t, clusterWait, "slots", "cancel", nodes[2].Addr, strconv.FormatInt(id, 10)); code != 0 {
+		t.Fatalf("kvs slots cancel: exit %d\n%s", code, out)
+	}
+	waitFor(t, "the move to be cancelled", func() error {
+		m, err := moveStatus(ctx, nodes[2].Addr, id)
+		if err != nil {
+			return err
+		}
+		if m["phase"] != "cancelled" {
+			return fmt.Errorf("move %d: %v", id, m)
+		}
+		return nil
+	})
+	waitFor(t, "every node to route the range to group 1", func() error { return slotOwners(nodes, "1", first, last, from) })
+	if after := describeAll(t, ctx, cc, all); !maps.Equal(before, after) {
+		t.Fatalf("keys changed by a cancelled move:\n%s", diffDescribed(before, after))
+	}
+	if n, err := keysTotal(ctx, cc); err != nil || n != total {
+		t.Fatalf("keys over the masters after the cancel: %d, %v; want %d", n, err, total)
+	}
+
+	// The move under load, to its end.
+	load := newMoveLoad()
+	plain := redis.NewClient(&redis.Options{Addr: nodes[2].Addr})
+	defer plain.Close()
+	load.run(ctx, "cluster", cc, moveKeys("ldc", 40, first, last), 1)
+	load.run(ctx, "plain", plain, moveKeys("ldp", 40, first, last), 2)
+	waitFor(t, "the load to write", func() error {
+		if n := load.count(); n < 100 {
+			return fmt.Errorf("%d writes", n)
+		}
+		return nil
+	})
+	out, code = runKVS(t, 3*time.Minute, "slots", "move", "--wait", nodes[1].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+	if code != 0 || !strings.Contains(out, ": done,") {
+		t.Fatalf("kvs slots move --wait: exit %d\n%s", code, out)
+	}
+	t.Logf("kvs slots move --wait:\n%s", out)
+	atDone := load.count()
+	waitFor(t, "the load to write after the move", func() error {
+		if n := load.count(); n < atDone+100 {
+			return fmt.Errorf("%d writes since the move", n-atDone)
+		}
+		return nil
+	})
+	close(load.stop)
+	load.wg.Wait()
+	waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
+	load.check(t, ctx, cc)
+	load.check(t, ctx, plain)
+	if after := describeAll(t, ctx, cc, all); !maps.Equal(before, after) {
+		t.Fatalf("keys changed by the move:\n%s", diffDescribed(before, after))
+	}
+	present := 0
+	for _, v := range load.acked {
+		if v != "" {
+			present++
+		}
+	}
+	want := total + int64(present)
+	waitFor(t, "the keys over the masters to be those there are", func() error {
+		n, err := keysTotal(ctx, cc)
+		if err == nil && n != want {
+			err = fmt.Errorf("%d keys over the masters, want %d", n, want)
+		}
+		return err
+	})
+	out, code = runKVS(t, clusterWait, "slots", "status", nodes[0].Addr)
+	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(out, "cancelled") {
+		t.Errorf("kvs slots status: exit %d\n%s", code, out)
+	}
+}
+
+func diffDescribed(a, b map[string]string) string {
+	var lines []string
+	for k, v := range a {
+		if b[k] != v {
+			lines = append(lines, fmt.Sprintf("%s: %q -> %q", k, v, b[k]))
+		}
+	}
+	slices.Sort(lines)
+	if len(lines) > 10 {
+		lines = append(lines[:10], fmt.Sprintf("... %d in all", len(lines)))
+	}
+	return strings.Join(lines, "\n")
+}
