@@ -33,6 +33,9 @@ type SlotMove struct {
 	Source, Target int
 	Slots          string // "first-last[,first-last...]"
 	Phase          string
+	// Attempts is the copies begun: a copy cut short (its source's leader
+	// lost) starts over.
+	Attempts int64
 	// Keys and Bytes are the keys and bytes copied so far, of TotalKeys
 	// the bulk copy's view held (0 before it was taken).
 	Keys, Bytes, TotalKeys int64
@@ -98,7 +101,7 @@ func runSlotsCmd(c *client, args [][]byte) {
 
 // appendSlotMove appends m as a map of its fields.
 func appendSlotMove(b []byte, m *SlotMove, proto int) []byte {
-	b = appendMapLen(b, 10, proto)
+	b = appendMapLen(b, 11, proto)
 	num := func(name string, v int64) {
 		b = appendBulkString(b, name)
 		b = appendInt(b, v)
@@ -112,6 +115,7 @@ func appendSlotMove(b []byte, m *SlotMove, proto int) []byte {
 	num("target", int64(m.Target))
 	str("slots", m.Slots)
 	str("phase", m.Phase)
+	num("attempts", m.Attempts)
 	num("keys", m.Keys)
 	num("bytes", m.Bytes)
 	num("total_keys", m.TotalKeys)

@@ -291,6 +291,62 @@ func keysTotal(ctx context.Context, cc *redis.ClusterClient) (int64, error) {
 	return total, err
 }
 
+// moveCluster is a three-node cluster of three groups whose slots
+// first..last (of group 1) hold keys of every type, and others beyond.
+type moveCluster struct {
+	nodes  []*Node
+	cc     *redis.ClusterClient
+	ctx    context.Context
+	all    []string          // the keys seeded
+	before map[string]string // described
+	total  int64
+}
+
+func startMoveCluster(t *testing.T, first, last int) *moveCluster {
+	t.Helper()
+	nodes := startCluster(t, 3, "--groups", "3", "--slot-move-rate", "64kb")
+	waitSpread(t, nodes)
+	for _, n := range nodes {
+		waitFor(t, n.Name+" to route by the stored slot map", func() error { return checkSlotMap(n) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16})
+	t.Cleanup(func() { cc.Close() })
+	seeded := moveKeys("mv", 1200, first, last)
+	others := moveKeys("other", 200, last+1, 16383)
+	seedTypes(t, ctx, cc, seeded)
+	seedTypes(t, ctx, cc, others)
+	all := append(slices.Clone(seeded), others...)
+	mc := &moveCluster{nodes: nodes, cc: cc, ctx: ctx, all: all, before: describeAll(t, ctx, cc, all), total: int64(len(all))}
+	if n, err := keysTotal(ctx, cc); err != nil || n != mc.total {
+		t.Fatalf("keys over the masters: %d, %v; want %d", n, err, mc.total)
+	}
+	return mc
+}
+
+// waitMovePhase waits until move id is in phase, as the node at addr
+// lists it, and returns its status.
+func waitMovePhase(t *testing.T, ctx context.Context, addr string, id int64, phase string, progress bool) map[string]any {
+	t.Helper()
+	var m map[string]any
+	waitFor(t, fmt.Sprintf("move %d to be %s", id, phase), func() error {
+		var err error
+		if m, err = moveStatus(ctx, addr, id); err != nil {
+			return err
+		}
+		if m["phase"] != phase || progress && m["keys"].(int64) == 0 {
+			return fmt.Errorf("move %d: %v", id, m)
+		}
+		return nil
+	})
+	return m
+}
+
 // TestSlotMove: three nodes, three groups; slots 0-1999 of group 1 hold
 // keys of every type, some with TTLs. A move of them to group 2 cancelled
 // mid-copy leaves everything at group 1: the slot map's version, every
@@ -304,29 +360,8 @@ func keysTotal(ctx context.Context, cc *redis.ClusterClient) (int64, error) {
 func TestSlotMove(t *testing.T) {
 	t.Parallel()
 	const first, last, from, to = 0, 1999, 1, 2
-	nodes := startCluster(t, 3, "--groups", "3", "--slot-move-rate", "64kb")
-	waitSpread(t, nodes)
-	for _, n := range nodes {
-		waitFor(t, n.Name+" to route by the stored slot map", func() error { return checkSlotMap(n) })
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16})
-	defer cc.Close()
-	seeded := moveKeys("mv", 1200, first, last)
-	others := moveKeys("other", 200, last+1, 16383)
-	seedTypes(t, ctx, cc, seeded)
-	seedTypes(t, ctx, cc, others)
-	all := append(slices.Clone(seeded), others...)
-	before := describeAll(t, ctx, cc, all)
-	total := int64(len(all))
-	if n, err := keysTotal(ctx, cc); err != nil || n != total {
-		t.Fatalf("keys over the masters: %d, %v; want %d", n, err, total)
-	}
+	mc := startMoveCluster(t, first, last)
+	nodes, cc, ctx, all, before, total := mc.nodes, mc.cc, mc.ctx, mc.all, mc.before, mc.total
 
 	// A move cancelled mid-copy.
 	out, code := runKVS(t, clusterWait, "slots", "move", nodes[0].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
@@ -334,29 +369,11 @@ func TestSlotMove(t *testing.T) {
 		t.Fatalf("kvs slots move: exit %d\n%s", code, out)
 	}
 	id := moveID(t, out)
-	waitFor(t, "the move's copy to make progress", func() error {
-		m, err := moveStatus(ctx, nodes[1].Addr, id)
-		if err != nil {
-			return err
-		}
-		if m["phase"] != "copying" || m["keys"].(int64) == 0 {
-			return fmt.Errorf("move %d: %v", id, m)
-		}
-		return nil
-	})
+	waitMovePhase(t, ctx, nodes[1].Addr, id, "copying", true)
 	if out, code := runKVS(t, clusterWait, "slots", "cancel", nodes[2].Addr, strconv.FormatInt(id, 10)); code != 0 {
 		t.Fatalf("kvs slots cancel: exit %d\n%s", code, out)
 	}
-	waitFor(t, "the move to be cancelled", func() error {
-		m, err := moveStatus(ctx, nodes[2].Addr, id)
-		if err != nil {
-			return err
-		}
-		if m["phase"] != "cancelled" {
-			return fmt.Errorf("move %d: %v", id, m)
-		}
-		return nil
-	})
+	waitMovePhase(t, ctx, nodes[2].Addr, id, "cancelled", false)
 	waitFor(t, "every node to route the range to group 1", func() error { return slotOwners(nodes, "1", first, last, from) })
 	if after := describeAll(t, ctx, cc, all); !maps.Equal(before, after) {
 		t.Fatalf("keys changed by a cancelled move:\n%s", diffDescribed(before, after))
@@ -429,4 +446,56 @@ func diffDescribed(a, b map[string]string) string {
 		lines = append(lines[:10], fmt.Sprintf("... %d in all", len(lines)))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestSlotMoveSourceLeaderKilled: the leader of the source group is killed
+// (kill -9) in the middle of a move's copy; the group's new leader resumes
+// the move from its record, to its end, and every key is where and as it
+// was, once, at map version 2, the killed node (started again) included.
+func TestSlotMoveSourceLeaderKilled(t *testing.T) {
+	t.Parallel()
+	const first, last, from, to = 0, 1999, 1, 2
+	mc := startMoveCluster(t, first, last)
+	nodes, cc, ctx := mc.nodes, mc.cc, mc.ctx
+	out, code := runKVS(t, clusterWait, "slots", "move", nodes[0].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+	if code != 0 {
+		t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+	}
+	id := moveID(t, out)
+	waitMovePhase(t, ctx, nodes[0].Addr, id, "copying", true)
+	st, err := kvsStatus(nodes[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *Node
+	for _, n := range nodes {
+		if n.Name == st.groups[from][2] {
+			victim = n
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no node leads group %d: %v", from, st.groups)
+	}
+	victim.Kill()
+	var alive []*Node
+	for _, n := range nodes {
+		if n != victim {
+			alive = append(alive, n)
+		}
+	}
+	m := waitMovePhase(t, ctx, alive[0].Addr, id, "done", false)
+	t.Logf("move %d after %s, group %d's leader, was killed: %v", id, victim.Name, from, m)
+	victim.Start()
+	waitMembers(t, nodes, 3)
+	waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
+	if after := describeAll(t, ctx, cc, mc.all); !maps.Equal(mc.before, after) {
+		t.Fatalf("keys changed by the move:\n%s", diffDescribed(mc.before, after))
+	}
+	waitFor(t, "the keys over the masters to be those there are", func() error {
+		n, err := keysTotal(ctx, cc)
+		if err == nil && n != mc.total {
+			err = fmt.Errorf("%d keys over the masters, want %d", n, mc.total)
+		}
+		return err
+	})
 }

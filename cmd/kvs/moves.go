@@ -269,7 +269,7 @@ func (sm *slotMoves) Moves() ([]server.SlotMove, error) {
 		}
 		out = append(out, server.SlotMove{
 			ID: r.id, Source: int(r.source), Target: int(r.target), Slots: formatRanges(r.ranges),
-			Phase: r.phase, Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate), Note: r.note,
+			Phase: r.phase, Attempts: int64(r.attempt), Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate), Note: r.note,
 		})
 	}
 	slices.Reverse(out)
