@@ -1,0 +1,77 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+type fakeMover struct {
+	moved    []string
+	canceled []uint64
+	err      error
+}
+
+func (f *fakeMover) Move(first, last, target int) (uint64, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	f.moved = append(f.moved, fmt.Sprintf("%d-%d:%d", first, last, target))
+	return uint64(len(f.moved)), nil
+}
+
+func (f *fakeMover) Moves() ([]SlotMove, error) {
+	return []SlotMove{{ID: 3, Source: 1, Target: 2, Slots: "0-99", Phase: "copying", Attempts: 1,
+		Keys: 5, Bytes: 500, TotalKeys: 10, Left: 1500 * time.Millisecond}}, nil
+}
+
+func (f *fakeMover) Cancel(id uint64) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.canceled = append(f.canceled, id)
+	return nil
+}
+
+// TestSlotsCommand: KVS.SLOTS's arguments and replies; a node without a
+// mover (slots not spread over groups) refuses it.
+func TestSlotsCommand(t *testing.T) {
+	fm := &fakeMover{}
+	srv, _ := startSharded(t, 2, func(c *Config) { c.Mover = fm })
+	c := dialRaw(t, srv)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"KVS.SLOTS", "MOVE", "0", "99", "2"}, ":1\r\n"},
+		{[]string{"KVS.SLOTS", "move", "x", "99", "2"}, "-" + errNotInteger + "\r\n"},
+		{[]string{"KVS.SLOTS", "MOVE", "0", "99"}, "-ERR unknown subcommand or wrong number of arguments for 'MOVE'. Try KVS.SLOTS MOVE first last group, KVS.SLOTS STATUS or KVS.SLOTS CANCEL id.\r\n"},
+		{[]string{"KVS.SLOTS", "CANCEL", "7"}, "+OK\r\n"},
+		{[]string{"KVS.SLOTS", "CANCEL", "-1"}, "-" + errNotInteger + "\r\n"},
+		{[]string{"KVS.SLOTS", "STATUS"}, "*1\r\n*22\r\n" + bulk("id") + ":3\r\n" + bulk("source") + ":1\r\n" +
+			bulk("target") + ":2\r\n" + bulk("slots") + bulk("0-99") + bulk("phase") + bulk("copying") +
+			bulk("attempts") + ":1\r\n" + bulk("keys") + ":5\r\n" + bulk("bytes") + ":500\r\n" +
+			bulk("total_keys") + ":10\r\n" + bulk("left_ms") + ":1500\r\n" + bulk("note") + bulk("")},
+		{[]string{"KVS.SLOTS"}, "-ERR wrong number of arguments for 'kvs.slots' command\r\n"},
+	} {
+		if got := c.do(tc.args...); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if fmt.Sprint(fm.moved, fm.canceled) != "[0-99:2] [7]" {
+		t.Errorf("the mover saw %v %v", fm.moved, fm.canceled)
+	}
+	fm.err = errors.New("no data group 9: the cluster's are 1 to 3")
+	if got := c.do("KVS.SLOTS", "MOVE", "0", "1", "9"); got != "-ERR no data group 9: the cluster's are 1 to 3\r\n" {
+		t.Errorf("a refused move: %q", got)
+	}
+	fm.err = fmt.Errorf("%w", ErrNoLeader)
+	if got := c.do("KVS.SLOTS", "CANCEL", "1"); got != "-"+errNoLeader+"\r\n" {
+		t.Errorf("a cancel without a meta leader: %q", got)
+	}
+	plain := dialRaw(t, startServer(t, Config{}))
+	if got := plain.do("KVS.SLOTS", "STATUS"); got != "-"+errNoMover+"\r\n" {
+		t.Errorf("KVS.SLOTS without groups: %q", got)
+	}
+}
