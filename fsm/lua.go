@@ -59,7 +59,12 @@ type ParseContext struct {
 	// starts: it marks that the script has called a write (Redis's
 	// SCRIPT_WRITE_DIRTY), after which no call is refused for either.
 	OOM, NoReplicas, Dirty bool
-	Scratch                any
+	// SlotsTold: the store has been told which slots it owns (slots.go),
+	// and refuses the calls on keys of the others itself, by the slots it
+	// owns at this entry: a parser must not refuse them by a slot map of
+	// its own, which moves of slots make wrong.
+	SlotsTold bool
+	Scratch   any
 }
 
 // SetCommandParser installs the parser redis.call uses. Without one,
@@ -151,6 +156,7 @@ func (r *scriptRun) ACLCheck(args [][]byte) (bool, string) {
 	}
 	r.pc.Now, r.pc.Rand, r.pc.ReadOnly = r.now, r.rnd, r.readOnly
 	r.pc.User, r.pc.CheckOnly = r.who.user, true
+	r.pc.SlotsTold = s.slots != nil
 	r.pc.ACL = r.who.table(s)
 	_, rep, _ := s.parser(&r.pc, args)
 	r.pc.CheckOnly = false
@@ -168,6 +174,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	run.pc.Now, run.pc.Rand, run.pc.ReadOnly = run.now, run.rnd, run.readOnly
 	run.pc.User, run.pc.CheckOnly = run.who.user, false
 	run.pc.OOM, run.pc.NoReplicas = run.oom, run.noReplicas
+	run.pc.SlotsTold = s.slots != nil
 	if run.who.user != "" {
 		run.pc.ACL = run.who.table(s)
 	}

@@ -352,7 +352,10 @@ const errScriptNonLocal = "ERR Script attempted to access a non local key in a c
 // map the cluster was made with (router.startSlots), not the one in force,
 // which a replica applying this entry, or replaying it, may have at
 // another version: the refusal is the same everywhere and at every
-// replay.
+// replay. Once a move of slots has told the store which slots it owns
+// (ParseContext.SlotsTold), the store refuses such calls itself, by the
+// slots it owns at the entry, and the map the cluster was made with is no
+// longer the truth.
 func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
 	fail := func(text string) (fsm.Command, fsm.Reply, bool) {
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyError, Str: text}, true
@@ -399,8 +402,9 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	if spec.flags&flagWrite != 0 {
 		p.Dirty = true
 	}
-	// Last, as Redis's scriptVerifyClusterState.
-	if s.router.sharded() {
+	// Last, as Redis's scriptVerifyClusterState. A store told its slots
+	// refuses the others' keys itself, by what it owns at this entry.
+	if s.router.sharded() && !p.SlotsTold {
 		if slot, ok := commandSlot(spec, args, &sc.c.slotKeys); !ok || (slot != noSlot && int(s.router.startSlots[slot]) != g) {
 			return fail(errScriptNonLocal)
 		}

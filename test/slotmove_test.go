@@ -428,6 +428,15 @@ func TestSlotMove(t *testing.T) {
 		}
 		return err
 	})
+	// A script on a moved key runs in the group it moved to, whose
+	// store judges its calls by the slots it owns now.
+	k := all[0]
+	if err := cc.Eval(ctx, "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])", []string{k}, "scripted").Err(); err != nil {
+		t.Errorf("EVAL on moved key %s: %v", k, err)
+	}
+	if v, err := plain.Get(ctx, k).Result(); err != nil || v != "scripted" {
+		t.Errorf("GET %s after the script: %q, %v", k, v, err)
+	}
 	out, code = runKVS(t, clusterWait, "slots", "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(out, "cancelled") {
 		t.Errorf("kvs slots status: exit %d\n%s", code, out)
