@@ -58,6 +58,11 @@ func slotsMoveCmd(args []string, stdout, stderr io.Writer) int {
 		defer c.Close()
 		var err error
 		id, err = c.Do(ctx, "KVS.SLOTS", "MOVE", first, last, fs.Arg(2)).Int64()
+		if err != nil && strings.HasPrefix(err.Error(), "UNCERTAIN") {
+			// Not asked again: a second move of the same slots would be
+			// recorded if the first was.
+			return fmt.Errorf("the move may or may not have been recorded (kvs slots status lists it if it was): %v", err)
+		}
 		return err
 	})
 	if err != nil {
