@@ -190,6 +190,9 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 			add("kvs_forwarded_commands", s.stats.forwarded.Load())
 			add("kvs_forwards_relayed_unapplied", s.stats.staleForwards.Load())
 			add("kvs_replica_reads_unsynced", s.stats.unsyncedReplicaReads.Load())
+			if s.router.sharded() {
+				add("kvs_commands_rerouted", s.stats.rerouted.Load())
+			}
 		}
 	case "commandstats":
 		fs = s.commandStatsInfo()

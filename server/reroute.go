@@ -70,6 +70,7 @@ func (c *client) reroute(from *groupRef, cmd fsm.Command, slot int, refusal fsm.
 			}
 			continue
 		}
+		s.stats.rerouted.Add(1)
 		if c.readonly && !c.peer && !g.leads() {
 			return fsm.Reply{Kind: fsm.ReplyError, Str: s.movedTo(g, slot)}
 		}

@@ -22,6 +22,9 @@ type stats struct {
 	// leader's index (route.go, replicasync.go).
 	staleForwards        atomic.Int64
 	unsyncedReplicaReads atomic.Int64
+	// rerouted counts commands a slot move refused that were sent again
+	// to the slot's new group (reroute.go).
+	rerouted atomic.Int64
 	// outputLimitKills counts clients closed for their output buffer
 	// (INFO's client_output_buffer_limit_disconnections, as Redis 7.4
 	// names it; pubsub.go, outbuf.go).
@@ -57,6 +60,7 @@ func (st *stats) reset() {
 	st.forwarded.Store(0)
 	st.staleForwards.Store(0)
 	st.unsyncedReplicaReads.Store(0)
+	st.rerouted.Store(0)
 	st.outputLimitKills.Store(0)
 	st.queryLimitKills.Store(0)
 	st.evictedKeys.Store(0)

@@ -153,13 +153,14 @@ type moveLoad struct {
 	acked map[string]string
 	maybe map[string][]string
 	n     int
+	errs  map[string]int // the errors writes got, by their first word
 	bad   []string
 	stop  chan struct{}
 	wg    sync.WaitGroup
 }
 
 func newMoveLoad() *moveLoad {
-	return &moveLoad{acked: map[string]string{}, maybe: map[string][]string{}, stop: make(chan struct{})}
+	return &moveLoad{acked: map[string]string{}, maybe: map[string][]string{}, errs: map[string]int{}, stop: make(chan struct{})}
 }
 
 func (l *moveLoad) count() int {
@@ -192,6 +193,8 @@ func (l *moveLoad) run(ctx context.Context, name string, c redis.Cmdable, keys [
 			}
 			l.mu.Lock()
 			if err != nil {
+				word, _, _ := strings.Cut(err.Error(), " ")
+				l.errs[word]++
 				l.maybe[k] = append(l.maybe[k], val)
 				l.mu.Unlock()
 				continue
@@ -408,6 +411,19 @@ func TestSlotMove(t *testing.T) {
 	})
 	close(load.stop)
 	load.wg.Wait()
+	rerouted := 0
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		info, err := c.Info(ctx, "stats").Result()
+		c.Close()
+		if err == nil {
+			_, v, _ := strings.Cut(info, "kvs_commands_rerouted:")
+			v, _, _ = strings.Cut(v, "\r\n")
+			k, _ := strconv.Atoi(v)
+			rerouted += k
+		}
+	}
+	t.Logf("%d writes acknowledged, errors by kind: %v; commands rerouted: %d", load.count(), load.errs, rerouted)
 	waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
 	load.check(t, ctx, cc)
 	load.check(t, ctx, plain)
