@@ -25,6 +25,10 @@ import (
 // move its slot: about the write pause of a hand-over.
 const rerouteWait = time.Second
 
+// fenceRetry is how often a write to a fenced slot is tried again on its
+// group while the map has not moved the slot.
+const fenceRetry = 100 * time.Millisecond
+
 // errSlotUnknown answers a command on a slot its group gave up while this
 // node's slot map does not name the new group yet.
 func errSlotUnknown(slot int) string {
@@ -62,15 +66,26 @@ func (c *client) reroute(from *groupRef, cmd fsm.Command, slot int, refusal fsm.
 		m := s.router.slotMap()
 		g := s.router.groupIn(m, slot)
 		if g.index == from.index {
-			if !s.router.waitSlotMap(m, deadline) {
-				if _, moving := fsm.SlotMoving(refusal); moving {
+			// A fenced slot's write is tried again now and then: a move
+			// cancelled lifts the fence without a new map.
+			_, moving := fsm.SlotMoving(refusal)
+			until := deadline
+			if next := time.Now().Add(fenceRetry); moving && next.Before(deadline) {
+				until = next
+			}
+			if s.router.waitSlotMap(m, until) {
+				continue
+			}
+			if time.Now().After(deadline) {
+				if moving {
 					return refusal // the fsm's own TRYAGAIN
 				}
 				return fsm.Reply{Kind: fsm.ReplyError, Str: errSlotUnknown(slot)}
 			}
-			continue
 		}
-		s.stats.rerouted.Add(1)
+		if g.index != from.index {
+			s.stats.rerouted.Add(1)
+		}
 		if c.readonly && !c.peer && !g.leads() {
 			return fsm.Reply{Kind: fsm.ReplyError, Str: s.movedTo(g, slot)}
 		}
