@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -473,54 +474,110 @@ func diffDescribed(a, b map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestSlotMoveSourceLeaderKilled: the leader of the source group is killed
-// (kill -9) in the middle of a move's copy; the group's new leader resumes
-// the move from its record, to its end, and every key is where and as it
-// was, once, at map version 2, the killed node (started again) included.
-func TestSlotMoveSourceLeaderKilled(t *testing.T) {
+// TestSlotMoveFaults: in the middle of a move's copy, under a
+// ClusterClient's writes, deletes and reads of the moving slots, the
+// leader of the source group, of the target group or of the meta group is
+// killed (kill -9), or the source group's leader is paused (SIGSTOP) until
+// its next leader has started the copy over, and then woken, still
+// believing it leads. The move goes on to its end from its record: every
+// acknowledged write is there, every key seeded as it was, once, and
+// every node, the one killed started again, routes the slots to the
+// target at map version 2.
+func TestSlotMoveFaults(t *testing.T) {
 	t.Parallel()
 	const first, last, from, to = 0, 1999, 1, 2
-	mc := startMoveCluster(t, first, last)
-	nodes, cc, ctx := mc.nodes, mc.cc, mc.ctx
-	out, code := runKVS(t, clusterWait, "slots", "move", nodes[0].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
-	if code != 0 {
-		t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+	for _, tc := range []struct {
+		name  string
+		group int // whose leader
+		pause bool
+	}{
+		{"source leader killed", from, false},
+		{"target leader killed", to, false},
+		{"meta leader killed", 0, false},
+		{"source leader paused", from, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc := startMoveCluster(t, first, last)
+			nodes, cc, ctx := mc.nodes, mc.cc, mc.ctx
+			st, err := kvsStatus(nodes[0].Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var victim *Node
+			var alive []*Node
+			for _, n := range nodes {
+				if n.Name == st.groups[tc.group][2] {
+					victim = n
+				} else {
+					alive = append(alive, n)
+				}
+			}
+			if victim == nil {
+				t.Fatalf("no node leads group %d: %v", tc.group, st.groups)
+			}
+			load := newMoveLoad()
+			load.run(ctx, "cluster", cc, moveKeys("ldc", 40, first, last), 1)
+			out, code := runKVS(t, clusterWait, "slots", "move", alive[0].Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+			if code != 0 {
+				t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+			}
+			id := moveID(t, out)
+			waitMovePhase(t, ctx, alive[0].Addr, id, "copying", true)
+			if tc.pause {
+				if err := sendSignal(victim, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, "the source group's next leader to start the copy over", func() error {
+					m, err := moveStatus(ctx, alive[0].Addr, id)
+					if err != nil {
+						return err
+					}
+					if m["attempts"].(int64) < 2 && m["phase"] != "done" {
+						return fmt.Errorf("move %d: %v", id, m)
+					}
+					return nil
+				})
+				if err := sendSignal(victim, syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				victim.Kill()
+			}
+			m := waitMovePhase(t, ctx, alive[0].Addr, id, "done", false)
+			t.Logf("move %d: %v", id, m)
+			if !tc.pause {
+				victim.Start()
+			}
+			waitMembers(t, nodes, 3)
+			atDone := load.count()
+			waitFor(t, "the load to write after the move", func() error {
+				if n := load.count(); n < atDone+50 {
+					return fmt.Errorf("%d writes since the move", n-atDone)
+				}
+				return nil
+			})
+			close(load.stop)
+			load.wg.Wait()
+			t.Logf("%d writes acknowledged, errors by kind: %v", load.count(), load.errs)
+			waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
+			load.check(t, ctx, cc)
+			if after := describeAll(t, ctx, cc, mc.all); !maps.Equal(mc.before, after) {
+				t.Fatalf("keys changed by the move:\n%s", diffDescribed(mc.before, after))
+			}
+			present := 0
+			for _, v := range load.acked {
+				if v != "" {
+					present++
+				}
+			}
+			want := mc.total + int64(present)
+			waitFor(t, "the keys over the masters to be those there are", func() error {
+				n, err := keysTotal(ctx, cc)
+				if err == nil && n != want {
+					err = fmt.Errorf("%d keys over the masters, want %d", n, want)
+				}
+				return err
+			})
+		})
 	}
-	id := moveID(t, out)
-	waitMovePhase(t, ctx, nodes[0].Addr, id, "copying", true)
-	st, err := kvsStatus(nodes[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim *Node
-	for _, n := range nodes {
-		if n.Name == st.groups[from][2] {
-			victim = n
-		}
-	}
-	if victim == nil {
-		t.Fatalf("no node leads group %d: %v", from, st.groups)
-	}
-	victim.Kill()
-	var alive []*Node
-	for _, n := range nodes {
-		if n != victim {
-			alive = append(alive, n)
-		}
-	}
-	m := waitMovePhase(t, ctx, alive[0].Addr, id, "done", false)
-	t.Logf("move %d after %s, group %d's leader, was killed: %v", id, victim.Name, from, m)
-	victim.Start()
-	waitMembers(t, nodes, 3)
-	waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
-	if after := describeAll(t, ctx, cc, mc.all); !maps.Equal(mc.before, after) {
-		t.Fatalf("keys changed by the move:\n%s", diffDescribed(mc.before, after))
-	}
-	waitFor(t, "the keys over the masters to be those there are", func() error {
-		n, err := keysTotal(ctx, cc)
-		if err == nil && n != mc.total {
-			err = fmt.Errorf("%d keys over the masters, want %d", n, mc.total)
-		}
-		return err
-	})
 }

@@ -264,9 +264,9 @@ func (d *moveDriver) chunkBytes() int {
 // than the drains the set never empties, and the fence stops them.
 const maxDrainRounds = 8
 
-// copy runs one attempt of the copy: it retires the attempt before, stages
-// the source's view of the slots on the target under the new attempt's
-// id, then the drains, fences the source once a drain left nothing (or
+// copy runs one attempt of the copy: it retires the attempt before, then
+// (under the new attempt's id on the target) stages the source's view of
+// the slots, then the drains, fences the source once a drain left nothing (or
 // after maxDrainRounds), drains until nothing is left, and writes the
 // record at activated. A cancel meanwhile ends it with the record changed.
 func (d *moveDriver) copy(r moveRecord) error {
@@ -289,12 +289,15 @@ func (d *moveDriver) copy(r moveRecord) error {
 		}
 		return ok, err
 	}
+	// The attempt before is retired first, and only then the new one
+	// written: every attempt below the record's is retired, however many
+	// times this fails halfway.
+	if err := d.retire(r, r.attempt); err != nil {
+		return err
+	}
 	r.attempt, r.keys, r.bytes, r.total = r.attempt+1, 0, 0, 0
 	if ok, err := save(r); err != nil || !ok {
 		return err // read again
-	}
-	if err := d.retire(r, r.attempt-1); err != nil {
-		return err
 	}
 	g := d.node.Group(r.source)
 	if g == nil {
