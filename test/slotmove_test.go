@@ -477,9 +477,9 @@ func diffDescribed(a, b map[string]string) string {
 // TestSlotMoveFaults: in the middle of a move's copy, under a
 // ClusterClient's writes, deletes and reads of the moving slots, the
 // leader of the source group, of the target group or of the meta group is
-// killed (kill -9), or the source group's leader is paused (SIGSTOP) until
-// its next leader has started the copy over, and then woken, still
-// believing it leads. The move goes on to its end from its record: every
+// killed (kill -9), or paused (SIGSTOP) until the group has another
+// leader (the source group's: until its next leader has started the copy
+// over) and then woken, still believing it leads. The move goes on to its end from its record: every
 // acknowledged write is there, every key seeded as it was, once, and
 // every node, the one killed started again, routes the slots to the
 // target at map version 2.
@@ -495,6 +495,8 @@ func TestSlotMoveFaults(t *testing.T) {
 		{"target leader killed", to, false},
 		{"meta leader killed", 0, false},
 		{"source leader paused", from, true},
+		{"target leader paused", to, true},
+		{"meta leader paused", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := startMoveCluster(t, first, last)
@@ -527,16 +529,28 @@ func TestSlotMoveFaults(t *testing.T) {
 				if err := sendSignal(victim, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, "the source group's next leader to start the copy over", func() error {
-					m, err := moveStatus(ctx, alive[0].Addr, id)
+				waitFor(t, fmt.Sprintf("group %d to elect another leader", tc.group), func() error {
+					st, err := kvsStatus(alive[0].Addr)
 					if err != nil {
 						return err
 					}
-					if m["attempts"].(int64) < 2 && m["phase"] != "done" {
-						return fmt.Errorf("move %d: %v", id, m)
+					if l := st.groups[tc.group][2]; l == "" || l == victim.Name {
+						return fmt.Errorf("group %d's leader: %q", tc.group, l)
 					}
 					return nil
 				})
+				if tc.group == from {
+					waitFor(t, "the source group's next leader to start the copy over", func() error {
+						m, err := moveStatus(ctx, alive[0].Addr, id)
+						if err != nil {
+							return err
+						}
+						if m["attempts"].(int64) < 2 && m["phase"] != "done" {
+							return fmt.Errorf("move %d: %v", id, m)
+						}
+						return nil
+					})
+				}
 				if err := sendSignal(victim, syscall.SIGCONT); err != nil {
 					t.Fatal(err)
 				}
