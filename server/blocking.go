@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -381,6 +382,23 @@ func (br *blockRegistry) signalLocked(keys []string) {
 	}
 }
 
+// signalMoved wakes the first waiter of each key whose slot moved says has
+// moved to another group: its pop is tried again, and, refused by the
+// group that gave the slot up, blocks on the new one (executeBlocking).
+// Those behind it are woken in turn, as for any signal.
+func (br *blockRegistry) signalMoved(moved func(slot int) bool) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	var keys []string
+	for k := range br.keys {
+		if moved(fsm.KeySlot(k)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	br.signalLocked(keys)
+}
+
 // startServiceLocked numbers k's service after every other.
 func (br *blockRegistry) startServiceLocked(k string) {
 	if br.serving == nil {
@@ -675,6 +693,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			c.finishBlocking(&fsm.Reply{Kind: fsm.ReplyError, Str: errProposal(err, true)}, "")
 			return true
 		case r.Kind == fsm.ReplyError:
+			if c.movedBlocking(b, &r) {
+				continue // blocks on the slot's new group
+			}
 			// Nothing was taken from b.key: its next waiter may be served.
 			c.finishBlocking(&r, b.key)
 			return true
@@ -684,6 +705,30 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 		}
 		b.waiting, b.emptied = true, b.key
 	}
+}
+
+// movedBlocking handles a pop refused because its group gave the slot up
+// in a move of slots: when this node holds a replica of the slot's new
+// group, the client blocks on that one (it reports true, and the pop is
+// tried there); otherwise *r becomes MOVED to its leader, as for any
+// blocking command on a group held elsewhere, or a TRYAGAIN error while
+// this node's map does not name the new group yet.
+func (c *client) movedBlocking(b *blockState, r *fsm.Reply) bool {
+	slot, ok := fsm.SlotNotOwned(*r)
+	if !ok || !c.s.router.sharded() {
+		return false
+	}
+	g := c.s.router.groupOf(slot)
+	switch {
+	case g.index == b.grp.index:
+		r.Str = errSlotUnknown(slot)
+	case g.remote():
+		r.Str = c.s.movedTo(g, slot)
+	default:
+		b.grp = g
+		return true
+	}
+	return false
 }
 
 // tryPop runs b.cmd through the write path. ok is false while the answer

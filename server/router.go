@@ -235,6 +235,7 @@ func (s *Server) SetSlotMap(version uint64, table []uint16) error {
 			return nil
 		}
 		if r.slots.CompareAndSwap(cur, next) {
+			s.blocked.signalMoved(func(slot int) bool { return cur.slots[slot] != next.slots[slot] })
 			r.mapMu.Lock()
 			if r.mapChanged != nil {
 				close(r.mapChanged)

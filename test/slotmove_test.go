@@ -386,10 +386,31 @@ func TestSlotMove(t *testing.T) {
 		t.Fatalf("keys over the masters after the cancel: %d, %v; want %d", n, err, total)
 	}
 
-	// The move under load, to its end.
+	// The move under load, to its end, with a client blocked on a key of
+	// the slots (BLPOP with no timeout) from before it.
 	load := newMoveLoad()
 	plain := redis.NewClient(&redis.Options{Addr: nodes[2].Addr})
 	defer plain.Close()
+	blockedKey := moveKeys("blocked", 1, first, last)[0]
+	popped := make(chan []string, 1)
+	blocker := redis.NewClient(&redis.Options{Addr: nodes[0].Addr, MaxRetries: -1, ReadTimeout: -1})
+	defer blocker.Close()
+	go func() {
+		v, err := blocker.BLPop(ctx, 0, blockedKey).Result()
+		if err != nil {
+			v = []string{"error", err.Error()}
+		}
+		popped <- v
+	}()
+	probe := redis.NewClient(&redis.Options{Addr: nodes[0].Addr})
+	defer probe.Close()
+	waitFor(t, "the client to block", func() error {
+		info, err := probe.Info(ctx, "clients").Result()
+		if err == nil && !strings.Contains(info, "blocked_clients:1") {
+			err = errors.New("no client blocked")
+		}
+		return err
+	})
 	load.run(ctx, "cluster", cc, moveKeys("ldc", 40, first, last), 1)
 	load.run(ctx, "plain", plain, moveKeys("ldp", 40, first, last), 2)
 	waitFor(t, "the load to write", func() error {
@@ -445,6 +466,20 @@ func TestSlotMove(t *testing.T) {
 		}
 		return err
 	})
+	// The client blocked from before the move is served by the group the
+	// key moved to.
+	if err := cc.RPush(ctx, blockedKey, "pushed").Err(); err != nil {
+		t.Fatalf("RPUSH %s: %v", blockedKey, err)
+	}
+	select {
+	case v := <-popped:
+		if !slices.Equal(v, []string{blockedKey, "pushed"}) {
+			t.Errorf("BLPOP blocked from before the move: %q", v)
+		}
+	case <-time.After(clusterWait):
+		t.Errorf("BLPOP blocked from before the move was not served by the key's new group")
+	}
+
 	// A script on a moved key runs in the group it moved to, whose
 	// store judges its calls by the slots it owns now.
 	k := all[0]
