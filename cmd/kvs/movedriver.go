@@ -22,12 +22,13 @@ import (
 // target stages the bulk copy's view and then the drains after it, in
 // the order the source took them; it activates only after the source's
 // fence and a drain that left nothing, the source releases only after the
-// activation, and the map names the target only after the release. Each step is proposed again when a
-// leader resumes, so each is one the fsm takes twice alike (a repeated
-// begin, fence, activate, release or cancel), except the copy: a copy
-// resumed starts over under a new attempt, whose id on the target is new,
-// after retiring the attempts before (retire), so that a chunk a deposed
-// leader still sends for an old attempt is refused.
+// activation, and the map names the target only after the release. Each
+// step is proposed again when a leader resumes, so each is one the fsm
+// takes twice alike (a repeated begin, fence, activate, release or
+// cancel), except the copy: a copy resumed starts over under a new
+// attempt, whose id on the target is new, after retiring the attempts
+// before (retire), so that a chunk a deposed leader still sends for an
+// old attempt is refused.
 type moveDriver struct {
 	gm     *groupsMeta
 	node   *group.Node
@@ -118,7 +119,12 @@ func (d *moveDriver) advance(r, next moveRecord) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return casDone(rs[0]), nil
+	ok := casDone(rs[0])
+	if ok && (next.phase != r.phase || next.attempt != r.attempt) {
+		d.logger.Info("slot move", "move", r.id, "phase", next.phase, "attempt", next.attempt,
+			"slots", formatRanges(r.ranges), "from", r.source, "to", r.target)
+	}
+	return ok, nil
 }
 
 // drive takes move id through its phases until it is finished. Each
@@ -190,7 +196,8 @@ type stepError string
 
 func (e stepError) Error() string { return string(e) }
 
-// the fsm's replies a repeated step may get (fsm/reply.go).
+// isReply reports whether err is a step's error reply of format (one of
+// fsm/reply.go's): what a step repeated by a resuming leader may get.
 func isReply(err error, format string) bool {
 	var se stepError
 	if !errors.As(err, &se) {
