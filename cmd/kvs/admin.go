@@ -286,6 +286,9 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	printStatus(ctx, stdout, st)
+	if st.get("slot_map_version") != "" {
+		printMovesInFlight(stdout, fs.Arg(0))
+	}
 	return 0
 }
 

@@ -252,3 +252,23 @@ func slotsCancelCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "move %s: rolling back (kvs slots status shows when it is cancelled)\n", fs.Arg(1))
 	return 0
 }
+
+// printMovesInFlight lists, for kvs status, the moves of slots not over,
+// if the node at addr tells them.
+func printMovesInFlight(w io.Writer, addr string) {
+	ms, err := fetchMoves(addr)
+	if err != nil {
+		return
+	}
+	first := true
+	for _, m := range ms {
+		if m.phase == phaseDone || m.phase == phaseCancelled {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nslot moves in flight:")
+			first = false
+		}
+		fmt.Fprintln(w, "  "+moveLine(m))
+	}
+}
