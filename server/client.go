@@ -630,7 +630,7 @@ func (c *client) readLocal(fc fsm.Command) {
 		return
 	}
 	if r.Kind == fsm.ReplyError && c.s.router.sharded() {
-		c.readRefused(&r)
+		c.readRefused(fc.Op, &r)
 	}
 	if c.errIfFound != "" {
 		if r.Kind == fsm.ReplyBulk {

@@ -21,6 +21,17 @@ import (
 // executed there, forwarded to its leader. What is still refused when the
 // wait is over is answered with a TRYAGAIN error, which clients retry.
 
+// scriptOp reports whether op runs a script, whose reply may be any error
+// its author wrote, a refusal's text too: a script's refusal is not told
+// from its run, so it is answered as it is and never sent again.
+func scriptOp(op fsm.Op) bool {
+	switch op {
+	case fsm.OpEval, fsm.OpEvalRO, fsm.OpFCall, fsm.OpFCallRO:
+		return true
+	}
+	return false
+}
+
 // rerouteWait bounds how long a refused command waits for the slot map to
 // move its slot: about the write pause of a hand-over.
 const rerouteWait = time.Second
@@ -41,6 +52,9 @@ func errSlotUnknown(slot int) string {
 func (c *client) rerouteRefused(replies []fsm.Reply) []fsm.Reply {
 	copied := false
 	for i := range replies {
+		if scriptOp(c.batch[i].Op) {
+			continue
+		}
 		slot, ok := fsm.SlotMoving(replies[i])
 		if !ok {
 			if slot, ok = fsm.SlotNotOwned(replies[i]); !ok {
@@ -147,9 +161,9 @@ func (r *router) waitSlotMap(m *slotMap, deadline time.Time) bool {
 // group by the map in force, for a cluster-aware client, or a TRYAGAIN
 // error, which clients retry; a read runs on the event loop, which must
 // not wait for the map.
-func (c *client) readRefused(r *fsm.Reply) {
+func (c *client) readRefused(op fsm.Op, r *fsm.Reply) {
 	slot, ok := fsm.SlotNotOwned(*r)
-	if !ok {
+	if !ok || scriptOp(op) {
 		return
 	}
 	if g := c.s.router.groupOf(slot); g.index != c.grp.index && c.readonly && !g.leads() {
