@@ -105,7 +105,14 @@
 //     writes). The leader executes a forwarded batch itself and never
 //     forwards it again.
 //
-// Server.Propose routes the same way, for the wiring's own writes.
+// Server.Propose routes the same way, for the wiring's own writes, and
+// Server.ProposeGroup for another group's (a move of slots' steps).
+//
+// While slots move between groups (KVS.SLOTS, slotmoves.go; the moves
+// themselves are cmd/kvs's), a group's store refuses a write to a slot it
+// has fenced and any command on a slot it gave up, whole and before it
+// runs; such a command, which changed nothing, is sent again to the
+// slot's group once this node's slot map names it (reroute.go).
 //
 // Reads are answered from the node's store, possibly stale on a follower
 // for writes other connections made. A READONLY connection's reads on a
