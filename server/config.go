@@ -19,6 +19,7 @@ const (
 	DefaultQueryBufferLimit = 1 << 30
 	DefaultRedisVersion     = "7.2.4"
 	DefaultForwardTimeout   = 10 * time.Second
+	DefaultRerouteWait      = time.Second
 )
 
 // Config configures a Server. The zero value of every field is usable except
@@ -110,6 +111,12 @@ type Config struct {
 	// (forwarded batch, relayed admin command), and the leader's read
 	// barrier and membership changes. Zero: DefaultForwardTimeout (10 s).
 	ForwardTimeout time.Duration
+
+	// RerouteWait bounds how long a command a move of slots refused
+	// waits for this node's slot map to name the slot's new group before
+	// it is answered TRYAGAIN (reroute.go): about the write pause of a
+	// move's hand-over. Zero: DefaultRerouteWait (1 s).
+	RerouteWait time.Duration
 
 	// MaxClients caps connected clients; a client beyond it is told
 	// "-ERR max number of clients reached" and closed. Zero: DefaultMaxClients.
@@ -242,6 +249,9 @@ func (c *Config) Validate() error {
 	if c.ForwardTimeout < 0 {
 		return fmt.Errorf("server: ForwardTimeout %v is negative", c.ForwardTimeout)
 	}
+	if c.RerouteWait < 0 {
+		return fmt.Errorf("server: RerouteWait %v is negative", c.RerouteWait)
+	}
 	if c.MaxMemory < 0 {
 		return fmt.Errorf("server: MaxMemory %d is negative", c.MaxMemory)
 	}
@@ -299,6 +309,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClientQueryBufferLimit == 0 {
 		c.ClientQueryBufferLimit = DefaultQueryBufferLimit
+	}
+	if c.RerouteWait == 0 {
+		c.RerouteWait = DefaultRerouteWait
 	}
 	if c.ForwardTimeout == 0 {
 		c.ForwardTimeout = DefaultForwardTimeout

@@ -32,10 +32,6 @@ func scriptOp(op fsm.Op) bool {
 	return false
 }
 
-// rerouteWait bounds how long a refused command waits for the slot map to
-// move its slot: about the write pause of a hand-over.
-const rerouteWait = time.Second
-
 // fenceRetry is how often a write to a fenced slot is tried again on its
 // group while the map has not moved the slot.
 const fenceRetry = 100 * time.Millisecond
@@ -71,11 +67,11 @@ func (c *client) rerouteRefused(replies []fsm.Reply) []fsm.Reply {
 }
 
 // reroute sends cmd, refused by group from for a move of slot, to the
-// slot's group by the map in force, waiting up to rerouteWait for the map
+// slot's group by the map in force, waiting up to Config.RerouteWait for the map
 // to move it, and returns the reply.
 func (c *client) reroute(from *groupRef, cmd fsm.Command, slot int, refusal fsm.Reply) fsm.Reply {
 	s := c.s
-	deadline := time.Now().Add(rerouteWait)
+	deadline := time.Now().Add(s.cfg.RerouteWait)
 	for {
 		m := s.router.slotMap()
 		g := s.router.groupIn(m, slot)

@@ -3,17 +3,21 @@ package server
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
 
 type fakeMover struct {
+	mu       sync.Mutex // the server calls it from connections' goroutines
 	moved    []string
 	canceled []uint64
 	err      error
 }
 
 func (f *fakeMover) Move(first, last, target int) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return 0, f.err
 	}
@@ -27,6 +31,8 @@ func (f *fakeMover) Moves() ([]SlotMove, error) {
 }
 
 func (f *fakeMover) Cancel(id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return f.err
 	}
@@ -59,14 +65,18 @@ func TestSlotsCommand(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
 		}
 	}
+	fm.mu.Lock()
 	if fmt.Sprint(fm.moved, fm.canceled) != "[0-99:2] [7]" {
 		t.Errorf("the mover saw %v %v", fm.moved, fm.canceled)
 	}
 	fm.err = errors.New("no data group 9: the cluster's are 1 to 3")
+	fm.mu.Unlock()
 	if got := c.do("KVS.SLOTS", "MOVE", "0", "1", "9"); got != "-ERR no data group 9: the cluster's are 1 to 3\r\n" {
 		t.Errorf("a refused move: %q", got)
 	}
+	fm.mu.Lock()
 	fm.err = fmt.Errorf("%w", ErrNoLeader)
+	fm.mu.Unlock()
 	if got := c.do("KVS.SLOTS", "CANCEL", "1"); got != "-"+errNoLeader+"\r\n" {
 		t.Errorf("a cancel without a meta leader: %q", got)
 	}
