@@ -101,6 +101,13 @@ func (s *Store) snapshotLocked() *Snapshot {
 // Index returns the AppliedIndex the snapshot was taken at.
 func (sn *Snapshot) Index() uint64 { return sn.index }
 
+// MovesInFlight reports whether the snapshot holds a move of slots in
+// flight, out or in: restored beside other groups' snapshots, taken at
+// other moments, it would hold half a move.
+func (sn *Snapshot) MovesInFlight() bool {
+	return sn.slots != nil && (len(sn.slots.out) > 0 || len(sn.slots.in) > 0)
+}
+
 // Len returns the number of keys in the snapshot, expired or not.
 func (sn *Snapshot) Len() int {
 	if sn.keys == nil {

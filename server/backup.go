@@ -110,6 +110,11 @@ func (s *Server) backupMode() backup.Mode {
 
 // runBackup answers KVS.BACKUP [GROUPS id [id ...]]: see the top of this
 // file.
+// errBackupMoving refuses a backup of a group with a move of slots in
+// flight: each group's snapshot is of its own moment, and a move is
+// steps in two groups' logs.
+const errBackupMoving = "ERR backup: slots are moving between groups (kvs slots status): back up once the move is over"
+
 func runBackup(c *client, args [][]byte) {
 	s := c.s
 	want, errText := s.backupGroups(args[1:])
@@ -150,6 +155,11 @@ func runBackup(c *client, args [][]byte) {
 		}
 		ids = append(ids, uint32(g.index))
 		snaps = append(snaps, snap)
+		if snap.MovesInFlight() {
+			release()
+			c.out = appendError(c.out, errBackupMoving)
+			return
+		}
 	}
 	if s.router.sharded() {
 		flags |= backup.FlagGroups

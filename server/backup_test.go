@@ -235,3 +235,23 @@ func TestBackupGroups(t *testing.T) {
 		t.Errorf("KVS.BACKUP GROUPS 0 on a node of one group: %q", got)
 	}
 }
+
+// TestBackupRefusedMidMove: KVS.BACKUP refuses a node whose groups have a
+// move of slots in flight, and takes it again once the move is over.
+func TestBackupRefusedMidMove(t *testing.T) {
+	srv, stores := startSharded(t, 2)
+	rs := []fsm.SlotRange{{Lo: 0, Hi: 9}}
+	if r := stores[1].Apply(1, 1, []fsm.Command{fsm.MoveBegin(1, rs)}); r[0].Kind == fsm.ReplyError {
+		t.Fatal(r[0].Str)
+	}
+	rc := dialRaw(t, srv)
+	if got := rc.do("KVS.BACKUP"); got != "-"+errBackupMoving+"\r\n" {
+		t.Errorf("KVS.BACKUP mid-move: %q", got)
+	}
+	if r := stores[1].Apply(2, 1, []fsm.Command{fsm.MoveCancel(1)}); r[0].Kind == fsm.ReplyError {
+		t.Fatal(r[0].Str)
+	}
+	if got := dialRaw(t, srv).do("KVS.BACKUP"); !strings.HasPrefix(got, "$?\r\n") {
+		t.Errorf("KVS.BACKUP after the move: %.40q", got)
+	}
+}

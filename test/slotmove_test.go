@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -374,6 +376,15 @@ func TestSlotMove(t *testing.T) {
 	}
 	id := moveID(t, out)
 	waitMovePhase(t, ctx, nodes[1].Addr, id, "copying", true)
+	// A backup is refused while slots move: each group's part is of its
+	// own moment.
+	backupFile := filepath.Join(t.TempDir(), "moving.kvsbackup")
+	if out, code := runKVS(t, clusterWait, "backup", nodes[1].Addr, backupFile); code != 1 || !strings.Contains(out, "slots are moving between groups") {
+		t.Errorf("kvs backup during a move: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(backupFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("kvs backup refused during a move left %s: %v", backupFile, err)
+	}
 	if out, code := runKVS(t, clusterWait, "slots", "cancel", nodes[2].Addr, strconv.FormatInt(id, 10)); code != 0 {
 		t.Fatalf("kvs slots cancel: exit %d\n%s", code, out)
 	}
@@ -488,6 +499,9 @@ func TestSlotMove(t *testing.T) {
 	}
 	if v, err := plain.Get(ctx, k).Result(); err != nil || v != "scripted" {
 		t.Errorf("GET %s after the script: %q, %v", k, v, err)
+	}
+	if out, code := runKVS(t, clusterWait, "backup", nodes[1].Addr, backupFile); code != 0 {
+		t.Errorf("kvs backup after the moves: exit %d\n%s", code, out)
 	}
 	out, code = runKVS(t, clusterWait, "slots", "status", nodes[0].Addr)
 	if code != 0 || !strings.Contains(out, "done") || !strings.Contains(out, "cancelled") {

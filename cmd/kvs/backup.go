@@ -79,11 +79,18 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	adminLogin = func() (string, string) { return o.user, o.password }
 	addr, path := fs.Arg(0), fs.Arg(1)
 	var res backupResult
-	var err error
-	if plan := planBackup(addr, o); plan != nil {
-		res, err = assembleBackup(addr, path, plan, o)
-	} else {
-		res.h, res.size, err = takeBackup(addr, path, o)
+	before, err := slotsSettled(addr, "")
+	if err == nil {
+		if plan := planBackup(addr, o); plan != nil {
+			res, err = assembleBackup(addr, path, plan, o)
+		} else {
+			res.h, res.size, err = takeBackup(addr, path, o)
+		}
+	}
+	if err == nil {
+		if _, err = slotsSettled(addr, before); err != nil {
+			os.Remove(path)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs backup: %v\n", err)
@@ -437,4 +444,36 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 func (c *deadlineConn) Write(p []byte) (int, error) {
 	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
 	return c.Conn.Write(p)
+}
+
+// slotsSettled returns the slot map version of the cluster at addr (""
+// for a node without one), or an error while a move of slots is in
+// flight there, or when the version is no longer was (a move ended
+// meanwhile): each group's part of a backup is of its own moment, and a
+// move is steps in two groups' logs, so a backup taken across one could
+// hold its slots' keys twice, or half a move.
+func slotsSettled(addr, was string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := fetchStatus(ctx, addr)
+	if err != nil {
+		return "", nil // not a cluster node, or not one that answers: the backup says
+	}
+	v := st.get("slot_map_version")
+	if v == "" {
+		return "", nil
+	}
+	if was != "" && v != was {
+		return "", fmt.Errorf("slots moved between groups while the backup was taken (slot map version %s, then %s): take it again", was, v)
+	}
+	ms, err := fetchMoves(addr)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if m.phase != phaseDone && m.phase != phaseCancelled {
+			return "", fmt.Errorf("slots are moving between groups (move %d: %s): back up once the move is over (kvs slots status)", m.id, m.phase)
+		}
+	}
+	return v, nil
 }
