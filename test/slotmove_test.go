@@ -528,10 +528,11 @@ func diffDescribed(a, b map[string]string) string {
 // leader of the source group, of the target group or of the meta group is
 // killed (kill -9), or paused (SIGSTOP) until the group has another
 // leader (the source group's: until its next leader has started the copy
-// over) and then woken, still believing it leads. The move goes on to its end from its record: every
-// acknowledged write is there, every key seeded as it was, once, and
-// every node, the one killed started again, routes the slots to the
-// target at map version 2.
+// over) and then woken, still believing it leads; or every node is
+// stopped and started again. The move goes on to its end from its
+// record: every acknowledged write is there, every key seeded as it was,
+// once, and every node, the one killed started again, routes the slots
+// to the target at map version 2.
 func TestSlotMoveFaults(t *testing.T) {
 	t.Parallel()
 	const first, last, from, to = 0, 1999, 1, 2
@@ -546,6 +547,7 @@ func TestSlotMoveFaults(t *testing.T) {
 		{"source leader paused", from, true},
 		{"target leader paused", to, true},
 		{"meta leader paused", 0, true},
+		{"every node restarted", -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := startMoveCluster(t, first, last)
@@ -555,16 +557,19 @@ func TestSlotMoveFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			var victim *Node
-			var alive []*Node
-			for _, n := range nodes {
-				if n.Name == st.groups[tc.group][2] {
-					victim = n
-				} else {
-					alive = append(alive, n)
+			alive := nodes
+			if tc.group >= 0 {
+				alive = nil
+				for _, n := range nodes {
+					if n.Name == st.groups[tc.group][2] {
+						victim = n
+					} else {
+						alive = append(alive, n)
+					}
 				}
-			}
-			if victim == nil {
-				t.Fatalf("no node leads group %d: %v", tc.group, st.groups)
+				if victim == nil {
+					t.Fatalf("no node leads group %d: %v", tc.group, st.groups)
+				}
 			}
 			load := newMoveLoad()
 			load.run(ctx, "cluster", cc, moveKeys("ldc", 40, first, last), 1)
@@ -574,7 +579,15 @@ func TestSlotMoveFaults(t *testing.T) {
 			}
 			id := moveID(t, out)
 			waitMovePhase(t, ctx, alive[0].Addr, id, "copying", true)
-			if tc.pause {
+			switch {
+			case victim == nil:
+				for _, n := range nodes {
+					n.Stop()
+				}
+				for _, n := range nodes {
+					n.Start()
+				}
+			case tc.pause:
 				if err := sendSignal(victim, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
@@ -603,12 +616,12 @@ func TestSlotMoveFaults(t *testing.T) {
 				if err := sendSignal(victim, syscall.SIGCONT); err != nil {
 					t.Fatal(err)
 				}
-			} else {
+			default:
 				victim.Kill()
 			}
 			m := waitMovePhase(t, ctx, alive[0].Addr, id, "done", false)
 			t.Logf("move %d: %v", id, m)
-			if !tc.pause {
+			if victim != nil && !tc.pause {
 				victim.Start()
 			}
 			waitMembers(t, nodes, 3)
