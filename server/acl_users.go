@@ -29,6 +29,11 @@ var kvsOwnCategories = map[string]string{
 	"kvs.forward": "admin slow dangerous",
 	"kvs.sync":    "admin fast dangerous",
 	"kvs.publish": "pubsub admin fast dangerous",
+	// Valkey's subcommands of CLUSTER that kvs answers (clustermoves.go),
+	// with Valkey's categories.
+	"cluster|migrateslots":         "admin slow dangerous",
+	"cluster|getslotmigrations":    "admin slow dangerous",
+	"cluster|cancelslotmigrations": "admin slow dangerous",
 }
 
 // newACLCommands describes the command table to the ACL: every command,
@@ -54,6 +59,11 @@ func newACLCommands(table map[string]*command) *acl.Commands {
 		add(name)
 	}
 	for name := range cmdspec.Categories {
+		if i := strings.IndexByte(name, '|'); i > 0 && table[name[:i]] != nil {
+			add(name)
+		}
+	}
+	for name := range kvsOwnCategories {
 		if i := strings.IndexByte(name, '|'); i > 0 && table[name[:i]] != nil {
 			add(name)
 		}

@@ -148,7 +148,20 @@ func runCluster(c *client, args [][]byte) {
 		case "info":
 			c.out = appendVerbatim(c.out, t.infoSharded(shards), c.proto)
 			return
+		case "migrateslots":
+			c.clusterMigrateSlots(shards, m, args)
+			return
+		case "getslotmigrations":
+			c.clusterGetSlotMigrations(shards)
+			return
+		case "cancelslotmigrations":
+			c.clusterCancelSlotMigrations()
+			return
 		}
+	}
+	if slotMigrationSubs[name] {
+		c.out = appendError(c.out, errNoMover)
+		return
 	}
 	switch name {
 	case "slots":
@@ -195,6 +208,12 @@ var clusterHelp = []string{
 	"SLOTS",
 	"    Return information about slots range mappings. Each range is made of:",
 	"    start, end, master and replicas IP addresses, ports and ids",
+	"MIGRATESLOTS SLOTSRANGE <start> <end> [<start> <end> ...] NODE <node-id|group> [SLOTSRANGE ...]",
+	"    Move the slots to the data group the node leads, or of that number (kvs slots move).",
+	"GETSLOTMIGRATIONS",
+	"    Return the moves of slots in flight, and those finished lately.",
+	"CANCELSLOTMIGRATIONS",
+	"    Roll back every move of slots that has not handed its slots over yet.",
 	"HELP",
 	"    Print this help.",
 }

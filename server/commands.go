@@ -137,14 +137,21 @@ type command struct {
 	keys cmdspec.KeyFinder
 }
 
-// laterSubcommands are the subcommands of Redis 7.2 that kvs answers,
-// which the generated table (Redis 7.0.15's) lacks, with 7.2's arity and
-// flags: CLIENT SETINFO, which go-redis sends as it connects, and CLUSTER
-// MYSHARDID. COMMAND does not describe them, as Redis 7.0 has none, and
-// the ACL sees them as their container.
+// laterSubcommands are the subcommands of Redis 7.2 and Valkey 9 that kvs
+// answers, which the generated table (Redis 7.0.15's) lacks, with their
+// arity and flags: CLIENT SETINFO, which go-redis sends as it connects,
+// CLUSTER MYSHARDID, and Valkey's slot migration. COMMAND does not
+// describe them, as Redis 7.0 has none; the ACL sees the first two as
+// their container, the others as themselves.
 var laterSubcommands = map[string]cmdspec.Subcommand{
 	"client|setinfo":    {Arity: 4, Flags: "noscript loading stale"},
 	"cluster|myshardid": {Arity: 2, Flags: "stale"},
+	// Valkey 9's atomic slot migration (clustermoves.go), with Valkey's
+	// arity and flags, and noscript: they wait for Raft rounds. The ACL
+	// sees them as themselves (kvsOwnCategories).
+	"cluster|migrateslots":         {Arity: -4, Flags: "admin noscript stale no_async_loading"},
+	"cluster|getslotmigrations":    {Arity: 2, Flags: "admin noscript stale no_async_loading"},
+	"cluster|cancelslotmigrations": {Arity: 2, Flags: "admin noscript stale no_async_loading"},
 }
 
 // subcommand returns the container's subcommand named sub (any case), or
@@ -228,7 +235,8 @@ func commandTable() map[string]*command {
 		// redis-server without cluster support does)
 		{name: "cluster", arity: -2, group: "cluster", subs: "addslots addslotsrange bumpepoch count-failure-reports " +
 			"countkeysinslot delslots delslotsrange failover flushslots forget getkeysinslot help info keyslot " +
-			"links meet myid myshardid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots",
+			"links meet myid myshardid nodes replicas replicate reset saveconfig set-config-epoch setslot shards slaves slots " +
+			"migrateslots getslotmigrations cancelslotmigrations",
 			run: runCluster},
 		{name: "readonly", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadonly},
 		{name: "readwrite", arity: 1, flags: flagLoading | flagStale | flagFast, group: "cluster", run: runReadwrite},

@@ -116,14 +116,24 @@ func appendSlotMove(b []byte, m *SlotMove, proto int) []byte {
 	str("slots", m.Slots)
 	str("phase", m.Phase)
 	num("attempts", m.Attempts)
-	num("keys", m.Keys)
-	num("bytes", m.Bytes)
-	num("total_keys", m.TotalKeys)
+	b = appendSlotMoveProgress(b, m)
+	str("note", m.Note)
+	return b
+}
+
+// appendSlotMoveProgress appends m's progress as four fields of a map:
+// keys, bytes, total_keys and left_ms (-1 when unknown or over).
+func appendSlotMoveProgress(b []byte, m *SlotMove) []byte {
 	left := int64(-1)
 	if m.Left >= 0 {
 		left = m.Left.Milliseconds()
 	}
-	num("left_ms", left)
-	str("note", m.Note)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"keys", m.Keys}, {"bytes", m.Bytes}, {"total_keys", m.TotalKeys}, {"left_ms", left}} {
+		b = appendBulkString(b, f.name)
+		b = appendInt(b, f.v)
+	}
 	return b
 }

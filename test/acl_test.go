@@ -49,6 +49,14 @@ func TestACLCategories(t *testing.T) {
 			t.Errorf("COMMAND INFO %s categories: kvs %q, redis %q", name, got, want)
 		}
 	}
+	// Subcommands Redis 7.0 lacks (CLUSTER MIGRATESLOTS, kvs answers
+	// Valkey's) are left out of kvs's lists.
+	inRedis := map[string]bool{}
+	for _, cat := range names(rc, "ACL", "CAT") {
+		for _, name := range names(rc, "ACL", "CAT", cat) {
+			inRedis[name] = true
+		}
+	}
 	for _, cat := range names(rc, "ACL", "CAT") {
 		var want []string
 		for _, name := range names(rc, "ACL", "CAT", cat) {
@@ -60,7 +68,7 @@ func TestACLCategories(t *testing.T) {
 		var got []string
 		for _, name := range names(kc, "ACL", "CAT", cat) {
 			top, _, _ := strings.Cut(name, "|")
-			if both[top] {
+			if both[top] && (inRedis[name] || !strings.Contains(name, "|")) {
 				got = append(got, name)
 			}
 		}
