@@ -85,18 +85,28 @@ func newRaftProposer(node *cluster.Node) *raftProposer {
 var errProposerStopped = fmt.Errorf("%w: the node is shutting down", ErrNotLeader)
 
 func (p *raftProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
+	return p.Queue(cmds)()
+}
+
+// Queue takes cmds at once, behind the proposals queued before it, and
+// returns the wait for their replies: proposals queued one after another
+// are proposed in that order, whoever waits for them (the server queues
+// on an event loop, in the order the commands arrived, and waits off it).
+func (p *raftProposer) Queue(cmds []fsm.Command) func() ([]fsm.Reply, error) {
 	pr := &proposal{cmds: cmds, done: make(chan struct{})}
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		return nil, errProposerStopped
+		return func() ([]fsm.Reply, error) { return nil, errProposerStopped }
 	}
 	p.queue = append(p.queue, pr)
 	p.arrivals++
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	<-pr.done
-	return pr.replies, pr.err
+	return func() ([]fsm.Reply, error) {
+		<-pr.done
+		return pr.replies, pr.err
+	}
 }
 
 // work is the proposer's one worker: gather, propose as one entry, hand

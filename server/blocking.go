@@ -753,8 +753,11 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 		// leader, or resolvePop's wait) runs off the loop, and its answer
 		// comes back as a roundProposer's would (blockAnswered).
 		b.sent = true
+		// Its first try is queued here when this node leads the group, so
+		// that pops and pushes are proposed in the order they arrived.
+		first := c.queuePop(b)
 		c.lp.offLoop(c, func() {
-			r, err := c.popRouted(b)
+			r, err := c.popRoutedFrom(b, first)
 			c.asyncReplies, c.asyncErr = []fsm.Reply{r}, err
 		})
 		return fsm.Reply{}, nil, false
@@ -766,15 +769,59 @@ func (c *client) tryPop(b *blockState) (r fsm.Reply, err error, ok bool) {
 // popRouted runs b.cmd through the cluster's write path, waiting for its
 // answer; a pop whose outcome is unknown is resolved (resolvePop).
 func (c *client) popRouted(b *blockState) (r fsm.Reply, err error) {
+	return c.popRoutedFrom(b, nil)
+}
+
+// queuedPop is a pop's first try, queued with its group's proposer.
+type queuedPop struct {
+	wait func() ([]fsm.Reply, error)
+	pr   *popResult // the token's watch, for a tokenized pop
+}
+
+// queuePop queues b's first try when this node leads its group and the
+// group's proposer queues (queueLocal); nil otherwise.
+func (c *client) queuePop(b *blockState) *queuedPop {
+	q := &queuedPop{}
+	if b.w.req.tokenized {
+		b.cmd.Int2 = rand.Int64() | 1
+		q.pr = c.s.blocked.watch(b.cmd.Int2)
+	}
+	if q.wait = queueLocal(b.grp, []fsm.Command{b.cmd}); q.wait == nil {
+		if q.pr != nil {
+			c.s.blocked.unwatch(b.cmd.Int2)
+		}
+		return nil
+	}
+	return q
+}
+
+// popRoutedFrom is popRouted whose first try, when first is not nil, was
+// queued already (queuePop).
+func (c *client) popRoutedFrom(b *blockState, first *queuedPop) (r fsm.Reply, err error) {
 	if !b.grp.replicated() || !b.w.req.tokenized {
+		if first != nil {
+			return firstReply(first.wait())
+		}
 		replies, perr := c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
 		return firstReply(replies, perr)
 	}
 	for {
-		token := rand.Int64() | 1
-		b.cmd.Int2 = token
-		pr := c.s.blocked.watch(token)
-		replies, perr := c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
+		var (
+			token   int64
+			pr      *popResult
+			replies []fsm.Reply
+			perr    error
+		)
+		if first != nil {
+			token, pr = b.cmd.Int2, first.pr
+			replies, perr = first.wait()
+			first = nil
+		} else {
+			token = rand.Int64() | 1
+			b.cmd.Int2 = token
+			pr = c.s.blocked.watch(token)
+			replies, perr = c.s.proposeTo(b.grp, []fsm.Command{b.cmd})
+		}
 		if errors.Is(perr, ErrUnknownOutcome) {
 			var applied bool
 			r, applied, perr = c.resolvePop(b, pr, perr)

@@ -782,6 +782,22 @@ func (c *client) proposeBatch() bool {
 		if c.batchGrp.replicated() {
 			if c.lp != nil {
 				// A Raft round, or a forward to the leader: off the loop.
+				// A round this node leads is queued here, so that batches
+				// are proposed in the order they arrived (a push after the
+				// pops blocked before it).
+				if wait := queueLocal(c.batchGrp, c.batch); wait != nil {
+					c.lp.offLoop(c, func() {
+						replies, err := wait()
+						if err == nil && len(replies) != len(c.batch) {
+							err = errReplyCount(len(replies), len(c.batch))
+						}
+						if err == nil && c.s.router.sharded() {
+							replies = c.rerouteRefused(replies)
+						}
+						c.asyncReplies, c.asyncErr = replies, err
+					})
+					return true
+				}
 				c.lp.offLoop(c, func() { c.asyncReplies, c.asyncErr = c.routeBatch() })
 				return true
 			}

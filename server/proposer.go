@@ -51,6 +51,29 @@ type appendProposer interface {
 // cmds may be reused once Enqueue returns; done must not block. A
 // Proposer that is not one (cluster mode's) has a goroutine per
 // connection serving the clients.
+// queuedProposer is a Proposer that takes a batch at once, behind the
+// ones before it, and answers it later (a Raft group's proposer): a loop
+// queues a cluster write on the loop, in the order the commands arrived,
+// and waits for it off the loop.
+type queuedProposer interface {
+	Queue(cmds []fsm.Command) func() ([]fsm.Reply, error)
+}
+
+// queueLocal queues cmds, all writes, with g's proposer when this node
+// leads g and the proposer queues; nil otherwise (route them as usual).
+func queueLocal(g *groupRef, cmds []fsm.Command) func() ([]fsm.Reply, error) {
+	qp, ok := g.proposer.(queuedProposer)
+	if !ok || !g.leads() {
+		return nil
+	}
+	for i := range cmds {
+		if !cmds[i].Op.IsWrite() {
+			return nil
+		}
+	}
+	return qp.Queue(cmds)
+}
+
 type roundProposer interface {
 	Enqueue(cmds []fsm.Command, done func([]fsm.Reply, error))
 	Kick()

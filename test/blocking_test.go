@@ -341,7 +341,7 @@ var flagBlockedArrivalRounds = flag.Int("blocking.arrival.rounds", 200, "rounds 
 // the second the element. A second pop that overtook the first would take
 // the element and leave the first blocked for ever.
 func TestBlockedArrivalOrder(t *testing.T) {
-	onTargets(t, []target{targetRedis, targetMemory}, func(t *testing.T, n *Node) {
+	onTargets(t, []target{targetRedis, targetMemory, targetOneNodeCluster, targetSharded}, func(t *testing.T, n *Node) {
 		r := dialRaw(t, n.Addr)
 		for i := range *flagBlockedArrivalRounds {
 			list, t1, t2 := fmt.Sprintf("blist%d{t}", i), fmt.Sprintf("target1:%d{t}", i), fmt.Sprintf("target2:%d{t}", i)

@@ -18,6 +18,9 @@ var (
 	targetRedis   = target{"redis", startRedis}
 	targetMemory  = target{"kvs-memory", func(t testing.TB) *Node { return startKVS(t, KVSOptions{}) }}
 	targetDurable = target{"kvs-durable", func(t testing.TB) *Node { return startKVS(t, KVSOptions{Durable: true}) }}
+	// A one-node cluster, and a one-node cluster of three data groups.
+	targetOneNodeCluster = target{"kvs-cluster", func(t testing.TB) *Node { return waitLeader(t, startCluster(t, 1)) }}
+	targetSharded        = target{"kvs-sharded", func(t testing.TB) *Node { return startShardedNode(t.(*testing.T), 3) }}
 	// Memory and durable mode serve connections with event loops on
 	// Linux; --io goroutines serves them as cluster mode does, a
 	// goroutine each.
