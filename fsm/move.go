@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -379,7 +380,7 @@ func (s *Store) moveBeginLocked(id uint64, ranges []SlotRange) Reply {
 	}
 	t := s.slotsLocked()
 	t.out = append(t.out, &moveOut{id: id, ranges: ranges, dirty: newDirtySet()})
-	slices.SortFunc(t.out, func(a, b *moveOut) int { return cmpID(a.id, b.id) })
+	slices.SortFunc(t.out, func(a, b *moveOut) int { return cmp.Compare(a.id, b.id) })
 	t.setModes(t.withModes(ranges, slotExporting))
 	s.syncTrackLocked()
 	return replyOK
@@ -391,16 +392,6 @@ func (t *slotTable) idTaken(id uint64) (Reply, bool) {
 		return moveError(ErrMoveExists, id), true
 	}
 	return Reply{}, false
-}
-
-func cmpID(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func applyMoveDrain(s *Store, now int64, c *Command) Reply {
@@ -532,7 +523,7 @@ func (s *Store) stageLocked(id uint64, ranges []SlotRange, chunk []byte) Reply {
 	if m == nil {
 		m = &moveIn{id: id, ranges: ranges}
 		t.in = append(t.in, m)
-		slices.SortFunc(t.in, func(a, b *moveIn) int { return cmpID(a.id, b.id) })
+		slices.SortFunc(t.in, func(a, b *moveIn) int { return cmp.Compare(a.id, b.id) })
 		t.setModes(t.withModes(ranges, slotImporting))
 	}
 	for i := range recs {
@@ -551,18 +542,7 @@ func (s *Store) stageLocked(id uint64, ranges []SlotRange, chunk []byte) Reply {
 // clearStagingLocked deletes what the slots of ranges hold: a flush
 // record's effect on a move's staging.
 func (s *Store) clearStagingLocked(ranges []SlotRange) {
-	var doomed []item
-	for _, r := range ranges {
-		lo, hi := slotRangeBounds(r)
-		s.keys.Ascend(item{hash: lo}, func(it item) bool {
-			if hi != 0 && it.hash >= hi {
-				return false
-			}
-			doomed = append(doomed, it)
-			return true
-		})
-	}
-	for _, it := range doomed {
+	for _, it := range s.itemsInRanges(ranges, -1) {
 		if prev, ok := s.keys.Delete(it); ok {
 			s.forgetLocked(prev)
 		}

@@ -76,13 +76,8 @@ func (t *slotTable) setModes(m *[ClusterSlots]slotMode) {
 	t.mode = m
 	t.hidden = t.hidden[:0:0]
 	for slot := 0; slot < ClusterSlots; slot++ {
-		if m[slot] < slotNotOwned {
-			continue
-		}
-		if n := len(t.hidden); n > 0 && t.hidden[n-1].Hi == slot-1 {
-			t.hidden[n-1].Hi = slot
-		} else {
-			t.hidden = append(t.hidden, SlotRange{slot, slot})
+		if m[slot] >= slotNotOwned {
+			t.hidden = appendSlot(t.hidden, slot)
 		}
 	}
 }
@@ -271,24 +266,30 @@ func (s *Store) slotsLocked() *slotTable {
 	return s.slots
 }
 
+// itemsInRanges returns the keys the slots of ranges hold, in order, at
+// most limit of them (limit < 0: all of them).
+func (s *Store) itemsInRanges(ranges []SlotRange, limit int) []item {
+	var out []item
+	for _, r := range ranges {
+		lo, hi := slotRangeBounds(r)
+		s.keys.Ascend(item{hash: lo}, func(it item) bool {
+			if hi != 0 && it.hash >= hi || len(out) == limit {
+				return false
+			}
+			out = append(out, it)
+			return true
+		})
+	}
+	return out
+}
+
 func applySlotsPurge(s *Store, now int64, c *Command) Reply {
 	s.reportDirtyLocked(0)
 	ranges := mustRanges(c.Args[0])
 	if s.slots == nil {
 		return replyZero // every slot owned: nothing to purge
 	}
-	budget := int(c.Int)
-	var doomed []item
-	for _, run := range s.purgeableRuns(ranges) {
-		lo, hi := slotRangeBounds(run)
-		s.keys.Ascend(item{hash: lo}, func(it item) bool {
-			if hi != 0 && it.hash >= hi || len(doomed) == budget {
-				return false
-			}
-			doomed = append(doomed, it)
-			return true
-		})
-	}
+	doomed := s.itemsInRanges(s.purgeableRuns(ranges), int(c.Int))
 	for _, it := range doomed {
 		if prev, ok := s.keys.purge(it); ok {
 			s.forgetLocked(prev)
@@ -307,13 +308,8 @@ func (s *Store) purgeableRuns(ranges []SlotRange) []SlotRange {
 	var out []SlotRange
 	for _, r := range ranges {
 		for slot := r.Lo; slot <= r.Hi; slot++ {
-			if s.slots.mode[slot] != slotNotOwned {
-				continue
-			}
-			if n := len(out); n > 0 && out[n-1].Hi == slot-1 {
-				out[n-1].Hi = slot
-			} else {
-				out = append(out, SlotRange{slot, slot})
+			if s.slots.mode[slot] == slotNotOwned {
+				out = appendSlot(out, slot)
 			}
 		}
 	}
@@ -524,14 +520,19 @@ func (s *Store) SlotsOwned() []SlotRange {
 	}
 	var out []SlotRange
 	for slot := 0; slot < ClusterSlots; slot++ {
-		if s.slots.mode[slot] >= slotNotOwned {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Hi == slot-1 {
-			out[n-1].Hi = slot
-		} else {
-			out = append(out, SlotRange{slot, slot})
+		if s.slots.mode[slot] < slotNotOwned {
+			out = appendSlot(out, slot)
 		}
 	}
 	return out
+}
+
+// appendSlot adds slot to runs, in ascending order: it extends the last
+// run when it follows it.
+func appendSlot(runs []SlotRange, slot int) []SlotRange {
+	if n := len(runs); n > 0 && runs[n-1].Hi == slot-1 {
+		runs[n-1].Hi = slot
+		return runs
+	}
+	return append(runs, SlotRange{slot, slot})
 }

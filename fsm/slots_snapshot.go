@@ -48,13 +48,8 @@ func appendSlots(b []byte, t *slotTable, cw *crcWriter) []byte {
 	b = append(b, 1)
 	var notOwned []SlotRange
 	for slot, m := range t.mode {
-		if m < slotNotOwned {
-			continue
-		}
-		if n := len(notOwned); n > 0 && notOwned[n-1].Hi == slot-1 {
-			notOwned[n-1].Hi = slot
-		} else {
-			notOwned = append(notOwned, SlotRange{slot, slot})
+		if m >= slotNotOwned {
+			notOwned = appendSlot(notOwned, slot)
 		}
 	}
 	b = AppendSlotRanges(b, notOwned)

@@ -490,8 +490,7 @@ func (c *client) executeOne(args [][]byte) bool {
 			return false // waits for the other loops (order.go)
 		}
 		c.flushHits()
-		if (cmd.waits || cmd.name == "cluster" && len(args) > 1 && slotMigrationSubs[lowerName(args[1])]) &&
-			c.lp != nil && c.s.router.clustered() {
+		if (cmd.waits || spec.waits) && c.lp != nil && c.s.router.clustered() {
 			c.runOff(func() { run(c, args) })
 			return false
 		}

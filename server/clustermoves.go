@@ -17,10 +17,6 @@ import (
 // the group's number), a range that spans groups becomes a move from
 // each, and every node lists every move.
 
-// slotMigrationSubs are the subcommands of CLUSTER below; they may wait
-// for the meta group's Raft rounds, so a loop runs them off the loop.
-var slotMigrationSubs = map[string]bool{"migrateslots": true, "getslotmigrations": true, "cancelslotmigrations": true}
-
 // slotMigration is one range of one source group, to move to a group.
 type slotMigration struct{ first, last, source, target int }
 
@@ -122,8 +118,11 @@ func migrationTarget(shards []shard, name string) (int, string) {
 	var led []int
 	known := false
 	for i := range shards {
-		for _, n := range append(shards[i].replicas, shards[i].master) {
-			if n != nil && strings.EqualFold(n.nodeID, name) {
+		if m := shards[i].master; m != nil && strings.EqualFold(m.nodeID, name) {
+			known = true
+		}
+		for _, n := range shards[i].replicas {
+			if strings.EqualFold(n.nodeID, name) {
 				known = true
 			}
 		}

@@ -117,7 +117,8 @@ type command struct {
 	// waits: in cluster mode the command may wait for a Raft round or for
 	// another node (KVS.FORWARD's batch, a membership change, an ACL
 	// change or CONFIG SET requirepass, proposed through the log), and a
-	// loop runs it off the loop (client.runOff).
+	// loop runs it off the loop (client.runOff). A subcommand may wait
+	// when its container does not (waitingSubcommands).
 	waits bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
@@ -152,6 +153,13 @@ var laterSubcommands = map[string]cmdspec.Subcommand{
 	"cluster|migrateslots":         {Arity: -4, Flags: "admin noscript stale no_async_loading"},
 	"cluster|getslotmigrations":    {Arity: 2, Flags: "admin noscript stale no_async_loading"},
 	"cluster|cancelslotmigrations": {Arity: 2, Flags: "admin noscript stale no_async_loading"},
+}
+
+// waitingSubcommands are the subcommands that wait (command.waits) in a
+// container that does not: CLUSTER's moves of slots wait for the meta
+// group's Raft rounds (clustermoves.go).
+var waitingSubcommands = map[string]bool{
+	"cluster|migrateslots": true, "cluster|getslotmigrations": true, "cluster|cancelslotmigrations": true,
 }
 
 // subcommand returns the container's subcommand named sub (any case), or
@@ -299,7 +307,8 @@ func commandTable() map[string]*command {
 				panic("server: Redis has no subcommand " + name)
 			}
 			cmd.subcommands = append(cmd.subcommands, &command{name: name, arity: info.Arity,
-				flags: flagsNamed(info.Flags), group: cmd.group, unlisted: unlisted, keys: cmdspec.FinderOf(name)})
+				flags: flagsNamed(info.Flags), group: cmd.group, unlisted: unlisted, keys: cmdspec.FinderOf(name),
+				waits: waitingSubcommands[name]})
 		}
 	}
 	return m

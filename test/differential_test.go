@@ -316,18 +316,7 @@ func (d *differ) resync(i int, batch [][]string, gots []string) {
 	d.t.Helper()
 	d.resyncs++
 	d.t.Logf("op %d: a batch of %d met a leader change (%q); both servers flushed", i, len(batch), firstTrouble(gots))
-	err := retryLeaderChange(d.t, func() error {
-		if v := d.kc.Do("FLUSHALL"); v.IsError() {
-			return errors.New(v.Str)
-		}
-		return nil
-	})
-	if err != nil {
-		d.t.Fatalf("kvs: FLUSHALL after a leader change: %v\n%s", err, d.kvs.LogTail(20))
-	}
-	d.rc.Do("FLUSHALL")
-	d.history = nil
-	d.limitsChanged = false
+	d.flushBoth()
 	if d.resyncs > 20 {
 		d.t.Fatalf("%d leader changes in one run: the cluster is not keeping a leader", d.resyncs)
 	}

@@ -225,6 +225,17 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 
 var errNoLeaderYet = errors.New("CLUSTERDOWN no leader known yet")
 
+// adminDo sends args to the node at addr, retrying as retryAdmin does.
+func adminDo(addr string, timeout time.Duration, args ...any) error {
+	return retryAdmin(timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		c := adminClient(addr)
+		defer c.Close()
+		return c.Do(ctx, args...).Err()
+	})
+}
+
 // retryAdmin runs f until it succeeds, fails with an error that a retry
 // cannot fix, or timeout passes. Retried: no leader yet (a cluster that is
 // still electing, as right after --bootstrap), not the leader, a change
@@ -256,13 +267,7 @@ func removeCmd(args []string, stdout, stderr io.Writer) int {
 	if fs == nil {
 		return code
 	}
-	err := retryAdmin(*timeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-		defer cancel()
-		c := adminClient(fs.Arg(0))
-		defer c.Close()
-		return c.Do(ctx, "KVS.REMOVE", fs.Arg(1)).Err()
-	})
+	err := adminDo(fs.Arg(0), *timeout, "KVS.REMOVE", fs.Arg(1))
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs remove: %v\n", err)
 		return 1

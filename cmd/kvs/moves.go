@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,18 +169,8 @@ func moveRecords(m map[string]string) ([]moveRecord, error) {
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b moveRecord) int { return cmpUint(a.id, b.id) })
+	slices.SortFunc(out, func(a, b moveRecord) int { return cmp.Compare(a.id, b.id) })
 	return out, errors.Join(errs...)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // slotMoves is server.SlotMover over the meta group: KVS.SLOTS on any

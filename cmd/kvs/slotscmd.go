@@ -238,13 +238,7 @@ func slotsCancelCmd(args []string, stdout, stderr io.Writer) int {
 	if fs == nil {
 		return code
 	}
-	err := retryAdmin(*timeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-		defer cancel()
-		c := adminClient(fs.Arg(0))
-		defer c.Close()
-		return c.Do(ctx, "KVS.SLOTS", "CANCEL", fs.Arg(1)).Err()
-	})
+	err := adminDo(fs.Arg(0), *timeout, "KVS.SLOTS", "CANCEL", fs.Arg(1))
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs slots cancel: %v\n", err)
 		return 1
