@@ -244,8 +244,8 @@ func (c *chaos) checkConserved(final map[string]finalRead) {
 			return err
 		}
 		if got != want {
-			return fmt.Errorf("DBSIZE summed over the groups' leaders (%s) is %d, want %d (%d of %d keys present and %d barriers)%s",
-				leaders, got, want, want-int64(len(c.barriers)), len(final), len(c.barriers), c.keyDiff(final))
+			return fmt.Errorf("DBSIZE summed over the groups' leaders (%s) is %d, want %d (%d of %d keys present, %d barriers and %d lists)%s",
+				leaders, got, want, want-int64(len(c.barriers)+len(c.extra)), len(final), len(c.barriers), len(c.extra), c.keyDiff(final))
 		}
 		return nil
 	})
@@ -283,7 +283,7 @@ func (c *chaos) keyDiff(final map[string]finalRead) string {
 		switch {
 		case len(held[k]) > 1:
 			out = append(out, fmt.Sprintf("%s held by %v", k, held[k]))
-		case slices.Contains(c.barriers, k):
+		case slices.Contains(c.barriers, k), slices.Contains(c.extra, k):
 		case !known || f.Nil:
 			out = append(out, fmt.Sprintf("%s held by %v, its final read %+v", k, held[k], f))
 		}
@@ -299,7 +299,7 @@ func (c *chaos) keyDiff(final map[string]finalRead) string {
 // wantKeys is how many keys the cluster must hold at the end: those the
 // final reads found, and the barrier keys.
 func (c *chaos) wantKeys(final map[string]finalRead) int64 {
-	n := int64(len(c.barriers))
+	n := int64(len(c.barriers) + len(c.extra))
 	for _, f := range final {
 		if !f.Nil {
 			n++
@@ -345,10 +345,10 @@ func (c *chaos) holdsFinal(n *Node, keys []string, final map[string]finalRead) e
 		}
 	}
 	bySlot := map[int][]string{} // the keys present, by slot
-	for _, k := range all {
+	for _, k := range slices.Concat(all, c.extra) {
 		bySlot[keySlot(k)] = nil
 	}
-	for _, k := range all {
+	for _, k := range slices.Concat(all, c.extra) {
 		if f, ok := final[k]; !ok || !f.Nil {
 			bySlot[keySlot(k)] = append(bySlot[keySlot(k)], k)
 		}

@@ -91,7 +91,10 @@ type chaosFault struct {
 	members int
 	// nests marks the membership change, which runs another fault inside
 	// itself and so is never drawn there.
-	nests  bool
+	nests bool
+	// weight is how often the fault is drawn against the others (0 is
+	// 1).
+	weight int
 	inject func(c *chaos)
 }
 
@@ -136,6 +139,15 @@ type chaos struct {
 	// finalReads writes, one in each.
 	shards   [][2]int
 	barriers []string
+	// epochKeys are the keys of the epoch running; moves is what the
+	// faults that move slots did (a cluster of several groups only).
+	epochKeys []string
+	moves     *chaosMoves
+	// extra are keys present at the end that are not strings (the
+	// lists the move faults' workers push to): checkConserved counts
+	// them, and finds them in each member's replica, but does not GET
+	// them.
+	extra []string
 
 	gensMu sync.Mutex
 	gens   map[string]int // node name -> times its data was wiped
@@ -189,7 +201,8 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 	}
 	flags := []string{"--reads", reads}
 	if o.groups > 1 {
-		flags = append(flags, "--groups", strconv.Itoa(o.groups))
+		// A slow copy, so that the faults hit moves in the middle.
+		flags = append(flags, "--groups", strconv.Itoa(o.groups), "--slot-move-rate", chaosMoveRate)
 	}
 	var nodes []*Node
 	if withTLS {
@@ -210,23 +223,35 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 		c.waitSpread()
 	}
 	c.findShards()
+	tot := chaosTotals{final: map[string]finalRead{}}
+	if c.sharded() {
+		c.schedule = slices.Concat(chaosFaults, chaosMoveFaults)
+		c.moves = &chaosMoves{ended: map[uint64]string{}}
+		c.seedFillers()
+		for k, v := range c.moves.fillers {
+			tot.final[k] = finalRead{Value: v}
+		}
+		c.startLists(seed)
+	}
 	watch := watchLeader(nodes, c.raftGroups())
 	t.Cleanup(watch.stop)
 
-	tot := chaosTotals{final: map[string]finalRead{}}
 	for e := 0; e == 0 || time.Since(c.start) < length; e++ {
 		d := min(chaosEpoch, length-time.Since(c.start))
 		c.epoch(e, d, seed, &tot)
 	}
 	watch.stop()
 	checkRaftAddrs(t, nodes, c.proxies)
+	if c.sharded() {
+		c.checkMoves(&tot)
+	}
 	c.checkConserved(tot.final)
 
 	ops := tot.ops
 	byOutcome, byKind := countOps(ops)
 	var faults []string
 	total := 0
-	for _, f := range chaosFaults {
+	for _, f := range c.schedule {
 		faults = append(faults, fmt.Sprintf("%s=%d", f.name, c.faults[f.name]))
 		total += c.faults[f.name]
 	}
@@ -287,12 +312,18 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	// Two keys of each sort, or on a cluster of several groups one in
 	// each group.
 	perSort := max(2, c.groups)
+	shards := c.shards
+	if c.sharded() && e > 0 {
+		// Moves have changed the groups' slots: a key of each sort in
+		// each group's longest run now.
+		shards = c.groupRuns()
+	}
 	key := func(sort string, k int) string {
 		base := fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k)
 		if !c.sharded() {
 			return base
 		}
-		return keyInSlots(base, c.shards[k])
+		return keyInSlots(base, shards[k])
 	}
 	var mixed, registers, counters []string
 	for k := range perSort {
@@ -305,6 +336,7 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 		}
 	}
 	all := slices.Concat(mixed, registers, counters)
+	c.epochKeys = all
 	h := NewHistory()
 	stop := sync.OnceFunc(runHistWorkersWith(h, histConfig{
 		Workers: chaosWorkers, Nodes: c.nodes, Keys: mixed, Registers: registers, Counters: counters,
@@ -313,14 +345,22 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t.Cleanup(stop)
 	waitOK(t, h, chaosMinOK)
 
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	for end, first := time.Now().Add(d), true; time.Now().Before(end); first = false {
 		f := c.draw(c.schedule)
+		if first && c.sharded() {
+			// Every epoch moves slots at least once.
+			f = chaosMoveFaults[0]
+		}
 		c.faults[f.name]++
 		f.inject(c)
 		c.settle()
 		// A quiet spell, so that some faults hit a settled cluster and
 		// others one still catching up.
 		time.Sleep(c.between(0, 2*chaosElection))
+	}
+	if c.sharded() {
+		// The final reads and checks need the slots where they stay.
+		c.waitMoves()
 	}
 	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stop()
@@ -382,6 +422,9 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 func (c *chaos) finalReads(h *History, keys []string) map[string]finalRead {
 	t := c.t
 	final := map[string]finalRead{}
+	if c.sharded() {
+		c.coverBarriers()
+	}
 	waitFor(t, "final reads", func() error {
 		leader, err := leaderNow(c.members())
 		if err != nil {
@@ -489,12 +532,20 @@ func (c *chaos) memberIdx() []int {
 // draw picks a fault that the current members can take.
 func (c *chaos) draw(from []chaosFault) chaosFault {
 	var fit []chaosFault
+	total := 0
 	for _, f := range from {
 		if f.members <= len(c.memberIdx()) && !(f.nests && len(c.out) > 0) {
 			fit = append(fit, f)
+			total += max(1, f.weight)
 		}
 	}
-	return fit[c.rng.Intn(len(fit))]
+	x := c.rng.Intn(total)
+	for _, f := range fit {
+		if x -= max(1, f.weight); x < 0 {
+			return f
+		}
+	}
+	panic("unreachable")
 }
 
 // settle undoes whatever a fault left behind and waits until every member
