@@ -657,3 +657,169 @@ func TestSlotMoveFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotMovePartitions moves slots 0-1999 around the three groups of one
+// cluster, five times in a row, each time under a ClusterClient's writes,
+// deletes and reads of the slots, while a leader is isolated from the
+// other nodes (a partition through proxies in front of the nodes' raft
+// ports, as the chaos tests make them; clients still reach it) until its
+// group has another leader, and then healed, still believing it leads:
+// the source group's leader mid-copy (held until its next leader has
+// started the copy over), the target group's, the meta group's; then the
+// source's once the source is fenced, and the target's once its copy is
+// activated. For those two the raft traffic is slowed (every RPC delayed)
+// from the copy on, so that KVS.SLOTS STATUS, polled, finds the move in
+// those short phases (the phase caught is logged; a move already past it
+// is hit where it is). Each move ends done, and then every acknowledged
+// write is there, every key seeded as it was, every node routes the slots
+// to the target at the map's next version, and DBSIZE summed over the
+// masters counts every key once.
+func TestSlotMovePartitions(t *testing.T) {
+	t.Parallel()
+	const first, last = 0, 1999
+	mc := startMoveCluster(t, first, last)
+	nodes, cc, ctx := mc.nodes, mc.cc, mc.ctx
+	ps := proxyRaft(t, nodes)
+	var loaded []string // the keys every load wrote
+	owner := 1
+	for i, tc := range []struct {
+		name, role string
+		at         string // the phase to hit the move in, past copying
+	}{
+		{"source leader isolated mid-copy", "source", ""},
+		{"target leader isolated mid-copy", "target", ""},
+		{"meta leader isolated mid-copy", "meta", ""},
+		{"source leader isolated fenced", "source", "fenced"},
+		{"target leader isolated activated", "target", "activated"},
+	} {
+		to := owner%3 + 1
+		ok := t.Run(tc.name, func(t *testing.T) {
+			// Each node leads one data group again (a leader handed back
+			// to its preferred node after the last heal), so the
+			// partition isolates the leader of one data group.
+			waitSpread(t, nodes)
+			g := map[string]int{"source": owner, "target": to, "meta": 0}[tc.role]
+			st, err := kvsStatus(nodes[0].Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vi := slices.IndexFunc(nodes, func(n *Node) bool { return n.Name == st.groups[g][2] })
+			if vi < 0 {
+				t.Fatalf("no node leads group %d: %v", g, st.groups)
+			}
+			victim, rest := nodes[vi], slices.DeleteFunc([]int{0, 1, 2}, func(j int) bool { return j == vi })
+			alive := nodes[rest[0]]
+			load := newMoveLoad()
+			keys := moveKeys(fmt.Sprintf("ld%d", i), 40, first, last)
+			loaded = append(loaded, keys...)
+			load.run(ctx, "cluster", cc, keys, int64(i))
+			out, code := runKVS(t, clusterWait, "slots", "move", alive.Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+			if code != 0 {
+				t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+			}
+			id := moveID(t, out)
+			waitMovePhase(t, ctx, alive.Addr, id, "copying", true)
+			if tc.at != "" {
+				t.Logf("move %d caught %s (wanted %s)", id, catchMovePhase(t, ctx, alive.Addr, id, tc.at, ps), tc.at)
+			}
+			if err := ps.Partition([]int{vi}, rest); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps.P {
+				p.Delay(0)
+			}
+			t.Logf("move %d from group %d to group %d: %s, leader of group %d, isolated", id, owner, to, victim.Name, g)
+			waitFor(t, fmt.Sprintf("group %d to elect another leader", g), func() error {
+				st, err := kvsStatus(alive.Addr)
+				if err != nil {
+					return err
+				}
+				if l := st.groups[g][2]; l == "" || l == victim.Name {
+					return fmt.Errorf("group %d's leader: %q", g, l)
+				}
+				return nil
+			})
+			if tc.role == "source" && tc.at == "" {
+				waitFor(t, "the source group's next leader to start the copy over", func() error {
+					m, err := moveStatus(ctx, alive.Addr, id)
+					if err != nil {
+						return err
+					}
+					if m["attempts"].(int64) < 2 && m["phase"] != "done" {
+						return fmt.Errorf("move %d: %v", id, m)
+					}
+					return nil
+				})
+			}
+			ps.HealAll()
+			m := waitMovePhase(t, ctx, alive.Addr, id, "done", false)
+			t.Logf("move %d: %v", id, m)
+			waitMembers(t, nodes, 3)
+			atDone := load.count()
+			waitFor(t, "the load to write after the move", func() error {
+				if n := load.count(); n < atDone+50 {
+					return fmt.Errorf("%d writes since the move", n-atDone)
+				}
+				return nil
+			})
+			close(load.stop)
+			load.wg.Wait()
+			t.Logf("%d writes acknowledged, errors by kind: %v", load.count(), load.errs)
+			waitFor(t, fmt.Sprintf("every node to route the range to group %d", to), func() error {
+				return slotOwners(nodes, strconv.Itoa(int(id)+1), first, last, to)
+			})
+			load.check(t, ctx, cc)
+			if after := describeAll(t, ctx, cc, mc.all); !maps.Equal(mc.before, after) {
+				t.Fatalf("keys changed by the move:\n%s", diffDescribed(mc.before, after))
+			}
+			// The loads' keys there, read: a write of unknown outcome
+			// may or may not have made one.
+			var present int64
+			for _, k := range loaded {
+				waitFor(t, "EXISTS "+k, func() error {
+					n, err := cc.Exists(ctx, k).Result()
+					present += n
+					return err
+				})
+			}
+			want := mc.total + present
+			waitFor(t, "the keys over the masters to be those there are", func() error {
+				n, err := keysTotal(ctx, cc)
+				if err == nil && n != want {
+					err = fmt.Errorf("%d keys over the masters, want %d", n, want)
+				}
+				return err
+			})
+		})
+		if !ok {
+			return // the next move starts from where this one ended
+		}
+		owner = to
+	}
+}
+
+// catchMovePhase slows every raft RPC (ps's proxies delay each by a few
+// tens of milliseconds each way, which heartbeats survive), so that the
+// short phases of move id's hand-over span many polls, and polls
+// KVS.SLOTS STATUS on addr until the move is in phase or past it. It
+// returns the phase it found; the caller lifts the delays.
+func catchMovePhase(t *testing.T, ctx context.Context, addr string, id int64, phase string, ps RaftProxies) string {
+	t.Helper()
+	order := []string{"copying", "fenced", "activated", "released", "flipped", "done"}
+	for _, p := range ps.P {
+		p.Delay(30 * time.Millisecond)
+	}
+	var at string
+	pollFor(t, fmt.Sprintf("move %d to be %s", id, phase), 2*time.Minute, 2*time.Millisecond, func() error {
+		m, err := moveStatus(ctx, addr, id)
+		if err != nil {
+			return err
+		}
+		at, _ = m["phase"].(string)
+		if slices.Index(order, at) < slices.Index(order, phase) {
+			return fmt.Errorf("move %d: %v", id, m)
+		}
+		return nil
+	})
+	return at
+}
