@@ -115,15 +115,18 @@ type Proxy struct {
 	accepted, dropped           atomic.Int64
 	toTarget, fromTarget, trash atomic.Int64 // bytes forwarded each way, bytes discarded
 
-	mu      sync.Mutex // guards the fields below
-	closed  bool
-	target  string
-	f       proxyFaults
-	links   map[string][2]bool          // sender ID -> per Direction: discard
-	senders map[string]int64            // connections by sender ID; "" for unknown
-	groups  map[uint32]map[string]int64 // identified connections by raft group, then sender
-	rng     *rand.Rand                  // Drop's source, not safe for concurrent use
-	conns   map[*proxyConn]struct{}
+	mu     sync.Mutex // guards the fields below
+	closed bool
+	target string
+	f      proxyFaults
+	links  map[string][2]bool // sender ID -> per Direction: discard
+	// groupCuts discards both directions of the connections of one raft
+	// group: from a given sender, or from any ("").
+	groupCuts map[groupSender]bool
+	senders   map[string]int64            // connections by sender ID; "" for unknown
+	groups    map[uint32]map[string]int64 // identified connections by raft group, then sender
+	rng       *rand.Rand                  // Drop's source, not safe for concurrent use
+	conns     map[*proxyConn]struct{}
 	// identify, when set, names the sender of a connection from its
 	// remote address before any byte is read (see SetIdentify).
 	identify func(remote, local net.Addr) (from string, gone bool)
@@ -173,6 +176,40 @@ type ProxyStats struct {
 	// header), then by sender. A sender named by SetIdentify is counted
 	// in Senders only: its traffic, TLS, cannot be read.
 	Groups map[uint32]map[string]int64
+}
+
+// groupSender names the connections of one raft group from one sender, or
+// from any when from is "".
+type groupSender struct {
+	group uint32
+	from  string
+}
+
+// CutGroup discards, both ways, the traffic of the connections of raft
+// group g from the node with server ID from, or from any node when from
+// is "": a partition of one group that leaves the node's other groups
+// alone. Heal or HealGroup lifts it. Connections whose group is not known
+// (a sender named by SetIdentify) are left alone.
+func (p *Proxy) CutGroup(g uint32, from string) {
+	p.mu.Lock()
+	if p.groupCuts == nil {
+		p.groupCuts = map[groupSender]bool{}
+	}
+	p.groupCuts[groupSender{g, from}] = true
+	p.mu.Unlock()
+}
+
+// HealGroup lifts the CutGroup cuts of group g, closing its connections
+// that lost bytes.
+func (p *Proxy) HealGroup(g uint32) {
+	p.mu.Lock()
+	for k := range p.groupCuts {
+		if k.group == g {
+			delete(p.groupCuts, k)
+		}
+	}
+	p.mu.Unlock()
+	p.closeHealed()
 }
 
 // proxyFaults is the fault state; its zero value forwards everything.
@@ -257,6 +294,7 @@ func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.f = proxyFaults{}
 	clear(p.links)
+	clear(p.groupCuts)
 	p.mu.Unlock()
 	p.closeHealed()
 }
@@ -297,6 +335,9 @@ func (p *Proxy) discardingLocked(c *proxyConn, dir Direction) bool {
 		return true
 	}
 	from, ok := c.sender()
+	if g := c.group.Load(); ok && g != nil && (p.groupCuts[groupSender{*g, ""}] || p.groupCuts[groupSender{*g, from}]) {
+		return true
+	}
 	return ok && p.links[from][dir]
 }
 
@@ -421,6 +462,9 @@ type proxyConn struct {
 	// from is the sender's server ID, set once by the ToTarget reader
 	// before it queues the first chunk; nil until then and when unknown.
 	from atomic.Pointer[string]
+	// group is the connection's raft group, set with from when the first
+	// request was read; nil when unknown.
+	group atomic.Pointer[uint32]
 
 	mu     sync.Mutex // guards target, which run sets after dialing
 	target net.Conn   // nil when accepted during a Cut, or while dialing
@@ -602,6 +646,7 @@ func (c *proxyConn) sniff() ([]byte, error) {
 	from, group, err := readRaftSender(r, func() { c.client.SetReadDeadline(time.Time{}) })
 	switch {
 	case err == nil:
+		c.group.Store(&group)
 		c.from.Store(&from)
 		p.mu.Lock()
 		p.senders[from]++
@@ -806,6 +851,34 @@ func noLinks(n int) [][]bool {
 func (ps RaftProxies) Deafen(nodes ...int) {
 	for _, j := range nodes {
 		ps.P[j].Cut()
+	}
+}
+
+// IsolateGroup cuts node i off from the others in raft group g alone,
+// both ways: the RPCs of g to i, and those i sends in g. i's other groups
+// go on as before.
+func (ps RaftProxies) IsolateGroup(g uint32, i int) {
+	for j, p := range ps.P {
+		if j == i {
+			p.CutGroup(g, "")
+		} else {
+			p.CutGroup(g, ps.IDs[i])
+		}
+	}
+}
+
+// CutGroupEverywhere cuts every connection of raft group g: no node
+// reaches another in g, so g loses its leader.
+func (ps RaftProxies) CutGroupEverywhere(g uint32) {
+	for _, p := range ps.P {
+		p.CutGroup(g, "")
+	}
+}
+
+// HealGroup lifts the cuts of group g on every proxy.
+func (ps RaftProxies) HealGroup(g uint32) {
+	for _, p := range ps.P {
+		p.HealGroup(g)
 	}
 }
 
