@@ -39,8 +39,8 @@ import (
 // (checkConserved), filler and lists included.
 
 var chaosMoveFaults = []chaosFault{
-	{name: "move-slots", members: 1, weight: 3, inject: (*chaos).moveSlots},
-	{name: "move-then-fault", members: 1, weight: 2, nests: true, inject: (*chaos).moveThenFault},
+	{name: "move-slots", members: 1, weight: 5, inject: (*chaos).moveSlots},
+	{name: "move-then-fault", members: 1, weight: 3, nests: true, inject: (*chaos).moveThenFault},
 	{name: "cancel-move", members: 1, inject: (*chaos).cancelMove},
 }
 
