@@ -1043,3 +1043,35 @@ func mustOK(t *testing.T, s *Store, c Command) {
 		t.Fatalf("%s: %s", c.Op.spec().name, r.Str)
 	}
 }
+
+// TestSlotsAssignForMove: the assignments a move's begin makes, by the
+// slot map from before the move, are refused by a store that has taken
+// part in that move or a later one. A driver resuming a move from a stale
+// record (its replica of the meta group behind the group it leads) would
+// otherwise give the moved slots back to the source, empty, and take them
+// from the target, hiding every key the move brought. An assignment for a
+// later move is taken, and one for no move is not checked.
+func TestSlotsAssignForMove(t *testing.T) {
+	m := newMover(t, 1)
+	m.a.must(t0, SlotsAssignFor(allBut(), m.id), ok)
+	m.b.must(t0, SlotsAssignFor(complement(moveRanges), m.id), ok)
+	m.begin()
+	m.a.must(t0, SlotsAssignFor(allBut(), m.id), errr(ErrMovesInFlight))
+	m.copyView()
+	m.drains(2)
+	m.fence()
+	m.finish()
+
+	want := slotDump(m.b.s[0], moveRanges)
+	m.a.must(t0, SlotsAssignFor(allBut(), m.id), errr(fmt.Sprintf(ErrMoveSuperseded, m.id, m.id)))
+	m.b.must(t0, SlotsAssignFor(complement(moveRanges), m.id), errr(fmt.Sprintf(ErrMoveSuperseded, m.id, m.id)))
+	m.b.must(t0, SlotsAssignFor(complement(moveRanges), m.id-1), errr(fmt.Sprintf(ErrMoveSuperseded, m.id-1, m.id)))
+	sameDump(t, "target after the stale assignments", slotDump(m.b.s[0], moveRanges), want)
+	m.b.must(m.w.now, c(OpSet, "{a}after", "1"), ok)
+	m.a.must(m.w.now, c(OpSet, "{a}after", "1"), notOwned(slotA))
+
+	m.b.must(t0, SlotsAssignFor(allBut(), m.id+1), ok)
+	m.a.must(t0, SlotsAssign(complement(moveRanges)), ok)
+	m.a.sameReplicas()
+	m.b.sameReplicas()
+}

@@ -37,6 +37,9 @@ const (
 	ErrMoveNotPurged  = "ERR slot %d holds keys left to purge"
 	ErrMoveOtherSlots = "ERR slot move %d stages other slots"
 	ErrMoveBadChunk   = "ERR bad slot move chunk: %v"
+	// ErrMoveSuperseded refuses an OpSlotsAssign for a move (its first
+	// %d) by a store that has seen that move or a later one (the second).
+	ErrMoveSuperseded = "ERR slots assigned for slot move %d come after slot move %d here"
 )
 
 // MaxStringLen is Redis's default proto-max-bulk-len: APPEND and SETRANGE

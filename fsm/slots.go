@@ -114,10 +114,14 @@ func (s *Store) hiddenLocked(hash uint64) bool {
 
 // Ownership ops, in the admin range after OpACLSet.
 const (
-	// OpSlotsAssign: Args[0]=ranges (SlotRanges). The store owns exactly
-	// those slots from here on: a new group's first entry. Refused while
-	// a move is in flight, and when a slot it gives back to the store
-	// holds keys left to purge. Reply +OK.
+	// OpSlotsAssign: Args[0]=ranges (SlotRanges); Int=the id of the move
+	// whose begin assigns them (0: none). The store owns exactly those
+	// slots from here on: a new group's first entry. Refused while a
+	// move is in flight; when the store has taken part in move Int or a
+	// later one (a move's id is above every earlier move's), since the
+	// ranges then come from a slot map older than what that move made of
+	// the store's slots; and when a slot it gives back to the store holds
+	// keys left to purge. Reply +OK.
 	OpSlotsAssign Op = opBaseAdmin + 1 + iota
 	// OpSlotsPurge: Args[0]=ranges, Int=max (>= 1). Deletes up to max of
 	// the keys left in the slots of ranges that are not owned (and not
@@ -141,6 +145,16 @@ func init() {
 // SlotsAssign returns the OpSlotsAssign making the store own ranges.
 func SlotsAssign(ranges []SlotRange) Command {
 	return Command{Op: OpSlotsAssign, Args: [][]byte{AppendSlotRanges(nil, ranges)}}
+}
+
+// SlotsAssignFor returns the OpSlotsAssign making the store own ranges
+// as move id begins, by the slot map before it: refused by a store that
+// has taken part in move id or a later one, whose slots that map no
+// longer describes.
+func SlotsAssignFor(ranges []SlotRange, id uint64) Command {
+	c := SlotsAssign(ranges)
+	c.Int = int64(id)
+	return c
 }
 
 // SlotsPurge returns the OpSlotsPurge deleting up to max keys of ranges.
@@ -231,6 +245,9 @@ func applySlotsAssign(s *Store, now int64, c *Command) Reply {
 	t := s.slotsLocked()
 	if len(t.out) > 0 || len(t.in) > 0 {
 		return ErrorReply(ErrMovesInFlight)
+	}
+	if n := len(t.done); c.Int > 0 && n > 0 && t.done[n-1].id >= uint64(c.Int) {
+		return moveError(ErrMoveSuperseded, c.Int, t.done[n-1].id)
 	}
 	m := new([ClusterSlots]slotMode)
 	for i := range m {

@@ -823,3 +823,124 @@ func catchMovePhase(t *testing.T, ctx context.Context, addr string, id int64, ph
 	})
 	return at
 }
+
+// TestSlotMoveStaleDriver: a node that leads a move's source group again
+// while its replica of the meta group is behind must not drive the move
+// from the stale record. The node leading group 1 sees move 1 (slots
+// 0-1999 to group 2) recorded and begun, while group 2 has no leader
+// (every connection of group 2 cut), so the move waits at begun; then its
+// meta replica is cut off (the meta group's traffic to and from it alone),
+// and so is its replica of group 1, whose leadership goes to another node.
+// Group 2 heals, and the new leader of group 1 drives the move to its
+// end. Then the node's replica of group 1 heals, and the group's
+// leadership comes back to it (its preferred leader), its meta replica
+// still cut, still saying the move is begun, the slot map still at
+// version 1: its driver resumes the move from there, and the groups must
+// refuse the assignment of slots it begins with, by that map (they did
+// not: group 1 took the slots back, empty, and group 2 gave them up with
+// every key in them). Once everything heals, the move must still be done
+// with every key where the move put it: group 2 owning the slots with
+// every key, group 1 none.
+func TestSlotMoveStaleDriver(t *testing.T) {
+	t.Parallel()
+	const first, last, from, to = 0, 1999, 1, 2
+	mc := startMoveCluster(t, first, last)
+	nodes, cc, ctx := mc.nodes, mc.cc, mc.ctx
+	ps := proxyRaft(t, nodes)
+	// x is group 1's preferred leader (data group k prefers the node at k
+	// modulo the count, in id order: n2), to which the group's leadership
+	// returns.
+	xi := from % len(nodes)
+	x, other := nodes[xi], nodes[(xi+1)%3]
+	waitFor(t, fmt.Sprintf("%s to lead group %d", x.Name, from), func() error {
+		st, err := kvsStatus(x.Addr)
+		if err != nil {
+			return err
+		}
+		if st.groups[from][1] != "leader" {
+			return fmt.Errorf("%s is %s in group %d", x.Name, st.groups[from][1], from)
+		}
+		return nil
+	})
+	ps.CutGroupEverywhere(to)
+	waitFor(t, fmt.Sprintf("group %d to lose its leader", to), func() error {
+		for _, n := range nodes {
+			st, err := kvsStatus(n.Addr)
+			if err != nil {
+				return err
+			}
+			if st.groups[to][1] == "leader" {
+				return fmt.Errorf("%s still leads group %d", n.Name, to)
+			}
+		}
+		return nil
+	})
+	out, code := runKVS(t, clusterWait, "slots", "move", other.Addr, fmt.Sprintf("%d-%d", first, last), strconv.Itoa(to))
+	if code != 0 {
+		t.Fatalf("kvs slots move: exit %d\n%s", code, out)
+	}
+	id := moveID(t, out)
+	waitMovePhase(t, ctx, x.Addr, id, "begun", false)
+	t.Logf("move %d begun as %s (leader of group %d) sees it; cutting its meta replica off, then its replica of group %d", id, x.Name, from, from)
+	ps.IsolateGroup(0, xi)
+	ps.IsolateGroup(from, xi)
+	waitFor(t, fmt.Sprintf("group %d to elect a leader other than %s", from, x.Name), func() error {
+		st, err := kvsStatus(other.Addr)
+		if err != nil {
+			return err
+		}
+		if l := st.groups[from][2]; l == "" || l == x.Name {
+			return fmt.Errorf("group %d's leader: %q", from, l)
+		}
+		return nil
+	})
+	ps.HealGroup(to)
+	m := waitMovePhase(t, ctx, other.Addr, id, "done", false)
+	t.Logf("move %d, driven by group %d's new leader: %v", id, from, m)
+	if m, err := moveStatus(ctx, x.Addr, id); err != nil || m["phase"] != "begun" {
+		t.Fatalf("%s's meta replica should still say move %d is begun: %v %v", x.Name, id, m, err)
+	}
+	// Group 1's traffic to x heals; its leader hands the group back to x,
+	// its preferred leader, whose meta replica is still cut.
+	ps.HealGroup(from)
+	waitFor(t, fmt.Sprintf("%s to lead group %d again", x.Name, from), func() error {
+		st, err := kvsStatus(x.Addr)
+		if err != nil {
+			return err
+		}
+		if st.groups[from][1] != "leader" {
+			return fmt.Errorf("%s is %s in group %d", x.Name, st.groups[from][1], from)
+		}
+		return nil
+	})
+	// x's driver resumes the move from its stale record: the groups
+	// refuse the assignment of slots by the map from before the move,
+	// and x logs the refusal.
+	waitFor(t, x.Name+"'s driver to be refused the stale assignment", func() error {
+		b, err := os.ReadFile(x.LogPath())
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), "come after slot move") {
+			return fmt.Errorf("no refusal in %s", x.LogPath())
+		}
+		return nil
+	})
+	if m, err := moveStatus(ctx, x.Addr, id); err != nil || m["phase"] != "begun" {
+		t.Fatalf("%s's meta replica should still say move %d is begun: %v %v", x.Name, id, m, err)
+	}
+	ps.HealAll()
+	waitMembers(t, nodes, 3)
+	waitMovePhase(t, ctx, x.Addr, id, "done", false)
+	waitFor(t, "every node to route the range to group 2", func() error { return slotOwners(nodes, "2", first, last, to) })
+	if after := describeAll(t, ctx, cc, mc.all); !maps.Equal(mc.before, after) {
+		t.Fatalf("keys changed by the move:\n%s", diffDescribed(mc.before, after))
+	}
+	waitFor(t, "the keys over the masters to be those there are", func() error {
+		n, err := keysTotal(ctx, cc)
+		if err == nil && n != mc.total {
+			err = fmt.Errorf("%d keys over the masters, want %d", n, mc.total)
+		}
+		return err
+	})
+}

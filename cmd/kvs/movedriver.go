@@ -230,9 +230,14 @@ func (d *moveDriver) begin(r moveRecord) error {
 	// Only this move is in flight, and every move before it finished
 	// with the map flipped and the source purged: a store already told
 	// holds exactly what the map gives it, and telling it again changes
-	// nothing.
+	// nothing. Unless r and m are stale: this node's replica of the meta
+	// group may lag behind the group it leads (it leads the source again
+	// after another node drove the move on), and then m gives the slots
+	// to the source still. A store that has taken part in this move, or
+	// a later one, refuses the assignment; the record read again later
+	// says where the move is.
 	for _, g := range []uint32{r.source, r.target} {
-		if _, err := d.step(g, fsm.SlotsAssign(groupRanges(m, g))); err != nil && !isReply(err, fsm.ErrMovesInFlight) {
+		if _, err := d.step(g, fsm.SlotsAssignFor(groupRanges(m, g), sourceMoveID(r.id))); err != nil && !isReply(err, fsm.ErrMovesInFlight) {
 			return err
 		}
 	}
