@@ -33,6 +33,12 @@ import (
 // its group's leader. A node removed and wiped is joined again only once
 // every group has let it go, as docs/cluster.md asks of an operator.
 //
+// Slots move between the groups throughout, as faults of the schedule
+// (chaos_moves_test.go): moves of ranges holding the workers' keys,
+// cancels, and moves hit by another fault in a drawn phase, checked by
+// the histories, by lists that take unique elements for the whole run,
+// and at the end by every member's routing and the keys counted once.
+//
 //	go test ./test/ -run TestChaosGroups -v -args -chaos.groups-time=2m -seed=42
 //	make chaos CHAOS_GROUPS=3 CHAOS_TIME=30m
 var (
