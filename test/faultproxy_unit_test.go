@@ -748,3 +748,59 @@ func TestRaftProxiesPartition(t *testing.T) {
 	ps.HealAll()
 	check("healed", all)
 }
+
+// TestProxyCutGroup: CutGroup discards the traffic of one raft group's
+// connections, of one sender or of any, and leaves the other groups'
+// alone; HealGroup lifts it and closes the connections that lost bytes.
+func TestProxyCutGroup(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, false)
+	p := NewProxy(t, srv.Addr())
+	request := func(id string) []byte {
+		var req bytes.Buffer
+		req.WriteByte(0) // AppendEntries
+		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: []byte("127.0.0.1:1")}
+		if err := codec.NewEncoder(&req, &codec.MsgpackHandle{}).Encode(&raft.AppendEntriesRequest{RPCHeader: hdr, Term: 7}); err != nil {
+			t.Fatal(err)
+		}
+		return req.Bytes()
+	}
+	grouped := append([]byte{muxMagic, 0, 0, 0, 2}, request("a")...) // group 2
+	ca := dialT(t, p.Addr())
+	send(t, ca, string(grouped))
+	sa := serverSide(t, srv)
+	expect(t, sa, string(grouped))
+	plain := request("b") // group 0
+	cb := dialT(t, p.Addr())
+	send(t, cb, string(plain))
+	sb := serverSide(t, srv)
+	expect(t, sb, string(plain))
+
+	p.CutGroup(2, "")
+	p.CutGroup(0, "c") // another sender's: b's connection goes on
+	send(t, ca, "lost")
+	send(t, cb, "kept")
+	expect(t, sb, "kept")
+	pollUntil(t, "a's bytes discarded", func() error {
+		if st := p.Stats(); st.Discarded != 4 {
+			return fmt.Errorf("discarded %d bytes, want 4", st.Discarded)
+		}
+		return nil
+	})
+	p.HealGroup(2)
+	pollUntil(t, "a's connection, which lost bytes, closed", func() error {
+		ca.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := ca.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("a's connection still open: %v", err)
+		}
+		return nil
+	})
+	p.CutGroup(0, "b")
+	send(t, cb, "gone")
+	pollUntil(t, "b's bytes discarded", func() error {
+		if st := p.Stats(); st.Discarded != 8 {
+			return fmt.Errorf("discarded %d bytes, want 8", st.Discarded)
+		}
+		return nil
+	})
+}
