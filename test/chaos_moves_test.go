@@ -19,6 +19,10 @@ import (
 // move and hit the cluster with another fault once the move reaches a
 // phase drawn at random. A move goes on in the background: the faults
 // drawn after it hit it mid-copy, fenced, activating or flipping the map.
+// One more fault cuts a node off in one raft group alone (the meta group
+// or a data group, drawn), its other groups untouched: its replicas then
+// disagree on where a move stands, as when a node leads a move's source
+// group again before its replica of the meta group has caught up.
 //
 // Each range is contiguous, within one run of the stored slot map, from
 // a few slots to a few hundred, and holds the slot of a key the workers
@@ -42,6 +46,7 @@ var chaosMoveFaults = []chaosFault{
 	{name: "move-slots", members: 1, weight: 5, inject: (*chaos).moveSlots},
 	{name: "move-then-fault", members: 1, weight: 3, nests: true, inject: (*chaos).moveThenFault},
 	{name: "cancel-move", members: 1, inject: (*chaos).cancelMove},
+	{name: "isolate-replica", members: 2, weight: 2, inject: (*chaos).isolateReplica},
 }
 
 const (
@@ -782,4 +787,14 @@ func (c *chaos) checkMoves(tot *chaosTotals) {
 	if acked == 0 {
 		t.Errorf("no RPUSH acknowledged: the lists did not exercise the moves")
 	}
+}
+
+// isolateReplica cuts one member off from the others in one raft group
+// drawn among all (the meta group included), both ways, for a drawn time;
+// its other groups go on. The settle that follows heals it.
+func (c *chaos) isolateReplica() {
+	i, n := c.pick()
+	g := c.rng.Intn(c.raftGroups())
+	c.proxies.IsolateGroup(uint32(g), i)
+	c.holdPartition(fmt.Sprintf("isolate %s in group %d alone", n.Name, g))
 }
