@@ -152,11 +152,12 @@ func (c *chaos) groupRuns() [][2]int {
 				out[r.group-1] = [2]int{r.first, r.last}
 			}
 		}
+		some := slices.IndexFunc(out, func(r [2]int) bool { return r[0] >= 0 })
 		for g, r := range out {
 			if r[0] < 0 {
 				// A group may lose every slot to moves; it then keeps
-				// no key of the epoch, and the keys go to the others.
-				out[g] = out[(g+1)%len(out)]
+				// no key of the epoch, and its keys go to another.
+				out[g] = out[some]
 			}
 		}
 		return nil
@@ -190,11 +191,12 @@ type shownMoveT struct {
 
 func (m shownMoveT) finished() bool { return m.phase == "done" || m.phase == "cancelled" }
 
-// movesNow is KVS.SLOTS STATUS of a running member.
+// movesNow is KVS.SLOTS STATUS of a running member, the first that
+// answers. It draws nothing from c.rng: it is polled a number of times
+// that depends on timing, and the schedule must not.
 func (c *chaos) movesNow() ([]shownMoveT, error) {
 	var lastErr error
-	for _, i := range c.rng.Perm(len(c.nodes)) {
-		n := c.nodes[i]
+	for i, n := range c.nodes {
 		if c.out[i] || n.isExited() {
 			continue
 		}
