@@ -41,7 +41,9 @@ type Outcome string
 const (
 	OutcomeOK Outcome = "ok" // a reply that is not an error: the operation took effect
 	// OutcomeFailed: a CLUSTERDOWN, TRYAGAIN or LOADING error, which kvs
-	// uses only when the command certainly did not take effect.
+	// uses only when the command certainly did not take effect, or a
+	// MOVED redirection (a node that does not serve the slot ran nothing;
+	// a plain client should not get one, which unexpectedErrors reports).
 	OutcomeFailed Outcome = "failed"
 	// OutcomeUnknown: an UNCERTAIN error, a timeout, a broken connection or
 	// an error reply kvs should never send for this workload. The operation
@@ -276,7 +278,8 @@ func classify(op *HistOp, v Value, err error) {
 		}
 	case v.IsError():
 		op.Result, op.ErrReply = v.Str, true
-		if strings.HasPrefix(v.Str, "CLUSTERDOWN") || strings.HasPrefix(v.Str, "TRYAGAIN") || strings.HasPrefix(v.Str, "LOADING") {
+		if strings.HasPrefix(v.Str, "CLUSTERDOWN") || strings.HasPrefix(v.Str, "TRYAGAIN") || strings.HasPrefix(v.Str, "LOADING") ||
+			strings.HasPrefix(v.Str, "MOVED ") {
 			op.Outcome = OutcomeFailed
 		} else {
 			op.Outcome = OutcomeUnknown // UNCERTAIN, or a surprise the checker must not trust
