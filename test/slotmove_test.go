@@ -677,7 +677,11 @@ func TestSlotMoveFaults(t *testing.T) {
 // activated. For those two the raft traffic is slowed (every RPC delayed)
 // from the copy on, so that KVS.SLOTS STATUS, polled, finds the move in
 // those short phases (the phase caught is logged; a move already past it
-// is hit where it is). Each move ends done, and then every acknowledged
+// is hit where it is). Last, the source's leader is cut off in the meta
+// group alone (the proxies cut that group's traffic to and from it) until
+// its replica of the meta group knows no leader: it leads its group and
+// copies on, but can neither read nor write the move's record. Each move
+// ends done, and then every acknowledged
 // write is there, every key seeded as it was, every node routes the slots
 // to the target at the map's next version, and DBSIZE summed over the
 // masters counts every key once.
@@ -702,6 +706,9 @@ func TestSlotMovePartitions(t *testing.T) {
 		{"target leader isolated mid-copy", "target", ""},
 		{"source leader isolated fenced", "source", "fenced"},
 		{"target leader isolated activated", "target", "activated"},
+		// The source's leader keeps its group but loses the meta group:
+		// it copies on, and can neither read nor write the record.
+		{"source leader cut off in the meta group mid-copy", "source-meta", ""},
 	} {
 		to := owner%3 + 1
 		ok := t.Run(tc.name, func(t *testing.T) {
@@ -709,7 +716,7 @@ func TestSlotMovePartitions(t *testing.T) {
 			// to its preferred node after the last heal), so the
 			// partition isolates the leader of one data group.
 			waitSpread(t, nodes)
-			g := map[string]int{"source": owner, "target": to, "meta": 0}[tc.role]
+			g := map[string]int{"source": owner, "target": to, "meta": 0, "source-meta": owner}[tc.role]
 			st, err := kvsStatus(nodes[0].Addr)
 			if err != nil {
 				t.Fatal(err)
@@ -740,7 +747,9 @@ func TestSlotMovePartitions(t *testing.T) {
 			if tc.at != "" {
 				t.Logf("move %d caught %s (wanted %s)", id, catchMovePhase(t, ctx, alive.Addr, id, tc.at, ps), tc.at)
 			}
-			if err := ps.Partition([]int{vi}, rest); err != nil {
+			if tc.role == "source-meta" {
+				ps.IsolateGroup(0, vi)
+			} else if err := ps.Partition([]int{vi}, rest); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range ps.P {
@@ -752,17 +761,37 @@ func TestSlotMovePartitions(t *testing.T) {
 					led = append(led, strconv.Itoa(j))
 				}
 			}
-			t.Logf("move %d from group %d to group %d: %s, leader of groups %s, isolated", id, owner, to, victim.Name, strings.Join(led, ", "))
-			waitFor(t, fmt.Sprintf("group %d to elect another leader", g), func() error {
-				st, err := kvsStatus(alive.Addr)
-				if err != nil {
-					return err
-				}
-				if l := st.groups[g][2]; l == "" || l == victim.Name {
-					return fmt.Errorf("group %d's leader: %q", g, l)
-				}
-				return nil
-			})
+			t.Logf("move %d from group %d to group %d: %s, leader of groups %s: %s", id, owner, to, victim.Name, strings.Join(led, ", "), tc.name)
+			if tc.role == "source-meta" {
+				waitFor(t, victim.Name+"'s meta replica to lose its leader", func() error {
+					st, err := kvsStatus(victim.Addr)
+					if err != nil {
+						return err
+					}
+					if l := st.groups[0][2]; l != "" && l != victim.Name {
+						return fmt.Errorf("%s's meta replica names leader %q", victim.Name, l)
+					}
+					st, err = kvsStatus(alive.Addr)
+					if err != nil {
+						return err
+					}
+					if l := st.groups[0][2]; l == "" || l == victim.Name {
+						return fmt.Errorf("group 0's leader: %q", l)
+					}
+					return nil
+				})
+			} else {
+				waitFor(t, fmt.Sprintf("group %d to elect another leader", g), func() error {
+					st, err := kvsStatus(alive.Addr)
+					if err != nil {
+						return err
+					}
+					if l := st.groups[g][2]; l == "" || l == victim.Name {
+						return fmt.Errorf("group %d's leader: %q", g, l)
+					}
+					return nil
+				})
+			}
 			if tc.role == "source" && tc.at == "" {
 				waitFor(t, "the source group's next leader to start the copy over", func() error {
 					m, err := moveStatus(ctx, alive.Addr, id)
