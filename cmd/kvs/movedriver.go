@@ -30,12 +30,77 @@ import (
 // before (retire), so that a chunk a deposed leader still sends for an
 // old attempt is refused.
 type moveDriver struct {
-	gm     *groupsMeta
-	node   *group.Node
+	env    moveEnv
 	sh     shape
 	rate   int64 // bytes a second of the bulk copy (--slot-move-rate), 0: no limit
 	logger *slog.Logger
 	stop   <-chan struct{}
+}
+
+// moveEnv is what a moveDriver works with: this node's replica of the
+// meta group (which may lag behind the group), proposals to the meta group
+// and to the data groups (here, or on their leaders), and this node's
+// replicas of the data groups. nodeMoveEnv is a node's.
+type moveEnv interface {
+	// meta is name's value in this node's replica of the meta group;
+	// metaAll all of them.
+	meta(name string) (string, bool)
+	metaAll() map[string]string
+	proposeMeta(cmds []fsm.Command) ([]fsm.Reply, error)
+	proposeGroup(g uint32, cmds []fsm.Command) ([]fsm.Reply, error)
+	leads(g uint32) bool
+	// exportSlots is a copy-on-write view of ranges in this node's
+	// replica of group g, once it has applied every entry the group
+	// committed; errStopped when the node holds no replica of it.
+	exportSlots(g uint32, ranges []fsm.SlotRange) (*fsm.SlotExport, error)
+}
+
+// nodeMoveEnv is a node's moveEnv.
+type nodeMoveEnv struct {
+	gm   *groupsMeta
+	node *group.Node
+}
+
+func (e nodeMoveEnv) meta(name string) (string, bool) { return e.gm.meta.store.Meta(name) }
+func (e nodeMoveEnv) metaAll() map[string]string      { return e.gm.meta.store.MetaAll() }
+
+func (e nodeMoveEnv) proposeMeta(cmds []fsm.Command) ([]fsm.Reply, error) {
+	return e.gm.meta.keeper.propose(e.gm.srv, cmds)
+}
+
+func (e nodeMoveEnv) proposeGroup(g uint32, cmds []fsm.Command) ([]fsm.Reply, error) {
+	return e.gm.srv.ProposeGroup(int(g), cmds)
+}
+
+func (e nodeMoveEnv) leads(id uint32) bool {
+	g := e.node.Group(id)
+	return g != nil && g.Node().IsLeader()
+}
+
+func (e nodeMoveEnv) exportSlots(id uint32, ranges []fsm.SlotRange) (*fsm.SlotExport, error) {
+	g := e.node.Group(id)
+	if g == nil {
+		return nil, errStopped
+	}
+	// Every entry the group committed is applied here before the view:
+	// a drain a deposed leader took is in it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := group.RaftErr(g.Node().ReadIndex(ctx))
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	return g.Store().ExportSlots(ranges)
+}
+
+// slotMap is the stored slot map as this node's replica of the meta group
+// has it.
+func (d *moveDriver) slotMap() (group.SlotMap, error) {
+	v, ok := d.env.meta(group.SlotMapMeta)
+	if !ok {
+		return group.SlotMap{}, errMove("the cluster has no stored slot map yet")
+	}
+	return group.ParseSlotMap(v, d.sh.groups)
 }
 
 // moveRound is how often the driver looks at the records.
@@ -69,7 +134,7 @@ func (d *moveDriver) run() {
 
 // next is the lowest move not finished.
 func (d *moveDriver) next() (moveRecord, bool) {
-	recs, err := moveRecords(d.gm.meta.store.MetaAll())
+	recs, err := moveRecords(d.env.metaAll())
 	if err != nil {
 		d.logger.Error("slot move records", "err", err)
 	}
@@ -82,10 +147,7 @@ func (d *moveDriver) next() (moveRecord, bool) {
 }
 
 // leads reports whether this node leads group id.
-func (d *moveDriver) leads(id uint32) bool {
-	g := d.node.Group(id)
-	return g != nil && g.Node().IsLeader()
-}
+func (d *moveDriver) leads(id uint32) bool { return d.env.leads(id) }
 
 // errStopped: the node stops, or leads the source group no more.
 var errStopped = errors.New("slot move: stopped")
@@ -104,7 +166,7 @@ func (d *moveDriver) check(r moveRecord) error {
 
 // record is move id's record as this node's replica holds it.
 func (d *moveDriver) record(id uint64) (moveRecord, error) {
-	v, ok := d.gm.meta.store.Meta(moveMeta(id))
+	v, ok := d.env.meta(moveMeta(id))
 	if !ok {
 		return moveRecord{}, fmt.Errorf("slot move %d has no record", id)
 	}
@@ -115,7 +177,7 @@ func (d *moveDriver) record(id uint64) (moveRecord, error) {
 // longer r (a cancel, another leader's step), which the caller reads
 // again.
 func (d *moveDriver) advance(r, next moveRecord) (bool, error) {
-	rs, err := d.gm.meta.keeper.propose(d.gm.srv, []fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())})
+	rs, err := d.env.proposeMeta([]fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())})
 	if err != nil {
 		return false, err
 	}
@@ -181,7 +243,7 @@ func (d *moveDriver) advanceTo(r moveRecord, phase string) error {
 // step proposes cmd to group g (here or on its leader) and returns its
 // reply, an error for an error reply.
 func (d *moveDriver) step(g uint32, cmd fsm.Command) (fsm.Reply, error) {
-	rs, err := d.gm.srv.ProposeGroup(int(g), []fsm.Command{cmd})
+	rs, err := d.env.proposeGroup(g, []fsm.Command{cmd})
 	if err != nil {
 		return fsm.Reply{}, fmt.Errorf("group %d: %w", g, err)
 	}
@@ -213,7 +275,7 @@ func isReply(err error, format string) bool {
 // and begins the move out on the source. A move whose slots the source no
 // longer holds, by the map, is cancelled with a note.
 func (d *moveDriver) begin(r moveRecord) error {
-	m, err := storedSlotMap(d.gm, d.sh.groups)
+	m, err := d.slotMap()
 	if err != nil {
 		return err
 	}
@@ -311,19 +373,7 @@ func (d *moveDriver) copy(r moveRecord) error {
 	if ok, err := save(r); err != nil || !ok {
 		return err // read again
 	}
-	g := d.node.Group(r.source)
-	if g == nil {
-		return errStopped
-	}
-	// Every entry the group committed is applied here before the view:
-	// a drain a deposed leader took is in it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := group.RaftErr(g.Node().ReadIndex(ctx))
-	cancel()
-	if err != nil {
-		return err
-	}
-	view, err := g.Store().ExportSlots(r.ranges)
+	view, err := d.env.exportSlots(r.source, r.ranges)
 	if err != nil {
 		return err
 	}
@@ -478,7 +528,7 @@ func (d *moveDriver) flip(r moveRecord) error {
 		if err := d.check(r); err != nil {
 			return err
 		}
-		m, err := storedSlotMap(d.gm, d.sh.groups)
+		m, err := d.slotMap()
 		if err != nil {
 			return err
 		}
@@ -493,7 +543,7 @@ func (d *moveDriver) flip(r moveRecord) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.gm.meta.keeper.propose(d.gm.srv, []fsm.Command{metaCAS(group.SlotMapMeta, m.String(), next.String())}); err != nil {
+		if _, err := d.env.proposeMeta([]fsm.Command{metaCAS(group.SlotMapMeta, m.String(), next.String())}); err != nil {
 			return err
 		}
 		d.logger.Info("slot map flipped for a slot move", "move", r.id, "version", next.Version())

@@ -528,7 +528,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
 			}()
 			rate, _ := server.ParseMemory(f.slotMoveRate)
-			startMoves(&bg, &moveDriver{gm: gmeta, node: gnode, sh: sh, rate: rate, logger: logger, stop: stop})
+			startMoves(&bg, &moveDriver{env: nodeMoveEnv{gm: gmeta, node: gnode}, sh: sh, rate: rate, logger: logger, stop: stop})
 		}
 	}
 
