@@ -26,15 +26,20 @@ import (
 // step is proposed again when a leader resumes, so each is one the fsm
 // takes twice alike (a repeated begin, fence, activate, release or
 // cancel), except the copy: a copy resumed starts over under a new
-// attempt, whose id on the target is new, after retiring the attempts
-// before (retire), so that a chunk a deposed leader still sends for an
-// old attempt is refused.
+// attempt, whose id on the target is new, written to the record before
+// the attempts below it are retired there (retireThrough), so that a
+// chunk a deposed leader still sends for an old attempt is refused, and
+// a driver reading a stale record retires nothing.
 type moveDriver struct {
 	env    moveEnv
 	sh     shape
 	rate   int64 // bytes a second of the bulk copy (--slot-move-rate), 0: no limit
 	logger *slog.Logger
 	stop   <-chan struct{}
+	// retired holds, by move id, the attempts this driver has retired on
+	// the target, all of 1 to that one (retireThrough). Memory only:
+	// another node, or this one restarted, asks from 1 once.
+	retired map[uint64]uint64
 }
 
 // moveEnv is what a moveDriver works with: this node's replica of the
@@ -338,8 +343,9 @@ func (d *moveDriver) chunkBytes() int {
 // than the drains the set never empties, and the fence stops them.
 const maxDrainRounds = 8
 
-// copy runs one attempt of the copy: it retires the attempt before, then
-// (under the new attempt's id on the target) stages the source's view of
+// copy runs one attempt of the copy: it writes the new attempt to the
+// record and retires the attempts before it, then (under the new
+// attempt's id on the target) stages the source's view of
 // the slots, then the drains, fences the source once a drain left nothing (or
 // after maxDrainRounds), drains until nothing is left, and writes the
 // record at activated. A cancel meanwhile ends it with the record changed.
@@ -363,15 +369,24 @@ func (d *moveDriver) copy(r moveRecord) error {
 		}
 		return ok, err
 	}
-	// The attempt before is retired first, and only then the new one
-	// written: every attempt below the record's is retired, however many
-	// times this fails halfway.
-	if err := d.retire(r, r.attempt); err != nil {
-		return err
-	}
+	// The new attempt is written first, by compare-and-set from the
+	// record as read, and only then the attempts before it retired on the
+	// target. The record may be stale: this node's replica of the meta
+	// group lags behind the group it leads (it leads the source again
+	// before its replica has seen another leader's last writes, or its
+	// replica is cut off and its own writes went through the meta group's
+	// leader), and the move may be activated by now, its attempt's copy
+	// on the target due to go live, which a retired attempt refuses for
+	// good. A stale record fails the compare-and-set, and nothing is
+	// retired. Every attempt below the one written is retired, however
+	// many times a copy failed between the write and the retire.
+	before := r.attempt
 	r.attempt, r.keys, r.bytes, r.total = r.attempt+1, 0, 0, 0
 	if ok, err := save(r); err != nil || !ok {
 		return err // read again
+	}
+	if err := d.retireThrough(r, before); err != nil {
+		return err
 	}
 	view, err := d.env.exportSlots(r.source, r.ranges)
 	if err != nil {
@@ -454,19 +469,32 @@ func (d *moveDriver) copy(r moveRecord) error {
 	}
 }
 
-// retire makes attempt a's staging on the target gone for good: aborted
-// (or, if it never began, begun with an empty chunk and aborted, so its
-// id is finished there and any chunk of it still on its way is refused),
-// and the slots purged of what it staged.
-func (d *moveDriver) retire(r moveRecord, a uint64) error {
-	if a == 0 {
+// retireThrough makes the staging of attempts 1 to a on the target gone
+// for good, then purges the slots of what they staged. Each is aborted;
+// one that never began there is then begun with an empty chunk and
+// aborted, so that its id is finished and any chunk of it still on its
+// way (from a deposed leader) is refused. That begin needs the slots free
+// of any other staging, so it comes once every attempt in flight is
+// aborted. The attempts this driver has retired all of before
+// (d.retired) are not asked again.
+func (d *moveDriver) retireThrough(r moveRecord, a uint64) error {
+	from := d.retired[r.id] + 1
+	if a < from {
 		return nil
 	}
-	tid := targetMoveID(r.id, a)
-	_, err := d.step(r.target, fsm.MoveAbort(tid))
-	switch {
-	case err == nil || isReply(err, fsm.ErrMoveFinished):
-	case isReply(err, fsm.ErrMoveUnknown):
+	var unknown []uint64
+	for i := from; i <= a; i++ {
+		_, err := d.step(r.target, fsm.MoveAbort(targetMoveID(r.id, i)))
+		switch {
+		case err == nil || isReply(err, fsm.ErrMoveFinished):
+		case isReply(err, fsm.ErrMoveUnknown):
+			unknown = append(unknown, i)
+		default:
+			return err
+		}
+	}
+	for _, i := range unknown {
+		tid := targetMoveID(r.id, i)
 		if err := d.purge(r, r.target); err != nil {
 			return err
 		}
@@ -476,10 +504,15 @@ func (d *moveDriver) retire(r moveRecord, a uint64) error {
 		if _, err := d.step(r.target, fsm.MoveAbort(tid)); err != nil && !isReply(err, fsm.ErrMoveFinished) {
 			return err
 		}
-	default:
+	}
+	if err := d.purge(r, r.target); err != nil {
 		return err
 	}
-	return d.purge(r, r.target)
+	if d.retired == nil {
+		d.retired = map[uint64]uint64{}
+	}
+	d.retired[r.id] = a
+	return nil
 }
 
 // purgeStep is the keys one OpSlotsPurge deletes.
@@ -567,7 +600,7 @@ func (d *moveDriver) cancel(r moveRecord) error {
 	if _, err := d.step(r.source, fsm.MoveCancel(sourceMoveID(r.id))); err != nil && !isReply(err, fsm.ErrMoveUnknown) {
 		return err
 	}
-	if err := d.retire(r, r.attempt); err != nil {
+	if err := d.retireThrough(r, r.attempt); err != nil {
 		return err
 	}
 	return d.advanceTo(r, phaseCancelled)

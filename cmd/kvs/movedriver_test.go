@@ -1,0 +1,280 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+
+	"kvs/fsm"
+	"kvs/group"
+)
+
+// fakeGroups is a meta group and data groups as one store each, every
+// proposal applied at once, for driving moves of slots in a test.
+type fakeGroups struct {
+	mu     sync.Mutex
+	meta   *fsm.Store
+	log    [][]fsm.Command // the meta group's entries
+	groups map[uint32]*fsm.Store
+	idx    map[uint32]uint64
+}
+
+const fakeNow = 1_700_000_000_000
+
+func newFakeGroups(n int) *fakeGroups {
+	c := &fakeGroups{meta: fsm.NewStore(), groups: map[uint32]*fsm.Store{}, idx: map[uint32]uint64{}}
+	for g := 1; g <= n; g++ {
+		c.groups[uint32(g)] = fsm.NewStore()
+	}
+	return c
+}
+
+// applyMeta appends an entry to the meta group's log and applies it.
+func (c *fakeGroups) applyMeta(cmds ...fsm.Command) []fsm.Reply {
+	c.log = append(c.log, cmds)
+	return c.meta.Apply(uint64(len(c.log)), fakeNow, cmds)
+}
+
+func (c *fakeGroups) apply(g uint32, cmds ...fsm.Command) []fsm.Reply {
+	c.idx[g]++
+	return c.groups[g].Apply(c.idx[g], fakeNow, cmds)
+}
+
+// fakeEnv is one node's moveEnv over fakeGroups: its replica of the meta
+// group applies the group's entries as they come, up to upTo of them when
+// upTo >= 0 (a replica cut off, or slow).
+type fakeEnv struct {
+	c       *fakeGroups
+	replica *fsm.Store
+	applied int
+	upTo    int
+	lead    func(g uint32) bool
+	// proposed counts the meta proposals; after each, onMeta if set.
+	proposed int
+	onMeta   func(n int)
+}
+
+func newFakeEnv(c *fakeGroups, lead func(uint32) bool) *fakeEnv {
+	return &fakeEnv{c: c, replica: fsm.NewStore(), upTo: -1, lead: lead}
+}
+
+func (e *fakeEnv) syncLocked() {
+	for e.applied < len(e.c.log) && (e.upTo < 0 || e.applied < e.upTo) {
+		e.applied++
+		e.replica.Apply(uint64(e.applied), fakeNow, e.c.log[e.applied-1])
+	}
+}
+
+func (e *fakeEnv) meta(name string) (string, bool) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	e.syncLocked()
+	return e.replica.Meta(name)
+}
+
+func (e *fakeEnv) metaAll() map[string]string {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	e.syncLocked()
+	return e.replica.MetaAll()
+}
+
+func (e *fakeEnv) proposeMeta(cmds []fsm.Command) ([]fsm.Reply, error) {
+	e.c.mu.Lock()
+	rs := e.c.applyMeta(cmds...)
+	e.syncLocked()
+	e.proposed++
+	n, on := e.proposed, e.onMeta
+	e.c.mu.Unlock()
+	if on != nil {
+		on(n)
+	}
+	return rs, nil
+}
+
+func (e *fakeEnv) proposeGroup(g uint32, cmds []fsm.Command) ([]fsm.Reply, error) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	if e.c.groups[g] == nil {
+		return nil, fmt.Errorf("no group %d", g)
+	}
+	return e.c.apply(g, cmds...), nil
+}
+
+func (e *fakeEnv) leads(g uint32) bool { return e.lead(g) }
+
+func (e *fakeEnv) exportSlots(g uint32, ranges []fsm.SlotRange) (*fsm.SlotExport, error) {
+	e.c.mu.Lock()
+	defer e.c.mu.Unlock()
+	return e.c.groups[g].ExportSlots(ranges)
+}
+
+// phaseIn returns move id's phase and attempt in store s.
+func phaseIn(s *fsm.Store, id uint64) (string, uint64) {
+	v, ok := s.Meta(moveMeta(id))
+	if !ok {
+		return "", 0
+	}
+	r, err := parseMoveRecord(id, v)
+	if err != nil {
+		return "", 0
+	}
+	return r.phase, r.attempt
+}
+
+// TestMoveDriverStaleRecord: node y drives move 1 (slots 0-99, from group 1
+// to group 2) until its record says activated, and loses group 1's
+// leadership before it activates the target's copy. Node x leads group 1
+// next, while its replica of the meta group still says the move is
+// copying, attempt 1: the copy x resumes must not retire attempt 1 on the
+// target (its record has decided to activate it, which a retired attempt
+// refuses), and once x's replica catches up it takes the move to done,
+// every key on the target. It did not: x retired attempt 1 before writing
+// attempt 2 to the record, whose compare-and-set then failed, and the move
+// stayed at activated for good, its slots fenced at the source.
+func TestMoveDriverStaleRecord(t *testing.T) {
+	c := newFakeGroups(2)
+	m, err := group.InitialSlotMap(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applyMeta(metaCAS(group.SlotMapMeta, "", m.String()))
+	keys := map[string]string{}
+	for i := 0; len(keys) < 40; i++ {
+		k := "k" + strconv.Itoa(i)
+		if s := fsm.KeySlot(k); s <= 99 {
+			keys[k] = "v" + strconv.Itoa(i)
+			c.apply(1, fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(k), []byte(keys[k])}})
+		}
+	}
+	rec := moveRecord{id: 1, source: 1, target: 2, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	c.applyMeta(metaCAS(moveNextMeta, "", "1"), metaCAS(moveMeta(1), "", rec.String()))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// y leads group 1 until the record says activated.
+	yEnv := newFakeEnv(c, func(g uint32) bool {
+		p, _ := phaseIn(c.meta, 1)
+		return g == 1 && p != phaseActivated
+	})
+	y := &moveDriver{env: yEnv, sh: shape{groups: 2}, logger: logger, stop: make(chan struct{})}
+	if err := y.drive(1); err != errStopped {
+		t.Fatalf("y's drive: %v, want it stopped at the activation", err)
+	}
+	if p, a := phaseIn(c.meta, 1); p != phaseActivated || a != 1 {
+		t.Fatalf("move 1 is %s, attempt %d; want activated, attempt 1", p, a)
+	}
+	// The entry that first made the record copying, attempt 1: x's replica
+	// of the meta group stops there.
+	scratch, upTo := fsm.NewStore(), -1
+	for i, e := range c.log {
+		scratch.Apply(uint64(i+1), fakeNow, e)
+		if p, a := phaseIn(scratch, 1); p == phaseCopying && a == 1 {
+			upTo = i + 1
+			break
+		}
+	}
+	if upTo < 0 {
+		t.Fatal("the record never said copying, attempt 1")
+	}
+
+	xEnv := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	xEnv.upTo = upTo
+	stop := make(chan struct{})
+	var once sync.Once
+	xEnv.onMeta = func(n int) {
+		if n >= 5 {
+			once.Do(func() { close(stop) })
+		}
+	}
+	x := &moveDriver{env: xEnv, sh: shape{groups: 2}, logger: logger, stop: stop}
+	if p, a := phaseIn(xEnv.replica, 1); p != "" {
+		t.Fatalf("x's replica is not fresh: %s %d", p, a)
+	}
+	if err := x.drive(1); err != nil && err != errStopped {
+		t.Logf("x's drive on the stale record: %v", err)
+	}
+	if p, a := phaseIn(c.meta, 1); p != phaseActivated || a != 1 {
+		t.Fatalf("after x's stale drive move 1 is %s, attempt %d; want activated, attempt 1", p, a)
+	}
+
+	// x's replica catches up.
+	xEnv.upTo = -1
+	xEnv.onMeta = nil
+	x.stop = make(chan struct{})
+	if err := x.drive(1); err != nil {
+		t.Fatalf("x's drive once its replica caught up: %v", err)
+	}
+	if p, _ := phaseIn(c.meta, 1); p != phaseDone {
+		t.Fatalf("move 1 is %s, want done", p)
+	}
+	for k, v := range keys {
+		r := c.groups[2].Read(fakeNow, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(k)}})
+		if r.Kind != fsm.ReplyBulk || string(r.Bulk) != v {
+			t.Errorf("GET %s on the target: %v, want %q", k, r, v)
+		}
+		if r := c.groups[1].Read(fakeNow, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(k)}}); r.Kind != fsm.ReplyError {
+			t.Errorf("GET %s on the source: %v, want a refusal", k, r)
+		}
+	}
+}
+
+// TestMoveDriverRetiresEveryAttempt: a copy resumed from a record at
+// attempt 2, whose attempt 1 is still staging on the target and whose
+// attempt 2 never began there (its driver lost its leadership between
+// writing it and retiring attempt 1), retires both before it stages
+// attempt 3: attempt 1 aborted first, since attempt 2 can only be begun
+// and aborted (so that a chunk of it still on its way is refused) on
+// slots no other staging holds. The move then ends done.
+func TestMoveDriverRetiresEveryAttempt(t *testing.T) {
+	c := newFakeGroups(2)
+	m, err := group.InitialSlotMap(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applyMeta(metaCAS(group.SlotMapMeta, "", m.String()))
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := "k" + strconv.Itoa(i); fsm.KeySlot(k) <= 99 {
+			key = k
+		}
+	}
+	c.apply(1, fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(key), []byte("1")}})
+	ranges := []fsm.SlotRange{{Lo: 0, Hi: 99}}
+	rec := moveRecord{id: 1, source: 1, target: 2, ranges: ranges, phase: phaseBegun}
+	c.applyMeta(metaCAS(moveNextMeta, "", "1"), metaCAS(moveMeta(1), "", rec.String()))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The begin, by a driver that stops once the record says copying.
+	y := &moveDriver{env: newFakeEnv(c, func(uint32) bool {
+		p, _ := phaseIn(c.meta, 1)
+		return p == phaseBegun
+	}), sh: shape{groups: 2}, logger: logger, stop: make(chan struct{})}
+	if err := y.drive(1); err != errStopped {
+		t.Fatalf("y's drive: %v", err)
+	}
+	// Attempt 1 staging on the target; the record at attempt 2.
+	if r := c.apply(2, fsm.MoveStage(targetMoveID(1, 1), ranges, fsm.EmptyChunk())); r[0].Kind == fsm.ReplyError {
+		t.Fatalf("staging attempt 1: %v", r[0])
+	}
+	v, _ := c.meta.Meta(moveMeta(1))
+	cur, err := parseMoveRecord(1, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur
+	next.attempt = 2
+	c.applyMeta(metaCAS(moveMeta(1), cur.String(), next.String()))
+
+	x := &moveDriver{env: newFakeEnv(c, func(g uint32) bool { return g == 1 }), sh: shape{groups: 2}, logger: logger, stop: make(chan struct{})}
+	if err := x.drive(1); err != nil {
+		t.Fatalf("x's drive: %v", err)
+	}
+	if p, a := phaseIn(c.meta, 1); p != phaseDone || a != 3 {
+		t.Fatalf("move 1 is %s, attempt %d; want done, attempt 3", p, a)
+	}
+	if r := c.groups[2].Read(fakeNow, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(key)}}); r.Kind != fsm.ReplyBulk || string(r.Bulk) != "1" {
+		t.Errorf("GET %s on the target: %v", key, r)
+	}
+}
