@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -114,5 +116,41 @@ func TestSlotsCommand(t *testing.T) {
 	plain := dialRaw(t, startServer(t, Config{}))
 	if got := plain.do("KVS.SLOTS", "STATUS"); got != "-"+errNoMover+"\r\n" {
 		t.Errorf("KVS.SLOTS without groups: %q", got)
+	}
+}
+
+// TestSlotMoveRateConfig: CONFIG GET and SET of slot-move-rate on a node
+// of several groups change the pace the mover reads; a node without
+// groups has no such parameter.
+func TestSlotMoveRateConfig(t *testing.T) {
+	var rate atomic.Int64
+	rate.Store(32 << 20)
+	srv, _ := startSharded(t, 2, func(c *Config) { c.Mover = &fakeMover{}; c.SlotMoveRate = &rate })
+	c := dialRaw(t, srv)
+	if got := c.do("CONFIG", "GET", "slot-move-rate"); got != "*2\r\n$14\r\nslot-move-rate\r\n$8\r\n33554432\r\n" {
+		t.Errorf("CONFIG GET slot-move-rate: %q", got)
+	}
+	for val, want := range map[string]int64{"4mb": 4 << 20, "500kb": 500 << 10, "1000": 1000, "0": 0} {
+		if got := c.do("CONFIG", "SET", "slot-move-rate", val); got != "+OK\r\n" || rate.Load() != want {
+			t.Errorf("CONFIG SET slot-move-rate %s: %q, rate %d, want %d", val, got, rate.Load(), want)
+		}
+	}
+	rate.Store(77)
+	for _, bad := range []string{"x", "-1", "1zb"} {
+		want := "-ERR CONFIG SET failed (possibly related to argument 'slot-move-rate') - argument must be a memory value\r\n"
+		if got := c.do("CONFIG", "SET", "slot-move-rate", bad); got != want || rate.Load() != 77 {
+			t.Errorf("CONFIG SET slot-move-rate %s: %q (rate %d), want %q", bad, got, rate.Load(), want)
+		}
+	}
+	// Atomic with the other pairs: a bad one changes nothing.
+	if got := c.do("CONFIG", "SET", "slot-move-rate", "1mb", "hz", "x"); !strings.HasPrefix(got, "-ERR") || rate.Load() != 77 {
+		t.Errorf("CONFIG SET with a bad pair: %q, rate %d", got, rate.Load())
+	}
+	plain := dialRaw(t, startServer(t, Config{}))
+	if got := plain.do("CONFIG", "GET", "slot-move-rate"); got != "*0\r\n" {
+		t.Errorf("CONFIG GET slot-move-rate without groups: %q", got)
+	}
+	if got := plain.do("CONFIG", "SET", "slot-move-rate", "1mb"); !strings.Contains(got, "Unknown option") {
+		t.Errorf("CONFIG SET slot-move-rate without groups: %q", got)
 	}
 }

@@ -36,11 +36,12 @@ import (
 // With -movebench.pin the nodes run on CPU 0 and the benchmark (loads and
 // probes) on CPU 1.
 var (
-	flagMoveBenchBytes = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots")
-	flagMoveBenchValue = flag.Int("movebench.value", 1000, "BenchmarkSlotMove: bytes of each key's value")
-	flagMoveBenchRate  = flag.String("movebench.rate", "32mb", "BenchmarkSlotMove: --slot-move-rate of the nodes")
-	flagMoveBenchPin   = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
-	flagMoveBenchProf  = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
+	flagMoveBenchBytes   = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots")
+	flagMoveBenchValue   = flag.Int("movebench.value", 1000, "BenchmarkSlotMove: bytes of each key's value")
+	flagMoveBenchRate    = flag.String("movebench.rate", "32mb", "BenchmarkSlotMove: --slot-move-rate of the nodes")
+	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
+	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
+	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
 )
 
 func BenchmarkSlotMove(b *testing.B) {
@@ -80,7 +81,7 @@ func parseBytes(s string) (int64, error) {
 type timedWrite struct {
 	at  time.Time
 	dur time.Duration
-	err bool
+	err error
 }
 
 func benchMove(b *testing.B, size int64, mix bool) {
@@ -197,7 +198,7 @@ func benchMove(b *testing.B, size int64, mix bool) {
 				}
 				t0 := time.Now()
 				err := cc.Set(ctx, probeKeys[rng.Intn(len(probeKeys))], "p", 0).Err()
-				probes[i] = append(probes[i], timedWrite{at: t0, dur: time.Since(t0), err: err != nil})
+				probes[i] = append(probes[i], timedWrite{at: t0, dur: time.Since(t0), err: err})
 				time.Sleep(time.Millisecond)
 			}
 		}()
@@ -245,6 +246,26 @@ func benchMove(b *testing.B, size int64, mix bool) {
 	time.Sleep(10 * time.Second) // the mix's own pace, before the move
 	// The move, its phases polled.
 	moveStart := time.Now()
+	if *flagMoveBenchControl > 0 {
+		// No move: the same windows, for what they change by themselves.
+		time.Sleep(*flagMoveBenchControl)
+		close(stop)
+		lwg.Wait()
+		mixMu.Lock()
+		defer mixMu.Unlock()
+		var before, during, nb, nd int
+		for s, n := range mixCount {
+			switch {
+			case s > moveStart.Unix()-10 && s < moveStart.Unix():
+				before, nb = before+n, nb+1
+			case s > moveStart.Unix() && s < moveStart.Add(*flagMoveBenchControl).Unix():
+				during, nd = during+n, nd+1
+			}
+		}
+		b.Logf("control, no move: the mix did %.0f ops/s in the 10 s before, %.0f in the %v after (%.2f)",
+			float64(before)/float64(nb), float64(during)/float64(nd), *flagMoveBenchControl, float64(during*nb)/float64(before*nd))
+		return
+	}
 	id, err := cc.Do(ctx, "KVS.SLOTS", "MOVE", first, last, 2).Int64()
 	if err != nil {
 		b.Fatal(err)
@@ -300,7 +321,7 @@ func benchMove(b *testing.B, size int64, mix bool) {
 			if w.at.Before(from) || !w.at.Before(to) {
 				continue
 			}
-			if w.err {
+			if w.err != nil {
 				errs++
 			}
 			ds = append(ds, w.dur)
@@ -334,6 +355,11 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		id, keysCopied, bytes>>20, moveEnd.Sub(moveStart).Round(time.Millisecond), float64(bytes)/(1<<20)/copyTime.Seconds(),
 		copyTime.Round(time.Millisecond), phaseTimes(phases, moveStart))
 	b.Logf("writes to the moving slots during the move: %d, p50 %v, p99 %v, max %v, %d errors", n, p50, p99, maxd, errs)
+	for _, w := range all {
+		if w.err != nil {
+			b.Logf("a write sent %v into the move failed after %v: %v", w.at.Sub(moveStart).Round(time.Millisecond), w.dur.Round(time.Millisecond), w.err)
+		}
+	}
 	hn, hp50, hp99, hmax, herrs := lat(fence.Add(-100*time.Millisecond), flip)
 	b.Logf("writes sent from 100 ms before the fence to the flip (%v): %d, p50 %v, p99 %v, max %v, %d errors",
 		flip.Sub(fence).Round(time.Millisecond), hn, hp50, hp99, hmax, herrs)

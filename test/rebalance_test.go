@@ -182,12 +182,39 @@ func TestRebalance(t *testing.T) {
 		t.Errorf("a second kvs rebalance: exit %d\n%s", code, out)
 	}
 
-	// Group 1 emptied.
+	// Group 1 emptied, at a pace that would take minutes until CONFIG SET
+	// slot-move-rate lifts it mid-copy on every node.
 	before := maps.Clone(by)
-	out, code = runKVS(t, 4*time.Minute, "rebalance", "--wait", "--weights", "1=0", nodes[0].Addr)
+	setRate := func(v string) {
+		t.Helper()
+		for _, n := range nodes {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr})
+			err := c.ConfigSet(ctx, "slot-move-rate", v).Err()
+			c.Close()
+			if err != nil {
+				t.Fatalf("CONFIG SET slot-move-rate %s on %s: %v", v, n.Name, err)
+			}
+		}
+	}
+	setRate("1kb")
+	out, code = runKVS(t, clusterWait, "rebalance", "--weights", "1=0", nodes[0].Addr)
 	t.Logf("kvs rebalance --weights 1=0:\n%s", out)
 	if code != 0 {
 		t.Fatalf("kvs rebalance --weights 1=0: exit %d", code)
+	}
+	var ids []int64
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "move ") {
+			ids = append(ids, moveID(t, line))
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatal("kvs rebalance --weights 1=0 recorded no move")
+	}
+	waitMovePhase(t, ctx, nodes[1].Addr, ids[0], "copying", true)
+	setRate("0")
+	for _, id := range ids {
+		waitMovePhase(t, ctx, nodes[1].Addr, id, "done", false)
 	}
 	owners, _ = sameMapEverywhere(t, nodes)
 	for s, o := range owners {

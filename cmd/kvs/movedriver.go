@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -33,7 +34,7 @@ type moveDriver struct {
 	gm     *groupsMeta
 	node   *group.Node
 	sh     shape
-	rate   int64 // bytes a second of the bulk copy (--slot-move-rate), 0: no limit
+	rate   *atomic.Int64 // bytes a second of the bulk copy (slot-move-rate), 0: no limit
 	logger *slog.Logger
 	stop   <-chan struct{}
 }
@@ -261,10 +262,11 @@ func groupRanges(m group.SlotMap, g uint32) []fsm.SlotRange {
 // chunkBytes is the size of the chunks the copy stages: about an eighth
 // of a second at the pace set, within 4 KiB and 256 KiB.
 func (d *moveDriver) chunkBytes() int {
-	if d.rate <= 0 {
+	rate := d.rate.Load()
+	if rate <= 0 {
 		return 256 << 10
 	}
-	return int(min(max(d.rate/8, 4<<10), 256<<10))
+	return int(min(max(rate/8, 4<<10), 256<<10))
 }
 
 // maxDrainRounds bounds the drains before the fence: under writes faster
@@ -332,7 +334,7 @@ func (d *moveDriver) copy(r moveRecord) error {
 		r.bytes += int64(len(chunk))
 		return nil
 	}
-	p := pacer{rate: d.rate, start: time.Now()}
+	p := pacer{rate: d.rate.Load, start: time.Now()}
 	lastSaved := time.Now()
 	cs := d.chunkBytes()
 	for first := true; ; first = false {
@@ -520,29 +522,54 @@ func (d *moveDriver) cancel(r moveRecord) error {
 
 // pacer holds a copy to rate bytes a second.
 type pacer struct {
-	rate  int64
+	rate func() int64 // bytes a second, read at each wait; <= 0: no limit
+	// start and base: the pace is counted from start, when base bytes
+	// were sent; a change of rate starts the count again from there.
 	start time.Time
+	base  int64
+	last  int64 // the rate of the last wait
 }
 
-// wait returns once sent bytes are due at the rate, or stop closes.
+// due returns when the sent bytes are due at the pace, and false when
+// there is no limit. A rate changed since the last call counts from now,
+// with what was sent so far, so a copy slowed or sped up mid-way takes
+// the new pace at once, owing nothing and owed nothing.
+func (p *pacer) due(sent int64, now time.Time) (time.Time, bool) {
+	rate := p.rate()
+	if rate != p.last {
+		p.start, p.base, p.last = now, sent, rate
+	}
+	if rate <= 0 {
+		return time.Time{}, false
+	}
+	return p.start.Add(time.Duration(float64(sent-p.base) / float64(rate) * float64(time.Second))), true
+}
+
 func (p *pacer) wait(sent int64, stop <-chan struct{}) {
-	if p.rate <= 0 {
+	due, ok := p.due(sent, time.Now())
+	if !ok {
 		return
 	}
-	due := p.start.Add(time.Duration(float64(sent) / float64(p.rate) * float64(time.Second)))
-	d := time.Until(due)
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-stop:
+	// Waits are bounded, so a rate raised while the copy waits is taken
+	// within the second.
+	for {
+		d := min(time.Until(due), time.Second)
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return
+		}
+		if due, ok = p.due(sent, time.Now()); !ok {
+			return
+		}
 	}
 }
 
-// startMoves starts the driver; wg waits for it.
 func startMoves(wg *sync.WaitGroup, d *moveDriver) {
 	wg.Add(1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -178,7 +179,7 @@ func moveRecords(m map[string]string) ([]moveRecord, error) {
 type slotMoves struct {
 	gm   *groupsMeta
 	sh   shape
-	rate int64 // --slot-move-rate, for the time left
+	rate *atomic.Int64 // slot-move-rate, for the time left
 }
 
 // errMove is a refusal of KVS.SLOTS, told to the client after "ERR ".
@@ -260,7 +261,7 @@ func (sm *slotMoves) Moves() ([]server.SlotMove, error) {
 		}
 		out = append(out, server.SlotMove{
 			ID: r.id, Source: int(r.source), Target: int(r.target), Slots: formatRanges(r.ranges),
-			Phase: r.phase, Attempts: int64(r.attempt), Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate), Note: r.note,
+			Phase: r.phase, Attempts: int64(r.attempt), Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate.Load()), Note: r.note,
 		})
 	}
 	slices.Reverse(out)

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -321,6 +322,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		views    []*clusterView // the data groups' served at start
 		gnode    *group.Node
 		gmeta    *groupsMeta
+		moveRate *atomic.Int64    // --slot-move-rate, and CONFIG SET slot-move-rate
 		slotMaps *slotMapFollower // with several data groups
 		leaders  *leaderWatch
 		// sh is how the cluster's slots are spread over data groups
@@ -392,7 +394,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
 			cfg.Remote = remoteGroups{gmeta}
 			rate, _ := server.ParseMemory(f.slotMoveRate)
-			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: rate}
+			moveRate = new(atomic.Int64)
+			moveRate.Store(rate)
+			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: moveRate}
+			cfg.SlotMoveRate = moveRate
 			cfg.Replicas = sh.replicas
 			cfg.Saver = nodeSaver{gnode}
 		}
@@ -527,8 +532,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 				defer bg.Done()
 				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
 			}()
-			rate, _ := server.ParseMemory(f.slotMoveRate)
-			startMoves(&bg, &moveDriver{gm: gmeta, node: gnode, sh: sh, rate: rate, logger: logger, stop: stop})
+			startMoves(&bg, &moveDriver{gm: gmeta, node: gnode, sh: sh, rate: moveRate, logger: logger, stop: stop})
 		}
 	}
 
