@@ -38,7 +38,7 @@ import (
 var (
 	flagMoveBenchBytes   = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots")
 	flagMoveBenchValue   = flag.Int("movebench.value", 1000, "BenchmarkSlotMove: bytes of each key's value")
-	flagMoveBenchRate    = flag.String("movebench.rate", "32mb", "BenchmarkSlotMove: --slot-move-rate of the nodes")
+	flagMoveBenchRate    = flag.String("movebench.rate", "4mb", "BenchmarkSlotMove: --slot-move-rate of the nodes (4mb, its default)")
 	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
 	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
 	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
