@@ -458,18 +458,64 @@ func (d *moveDriver) purge(r moveRecord, g uint32) error {
 // the map moves (server/reroute.go), so no client reads there what the
 // target has overwritten since. Each is a step the fsm takes twice alike.
 func (d *moveDriver) handOver(r moveRecord) error {
-	if _, err := d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt))); err != nil {
+	// The activation and the release are steps of two groups, taken at
+	// once: no client reaches the target before the stored map names it,
+	// which waits for both, and the source has refused writes to the
+	// slots since the fence, so neither order between them shows anyone
+	// anything. Both are idempotent, for a driver that resumes here.
+	var wg sync.WaitGroup
+	var activateErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, activateErr = d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt)))
+	}()
+	_, releaseErr := d.step(r.source, fsm.MoveRelease(sourceMoveID(r.id)))
+	wg.Wait()
+	if err := errors.Join(activateErr, releaseErr); err != nil {
 		return err
 	}
-	if _, err := d.step(r.source, fsm.MoveRelease(sourceMoveID(r.id))); err != nil {
+	// The record at released and the map's flip in one meta entry: the
+	// clients' wait ends one round sooner. Should the map's
+	// compare-and-set fail (the map changed meanwhile), flip does it
+	// again from the released record.
+	next := r
+	next.phase = phaseReleased
+	cmds := []fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())}
+	m, err := storedSlotMap(d.gm, d.sh.groups)
+	if err != nil {
 		return err
 	}
-	return d.advanceTo(r, phaseReleased)
+	var flipped group.SlotMap
+	if !ownsAll(m, r.ranges, r.target) {
+		if flipped, err = m.Flip(mapRanges(r.ranges), r.target); err != nil {
+			return err
+		}
+		cmds = append(cmds, metaCAS(group.SlotMapMeta, m.String(), flipped.String()))
+	}
+	rs, err := d.gm.meta.keeper.propose(d.gm.srv, cmds)
+	if err != nil {
+		return err
+	}
+	if casDone(rs[0]) {
+		d.logger.Info("slot move", "move", r.id, "phase", next.phase, "attempt", next.attempt,
+			"slots", formatRanges(r.ranges), "from", r.source, "to", r.target)
+	}
+	if len(rs) > 1 && casDone(rs[1]) {
+		d.logger.Info("slot map flipped for a slot move", "move", r.id, "version", flipped.Version())
+	}
+	return nil
 }
 
-// flip writes the stored map's next version, naming the target, and then
-// the record: two entries, the map's first, so a leader resuming finds
-// the map flipped and only writes the record.
+// mapRanges is ranges as the slot map takes them.
+func mapRanges(ranges []fsm.SlotRange) []group.SlotRange {
+	gr := make([]group.SlotRange, len(ranges))
+	for i, x := range ranges {
+		gr[i] = group.SlotRange{First: x.Lo, Last: x.Hi}
+	}
+	return gr
+}
+
 func (d *moveDriver) flip(r moveRecord) error {
 	for {
 		if err := d.check(r); err != nil {
@@ -482,11 +528,7 @@ func (d *moveDriver) flip(r moveRecord) error {
 		if ownsAll(m, r.ranges, r.target) {
 			return d.advanceTo(r, phaseFlipped)
 		}
-		gr := make([]group.SlotRange, len(r.ranges))
-		for i, x := range r.ranges {
-			gr[i] = group.SlotRange{First: x.Lo, Last: x.Hi}
-		}
-		next, err := m.Flip(gr, r.target)
+		next, err := m.Flip(mapRanges(r.ranges), r.target)
 		if err != nil {
 			return err
 		}

@@ -31,8 +31,9 @@ import (
 //	copying    the bulk copy and the drains of the writes since
 //	fenced     the source refuses writes to the slots; the last drains
 //	activated  the target's staging is to become live, and the source is
-//	           to give the slots up: no going back
-//	released   both done; the stored slot map is to name the target
+//	           to give the slots up (both at once): no going back
+//	released   both done; the stored slot map names the target (the same
+//	           meta entry writes both), or is to
 //	flipped    it does; the source purges the slots' keys
 //	done
 //	cancelling asked to roll back (before activated), being undone
