@@ -859,6 +859,9 @@ func (e *SlotExport) Release() { e.keys = nil }
 // or after Release, it returns an empty chunk and true.
 func (e *SlotExport) Next(maxBytes int) (chunk []byte, done bool) {
 	w := newChunkWriter()
+	// The chunk's own size at once, rather than doubling up to it: a
+	// move copies many chunks, each grown from nothing.
+	w.out.Grow(min(maxBytes, 1<<20) + 8<<10)
 	for e.keys != nil && e.r < len(e.ranges) {
 		_, hi := slotRangeBounds(e.ranges[e.r])
 		full := false

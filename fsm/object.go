@@ -18,6 +18,12 @@ const (
 	// OpGetKeysInSlot: Int=slot (0..16383), Int2=count (>= 0). Reply an
 	// array of up to count keys of the slot, in keyspace order.
 	OpGetKeysInSlot
+	// OpSlotSizes: Int=first slot, Int2=last slot (0 <= first <= last <
+	// 16384). Reply a flat array of integers, slot, keys, bytes, for each
+	// slot of the range served here that holds live keys, ascending: the
+	// keys not expired and the memory they hold (MEMORY USAGE's estimate,
+	// summed). What a rebalance weighs the groups by.
+	OpSlotSizes
 )
 
 // FlagReplace is COPY's REPLACE.
@@ -57,6 +63,13 @@ func init() {
 		read: func(s *Store, now int64, c *Command) Reply { return IntReply(s.countKeysInSlotLocked(now, int(c.Int))) }})
 	registerOp(OpGetKeysInSlot, opSpec{name: "CLUSTER GETKEYSINSLOT", args: 0, check: slotCheck, keys: keysNone,
 		read: readGetKeysInSlot})
+	registerOp(OpSlotSizes, opSpec{name: "KVS.SLOTS SIZES", args: 0, keys: keysNone, read: readSlotSizes,
+		check: func(c *Command) error {
+			if c.Int < 0 || c.Int2 < c.Int || c.Int2 >= ClusterSlots {
+				return errorString("slot out of range")
+			}
+			return nil
+		}})
 }
 
 func slotCheck(c *Command) error {
@@ -169,6 +182,37 @@ func (s *Store) countKeysInSlotLocked(now int64, slot int) int64 {
 		return true
 	})
 	return int64(n)
+}
+
+// readSlotSizes walks the keys of the slots Int to Int2 once, in keyspace
+// order (slot first), skipping the slots not served here (a move's
+// staging, what a move out left to purge).
+func readSlotSizes(s *Store, now int64, c *Command) Reply {
+	out := []Reply{}
+	slot, keys, bytes := -1, int64(0), int64(0)
+	flush := func() {
+		if keys > 0 {
+			out = append(out, IntReply(int64(slot)), IntReply(keys), IntReply(bytes))
+		}
+		keys, bytes = 0, 0
+	}
+	lo, hi := slotRangeBounds(SlotRange{Lo: int(c.Int), Hi: int(c.Int2)})
+	s.keys.Ascend(item{hash: lo}, func(it item) bool {
+		if hi != 0 && it.hash >= hi {
+			return false
+		}
+		if at := int(it.hash >> slotHashShift); at != slot {
+			flush()
+			slot = at
+		}
+		if !it.expired(now) && (s.slots == nil || s.slots.visible(slot)) {
+			keys++
+			bytes += it.size()
+		}
+		return true
+	})
+	flush()
+	return Reply{Kind: ReplyArray, Array: out}
 }
 
 func readGetKeysInSlot(s *Store, now int64, c *Command) Reply {

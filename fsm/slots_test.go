@@ -236,3 +236,64 @@ func TestCountRange(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotSizes: KVS.SLOTS SIZES counts each served slot's live keys and
+// their MEMORY USAGE, skipping expired keys and slots not served here.
+func TestSlotSizes(t *testing.T) {
+	s := NewStore()
+	var want [ClusterSlots]struct{ keys, bytes int64 }
+	for i := range 40 {
+		for _, k := range []string{"{a}" + itoa(i), "{b}" + itoa(i), "k" + itoa(i)} {
+			s.Apply(0, t0, []Command{c(OpSet, k, "value-"+itoa(i))})
+		}
+		s.Apply(0, t0, []Command{c(OpRPush, "{a}list"+itoa(i), "x", "y", "z")})
+	}
+	s.Apply(0, t0, []Command{c(OpSet, "{b}gone", "v"), c(OpExpireAt, "{b}gone").i(t0 + 5)})
+	s.keys.Ascend(item{}, func(it item) bool {
+		if !it.expired(t0 + 10) {
+			slot := KeySlot(it.key)
+			want[slot].keys++
+			want[slot].bytes += s.Read(t0+10, c(OpMemoryUsage, it.key)).Int
+		}
+		return true
+	})
+	check := func(lo, hi int, hidden ...int) {
+		t.Helper()
+		got := s.Read(t0+10, c(OpSlotSizes).i(int64(lo)).i2(int64(hi)))
+		if got.Kind != ReplyArray || len(got.Array)%3 != 0 {
+			t.Fatalf("SIZES %d %d = %v", lo, hi, got)
+		}
+		seen := map[int64]bool{}
+		prev := int64(-1)
+		for i := 0; i < len(got.Array); i += 3 {
+			slot, keys, bytes := got.Array[i].Int, got.Array[i+1].Int, got.Array[i+2].Int
+			if slot <= prev || slot < int64(lo) || slot > int64(hi) {
+				t.Errorf("SIZES %d %d: slot %d out of order or range", lo, hi, slot)
+			}
+			prev = slot
+			seen[slot] = true
+			w := want[slot]
+			if slices.Contains(hidden, int(slot)) {
+				w.keys, w.bytes = 0, 0
+			}
+			if keys != w.keys || bytes != w.bytes {
+				t.Errorf("SIZES slot %d: %d keys %d bytes, want %d and %d", slot, keys, bytes, w.keys, w.bytes)
+			}
+		}
+		for slot := lo; slot <= hi; slot++ {
+			if want[slot].keys > 0 && !seen[int64(slot)] && !slices.Contains(hidden, slot) {
+				t.Errorf("SIZES %d %d misses slot %d (%d keys)", lo, hi, slot, want[slot].keys)
+			}
+		}
+	}
+	check(0, ClusterSlots-1)
+	check(slotA, slotA)
+	check(min(slotA, slotB), max(slotA, slotB))
+	run(t, s, []step{{t0 + 10, SlotsAssign(allBut(slotB)), ok}})
+	check(0, ClusterSlots-1, slotB)
+	for _, bad := range []Command{c(OpSlotSizes).i(-1).i2(3), c(OpSlotSizes).i(5).i2(4), c(OpSlotSizes).i(0).i2(ClusterSlots)} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}

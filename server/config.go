@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -78,6 +79,11 @@ type Config struct {
 	// Mover runs the moves of slots between the groups of a sharded
 	// cluster (KVS.SLOTS); nil: KVS.SLOTS is refused.
 	Mover SlotMover
+	// SlotMoveRate is the pace of the bulk copy of the moves of slots
+	// this node drives, in bytes a second (0: no limit): CONFIG GET and
+	// SET slot-move-rate read and change it, and the mover reads it as
+	// it copies. nil: no such parameter (a node without groups).
+	SlotMoveRate *atomic.Int64
 
 	// Replicas is the number of replicas of each group in the cluster,
 	// which KVS.STATUS reports and KVS.JOIN checks (0: every node holds

@@ -45,6 +45,7 @@ func (s *Server) configParams() map[string]string {
 	s.addSafetyParams(p)
 	s.addEvictParams(p)
 	s.addScriptParams(p)
+	s.addMoveParams(p)
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
@@ -131,6 +132,15 @@ var checkedParams = []struct {
 	{isPeerAuthParam, (*Server).checkPeerAuthParam},
 }
 
+// checkedParamOf is checkedParam, and the parameters whose being there
+// depends on the node (slot-move-rate).
+func (s *Server) checkedParamOf(name string) func(*Server, string, []byte) (func(), string) {
+	if s.isMoveParam(name) {
+		return (*Server).checkMoveParam
+	}
+	return checkedParam(name)
+}
+
 func checkedParam(name string) func(*Server, string, []byte) (func(), string) {
 	for _, f := range checkedParams {
 		if f.is(name) {
@@ -146,7 +156,8 @@ func checkedParam(name string) func(*Server, string, []byte) (func(), string) {
 // (config.FromFlags) are left to the caller.
 func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 	known := s.configParams()
-	if ne := config.CheckNames(pairs, known, isScriptParam, startup); ne != nil {
+	settable := func(name string) bool { return isScriptParam(name) || s.isMoveParam(name) }
+	if ne := config.CheckNames(pairs, known, settable, startup); ne != nil {
 		if ne.Reason == "" {
 			return errConfigSetUnknown([]byte(ne.Name))
 		}
@@ -178,7 +189,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			tlsSet[name] = val
 			continue
 		}
-		if check := checkedParam(name); check != nil {
+		if check := s.checkedParamOf(name); check != nil {
 			apply, e := check(s, name, val)
 			if e != "" {
 				return e

@@ -71,7 +71,7 @@ var commandDocs = map[string][2]string{
 	// kvs's own commands: "since" names no Redis version.
 	"kvs.join":    {"Adds a node to the kvs cluster as a voter (relayed to the leader).", "-"},
 	"kvs.remove":  {"Removes a node from the kvs cluster (relayed to the leader).", "-"},
-	"kvs.slots":   {"Moves a range of slots to another group of the cluster (MOVE), lists the moves (STATUS), or rolls one back (CANCEL).", "-"},
+	"kvs.slots":   {"Moves a range of slots to another group of the cluster (MOVE), lists the moves (STATUS), rolls one back (CANCEL), or says what slots hold (SIZES).", "-"},
 	"kvs.status":  {"Returns this node's Raft state and the cluster's members.", "-"},
 	"kvs.peer":    {"Marks a connection as another kvs node's (internal).", "-"},
 	"kvs.forward": {"Executes a batch forwarded by a follower on the leader (internal).", "-"},

@@ -1,16 +1,21 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"kvs/fsm"
 )
 
 // KVS.SLOTS MOVE first last group | STATUS | CANCEL id: the moves of slots
 // between the data groups of a sharded cluster (docs/cluster.md, "Moving
 // slots"). The server parses and answers; Config.Mover (cmd/kvs) keeps the
 // moves in the meta group, where the leader of each move's source group
-// drives it, so any node takes the command.
+// drives it, so any node takes the command. KVS.SLOTS SIZES first last
+// answers what the slots hold (keys and bytes, for kvs rebalance) from
+// this node's replica of their group.
 
 // SlotMover runs the moves of slots between a sharded cluster's groups
 // (Config.Mover). Its methods may wait for the meta group's leader;
@@ -83,6 +88,8 @@ func runSlotsCmd(c *client, args [][]byte) {
 			return
 		}
 		c.out = appendStatus(c.out, "OK")
+	case sub == "sizes" && len(args) == 4:
+		c.slotSizes(args[2], args[3])
 	case sub == "status" && len(args) == 2:
 		moves, err := mv.Moves()
 		if err != nil {
@@ -95,8 +102,40 @@ func runSlotsCmd(c *client, args [][]byte) {
 		}
 	default:
 		c.out = appendError(c.out, "ERR unknown subcommand or wrong number of arguments for '"+
-			string(args[1])+"'. Try KVS.SLOTS MOVE first last group, KVS.SLOTS STATUS or KVS.SLOTS CANCEL id.")
+			string(args[1])+"'. Try KVS.SLOTS MOVE first last group, KVS.SLOTS STATUS, KVS.SLOTS CANCEL id or KVS.SLOTS SIZES first last.")
 	}
+}
+
+// slotSizes answers KVS.SLOTS SIZES first last: a flat array of slot,
+// keys, bytes for each slot of the range holding keys, from this node's
+// replica of the group the slots are in, which must be one (a stale
+// read, as a replica's reads are). A node without a replica of it says so
+// rather than answering nothing, which would read as empty slots.
+func (c *client) slotSizes(a, b []byte) {
+	first, ok1 := parseInt(a)
+	last, ok2 := parseInt(b)
+	if !ok1 || !ok2 {
+		c.out = appendError(c.out, errNotInteger)
+		return
+	}
+	if first < 0 || last < first || last >= fsm.ClusterSlots {
+		c.out = appendError(c.out, errInvalidSlot)
+		return
+	}
+	m := c.s.router.slotMap()
+	g := c.s.router.groupIn(m, int(first))
+	for slot := int(first) + 1; slot <= int(last); slot++ {
+		if c.s.router.groupIn(m, slot) != g {
+			c.out = appendError(c.out, fmt.Sprintf("ERR slots %d-%d are not all in one group", first, last))
+			return
+		}
+	}
+	if g.remote() {
+		c.out = appendError(c.out, fmt.Sprintf("ERR this node holds no replica of the group of slots %d-%d: ask its leader", first, last))
+		return
+	}
+	c.grp = g
+	c.readNow(fsm.Command{Op: fsm.OpSlotSizes, Int: first, Int2: last})
 }
 
 // appendSlotMove appends m as a map of its fields.

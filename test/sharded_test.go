@@ -85,7 +85,7 @@ func (l *clusterLoad) verifyEach(t testing.TB, n *Node) {
 
 // waitSpread waits until every one of nodes leads exactly one group, as
 // the leadership spreading settles with as many groups as nodes.
-func waitSpread(t *testing.T, nodes []*Node) {
+func waitSpread(t testing.TB, nodes []*Node) {
 	t.Helper()
 	waitFor(t, "each node to lead one group", func() error {
 		for _, n := range nodes {

@@ -585,6 +585,12 @@ func findValidRecord(data []byte, from int64, next uint64) int64 {
 // time.
 const zeroChunk = 1 << 20
 
+// zeroBuf is what zeroAhead writes, never written itself: one for every
+// log, so that zeroing a chunk ahead allocates (and clears) nothing. A
+// replica taking a move's copy writes megabytes a second, and an
+// allocation of each megabyte made the collector run as often again.
+var zeroBuf = make([]byte, zeroChunk)
+
 // zeroAhead makes s's zeros reach past need, a chunk at a time, up to
 // the segment size: the write that extends the file pays for its new size
 // once per chunk, not once per batch. It gives up quietly on a full disk:
@@ -595,7 +601,7 @@ func (l *Log) zeroAhead(s *segment, need int64) {
 		return
 	}
 	to := min(max(need, s.zeroed+zeroChunk), max(need, l.size))
-	zeros := make([]byte, min(to-s.zeroed, zeroChunk))
+	zeros := zeroBuf[:min(to-s.zeroed, zeroChunk)]
 	for off := s.zeroed; off < to; off += int64(len(zeros)) {
 		if _, err := l.w.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
 			return

@@ -124,10 +124,10 @@ type backupResult struct {
 	unsynced  []int
 }
 
-func joinInts(ns []int) string {
+func joinInts[T int | uint64](ns []T) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
+		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
 }

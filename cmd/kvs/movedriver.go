@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -33,7 +34,7 @@ import (
 type moveDriver struct {
 	env    moveEnv
 	sh     shape
-	rate   int64 // bytes a second of the bulk copy (--slot-move-rate), 0: no limit
+	rate   *atomic.Int64 // bytes a second of the bulk copy (slot-move-rate), 0: no limit
 	logger *slog.Logger
 	stop   <-chan struct{}
 	// retired holds, by move id, the attempts this driver has retired on
@@ -332,11 +333,21 @@ func groupRanges(m group.SlotMap, g uint32) []fsm.SlotRange {
 
 // chunkBytes is the size of the chunks the copy stages: about an eighth
 // of a second at the pace set, within 4 KiB and 256 KiB.
+// pace is the bulk copy's rate in bytes a second, 0 for no limit (and
+// for a driver given no rate).
+func (d *moveDriver) pace() int64 {
+	if d.rate == nil {
+		return 0
+	}
+	return d.rate.Load()
+}
+
 func (d *moveDriver) chunkBytes() int {
-	if d.rate <= 0 {
+	rate := d.pace()
+	if rate <= 0 {
 		return 256 << 10
 	}
-	return int(min(max(d.rate/8, 4<<10), 256<<10))
+	return int(min(max(rate/8, 4<<10), 256<<10))
 }
 
 // maxDrainRounds bounds the drains before the fence: under writes faster
@@ -402,7 +413,7 @@ func (d *moveDriver) copy(r moveRecord) error {
 		r.bytes += int64(len(chunk))
 		return nil
 	}
-	p := pacer{rate: d.rate, start: time.Now()}
+	p := pacer{rate: d.pace, start: time.Now()}
 	lastSaved := time.Now()
 	cs := d.chunkBytes()
 	for first := true; ; first = false {
@@ -544,18 +555,64 @@ func (d *moveDriver) purge(r moveRecord, g uint32) error {
 // the map moves (server/reroute.go), so no client reads there what the
 // target has overwritten since. Each is a step the fsm takes twice alike.
 func (d *moveDriver) handOver(r moveRecord) error {
-	if _, err := d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt))); err != nil {
+	// The activation and the release are steps of two groups, taken at
+	// once: no client reaches the target before the stored map names it,
+	// which waits for both, and the source has refused writes to the
+	// slots since the fence, so neither order between them shows anyone
+	// anything. Both are idempotent, for a driver that resumes here.
+	var wg sync.WaitGroup
+	var activateErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, activateErr = d.step(r.target, fsm.MoveActivate(targetMoveID(r.id, r.attempt)))
+	}()
+	_, releaseErr := d.step(r.source, fsm.MoveRelease(sourceMoveID(r.id)))
+	wg.Wait()
+	if err := errors.Join(activateErr, releaseErr); err != nil {
 		return err
 	}
-	if _, err := d.step(r.source, fsm.MoveRelease(sourceMoveID(r.id))); err != nil {
+	// The record at released and the map's flip in one meta entry: the
+	// clients' wait ends one round sooner. Should the map's
+	// compare-and-set fail (the map changed meanwhile), flip does it
+	// again from the released record.
+	next := r
+	next.phase = phaseReleased
+	cmds := []fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())}
+	m, err := d.slotMap()
+	if err != nil {
 		return err
 	}
-	return d.advanceTo(r, phaseReleased)
+	var flipped group.SlotMap
+	if !ownsAll(m, r.ranges, r.target) {
+		if flipped, err = m.Flip(mapRanges(r.ranges), r.target); err != nil {
+			return err
+		}
+		cmds = append(cmds, metaCAS(group.SlotMapMeta, m.String(), flipped.String()))
+	}
+	rs, err := d.env.proposeMeta(cmds)
+	if err != nil {
+		return err
+	}
+	if casDone(rs[0]) {
+		d.logger.Info("slot move", "move", r.id, "phase", next.phase, "attempt", next.attempt,
+			"slots", formatRanges(r.ranges), "from", r.source, "to", r.target)
+	}
+	if len(rs) > 1 && casDone(rs[1]) {
+		d.logger.Info("slot map flipped for a slot move", "move", r.id, "version", flipped.Version())
+	}
+	return nil
 }
 
-// flip writes the stored map's next version, naming the target, and then
-// the record: two entries, the map's first, so a leader resuming finds
-// the map flipped and only writes the record.
+// mapRanges is ranges as the slot map takes them.
+func mapRanges(ranges []fsm.SlotRange) []group.SlotRange {
+	gr := make([]group.SlotRange, len(ranges))
+	for i, x := range ranges {
+		gr[i] = group.SlotRange{First: x.Lo, Last: x.Hi}
+	}
+	return gr
+}
+
 func (d *moveDriver) flip(r moveRecord) error {
 	for {
 		if err := d.check(r); err != nil {
@@ -568,11 +625,7 @@ func (d *moveDriver) flip(r moveRecord) error {
 		if ownsAll(m, r.ranges, r.target) {
 			return d.advanceTo(r, phaseFlipped)
 		}
-		gr := make([]group.SlotRange, len(r.ranges))
-		for i, x := range r.ranges {
-			gr[i] = group.SlotRange{First: x.Lo, Last: x.Hi}
-		}
-		next, err := m.Flip(gr, r.target)
+		next, err := m.Flip(mapRanges(r.ranges), r.target)
 		if err != nil {
 			return err
 		}
@@ -608,29 +661,54 @@ func (d *moveDriver) cancel(r moveRecord) error {
 
 // pacer holds a copy to rate bytes a second.
 type pacer struct {
-	rate  int64
+	rate func() int64 // bytes a second, read at each wait; <= 0: no limit
+	// start and base: the pace is counted from start, when base bytes
+	// were sent; a change of rate starts the count again from there.
 	start time.Time
+	base  int64
+	last  int64 // the rate of the last wait
 }
 
-// wait returns once sent bytes are due at the rate, or stop closes.
+// due returns when the sent bytes are due at the pace, and false when
+// there is no limit. A rate changed since the last call counts from now,
+// with what was sent so far, so a copy slowed or sped up mid-way takes
+// the new pace at once, owing nothing and owed nothing.
+func (p *pacer) due(sent int64, now time.Time) (time.Time, bool) {
+	rate := p.rate()
+	if rate != p.last {
+		p.start, p.base, p.last = now, sent, rate
+	}
+	if rate <= 0 {
+		return time.Time{}, false
+	}
+	return p.start.Add(time.Duration(float64(sent-p.base) / float64(rate) * float64(time.Second))), true
+}
+
 func (p *pacer) wait(sent int64, stop <-chan struct{}) {
-	if p.rate <= 0 {
+	due, ok := p.due(sent, time.Now())
+	if !ok {
 		return
 	}
-	due := p.start.Add(time.Duration(float64(sent) / float64(p.rate) * float64(time.Second)))
-	d := time.Until(due)
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-stop:
+	// Waits are bounded, so a rate raised while the copy waits is taken
+	// within the second.
+	for {
+		d := min(time.Until(due), time.Second)
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return
+		}
+		if due, ok = p.due(sent, time.Now()); !ok {
+			return
+		}
 	}
 }
 
-// startMoves starts the driver; wg waits for it.
 func startMoves(wg *sync.WaitGroup, d *moveDriver) {
 	wg.Add(1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kvs/fsm"
@@ -30,8 +31,9 @@ import (
 //	copying    the bulk copy and the drains of the writes since
 //	fenced     the source refuses writes to the slots; the last drains
 //	activated  the target's staging is to become live, and the source is
-//	           to give the slots up: no going back
-//	released   both done; the stored slot map is to name the target
+//	           to give the slots up (both at once): no going back
+//	released   both done; the stored slot map names the target (the same
+//	           meta entry writes both), or is to
 //	flipped    it does; the source purges the slots' keys
 //	done
 //	cancelling asked to roll back (before activated), being undone
@@ -178,7 +180,7 @@ func moveRecords(m map[string]string) ([]moveRecord, error) {
 type slotMoves struct {
 	gm   *groupsMeta
 	sh   shape
-	rate int64 // --slot-move-rate, for the time left
+	rate *atomic.Int64 // slot-move-rate, for the time left
 }
 
 // errMove is a refusal of KVS.SLOTS, told to the client after "ERR ".
@@ -260,7 +262,7 @@ func (sm *slotMoves) Moves() ([]server.SlotMove, error) {
 		}
 		out = append(out, server.SlotMove{
 			ID: r.id, Source: int(r.source), Target: int(r.target), Slots: formatRanges(r.ranges),
-			Phase: r.phase, Attempts: int64(r.attempt), Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate), Note: r.note,
+			Phase: r.phase, Attempts: int64(r.attempt), Keys: r.keys, Bytes: r.bytes, TotalKeys: r.total, Left: timeLeft(r, sm.rate.Load()), Note: r.note,
 		})
 	}
 	slices.Reverse(out)

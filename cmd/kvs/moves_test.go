@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,4 +59,31 @@ func TestTimeLeft(t *testing.T) {
 	if got := timeLeft(r, 100_000); got != -1 {
 		t.Errorf("timeLeft past the copy = %v, want -1", got)
 	}
+}
+
+// TestPacer: bytes are due at the rate from the first wait on; a rate
+// changed mid-way counts from then, owing nothing; no limit, nothing due.
+func TestPacer(t *testing.T) {
+	var rate atomic.Int64
+	rate.Store(1000)
+	t0 := time.Unix(1000, 0)
+	p := pacer{rate: rate.Load, start: t0}
+	at := func(sent int64, now time.Time, want time.Duration, limited bool) {
+		t.Helper()
+		due, ok := p.due(sent, now)
+		if ok != limited || ok && due.Sub(t0) != want {
+			t.Errorf("sent %d at %v: due %v (%v), want %v (%v)", sent, now.Sub(t0), due.Sub(t0), ok, want, limited)
+		}
+	}
+	at(0, t0, 0, true)
+	at(500, t0, 500*time.Millisecond, true)
+	at(2000, t0.Add(time.Second), 2*time.Second, true)
+	rate.Store(4000) // faster, from 3 s on, with 2,000 sent
+	at(2000, t0.Add(3*time.Second), 3*time.Second, true)
+	at(6000, t0.Add(3*time.Second), 4*time.Second, true)
+	rate.Store(0)
+	at(10000, t0.Add(4*time.Second), 0, false)
+	rate.Store(100) // slower again, from 5 s on, with 10,000 sent
+	at(10000, t0.Add(5*time.Second), 5*time.Second, true)
+	at(10100, t0.Add(5*time.Second), 6*time.Second, true)
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -105,7 +106,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.io, "io", "loop", "how connections are served: loop (event loops, one per CPU; Linux only) or goroutines (one per connection)")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "yes: while no password is set, refuse clients that are not on the loopback interface with Redis's DENIED error; no: accept them (CONFIG SET protected-mode changes it)")
 	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is INFO used_memory (the live heap, with data and clients' read buffers counted as they change); 0: no limit")
-	fs.StringVar(&f.slotMoveRate, "slot-move-rate", "32mb", "cluster mode, with --groups: the bytes a second (or with a unit: 500kb, 32mb) a move of slots this node drives copies at, as the leader of the slots' group (kvs slots move); 0: no limit")
+	fs.StringVar(&f.slotMoveRate, "slot-move-rate", "4mb", "cluster mode, with --groups: the bytes a second (or with a unit: 500kb, 32mb) a move of slots this node drives copies at, as the leader of the slots' group (kvs slots move); 0: no limit")
 	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
@@ -321,6 +322,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		views    []*clusterView // the data groups' served at start
 		gnode    *group.Node
 		gmeta    *groupsMeta
+		moveRate *atomic.Int64    // --slot-move-rate, and CONFIG SET slot-move-rate
 		slotMaps *slotMapFollower // with several data groups
 		leaders  *leaderWatch
 		// sh is how the cluster's slots are spread over data groups
@@ -392,7 +394,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
 			cfg.Remote = remoteGroups{gmeta}
 			rate, _ := server.ParseMemory(f.slotMoveRate)
-			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: rate}
+			moveRate = new(atomic.Int64)
+			moveRate.Store(rate)
+			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: moveRate}
+			cfg.SlotMoveRate = moveRate
 			cfg.Replicas = sh.replicas
 			cfg.Saver = nodeSaver{gnode}
 		}
@@ -527,8 +532,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 				defer bg.Done()
 				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
 			}()
-			rate, _ := server.ParseMemory(f.slotMoveRate)
-			startMoves(&bg, &moveDriver{env: nodeMoveEnv{gm: gmeta, node: gnode}, sh: sh, rate: rate, logger: logger, stop: stop})
+			startMoves(&bg, &moveDriver{env: nodeMoveEnv{gm: gmeta, node: gnode}, sh: sh, rate: moveRate, logger: logger, stop: stop})
 		}
 	}
 

@@ -50,21 +50,12 @@ func slotsMoveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvs slots move: %q is not a slot range FIRST-LAST\n", fs.Arg(1))
 		return 2
 	}
-	var id int64
-	err := retryAdmin(*timeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-		defer cancel()
-		c := adminClient(fs.Arg(0))
-		defer c.Close()
-		var err error
-		id, err = c.Do(ctx, "KVS.SLOTS", "MOVE", first, last, fs.Arg(2)).Int64()
-		if err != nil && strings.HasPrefix(err.Error(), "UNCERTAIN") {
-			// Not asked again: a second move of the same slots would be
-			// recorded if the first was.
-			return fmt.Errorf("the move may or may not have been recorded (kvs slots status lists it if it was): %v", err)
-		}
-		return err
-	})
+	target, err := strconv.Atoi(fs.Arg(2))
+	if err != nil {
+		fmt.Fprintf(stderr, "kvs slots move: %q is not a group number\n", fs.Arg(2))
+		return 2
+	}
+	id, err := recordMove(fs.Arg(0), *timeout, first, last, target)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs slots move: %v\n", err)
 		return 1
@@ -73,7 +64,7 @@ func slotsMoveCmd(args []string, stdout, stderr io.Writer) int {
 	if !wait {
 		return 0
 	}
-	return waitMove(fs.Arg(0), uint64(id), stdout, stderr)
+	return waitMove(fs.Arg(0), id, stdout, stderr)
 }
 
 // waitMove prints move id's progress as it changes until it is over.

@@ -1,0 +1,411 @@
+package test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkSlotMove: what a move of slots costs the clients. Three nodes
+// and three groups; slots 0-5460 (group 1) are filled with
+// -movebench.bytes of data (-movebench.value bytes a key), then moved to
+// group 2 (KVS.SLOTS MOVE) at the default pace, once with nothing else
+// running (idle) and once under the mix (the memtier shape, SET:GET 1:10,
+// 8 connections) on keys of the slots not moving. Throughout, 4
+// connections write keys of the moving slots one SET at a time, each
+// timed: their latencies during the move, and those of the writes that
+// met the hand-over (sent between the move's fence and the flip of the
+// map, as KVS.SLOTS STATUS shows the phases, polled every 20 ms), are the
+// write pause clients see. The mix's throughput during the copy is set
+// beside its own for 10 s before.
+//
+//	go test ./test/ -run '^$' -bench SlotMove -benchtime 1x -timeout 60m \
+//	    -args -movebench.bytes=1gb -movebench.pin
+//
+// With -movebench.pin the nodes run on CPU 0 and the benchmark (loads and
+// probes) on CPU 1.
+var (
+	flagMoveBenchBytes   = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots")
+	flagMoveBenchValue   = flag.Int("movebench.value", 1000, "BenchmarkSlotMove: bytes of each key's value")
+	flagMoveBenchRate    = flag.String("movebench.rate", "4mb", "BenchmarkSlotMove: --slot-move-rate of the nodes (4mb, its default)")
+	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
+	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
+	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
+)
+
+func BenchmarkSlotMove(b *testing.B) {
+	size, err := parseBytes(*flagMoveBenchBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mix := range []bool{false, true} {
+		name := "idle"
+		if mix {
+			name = "mix"
+		}
+		b.Run(name, func(b *testing.B) { benchMove(b, size, mix) })
+	}
+}
+
+func parseBytes(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return n * mult, nil
+}
+
+// timedWrite is one probe SET: when it was sent and how long it took.
+type timedWrite struct {
+	at  time.Time
+	dur time.Duration
+	err error
+}
+
+func benchMove(b *testing.B, size int64, mix bool) {
+	args := []string{"--groups", "3", "--slot-move-rate", *flagMoveBenchRate}
+	var nodes []*Node
+	var metrics []string
+	if *flagMoveBenchProf == "" {
+		nodes = startCluster(b, 3, args...)
+	} else {
+		for i := 1; i <= 3; i++ {
+			m := freeAddr(b)
+			metrics = append(metrics, m)
+			extra := append(slices.Clone(args), "--metrics-addr", m, "--pprof")
+			if i == 1 {
+				extra = append(extra, "--bootstrap")
+			}
+			n := newClusterNode(b, fmt.Sprintf("n%d", i), extra...)
+			n.Start()
+			if i > 1 {
+				if out, code := runKVS(b, clusterWait, "join", nodes[0].Addr, n.Addr); code != 0 {
+					b.Fatalf("kvs join: exit %d\n%s", code, out)
+				}
+			}
+			nodes = append(nodes, n)
+		}
+		waitMembers(b, nodes, 3)
+	}
+	waitSpread(b, nodes)
+	if *flagMoveBenchPin {
+		for _, n := range nodes {
+			if out, err := exec.Command("taskset", "-a", "-p", "-c", "0", strconv.Itoa(n.Pid())).CombinedOutput(); err != nil {
+				b.Fatalf("taskset %s: %v\n%s", n.Name, err, out)
+			}
+		}
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", "1", strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+			b.Fatalf("taskset the benchmark: %v\n%s", err, out)
+		}
+	}
+	ctx := context.Background()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, PoolSize: 64})
+	defer cc.Close()
+
+	// The data: keys of slots 0-5460, group 1's.
+	const first, last = 0, 5460
+	nkeys := int(size / int64(*flagMoveBenchValue))
+	val := strings.Repeat("x", *flagMoveBenchValue)
+	start := time.Now()
+	keys := make(chan []string, 16)
+	go func() {
+		defer close(keys)
+		batch := make([]string, 0, 200)
+		n := 0
+		for i := 0; n < nkeys; i++ {
+			k := "mb:" + strconv.Itoa(i)
+			if s := keySlot(k); s < first || s > last {
+				continue
+			}
+			batch = append(batch, k)
+			n++
+			if len(batch) == cap(batch) {
+				keys <- batch
+				batch = make([]string, 0, 200)
+			}
+		}
+		if len(batch) > 0 {
+			keys <- batch
+		}
+	}()
+	var wg sync.WaitGroup
+	var loadErr error
+	var mu sync.Mutex
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range keys {
+				pipe := cc.Pipeline()
+				for _, k := range batch {
+					pipe.Set(ctx, k, val, 0)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					mu.Lock()
+					loadErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if loadErr != nil {
+		b.Fatalf("loading: %v", loadErr)
+	}
+	b.Logf("loaded %d keys of %d bytes (%d MiB) into slots %d-%d in %v", nkeys, len(val), size>>20, first, last, time.Since(start).Round(time.Second))
+
+	stop := make(chan struct{})
+	var lwg sync.WaitGroup
+	// The probes: SETs to keys of the moving slots, one at a time, timed.
+	probeKeys := moveKeys("probe", 1000, first, last)
+	var probes [4][]timedWrite
+	for i := range probes {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			rng := rand.New(rand.NewSource(int64(i)))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				err := cc.Set(ctx, probeKeys[rng.Intn(len(probeKeys))], "p", 0).Err()
+				probes[i] = append(probes[i], timedWrite{at: t0, dur: time.Since(t0), err: err})
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	// The mix on the slots that stay: ops counted by second.
+	var mixMu sync.Mutex
+	mixCount := map[int64]int{}
+	if mix {
+		mixKeys := moveKeys("mix", 10000, last+1, 16383)
+		pipe := cc.Pipeline()
+		for _, k := range mixKeys {
+			pipe.Set(ctx, k, "0123456789abcdef0123456789abcdef", 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 8 {
+			lwg.Add(1)
+			go func() {
+				defer lwg.Done()
+				rng := rand.New(rand.NewSource(int64(100 + i)))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := mixKeys[rng.Intn(len(mixKeys))]
+					var err error
+					if rng.Intn(11) == 0 {
+						err = cc.Set(ctx, k, "0123456789abcdef0123456789abcdef", 0).Err()
+					} else {
+						err = cc.Get(ctx, k).Err()
+					}
+					if err == nil {
+						sec := time.Now().Unix()
+						mixMu.Lock()
+						mixCount[sec]++
+						mixMu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	time.Sleep(10 * time.Second) // the mix's own pace, before the move
+	// The move, its phases polled.
+	moveStart := time.Now()
+	if *flagMoveBenchControl > 0 {
+		// No move: the same windows, for what they change by themselves.
+		time.Sleep(*flagMoveBenchControl)
+		close(stop)
+		lwg.Wait()
+		mixMu.Lock()
+		defer mixMu.Unlock()
+		var before, during, nb, nd int
+		for s, n := range mixCount {
+			switch {
+			case s > moveStart.Unix()-10 && s < moveStart.Unix():
+				before, nb = before+n, nb+1
+			case s > moveStart.Unix() && s < moveStart.Add(*flagMoveBenchControl).Unix():
+				during, nd = during+n, nd+1
+			}
+		}
+		b.Logf("control, no move: the mix did %.0f ops/s in the 10 s before, %.0f in the %v after (%.2f)",
+			float64(before)/float64(nb), float64(during)/float64(nd), *flagMoveBenchControl, float64(during*nb)/float64(before*nd))
+		return
+	}
+	id, err := cc.Do(ctx, "KVS.SLOTS", "MOVE", first, last, 2).Int64()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pwg sync.WaitGroup
+	for i, m := range metrics {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			name := fmt.Sprintf("%s/%s-%s.pprof", *flagMoveBenchProf, map[bool]string{false: "idle", true: "mix"}[mix], nodes[i].Name)
+			out, err := exec.Command("curl", "-s", "-o", name, "http://"+m+"/debug/pprof/profile?seconds=5").CombinedOutput()
+			if err != nil {
+				b.Errorf("profiling %s: %v\n%s", nodes[i].Name, err, out)
+			}
+		}()
+	}
+	defer pwg.Wait()
+	phases := map[string]time.Time{} // when each phase was first seen
+	var lastCopying time.Time        // when the copy was last seen going on
+	var final map[string]any
+	for {
+		m, err := moveStatus(ctx, nodes[0].Addr, id)
+		if err == nil {
+			ph, _ := m["phase"].(string)
+			if _, seen := phases[ph]; !seen {
+				phases[ph] = time.Now()
+			}
+			if ph == "copying" || ph == "begun" {
+				lastCopying = time.Now()
+			}
+			if ph == "done" || ph == "cancelled" {
+				final = m
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	moveEnd := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	lwg.Wait()
+	if final["phase"] != "done" {
+		b.Fatalf("move %d ended %v", id, final)
+	}
+
+	var all []timedWrite
+	for _, p := range probes {
+		all = append(all, p...)
+	}
+	lat := func(from, to time.Time) (n int, p50, p99, maxd time.Duration, errs int) {
+		var ds []time.Duration
+		for _, w := range all {
+			if w.at.Before(from) || !w.at.Before(to) {
+				continue
+			}
+			if w.err != nil {
+				errs++
+			}
+			ds = append(ds, w.dur)
+		}
+		if len(ds) == 0 {
+			return 0, 0, 0, 0, errs
+		}
+		slices.Sort(ds)
+		return len(ds), ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1], errs
+	}
+	// The hand-over: from the fence (or, if the poll missed it, the
+	// copy last seen going on) to the flip of the map, with the writes
+	// sent just before the fence that it held.
+	fence, ok := phases["fenced"]
+	if !ok {
+		fence = lastCopying
+	}
+	flip, ok := phases["released"]
+	if !ok {
+		flip = phases["flipped"]
+		if flip.IsZero() {
+			flip = phases["done"]
+		}
+	}
+	bytes, _ := final["bytes"].(int64)
+	keysCopied, _ := final["keys"].(int64)
+	copyEnd := fence
+	copyTime := copyEnd.Sub(moveStart)
+	n, p50, p99, maxd, errs := lat(moveStart, moveEnd)
+	b.Logf("move %d: %d keys, %d MiB in %v (%.1f MiB/s over the copy of %v); phases %s",
+		id, keysCopied, bytes>>20, moveEnd.Sub(moveStart).Round(time.Millisecond), float64(bytes)/(1<<20)/copyTime.Seconds(),
+		copyTime.Round(time.Millisecond), phaseTimes(phases, moveStart))
+	b.Logf("writes to the moving slots during the move: %d, p50 %v, p99 %v, max %v, %d errors", n, p50, p99, maxd, errs)
+	for _, w := range all {
+		if w.err != nil {
+			b.Logf("a write sent %v into the move failed after %v: %v", w.at.Sub(moveStart).Round(time.Millisecond), w.dur.Round(time.Millisecond), w.err)
+		}
+	}
+	hn, hp50, hp99, hmax, herrs := lat(fence.Add(-100*time.Millisecond), flip)
+	b.Logf("writes sent from 100 ms before the fence to the flip (%v): %d, p50 %v, p99 %v, max %v, %d errors",
+		flip.Sub(fence).Round(time.Millisecond), hn, hp50, hp99, hmax, herrs)
+	bn, bp50, bp99, bmax, _ := lat(moveStart.Add(-10*time.Second), moveStart)
+	b.Logf("writes to the same slots in the 10 s before: %d, p50 %v, p99 %v, max %v", bn, bp50, bp99, bmax)
+	b.ReportMetric(float64(p99.Microseconds())/1000, "move-write-p99-ms")
+	b.ReportMetric(float64(maxd.Microseconds())/1000, "move-write-max-ms")
+	b.ReportMetric(float64(hp50.Microseconds())/1000, "handover-p50-ms")
+	b.ReportMetric(float64(hp99.Microseconds())/1000, "handover-p99-ms")
+	b.ReportMetric(float64(bytes)/(1<<20)/copyTime.Seconds(), "copy-MiB/s")
+	if mix {
+		mixMu.Lock()
+		rate := func(from, to time.Time) float64 {
+			var sum, secs int
+			for s := from.Unix() + 1; s < to.Unix(); s++ {
+				sum += mixCount[s]
+				secs++
+			}
+			if secs == 0 {
+				return 0
+			}
+			return float64(sum) / float64(secs)
+		}
+		before := rate(moveStart.Add(-10*time.Second), moveStart)
+		during := rate(moveStart, copyEnd)
+		mixMu.Unlock()
+		b.Logf("the mix on the other slots: %.0f ops/s before, %.0f during the copy (%.2f)", before, during, during/before)
+		b.ReportMetric(during/before, "mix-during/before")
+	}
+}
+
+// phaseTimes lists the phases seen, each with when it was first seen
+// after the move began.
+func phaseTimes(phases map[string]time.Time, from time.Time) string {
+	type pt struct {
+		name string
+		at   time.Duration
+	}
+	var ps []pt
+	for name, at := range phases {
+		ps = append(ps, pt{name, at.Sub(from)})
+	}
+	slices.SortFunc(ps, func(a, b pt) int { return int(a.at - b.at) })
+	var s []string
+	for _, p := range ps {
+		s = append(s, fmt.Sprintf("%s at %v", p.name, p.at.Round(time.Millisecond)))
+	}
+	return strings.Join(s, ", ")
+}
