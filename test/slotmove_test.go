@@ -39,29 +39,56 @@ func seedTypes(t *testing.T, ctx context.Context, c redis.Cmdable, keys []string
 	t.Helper()
 	pad := strings.Repeat("x", 50)
 	for i, k := range keys {
-		var err error
-		switch i % 6 {
-		case 0:
-			err = c.Set(ctx, k, strings.Repeat("v", 300), 0).Err()
-		case 1:
-			err = c.Set(ctx, k, strings.Repeat("t", 300), time.Hour).Err()
-		case 2:
-			err = c.HSet(ctx, k, "a", pad+"1", "b", pad+"2", "c", pad+"3", "d", pad+"4", "e", pad+"5").Err()
-		case 3:
-			err = c.RPush(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5").Err()
-		case 4:
-			err = c.SAdd(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5").Err()
-		case 5:
-			err = c.ZAdd(ctx, k, redis.Z{Score: 1, Member: pad + "1"}, redis.Z{Score: 2.5, Member: pad + "2"},
-				redis.Z{Score: -3, Member: pad + "3"}).Err()
-			if err == nil {
-				err = c.Expire(ctx, k, time.Hour).Err()
+		seed := func() error {
+			switch i % 6 {
+			case 0:
+				return c.Set(ctx, k, strings.Repeat("v", 300), 0).Err()
+			case 1:
+				return c.Set(ctx, k, strings.Repeat("t", 300), time.Hour).Err()
+			case 2:
+				return c.HSet(ctx, k, "a", pad+"1", "b", pad+"2", "c", pad+"3", "d", pad+"4", "e", pad+"5").Err()
+			case 3:
+				// In a transaction with a DEL, so that a push whose outcome
+				// was unknown can be sent again.
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Del(ctx, k)
+					p.RPush(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5")
+					return nil
+				})
+				return err
+			case 4:
+				return c.SAdd(ctx, k, pad+"1", pad+"2", pad+"3", pad+"4", pad+"5").Err()
+			default:
+				err := c.ZAdd(ctx, k, redis.Z{Score: 1, Member: pad + "1"}, redis.Z{Score: 2.5, Member: pad + "2"},
+					redis.Z{Score: -3, Member: pad + "3"}).Err()
+				if err == nil {
+					err = c.Expire(ctx, k, time.Hour).Err()
+				}
+				return err
 			}
 		}
-		if err != nil {
-			t.Fatalf("seeding %s: %v", k, err)
+		// Each write is idempotent, so one whose outcome is unknown (a
+		// leadership lost on a loaded machine) or refused while a group
+		// elects is sent again.
+		waitFor(t, "seeding "+k, func() error {
+			err := seed()
+			if err != nil && !retryableSeed(err) {
+				t.Fatalf("seeding %s: %v", k, err)
+			}
+			return err
+		})
+	}
+}
+
+// retryableSeed reports whether a seeding write may be sent again.
+func retryableSeed(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"UNCERTAIN", "TRYAGAIN", "CLUSTERDOWN", "MOVED", "LOADING"} {
+		if strings.HasPrefix(msg, p) {
+			return true
 		}
 	}
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "EOF") || strings.Contains(msg, "i/o timeout")
 }
 
 // describe is key's type, value and whether it has a TTL, as one string.
