@@ -64,7 +64,7 @@ type tender struct {
 func (td *tender) round(t *testing.T) {
 	t.Helper()
 	rep := td.tn.n.Tend(TendOptions{
-		Groups:   td.groups,
+		Groups:   DefaultGroupSet(td.groups),
 		Replicas: td.r,
 		NewStore: func(uint32) (*fsm.Store, error) { return fsm.NewStore(), nil },
 		Serve: func(id uint32, g *Group) {

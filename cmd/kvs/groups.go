@@ -301,7 +301,7 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 	const interval = time.Second
 	srv, meta := gm.srv, gm.meta
 	o := group.TendOptions{
-		Groups:   sh.groups,
+		Groups:   group.DefaultGroupSet(sh.groups),
 		Replicas: sh.replicas,
 		NewStore: func(id uint32) (*fsm.Store, error) {
 			st, err := newStore()
