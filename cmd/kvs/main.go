@@ -5,6 +5,7 @@
 //	kvs remove CLUSTER ID  remove node ID from a cluster
 //	kvs status ADDR        a node's view of its cluster, with each member's lag
 //	kvs slots move|status|cancel ADDR ...  move slots between a cluster's groups
+//	kvs groups add|remove|list ADDR ...    add, empty and delete, list a cluster's data groups
 //	kvs backup ADDR FILE   a consistent, checksummed backup of a live node
 //	kvs restore FILE --data-dir DIR [--node-id ID --raft-addr ADDR]
 //	                       seed an empty data dir from a backup
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return statusCmd(args[1:], stdout, stderr)
 	case "slots":
 		return slotsCmd(args[1:], stdout, stderr)
+	case "groups":
+		return groupsCmd(args[1:], stdout, stderr)
 	case "bench":
 		return bench.Main(args[1:], stdout, stderr)
 	case "backup":
@@ -80,6 +83,9 @@ func usage(w io.Writer) {
   kvs slots move [--wait] ADDR FIRST-LAST GROUP
   kvs slots status ADDR
   kvs slots cancel ADDR ID
+  kvs groups add ADDR [N]
+  kvs groups remove ADDR GROUP
+  kvs groups list ADDR
   kvs backup [--timeout D] ADDR FILE
   kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]
   kvs recover --data-dir DIR --node-id ID [--raft-addr HOST:PORT]

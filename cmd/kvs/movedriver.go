@@ -213,7 +213,7 @@ func isReply(err error, format string) bool {
 // and begins the move out on the source. A move whose slots the source no
 // longer holds, by the map, is cancelled with a note.
 func (d *moveDriver) begin(r moveRecord) error {
-	m, err := storedSlotMap(d.gm, d.sh.groups)
+	m, err := storedSlotMap(d.gm, d.sh)
 	if err != nil {
 		return err
 	}
@@ -473,7 +473,7 @@ func (d *moveDriver) flip(r moveRecord) error {
 		if err := d.check(r); err != nil {
 			return err
 		}
-		m, err := storedSlotMap(d.gm, d.sh.groups)
+		m, err := storedSlotMap(d.gm, d.sh)
 		if err != nil {
 			return err
 		}

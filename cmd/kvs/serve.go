@@ -371,8 +371,18 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return err
 		}
 		hadState = had
+		var known []int // the groups the server starts with
 		if sh.groups > 1 {
-			if err := openDataGroups(gnode, sh, f.bootstrap && !hadState, newStore, store, cfg.Slots); err != nil {
+			// The list of data groups as the meta group's replica has it
+			// by now (its snapshot at least): the server is given its
+			// groups, and the meta group's later list once it applies it.
+			set := group.DefaultGroupSet(sh.groups)
+			if v, ok := store.Meta(group.GroupSetMeta); ok {
+				if s, err := group.ParseGroupSet(v); err == nil {
+					set = s
+				}
+			}
+			if known, err = openDataGroups(gnode, sh, f.bootstrap && !hadState, newStore, store, cfg.Slots, set); err != nil {
 				return err
 			}
 		}
@@ -389,10 +399,13 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		cfg.Saver = g
 		if sh.groups > 1 {
 			gmeta = &groupsMeta{meta: view}
-			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
+			cfg.Groups, views = servedGroups(gnode, sh, known, view, g.Proposer())
 			cfg.Remote = remoteGroups{gmeta}
 			rate, _ := server.ParseMemory(f.slotMoveRate)
-			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: rate}
+			mover := &slotMoves{gm: gmeta, sh: sh, rate: rate}
+			cfg.Mover = mover
+			cfg.GroupAdmin = &groupAdmin{gm: gmeta, sh: sh, moves: mover, logger: logger}
+			cfg.MadeGroups = raftGroups(sh.groups)
 			cfg.Replicas = sh.replicas
 			cfg.Saver = nodeSaver{gnode}
 		}
@@ -525,7 +538,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			bg.Add(1)
 			go func() {
 				defer bg.Done()
-				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
+				tendGroups(stop, gnode, sh, gmeta, slotMaps, newStore, logger)
 			}()
 			rate, _ := server.ParseMemory(f.slotMoveRate)
 			startMoves(&bg, &moveDriver{gm: gmeta, node: gnode, sh: sh, rate: rate, logger: logger, stop: stop})
