@@ -167,6 +167,12 @@ func TestGroupsAddRemove(t *testing.T) {
 		}
 	}
 
+	// A library every group holds, the one made later too.
+	lib := "#!lua name=glib\nredis.register_function('gset', function(keys, args) return redis.call('SET', keys[1], args[1]) end)"
+	if err := retryLeaderChange(t, func() error { return cc.FunctionLoadReplace(ctx, lib).Err() }); err != nil {
+		t.Fatalf("FUNCTION LOAD: %v", err)
+	}
+
 	// Refusals first, while the cluster is as made.
 	for _, tc := range []struct {
 		args []string
@@ -218,7 +224,12 @@ func TestGroupsAddRemove(t *testing.T) {
 	if counts := slotsOf(t, nodes, 2); counts[3] != 1000 {
 		t.Fatalf("group 3 owns %d slots, want 1000: %v", counts[3], counts)
 	}
+	fk := moveKeys("gf", 1, 0, 999)[0]
+	if err := cc.FCall(ctx, "gset", []string{fk}, "by-function").Err(); err != nil {
+		t.Fatalf("FCALL gset on %s, a key of group 3: %v", fk, err)
+	}
 	all := append(slices.Clone(seeded), loadKeys...)
+	all = append(all, fk)
 	want := existing(t, ctx, cc, all)
 	checkTotal := func(when string) {
 		t.Helper()

@@ -361,3 +361,65 @@ func spreadSlots(table []uint16, from uint16, live []uint32) []plannedMove {
 }
 
 var _ server.GroupAdmin = (*groupAdmin)(nil)
+
+// A data group made while the cluster runs starts with an empty store,
+// while every group's store holds the cluster's functions and loaded
+// scripts alike (FUNCTION LOAD and SCRIPT LOAD write to every group): its
+// leader copies them in from the meta group's store, which holds them
+// too, and marks the group seeded under group/<k>/seeded. A move of slots
+// to the group waits for the mark (moveDriver.begin), so that FCALL and
+// EVALSHA find there what they find in the other groups. A library loaded
+// while the copy is made reaches the group both ways (REPLACE makes the
+// second the same); one deleted meanwhile may come back in the new group
+// alone (FUNCTION DELETE it again).
+
+func metaGroupSeeded(id int) string { return "group/" + strconv.Itoa(id) + "/seeded" }
+
+// seeded reports whether data group id's store holds what every group's
+// does: a group made with the cluster, or one seeded since.
+func seeded(gm *groupsMeta, set group.GroupSet, id uint32) bool {
+	if set.InitialVoters(id) == nil {
+		return true
+	}
+	_, ok := gm.meta.store.Meta(metaGroupSeeded(int(id)))
+	return ok
+}
+
+// seedGroups copies the functions and scripts into each group made while
+// the cluster runs that this node leads and that is not seeded yet.
+func seedGroups(gm *groupsMeta, node *group.Node, set group.GroupSet, logger *slog.Logger) error {
+	for _, id := range set.Live {
+		if seeded(gm, set, id) {
+			continue
+		}
+		g := node.Group(id)
+		if g == nil || !g.Node().IsLeader() {
+			continue
+		}
+		var cmds []fsm.Command
+		for name, v := range gm.meta.store.MetaAll() {
+			switch {
+			case strings.HasPrefix(name, "function/"):
+				cmds = append(cmds, fsm.Command{Op: fsm.OpFunctionLoad, Flags: fsm.FlagFunctionReplace, Args: [][]byte{[]byte(v)}})
+			case strings.HasPrefix(name, "script/"):
+				cmds = append(cmds, fsm.Command{Op: fsm.OpScriptLoad, Args: [][]byte{[]byte(v)}})
+			}
+		}
+		if len(cmds) > 0 {
+			rs, err := g.Proposer().Propose(cmds)
+			if err != nil {
+				return fmt.Errorf("group %d: copying the functions and scripts: %w", id, err)
+			}
+			for _, r := range rs {
+				if r.Kind == fsm.ReplyError {
+					return fmt.Errorf("group %d: copying the functions and scripts: %s", id, r.Str)
+				}
+			}
+		}
+		if _, err := gm.srv.Propose([]fsm.Command{metaSet(metaGroupSeeded(int(id)), "1")}); err != nil {
+			return err
+		}
+		logger.Info("copied the functions and scripts into a new group", "group", id, "entries", len(cmds))
+	}
+	return nil
+}

@@ -217,6 +217,20 @@ func (d *moveDriver) begin(r moveRecord) error {
 	if err != nil {
 		return err
 	}
+	// A group made while the cluster runs takes slots once its leader
+	// has copied the functions and scripts in (seedGroups).
+	if set, _, err := readGroupSet(d.gm, d.sh.groups); err != nil {
+		return err
+	} else if !set.Has(r.target) || !set.Has(r.source) {
+		// Removed as the move was recorded (kvs groups remove checks
+		// for moves before, not in the same entry).
+		next := r
+		next.phase, next.note = phaseCancelled, "a group of the move was removed"
+		_, err := d.advance(r, next)
+		return err
+	} else if !seeded(d.gm, set, r.target) {
+		return fmt.Errorf("group %d: waiting for its leader to copy the functions and scripts in", r.target)
+	}
 	for _, rg := range r.ranges {
 		for s := rg.Lo; s <= rg.Hi; s++ {
 			if m.Owner(s) != r.source {
