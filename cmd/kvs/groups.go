@@ -25,7 +25,11 @@ import (
 // node) that group.Placement picks from group 0's voters. Both are fixed
 // when the cluster is made: each node keeps them in DIR/group-count (N on
 // the first line, R on the second), written before it opens its groups,
-// and reads them back at every start. A node started with --join asks the
+// and reads them back at every start. Groups added and removed since
+// (kvs groups, groupadmin.go) are listed in the meta group; N is then the
+// groups the cluster was made with: its groups until the meta group
+// lists others, and the slot map it routes by until the stored one
+// reaches it. A node started with --join asks the
 // member it joins through; one added by `kvs join` is started with the
 // cluster's --groups and --replicas, which the join checks. A data dir
 // from before groups, or of a cluster of one group, has no file: one
@@ -53,7 +57,7 @@ func resolveGroups(f serveFlags, logger *slog.Logger) (shape, error) {
 	} else if ok {
 		switch {
 		case f.groups != 0 && f.groups != sh.groups:
-			return shape{}, fmt.Errorf("--groups %d: the data dir's cluster has %d groups, fixed when it was made", f.groups, sh.groups)
+			return shape{}, fmt.Errorf("--groups %d: the data dir's cluster was made with %d groups (kvs groups add and remove change its groups, not --groups)", f.groups, sh.groups)
 		case f.replicasGiven && f.replicas != sh.replicas:
 			return shape{}, fmt.Errorf("--replicas %d: the data dir's cluster places %d replicas of each group, fixed when it was made", f.replicas, sh.replicas)
 		}

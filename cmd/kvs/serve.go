@@ -119,7 +119,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
-	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the cluster's count; --join learns it; fixed once the cluster is made) (default 1)")
+	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the count the cluster was made with; --join learns it; kvs groups add and remove change the groups later) (default 1)")
 	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, with --groups: the number of nodes that hold a replica of each group, or every node while there are fewer; 0: every node (set with --bootstrap; a node added by kvs join is started with the cluster's; --join learns it; fixed once the cluster is made)")
 	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
 	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
