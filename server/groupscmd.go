@@ -122,10 +122,10 @@ func (c *client) groupsList() {
 		var members []Member
 		var leader Member
 		var hasLeader bool
-		if g.remote() {
+		if g.remote() && r.remote != nil {
 			members = r.remote.Members(g.index)
 			leader, hasLeader = r.remote.Leader(g.index)
-		} else {
+		} else if g.raft != nil {
 			members, _ = g.raft.Members()
 			leader, hasLeader = g.raft.Leader()
 		}

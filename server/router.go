@@ -557,6 +557,9 @@ func (s *Server) SetGroups(ids []int) (kept []int, err error) {
 		return nil, errors.New("server: a node of one group has no other groups to set")
 	}
 	want := map[int]bool{}
+	if r.remote == nil {
+		return nil, errors.New("server: a group held elsewhere needs Config.Remote")
+	}
 	for _, i := range ids {
 		if i <= 0 || i > maxGroupIndex {
 			return nil, fmt.Errorf("server: no group %d to set (groups 1 to %d)", i, maxGroupIndex)
