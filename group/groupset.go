@@ -14,9 +14,10 @@ import (
 // exist as groups are added and removed while the cluster runs (kvs groups
 // add and remove). Its value is a GroupSet's encoding (JSON):
 //
-//	{"version":2,"last":3,"live":[1,2,3],"created":{"3":[{"id":"n1","addr":"127.0.0.1:7001"},...]}}
+//	{"version":2,"made":2,"last":3,"live":[1,2,3],"created":{"3":[{"id":"n1","addr":"127.0.0.1:7001"},...]}}
 //
-// version counts the changes (from 1; each Add or Remove adds one); last
+// version counts the changes (from 1; each Add or Remove adds one); made
+// is the number of groups the cluster was made with; last
 // is the highest id ever given, so an id is never given twice, even after
 // its group was removed; live are the groups that exist, in id order;
 // created names, for each live group made while the cluster ran, the
@@ -50,7 +51,11 @@ type Peer struct {
 // GroupSet is a version of the list of a cluster's data groups. A GroupSet
 // is a value: its methods never change it.
 type GroupSet struct {
-	Version uint64            `json:"version"`
+	Version uint64 `json:"version"`
+	// Made is the number of data groups the cluster was made with (groups
+	// 1 to Made, and the slot map's first version): what a node restored
+	// from a backup of the cluster starts from.
+	Made    int               `json:"made,omitempty"`
 	Last    uint32            `json:"last"`
 	Live    []uint32          `json:"live"`
 	Created map[string][]Peer `json:"created,omitempty"`
@@ -59,7 +64,7 @@ type GroupSet struct {
 // DefaultGroupSet is the set of a cluster made with n data groups before
 // any change: groups 1 to n, version 0.
 func DefaultGroupSet(n int) GroupSet {
-	s := GroupSet{Last: uint32(n)}
+	s := GroupSet{Made: n, Last: uint32(n)}
 	for id := 1; id <= n; id++ {
 		s.Live = append(s.Live, uint32(id))
 	}
@@ -192,6 +197,8 @@ func ParseGroupSet(v string) (GroupSet, error) {
 		return bad("%d live groups, more than %d", len(s.Live), MaxGroups)
 	case s.Last > MaxGroupID:
 		return bad("last id %d past %d", s.Last, MaxGroupID)
+	case s.Made < 0 || s.Made > MaxGroups || uint32(s.Made) > s.Last:
+		return bad("made with %d groups", s.Made)
 	}
 	for i, id := range s.Live {
 		switch {

@@ -303,6 +303,38 @@ func TestGroupsAddRemove(t *testing.T) {
 		}
 	}
 
+	// A backup of the cluster now, its group ids with a gap, restores
+	// on one node that leads every group and holds every key.
+	file := filepath.Join(t.TempDir(), "g.kvs")
+	if out, code := runKVS(t, clusterWait, "backup", nodes[0].Addr, file); code != 0 {
+		t.Fatalf("kvs backup after removing group 1: exit %d\n%s", code, out)
+	}
+	raftAddr := freeAddr(t)
+	r1 := newKVS(t, "r1", KVSOptions{Durable: true, Extra: []string{"--node-id", "r1", "--raft-addr", raftAddr}})
+	if out, code := runKVS(t, clusterWait, "restore", file, "--data-dir", r1.DataDir(), "--node-id", "r1", "--raft-addr", raftAddr); code != 0 {
+		t.Fatalf("kvs restore: exit %d\n%s", code, out)
+	}
+	r1.Start()
+	waitFor(t, "r1 to lead groups 0, 2 and 3", func() error {
+		st, err := kvsStatus(r1.Addr)
+		if err != nil {
+			return err
+		}
+		if ids := groupIDs(st); !slices.Equal(ids, []int{2, 3}) {
+			return fmt.Errorf("r1 lists groups %v", ids)
+		}
+		for _, g := range st.groups {
+			if g[1] != "leader" {
+				return fmt.Errorf("group %s: %s", g[0], g[1])
+			}
+		}
+		return nil
+	})
+	if v := dialRaw(t, r1.Addr).Do("DBSIZE"); v.Kind != ':' || int64(atoiOr(v.Str, 0)) != want {
+		t.Errorf("DBSIZE on the restored node: %s, want %d", v, want)
+	}
+	r1.Stop()
+
 	// The next id is 4; a fourth node joining gets its replicas.
 	out, code = runKVS(t, clusterWait, "groups", "add", nodes[0].Addr)
 	if code != 0 || strings.TrimSpace(out) != "added group 4" {
