@@ -149,7 +149,8 @@ func existing(t *testing.T, ctx context.Context, c redis.Cmdable, keys []string)
 // refused.
 func TestGroupsAddRemove(t *testing.T) {
 	t.Parallel()
-	nodes := startCluster(t, 3, "--groups", "2")
+	// A slow copy, so that a move can be cancelled mid-way.
+	nodes := startCluster(t, 3, "--groups", "2", "--slot-move-rate", "64kb")
 	waitGroupsPlaced(t, nodes, []int{1, 2}, 3)
 	slotsOf(t, nodes, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -161,8 +162,9 @@ func TestGroupsAddRemove(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16})
 	defer cc.Close()
 	seeded := moveKeys("gs", 600, 0, 16383)
+	pad := strings.Repeat("x", 1000)
 	for _, k := range seeded {
-		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, "v-"+k, 0).Err() }); err != nil {
+		if err := retryLeaderChange(t, func() error { return cc.Set(ctx, k, "v-"+k+pad, 0).Err() }); err != nil {
 			t.Fatalf("SET %s: %v", k, err)
 		}
 	}
@@ -263,6 +265,30 @@ func TestGroupsAddRemove(t *testing.T) {
 	want = existing(t, ctx, cc, all)
 	checkTotal("after the restart")
 
+	// Removing group 1 stops when its move is cancelled, and the group
+	// stays with its slots.
+	type result struct {
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, code := runKVS(t, 3*time.Minute, "groups", "remove", nodes[2].Addr, "1")
+		done <- result{out, code}
+	}()
+	waitMovePhase(t, ctx, nodes[0].Addr, 2, "copying", true)
+	if out, code := runKVS(t, clusterWait, "slots", "cancel", nodes[0].Addr, "2"); code != 0 {
+		t.Fatalf("kvs slots cancel 2: exit %d\n%s", code, out)
+	}
+	res := <-done
+	if res.code == 0 || !strings.Contains(res.out, "cancelled") || !strings.Contains(res.out, "group 1 stays") {
+		t.Fatalf("kvs groups remove 1 with its move cancelled: exit %d\n%s", res.code, res.out)
+	}
+	if counts := slotsOf(t, nodes, 2); counts[1] != 7192 {
+		t.Fatalf("group 1 after its emptying was cancelled: %v", counts)
+	}
+	waitGroupsPlaced(t, nodes, []int{1, 2, 3}, 3)
+
 	// Group 1 goes: its slots to 2 and 3, its state off every node.
 	out, code = runKVS(t, 3*time.Minute, "groups", "remove", nodes[2].Addr, "1")
 	if code != 0 || !strings.Contains(out, "removed group 1") || !strings.Contains(out, "done") {
@@ -293,7 +319,7 @@ func TestGroupsAddRemove(t *testing.T) {
 			v, err = cc.Get(ctx, k).Result()
 			return err
 		})
-		if v != "v-"+k {
+		if v != "v-"+k+pad {
 			t.Fatalf("GET %s after removing group 1: %q", k, v)
 		}
 	}

@@ -167,6 +167,9 @@ func movesText(ids []uint64) string {
 
 // Empty starts the moves that take group id's slots to the other live
 // groups (spreadSlots), one move for each range, and returns their ids.
+// While moves out of the group are in flight (an emptying under way) it
+// starts none and returns those, for the caller to wait for and ask
+// again; a move into the group in flight is refused.
 func (ga *groupAdmin) Empty(id int) ([]uint64, error) {
 	set, _, err := readGroupSet(ga.gm, ga.sh.groups)
 	if err != nil {
@@ -175,10 +178,25 @@ func (ga *groupAdmin) Empty(id int) ([]uint64, error) {
 	if err := checkRemovable(set, id); err != nil {
 		return nil, err
 	}
-	if inFlight, err := ga.movesOf(id); err != nil {
+	recs, err := moveRecords(ga.gm.meta.store.MetaAll())
+	if err != nil {
 		return nil, err
-	} else if len(inFlight) > 0 {
-		return nil, errMove(fmt.Sprintf("slot moves %s of group %d are in flight: wait for them, or cancel them (kvs slots cancel)", movesText(inFlight), id))
+	}
+	var out, in []uint64
+	for _, r := range recs {
+		switch {
+		case r.finished():
+		case r.target == uint32(id):
+			in = append(in, r.id)
+		case r.source == uint32(id):
+			out = append(out, r.id)
+		}
+	}
+	if len(in) > 0 {
+		return nil, errMove(fmt.Sprintf("slot moves %s into group %d are in flight: wait for them, or cancel them (kvs slots cancel)", movesText(in), id))
+	}
+	if len(out) > 0 {
+		return out, nil
 	}
 	m, err := storedSlotMap(ga.gm, ga.sh)
 	if err != nil {

@@ -80,30 +80,41 @@ func groupsRemoveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvs groups remove: %q is not a group id\n", id)
 		return 2
 	}
-	var moves []int64
-	err := retryAdmin(*timeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-		defer cancel()
-		c := adminClient(addr)
-		defer c.Close()
-		v, err := c.Do(ctx, "KVS.GROUPS", "EMPTY", id).Int64Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "UNCERTAIN") {
-			return fmt.Errorf("the moves may or may not have been recorded (kvs slots status lists them if they were): %v", err)
+	// Each round starts the moves of the slots the group still has (or
+	// names those under way) and waits for them; a round that names none
+	// leaves the group empty. Slots moved into it meanwhile make another
+	// round.
+	for round := 0; ; round++ {
+		var moves []int64
+		err := retryAdmin(*timeout, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+			defer cancel()
+			c := adminClient(addr)
+			defer c.Close()
+			v, err := c.Do(ctx, "KVS.GROUPS", "EMPTY", id).Int64Slice()
+			if err != nil && strings.HasPrefix(err.Error(), "UNCERTAIN") {
+				return fmt.Errorf("the moves may or may not have been recorded (kvs slots status lists them if they were; run kvs groups remove again to go on): %v", err)
+			}
+			moves = v
+			return err
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "kvs groups remove: %v\n", err)
+			return 1
 		}
-		moves = v
-		return err
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "kvs groups remove: %v\n", err)
-		return 1
-	}
-	if len(moves) > 0 {
+		if len(moves) == 0 {
+			break
+		}
+		if round == 10 {
+			fmt.Fprintf(stderr, "kvs groups remove: group %s keeps getting slots back: it stays\n", id)
+			return 1
+		}
 		fmt.Fprintf(stdout, "group %s: moving its slots in %d moves\n", id, len(moves))
-	}
-	for _, m := range moves {
-		if code := waitMove(addr, uint64(m), stdout, stderr); code != 0 {
-			fmt.Fprintf(stderr, "kvs groups remove: move %d did not finish: group %s stays (kvs slots status shows why; run kvs groups remove again to go on)\n", m, id)
-			return code
+		for _, m := range moves {
+			if code := waitMove(addr, uint64(m), stdout, stderr); code != 0 {
+				fmt.Fprintf(stderr, "kvs groups remove: move %d did not finish: group %s stays (kvs slots status shows why; run kvs groups remove again to go on)\n", m, id)
+				return code
+			}
 		}
 	}
 	if err := adminDo(addr, *timeout, "KVS.GROUPS", "REMOVE", id); err != nil {
