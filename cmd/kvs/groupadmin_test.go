@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,26 @@ func TestCheckRemovable(t *testing.T) {
 	one := group.GroupSet{Version: 2, Last: 3, Live: []uint32{3}}
 	if err := checkRemovable(one, 3); err == nil || !strings.Contains(err.Error(), "last data group") {
 		t.Errorf("checkRemovable of the last group: %v", err)
+	}
+}
+
+// TestLiveGroups: the live data groups are those the cluster was made
+// with until the meta group lists others, then the list's.
+func TestLiveGroups(t *testing.T) {
+	meta := fsm.NewStore()
+	gm := &groupsMeta{meta: &clusterView{store: meta}}
+	sh := shape{groups: 3, replicas: 3}
+	if ids, err := LiveGroups(gm, sh); err != nil || !slices.Equal(ids, []uint32{1, 2, 3}) {
+		t.Fatalf("without a list: %v %v", ids, err)
+	}
+	set, _, _ := group.DefaultGroupSet(3).Add([][]group.Peer{{{ID: "n1"}}})
+	set, _ = set.Remove(2)
+	meta.Apply(1, 0, []fsm.Command{metaCAS(group.GroupSetMeta, "", set.Encode())})
+	if ids, err := LiveGroups(gm, sh); err != nil || !slices.Equal(ids, []uint32{1, 3, 4}) {
+		t.Fatalf("with a list: %v %v", ids, err)
+	}
+	meta.Apply(2, 0, []fsm.Command{metaCAS(group.GroupSetMeta, set.Encode(), "{")})
+	if _, err := LiveGroups(gm, sh); err == nil {
+		t.Fatal("a malformed list read")
 	}
 }
