@@ -29,6 +29,45 @@ import (
 // set; each node's tending then closes its replica and deletes its state,
 // and the group's entries in the meta group are cleared.
 
+// A node that knows the list of groups says so in the meta group, under
+// node/<id>/groups, as it tends; groups are added and removed only once
+// every member of the meta group has (checkNodesKnow): an older node
+// would not follow a slot map that names a group it does not know.
+
+func metaNodeGroups(id string) string { return "node/" + id + "/groups" }
+
+// publishKnowsGroups writes this node's node/<id>/groups while it is
+// absent.
+func publishKnowsGroups(gm *groupsMeta) error {
+	if _, ok := gm.meta.store.Meta(metaNodeGroups(gm.meta.id)); ok {
+		return nil
+	}
+	if _, ok := gm.meta.Leader(); !ok && !gm.meta.node.IsLeader() {
+		return nil
+	}
+	_, err := gm.srv.Propose([]fsm.Command{metaSet(metaNodeGroups(gm.meta.id), "1")})
+	return err
+}
+
+// checkNodesKnow refuses a change of the groups while a member of the
+// meta group has not said it knows the list of groups.
+func checkNodesKnow(gm *groupsMeta) error {
+	members, err := gm.meta.node.Members()
+	if err != nil {
+		return err
+	}
+	var old []string
+	for _, m := range members {
+		if _, ok := gm.meta.store.Meta(metaNodeGroups(m.ID)); !ok {
+			old = append(old, m.ID)
+		}
+	}
+	if len(old) > 0 {
+		return errMove(fmt.Sprintf("node %s runs a kvs that does not add or remove groups, or has not said yet that it does: upgrade every node first", strings.Join(old, ", ")))
+	}
+	return nil
+}
+
 // readGroupSet returns the meta group's set of data groups as this node's
 // replica has it, and the value it read ("" while there is none: groups
 // 1..n of the shape, version 0).
@@ -63,6 +102,9 @@ type groupAdmin struct {
 // Add records n new data groups, with the next unused ids, each with its
 // placement over group 0's voters as its initial voters.
 func (ga *groupAdmin) Add(n int) ([]int, error) {
+	if err := checkNodesKnow(ga.gm); err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		set, cur, err := readGroupSet(ga.gm, ga.sh.groups)
 		if err != nil {
@@ -178,6 +220,9 @@ func (ga *groupAdmin) Empty(id int) ([]uint64, error) {
 	if err := checkRemovable(set, id); err != nil {
 		return nil, err
 	}
+	if err := checkNodesKnow(ga.gm); err != nil {
+		return nil, err
+	}
 	recs, err := moveRecords(ga.gm.meta.store.MetaAll())
 	if err != nil {
 		return nil, err
@@ -228,6 +273,9 @@ func (ga *groupAdmin) Remove(id int) error {
 			return err
 		}
 		if err := checkRemovable(set, id); err != nil {
+			return err
+		}
+		if err := checkNodesKnow(ga.gm); err != nil {
 			return err
 		}
 		if inFlight, err := ga.movesOf(id); err != nil {

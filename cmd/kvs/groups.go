@@ -365,6 +365,9 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 		if err := clearRemoved(gm, set); err != nil {
 			logger.Warn("clearing the entries of removed groups", "err", err)
 		}
+		if err := publishKnowsGroups(gm); err != nil {
+			logger.Debug("saying this node knows the list of groups", "err", err)
+		}
 		if err := seedGroups(gm, node, set, logger); err != nil {
 			logger.Warn("seeding a new group", "err", err)
 		}
