@@ -111,7 +111,7 @@ func groupsRemoveCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "group %s: moving its slots in %d moves\n", id, len(moves))
 		for _, m := range moves {
-			if code := waitMove(addr, uint64(m), stdout, stderr); code != 0 {
+			if code := waitMove("kvs groups remove", addr, uint64(m), stdout, stderr); code != 0 {
 				fmt.Fprintf(stderr, "kvs groups remove: move %d did not finish: group %s stays (kvs slots status shows why; run kvs groups remove again to go on)\n", m, id)
 				return code
 			}
