@@ -198,6 +198,57 @@ func TestGroupsAddRemove(t *testing.T) {
 	if out, code := runKVS(t, clusterWait, "groups", "list", nodes[2].Addr); code != 0 || !strings.Contains(out, "\n3 ") {
 		t.Errorf("kvs groups list: exit %d\n%s", code, out)
 	}
+	// Group 3, without slots, is a master without slots to clients: in
+	// CLUSTER SHARDS and NODES, not in CLUSTER SLOTS.
+	waitFor(t, "group 3 shown as a master without slots", func() error {
+		st, err := kvsStatus(nodes[0].Addr)
+		if err != nil {
+			return err
+		}
+		row, _ := groupRow(st, 3)
+		var leaderAddr string
+		for _, m := range st.members {
+			if m[0] == row[2] {
+				leaderAddr = m[2]
+			}
+		}
+		for _, n := range nodes {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+			shards, err1 := c.ClusterShards(ctx).Result()
+			slots, err2 := c.ClusterSlots(ctx).Result()
+			text, err3 := c.ClusterNodes(ctx).Result()
+			c.Close()
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return err
+			}
+			empty := 0
+			for _, sh := range shards {
+				if len(sh.Slots) == 0 {
+					empty++
+					if len(sh.Nodes) == 0 || sh.Nodes[0].Role != "master" || fmt.Sprintf("%s:%d", sh.Nodes[0].IP, sh.Nodes[0].Port) != leaderAddr {
+						return fmt.Errorf("%s: CLUSTER SHARDS' shard without slots: %+v, want its master at %s", n.Name, sh.Nodes, leaderAddr)
+					}
+				}
+			}
+			if len(shards) != 3 || empty != 1 {
+				return fmt.Errorf("%s: CLUSTER SHARDS lists %d shards, %d without slots; want 3 and 1", n.Name, len(shards), empty)
+			}
+			covered := 0
+			for _, r := range slots {
+				covered += int(r.End-r.Start) + 1
+			}
+			if covered != 16384 || len(slots) != 2 {
+				return fmt.Errorf("%s: CLUSTER SLOTS has %d ranges covering %d slots, want groups 1 and 2's", n.Name, len(slots), covered)
+			}
+			for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+				f := strings.Fields(line)
+				if len(f) > 2 && strings.HasPrefix(f[1], leaderAddr+"@") && !strings.Contains(f[2], "master") {
+					return fmt.Errorf("%s: CLUSTER NODES calls group 3's leader %q", n.Name, line)
+				}
+			}
+		}
+		return nil
+	})
 
 	// Slots 0-999 to group 3 under writes.
 	loadKeys := moveKeys("gl", 200, 0, 999)
