@@ -34,8 +34,9 @@ func MergeHeaders(hs []Header) Header {
 // must bring groups 0, 1, 2 ... each once and in that order, as kvs
 // restore reads them.
 type Assembler struct {
-	w    *Writer
-	next uint32 // the group whose part comes next
+	w     *Writer
+	next  uint32 // the lowest group whose part may come next
+	parts int    // the parts added
 }
 
 // NewAssembler writes h (MergeHeaders) to w and returns the assembler of
@@ -56,10 +57,13 @@ func (a *Assembler) Add(h Header, body io.Reader) error {
 		return fmt.Errorf("%w: a backup of one group where the parts of a backup of several belong", ErrCorrupt)
 	}
 	return ReadParts(body, func(id uint32, index uint64, snap io.Reader) error {
-		if id != a.next {
-			return fmt.Errorf("%w: group %d's part where group %d's belongs", ErrCorrupt, id, a.next)
+		// In id order from 0; ids may skip groups that were removed
+		// from the cluster.
+		if id < a.next || a.parts == 0 && id != 0 {
+			return fmt.Errorf("%w: group %d's part where group %d's or a later one belongs", ErrCorrupt, id, a.next)
 		}
-		a.next++
+		a.next = id + 1
+		a.parts++
 		return WritePart(a.w, id, index, func(w io.Writer) error {
 			_, err := io.Copy(w, snap)
 			return err
@@ -70,8 +74,8 @@ func (a *Assembler) Add(h Header, body io.Reader) error {
 // Close writes the trailer; a backup of fewer than two groups is refused,
 // as kvs restore would refuse it.
 func (a *Assembler) Close() error {
-	if a.next < 2 {
-		return fmt.Errorf("%w: %d groups in a backup of several", ErrCorrupt, a.next)
+	if a.parts < 2 {
+		return fmt.Errorf("%w: %d groups in a backup of several", ErrCorrupt, a.parts)
 	}
 	return a.w.Close()
 }

@@ -245,7 +245,7 @@ func TestAssembleRefuses(t *testing.T) {
 		srcs []src
 	}{
 		{"group 0 missing", []src{{h12, g12}}},
-		{"group 1 missing", []src{{h0, g0}, {h2, g2}}},
+		{"out of order", []src{{h0, g0}, {h2, g2}, {h12, g12}}},
 		{"group 2 twice", []src{{h0, g0}, {h12, g12}, {h2, g2}}},
 		{"one group's backup", []src{{h0, g0}, {single, []byte("snapshot")}}},
 		{"an empty body", []src{{h0, g0}, {h12, nil}}},
@@ -262,6 +262,17 @@ func TestAssembleRefuses(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", c.name, err)
 		}
+	}
+	// A gap is a group removed from the cluster.
+	gap, _ := NewAssembler(io.Discard, MergeHeaders([]Header{h0}))
+	if err := gap.Add(h0, bytes.NewReader(g0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := gap.Add(h2, bytes.NewReader(g2)); err != nil {
+		t.Fatalf("groups 0 and 2: %v", err)
+	}
+	if err := gap.Close(); err != nil {
+		t.Fatalf("groups 0 and 2: %v", err)
 	}
 	as, _ := NewAssembler(io.Discard, MergeHeaders([]Header{h0}))
 	if err := as.Add(h0, bytes.NewReader(g0)); err != nil {

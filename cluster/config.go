@@ -28,6 +28,11 @@ type Config struct {
 	// no Raft state. If it does, Bootstrap is ignored (and Open logs so):
 	// a restarted node finds its cluster in its own state.
 	Bootstrap bool
+	// BootstrapVoters, with Bootstrap, are the voters of the new
+	// cluster's first configuration instead of this node alone (which
+	// must be one of them): every one of them bootstraps with the same
+	// list, as raft allows, and they elect a leader among them.
+	BootstrapVoters []Voter
 	// FSM is the state machine committed entries are applied to; required.
 	// One with a SetReplayedThrough(index uint64) method is told, before
 	// anything is applied, the last index of the log the node opened with.
@@ -173,3 +178,7 @@ func (c *Config) raftConfig() *raft.Config {
 	rc.Logger = newHCLogger(c.Logger, "raft")
 	return rc
 }
+
+// A Voter is one voter of a bootstrapped configuration
+// (Config.BootstrapVoters).
+type Voter struct{ ID, Addr string }

@@ -242,6 +242,15 @@ func Open(cfg Config) (*Node, error) {
 		conf := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr(),
 		}}}
+		if len(cfg.BootstrapVoters) > 0 {
+			if !slices.ContainsFunc(cfg.BootstrapVoters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
+				return nil, fmt.Errorf("cluster: bootstrap: node %s is not one of the voters it bootstraps with", cfg.NodeID)
+			}
+			conf.Servers = nil
+			for _, v := range cfg.BootstrapVoters {
+				conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(v.ID), Address: raft.ServerAddress(v.Addr)})
+			}
+		}
 		if err := raft.BootstrapCluster(rc, logs, n.bolt, snaps, n.trans, conf); err != nil {
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}

@@ -20,7 +20,11 @@
 // cluster of n groups starts with (redis-cli's); SlotMap, the versioned
 // slot map the meta group keeps under SlotMapMeta (InitialSlotMap is
 // version 1, EvenSlots's split; Flip makes the next version; ParseSlotMap
-// reads the one encoding String writes); Levels, the cluster's level of
+// reads the one encoding String writes, ParseSlotMapIn against the live
+// groups); GroupSet, the cluster's live data groups as the meta group
+// lists them under GroupSetMeta, ids never given twice, with the initial
+// voters of a group created while the cluster runs and the rule by which
+// they bootstrap it (Bootstraps, Node.OpenCreated) (groupset.go); Levels, the cluster's level of
 // replicated entries and each node's, kept in the meta group, with the
 // one check of a proposal (Allows) and of a joining node (Admits)
 // (level.go); membership changes

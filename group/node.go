@@ -112,7 +112,7 @@ func (n *Node) ID() string { return n.o.NodeID }
 // to it. It says whether the dir held state before. A group is open at
 // most once on a node; closing it frees the id.
 func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
-	return n.open(id, store, n.o.Bootstrap)
+	return n.open(id, store, n.o.Bootstrap, nil)
 }
 
 // OpenReplica opens this node's replica of group id over store as
@@ -120,11 +120,23 @@ func (n *Node) OpenGroup(id uint32, store *fsm.Store) (*Group, bool, error) {
 // be added by the group's leader. Placement opens replicas so while the
 // node runs; bootstrapping one would make a second group of that id.
 func (n *Node) OpenReplica(id uint32, store *fsm.Store) (*Group, error) {
-	g, _, err := n.open(id, store, false)
+	g, _, err := n.open(id, store, false, nil)
 	return g, err
 }
 
-func (n *Node) open(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, error) {
+// OpenCreated opens this node's replica of data group id, created while
+// the cluster runs, over store: without raft state it bootstraps the
+// group with voters as its first configuration, as each of them does
+// (GroupSet.Bootstraps says when: tending calls it only then).
+func (n *Node) OpenCreated(id uint32, store *fsm.Store, voters []Peer) (*Group, error) {
+	if len(voters) == 0 {
+		return nil, fmt.Errorf("group: group %d: no voters to bootstrap with", id)
+	}
+	g, _, err := n.open(id, store, true, voters)
+	return g, err
+}
+
+func (n *Node) open(id uint32, store *fsm.Store, bootstrap bool, voters []Peer) (*Group, bool, error) {
 	n.mu.Lock()
 	switch {
 	case n.closed:
@@ -139,7 +151,7 @@ func (n *Node) open(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, 
 	n.mu.Unlock()
 	defer n.opens.Done()
 
-	g, had, err := n.openGroup(id, store, bootstrap)
+	g, had, err := n.openGroup(id, store, bootstrap, voters)
 	n.mu.Lock()
 	delete(n.opening, id)
 	if err == nil {
@@ -149,7 +161,7 @@ func (n *Node) open(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, 
 	return g, had, err
 }
 
-func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool) (*Group, bool, error) {
+func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool, voters []Peer) (*Group, bool, error) {
 	dir := GroupDir(n.o.DataDir, id)
 	logger := n.o.Logger.With("group", id)
 	if err := checkClusterState(n.o, logger, dir); err != nil {
@@ -159,7 +171,12 @@ func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool) (*Group, b
 	if err != nil {
 		return nil, false, err
 	}
+	var bv []cluster.Voter
+	for _, p := range voters {
+		bv = append(bv, cluster.Voter{ID: p.ID, Addr: p.Addr})
+	}
 	node, err := cluster.Open(cluster.Config{
+		BootstrapVoters:   bv,
 		NodeID:            n.o.NodeID,
 		RaftAddr:          n.Addr(),
 		Dir:               dir,
@@ -217,21 +234,47 @@ func (n *Node) DropGroup(id uint32, drop func(lastIndex uint64) bool) (bool, err
 	if !drop(g.node.Status().LastIndex) {
 		return false, nil
 	}
+	return true, n.deleteGroupState(id)
+}
+
+// DeleteGroupState deletes the raft state of data group id that this
+// node's data dir holds while no replica of it is open here: what is left
+// of a removed group whose replica did not open. It reports whether there
+// was state to delete.
+func (n *Node) DeleteGroupState(id uint32) (bool, error) {
+	if id == 0 {
+		return false, errors.New("group: group 0 is on every node")
+	}
+	n.mu.Lock()
+	open := n.groups[id] != nil || n.opening[id]
+	n.mu.Unlock()
+	if open {
+		return false, fmt.Errorf("group: group %d is open on this node", id)
+	}
+	if ok, err := isDir(filepath.Dir(GroupDir(n.o.DataDir, id))); err != nil || !ok {
+		return false, err
+	}
+	return true, n.deleteGroupState(id)
+}
+
+// deleteGroupState moves group id's dir aside in one rename, then deletes
+// it.
+func (n *Node) deleteGroupState(id uint32) error {
 	dir := filepath.Dir(GroupDir(n.o.DataDir, id))
 	aside := dir + droppedSuffix
 	if err := os.RemoveAll(aside); err != nil {
-		return false, fmt.Errorf("group: %w", err)
+		return fmt.Errorf("group: %w", err)
 	}
 	if err := os.Rename(dir, aside); err != nil {
-		return false, fmt.Errorf("group: %w", err)
+		return fmt.Errorf("group: %w", err)
 	}
 	if err := SyncParent(dir); err != nil {
-		return false, err
+		return err
 	}
 	if err := os.RemoveAll(aside); err != nil {
-		return false, fmt.Errorf("group: %w", err)
+		return fmt.Errorf("group: %w", err)
 	}
-	return true, nil
+	return nil
 }
 
 // droppedSuffix marks a group's dir that DropGroup moved aside.

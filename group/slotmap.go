@@ -3,6 +3,7 @@ package group
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,10 @@ var ErrBadSlotMap = errors.New("group: malformed slot map")
 type SlotMap struct {
 	version uint64
 	groups  int
-	owners  []uint16 // by slot
+	// live, when set, are the data groups the map may name (a GroupSet's,
+	// ParseSlotMapIn), in id order; nil: 1 to groups (0 for one).
+	live   []uint32
+	owners []uint16 // by slot
 }
 
 // SlotRange is the slots First to Last, both included.
@@ -78,7 +82,7 @@ func (m SlotMap) Table() []uint16 { return append([]uint16(nil), m.owners...) }
 
 // Equal reports whether m and o are the same version of the same map.
 func (m SlotMap) Equal(o SlotMap) bool {
-	if m.version != o.version || m.groups != o.groups || len(m.owners) != len(o.owners) {
+	if m.version != o.version || m.groups != o.groups || !slices.Equal(m.live, o.live) || len(m.owners) != len(o.owners) {
 		return false
 	}
 	for s := range m.owners {
@@ -91,6 +95,10 @@ func (m SlotMap) Equal(o SlotMap) bool {
 
 // validGroup reports whether g is one of the map's data groups.
 func (m SlotMap) validGroup(g uint64) bool {
+	if m.live != nil {
+		_, ok := slices.BinarySearch(m.live, uint32(min(g, MaxGroupID+1)))
+		return ok
+	}
 	if m.groups == 1 {
 		return g == 0
 	}
@@ -107,9 +115,9 @@ func (m SlotMap) Flip(ranges []SlotRange, to uint32) (SlotMap, error) {
 		return SlotMap{}, fmt.Errorf("%w: no map to change", ErrBadSlotMap)
 	}
 	if !m.validGroup(uint64(to)) {
-		return SlotMap{}, fmt.Errorf("%w: group %d is not one of the %d data groups", ErrBadSlotMap, to, m.groups)
+		return SlotMap{}, fmt.Errorf("%w: group %d is not one of the data groups (%s)", ErrBadSlotMap, to, m.groupsText())
 	}
-	next := SlotMap{version: m.version + 1, groups: m.groups, owners: m.Table()}
+	next := SlotMap{version: m.version + 1, groups: m.groups, live: m.live, owners: m.Table()}
 	for _, r := range ranges {
 		if r.First < 0 || r.Last >= fsm.ClusterSlots || r.First > r.Last {
 			return SlotMap{}, fmt.Errorf("%w: slot range %d-%d is not within 0-%d", ErrBadSlotMap, r.First, r.Last, fsm.ClusterSlots-1)
@@ -152,17 +160,48 @@ func (m SlotMap) String() string {
 // run's owner, a group that is not one of the data groups, stray
 // characters.
 func ParseSlotMap(v string, groups int) (SlotMap, error) {
+	if groups < 1 || groups > MaxGroups {
+		return SlotMap{}, fmt.Errorf("%w: %q: %d data groups, want 1 to %d", ErrBadSlotMap, v, groups, MaxGroups)
+	}
+	return parseSlotMap(v, SlotMap{groups: groups})
+}
+
+// ParseSlotMapIn reads a slot map of a cluster whose data groups are
+// set's live ones, as ParseSlotMap does: a run may name only a live group
+// (a removed one owns no slot), and Flip of the map it returns moves slots
+// only to a live group (a group just added is one).
+func ParseSlotMapIn(v string, set GroupSet) (SlotMap, error) {
+	if len(set.Live) == 0 {
+		return SlotMap{}, fmt.Errorf("%w: %q: no data groups", ErrBadSlotMap, v)
+	}
+	return parseSlotMap(v, SlotMap{groups: len(set.Live), live: slices.Clone(set.Live)})
+}
+
+// groupsText names the data groups the map may name, for errors.
+func (m SlotMap) groupsText() string {
+	if m.live == nil {
+		if m.groups == 1 {
+			return "0"
+		}
+		return "1-" + strconv.Itoa(m.groups)
+	}
+	parts := make([]string, len(m.live))
+	for i, g := range m.live {
+		parts[i] = strconv.FormatUint(uint64(g), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseSlotMap reads v into a map of m's groups.
+func parseSlotMap(v string, m SlotMap) (SlotMap, error) {
 	bad := func(format string, args ...any) (SlotMap, error) {
 		return SlotMap{}, fmt.Errorf("%w: %q: %s", ErrBadSlotMap, v, fmt.Sprintf(format, args...))
-	}
-	if groups < 1 || groups > MaxGroups {
-		return bad("%d data groups, want 1 to %d", groups, MaxGroups)
 	}
 	ver, runs, ok := strings.Cut(v, " ")
 	if !ok {
 		return bad("no version")
 	}
-	m := SlotMap{groups: groups, owners: make([]uint16, fsm.ClusterSlots)}
+	m.owners = make([]uint16, fsm.ClusterSlots)
 	var err error
 	if m.version, err = canonicalUint(ver); err != nil || m.version == 0 {
 		return bad("version %q is not a number from 1", ver)
@@ -186,7 +225,7 @@ func ParseSlotMap(v string, groups int) (SlotMap, error) {
 		case last < first || last >= fsm.ClusterSlots:
 			return bad("run %q ends outside %d-%d", run, first, fsm.ClusterSlots-1)
 		case !m.validGroup(g):
-			return bad("run %q names group %d, not one of the %d data groups", run, g, groups)
+			return bad("run %q names group %d, not one of the data groups (%s)", run, g, m.groupsText())
 		case g == prev:
 			return bad("run %q has the previous run's group", run)
 		}

@@ -12,9 +12,11 @@ import (
 // Tending: what each node of a cluster of several data groups does every
 // second or so (Node.Tend) to follow the placement (placement.go):
 //
-//  1. It opens a replica of each data group the placement gives it that it
-//     does not hold (empty, for the group's leader to add), and each group
-//     whose state its data dir holds.
+//  1. It opens a replica of each live data group (TendOptions.Groups) the
+//     placement gives it that it does not hold (empty, for the group's
+//     leader to add, or bootstrapped with its initial voters when the
+//     group was just created and this node is one: GroupSet.Bootstraps),
+//     and each group whose state its data dir holds.
 //  2. It serves a replica (TendOptions.Serve) while the replica is a voter
 //     and the placement gives it the group or it leads it; a replica that
 //     is still catching up (a non-voter), or on its way out, is not
@@ -27,6 +29,8 @@ import (
 //     membership has left it out at an index its log does not go past, is
 //     closed and its state deleted (Membership.Dropped).
 //  5. Leaderships are spread (SpreadLeaders).
+//  6. A replica of a removed group (GroupSet.Removed) is closed and its
+//     state deleted, whatever the membership says: the group is gone.
 
 // Meta is group 0's metadata as tending reads and writes it: what each
 // data group's leader published.
@@ -44,9 +48,9 @@ type Meta interface {
 
 // TendOptions are what Node.Tend works with.
 type TendOptions struct {
-	// Groups is the number of data groups (1..Groups); Replicas the
-	// replicas a group (Placement's r).
-	Groups   int
+	// Groups are the cluster's data groups, as the meta group lists
+	// them; Replicas the replicas a group (Placement's r).
+	Groups   GroupSet
 	Replicas int
 	// NewStore returns the store a replica opened now starts from: empty,
 	// ready for what its log or a snapshot brings.
@@ -71,21 +75,59 @@ func (n *Node) Tend(o TendOptions) TendReport {
 	var rep TendReport
 	var errs []error
 	voters0 := n.voters0()
-	for id := uint32(1); id <= uint32(o.Groups); id++ {
+	// Replicas of removed groups go first: their ids are never given
+	// again, and nothing of them is needed.
+	for _, g := range n.Groups() {
+		if g.id == 0 || !o.Groups.Removed(g.id) {
+			continue
+		}
+		n.serve(o, g.id, nil)
+		if _, err := n.DropGroup(g.id, func(uint64) bool { return true }); err != nil {
+			errs = append(errs, err)
+		} else {
+			rep.Dropped = append(rep.Dropped, g.id)
+		}
+	}
+	if stored, err := StoredGroups(n.o.DataDir); err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, id := range stored {
+			if id == 0 || !o.Groups.Removed(id) || n.Group(id) != nil {
+				continue
+			}
+			if deleted, err := n.DeleteGroupState(id); err != nil {
+				errs = append(errs, err)
+			} else if deleted {
+				rep.Dropped = append(rep.Dropped, id)
+			}
+		}
+	}
+	for _, id := range o.Groups.Live {
 		want := Placement(id, voters0, o.Replicas)
 		mine := slices.Contains(want, n.o.NodeID)
 		g := n.Group(id)
 		if g == nil {
-			stored, err := isDir(GroupDir(n.o.DataDir, id))
+			dir := GroupDir(n.o.DataDir, id)
+			stored, err := isDir(dir)
+			var had bool
+			if err == nil && stored {
+				had, err = cluster.HasState(dir)
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if !mine && !stored {
+			_, published := o.Meta.Membership(id)
+			create := o.Groups.Bootstraps(id, n.o.NodeID, had, published)
+			if !mine && !stored && !create {
 				continue
 			}
 			st, err := o.NewStore(id)
-			if err == nil {
+			switch {
+			case err != nil:
+			case create:
+				g, err = n.OpenCreated(id, st, o.Groups.InitialVoters(id))
+			default:
 				g, err = n.OpenReplica(id, st)
 			}
 			if err != nil {

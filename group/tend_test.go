@@ -55,7 +55,9 @@ type tender struct {
 	tn     *testNode
 	meta   *testMeta
 	groups int
-	r      int
+	// set, when set, is the list of groups tended instead of 1..groups.
+	set *GroupSet
+	r   int
 
 	mu     sync.Mutex
 	served map[uint32]*Group
@@ -63,8 +65,12 @@ type tender struct {
 
 func (td *tender) round(t *testing.T) {
 	t.Helper()
+	set := DefaultGroupSet(td.groups)
+	if td.set != nil {
+		set = *td.set
+	}
 	rep := td.tn.n.Tend(TendOptions{
-		Groups:   td.groups,
+		Groups:   set,
 		Replicas: td.r,
 		NewStore: func(uint32) (*fsm.Store, error) { return fsm.NewStore(), nil },
 		Serve: func(id uint32, g *Group) {
@@ -291,4 +297,118 @@ func TestOpenNodeRemovesDropped(t *testing.T) {
 	if _, err := n.DropGroup(3, func(uint64) bool { return true }); err == nil {
 		t.Error("DropGroup of a group not open succeeded")
 	}
+}
+
+// TestTendAddRemove: three nodes, one data group. A group added to the
+// set is bootstrapped by its initial voters as they tend, elects a leader
+// that publishes it, and takes writes; a node the placement gives it
+// that is not among its initial voters gets an empty replica its leader
+// adds. Removed from the set, every node closes its replica and deletes
+// its state.
+func TestTendAddRemove(t *testing.T) {
+	const r = 3
+	meta := newTestMeta()
+	n1 := openNode(t, "n1", t.TempDir(), "127.0.0.1:0", true, []uint32{0, 1}, false)
+	eventually(t, "n1 electing itself", func() error {
+		_, err := leaders([]*testNode{n1}, []uint32{0, 1})
+		return err
+	})
+	nodes := []*testNode{n1}
+	tenders := []*tender{{tn: n1, meta: meta, groups: 1, r: r, served: map[uint32]*Group{}}}
+	for _, id := range []string{"n2", "n3"} {
+		tn := openNode(t, id, t.TempDir(), "127.0.0.1:0", false, []uint32{0}, false)
+		eventually(t, "adding "+id+" to group 0", func() error {
+			return n1.groups[0].Node().AddVoter(tn.id, tn.addr)
+		})
+		nodes = append(nodes, tn)
+		tenders = append(tenders, &tender{tn: tn, meta: meta, groups: 1, r: r, served: map[uint32]*Group{}})
+	}
+	placed(t, tenders, []string{"n1", "n2", "n3"})
+
+	// Group 2, created with n2 and n3 as its first voters; the placement
+	// (three replicas) puts it on n1 too.
+	set, ids, err := DefaultGroupSet(1).Add([][]Peer{{{ID: "n2", Addr: nodes[1].addr}, {ID: "n3", Addr: nodes[2].addr}}})
+	if err != nil || len(ids) != 1 || ids[0] != 2 {
+		t.Fatalf("Add: %v %v", ids, err)
+	}
+	for _, td := range tenders {
+		td.set = &set
+	}
+	eventually(t, "group 2 led, published, on every node", func() error {
+		for _, td := range tenders {
+			td.round(t)
+		}
+		if _, ok := meta.Membership(2); !ok {
+			return errors.New("group 2's membership is not published")
+		}
+		leader := meta.Leader(2)
+		for _, tn := range nodes {
+			g := tn.n.Group(2)
+			if g == nil || !g.IsVoter() {
+				return fmt.Errorf("%s holds no voting replica of group 2", tn.id)
+			}
+			if id, _ := g.Node().Leader(); id != leader {
+				return fmt.Errorf("%s: group 2's leader %q, published %q", tn.id, id, leader)
+			}
+		}
+		return nil
+	})
+	var lead *Group
+	for _, tn := range nodes {
+		if g := tn.n.Group(2); g.Node().IsLeader() {
+			lead = g
+		}
+	}
+	if lead == nil {
+		t.Fatal("no node leads group 2")
+	}
+	if rs, err := lead.Proposer().Propose(setCmd([]byte("k"), []byte("v"))); err != nil || rs[0].String() != "OK" {
+		t.Fatalf("SET in group 2: %v %v", rs, err)
+	}
+	eventually(t, "group 2's write on every replica", func() error {
+		for _, tn := range nodes {
+			if v := get(tn.n.Group(2).Store(), "k"); v != "v" {
+				return fmt.Errorf("%s: k = %q", tn.id, v)
+			}
+		}
+		return nil
+	})
+	// n1 was added to group 2 by its leader: three members.
+	ms, err := nodes[0].n.Group(2).Node().Members()
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("group 2's members on n1: %v %v", ms, err)
+	}
+
+	// Group 2 removed: closed and deleted everywhere.
+	removed, err := set.Remove(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, td := range tenders {
+		td.set = &removed
+	}
+	eventually(t, "group 2 deleted from every node", func() error {
+		for _, td := range tenders {
+			td.round(t)
+		}
+		for _, td := range tenders {
+			if td.tn.n.Group(2) != nil {
+				return fmt.Errorf("%s still has group 2 open", td.tn.id)
+			}
+			td.mu.Lock()
+			_, served := td.served[2]
+			td.mu.Unlock()
+			if served {
+				return fmt.Errorf("%s still serves group 2", td.tn.id)
+			}
+			stored, err := StoredGroups(td.tn.dir)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(stored, 2) {
+				return fmt.Errorf("%s's data dir holds group 2: %v", td.tn.id, stored)
+			}
+		}
+		return nil
+	})
 }

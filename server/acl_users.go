@@ -25,6 +25,7 @@ var kvsOwnCategories = map[string]string{
 	"kvs.remove":  "admin slow dangerous",
 	"kvs.status":  "admin slow",
 	"kvs.slots":   "admin slow dangerous",
+	"kvs.groups":  "admin slow dangerous",
 	"kvs.peer":    "admin fast dangerous",
 	"kvs.forward": "admin slow dangerous",
 	"kvs.sync":    "admin fast dangerous",

@@ -127,7 +127,7 @@ func runBackup(c *client, args [][]byte) {
 	// written: a group this node follows first catches up with its
 	// leader.
 	var ids []uint32
-	snaps := make([]*fsm.Snapshot, 0, len(s.router.groups))
+	snaps := make([]*fsm.Snapshot, 0, s.router.count())
 	release := func() {
 		for _, snap := range snaps {
 			snap.Release()
@@ -213,7 +213,7 @@ func (s *Server) backupGroups(args [][]byte) (want []bool, errText string) {
 	if len(args) < 2 || !is(args[0], "groups") {
 		return nil, errSyntax
 	}
-	n := len(s.router.groups)
+	n := len(s.router.table())
 	if !s.router.sharded() {
 		return nil, "ERR backup: GROUPS needs a cluster of several groups; this node's data is a single group"
 	}
@@ -221,8 +221,8 @@ func (s *Server) backupGroups(args [][]byte) (want []bool, errText string) {
 	for _, a := range args[1:] {
 		id, ok := parseInt(a)
 		switch {
-		case !ok || id < 0 || id >= int64(n):
-			return nil, "ERR backup: no group " + string(a) + " (the cluster's groups are 0 to " + strconv.Itoa(n-1) + ")"
+		case !ok || id < 0 || id >= int64(n) || s.router.group(int(id)) == nil:
+			return nil, "ERR backup: no group " + string(a) + " (the cluster's groups are " + s.router.idsText() + ")"
 		case want[id]:
 			return nil, "ERR backup: group " + string(a) + " named twice"
 		}

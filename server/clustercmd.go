@@ -542,9 +542,9 @@ func runJoin(c *client, args [][]byte) {
 		// joining node says how many groups it opened (1 and 0 replicas
 		// for a cluster of one group); a node of another count could not
 		// hold the cluster's groups.
-		if n, err := strconv.Atoi(string(args[4])); err != nil || n != len(c.s.router.groups) {
+		if n, err := strconv.Atoi(string(args[4])); err != nil || n != c.s.madeGroups() {
 			c.out = appendError(c.out, "ERR the node holds "+string(args[4])+" groups and the cluster's nodes "+
-				strconv.Itoa(len(c.s.router.groups))+": start it with the cluster's --groups")
+				strconv.Itoa(c.s.madeGroups())+": start it with the cluster's --groups")
 			return
 		}
 	}
@@ -667,6 +667,9 @@ func runStatus(c *client, args [][]byte) {
 	fields := 15
 	if c.s.router.sharded() {
 		fields += 4
+		if c.s.cfg.MadeGroups > 0 {
+			fields++
+		}
 	}
 	b := appendMapLen(c.out, fields, c.proto)
 	pair := func(name, value string) {
@@ -693,6 +696,12 @@ func runStatus(c *client, args [][]byte) {
 	pair("leader_addr", st.LeaderAddr)
 	num("apply_level", uint64(st.ApplyLevel))
 	num("cluster_level", uint64(st.ClusterLevel))
+	if c.s.router.sharded() && c.s.cfg.MadeGroups > 0 {
+		// The Raft groups the cluster was made with, which a node
+		// joining it starts with (--groups) before it learns the
+		// cluster's groups now from the meta group.
+		num("made_groups", uint64(c.s.cfg.MadeGroups))
+	}
 	b = appendBulkString(b, "members")
 	b = appendArrayLen(b, len(members))
 	for _, m := range members {
@@ -717,7 +726,7 @@ func runStatus(c *client, args [][]byte) {
 		// follow the cluster's a few seconds late: an operator about to
 		// wipe a removed node's data waits until no group lists it.
 		b = appendBulkString(b, "groups")
-		b = appendArrayLen(b, len(c.s.router.groups))
+		b = appendArrayLen(b, c.s.router.count())
 		for g := range c.s.router.all() {
 			var gs ClusterStatus
 			var members []Member

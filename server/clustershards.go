@@ -22,15 +22,19 @@ import (
 
 // shard is one group as the topology commands show it.
 type shard struct {
+	index    int      // the group's; 0 for the meta group, and for no group
 	ranges   [][2]int // the group's slots, as ranges, in order
 	master   *topoNode
 	replicas []*topoNode
 	status   ClusterStatus
 }
 
-// serving reports whether the shard has slots and a known master: what
-// the topology commands list. A cluster's meta group holds no slots.
-func (sh *shard) serving() bool { return sh.master != nil && len(sh.ranges) > 0 }
+// serving reports whether the shard is a data group with a known master:
+// what the topology commands list. A cluster's meta group holds no slots
+// and is not listed; a data group without slots (one just added, or being
+// emptied to be removed) is, as Redis Cluster lists a master without
+// slots: in CLUSTER SHARDS and NODES, not in SLOTS.
+func (sh *shard) serving() bool { return sh.master != nil && (len(sh.ranges) > 0 || sh.index > 0) }
 
 // shards returns the groups of a sharded node as shards, over t's nodes,
 // their slots by map m.
@@ -39,12 +43,13 @@ func (s *Server) shards(t *topology, m *slotMap) []shard {
 	for i := range t.nodes {
 		byID[t.nodes[i].ID] = &t.nodes[i]
 	}
-	out := make([]shard, len(s.router.groups))
+	out := make([]shard, len(s.router.table()))
 	for _, run := range s.router.slotRuns(m) {
 		out[run.g.index].ranges = append(out[run.g.index].ranges, [2]int{run.first, run.last})
 	}
 	for g := range s.router.all() {
 		sh := &out[g.index]
+		sh.index = g.index
 		var members []Member
 		var leader Member
 		var hasLeader bool
@@ -155,7 +160,10 @@ func (c *client) clusterShardsSharded(shards []shard) {
 // of the lowest slot each holds (slotMap.bySlot), so a node's first group
 // is the one its keyless scripts run in (scriptGroup), when it holds it.
 type nodeRole struct {
-	led [][2]int // the slots of the groups it leads, in order
+	// leads says the node leads a data group, with slots or not: a
+	// master.
+	leads bool
+	led   [][2]int // the slots of the groups it leads, in order
 	// own is the group the node is described by: the first it leads,
 	// else the first it is a replica of; nil: neither.
 	own *shard
@@ -165,8 +173,15 @@ type nodeRole struct {
 }
 
 // roles returns the role of each of t's nodes, by index in t.nodes; order
-// is the groups' order (slotMap.bySlot).
+// is the groups' order (slotMap.bySlot), followed here by the data groups
+// without slots, by id.
 func (t *topology) roles(shards []shard, order []int) []nodeRole {
+	order = slices.Clone(order)
+	for i := range shards {
+		if sh := &shards[i]; sh.index > 0 && len(sh.ranges) == 0 {
+			order = append(order, i)
+		}
+	}
 	out := make([]nodeRole, len(t.nodes))
 	for i := range t.nodes {
 		n, r := &t.nodes[i], &out[i]
@@ -175,6 +190,7 @@ func (t *topology) roles(shards []shard, order []int) []nodeRole {
 			sh := &shards[j]
 			switch {
 			case sh.master == n:
+				r.leads = r.leads || sh.serving()
 				r.led = append(r.led, sh.ranges...)
 				if r.own == nil {
 					r.own = sh
@@ -213,7 +229,7 @@ func (t *topology) lineSharded(n *topoNode, r *nodeRole) string {
 		b.WriteString("myself,")
 	}
 	switch {
-	case len(r.led) > 0:
+	case r.leads:
 		b.WriteString("master - ")
 	case r.master != nil:
 		b.WriteString("slave " + r.master.nodeID + " ")
@@ -241,7 +257,7 @@ func (c *client) clusterReplicasSharded(t *topology, roles []nodeRole, id string
 	switch {
 	case i < 0:
 		c.out = appendError(c.out, errUnknownNode(id))
-	case len(roles[i].led) == 0:
+	case !roles[i].leads:
 		c.out = appendError(c.out, errNotMaster)
 	default:
 		var lines []string
@@ -277,7 +293,7 @@ func (s *Server) replicationSharded(t *topology) replication {
 	if r.own != nil {
 		rp.offset = int64(r.own.status.AppliedIndex)
 	}
-	if len(r.led) == 0 {
+	if !r.leads {
 		rp.of = r.master
 		return rp
 	}
@@ -296,7 +312,8 @@ func (s *Server) replicationSharded(t *topology) replication {
 func (t *topology) infoSharded(shards []shard) string {
 	ok, masters := 0, map[*topoNode]bool{}
 	for i := range shards {
-		if m := shards[i].master; shards[i].serving() {
+		if m := shards[i].master; shards[i].serving() && len(shards[i].ranges) > 0 {
+			// Redis's cluster_size: the masters serving a slot.
 			masters[m] = true
 			for _, r := range shards[i].ranges {
 				ok += r[1] - r[0] + 1

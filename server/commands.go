@@ -257,6 +257,7 @@ func commandTable() map[string]*command {
 		{name: "kvs.remove", arity: 2, flags: flagAdmin | flagNoScript, group: "server", run: runRemove, waits: true},
 		{name: "kvs.status", arity: 1, flags: flagLoading | flagStale | flagAllowBusy, group: "server", run: runStatus},
 		{name: "kvs.slots", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runSlotsCmd, waits: true},
+		{name: "kvs.groups", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runGroupsCmd, waits: true},
 		{name: "kvs.peer", arity: -1, flags: conn | flagAllowBusy, group: "server", run: runPeer},
 		{name: "kvs.forward", arity: -2, flags: flagAdmin | flagNoScript, group: "server", run: runForward, waits: true},
 		{name: "kvs.sync", arity: -1, flags: flagLoading | flagStale | flagFast | flagAllowBusy, group: "server", run: runSync},

@@ -61,6 +61,11 @@ type Config struct {
 	// whole node shares (ACL users, functions). Nil or one group: the
 	// node is one group that owns every slot, as in memory and durable
 	// mode.
+	//
+	// Groups are indexed by their ids, which need not be consecutive once
+	// groups are added to the cluster and removed from it: an id that is
+	// no group's has an entry with Absent set. Server.SetGroups changes
+	// the cluster's groups later.
 	Groups []Group
 
 	// Slots maps each of the 16384 hash slots to its group, an index into
@@ -84,6 +89,15 @@ type Config struct {
 	// SET slot-move-rate read and change it, and the mover reads it as
 	// it copies. nil: no such parameter (a node without groups).
 	SlotMoveRate *atomic.Int64
+	// GroupAdmin adds and removes the data groups of a sharded cluster
+	// (KVS.GROUPS); nil: KVS.GROUPS is refused.
+	GroupAdmin GroupAdmin
+
+	// MadeGroups is the number of Raft groups (the data groups and the
+	// meta group) the cluster was made with, as each node keeps it: what
+	// KVS.JOIN checks a joining node's against, and KVS.STATUS reports.
+	// 0: len(Groups), with one for a node of one group.
+	MadeGroups int
 
 	// Replicas is the number of replicas of each group in the cluster,
 	// which KVS.STATUS reports and KVS.JOIN checks (0: every node holds
@@ -233,7 +247,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("server: Config.Slots maps %d slots, want %d", len(c.Slots), fsm.ClusterSlots)
 		}
 		for slot, g := range c.Slots {
-			if int(g) >= len(c.Groups) {
+			if int(g) >= len(c.Groups) || c.Groups[g].Absent {
 				return fmt.Errorf("server: Config.Slots gives slot %d to group %d of %d", slot, g, len(c.Groups))
 			}
 		}
@@ -242,6 +256,7 @@ func (c *Config) Validate() error {
 		}
 		for i, g := range c.Groups {
 			switch {
+			case g.Absent && i > 0:
 			case g.Store == nil && i > 0 && c.Cluster != nil && c.Remote != nil:
 				// Held elsewhere.
 			case g.Store == nil || g.Proposer == nil:

@@ -114,6 +114,12 @@
 // runs; such a command, which changed nothing, is sent again to the
 // slot's group once this node's slot map names it (reroute.go).
 //
+// The groups themselves change too (KVS.GROUPS, groupscmd.go; the list
+// of groups is cmd/kvs's): Server.SetGroups adds a group as one held
+// elsewhere until SetLocalGroup hands a replica of it over, and removes
+// one once no slot map in force names it and no replica of it is served
+// here; the router's table of groups is replaced whole each time.
+//
 // Reads are answered from the node's store, possibly stale on a follower
 // for writes other connections made. A READONLY connection's reads on a
 // follower first wait for the leader's applied index (KVS.SYNC, once per

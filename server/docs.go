@@ -72,6 +72,7 @@ var commandDocs = map[string][2]string{
 	"kvs.join":    {"Adds a node to the kvs cluster as a voter (relayed to the leader).", "-"},
 	"kvs.remove":  {"Removes a node from the kvs cluster (relayed to the leader).", "-"},
 	"kvs.slots":   {"Moves a range of slots to another group of the cluster (MOVE), lists the moves (STATUS), rolls one back (CANCEL), or says what slots hold (SIZES).", "-"},
+	"kvs.groups":  {"Adds data groups to the cluster (ADD), moves a group's slots to the others (EMPTY), deletes an empty group (REMOVE), or lists the groups (LIST).", "-"},
 	"kvs.status":  {"Returns this node's Raft state and the cluster's members.", "-"},
 	"kvs.peer":    {"Marks a connection as another kvs node's (internal).", "-"},
 	"kvs.forward": {"Executes a batch forwarded by a follower on the leader (internal).", "-"},

@@ -38,10 +38,11 @@ func (s *Server) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 // (Config.Groups), wherever its leader is: the moves of slots between
 // groups propose steps to both groups of a move from the source's leader.
 func (s *Server) ProposeGroup(i int, cmds []fsm.Command) ([]fsm.Reply, error) {
-	if i < 0 || i >= len(s.router.groups) {
-		return nil, fmt.Errorf("server: no group %d (groups 0 to %d)", i, len(s.router.groups)-1)
+	g := s.router.group(i)
+	if g == nil {
+		return nil, fmt.Errorf("server: no group %d", i)
 	}
-	return s.proposeTo(s.router.group(i), cmds)
+	return s.proposeTo(g, cmds)
 }
 
 // proposeTo is Propose for group g's writes.

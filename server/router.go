@@ -50,7 +50,12 @@ type router struct {
 	// whole as this node comes to hold a replica of its group or stops
 	// (Server.SetLocalGroup): a client that loaded one uses it to the end
 	// of its command, and a store, once handed over, stays valid after.
-	groups []atomic.Pointer[groupRef]
+	//
+	// The table is replaced whole too (copy on write, under mu) as groups
+	// are added to the cluster or removed from it (Server.SetGroups): its
+	// index is the group's id, nil where no group has that id (not given
+	// yet, or removed).
+	groups atomic.Pointer[[]*groupRef]
 	// several says the slots are spread over several groups, for good:
 	// slots is then set, else nil.
 	several bool
@@ -69,6 +74,9 @@ type router struct {
 	// move waits on (reroute.go).
 	mapMu      sync.Mutex
 	mapChanged chan struct{}
+	// listed are the groups the last SetGroups named (nil before it),
+	// guarded by mu.
+	listed map[int]bool
 	// mu serializes SetLocalGroup with the changes every local store gets
 	// alike (hooks, encoding limits, notification classes): a store
 	// joining meanwhile gets them too.
@@ -82,6 +90,9 @@ type Group struct {
 	// Raft is the group's replication (leader, read barrier, applied
 	// index); nil: a group without replicas, which this node leads.
 	Raft Cluster
+	// Absent, in Config.Groups, says no group has this index (an id not
+	// given, or a group removed): the other fields are unused.
+	Absent bool
 }
 
 // Remote tells a sharded node where the groups it holds no replica of are
@@ -137,8 +148,9 @@ func (r *router) init(cfg *Config) {
 	r.cluster = cfg.Cluster
 	r.home.store, r.home.proposer, r.home.raft = cfg.Store, cfg.Proposer, cfg.Cluster
 	r.remote = cfg.Remote
-	r.groups = make([]atomic.Pointer[groupRef], max(1, len(cfg.Groups)))
-	r.groups[0].Store(&r.home)
+	table := make([]*groupRef, max(1, len(cfg.Groups)))
+	table[0] = &r.home
+	r.groups.Store(&table)
 	if len(cfg.Groups) > 1 {
 		r.several = true
 		// The computed map, version 0 (Config.Slots): validated with
@@ -147,7 +159,10 @@ func (r *router) init(cfg *Config) {
 		r.slots.Store(m)
 		r.startSlots = cfg.Slots
 		for i, g := range cfg.Groups[1:] {
-			r.groups[i+1].Store(&groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1})
+			if g.Absent {
+				continue
+			}
+			table[i+1] = &groupRef{store: g.Store, proposer: g.Proposer, raft: g.Raft, index: i + 1}
 		}
 	}
 }
@@ -171,14 +186,20 @@ type slotMap struct {
 // newSlotMap makes version of the slot map of a node of groups groups
 // from table (slot -> group index), which it keeps.
 func newSlotMap(version uint64, table []uint16, groups int) (*slotMap, error) {
+	return newSlotMapOf(version, table, groups, func(int) bool { return true })
+}
+
+// newSlotMapOf is newSlotMap for a node whose group indexes below groups
+// are those exists says exist.
+func newSlotMapOf(version uint64, table []uint16, groups int, exists func(int) bool) (*slotMap, error) {
 	if len(table) != fsm.ClusterSlots {
 		return nil, fmt.Errorf("server: a slot map of %d slots, want %d", len(table), fsm.ClusterSlots)
 	}
 	m := &slotMap{version: version, slots: table}
 	seen := make([]bool, groups)
 	for slot, g := range table {
-		if int(g) >= groups {
-			return nil, fmt.Errorf("server: the slot map gives slot %d to group %d of %d", slot, g, groups)
+		if int(g) >= groups || (!seen[g] && !exists(int(g))) {
+			return nil, fmt.Errorf("server: the slot map gives slot %d to group %d, which this node does not know", slot, g)
 		}
 		if !seen[g] {
 			seen[g] = true
@@ -225,26 +246,30 @@ func (s *Server) SetSlotMap(version uint64, table []uint16) error {
 	if !r.several {
 		return errors.New("server: a node of one group has no slot map to set")
 	}
-	next, err := newSlotMap(version, slices.Clone(table), len(r.groups))
+	// Under mu: SetGroups must not remove a group a map being installed
+	// names.
+	r.mu.Lock()
+	t := r.table()
+	next, err := newSlotMapOf(version, slices.Clone(table), len(t), func(i int) bool { return t[i] != nil })
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
-	for {
-		cur := r.slots.Load()
-		if cur.version >= version {
-			return nil
-		}
-		if r.slots.CompareAndSwap(cur, next) {
-			s.blocked.signalMoved(func(slot int) bool { return cur.slots[slot] != next.slots[slot] })
-			r.mapMu.Lock()
-			if r.mapChanged != nil {
-				close(r.mapChanged)
-				r.mapChanged = nil
-			}
-			r.mapMu.Unlock()
-			return nil
-		}
+	cur := r.slots.Load()
+	if cur.version >= version {
+		r.mu.Unlock()
+		return nil
 	}
+	r.slots.Store(next)
+	r.mu.Unlock()
+	s.blocked.signalMoved(func(slot int) bool { return cur.slots[slot] != next.slots[slot] })
+	r.mapMu.Lock()
+	if r.mapChanged != nil {
+		close(r.mapChanged)
+		r.mapChanged = nil
+	}
+	r.mapMu.Unlock()
+	return nil
 }
 
 // SlotMapVersion is the version of the slot map the node routes by: 0
@@ -256,26 +281,60 @@ func (s *Server) SlotMapVersion() uint64 {
 	return 0
 }
 
-// group returns group i.
-func (r *router) group(i int) *groupRef { return r.groups[i].Load() }
+// table is the groups by index, nil where there is none.
+func (r *router) table() []*groupRef { return *r.groups.Load() }
+
+// group returns group i, nil for no such group.
+func (r *router) group(i int) *groupRef {
+	t := r.table()
+	if i < 0 || i >= len(t) {
+		return nil
+	}
+	return t[i]
+}
 
 // all yields every group of the cluster, by index, those held elsewhere
 // included.
 func (r *router) all() iter.Seq[*groupRef] {
 	return func(yield func(*groupRef) bool) {
-		for i := range r.groups {
-			if !yield(r.groups[i].Load()) {
+		for _, g := range r.table() {
+			if g != nil && !yield(g) {
 				return
 			}
 		}
 	}
 }
 
+// count is the number of the cluster's groups, the home included.
+func (r *router) count() int {
+	n := 0
+	for range r.all() {
+		n++
+	}
+	return n
+}
+
+// idsText lists the indexes of the cluster's groups, for errors: "0 to
+// n" while they are consecutive.
+func (r *router) idsText() string {
+	if n := r.count(); n == len(r.table()) {
+		return "0 to " + strconv.Itoa(n-1)
+	}
+	var b []byte
+	for g := range r.all() {
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(g.index), 10)
+	}
+	return string(b)
+}
+
 // local yields the groups this node holds a replica of, by index.
 func (r *router) local() iter.Seq[*groupRef] {
 	return func(yield func(*groupRef) bool) {
-		for i := range r.groups {
-			if g := r.groups[i].Load(); g.store != nil && !yield(g) {
+		for _, g := range r.table() {
+			if g != nil && g.store != nil && !yield(g) {
 				return
 			}
 		}
@@ -296,7 +355,7 @@ func (r *router) groupIn(m *slotMap, slot int) *groupRef {
 	if m == nil || slot < 0 {
 		return &r.home
 	}
-	return r.groups[m.slots[slot]].Load()
+	return r.table()[m.slots[slot]]
 }
 
 // stores calls f with the store of each group this node holds.
@@ -348,7 +407,7 @@ func (r *router) groupArg(args [][]byte) (*groupRef, string) {
 		return &r.home, ""
 	}
 	i, err := strconv.Atoi(string(args[0]))
-	if err != nil || i < 0 || i >= len(r.groups) {
+	if err != nil || r.group(i) == nil {
 		return nil, "ERR no such group: " + string(args[0])
 	}
 	return r.group(i), ""
@@ -428,10 +487,18 @@ func (s *Server) prepareStoreLocked(i int, st *fsm.Store) {
 // proposer of a replica taken away must stay usable a moment (its
 // proposer may fail their writes). The store gets what PrepareGroupStore
 // gives again, in case a setting changed since.
+//
+// A group the node does not know yet (added to the cluster since the
+// node's last SetGroups) becomes one of the cluster's groups when a
+// replica of it is handed over; taking away a replica of a group the node
+// does not know changes nothing.
 func (s *Server) SetLocalGroup(i int, g *Group) error {
 	r := &s.router
-	if i <= 0 || i >= len(r.groups) {
-		return fmt.Errorf("server: no group %d to set (groups 1 to %d)", i, len(r.groups)-1)
+	if !r.several {
+		return errors.New("server: a node of one group has no other groups to set")
+	}
+	if i <= 0 || i > maxGroupIndex {
+		return fmt.Errorf("server: no group %d to set (groups 1 to %d)", i, maxGroupIndex)
 	}
 	ref := &groupRef{index: i}
 	if g != nil {
@@ -442,11 +509,85 @@ func (s *Server) SetLocalGroup(i int, g *Group) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if g == nil && r.group(i) == nil {
+		return nil
+	}
+	if g == nil && r.listed != nil && !r.listed[i] && !slices.Contains(r.slotMap().bySlot, i) {
+		// A group removed from the cluster, whose replica was kept
+		// while this node served it.
+		r.setLocked(i, nil)
+		return nil
+	}
 	if g != nil {
 		s.prepareStoreLocked(i, g.Store)
 	}
-	r.groups[i].Store(ref)
+	r.setLocked(i, ref)
 	return nil
+}
+
+// maxGroupIndex is the highest index a group can have: a slot map keeps
+// a slot's group in 16 bits.
+const maxGroupIndex = 1<<16 - 1
+
+// setLocked puts ref (nil: none) at index i of a new table, with mu held.
+func (r *router) setLocked(i int, ref *groupRef) {
+	old := r.table()
+	t := slices.Clone(old)
+	if i >= len(t) {
+		t = append(t, make([]*groupRef, i+1-len(t))...)
+	}
+	t[i] = ref
+	for len(t) > 1 && t[len(t)-1] == nil {
+		t = t[:len(t)-1]
+	}
+	r.groups.Store(&t)
+}
+
+// SetGroups makes ids the cluster's groups other than the home, on a
+// sharded node, as the cluster's list of its groups says: a group not
+// known yet is added as one held elsewhere (whose leader Config.Remote
+// tells, until SetLocalGroup hands a replica of it over), and a group
+// known and not in ids is removed. A group that the slot map in force
+// gives slots stays (a map that moved its slots away comes first), and so
+// does one this node serves a replica of, until SetLocalGroup takes it
+// away: it reports the ids it kept so.
+func (s *Server) SetGroups(ids []int) (kept []int, err error) {
+	r := &s.router
+	if !r.several {
+		return nil, errors.New("server: a node of one group has no other groups to set")
+	}
+	want := map[int]bool{}
+	if r.remote == nil {
+		return nil, errors.New("server: a group held elsewhere needs Config.Remote")
+	}
+	for _, i := range ids {
+		if i <= 0 || i > maxGroupIndex {
+			return nil, fmt.Errorf("server: no group %d to set (groups 1 to %d)", i, maxGroupIndex)
+		}
+		want[i] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owns := map[int]bool{}
+	for _, i := range r.slotMap().bySlot {
+		owns[i] = true
+	}
+	for i := range want {
+		if r.group(i) == nil {
+			r.setLocked(i, &groupRef{index: i})
+		}
+	}
+	r.listed = want
+	for i, g := range r.table() {
+		switch {
+		case i == 0 || g == nil || want[i]:
+		case owns[i] || !g.remote():
+			kept = append(kept, i)
+		default:
+			r.setLocked(i, nil)
+		}
+	}
+	return kept, nil
 }
 
 // slotRun is a run of consecutive slots of one group.
@@ -466,8 +607,16 @@ func (r *router) slotRuns(m *slotMap) []slotRun {
 		for e+1 < fsm.ClusterSlots && m.slots[e+1] == m.slots[s] {
 			e++
 		}
-		runs = append(runs, slotRun{s, e, r.groups[m.slots[s]].Load()})
+		runs = append(runs, slotRun{s, e, r.table()[m.slots[s]]})
 		s = e + 1
 	}
 	return runs
+}
+
+// madeGroups is Config.MadeGroups, or what it defaults to.
+func (s *Server) madeGroups() int {
+	if s.cfg.MadeGroups > 0 {
+		return s.cfg.MadeGroups
+	}
+	return max(1, len(s.cfg.Groups))
 }

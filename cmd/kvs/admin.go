@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,28 @@ type nodeStatus struct {
 // groupCount is the number of Raft groups the node holds: 1 unless it
 // says.
 func (s nodeStatus) groupCount() int { return max(1, len(s.groups)) }
+
+// madeGroups is the number of Raft groups the node's cluster was made
+// with (its --groups, and the meta group): what a node joining it starts
+// with. A kvs from before groups were added at run time does not say: its
+// groups are still those it was made with.
+func (s nodeStatus) madeGroups() int {
+	if n := s.uint("made_groups"); n > 0 {
+		return int(n)
+	}
+	return s.groupCount()
+}
+
+// dataGroupIDs are the ids of the data groups the node lists.
+func (s nodeStatus) dataGroupIDs() []uint32 {
+	var ids []uint32
+	for _, g := range s.groups {
+		if id, err := strconv.ParseUint(g[0], 10, 32); err == nil && id > 0 {
+			ids = append(ids, uint32(id))
+		}
+	}
+	return ids
+}
 
 func (s nodeStatus) get(name string) string { return s.fields[name] }
 
@@ -194,7 +217,7 @@ func joinCmd(args []string, stdout, stderr io.Writer) int {
 	if respAddr == "" {
 		respAddr = nodeAddr
 	}
-	sh := shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}
+	sh := shape{groups: dataGroups(st.madeGroups()), replicas: int(st.uint("replicas"))}
 	// A kvs from before levels reports none: level 0.
 	level := int(st.uint("apply_level"))
 	if err := retryAdmin(*timeout, func() error { return joinCluster(clusterAddr, id, raftAddr, respAddr, sh, level) }); err != nil {
@@ -407,26 +430,27 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 		fmt.Fprint(tw, "\t"+id+" BEHIND")
 	}
 	fmt.Fprintln(tw)
-	for gi, g := range st.groups {
+	for _, g := range st.groups {
 		leader, commit := "(none)", uint64(0)
 		if len(g) > 2 && g[2] != "" {
 			leader = g[2]
 		}
+		gid, _ := strconv.Atoi(g[0])
 		// The commit index as the group's leader reports it.
-		if rows, ok := views[leader]; ok && gi < len(rows) && len(rows[gi]) > 3 {
-			commit, _ = strconv.ParseUint(rows[gi][3], 10, 64)
+		if row := groupRow(views[leader], g[0]); len(row) > 3 {
+			commit, _ = strconv.ParseUint(row[3], 10, 64)
 		}
 		replicas := "?"
 		if len(g) > 5 {
 			replicas = g[5]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", gi, slotRanges(slots, uint16(gi)), leader, replicas)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s", gid, slotRanges(slots, uint16(gid), gid == 0), leader, replicas)
 		for _, id := range ids {
 			cell := "?"
-			if rows, ok := views[id]; ok && gi < len(rows) && len(rows[gi]) > 1 && rows[gi][1] == "none" {
+			if row := groupRow(views[id], g[0]); len(row) > 1 && row[1] == "none" {
 				cell = "-"
-			} else if ok && gi < len(rows) && len(rows[gi]) > 4 {
-				applied, _ := strconv.ParseUint(rows[gi][4], 10, 64)
+			} else if len(row) > 4 {
+				applied, _ := strconv.ParseUint(row[4], 10, 64)
 				cell = "0"
 				if commit > applied {
 					cell = strconv.FormatUint(commit-applied, 10)
@@ -443,19 +467,36 @@ func printGroups(w io.Writer, st nodeStatus, ids []string, views map[string][][]
 // it; the one the cluster was made with from a node that gives none (a kvs
 // from before the stored map) or still routes by that.
 func statusSlots(st nodeStatus) []uint16 {
-	n := dataGroups(len(st.groups))
 	if v := st.get("slot_map_version"); v != "" && v != "0" {
-		if m, err := group.ParseSlotMap(v+" "+st.get("slot_map"), n); err == nil {
+		set := group.GroupSet{Version: 1, Live: st.dataGroupIDs()}
+		if len(set.Live) > 0 {
+			set.Last = slices.Max(set.Live)
+		}
+		if m, err := group.ParseSlotMapIn(v+" "+st.get("slot_map"), set); err == nil {
 			return m.Table()
 		}
 	}
-	slots, _ := slotTable(n)
+	slots, _ := slotTable(dataGroups(st.madeGroups()))
 	return slots
 }
 
+// groupRow is group id's row of a node's groups, nil when it lists none.
+func groupRow(rows [][]string, id string) []string {
+	for _, r := range rows {
+		if len(r) > 0 && r[0] == id {
+			return r
+		}
+	}
+	return nil
+}
+
 // slotRanges is group g's slots in slots (slot -> group), as ranges; "-"
-// for the meta group, which holds none.
-func slotRanges(slots []uint16, g uint16) string {
+// for the meta group, which holds none, and for a data group without
+// slots (meta false).
+func slotRanges(slots []uint16, g uint16, meta bool) string {
+	if meta {
+		return "-"
+	}
 	var out []string
 	for s := 0; s < len(slots); s++ {
 		if slots[s] != g {
@@ -486,7 +527,7 @@ func applyDelay(st nodeStatus) string {
 }
 
 // parseAdmin parses an admin subcommand's flags (--timeout) and requires
-// nargs arguments; extra registers a subcommand's own flags. A nil FlagSet
+// nargs arguments (-k: k or k+1, the last optional); extra registers a subcommand's own flags. A nil FlagSet
 // means the command is over, with code as its exit status (help asked
 // for, or a usage error already reported).
 func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (*flag.FlagSet, *time.Duration, int) {
@@ -511,7 +552,7 @@ func parseAdmin(name, synopsis, about string, nargs int, args []string, stderr i
 		*password = os.Getenv("REDISCLI_AUTH")
 	}
 	adminLogin = func() (string, string) { return *user, *password }
-	if fs.NArg() != nargs {
+	if fs.NArg() != nargs && (nargs >= 0 || fs.NArg() < -nargs || fs.NArg() > -nargs+1) {
 		fs.Usage()
 		return nil, nil, 2
 	}

@@ -282,8 +282,14 @@ func backupPlan(st nodeStatus, addr string) [][]backupSource {
 			addrs[m[0]] = m[2]
 		}
 	}
-	plan := make([][]backupSource, len(st.groups))
-	for k, g := range st.groups {
+	// By group id, nil where there is no group (removed ones).
+	plan := make([][]backupSource, slices.Max(st.dataGroupIDs())+1)
+	for _, g := range st.groups {
+		k, err := strconv.Atoi(g[0])
+		if err != nil || k < 0 || k >= len(plan) {
+			continue
+		}
+		plan[k] = []backupSource{}
 		var ids []string
 		if len(g) > 2 && g[2] != "" {
 			ids = append(ids, g[2])
@@ -330,6 +336,9 @@ func assembleBackup(addr, path string, plan [][]backupSource, o backupOptions) (
 	}()
 	var res backupResult
 	for k, srcs := range plan {
+		if srcs == nil {
+			continue // no group has this id
+		}
 		p, err := fetchGroup(k, srcs, path, o)
 		if err != nil {
 			return res, err
@@ -343,9 +352,11 @@ func assembleBackup(addr, path string, plan [][]backupSource, o backupOptions) (
 			res.unsynced = append(res.unsynced, k)
 		}
 	}
-	hs := make([]backup.Header, len(parts))
-	for k, p := range parts {
-		hs[k] = p.h
+	var hs []backup.Header
+	for _, p := range parts {
+		if p != nil {
+			hs = append(hs, p.h)
+		}
 	}
 	res.h = backup.MergeHeaders(hs)
 
@@ -367,6 +378,9 @@ func assembleBackup(addr, path string, plan [][]backupSource, o backupOptions) (
 		return res, err
 	}
 	for k, p := range parts {
+		if p == nil {
+			continue
+		}
 		if err := addGroupFile(as, p); err != nil {
 			return res, fmt.Errorf("group %d from %s at %s: %w", k, p.from.id, p.from.addr, err)
 		}

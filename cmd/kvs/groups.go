@@ -25,7 +25,11 @@ import (
 // node) that group.Placement picks from group 0's voters. Both are fixed
 // when the cluster is made: each node keeps them in DIR/group-count (N on
 // the first line, R on the second), written before it opens its groups,
-// and reads them back at every start. A node started with --join asks the
+// and reads them back at every start. Groups added and removed since
+// (kvs groups, groupadmin.go) are listed in the meta group; N is then the
+// groups the cluster was made with: its groups until the meta group
+// lists others, and the slot map it routes by until the stored one
+// reaches it. A node started with --join asks the
 // member it joins through; one added by `kvs join` is started with the
 // cluster's --groups and --replicas, which the join checks. A data dir
 // from before groups, or of a cluster of one group, has no file: one
@@ -53,7 +57,7 @@ func resolveGroups(f serveFlags, logger *slog.Logger) (shape, error) {
 	} else if ok {
 		switch {
 		case f.groups != 0 && f.groups != sh.groups:
-			return shape{}, fmt.Errorf("--groups %d: the data dir's cluster has %d groups, fixed when it was made", f.groups, sh.groups)
+			return shape{}, fmt.Errorf("--groups %d: the data dir's cluster was made with %d groups (kvs groups add and remove change its groups, not --groups)", f.groups, sh.groups)
 		case f.replicasGiven && f.replicas != sh.replicas:
 			return shape{}, fmt.Errorf("--replicas %d: the data dir's cluster places %d replicas of each group, fixed when it was made", f.replicas, sh.replicas)
 		}
@@ -99,7 +103,7 @@ func askGroups(addr string, logger *slog.Logger) (shape, error) {
 		st, err := fetchStatus(ctx, addr)
 		cancel()
 		if err == nil {
-			return shape{groups: dataGroups(st.groupCount()), replicas: int(st.uint("replicas"))}, nil
+			return shape{groups: dataGroups(st.madeGroups()), replicas: int(st.uint("replicas"))}, nil
 		}
 		logger.Warn("asking the cluster its group count failed; retrying", "via", addr, "err", err, "in", wait)
 		time.Sleep(wait)
@@ -234,8 +238,13 @@ func (gm *groupsMeta) Membership(id uint32) (group.Membership, bool) {
 }
 
 // Publish proposes both entries in one batch, through group 0's leader
-// (Server.Propose forwards there).
+// (Server.Propose forwards there); nothing for a group removed.
 func (gm *groupsMeta) Publish(id uint32, m group.Membership) error {
+	if v, ok := gm.meta.store.Meta(group.GroupSetMeta); ok {
+		if set, err := group.ParseGroupSet(v); err == nil && set.Removed(id) {
+			return nil
+		}
+	}
 	_, err := gm.srv.Propose([]fsm.Command{
 		metaSet(metaGroupLeader(int(id)), gm.meta.id),
 		metaSet(metaGroupConfig(int(id)), m.Encode()),
@@ -296,12 +305,16 @@ func groupView(g *group.Group, meta *clusterView) server.Group {
 // longer holds, and spreads leaderships. As the meta group's leader it
 // first stores the slot map, while the meta group has none and once the
 // cluster's level allows (storeSlotMap).
-func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta,
+//
+// Each round follows the meta group's list of data groups (readGroupSet):
+// it installs it in the server (slotMapFollower.installGroups), tends the
+// groups it lists, and, on the meta group's leader, clears what removed
+// groups left in the meta group (clearRemoved).
+func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta, maps *slotMapFollower,
 	newStore func() (*fsm.Store, error), logger *slog.Logger) {
 	const interval = time.Second
 	srv, meta := gm.srv, gm.meta
 	o := group.TendOptions{
-		Groups:   sh.groups,
 		Replicas: sh.replicas,
 		NewStore: func(id uint32) (*fsm.Store, error) {
 			st, err := newStore()
@@ -342,6 +355,22 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 		} else if wrote {
 			logger.Info("stored the slot map in the meta group", "version", 1)
 		}
+		set, _, err := readGroupSet(gm, sh.groups)
+		if err != nil {
+			logger.Error("the meta group's list of data groups is malformed; tending waits", "err", err)
+			continue
+		}
+		o.Groups = set
+		maps.installGroups()
+		if err := clearRemoved(gm, set); err != nil {
+			logger.Warn("clearing the entries of removed groups", "err", err)
+		}
+		if err := publishKnowsGroups(gm); err != nil {
+			logger.Debug("saying this node knows the list of groups", "err", err)
+		}
+		if err := seedGroups(gm, node, set, logger); err != nil {
+			logger.Warn("seeding a new group", "err", err)
+		}
 		rep := node.Tend(o)
 		if rep.Err != nil {
 			logger.Warn("group placement", "err", rep.Err)
@@ -370,11 +399,13 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 
 // openDataGroups opens, at start, the data groups of a node: every one,
 // bootstrapped, on the node that makes the cluster (bootstrap), else those
-// whose state the data dir holds (a node that restarts); tending opens
-// the others the placement gives it. Their stores get the parser a
-// replayed script runs its calls with, which refuses the keys of the
-// other groups as it did when it first ran.
-func openDataGroups(node *group.Node, sh shape, bootstrap bool, newStore func() (*fsm.Store, error), home *fsm.Store, slots []uint16) error {
+// whose state the data dir holds (a node that restarts), removed groups
+// too (tending deletes them once the meta group says they are removed);
+// tending opens the others the placement gives it. Their stores get the
+// parser a replayed script runs its calls with, which refuses the keys of
+// the other groups as it did when it first ran. It returns the ids of
+// the groups the server starts with (startGroups).
+func openDataGroups(node *group.Node, sh shape, bootstrap bool, newStore func() (*fsm.Store, error), home *fsm.Store, slots []uint16, set group.GroupSet) ([]int, error) {
 	var ids []uint32
 	if bootstrap {
 		for id := 1; id <= sh.groups; id++ {
@@ -383,41 +414,69 @@ func openDataGroups(node *group.Node, sh shape, bootstrap bool, newStore func() 
 	} else {
 		stored, err := group.StoredGroups(node.DataDir())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, id := range stored {
-			if id > 0 && int(id) <= sh.groups {
+			if id > 0 {
 				ids = append(ids, id)
 			}
 		}
 	}
-	gs := make([]server.Group, raftGroups(sh.groups))
-	gs[0].Store = home
+	known := startGroups(sh, set, ids)
+	gs := make([]server.Group, slices.Max(known)+1)
+	for i := range gs {
+		gs[i].Absent = !slices.Contains(known, i)
+	}
+	gs[0] = server.Group{Store: home}
 	stores := map[uint32]*fsm.Store{}
 	for _, id := range ids {
 		st, err := newStore()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		stores[id], gs[id].Store = st, st
 	}
 	server.InstallScriptParser(server.Config{Store: home, Groups: gs, Slots: slots})
 	for _, id := range ids {
 		if _, _, err := node.OpenGroup(id, stores[id]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return known, nil
 }
 
-// servedGroups are the server's groups at start: a window on each data
-// group this node serves (group.Node.Serves), none for the others, which
-// tending hands over once they serve; views are the windows, for the
-// client address set once the server listens.
-func servedGroups(node *group.Node, sh shape, meta *clusterView, home server.Proposer) (out []server.Group, views []*clusterView) {
-	out = make([]server.Group, raftGroups(sh.groups))
-	out[0] = server.Group{Store: meta.store, Proposer: home, Raft: meta}
+// startGroups are the ids of the groups a node's server starts with: the
+// meta group, the groups the cluster was made with (the map a node routes
+// by until the stored one reaches it names them), the live ones as this
+// node's replica of the meta group has them by now, and those whose
+// state the node holds. The server drops those that are not live once the
+// meta group's list and map reach it (slotMapFollower).
+func startGroups(sh shape, set group.GroupSet, stored []uint32) []int {
+	ids := []int{0}
 	for id := 1; id <= sh.groups; id++ {
+		ids = append(ids, id)
+	}
+	for _, id := range set.Live {
+		ids = append(ids, int(id))
+	}
+	for _, id := range stored {
+		ids = append(ids, int(id))
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// servedGroups are the server's groups at start (known, by id): a window
+// on each data group this node serves (group.Node.Serves), none for the
+// others, which tending hands over once they serve; views are the
+// windows, for the client address set once the server listens.
+func servedGroups(node *group.Node, sh shape, known []int, meta *clusterView, home server.Proposer) (out []server.Group, views []*clusterView) {
+	out = make([]server.Group, slices.Max(known)+1)
+	for i := range out {
+		out[i].Absent = !slices.Contains(known, i)
+	}
+	out[0] = server.Group{Store: meta.store, Proposer: home, Raft: meta}
+	for _, id := range known[1:] {
 		if g := node.Serves(uint32(id), sh.replicas); g != nil {
 			out[id] = groupView(g, meta)
 			views = append(views, out[id].Raft.(*clusterView))

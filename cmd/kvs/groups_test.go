@@ -33,7 +33,7 @@ func TestResolveGroups(t *testing.T) {
 		{nil, ""},
 		{[]string{"--groups", "4"}, ""},
 		{[]string{"--replicas", "2"}, ""},
-		{[]string{"--groups", "3"}, "--groups 3: the data dir's cluster has 4 groups"},
+		{[]string{"--groups", "3"}, "--groups 3: the data dir's cluster was made with 4 groups"},
 		{[]string{"--replicas", "3"}, "--replicas 3: the data dir's cluster places 2 replicas"},
 	} {
 		sh, err := resolveGroups(flags(tc.args...), logger)

@@ -6,6 +6,7 @@
 //	kvs status ADDR        a node's view of its cluster, with each member's lag
 //	kvs slots move|status|cancel ADDR ...  move slots between a cluster's groups
 //	kvs rebalance ADDR     move slots until the groups hold about the same data
+//	kvs groups add|remove|list ADDR ...    add, empty and delete, list a cluster's data groups
 //	kvs backup ADDR FILE   a consistent, checksummed backup of a live node
 //	kvs restore FILE --data-dir DIR [--node-id ID --raft-addr ADDR]
 //	                       seed an empty data dir from a backup
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return slotsCmd(args[1:], stdout, stderr)
 	case "rebalance":
 		return rebalanceCmd(args[1:], stdout, stderr)
+	case "groups":
+		return groupsCmd(args[1:], stdout, stderr)
 	case "bench":
 		return bench.Main(args[1:], stdout, stderr)
 	case "backup":
@@ -84,6 +87,9 @@ func usage(w io.Writer) {
   kvs slots status ADDR
   kvs slots cancel ADDR ID
   kvs rebalance [--weights G=W,...] [--threshold PCT] [--dry-run] [--wait] ADDR
+  kvs groups add ADDR [N]
+  kvs groups remove ADDR GROUP
+  kvs groups list ADDR
   kvs backup [--timeout D] ADDR FILE
   kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]
   kvs recover --data-dir DIR --node-id ID [--raft-addr HOST:PORT]

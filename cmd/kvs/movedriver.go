@@ -106,7 +106,11 @@ func (d *moveDriver) slotMap() (group.SlotMap, error) {
 	if !ok {
 		return group.SlotMap{}, errMove("the cluster has no stored slot map yet")
 	}
-	return group.ParseSlotMap(v, d.sh.groups)
+	set, _, err := groupSetFrom(d.env.meta, d.sh.groups)
+	if err != nil {
+		return group.SlotMap{}, err
+	}
+	return group.ParseSlotMapIn(v, set)
 }
 
 // moveRound is how often the driver looks at the records.
@@ -284,6 +288,20 @@ func (d *moveDriver) begin(r moveRecord) error {
 	m, err := d.slotMap()
 	if err != nil {
 		return err
+	}
+	// A group made while the cluster runs takes slots once its leader
+	// has copied the functions and scripts in (seedGroups).
+	if set, _, err := groupSetFrom(d.env.meta, d.sh.groups); err != nil {
+		return err
+	} else if !set.Has(r.target) || !set.Has(r.source) {
+		// Removed as the move was recorded (kvs groups remove checks
+		// for moves before, not in the same entry).
+		next := r
+		next.phase, next.note = phaseCancelled, "a group of the move was removed"
+		_, err := d.advance(r, next)
+		return err
+	} else if !seededIn(d.env.meta, set, r.target) {
+		return fmt.Errorf("group %d: waiting for its leader to copy the functions and scripts in", r.target)
 	}
 	for _, rg := range r.ranges {
 		for s := rg.Lo; s <= rg.Hi; s++ {

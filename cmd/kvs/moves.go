@@ -188,13 +188,19 @@ type errMove string
 
 func (e errMove) Error() string { return string(e) }
 
-// storedSlotMap is the meta group's slot map as this node's replica has it.
-func storedSlotMap(gm *groupsMeta, groups int) (group.SlotMap, error) {
+// storedSlotMap is the meta group's slot map as this node's replica has
+// it, its owners (and a flip's target) checked against the live data
+// groups.
+func storedSlotMap(gm *groupsMeta, sh shape) (group.SlotMap, error) {
 	v, ok := gm.meta.store.Meta(group.SlotMapMeta)
 	if !ok {
 		return group.SlotMap{}, errMove("the cluster has no stored slot map yet")
 	}
-	return group.ParseSlotMap(v, groups)
+	set, _, err := readGroupSet(gm, sh.groups)
+	if err != nil {
+		return group.SlotMap{}, err
+	}
+	return group.ParseSlotMapIn(v, set)
 }
 
 // Move records a move of first..last to target: all of them of one other
@@ -205,11 +211,16 @@ func (sm *slotMoves) Move(first, last, target int) (uint64, error) {
 	switch {
 	case first < 0 || last >= fsm.ClusterSlots || first > last:
 		return 0, errMove(fmt.Sprintf("invalid slot range %d-%d: want first <= last within 0-%d", first, last, fsm.ClusterSlots-1))
-	case target < 1 || target > sm.sh.groups:
-		return 0, errMove(fmt.Sprintf("no data group %d: the cluster's are 1 to %d", target, sm.sh.groups))
+	}
+	set, _, err := readGroupSet(sm.gm, sm.sh.groups)
+	if err != nil {
+		return 0, err
+	}
+	if target < 1 || target > group.MaxGroupID || !set.Has(uint32(target)) {
+		return 0, errMove(fmt.Sprintf("no data group %d: the cluster's are %s", target, idsText(set.Live)))
 	}
 	for try := 0; ; try++ {
-		m, err := storedSlotMap(sm.gm, sm.sh.groups)
+		m, err := storedSlotMap(sm.gm, sm.sh)
 		if err != nil {
 			return 0, err
 		}

@@ -260,8 +260,8 @@ func fetchRebalanceView(ctx context.Context, addr string) (rebalanceView, error)
 	if err != nil {
 		return rebalanceView{}, err
 	}
-	if len(st.groups) < 3 {
-		return rebalanceView{}, fmt.Errorf("the cluster at %s has one data group: there is nothing to balance (a cluster of several is started with --groups)", addr)
+	if len(st.dataGroupIDs()) < 2 {
+		return rebalanceView{}, fmt.Errorf("the cluster at %s has one data group: there is nothing to balance (a cluster of several is started with --groups, or given more with kvs groups add)", addr)
 	}
 	v := rebalanceView{owners: statusSlots(st), leaders: map[int]string{}}
 	clients := map[string]string{}

@@ -132,12 +132,17 @@ func recoverTargets(dataDir string, only int) ([]uint32, int, []uint16, error) {
 	if err != nil {
 		return nil, 0, nil, err
 	}
+	// Groups added while the cluster ran (kvs groups add) have ids past
+	// those it was made with.
 	n := raftGroups(sh.groups)
+	if len(stored) > 0 {
+		n = max(n, int(slices.Max(stored))+1)
+	}
 	if only < 0 {
 		return stored, n, slots, nil
 	}
 	if only >= n {
-		return nil, 0, nil, fmt.Errorf("--group %d: the cluster's groups are 0 (meta) to %d", only, sh.groups)
+		return nil, 0, nil, fmt.Errorf("--group %d: the cluster's groups are 0 (meta) to %d", only, n-1)
 	}
 	if !slices.Contains(stored, uint32(only)) {
 		return nil, 0, nil, fmt.Errorf("--group %d: %s holds no replica of it", only, dataDir)

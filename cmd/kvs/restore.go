@@ -119,7 +119,7 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 	if len(parts) > 1 {
 		// The group count first: a node that finds group dirs without it
 		// would take the data dir for a cluster of one group.
-		if err := writeGroups(f.dataDir, shape{groups: dataGroups(len(parts)), replicas: f.replicas}); err != nil {
+		if err := writeGroups(f.dataDir, shape{groups: madeGroups(parts), replicas: f.replicas}); err != nil {
 			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
 		}
 	}
@@ -145,6 +145,18 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 		}
 	}
 	return h, keys, nil
+}
+
+// madeGroups is the number of data groups the backed-up cluster was made
+// with: as its meta group lists them once groups were added or removed
+// (group.GroupSet's Made), else every data group of the backup.
+func madeGroups(parts []backupPart) int {
+	if v, ok := parts[0].store.Meta(group.GroupSetMeta); ok {
+		if set, err := group.ParseGroupSet(v); err == nil && set.Made > 0 {
+			return set.Made
+		}
+	}
+	return dataGroups(len(parts))
 }
 
 // backupPart is one group's store decoded from a backup.
@@ -182,8 +194,10 @@ func loadBackup(file string) ([]backupPart, backup.Header, error) {
 	}
 	var parts []backupPart
 	err = backup.ReadParts(body, func(id uint32, index uint64, snap io.Reader) error {
-		if id != uint32(len(parts)) {
-			return fmt.Errorf("%w: group %d's part where group %d's belongs", backup.ErrCorrupt, id, len(parts))
+		// Ids in order from 0; a cluster whose groups were removed has
+		// gaps (kvs groups remove).
+		if len(parts) == 0 && id != 0 || len(parts) > 0 && id <= parts[len(parts)-1].id {
+			return fmt.Errorf("%w: group %d's part out of order", backup.ErrCorrupt, id)
 		}
 		store := fsm.NewStore()
 		if _, err := store.Restore(bufio.NewReader(snap)); err != nil {

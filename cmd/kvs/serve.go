@@ -120,7 +120,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
-	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the cluster's count; --join learns it; fixed once the cluster is made) (default 1)")
+	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the count the cluster was made with; --join learns it; kvs groups add and remove change the groups later) (default 1)")
 	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, with --groups: the number of nodes that hold a replica of each group, or every node while there are fewer; 0: every node (set with --bootstrap; a node added by kvs join is started with the cluster's; --join learns it; fixed once the cluster is made)")
 	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
 	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
@@ -373,8 +373,18 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return err
 		}
 		hadState = had
+		var known []int // the groups the server starts with
 		if sh.groups > 1 {
-			if err := openDataGroups(gnode, sh, f.bootstrap && !hadState, newStore, store, cfg.Slots); err != nil {
+			// The list of data groups as the meta group's replica has it
+			// by now (its snapshot at least): the server is given its
+			// groups, and the meta group's later list once it applies it.
+			set := group.DefaultGroupSet(sh.groups)
+			if v, ok := store.Meta(group.GroupSetMeta); ok {
+				if s, err := group.ParseGroupSet(v); err == nil {
+					set = s
+				}
+			}
+			if known, err = openDataGroups(gnode, sh, f.bootstrap && !hadState, newStore, store, cfg.Slots, set); err != nil {
 				return err
 			}
 		}
@@ -391,13 +401,16 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		cfg.Saver = g
 		if sh.groups > 1 {
 			gmeta = &groupsMeta{meta: view}
-			cfg.Groups, views = servedGroups(gnode, sh, view, g.Proposer())
+			cfg.Groups, views = servedGroups(gnode, sh, known, view, g.Proposer())
 			cfg.Remote = remoteGroups{gmeta}
 			rate, _ := server.ParseMemory(f.slotMoveRate)
 			moveRate = new(atomic.Int64)
 			moveRate.Store(rate)
-			cfg.Mover = &slotMoves{gm: gmeta, sh: sh, rate: moveRate}
+			mover := &slotMoves{gm: gmeta, sh: sh, rate: moveRate}
+			cfg.Mover = mover
 			cfg.SlotMoveRate = moveRate
+			cfg.GroupAdmin = &groupAdmin{gm: gmeta, sh: sh, moves: mover, logger: logger}
+			cfg.MadeGroups = raftGroups(sh.groups)
 			cfg.Replicas = sh.replicas
 			cfg.Saver = nodeSaver{gnode}
 		}
@@ -530,7 +543,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			bg.Add(1)
 			go func() {
 				defer bg.Done()
-				tendGroups(stop, gnode, sh, gmeta, newStore, logger)
+				tendGroups(stop, gnode, sh, gmeta, slotMaps, newStore, logger)
 			}()
 			startMoves(&bg, &moveDriver{env: nodeMoveEnv{gm: gmeta, node: gnode}, sh: sh, rate: moveRate, logger: logger, stop: stop})
 		}

@@ -56,16 +56,22 @@ func storeSlotMap(gm *groupsMeta, groups int) (bool, error) {
 // group has it, with no polling. The hook is set before the meta group
 // replays its log, when there is no server yet: attach installs what the
 // store holds by then.
+//
+// It installs the cluster's live data groups (group.GroupSetMeta) the
+// same way, first: a group is added before any map names it, and removed
+// only once the map in force names it no more.
 type slotMapFollower struct {
 	store  *fsm.Store // the meta group's
-	groups int        // data groups
+	groups int        // data groups the cluster was made with
 	logger *slog.Logger
 	srv    atomic.Pointer[server.Server]
 
-	// mu serialises installs (the hook and attach) and guards last, the
-	// value last installed or found malformed.
-	mu   sync.Mutex
-	last string
+	// mu serialises installs (the hook, attach and tending's rounds) and
+	// guards last, the value last installed or found malformed, and
+	// lastSet, the set's.
+	mu      sync.Mutex
+	last    string
+	lastSet string
 }
 
 func newSlotMapFollower(meta *fsm.Store, groups int, logger *slog.Logger) *slotMapFollower {
@@ -91,12 +97,16 @@ func (f *slotMapFollower) changed() {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	set, ok := f.installGroupsLocked(srv, false)
+	if !ok {
+		return
+	}
 	v, ok := f.store.Meta(group.SlotMapMeta)
 	if !ok || v == f.last {
 		return
 	}
 	f.last = v
-	m, err := group.ParseSlotMap(v, f.groups)
+	m, err := group.ParseSlotMapIn(v, set)
 	if err != nil {
 		// Written through the log by a kvs of this cluster: a bug, which
 		// routing by the map in force outlives.
@@ -108,4 +118,51 @@ func (f *slotMapFollower) changed() {
 		return
 	}
 	f.logger.Info("slot map installed", "version", m.Version())
+}
+
+// installGroups installs the live data groups in the server again, for
+// tending's rounds: a group the map in force still named when the set
+// dropped it is removed once the map no longer does.
+func (f *slotMapFollower) installGroups() {
+	srv := f.srv.Load()
+	if srv == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.installGroupsLocked(srv, true)
+}
+
+// installGroupsLocked installs the stored set of data groups (the one the
+// cluster was made with while there is none) in srv when it changed, or
+// always; it returns the set, ok false when the stored one is malformed.
+func (f *slotMapFollower) installGroupsLocked(srv *server.Server, always bool) (group.GroupSet, bool) {
+	v, _ := f.store.Meta(group.GroupSetMeta)
+	set := group.DefaultGroupSet(f.groups)
+	if v != "" {
+		var err error
+		if set, err = group.ParseGroupSet(v); err != nil {
+			if v != f.lastSet {
+				f.logger.Error("the meta group's list of data groups is malformed; keeping the groups in force", "err", err)
+			}
+			f.lastSet = v
+			return group.GroupSet{}, false
+		}
+	}
+	if v == f.lastSet && !always {
+		return set, true
+	}
+	ids := make([]int, len(set.Live))
+	for i, id := range set.Live {
+		ids[i] = int(id)
+	}
+	if _, err := srv.SetGroups(ids); err != nil {
+		f.logger.Error("installing the cluster's data groups", "err", err)
+		return set, true
+	}
+	if v != f.lastSet && v != "" {
+		f.logger.Info("data groups installed", "version", set.Version, "groups", set.Live)
+	}
+	f.lastSet = v
+	return set, true
 }

@@ -64,11 +64,12 @@ func slotsMoveCmd(args []string, stdout, stderr io.Writer) int {
 	if !wait {
 		return 0
 	}
-	return waitMove(fs.Arg(0), id, stdout, stderr)
+	return waitMove("kvs slots move", fs.Arg(0), id, stdout, stderr)
 }
 
-// waitMove prints move id's progress as it changes until it is over.
-func waitMove(addr string, id uint64, stdout, stderr io.Writer) int {
+// waitMove prints move id's progress as it changes until it is over;
+// cmd names the command in its errors.
+func waitMove(cmd, addr string, id uint64, stdout, stderr io.Writer) int {
 	last := ""
 	failing := time.Time{}
 	for {
@@ -79,11 +80,11 @@ func waitMove(addr string, id uint64, stdout, stderr io.Writer) int {
 			if failing.IsZero() {
 				failing = time.Now()
 			} else if time.Since(failing) > time.Minute {
-				fmt.Fprintf(stderr, "kvs slots move: %v\n", err)
+				fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 				return 1
 			}
 		case !ok:
-			fmt.Fprintf(stderr, "kvs slots move: the cluster lists no move %d\n", id)
+			fmt.Fprintf(stderr, "%s: the cluster lists no move %d\n", cmd, id)
 			return 1
 		default:
 			failing = time.Time{}
