@@ -86,7 +86,9 @@ func sameMapEverywhere(t *testing.T, nodes []*Node) ([]int, string) {
 // moves slots until each group holds about a third of the keys (the keys
 // are all alike, so bytes go with keys), every key as it was and every
 // acknowledged write there; a second rebalance finds nothing to move;
-// --weights 1=0 empties group 1 of slots, and a bad weight is refused.
+// --weights 1=0 empties group 1 of slots (at a pace lifted mid-copy by
+// CONFIG SET slot-move-rate), and a bad weight is refused; group 1 is then
+// removed, a group added, and a rebalance gives it a third of the keys.
 func TestRebalance(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3, "--groups", "3", "--slot-move-rate", "4mb")
@@ -229,6 +231,34 @@ func TestRebalance(t *testing.T) {
 	for _, k := range all {
 		if v, err := cc.Get(ctx, k).Result(); err != nil || v != val {
 			t.Fatalf("%s after emptying group 1: %q, %v", k, v, err)
+		}
+	}
+
+	// Group 1, empty, removed; a group added; the rebalance gives it its
+	// share, taken from the two that hold everything.
+	if out, code := runKVS(t, 3*time.Minute, "groups", "remove", nodes[2].Addr, "1"); code != 0 {
+		t.Fatalf("kvs groups remove 1: exit %d\n%s", code, out)
+	}
+	out, code = runKVS(t, clusterWait, "groups", "add", nodes[1].Addr)
+	if code != 0 || strings.TrimSpace(out) != "added group 4" {
+		t.Fatalf("kvs groups add: exit %d\n%s", code, out)
+	}
+	waitGroupsPlaced(t, nodes, []int{2, 3, 4}, 3)
+	out, code = runKVS(t, 4*time.Minute, "rebalance", "--wait", nodes[0].Addr)
+	t.Logf("kvs rebalance --wait after kvs groups add:\n%s", out)
+	if code != 0 || !strings.Contains(out, "to group 4") {
+		t.Fatalf("kvs rebalance after kvs groups add: exit %d", code)
+	}
+	owners, _ = sameMapEverywhere(t, nodes)
+	by = keysByGroup(owners, all)
+	for _, g := range []int{2, 3, 4} {
+		if share := float64(by[g]) / float64(total); math.Abs(share-1.0/3) > 0.05 {
+			t.Errorf("group %d holds %d of %d keys after the rebalance (%v)", g, by[g], total, by)
+		}
+	}
+	for _, k := range all {
+		if v, err := cc.Get(ctx, k).Result(); err != nil || v != val {
+			t.Fatalf("%s after the rebalance onto group 4: %q, %v", k, v, err)
 		}
 	}
 }
