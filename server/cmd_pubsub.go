@@ -67,7 +67,12 @@ func appendSubReply(b []byte, kind string, name []byte, null bool, count, proto 
 // changeSubscriptions runs f with the registry's write lock held, with c's
 // output and the messages queued for it in one order before and after, so
 // the replies f writes sit exactly between the messages published before
-// and after them.
+// and after them. The store is told whether to collect keyspace events
+// before the replies can go out: a connection on its own goroutine has a
+// writer that sends them at once, and a write another client sent after
+// reading a SUBSCRIBE's reply was applied with no events collected (a
+// lost notification, about once in a few hundred runs under load).
+// updateNotify takes only locks never held around the registry's.
 func (c *client) changeSubscriptions(f func(r *pubsubRegistry, ps *pushState)) {
 	ps := c.ensurePush()
 	r := &c.s.pubsub
@@ -75,12 +80,12 @@ func (c *client) changeSubscriptions(f func(r *pubsubRegistry, ps *pushState)) {
 	c.mergeOutput()
 	ps.proto = c.proto
 	f(r, ps)
+	c.s.updateNotify()
 	c.mergeOutput()
 	r.mu.Unlock()
 	if c.replyMode != 0 {
 		c.pushedEnd = len(c.out)
 	}
-	c.s.updateNotify()
 }
 
 func runSubscribe(k subKind) func(c *client, args [][]byte) {
