@@ -448,6 +448,9 @@ func (c *chaos) checkRouting() {
 			}
 			var owner [16384]string
 			for _, r := range sm {
+				if r.group >= len(ls) || ls[r.group] == nil {
+					return fmt.Errorf("%s's slot map gives slots %d-%d to group %d, which no member lists", n.Name, r.first, r.last, r.group)
+				}
 				for s := r.first; s <= r.last; s++ {
 					owner[s] = ls[r.group].Addr
 				}

@@ -622,7 +622,13 @@ func (c *chaos) leader() (int, *Node) {
 	ls := c.waitLeaders()
 	g := 0
 	if len(ls) > 1 {
-		g = c.rng.Intn(len(ls))
+		var ids []int // the groups there are now: ids may have gaps
+		for id, l := range ls {
+			if l != nil {
+				ids = append(ids, id)
+			}
+		}
+		g = ids[c.rng.Intn(len(ids))]
 		c.logf("group %d's leader is %s", g, ls[g].Name)
 	}
 	return slices.Index(c.nodes, ls[g]), ls[g]
@@ -1177,23 +1183,25 @@ func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 // which no node that answered was leader, of any one group. A follower
 // that still names a leader that was killed does not count: clients get
 // no answers from it. A node that is down or paused does not answer and
-// so does not count either way.
+// so does not count either way. Groups are followed by id from when a
+// node first lists them until one lists them no longer (data groups are
+// added and removed as faults of TestChaosGroups).
 type leaderWatch struct {
 	done chan struct{}
 	wg   sync.WaitGroup // one poller per node
 	once sync.Once
 
-	mu       sync.Mutex  // guards the fields below
-	lastSeen []time.Time // per group, when a node last answered as its leader
+	mu       sync.Mutex        // guards the fields below
+	lastSeen map[int]time.Time // by group id, when a node last answered as its leader
 	gap      time.Duration
 }
 
 const leaderPollEvery = 50 * time.Millisecond
 
-// watchLeader watches nodes, which hold groups groups.
+// watchLeader watches nodes, which hold groups groups to begin with.
 func watchLeader(nodes []*Node, groups int) *leaderWatch {
-	w := &leaderWatch{done: make(chan struct{}), lastSeen: make([]time.Time, groups)}
-	for g := range w.lastSeen {
+	w := &leaderWatch{done: make(chan struct{}), lastSeen: map[int]time.Time{}}
+	for g := range groups {
 		w.lastSeen[g] = time.Now()
 	}
 	for _, n := range nodes {
@@ -1215,12 +1223,22 @@ func (w *leaderWatch) poll(addr string) {
 			return
 		case <-tick.C:
 		}
-		led, err := ledGroups(addr)
+		led, listed, err := ledGroups(addr)
 		if err != nil {
 			continue
 		}
 		now := time.Now()
 		w.mu.Lock()
+		for g := range w.lastSeen {
+			if !slices.Contains(listed, g) {
+				delete(w.lastSeen, g) // removed
+			}
+		}
+		for _, g := range listed {
+			if _, ok := w.lastSeen[g]; !ok {
+				w.lastSeen[g] = now // added
+			}
+		}
 		for g := range w.lastSeen {
 			w.gap = max(w.gap, now.Sub(w.lastSeen[g]))
 			if slices.Contains(led, g) {
@@ -1245,15 +1263,16 @@ func (w *leaderWatch) longest() time.Duration {
 	return w.gap
 }
 
-// ledGroups asks the node at addr which groups it leads: group 0 or none
-// on a node of one group. Its deadline is short, unlike kvsStatus's, so
-// that a paused node holds up its poller only briefly.
-func ledGroups(addr string) ([]int, error) {
+// ledGroups asks the node at addr which groups it leads (group 0 or none
+// on a node of one group) and which it lists, by id. Its deadline is
+// short, unlike kvsStatus's, so that a paused node holds up its poller
+// only briefly.
+func ledGroups(addr string) (led, listed []int, err error) {
 	v, err := shortStatus(addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var led []int
+	listed = []int{0}
 	for i := 0; i+1 < len(v.Elems); i += 2 {
 		switch v.Elems[i].Str {
 		case "state":
@@ -1261,15 +1280,23 @@ func ledGroups(addr string) ([]int, error) {
 				led = append(led, 0)
 			}
 		case "groups":
-			led = led[:0] // group 0 is among them
-			for g, row := range v.Elems[i+1].Elems {
-				if len(row.Elems) > 1 && row.Elems[1].Str == "leader" {
+			led, listed = led[:0], listed[:0] // group 0 is among them
+			for _, row := range v.Elems[i+1].Elems {
+				if len(row.Elems) < 2 {
+					continue
+				}
+				g, err := strconv.Atoi(row.Elems[0].Str)
+				if err != nil {
+					continue
+				}
+				listed = append(listed, g)
+				if row.Elems[1].Str == "leader" {
 					led = append(led, g)
 				}
 			}
 		}
 	}
-	return led, nil
+	return led, listed, nil
 }
 
 // shortStatus is a node's KVS.STATUS within a short deadline.
