@@ -29,9 +29,9 @@ import (
 // configuration dials the proxies and that each group's traffic went
 // through them.
 //
-// Each epoch has a key of each sort in every group: the workers' commands
-// are single-key, so none crosses slots, and a node forwards a write to
-// its group's leader. A node removed and wiped is joined again only once
+// Each epoch has a key of each sort in every group that owns slots when
+// it starts: the workers' commands are single-key, so none crosses slots,
+// and a node forwards a write to its group's leader. A node removed and wiped is joined again only once
 // every group has let it go, as docs/cluster.md asks of an operator.
 //
 // Slots move between the groups throughout, as faults of the schedule
@@ -39,6 +39,8 @@ import (
 // cancels, and moves hit by another fault in a drawn phase, checked by
 // the histories, by lists that take unique elements for the whole run,
 // and at the end by every member's routing and the keys counted once.
+// Data groups are added (and given slots) and removed as faults too
+// (chaos_regroup_test.go).
 //
 //	go test ./test/ -run TestChaosGroups -v -args -chaos.groups-time=2m -seed=42
 //	make chaos CHAOS_GROUPS=3 CHAOS_TIME=30m
@@ -57,8 +59,10 @@ func TestChaosGroups(t *testing.T) {
 
 func (c *chaos) sharded() bool { return c.groups > 1 }
 
-// raftGroups is how many Raft groups the cluster runs: its data groups and,
-// with several, the meta group 0, which holds no slots.
+// raftGroups is how many Raft groups the cluster starts with: its data
+// groups and, with several, the meta group 0, which holds no slots. The
+// groups added and removed as faults (chaos_regroup_test.go) change the
+// set from there; c.regroup.live follows it.
 func (c *chaos) raftGroups() int {
 	if c.sharded() {
 		return c.groups + 1

@@ -148,6 +148,10 @@ type chaos struct {
 	// them, and finds them in each member's replica, but does not GET
 	// them.
 	extra []string
+	// regroup is what the faults that add and remove data groups did,
+	// and the set of data groups as the members last agreed on it (a
+	// cluster of several groups only).
+	regroup *chaosRegroup
 
 	gensMu sync.Mutex
 	gens   map[string]int // node name -> times its data was wiped
@@ -228,8 +232,9 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 		// The filler keys and the lists' first pushes take their time
 		// out of no fault's: the run's length starts after them.
 		setup := time.Now()
-		c.schedule = slices.Concat(chaosFaults, chaosMoveFaults)
+		c.schedule = slices.Concat(chaosFaults, chaosMoveFaults, chaosGroupFaults)
 		c.moves = &chaosMoves{ended: map[uint64]string{}}
+		c.regroup = newChaosRegroup(c.groups)
 		c.seedFillers()
 		for k, v := range c.moves.fillers {
 			tot.final[k] = finalRead{Value: v}
@@ -248,6 +253,7 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 	checkRaftAddrs(t, nodes, c.proxies)
 	if c.sharded() {
 		c.checkMoves(&tot)
+		c.checkGroups()
 	}
 	c.checkConserved(tot.final)
 
@@ -314,20 +320,21 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t := c.t
 	// Two keys of each sort, or on a cluster of several groups one in
-	// each group.
-	perSort := max(2, c.groups)
+	// each group that owns slots.
 	shards := c.shards
 	if c.sharded() && e > 0 {
-		// Moves have changed the groups' slots: a key of each sort in
-		// each group's longest run now.
+		// Moves, and groups added and removed, have changed the groups'
+		// slots: a key of each sort in the longest run of each group
+		// the stored slot map gives slots to now.
 		shards = c.groupRuns()
 	}
+	perSort := max(2, len(shards))
 	key := func(sort string, k int) string {
 		base := fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k)
 		if !c.sharded() {
 			return base
 		}
-		return keyInSlots(base, shards[k])
+		return keyInSlots(base, shards[k%len(shards)])
 	}
 	var mixed, registers, counters []string
 	for k := range perSort {
@@ -349,22 +356,31 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t.Cleanup(stop)
 	waitOK(t, h, chaosMinOK)
 
-	for end, first := time.Now().Add(d), true; time.Now().Before(end); first = false {
+	for end, i := time.Now().Add(d), 0; time.Now().Before(end); i++ {
 		f := c.draw(c.schedule)
-		if first && c.sharded() {
+		switch {
+		case c.sharded() && i == 0:
 			// Every epoch moves slots at least once.
 			f = chaosMoveFaults[0]
+		case c.sharded() && e == 0 && i <= len(chaosGroupFaults):
+			// And the first adds a group and removes one, so that a
+			// short run changes the set of groups too.
+			f = chaosGroupFaults[i-1]
 		}
 		c.faults[f.name]++
 		f.inject(c)
 		c.settle()
+		if c.sharded() {
+			c.tendGroups()
+		}
 		// A quiet spell, so that some faults hit a settled cluster and
 		// others one still catching up.
 		time.Sleep(c.between(0, 2*chaosElection))
 	}
 	if c.sharded() {
-		// The final reads and checks need the slots where they stay.
-		c.waitMoves()
+		// The final reads and checks need the slots where they stay,
+		// and the groups too: a removal under way ends.
+		c.drainGroups()
 	}
 	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stop()
