@@ -29,7 +29,9 @@ import (
 //     EMPTY again, which names the moves out still in flight or starts
 //     those of the slots the group still (or again) owns, and once it
 //     names none, KVS.GROUPS REMOVE, again on a refusal. A removal begun
-//     late in an epoch ends in its drain, with the faults over.
+//     late in an epoch ends in its drain, with the faults over. Moves run
+//     one at a time, and the emptying carries a third of the filler
+//     keys: while it goes on, slot-move-rate is chaosRemoveRate.
 //
 // The cluster keeps between chaosMinGroups and chaosMaxGroups data groups,
 // one removal at a time; a fault that would cross a bound moves slots
@@ -51,6 +53,11 @@ var chaosGroupFaults = []chaosFault{
 const (
 	chaosMinGroups = 2
 	chaosMaxGroups = 5
+	// chaosRemoveRate is slot-move-rate while a group is emptied: moves
+	// run one at a time, and the emptying carries a third of the filler
+	// keys, which at chaosMoveRate would hold every other move back for
+	// a minute. At this rate it takes seconds, still hit by the faults.
+	chaosRemoveRate = "96kb"
 )
 
 // chaosRegroup is what the group faults did, and the data groups as the
@@ -71,6 +78,9 @@ type chaosRegroup struct {
 	refusals               int // REMOVEs refused (moves in flight, slots owned)
 	splitMoves             int // moves into a new group recorded
 	lastNote               string
+	// rate is the slot-move-rate the members should have: a node
+	// restarted by a fault starts with chaosMoveRate again.
+	rate string
 }
 
 // note logs what tending a removal met, once until it changes: the drain
@@ -86,7 +96,7 @@ func (c *chaos) note(format string, args ...any) {
 type chaosSplit struct{ id, first, last int }
 
 func newChaosRegroup(groups int) *chaosRegroup {
-	r := &chaosRegroup{seen: map[int]bool{}}
+	r := &chaosRegroup{seen: map[int]bool{}, rate: chaosMoveRate}
 	for g := 1; g <= groups; g++ {
 		r.live = append(r.live, g)
 		r.seen[g] = true
@@ -227,6 +237,7 @@ func (c *chaos) removeGroup() {
 	_, n := c.pick()
 	r.removing = id
 	r.removeAsked++
+	c.setMoveRate(chaosRemoveRate)
 	v, err := oneCommand(n.Addr, ioTimeout, "KVS.GROUPS", "EMPTY", strconv.Itoa(id))
 	c.logf("remove group %d of %v: KVS.GROUPS EMPTY via %s: %s %v", id, r.live, n.Name, v, err)
 	if err == nil && v.Kind == '*' && len(v.Elems) > 0 {
@@ -239,6 +250,9 @@ func (c *chaos) removeGroup() {
 // and takes the removal under way a step further. It reports whether
 // anything is left to do.
 func (c *chaos) tendGroups() bool {
+	if c.regroup.rate != chaosMoveRate {
+		c.setMoveRate(c.regroup.rate) // again on nodes restarted since
+	}
 	c.refreshGroups()
 	c.tendSplits()
 	c.tendRemoval()
@@ -288,6 +302,9 @@ func (c *chaos) tendRemoval() {
 		r.removed = append(r.removed, id)
 		r.live = slices.DeleteFunc(r.live, func(g int) bool { return g == id })
 		c.logf("group %d removed (%s); groups now %v", id, how, r.live)
+		if r.rate == chaosRemoveRate {
+			c.setMoveRate(chaosMoveRate)
+		}
 	}
 	v, n, err := c.groupsCommand("EMPTY", strconv.Itoa(id))
 	switch {
@@ -341,6 +358,7 @@ func (c *chaos) drainGroups() {
 
 // setMoveRate sets slot-move-rate on every member.
 func (c *chaos) setMoveRate(rate string) {
+	c.regroup.rate = rate
 	for _, n := range c.members() {
 		waitFor(c.t, "CONFIG SET slot-move-rate "+rate+" on "+n.Name, func() error {
 			v, err := oneCommand(n.Addr, ioTimeout, "CONFIG", "SET", "slot-move-rate", rate)
