@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +29,9 @@ import (
 // configuration dials the proxies and that each group's traffic went
 // through them.
 //
-// Each epoch has a key of each sort in every group: the workers' commands
-// are single-key, so none crosses slots, and a node forwards a write to
-// its group's leader. A node removed and wiped is joined again only once
+// Each epoch has a key of each sort in every group that owns slots when
+// it starts: the workers' commands are single-key, so none crosses slots,
+// and a node forwards a write to its group's leader. A node removed and wiped is joined again only once
 // every group has let it go, as docs/cluster.md asks of an operator.
 //
 // Slots move between the groups throughout, as faults of the schedule
@@ -38,6 +39,8 @@ import (
 // cancels, and moves hit by another fault in a drawn phase, checked by
 // the histories, by lists that take unique elements for the whole run,
 // and at the end by every member's routing and the keys counted once.
+// Data groups are added (and given slots) and removed as faults too
+// (chaos_regroup_test.go).
 //
 //	go test ./test/ -run TestChaosGroups -v -args -chaos.groups-time=2m -seed=42
 //	make chaos CHAOS_GROUPS=3 CHAOS_TIME=30m
@@ -56,8 +59,10 @@ func TestChaosGroups(t *testing.T) {
 
 func (c *chaos) sharded() bool { return c.groups > 1 }
 
-// raftGroups is how many Raft groups the cluster runs: its data groups and,
-// with several, the meta group 0, which holds no slots.
+// raftGroups is how many Raft groups the cluster starts with: its data
+// groups and, with several, the meta group 0, which holds no slots. The
+// groups added and removed as faults (chaos_regroup_test.go) change the
+// set from there; c.regroup.live follows it.
 func (c *chaos) raftGroups() int {
 	if c.sharded() {
 		return c.groups + 1
@@ -65,16 +70,19 @@ func (c *chaos) raftGroups() int {
 	return 1
 }
 
-// groupLeadersNow returns the leader of each of groups groups (one when
-// groups is 0 or 1) that every running node of nodes names, with group
-// 0's leader's client address replicated as leaderNow requires, or an
-// error.
+// groupLeadersNow returns the leader of each group that every running
+// node of nodes lists, indexed by group id (nil where no group has that
+// id: data groups added and removed leave gaps), with group 0's leader's
+// client address replicated as leaderNow requires; or an error, while
+// the nodes disagree on the set of groups or on a group's leader, or
+// one knows no leader of a group. groups <= 1 is a cluster of one group.
 func groupLeadersNow(nodes []*Node, groups int) ([]*Node, error) {
 	l0, err := leaderNow(nodes)
 	if err != nil || groups <= 1 {
 		return []*Node{l0}, err
 	}
-	ids := make([]string, groups)
+	var ids []string // by group id; "" for none
+	var seen []int
 	for _, n := range nodes {
 		if n.isExited() {
 			continue
@@ -83,10 +91,16 @@ func groupLeadersNow(nodes []*Node, groups int) ([]*Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", n.Name, err)
 		}
-		if len(st.groups) != groups {
-			return nil, fmt.Errorf("%s holds %d groups, want %d", n.Name, len(st.groups), groups)
-		}
-		for g, row := range st.groups {
+		var listed []int
+		for _, row := range st.groups {
+			g, err := strconv.Atoi(row[0])
+			if err != nil || g < 0 {
+				return nil, fmt.Errorf("%s lists a group %q", n.Name, row[0])
+			}
+			listed = append(listed, g)
+			if g >= len(ids) {
+				ids = append(ids, make([]string, g+1-len(ids))...)
+			}
 			switch {
 			case row[2] == "":
 				return nil, fmt.Errorf("%s knows no leader of group %d yet (state %s)", n.Name, g, row[1])
@@ -95,9 +109,17 @@ func groupLeadersNow(nodes []*Node, groups int) ([]*Node, error) {
 			}
 			ids[g] = row[2]
 		}
+		slices.Sort(listed)
+		if seen != nil && !slices.Equal(seen, listed) {
+			return nil, fmt.Errorf("%s lists groups %v, another node %v", n.Name, listed, seen)
+		}
+		seen = listed
 	}
-	out := make([]*Node, groups)
+	out := make([]*Node, len(ids))
 	for g, id := range ids {
+		if id == "" {
+			continue
+		}
 		for _, n := range nodes {
 			if n.Name == id && !n.isExited() {
 				out[g] = n
@@ -268,7 +290,7 @@ func (c *chaos) keyDiff(final map[string]finalRead) string {
 	}
 	held := map[string][]string{} // key -> the leaders holding it
 	for i, l := range ls {
-		if slices.Index(ls, l) != i {
+		if l == nil || slices.Index(ls, l) != i {
 			continue
 		}
 		rc := redis.NewClient(&redis.Options{Addr: l.Addr, MaxRetries: -1})
@@ -397,7 +419,7 @@ func (c *chaos) keyCount() (int64, string, error) {
 	var sum int64
 	var names []string
 	for i, l := range before {
-		if slices.Index(before, l) != i {
+		if l == nil || slices.Index(before, l) != i {
 			continue
 		}
 		rc := redis.NewClient(&redis.Options{Addr: l.Addr, MaxRetries: -1})

@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -131,8 +132,11 @@ func (c *chaos) slotMapNow() (int, []slotRun, error) {
 	return best, runs, err
 }
 
-// groupRuns returns, for each data group 1..groups, its longest run of
-// slots in the newest slot map, as [first, last].
+// groupRuns returns, for each data group the newest slot map gives slots
+// to, by id, its longest run of slots there, as [first, last]. A group
+// without slots (one that lost every slot to moves, one just added, or
+// one emptied to be removed) has no run: it keeps no key of the epoch
+// until it owns slots.
 func (c *chaos) groupRuns() [][2]int {
 	var out [][2]int
 	waitFor(c.t, "the slot map", func() error {
@@ -140,25 +144,18 @@ func (c *chaos) groupRuns() [][2]int {
 		if err != nil {
 			return err
 		}
-		out = make([][2]int, c.groups)
-		for i := range out {
-			out[i] = [2]int{-1, -2}
-		}
+		longest := map[int][2]int{}
 		for _, r := range runs {
-			if r.group < 1 || r.group > c.groups {
-				return fmt.Errorf("slot map names group %d of %d", r.group, c.groups)
+			if r.group < 1 {
+				return fmt.Errorf("slot map gives slots %d-%d to group %d", r.first, r.last, r.group)
 			}
-			if cur := out[r.group-1]; r.last-r.first > cur[1]-cur[0] {
-				out[r.group-1] = [2]int{r.first, r.last}
+			if cur, ok := longest[r.group]; !ok || r.last-r.first > cur[1]-cur[0] {
+				longest[r.group] = [2]int{r.first, r.last}
 			}
 		}
-		some := slices.IndexFunc(out, func(r [2]int) bool { return r[0] >= 0 })
-		for g, r := range out {
-			if r[0] < 0 {
-				// A group may lose every slot to moves; it then keeps
-				// no key of the epoch, and its keys go to another.
-				out[g] = out[some]
-			}
+		out = nil
+		for _, g := range slices.Sorted(maps.Keys(longest)) {
+			out = append(out, longest[g])
 		}
 		return nil
 	})
@@ -264,10 +261,20 @@ func (c *chaos) pickRange() (first, last, target int, ok bool) {
 	lo := max(run.first, s-c.rng.Intn(size))
 	lo = min(lo, run.last-size+1)
 	first, last = lo, lo+size-1
-	target = 1 + c.rng.Intn(c.groups-1)
-	if target >= run.group {
-		target++
+	// Any live data group but the run's, and but one being emptied to
+	// be removed (which would refuse to go while a move into it is in
+	// flight).
+	var to []int
+	for _, g := range c.regroup.live {
+		if g != run.group && g != c.regroup.removing {
+			to = append(to, g)
+		}
 	}
+	if len(to) == 0 {
+		c.logf("move: no group to move slots %d-%d of group %d to", first, last, run.group)
+		return 0, 0, 0, false
+	}
+	target = to[c.rng.Intn(len(to))]
 	return first, last, target, true
 }
 
@@ -448,6 +455,9 @@ func (c *chaos) checkRouting() {
 			}
 			var owner [16384]string
 			for _, r := range sm {
+				if r.group >= len(ls) || ls[r.group] == nil {
+					return fmt.Errorf("%s's slot map gives slots %d-%d to group %d, which no member lists", n.Name, r.first, r.last, r.group)
+				}
 				for s := r.first; s <= r.last; s++ {
 					owner[s] = ls[r.group].Addr
 				}
@@ -792,11 +802,13 @@ func (c *chaos) checkMoves(tot *chaosTotals) {
 }
 
 // isolateReplica cuts one member off from the others in one raft group
-// drawn among all (the meta group included), both ways, for a drawn time;
-// its other groups go on. The settle that follows heals it.
+// drawn among all (the meta group included, and the data groups there are
+// now), both ways, for a drawn time; its other groups go on. The settle
+// that follows heals it.
 func (c *chaos) isolateReplica() {
 	i, n := c.pick()
-	g := c.rng.Intn(c.raftGroups())
+	ids := append([]int{0}, c.regroup.live...)
+	g := ids[c.rng.Intn(len(ids))]
 	c.proxies.IsolateGroup(uint32(g), i)
 	c.holdPartition(fmt.Sprintf("isolate %s in group %d alone", n.Name, g))
 }

@@ -148,6 +148,10 @@ type chaos struct {
 	// them, and finds them in each member's replica, but does not GET
 	// them.
 	extra []string
+	// regroup is what the faults that add and remove data groups did,
+	// and the set of data groups as the members last agreed on it (a
+	// cluster of several groups only).
+	regroup *chaosRegroup
 
 	gensMu sync.Mutex
 	gens   map[string]int // node name -> times its data was wiped
@@ -228,8 +232,9 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 		// The filler keys and the lists' first pushes take their time
 		// out of no fault's: the run's length starts after them.
 		setup := time.Now()
-		c.schedule = slices.Concat(chaosFaults, chaosMoveFaults)
+		c.schedule = slices.Concat(chaosFaults, chaosMoveFaults, chaosGroupFaults)
 		c.moves = &chaosMoves{ended: map[uint64]string{}}
+		c.regroup = newChaosRegroup(c.groups)
 		c.seedFillers()
 		for k, v := range c.moves.fillers {
 			tot.final[k] = finalRead{Value: v}
@@ -248,6 +253,7 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 	checkRaftAddrs(t, nodes, c.proxies)
 	if c.sharded() {
 		c.checkMoves(&tot)
+		c.checkGroups()
 	}
 	c.checkConserved(tot.final)
 
@@ -314,20 +320,21 @@ func runChaos(t *testing.T, o chaosOpts, length time.Duration) {
 func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t := c.t
 	// Two keys of each sort, or on a cluster of several groups one in
-	// each group.
-	perSort := max(2, c.groups)
+	// each group that owns slots.
 	shards := c.shards
 	if c.sharded() && e > 0 {
-		// Moves have changed the groups' slots: a key of each sort in
-		// each group's longest run now.
+		// Moves, and groups added and removed, have changed the groups'
+		// slots: a key of each sort in the longest run of each group
+		// the stored slot map gives slots to now.
 		shards = c.groupRuns()
 	}
+	perSort := max(2, len(shards))
 	key := func(sort string, k int) string {
 		base := fmt.Sprintf("chaos:%d:%s%c", e, sort, 'a'+k)
 		if !c.sharded() {
 			return base
 		}
-		return keyInSlots(base, shards[k])
+		return keyInSlots(base, shards[k%len(shards)])
 	}
 	var mixed, registers, counters []string
 	for k := range perSort {
@@ -349,22 +356,31 @@ func (c *chaos) epoch(e int, d time.Duration, seed int64, tot *chaosTotals) {
 	t.Cleanup(stop)
 	waitOK(t, h, chaosMinOK)
 
-	for end, first := time.Now().Add(d), true; time.Now().Before(end); first = false {
+	for end, i := time.Now().Add(d), 0; time.Now().Before(end); i++ {
 		f := c.draw(c.schedule)
-		if first && c.sharded() {
+		switch {
+		case c.sharded() && i == 0:
 			// Every epoch moves slots at least once.
 			f = chaosMoveFaults[0]
+		case c.sharded() && e == 0 && i <= len(chaosGroupFaults):
+			// And the first adds a group and removes one, so that a
+			// short run changes the set of groups too.
+			f = chaosGroupFaults[i-1]
 		}
 		c.faults[f.name]++
 		f.inject(c)
 		c.settle()
+		if c.sharded() {
+			c.tendGroups()
+		}
 		// A quiet spell, so that some faults hit a settled cluster and
 		// others one still catching up.
 		time.Sleep(c.between(0, 2*chaosElection))
 	}
 	if c.sharded() {
-		// The final reads and checks need the slots where they stay.
-		c.waitMoves()
+		// The final reads and checks need the slots where they stay,
+		// and the groups too: a removal under way ends.
+		c.drainGroups()
 	}
 	waitOK(t, h, countOK(h.Ops())+chaosMinOK)
 	stop()
@@ -622,7 +638,13 @@ func (c *chaos) leader() (int, *Node) {
 	ls := c.waitLeaders()
 	g := 0
 	if len(ls) > 1 {
-		g = c.rng.Intn(len(ls))
+		var ids []int // the groups there are now: ids may have gaps
+		for id, l := range ls {
+			if l != nil {
+				ids = append(ids, id)
+			}
+		}
+		g = ids[c.rng.Intn(len(ids))]
 		c.logf("group %d's leader is %s", g, ls[g].Name)
 	}
 	return slices.Index(c.nodes, ls[g]), ls[g]
@@ -1177,23 +1199,25 @@ func checkRaftAddrs(t *testing.T, nodes []*Node, ps RaftProxies) {
 // which no node that answered was leader, of any one group. A follower
 // that still names a leader that was killed does not count: clients get
 // no answers from it. A node that is down or paused does not answer and
-// so does not count either way.
+// so does not count either way. Groups are followed by id from when a
+// node first lists them until one lists them no longer (data groups are
+// added and removed as faults of TestChaosGroups).
 type leaderWatch struct {
 	done chan struct{}
 	wg   sync.WaitGroup // one poller per node
 	once sync.Once
 
-	mu       sync.Mutex  // guards the fields below
-	lastSeen []time.Time // per group, when a node last answered as its leader
+	mu       sync.Mutex        // guards the fields below
+	lastSeen map[int]time.Time // by group id, when a node last answered as its leader
 	gap      time.Duration
 }
 
 const leaderPollEvery = 50 * time.Millisecond
 
-// watchLeader watches nodes, which hold groups groups.
+// watchLeader watches nodes, which hold groups groups to begin with.
 func watchLeader(nodes []*Node, groups int) *leaderWatch {
-	w := &leaderWatch{done: make(chan struct{}), lastSeen: make([]time.Time, groups)}
-	for g := range w.lastSeen {
+	w := &leaderWatch{done: make(chan struct{}), lastSeen: map[int]time.Time{}}
+	for g := range groups {
 		w.lastSeen[g] = time.Now()
 	}
 	for _, n := range nodes {
@@ -1215,12 +1239,22 @@ func (w *leaderWatch) poll(addr string) {
 			return
 		case <-tick.C:
 		}
-		led, err := ledGroups(addr)
+		led, listed, err := ledGroups(addr)
 		if err != nil {
 			continue
 		}
 		now := time.Now()
 		w.mu.Lock()
+		for g := range w.lastSeen {
+			if !slices.Contains(listed, g) {
+				delete(w.lastSeen, g) // removed
+			}
+		}
+		for _, g := range listed {
+			if _, ok := w.lastSeen[g]; !ok {
+				w.lastSeen[g] = now // added
+			}
+		}
 		for g := range w.lastSeen {
 			w.gap = max(w.gap, now.Sub(w.lastSeen[g]))
 			if slices.Contains(led, g) {
@@ -1245,15 +1279,16 @@ func (w *leaderWatch) longest() time.Duration {
 	return w.gap
 }
 
-// ledGroups asks the node at addr which groups it leads: group 0 or none
-// on a node of one group. Its deadline is short, unlike kvsStatus's, so
-// that a paused node holds up its poller only briefly.
-func ledGroups(addr string) ([]int, error) {
+// ledGroups asks the node at addr which groups it leads (group 0 or none
+// on a node of one group) and which it lists, by id. Its deadline is
+// short, unlike kvsStatus's, so that a paused node holds up its poller
+// only briefly.
+func ledGroups(addr string) (led, listed []int, err error) {
 	v, err := shortStatus(addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var led []int
+	listed = []int{0}
 	for i := 0; i+1 < len(v.Elems); i += 2 {
 		switch v.Elems[i].Str {
 		case "state":
@@ -1261,15 +1296,23 @@ func ledGroups(addr string) ([]int, error) {
 				led = append(led, 0)
 			}
 		case "groups":
-			led = led[:0] // group 0 is among them
-			for g, row := range v.Elems[i+1].Elems {
-				if len(row.Elems) > 1 && row.Elems[1].Str == "leader" {
+			led, listed = led[:0], listed[:0] // group 0 is among them
+			for _, row := range v.Elems[i+1].Elems {
+				if len(row.Elems) < 2 {
+					continue
+				}
+				g, err := strconv.Atoi(row.Elems[0].Str)
+				if err != nil {
+					continue
+				}
+				listed = append(listed, g)
+				if row.Elems[1].Str == "leader" {
 					led = append(led, g)
 				}
 			}
 		}
 	}
-	return led, nil
+	return led, listed, nil
 }
 
 // shortStatus is a node's KVS.STATUS within a short deadline.
