@@ -253,17 +253,10 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		lwg.Wait()
 		mixMu.Lock()
 		defer mixMu.Unlock()
-		var before, during, nb, nd int
-		for s, n := range mixCount {
-			switch {
-			case s > moveStart.Unix()-10 && s < moveStart.Unix():
-				before, nb = before+n, nb+1
-			case s > moveStart.Unix() && s < moveStart.Add(*flagMoveBenchControl).Unix():
-				during, nd = during+n, nd+1
-			}
-		}
+		before := perSecond(mixCount, moveStart.Add(-10*time.Second), moveStart)
+		during := perSecond(mixCount, moveStart, moveStart.Add(*flagMoveBenchControl))
 		b.Logf("control, no move: the mix did %.0f ops/s in the 10 s before, %.0f in the %v after (%.2f)",
-			float64(before)/float64(nb), float64(during)/float64(nd), *flagMoveBenchControl, float64(during*nb)/float64(before*nd))
+			before, during, *flagMoveBenchControl, during/before)
 		return
 	}
 	id, err := cc.Do(ctx, "KVS.SLOTS", "MOVE", first, last, 2).Int64()
@@ -372,23 +365,26 @@ func benchMove(b *testing.B, size int64, mix bool) {
 	b.ReportMetric(float64(bytes)/(1<<20)/copyTime.Seconds(), "copy-MiB/s")
 	if mix {
 		mixMu.Lock()
-		rate := func(from, to time.Time) float64 {
-			var sum, secs int
-			for s := from.Unix() + 1; s < to.Unix(); s++ {
-				sum += mixCount[s]
-				secs++
-			}
-			if secs == 0 {
-				return 0
-			}
-			return float64(sum) / float64(secs)
-		}
-		before := rate(moveStart.Add(-10*time.Second), moveStart)
-		during := rate(moveStart, copyEnd)
+		before := perSecond(mixCount, moveStart.Add(-10*time.Second), moveStart)
+		during := perSecond(mixCount, moveStart, copyEnd)
 		mixMu.Unlock()
 		b.Logf("the mix on the other slots: %.0f ops/s before, %.0f during the copy (%.2f)", before, during, during/before)
 		b.ReportMetric(during/before, "mix-during/before")
 	}
+}
+
+// perSecond is the mean of counts (ops by unix second) over the whole
+// seconds strictly between from and to.
+func perSecond(counts map[int64]int, from, to time.Time) float64 {
+	var sum, secs int
+	for s := from.Unix() + 1; s < to.Unix(); s++ {
+		sum += counts[s]
+		secs++
+	}
+	if secs == 0 {
+		return 0
+	}
+	return float64(sum) / float64(secs)
 }
 
 // phaseTimes lists the phases seen, each with when it was first seen

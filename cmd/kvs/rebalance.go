@@ -270,19 +270,10 @@ func fetchRebalanceView(ctx context.Context, addr string) (rebalanceView, error)
 			clients[m[0]] = m[2]
 		}
 	}
-	for gi, row := range st.groups {
-		id := gi
-		if len(row) > 0 {
-			if n, err := strconv.Atoi(row[0]); err == nil {
-				id = n
-			}
-		}
-		if id == 0 {
-			continue // the meta group holds no slots
-		}
-		v.groups = append(v.groups, id)
-		if len(row) > 2 && clients[row[2]] != "" {
-			v.leaders[id] = clients[row[2]]
+	for _, id := range st.dataGroupIDs() {
+		v.groups = append(v.groups, int(id))
+		if row := groupRow(st.groups, strconv.FormatUint(uint64(id), 10)); len(row) > 2 && clients[row[2]] != "" {
+			v.leaders[int(id)] = clients[row[2]]
 		}
 	}
 	return v, nil
