@@ -349,8 +349,6 @@ func groupRanges(m group.SlotMap, g uint32) []fsm.SlotRange {
 	return out
 }
 
-// chunkBytes is the size of the chunks the copy stages: about an eighth
-// of a second at the pace set, within 4 KiB and 256 KiB.
 // pace is the bulk copy's rate in bytes a second, 0 for no limit (and
 // for a driver given no rate).
 func (d *moveDriver) pace() int64 {
@@ -360,6 +358,8 @@ func (d *moveDriver) pace() int64 {
 	return d.rate.Load()
 }
 
+// chunkBytes is the size of the chunks the copy stages: about an eighth
+// of a second at the pace set, within 4 KiB and 256 KiB.
 func (d *moveDriver) chunkBytes() int {
 	rate := d.pace()
 	if rate <= 0 {
