@@ -35,7 +35,8 @@
 //	(*ExecBuilder).Build(keys, seen, cmds) Command; Reset()   the same in reused memory
 //	(*Store).Meta(name string) (string, bool); MetaAll() map[string]string
 //	    replicated cluster metadata, written by OpMetaSet, or by OpMetaCAS
-//	    only while a name holds the value expected (compare and set)
+//	    only while a name holds the value expected (compare and set), or
+//	    by OpMetaTxn (MetaTxn) only while several names hold theirs
 //	ApplyLevel; Level(cmds []Command) int
 //	    the level of entries this kvs applies, and the level an entry
 //	    needs: an op a kvs before it cannot apply raises it (level.go)
@@ -125,7 +126,7 @@
 //
 // Beside the keyspace the store keeps cluster metadata, a small map of
 // names to values (a node's client address, for one) written only by
-// OpMetaSet and OpMetaCAS entries: it is replicated and snapshotted like the keys, but no
+// OpMetaSet, OpMetaCAS and OpMetaTxn entries: it is replicated and snapshotted like the keys, but no
 // key command sees it and FLUSHALL leaves it alone. The ACL table (acl.go)
 // is kept the same way, written only by OpACLSet; the fsm stores each
 // user's rule line as opaque text, which the server parses.

@@ -33,6 +33,7 @@ var sampleCmds = []Command{
 	c(OpMetaSet, "node/a/resp", ""),
 	c(OpMetaCAS, "slots", "", "1 0-16383:1"),
 	c(OpMetaCAS, "slots", "1 0-16383:1", ""),
+	MetaTxn([]string{"groups", "", "move/next", "3"}, []string{"move/next", "4", "move/4", "begun"}),
 }
 
 func sameCmds(a, b []Command) bool {
@@ -128,6 +129,12 @@ func TestDecodeEntryRejects(t *testing.T) {
 		"meta arity":         EncodeEntry(nil, t0, []Command{c(OpMetaSet, "n")}),
 		"meta cas no name":   EncodeEntry(nil, t0, []Command{c(OpMetaCAS, "", "", "v")}),
 		"meta cas arity":     EncodeEntry(nil, t0, []Command{c(OpMetaCAS, "n", "v")}),
+		"meta txn no sets":   EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "2", "a", "", "b", "")}),
+		"meta txn odd sets":  EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "1", "a", "", "b", "1", "c")}),
+		"meta txn count":     EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "3", "a", "", "b", "1")}),
+		"meta txn zero":      EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "0", "a", "", "b", "1")}),
+		"meta txn not count": EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "x", "a", "", "b", "1")}),
+		"meta txn no name":   EncodeEntry(nil, t0, []Command{c(OpMetaTxn, "1", "a", "", "", "1")}),
 		"unknown field":      {1, 0, 1, byte(OpFlushAll), 0, 0x80, 0},
 	}
 	for name, b := range tests {

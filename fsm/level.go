@@ -11,7 +11,8 @@ package fsm
 //	0: the ops of every kvs before the cluster level existed
 //	1: OpMetaCAS; OpSlotsAssign, OpSlotsPurge, OpMoveOut, OpMoveDrain and
 //	   OpMoveIn (moving slots)
-const ApplyLevel = 1
+//	2: OpMetaTxn (a move of slots and a group's removal, exclusive)
+const ApplyLevel = 2
 
 // Level is the level an entry holding cmds needs: the highest of its
 // ops', 0 for ops every kvs applies.

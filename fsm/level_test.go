@@ -18,6 +18,7 @@ func TestLevel(t *testing.T) {
 		{"an unknown op", []Command{{Op: 40}}, 0},
 		{"slot ownership", []Command{set, SlotsAssign([]SlotRange{{0, 100}})}, 1},
 		{"a move's drain", []Command{MoveDrain(1, 1024)}, 1},
+		{"a transaction", []Command{cas, MetaTxn([]string{"a", ""}, []string{"a", "1"})}, 2},
 	} {
 		if got := Level(tc.cmds); got != tc.want {
 			t.Errorf("%s: Level = %d, want %d", tc.name, got, tc.want)

@@ -3,6 +3,7 @@ package fsm
 import (
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Cluster metadata is a small replicated map of names to values beside the
@@ -95,6 +96,81 @@ func applyMetaCAS(s *Store, now int64, c *Command) Reply {
 		return IntReply(0)
 	}
 	s.setMetaLocked(string(c.Args[0]), string(c.Args[2]))
+	return IntReply(1)
+}
+
+// OpMetaTxn: Args[0]=k, the count of comparisons (decimal, at least 1),
+// then k pairs of name and the value expected (empty for absent), then
+// pairs of name and the value to set (empty deletes), at least one. Sets
+// every name only while every comparison holds, all in the one apply:
+// reply :1 when it set, :0 when a value was another, which leaves
+// everything as it was. It is etcd's transaction for the metadata: two
+// writers that each check what the other writes (a move of slots into a
+// group, which checks the group exists; the group's removal, which checks
+// no move involves it) name both in their comparisons, and then at most
+// one of them goes through, which two compare-and-sets of one name each
+// cannot promise.
+const OpMetaTxn Op = opBaseAdmin + 51
+
+func init() {
+	registerOp(OpMetaTxn, opSpec{name: "METATXN", write: true, args: argsAtLeast(5), apply: applyMetaTxn, keys: keysNone, level: 2,
+		check: func(c *Command) error {
+			k, ok := metaTxnCompares(c)
+			if !ok {
+				return errorString("bad count of comparisons")
+			}
+			if (len(c.Args)-1-2*k)%2 != 0 || len(c.Args)-1-2*k < 2 {
+				return errorString("want pairs of name and value to set after the comparisons")
+			}
+			for i := 1; i < len(c.Args); i += 2 {
+				if len(c.Args[i]) == 0 {
+					return errorString("empty name")
+				}
+			}
+			return nil
+		}})
+}
+
+// metaTxnCompares is an OpMetaTxn's count of comparisons, false when
+// Args[0] is not one its arguments hold.
+func metaTxnCompares(c *Command) (int, bool) {
+	k := 0
+	for _, b := range c.Args[0] {
+		if b < '0' || b > '9' || k > len(c.Args) {
+			return 0, false
+		}
+		k = k*10 + int(b-'0')
+	}
+	if len(c.Args[0]) == 0 || k < 1 || 1+2*k > len(c.Args) {
+		return 0, false
+	}
+	return k, true
+}
+
+// MetaTxn is the OpMetaTxn that sets each of sets (name, value, ...)
+// only while each of compares (name, value expected, ...) holds.
+func MetaTxn(compares, sets []string) Command {
+	args := make([][]byte, 0, 1+len(compares)+len(sets))
+	args = append(args, []byte(strconv.Itoa(len(compares)/2)))
+	for _, a := range compares {
+		args = append(args, []byte(a))
+	}
+	for _, a := range sets {
+		args = append(args, []byte(a))
+	}
+	return Command{Op: OpMetaTxn, Args: args}
+}
+
+func applyMetaTxn(s *Store, now int64, c *Command) Reply {
+	k, _ := metaTxnCompares(c)
+	for i := 1; i < 1+2*k; i += 2 {
+		if s.meta[string(c.Args[i])] != string(c.Args[i+1]) {
+			return IntReply(0)
+		}
+	}
+	for i := 1 + 2*k; i < len(c.Args); i += 2 {
+		s.setMetaLocked(string(c.Args[i]), string(c.Args[i+1]))
+	}
 	return IntReply(1)
 }
 

@@ -104,6 +104,30 @@ func TestMetaCAS(t *testing.T) {
 	}
 }
 
+func TestMetaTxn(t *testing.T) {
+	s := NewStore()
+	txn := func(compares, sets []string) Command { return MetaTxn(compares, sets) }
+	run(t, s, []step{
+		{t0, c(OpMetaSet, "groups", "g1"), ok},
+		// Every comparison must hold, absent expected as "".
+		{t0, txn([]string{"groups", "g1", "next", "1"}, []string{"next", "2", "move/2", "r"}), in(0)},
+		{t0, txn([]string{"groups", "g0", "next", ""}, []string{"next", "1", "move/1", "r"}), in(0)},
+		{t0, txn([]string{"groups", "g1", "next", ""}, []string{"next", "1", "move/1", "r"}), in(1)},
+		// The other writer, checking the same names, now finds one changed.
+		{t0, txn([]string{"groups", "g1", "next", ""}, []string{"groups", "g2"}), in(0)},
+		{t0, txn([]string{"groups", "g1", "next", "1"}, []string{"groups", "g2", "move/1", ""}), in(1)},
+	})
+	if got := s.MetaAll(); !maps.Equal(got, map[string]string{"groups": "g2", "next": "1"}) {
+		t.Fatalf("metadata %v", got)
+	}
+	// A refused transaction sets none of its names.
+	before := s.metaPub.Load()
+	run(t, s, []step{{t0, txn([]string{"next", "1", "groups", "g1"}, []string{"next", "9", "other", "x"}), in(0)}})
+	if s.metaPub.Load() != before {
+		t.Fatal("a refused transaction changed the metadata")
+	}
+}
+
 func TestMetaHook(t *testing.T) {
 	s := NewStore()
 	calls := 0

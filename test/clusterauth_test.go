@@ -47,7 +47,7 @@ func TestClusterPasswordAtStart(t *testing.T) {
 	// The leader asks each member its level, logged in as it forwards,
 	// before it records the cluster's.
 	for _, n := range nodes {
-		waitClusterLevel(t, n, "1")
+		waitClusterLevel(t, n, kvsLevel)
 	}
 
 	// A node restarted with its command line serves again, the leader too.

@@ -15,7 +15,12 @@ import (
 
 // The cluster's level: the level of replicated entries every node of a
 // cluster can apply. A kvs from before levels applies level 0; today's
-// stores the slot map with an entry of level 1.
+// stores the slot map with an entry of level 1, and applies entries up to
+// kvsLevel.
+
+// kvsLevel is the level of the kvs under test (fsm.ApplyLevel): a
+// cluster of only today's kvs records it.
+const kvsLevel = "2"
 
 // slotMapHeldBack is what a node that leads the meta group logs when the
 // cluster's level keeps it from storing the slot map.
@@ -54,7 +59,7 @@ func waitClusterLevel(t testing.TB, n *Node, want string) {
 // back. No node stops on an entry it cannot apply: n1, the meta group's
 // preferred leader, leads it again from its upgrade on, and stores no slot
 // map while an old node runs; once the last node runs today's kvs the
-// cluster's level is 1, version 1 of the map is stored and every node
+// cluster records its level, version 1 of the map is stored and every node
 // routes by it, and every acknowledged write is on every node.
 func TestShardedRollingUpgrade(t *testing.T) {
 	t.Parallel()
@@ -193,15 +198,15 @@ func TestShardedRollingUpgrade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v, l := st.fields["slot_map_version"], st.fields["cluster_level"]; v != "0" || l != "0" || st.fields["apply_level"] != "1" {
-				t.Fatalf("%s with %d of %d nodes upgraded: slot map version %q, cluster level %q, apply level %q; want 0, 0, 1",
-					u.Name, i+1, len(nodes), v, l, st.fields["apply_level"])
+			if v, l := st.fields["slot_map_version"], st.fields["cluster_level"]; v != "0" || l != "0" || st.fields["apply_level"] != kvsLevel {
+				t.Fatalf("%s with %d of %d nodes upgraded: slot map version %q, cluster level %q, apply level %q; want 0, 0, %s",
+					u.Name, i+1, len(nodes), v, l, st.fields["apply_level"], kvsLevel)
 			}
 		}
 		running("with " + n.Name + " upgraded")
 	}
 	for _, n := range nodes {
-		waitClusterLevel(t, n, "1")
+		waitClusterLevel(t, n, kvsLevel)
 	}
 	for _, n := range nodes {
 		waitFor(t, n.Name+" to route by the stored slot map", func() error { return checkSlotMap(n) })
@@ -243,7 +248,7 @@ func TestShardedRollingUpgrade(t *testing.T) {
 }
 
 // TestOldNodeJoinRefused: a kvs from before levels may not join a cluster
-// of level 1, which holds an entry it cannot apply (the slot map): the
+// of today's level, which holds an entry it cannot apply (the slot map): the
 // join is refused, by the old kvs join and by today's, by a KVS.JOIN that
 // does not say the level (the leader asks the node), and so is the old
 // node's own --join, with an error that says why; the cluster keeps its one
@@ -255,22 +260,22 @@ func TestOldNodeJoinRefused(t *testing.T) {
 	n1 := newClusterNode(t, "n1", "--bootstrap", "--groups", "3")
 	n1.Start()
 	waitLeadsEvery(t, n1, 3)
-	waitFor(t, "the slot map stored at the cluster's level 1", func() error {
+	waitFor(t, "the slot map stored at the cluster's level "+kvsLevel, func() error {
 		st, err := kvsStatus(n1.Addr)
 		if err != nil {
 			return err
 		}
-		if l := st.fields["cluster_level"]; l != "1" {
+		if l := st.fields["cluster_level"]; l != kvsLevel {
 			return fmt.Errorf("cluster level %q", l)
 		}
 		return checkSlotMap(n1)
 	})
 
-	if out, code := runKVS(t, clusterWait, "status", n1.Addr); code != 0 || !strings.Contains(out, "level:    applies entries up to level 1; the cluster's level is 1\n") {
+	if out, code := runKVS(t, clusterWait, "status", n1.Addr); code != 0 || !strings.Contains(out, "level:    applies entries up to level "+kvsLevel+"; the cluster's level is "+kvsLevel+"\n") {
 		t.Errorf("kvs status: exit %d\n%s", code, out)
 	}
 
-	const refusal = "applies replicated entries up to level 0 and the cluster's level is 1"
+	const refusal = "applies replicated entries up to level 0 and the cluster's level is " + kvsLevel
 	n2 := newClusterNode(t, "n2", "--groups", "3")
 	n2.Bin = old
 	n2.Start()

@@ -190,9 +190,10 @@ func idsText(ids []uint32) string {
 	return strings.Join(parts, ", ")
 }
 
-// movesOf returns the moves not finished that involve group id.
-func (ga *groupAdmin) movesOf(id int) ([]uint64, error) {
-	recs, err := moveRecords(ga.gm.meta.store.MetaAll())
+// movesOf returns the moves not finished that involve group id, by the
+// meta group's entries meta.
+func movesOf(meta map[string]string, id int) ([]uint64, error) {
+	recs, err := moveRecords(meta)
 	if err != nil {
 		return nil, err
 	}
@@ -263,10 +264,19 @@ func (ga *groupAdmin) Empty(id int) ([]uint64, error) {
 
 // Remove deletes group id from the set, once it owns no slot by the
 // stored map and no move involving it is in flight, then clears its
-// entries in the meta group.
+// entries in the meta group. The set is written by a transaction that
+// also finds the last move id as read with the moves (removeEntry): a
+// move recorded after that read fails it, and is seen in flight by the
+// next try.
 func (ga *groupAdmin) Remove(id int) error {
+	// Only the transaction keeps a move from being recorded into the
+	// group as it goes.
+	if err := ga.gm.meta.keeper.levels.Allows(txnLevel); err != nil {
+		return errMove(fmt.Sprintf("a group is removed once the cluster's level is %d or more: %v", txnLevel, err))
+	}
 	for try := 0; ; try++ {
-		set, cur, err := readGroupSet(ga.gm, ga.sh.groups)
+		meta := ga.gm.meta.store.MetaAll()
+		set, cur, err := groupSetFrom(func(name string) (string, bool) { v, ok := meta[name]; return v, ok }, ga.sh.groups)
 		if err != nil {
 			return err
 		}
@@ -276,7 +286,7 @@ func (ga *groupAdmin) Remove(id int) error {
 		if err := checkNodesKnow(ga.gm); err != nil {
 			return err
 		}
-		if inFlight, err := ga.movesOf(id); err != nil {
+		if inFlight, err := movesOf(meta, id); err != nil {
 			return err
 		} else if len(inFlight) > 0 {
 			return errMove(fmt.Sprintf("slot moves %s of group %d are in flight: remove it once they are over", joinInts(inFlight), id))
@@ -298,7 +308,7 @@ func (ga *groupAdmin) Remove(id int) error {
 		if err != nil {
 			return errMove(strings.TrimPrefix(err.Error(), group.ErrBadGroupSet.Error()+": "))
 		}
-		rs, err := ga.gm.meta.keeper.propose(ga.gm.srv, []fsm.Command{metaCAS(group.GroupSetMeta, cur, next.Encode())})
+		rs, err := ga.gm.meta.keeper.propose(ga.gm.srv, []fsm.Command{removeEntry(cur, meta[moveNextMeta], next.Encode())})
 		if err != nil {
 			return err
 		}
@@ -320,6 +330,15 @@ func (ga *groupAdmin) Remove(id int) error {
 			return errMove("the cluster's groups kept changing: try again")
 		}
 	}
+}
+
+// removeEntry is the meta group's entry that writes next over the list
+// of groups setText while the last move id given is still moveNext, as
+// read with the moves found not to involve the group removed: a move
+// recorded since, which may be into it, fails it (moveEntry checks the
+// list the other way).
+func removeEntry(setText, moveNext, next string) fsm.Command {
+	return fsm.MetaTxn([]string{group.GroupSetMeta, setText, moveNextMeta, moveNext}, []string{group.GroupSetMeta, next})
 }
 
 // clearRemoved clears, on the meta group's leader, the leader and

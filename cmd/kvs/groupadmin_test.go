@@ -105,3 +105,52 @@ func TestLiveGroups(t *testing.T) {
 		t.Fatal("a malformed list read")
 	}
 }
+
+// TestRemoveExcludesMove: a group's removal and a move into it, both
+// decided from the same view of the meta group (no move in flight, the
+// group live), cannot both be written, in either order: each entry
+// compares what the other writes. Two compare-and-sets of one name each
+// let both through, and left a move into a group that no node serves.
+func TestRemoveExcludesMove(t *testing.T) {
+	set := group.DefaultGroupSet(3)
+	setText := set.Encode()
+	next, err := set.Remove(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := moveRecord{id: 5, source: 1, target: 3, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	for _, tc := range []struct {
+		name      string
+		level     int
+		moveFirst bool
+		// what each entry answers, in the order applied
+		wantFirst, wantSecond bool
+	}{
+		{"the move first", txnLevel, true, true, false},
+		{"the removal first", txnLevel, false, true, false},
+		// Below the transaction's level no group is removed; the
+		// removal's transaction still sees a move recorded the old way.
+		{"a move of a lower level first", txnLevel - 1, true, true, false},
+	} {
+		s := fsm.NewStore()
+		s.Apply(1, fakeNow, []fsm.Command{metaCAS(group.GroupSetMeta, "", setText), metaCAS(moveNextMeta, "", "4")})
+		move := moveEntry(tc.level, setText, "4", rec)
+		remove := []fsm.Command{removeEntry(setText, "4", next.Encode())}
+		first, second := move, remove
+		if !tc.moveFirst {
+			first, second = remove, move
+		}
+		if got := entryDone(s.Apply(2, fakeNow, first)); got != tc.wantFirst {
+			t.Errorf("%s: the first entry set: %v, want %v", tc.name, got, tc.wantFirst)
+		}
+		if got := entryDone(s.Apply(3, fakeNow, second)); got != tc.wantSecond {
+			t.Errorf("%s: the second entry set: %v, want %v", tc.name, got, tc.wantSecond)
+		}
+		v, _ := s.Meta(group.GroupSetMeta)
+		removed := v == next.Encode()
+		_, recorded := s.Meta(moveMeta(rec.id))
+		if removed == recorded {
+			t.Errorf("%s: group 3 removed %v, a move into it recorded %v: want exactly one", tc.name, removed, recorded)
+		}
+	}
+}

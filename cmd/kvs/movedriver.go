@@ -187,7 +187,18 @@ func (d *moveDriver) record(id uint64) (moveRecord, error) {
 // longer r (a cancel, another leader's step), which the caller reads
 // again.
 func (d *moveDriver) advance(r, next moveRecord) (bool, error) {
-	rs, err := d.env.proposeMeta([]fsm.Command{metaCAS(moveMeta(r.id), r.String(), next.String())})
+	return d.advanceWhile(r, next, nil)
+}
+
+// advanceWhile is advance that writes only while each name of also
+// (name, value expected, ...) holds its value too, in one transaction
+// (fsm.MetaTxn, of the cluster's level txnLevel).
+func (d *moveDriver) advanceWhile(r, next moveRecord, also []string) (bool, error) {
+	cmd := metaCAS(moveMeta(r.id), r.String(), next.String())
+	if len(also) > 0 {
+		cmd = fsm.MetaTxn(append([]string{moveMeta(r.id), r.String()}, also...), []string{moveMeta(r.id), next.String()})
+	}
+	rs, err := d.env.proposeMeta([]fsm.Command{cmd})
 	if err != nil {
 		return false, err
 	}
@@ -291,13 +302,16 @@ func (d *moveDriver) begin(r moveRecord) error {
 	}
 	// A group made while the cluster runs takes slots once its leader
 	// has copied the functions and scripts in (seedGroups).
-	if set, _, err := groupSetFrom(d.env.meta, d.sh.groups); err != nil {
+	set, setText, err := groupSetFrom(d.env.meta, d.sh.groups)
+	if err != nil {
 		return err
 	} else if !set.Has(r.target) || !set.Has(r.source) {
-		// Removed as the move was recorded (kvs groups remove checks
-		// for moves before, not in the same entry).
+		// Removed as the move was recorded: only by a cluster of a level
+		// without fsm.OpMetaTxn (moveEntry), or by a restore. Rolled
+		// back (cancel), not just ended: a round that read the list
+		// before the removal may have begun the move at the source.
 		next := r
-		next.phase, next.note = phaseCancelled, "a group of the move was removed"
+		next.phase, next.note = phaseCancelling, "a group of the move was removed"
 		_, err := d.advance(r, next)
 		return err
 	} else if !seededIn(d.env.meta, set, r.target) {
@@ -330,7 +344,18 @@ func (d *moveDriver) begin(r moveRecord) error {
 	if _, err := d.step(r.source, fsm.MoveBegin(sourceMoveID(r.id), r.ranges)); err != nil && !isReply(err, fsm.ErrMoveExists) {
 		return err
 	}
-	return d.advanceTo(r, phaseCopying)
+	// The record goes on only while the list of groups is the one read
+	// here: a driver whose replica of the meta group has not seen a
+	// group's removal does not take a move of it on, whatever recorded
+	// it (the next round reads again, and cancels it).
+	next := r
+	next.phase = phaseCopying
+	var also []string
+	if levels := (group.Levels{Meta: d.env.meta}); levels.Cluster() >= txnLevel {
+		also = []string{group.GroupSetMeta, setText}
+	}
+	_, err = d.advanceWhile(r, next, also)
+	return err
 }
 
 // groupRanges is the slots map m gives group g.

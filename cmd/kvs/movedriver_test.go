@@ -278,3 +278,73 @@ func TestMoveDriverRetiresEveryAttempt(t *testing.T) {
 		t.Errorf("GET %s on the target: %v", key, r)
 	}
 }
+
+// TestMoveDriverRemovedGroup: move 1 (slots 0-99, from group 1 to group
+// 3) is recorded as group 3 is removed, which only a cluster below the
+// transaction's level lets happen (or a restore), and the driver's
+// replica of the meta group has not seen the removal yet. It must not
+// take the move on into a group no node serves: its begin writes the
+// record on only while the list of groups is the one it read, and once
+// its replica catches up it rolls the move back, the source left with no
+// move in flight (the next move out of it goes through).
+func TestMoveDriverRemovedGroup(t *testing.T) {
+	c := newFakeGroups(3)
+	m, err := group.InitialSlotMap(2) // group 3 holds no slot yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := group.DefaultGroupSet(3)
+	set.Version = 1 // as stored once a group was added
+	c.applyMeta(metaCAS(group.SlotMapMeta, "", m.String()), metaCAS(group.GroupSetMeta, "", set.Encode()),
+		metaSet(group.ClusterLevelMeta, strconv.Itoa(txnLevel)))
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := "k" + strconv.Itoa(i); fsm.KeySlot(k) <= 99 {
+			key = k
+		}
+	}
+	c.apply(1, fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(key), []byte("1")}})
+	rec := moveRecord{id: 1, source: 1, target: 3, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	c.applyMeta(moveEntry(txnLevel-1, set.Encode(), "", rec)...)
+	upTo := len(c.log)
+	next, err := set.Remove(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applyMeta(metaCAS(group.GroupSetMeta, set.Encode(), next.Encode()))
+
+	env := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	env.upTo = upTo
+	env.onMeta = func(int) { env.upTo = -1 }
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := &moveDriver{env: env, sh: shape{groups: 3}, logger: logger, stop: make(chan struct{})}
+	if err := d.drive(1); err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	v, _ := c.meta.Meta(moveMeta(1))
+	got, err := parseMoveRecord(1, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.phase != phaseCancelled || got.note != "a group of the move was removed" {
+		t.Fatalf("move 1 is %s (%q), want cancelled as its group was removed", got.phase, got.note)
+	}
+	// Group 1 keeps its key and takes writes to the slots.
+	if r := c.apply(1, fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(key), []byte("2")}}); r[0].Kind == fsm.ReplyError {
+		t.Fatalf("SET %s on the source after the cancel: %v", key, r[0])
+	}
+	// And moves out again.
+	rec2 := moveRecord{id: 2, source: 1, target: 2, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	if rs := c.applyMeta(moveEntry(txnLevel, next.Encode(), "1", rec2)...); !entryDone(rs) {
+		t.Fatal("recording move 2 failed")
+	}
+	if err := d.drive(2); err != nil {
+		t.Fatalf("drive of move 2: %v", err)
+	}
+	if p, _ := phaseIn(c.meta, 2); p != phaseDone {
+		t.Fatalf("move 2 is %s, want done", p)
+	}
+	if r := c.groups[2].Read(fakeNow, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(key)}}); r.Kind != fsm.ReplyBulk || string(r.Bulk) != "2" {
+		t.Errorf("GET %s on group 2: %v", key, r)
+	}
+}

@@ -205,21 +205,22 @@ func storedSlotMap(gm *groupsMeta, sh shape) (group.SlotMap, error) {
 
 // Move records a move of first..last to target: all of them of one other
 // group by the stored map. The id and the record are written in one
-// entry, by compare-and-set on the last id given, so two concurrent
-// moves get two ids.
+// entry (moveEntry), by compare-and-set on the last id given, so two
+// concurrent moves get two ids, and on the list of groups read, so that a
+// group removed meanwhile (groupAdmin.Remove) takes no move.
 func (sm *slotMoves) Move(first, last, target int) (uint64, error) {
 	switch {
 	case first < 0 || last >= fsm.ClusterSlots || first > last:
 		return 0, errMove(fmt.Sprintf("invalid slot range %d-%d: want first <= last within 0-%d", first, last, fsm.ClusterSlots-1))
 	}
-	set, _, err := readGroupSet(sm.gm, sm.sh.groups)
-	if err != nil {
-		return 0, err
-	}
-	if target < 1 || target > group.MaxGroupID || !set.Has(uint32(target)) {
-		return 0, errMove(fmt.Sprintf("no data group %d: the cluster's are %s", target, idsText(set.Live)))
-	}
 	for try := 0; ; try++ {
+		set, setText, err := readGroupSet(sm.gm, sm.sh.groups)
+		if err != nil {
+			return 0, err
+		}
+		if target < 1 || target > group.MaxGroupID || !set.Has(uint32(target)) {
+			return 0, errMove(fmt.Sprintf("no data group %d: the cluster's are %s", target, idsText(set.Live)))
+		}
 		m, err := storedSlotMap(sm.gm, sm.sh)
 		if err != nil {
 			return 0, err
@@ -238,14 +239,12 @@ func (sm *slotMoves) Move(first, last, target int) (uint64, error) {
 		n, _ := strconv.ParseUint(cur, 10, 64)
 		id := n + 1
 		rec := moveRecord{id: id, source: src, target: uint32(target), ranges: []fsm.SlotRange{{Lo: first, Hi: last}}, phase: phaseBegun}
-		rs, err := sm.gm.meta.keeper.propose(sm.gm.srv, []fsm.Command{
-			metaCAS(moveNextMeta, cur, strconv.FormatUint(id, 10)),
-			metaCAS(moveMeta(id), "", rec.String()),
-		})
+		entry := moveEntry(sm.gm.meta.keeper.levels.Cluster(), setText, cur, rec)
+		rs, err := sm.gm.meta.keeper.propose(sm.gm.srv, entry)
 		if err != nil {
 			return 0, err
 		}
-		if casDone(rs[0]) && casDone(rs[1]) {
+		if entryDone(rs) {
 			return id, nil
 		}
 		if try == 10 {
@@ -255,6 +254,38 @@ func (sm *slotMoves) Move(first, last, target int) (uint64, error) {
 }
 
 func casDone(r fsm.Reply) bool { return r.Kind == fsm.ReplyInt && r.Int == 1 }
+
+// entryDone reports whether every compare-and-set (or transaction) of an
+// entry set.
+func entryDone(rs []fsm.Reply) bool {
+	for _, r := range rs {
+		if !casDone(r) {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// txnLevel is the cluster's level from which the meta group takes
+// fsm.OpMetaTxn.
+const txnLevel = 2
+
+// moveEntry is the meta group's entry that records rec, the move after
+// the last id given, cur, while the list of groups is setText (the text
+// read, "" for none stored): a transaction on both (fsm.MetaTxn) at a
+// cluster level that has it. A cluster of a lower level records by two
+// compare-and-sets, which the list may change between; no group is
+// removed there (removeEntry needs the transaction), and the driver
+// cancels a move whose group is gone at its begin.
+func moveEntry(level int, setText, cur string, rec moveRecord) []fsm.Command {
+	id := strconv.FormatUint(rec.id, 10)
+	if level < txnLevel {
+		return []fsm.Command{metaCAS(moveNextMeta, cur, id), metaCAS(moveMeta(rec.id), "", rec.String())}
+	}
+	return []fsm.Command{fsm.MetaTxn(
+		[]string{group.GroupSetMeta, setText, moveNextMeta, cur, moveMeta(rec.id), ""},
+		[]string{moveNextMeta, id, moveMeta(rec.id), rec.String()})}
+}
 
 // Moves lists the moves not finished and the last ten finished.
 func (sm *slotMoves) Moves() ([]server.SlotMove, error) {
