@@ -41,6 +41,10 @@ type moveDriver struct {
 	// the target, all of 1 to that one (retireThrough). Memory only:
 	// another node, or this one restarted, asks from 1 once.
 	retired map[uint64]uint64
+	// settle is how long drive waits for this node's replica of the meta
+	// group to change a record that a step left as it was, before it
+	// runs the step again; 0 is moveRound.
+	settle time.Duration
 }
 
 // moveEnv is what a moveDriver works with: this node's replica of the
@@ -215,11 +219,25 @@ func (d *moveDriver) advanceWhile(r, next moveRecord, also []string) (bool, erro
 // when the record changed meanwhile (a cancel), the next round reads it
 // again.
 func (d *moveDriver) drive(id uint64) error {
+	last := ""
 	for {
 		r, err := d.record(id)
 		if err != nil {
 			return err
 		}
+		// A step that ends without error has written the next record,
+		// unless its compare-and-set found another: a cancel, or a
+		// record newer than this node's replica of the meta group has
+		// applied yet (it lags behind the group). Proposing the same
+		// step again at once would load the meta group's leader with
+		// proposals bound to fail until the replica catches up: wait for
+		// it to, a while.
+		if s := r.String(); s == last {
+			if r, err = d.awaitChange(r); err != nil {
+				return err
+			}
+		}
+		last = r.String()
 		if r.finished() {
 			d.logger.Info("slot move finished", "move", id, "phase", r.phase, "slots", formatRanges(r.ranges),
 				"from", r.source, "to", r.target, "keys", r.keys, "bytes", r.bytes, "note", r.note)
@@ -251,6 +269,34 @@ func (d *moveDriver) drive(id uint64) error {
 			return err
 		}
 	}
+}
+
+// awaitChange waits until this node's replica of the meta group holds
+// another record of r's move than r, or settle has passed, and returns
+// the record then; errStopped if the node stops meanwhile.
+func (d *moveDriver) awaitChange(r moveRecord) (moveRecord, error) {
+	settle := d.settle
+	if settle <= 0 {
+		settle = moveRound
+	}
+	deadline := time.Now().Add(settle)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.stop:
+			return r, errStopped
+		case <-t.C:
+		}
+		cur, err := d.record(r.id)
+		if err != nil {
+			return r, err
+		}
+		if cur.String() != r.String() {
+			return cur, nil
+		}
+	}
+	return r, nil
 }
 
 // advanceTo writes r's record at phase.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"kvs/fsm"
 	"kvs/group"
@@ -55,6 +56,9 @@ type fakeEnv struct {
 	// proposed counts the meta proposals; after each, onMeta if set.
 	proposed int
 	onMeta   func(n int)
+	// reads counts the reads of the replica; after each, onRead if set.
+	reads  int
+	onRead func(n int)
 }
 
 func newFakeEnv(c *fakeGroups, lead func(uint32) bool) *fakeEnv {
@@ -70,9 +74,15 @@ func (e *fakeEnv) syncLocked() {
 
 func (e *fakeEnv) meta(name string) (string, bool) {
 	e.c.mu.Lock()
-	defer e.c.mu.Unlock()
 	e.syncLocked()
-	return e.replica.Meta(name)
+	v, ok := e.replica.Meta(name)
+	e.reads++
+	n, on := e.reads, e.onRead
+	e.c.mu.Unlock()
+	if on != nil {
+		on(n)
+	}
+	return v, ok
 }
 
 func (e *fakeEnv) metaAll() map[string]string {
@@ -136,6 +146,76 @@ func phaseIn(s *fsm.Store, id uint64) (string, uint64) {
 // attempt 2 to the record, whose compare-and-set then failed, and the move
 // stayed at activated for good, its slots fenced at the source.
 func TestMoveDriverStaleRecord(t *testing.T) {
+	c, keys, upTo := activatedMove(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	xEnv := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	xEnv.upTo = upTo
+	stop := make(chan struct{})
+	var once sync.Once
+	xEnv.onMeta = func(n int) {
+		if n >= 5 {
+			once.Do(func() { close(stop) })
+		}
+	}
+	x := &moveDriver{env: xEnv, sh: shape{groups: 2}, logger: logger, stop: stop, settle: time.Millisecond}
+	if p, a := phaseIn(xEnv.replica, 1); p != "" {
+		t.Fatalf("x's replica is not fresh: %s %d", p, a)
+	}
+	if err := x.drive(1); err != nil && err != errStopped {
+		t.Logf("x's drive on the stale record: %v", err)
+	}
+	if p, a := phaseIn(c.meta, 1); p != phaseActivated || a != 1 {
+		t.Fatalf("after x's stale drive move 1 is %s, attempt %d; want activated, attempt 1", p, a)
+	}
+
+	// x's replica catches up.
+	xEnv.upTo = -1
+	xEnv.onMeta = nil
+	x.stop = make(chan struct{})
+	if err := x.drive(1); err != nil {
+		t.Fatalf("x's drive once its replica caught up: %v", err)
+	}
+	checkMovedToTarget(t, c, keys)
+}
+
+// TestMoveDriverStaleWaits: a driver whose replica of the meta group lags
+// behind a record its step fails to replace (move 1 activated, the
+// replica at copying) proposes the step once and then waits for its
+// replica to catch up, reading it, instead of proposing the same failing
+// step again and again to the meta group's leader; once the replica has
+// caught up it takes the move to done.
+func TestMoveDriverStaleWaits(t *testing.T) {
+	c, keys, upTo := activatedMove(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	env := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	env.upTo = upTo
+	stale := -1 // the proposals made while the replica lagged
+	env.onRead = func(n int) {
+		// Many reads after the first proposal: the replica catches up.
+		if env.proposed > 0 && stale < 0 && n > 50 {
+			stale = env.proposed
+			env.c.mu.Lock()
+			env.upTo = -1
+			env.c.mu.Unlock()
+		}
+	}
+	d := &moveDriver{env: env, sh: shape{groups: 2}, logger: logger, stop: make(chan struct{}), settle: time.Hour}
+	if err := d.drive(1); err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	if stale != 1 {
+		t.Errorf("%d meta proposals while the replica lagged, want 1", stale)
+	}
+	checkMovedToTarget(t, c, keys)
+}
+
+// activatedMove makes move 1 (slots 0-99, 40 keys, from group 1 to group
+// 2), driven by a node y until its record says activated, and returns the
+// groups, the keys, and the count of meta entries up to the one that
+// first made the record copying, attempt 1: a replica stopped there has
+// a stale record.
+func activatedMove(t *testing.T) (*fakeGroups, map[string]string, int) {
+	t.Helper()
 	c := newFakeGroups(2)
 	m, err := group.InitialSlotMap(2)
 	if err != nil {
@@ -179,34 +259,13 @@ func TestMoveDriverStaleRecord(t *testing.T) {
 	if upTo < 0 {
 		t.Fatal("the record never said copying, attempt 1")
 	}
+	return c, keys, upTo
+}
 
-	xEnv := newFakeEnv(c, func(g uint32) bool { return g == 1 })
-	xEnv.upTo = upTo
-	stop := make(chan struct{})
-	var once sync.Once
-	xEnv.onMeta = func(n int) {
-		if n >= 5 {
-			once.Do(func() { close(stop) })
-		}
-	}
-	x := &moveDriver{env: xEnv, sh: shape{groups: 2}, logger: logger, stop: stop}
-	if p, a := phaseIn(xEnv.replica, 1); p != "" {
-		t.Fatalf("x's replica is not fresh: %s %d", p, a)
-	}
-	if err := x.drive(1); err != nil && err != errStopped {
-		t.Logf("x's drive on the stale record: %v", err)
-	}
-	if p, a := phaseIn(c.meta, 1); p != phaseActivated || a != 1 {
-		t.Fatalf("after x's stale drive move 1 is %s, attempt %d; want activated, attempt 1", p, a)
-	}
-
-	// x's replica catches up.
-	xEnv.upTo = -1
-	xEnv.onMeta = nil
-	x.stop = make(chan struct{})
-	if err := x.drive(1); err != nil {
-		t.Fatalf("x's drive once its replica caught up: %v", err)
-	}
+// checkMovedToTarget checks that move 1 is done with keys on group 2,
+// none readable on group 1.
+func checkMovedToTarget(t *testing.T, c *fakeGroups, keys map[string]string) {
+	t.Helper()
 	if p, _ := phaseIn(c.meta, 1); p != phaseDone {
 		t.Fatalf("move 1 is %s, want done", p)
 	}
