@@ -504,12 +504,13 @@ func (d *moveDriver) copy(r moveRecord) error {
 	}
 	p := pacer{rate: d.pace, start: time.Now()}
 	lastSaved := time.Now()
-	cs := d.chunkBytes()
 	for first := true; ; first = false {
 		if err := d.check(r); err != nil {
 			return err
 		}
-		chunk, done := view.Next(cs)
+		// The size read each chunk: a pace changed mid-copy (CONFIG SET
+		// slot-move-rate) changes the chunks' size with it.
+		chunk, done := view.Next(d.chunkBytes())
 		if first || view.Sent() > int(r.keys) {
 			if err := stage(chunk); err != nil {
 				return err
@@ -538,7 +539,7 @@ func (d *moveDriver) copy(r moveRecord) error {
 		if err := d.check(r); err != nil {
 			return err
 		}
-		rep, err := d.step(r.source, fsm.MoveDrain(sourceMoveID(r.id), cs))
+		rep, err := d.step(r.source, fsm.MoveDrain(sourceMoveID(r.id), d.chunkBytes()))
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +61,8 @@ type fakeEnv struct {
 	// reads counts the reads of the replica; after each, onRead if set.
 	reads  int
 	onRead func(n int)
+	// onGroup, if set, sees each proposal to a data group first.
+	onGroup func(g uint32, cmds []fsm.Command)
 }
 
 func newFakeEnv(c *fakeGroups, lead func(uint32) bool) *fakeEnv {
@@ -106,6 +110,9 @@ func (e *fakeEnv) proposeMeta(cmds []fsm.Command) ([]fsm.Reply, error) {
 }
 
 func (e *fakeEnv) proposeGroup(g uint32, cmds []fsm.Command) ([]fsm.Reply, error) {
+	if e.onGroup != nil {
+		e.onGroup(g, cmds)
+	}
 	e.c.mu.Lock()
 	defer e.c.mu.Unlock()
 	if e.c.groups[g] == nil {
@@ -405,5 +412,52 @@ func TestMoveDriverRemovedGroup(t *testing.T) {
 	}
 	if r := c.groups[2].Read(fakeNow, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte(key)}}); r.Kind != fsm.ReplyBulk || string(r.Bulk) != "2" {
 		t.Errorf("GET %s on group 2: %v", key, r)
+	}
+}
+
+// TestMoveDriverChunkFollowsPace: a copy whose pace is raised while it
+// runs (CONFIG SET slot-move-rate) stages its next chunks at the size the
+// new pace gives (chunkBytes), not at the size of the pace it began with:
+// 100 KB begun at 32 KiB a second (chunks of 4 KiB) and then let go
+// without limit (256 KiB) is staged in a few chunks, not in 25.
+func TestMoveDriverChunkFollowsPace(t *testing.T) {
+	c := newFakeGroups(2)
+	m, err := group.InitialSlotMap(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applyMeta(metaCAS(group.SlotMapMeta, "", m.String()))
+	value := strings.Repeat("v", 1000)
+	n := 0
+	for i := 0; n < 100; i++ {
+		if k := "k" + strconv.Itoa(i); fsm.KeySlot(k) <= 99 {
+			c.apply(1, fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte(k), []byte(value)}})
+			n++
+		}
+	}
+	rec := moveRecord{id: 1, source: 1, target: 2, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	c.applyMeta(metaCAS(moveNextMeta, "", "1"), metaCAS(moveMeta(1), "", rec.String()))
+	var rate atomic.Int64
+	rate.Store(32 << 10)
+	var chunks []int
+	env := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	env.onGroup = func(g uint32, cmds []fsm.Command) {
+		for _, cmd := range cmds {
+			if cmd.Op == fsm.OpMoveIn && len(cmd.Args) == 2 && len(cmd.Args[1]) > 0 {
+				chunks = append(chunks, len(cmd.Args[1]))
+				rate.Store(0) // after the first chunk: no limit
+			}
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := &moveDriver{env: env, sh: shape{groups: 2}, rate: &rate, logger: logger, stop: make(chan struct{})}
+	if err := d.drive(1); err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	if p, _ := phaseIn(c.meta, 1); p != phaseDone {
+		t.Fatalf("move 1 is %s, want done", p)
+	}
+	if len(chunks) < 2 || chunks[0] > 8<<10 || len(chunks) > 4 {
+		t.Fatalf("chunks staged %v: want the first of about 4 KiB, then the rest in one or two", chunks)
 	}
 }
