@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 
@@ -67,6 +68,17 @@ type Config struct {
 	// with TrailingLogs it bounds the log on disk and the replay at restart.
 	SnapshotThreshold uint64        // (8192)
 	SnapshotInterval  time.Duration // (30s)
+	// SnapshotGrowth and SnapshotMinSize: a store whose last snapshot
+	// holds SnapshotMinSize bytes or more is snapshotted again only once
+	// the entries applied since add up to SnapshotGrowth percent of that
+	// snapshot's size, as Redis rewrites its AOF once it grew by
+	// auto-aof-rewrite-percentage over auto-aof-rewrite-min-size: a
+	// snapshot writes the whole store, and a large one written to a
+	// little at a time was written whole every SnapshotInterval, which
+	// cost its node more than the writes did. Negative SnapshotGrowth
+	// turns the rule off (snapshots by SnapshotThreshold alone).
+	SnapshotGrowth  int   // (100)
+	SnapshotMinSize int64 // (64 MiB)
 	// TrailingLogs is how many entries a snapshot leaves in the log, so a
 	// follower a little behind catches up from the log rather than by a
 	// whole snapshot.
@@ -86,6 +98,8 @@ const (
 	DefaultSnapshotThreshold  = 8192
 	DefaultSnapshotInterval   = 30 * time.Second
 	DefaultTrailingLogs       = 10240
+	DefaultSnapshotGrowth     = 100
+	DefaultSnapshotMinSize    = 64 << 20
 	DefaultApplyTimeout       = 5 * time.Second
 )
 
@@ -127,6 +141,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("cluster: Config.%s is negative (%v)", name, d)
 		}
 	}
+	if c.SnapshotMinSize < 0 {
+		return fmt.Errorf("cluster: Config.SnapshotMinSize is negative (%d)", c.SnapshotMinSize)
+	}
 	if c.MaxAppendEntries < 0 || c.MaxAppendEntries > maxAppendEntries {
 		return fmt.Errorf("cluster: Config.MaxAppendEntries %d is not in [0, %d]", c.MaxAppendEntries, maxAppendEntries)
 	}
@@ -146,6 +163,8 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.SnapshotThreshold, DefaultSnapshotThreshold)
 	setDefault(&c.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&c.TrailingLogs, DefaultTrailingLogs)
+	setDefault(&c.SnapshotGrowth, DefaultSnapshotGrowth)
+	setDefault(&c.SnapshotMinSize, DefaultSnapshotMinSize)
 	setDefault(&c.ApplyTimeout, DefaultApplyTimeout)
 	return c
 }
@@ -169,7 +188,9 @@ func (c *Config) raftConfig() *raft.Config {
 	// Concurrent Apply calls queue in a buffered channel and the leader
 	// takes up to MaxAppendEntries of them per log write (one fsync).
 	rc.BatchApplyCh = true
-	rc.SnapshotThreshold = c.SnapshotThreshold
+	// The node takes its snapshots itself (snapshots.go), by entries and
+	// bytes; raft's own check, by entries alone, never fires.
+	rc.SnapshotThreshold = math.MaxUint64
 	rc.SnapshotInterval = c.SnapshotInterval
 	rc.TrailingLogs = c.TrailingLogs
 	// A restart restores the latest snapshot and replays only the log after

@@ -51,6 +51,7 @@ type Node struct {
 	bolt  *raftboltdb.BoltStore // the stable store, and the log of a node from before raftlog
 	rlog  *raftlog.Log          // the log, in Dir/log (nil: bolt holds it)
 	logs  raft.LogStore         // the log behind raft's log cache
+	snaps raft.SnapshotStore    // the snapshots
 	// watched is bolt as the log cache sees it, noting failed writes.
 	watched *watchedLogs
 
@@ -85,6 +86,11 @@ type Node struct {
 	barrierSem chan struct{}
 
 	leaderCh chan bool // LeaderChanges; sent to only by watch
+
+	// snapshotChecks counts the checks of whether a snapshot is due
+	// (snapshots.go); snapsDone is closed when they stop.
+	snapshotChecks atomic.Int64
+	snapsDone      chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -165,6 +171,7 @@ func Open(cfg Config) (*Node, error) {
 		closing:    make(chan struct{}),
 		stopped:    make(chan struct{}),
 		watchDone:  make(chan struct{}),
+		snapsDone:  make(chan struct{}),
 	}
 	ok := false
 	defer func() {
@@ -274,7 +281,7 @@ func Open(cfg Config) (*Node, error) {
 	n.push = newPushTransport(n.trans, logs, snaps, n.log)
 	// findStart ran: startIndex is known before the FSM sees anything.
 	fsm := &trackingFSM{BatchingFSM: cfg.FSM, applied: &n.applied, fsmApplied: &n.fsmApplied, applying: &n.applying,
-		push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path}
+		push: n.push, delays: &n.delays, startIndex: n.startIndex, boltPath: path, bytes: &logBytes{}}
 	n.raft, err = raft.NewRaft(rc, fsm, logs, n.bolt, snaps, n.push)
 	if err != nil {
 		n.push.stop()
@@ -287,6 +294,8 @@ func Open(cfg Config) (*Node, error) {
 	}
 	ok = true
 	go n.watch()
+	n.snaps = snaps
+	go n.snapshots(snaps, fsm.bytes)
 	return n, nil
 }
 
@@ -635,6 +644,7 @@ func (n *Node) Close() error {
 		n.push.stop()
 		close(n.stopped)
 		<-n.watchDone
+		<-n.snapsDone
 		close(n.leaderCh)
 		if n.rlog != nil {
 			if cerr := n.rlog.Close(); err == nil {

@@ -63,6 +63,7 @@ type trackingFSM struct {
 	delays     *applyDelays   // nil: not recorded
 	startIndex uint64         // entries up to it were in the log at open
 	boltPath   string         // named when a corrupt entry stops the node
+	bytes      *logBytes      // nil: not counted
 }
 
 func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
@@ -71,6 +72,9 @@ func (t *trackingFSM) ApplyBatch(logs []*raft.Log) []any {
 		defer t.applying.Store(false)
 	}
 	resp := t.BatchingFSM.ApplyBatch(t.unseal(logs))
+	if t.bytes != nil {
+		t.bytes.add(logs)
+	}
 	if len(logs) > 0 {
 		t.advance(logs[len(logs)-1])
 	}
@@ -83,6 +87,9 @@ func (t *trackingFSM) Apply(l *raft.Log) any {
 		defer t.applying.Store(false)
 	}
 	resp := t.BatchingFSM.Apply(t.unseal([]*raft.Log{l})[0])
+	if t.bytes != nil {
+		t.bytes.add([]*raft.Log{l})
+	}
 	t.advance(l)
 	return resp
 }
@@ -131,11 +138,24 @@ func (t *trackingFSM) Restore(rc io.ReadCloser) error {
 	if err := t.BatchingFSM.Restore(rc); err != nil {
 		return err
 	}
+	if t.bytes != nil {
+		t.bytes.snapshotted()
+	}
 	if a, ok := t.BatchingFSM.(interface{ AppliedIndex() uint64 }); ok {
 		t.applied.advance(a.AppliedIndex())
 		t.fsmApplied.advance(a.AppliedIndex())
 	}
 	return nil
+}
+
+// Snapshot passes through, noting where the applied bytes stand (raft
+// calls it between applies).
+func (t *trackingFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := t.BatchingFSM.Snapshot()
+	if err == nil && t.bytes != nil {
+		t.bytes.snapshotted()
+	}
+	return s, err
 }
 
 // stallBarrier is how long ReadIndex waits for the FSM to reach the read

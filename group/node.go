@@ -40,6 +40,7 @@ type NodeOptions struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 	SnapshotInterval  time.Duration
+	SnapshotGrowth    int
 
 	// Repair with RepairAllowEmpty moves a group's damaged raft state
 	// aside whole, so that the replica starts empty and is caught up by
@@ -186,6 +187,7 @@ func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool, voters []P
 		SnapshotThreshold: n.o.SnapshotThreshold,
 		TrailingLogs:      n.o.TrailingLogs,
 		SnapshotInterval:  n.o.SnapshotInterval,
+		SnapshotGrowth:    n.o.SnapshotGrowth,
 		Mux:               n.mux,
 		Group:             id,
 	})

@@ -42,6 +42,7 @@ var (
 	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
 	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
 	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
+	flagMoveBenchArgs    = flag.String("movebench.args", "", "BenchmarkSlotMove: more kvs serve flags for every node, space-separated")
 )
 
 func BenchmarkSlotMove(b *testing.B) {
@@ -85,7 +86,7 @@ type timedWrite struct {
 }
 
 func benchMove(b *testing.B, size int64, mix bool) {
-	args := []string{"--groups", "3", "--slot-move-rate", *flagMoveBenchRate}
+	args := append([]string{"--groups", "3", "--slot-move-rate", *flagMoveBenchRate}, strings.Fields(*flagMoveBenchArgs)...)
 	var nodes []*Node
 	var metrics []string
 	if *flagMoveBenchProf == "" {

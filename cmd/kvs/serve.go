@@ -62,6 +62,7 @@ type serveFlags struct {
 	snapshotEntries uint64
 	trailingLogs    uint64
 	snapshotEvery   time.Duration
+	snapshotGrowth  int
 
 	// --config: the file (absolute), the Redis parameters it sets, and
 	// what it said that kvs does not use.
@@ -126,6 +127,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.reads, "reads", "stale", "cluster mode: stale (answer reads locally) or linearizable (answer reads only as a confirmed leader; followers forward them)")
 	fs.Uint64Var(&f.snapshotEntries, "raft-snapshot-entries", 0, "cluster mode: log entries since the last snapshot that trigger a new one (0: 8192)")
 	fs.DurationVar(&f.snapshotEvery, "raft-snapshot-interval", 0, "cluster mode: how often to check whether a snapshot is due (0: 30s; raft adds up to as much again at random)")
+	fs.IntVar(&f.snapshotGrowth, "raft-snapshot-growth", 100, "cluster mode: a store whose last snapshot holds 64 MiB or more is snapshotted again once the entries since add up to this percent of it (0: by entries alone)")
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
 	f.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -196,11 +198,14 @@ func (f serveFlags) validate(given map[string]bool) error {
 	if f.repairEmpty && !f.repair {
 		return errors.New("--repair-allow-empty needs --repair")
 	}
+	if f.snapshotGrowth < 0 {
+		return fmt.Errorf("--raft-snapshot-growth %d: want a percent, 0 or more", f.snapshotGrowth)
+	}
 	if err := f.tls.validate(f.addr, f.clustered()); err != nil {
 		return err
 	}
 	if !f.clustered() {
-		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || f.groups != 0 || given["replicas"] {
+		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || given["raft-snapshot-growth"] || f.groups != 0 || given["replicas"] {
 			return errors.New("--bootstrap, --join, --groups, --replicas, --advertise-addr, --reads and --raft-* need cluster mode (--node-id and --raft-addr)")
 		}
 		return nil
@@ -339,7 +344,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		o := group.RaftOptions{
 			DataDir: f.dataDir, NodeID: f.nodeID, RaftAddr: f.raftAddr, Bootstrap: f.bootstrap, Logger: logger,
 			SnapshotThreshold: f.snapshotEntries, TrailingLogs: f.trailingLogs, SnapshotInterval: f.snapshotEvery,
-			Repair: f.repair, RepairAllowEmpty: f.repairEmpty,
+			SnapshotGrowth: snapshotGrowth(f.snapshotGrowth), Repair: f.repair, RepairAllowEmpty: f.repairEmpty,
 		}
 		if f.tls.clusterOn() {
 			o.TLS = &cluster.TLS{Listener: tlsState.NodeListenerConfig(), Dial: tlsState.DialConfig}
@@ -650,4 +655,13 @@ func ensureProcs() {
 	if runtime.GOMAXPROCS(0) < minProcs {
 		runtime.GOMAXPROCS(minProcs)
 	}
+}
+
+// snapshotGrowth is cluster.Config.SnapshotGrowth for --raft-snapshot-growth
+// pct: 0 turns the rule off, which the config says by a negative value.
+func snapshotGrowth(pct int) int {
+	if pct == 0 {
+		return -1
+	}
+	return pct
 }

@@ -32,6 +32,9 @@ func TestServeFlagsThatCannotApply(t *testing.T) {
 		{[]string{"--replicas", "2"}, "need cluster mode"},
 		{append([]string{"--groups", "3", "--replicas", "2"}, cluster...), ""},
 		{append([]string{"--groups", "3", "--replicas", "-1"}, cluster...), "--replicas -1: want 0 (every node) or more"},
+		{[]string{"--raft-snapshot-growth", "50"}, "need cluster mode"},
+		{append([]string{"--raft-snapshot-growth", "0"}, cluster...), ""},
+		{append([]string{"--raft-snapshot-growth", "-5"}, cluster...), "--raft-snapshot-growth -5: want a percent, 0 or more"},
 	} {
 		_, err := parseServeFlags(tc.args, io.Discard)
 		switch {
