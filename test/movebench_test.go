@@ -180,6 +180,19 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		b.Fatalf("loading: %v", loadErr)
 	}
 	b.Logf("loaded %d keys of %d bytes (%d MiB) into slots %d-%d in %v", nkeys, len(val), size>>20, first, last, time.Since(start).Round(time.Second))
+	// A cluster that has held its data a while has snapshotted it: so
+	// that the snapshot the fill calls for does not fall in the windows
+	// measured, every node saves every group now (SAVE).
+	start = time.Now()
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, ReadTimeout: 5 * time.Minute})
+		err := c.Do(ctx, "SAVE").Err()
+		c.Close()
+		if err != nil {
+			b.Fatalf("SAVE on %s: %v", n.Name, err)
+		}
+	}
+	b.Logf("every node snapshotted its groups (SAVE) in %v", time.Since(start).Round(100*time.Millisecond))
 
 	stop := make(chan struct{})
 	var lwg sync.WaitGroup
