@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -459,5 +460,43 @@ func TestMoveDriverChunkFollowsPace(t *testing.T) {
 	}
 	if len(chunks) < 2 || chunks[0] > 8<<10 || len(chunks) > 4 {
 		t.Fatalf("chunks staged %v: want the first of about 4 KiB, then the rest in one or two", chunks)
+	}
+}
+
+// TestMoveDriverFencesWithDrain: the source's fence goes in one entry with
+// the drain after it, so that the hand-over waits one Raft round less,
+// and no write lands between the fence and that drain.
+func TestMoveDriverFencesWithDrain(t *testing.T) {
+	c := newFakeGroups(2)
+	m, err := group.InitialSlotMap(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.applyMeta(metaCAS(group.SlotMapMeta, "", m.String()))
+	rec := moveRecord{id: 1, source: 1, target: 2, ranges: []fsm.SlotRange{{Lo: 0, Hi: 99}}, phase: phaseBegun}
+	c.applyMeta(metaCAS(moveNextMeta, "", "1"), metaCAS(moveMeta(1), "", rec.String()))
+	fence := fsm.MoveFence(sourceMoveID(1))
+	isFence := func(cmd fsm.Command) bool {
+		return cmd.Op == fence.Op && cmd.Int == fence.Int && cmd.Int2 == fence.Int2
+	}
+	drain := fsm.MoveDrain(sourceMoveID(1), 1)
+	var fences [][]fsm.Command
+	env := newFakeEnv(c, func(g uint32) bool { return g == 1 })
+	env.onGroup = func(g uint32, cmds []fsm.Command) {
+		if g == 1 && slices.ContainsFunc(cmds, isFence) {
+			fences = append(fences, cmds)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d := &moveDriver{env: env, sh: shape{groups: 2}, logger: logger, stop: make(chan struct{})}
+	if err := d.drive(1); err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	if p, _ := phaseIn(c.meta, 1); p != phaseDone {
+		t.Fatalf("move 1 is %s, want done", p)
+	}
+	if len(fences) != 1 || len(fences[0]) != 2 || !isFence(fences[0][0]) ||
+		fences[0][1].Op != drain.Op || fences[0][1].Int != drain.Int {
+		t.Fatalf("the fence went in %v; want one entry of the fence and a drain", fences)
 	}
 }
