@@ -127,6 +127,10 @@ func runSync(c *client, args [][]byte) {
 		c.out = appendError(c.out, e)
 		return
 	}
+	if g == nil {
+		c.out = appendError(c.out, errProposal(ErrNotLeader, false))
+		return
+	}
 	cl := g.raft
 	switch {
 	case g.remote():

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"kvs/fsm"
 )
 
 // A follower relays a forwarded write's replies only after waiting for the
@@ -78,5 +80,19 @@ func TestKVSSync(t *testing.T) {
 	}
 	if got := dialRaw(t, startServer(t, Config{})).do("KVS.SYNC"); got != "-"+errClusterDisabled+"\r\n" {
 		t.Errorf("KVS.SYNC standalone: %q", got)
+	}
+	// A group the node does not know (one removed that the sender still
+	// routes to, or one added it has not opened): as a node that does not
+	// lead it, which the client retries. A name that is no group id is an
+	// error.
+	if got := dialRaw(t, p.leader).do("KVS.SYNC", "7"); got != "-TRYAGAIN not the leader\r\n" {
+		t.Errorf("KVS.SYNC of an unknown group: %q", got)
+	}
+	if got := dialRaw(t, p.leader).do("KVS.SYNC", "x"); got != "-ERR no such group: x\r\n" {
+		t.Errorf("KVS.SYNC x: %q", got)
+	}
+	set := appendCommands(nil, []fsm.Command{{Op: fsm.OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}})
+	if got := dialRaw(t, p.leader).do("KVS.FORWARD", string(set), "", "7"); got != "-TRYAGAIN not the leader, the write was not applied\r\n" {
+		t.Errorf("KVS.FORWARD to an unknown group: %q", got)
 	}
 }

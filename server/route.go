@@ -391,7 +391,7 @@ func runForward(c *client, args [][]byte) {
 		c.out = appendError(c.out, e)
 		return
 	}
-	if !g.leads() {
+	if g == nil || !g.leads() {
 		write := len(cmds) > 0 && cmds[0].Op.IsWrite()
 		c.out = appendError(c.out, errProposal(fmt.Errorf("%w", ErrNotLeader), write))
 		return

@@ -401,13 +401,19 @@ func (s *Server) dirty() int64 {
 }
 
 // groupArg returns the group a node request names by its index (KVS.SYNC,
-// KVS.FORWARD), the home group when args is empty.
+// KVS.FORWARD), the home group when args is empty. A group this node does
+// not know (nil, and no error) is one the sender's view of the cluster
+// has and this node's has not, or no longer: a group added that this node
+// has not opened yet, or one removed that the sender still routes to (its
+// replica of the meta group behind, as while it replays its log after a
+// restart). The caller answers as a node that does not lead it, which the
+// client retries once the views agree.
 func (r *router) groupArg(args [][]byte) (*groupRef, string) {
 	if len(args) == 0 {
 		return &r.home, ""
 	}
 	i, err := strconv.Atoi(string(args[0]))
-	if err != nil || r.group(i) == nil {
+	if err != nil || i < 0 {
 		return nil, "ERR no such group: " + string(args[0])
 	}
 	return r.group(i), ""
