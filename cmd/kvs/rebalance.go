@@ -301,7 +301,7 @@ func slotCosts(ctx context.Context, v rebalanceView) (cost []int64, keys int64, 
 		}
 		addr := v.leaders[id]
 		if addr == "" {
-			return nil, 0, fmt.Errorf("data group %d has no leader known yet: try again once it has one (kvs status)", id)
+			return nil, 0, fmt.Errorf("CLUSTERDOWN data group %d has no leader known yet", id)
 		}
 		c := adminClient(addr)
 		for _, r := range runs {
@@ -359,7 +359,20 @@ func rebalanceCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvs rebalance: %v\n", err)
 		return 1
 	}
-	v, err := fetchRebalanceView(ctx, addr)
+	// The view and what each slot holds, again while a group is between
+	// leaders (as just after kvs groups add on a busy cluster), up to
+	// --timeout.
+	var v rebalanceView
+	var cost []int64
+	var keys int64
+	err := retryAdmin(*timeout, func() error {
+		var err error
+		if v, err = fetchRebalanceView(ctx, addr); err != nil {
+			return err
+		}
+		cost, keys, err = slotCosts(ctx, v)
+		return err
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -376,10 +389,6 @@ func rebalanceCmd(args []string, stdout, stderr io.Writer) int {
 		if m.phase != phaseDone && m.phase != phaseCancelled {
 			return fail(fmt.Errorf("move %d (slots %s) is in flight: rebalance once it is over (kvs slots status), or cancel it", m.id, m.slots))
 		}
-	}
-	cost, keys, err := slotCosts(ctx, v)
-	if err != nil {
-		return fail(err)
 	}
 	unit := sizeText
 	if keys == 0 {
