@@ -49,9 +49,10 @@ movebench: build
 # How long `kvs rebalance --wait` takes after `kvs groups add`, and what it
 # costs the clients (BenchmarkRebalance): three nodes, three groups holding
 # MOVE_BYTES over all slots, a fourth group added and given its share at
-# MOVE_RATE, once idle and once under the mix on the slots that stay.
+# MOVE_RATE, once idle and once under the mix on the slots that stay (-v:
+# its log is longer than the 10 lines go test keeps of a benchmark's).
 rebalancebench: build
-	$(GO) test ./test/ -run '^$$' -bench '^BenchmarkRebalance$$' -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
+	$(GO) test ./test/ -v -run '^$$' -bench '^BenchmarkRebalance$$' -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
 
 # Run every fuzz target of every package for FUZZ_TIME each (their seed
 # corpora also run in `make test`).
