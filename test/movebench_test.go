@@ -42,7 +42,7 @@ var (
 	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove, BenchmarkRebalance: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
 	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
 	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
-	flagMoveBenchArgs    = flag.String("movebench.args", "", "BenchmarkSlotMove: more kvs serve flags for every node, space-separated")
+	flagMoveBenchArgs    = flag.String("movebench.args", "", "BenchmarkSlotMove, BenchmarkRebalance: more kvs serve flags for every node, space-separated")
 )
 
 func BenchmarkSlotMove(b *testing.B) {
@@ -125,19 +125,7 @@ func benchMove(b *testing.B, size int64, mix bool) {
 	start := time.Now()
 	fillKeys(b, ctx, cc, "mb", nkeys, val, func(s int) bool { return s >= first && s <= last })
 	b.Logf("loaded %d keys of %d bytes (%d MiB) into slots %d-%d in %v", nkeys, len(val), size>>20, first, last, time.Since(start).Round(time.Second))
-	// A cluster that has held its data a while has snapshotted it: so
-	// that the snapshot the fill calls for does not fall in the windows
-	// measured, every node saves every group now (SAVE).
-	start = time.Now()
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr, ReadTimeout: 5 * time.Minute})
-		err := c.Do(ctx, "SAVE").Err()
-		c.Close()
-		if err != nil {
-			b.Fatalf("SAVE on %s: %v", n.Name, err)
-		}
-	}
-	b.Logf("every node snapshotted its groups (SAVE) in %v", time.Since(start).Round(100*time.Millisecond))
+	saveAll(b, ctx, nodes)
 
 	stop := make(chan struct{})
 	var lwg sync.WaitGroup
@@ -295,6 +283,7 @@ func phaseTimes(phases map[string]time.Time, from time.Time) string {
 // pinBench puts nodes on CPU 0 and the benchmark on CPU 1 under
 // -movebench.pin.
 func pinBench(b *testing.B, nodes []*Node) {
+	b.Helper()
 	if !*flagMoveBenchPin {
 		return
 	}
@@ -320,6 +309,7 @@ func benchClient(nodes []*Node) *redis.ClusterClient {
 // fillKeys writes nkeys keys prefix:0, prefix:1, ... whose slot keep
 // takes, each set to val, in pipelines of 200 over 8 connections.
 func fillKeys(b *testing.B, ctx context.Context, cc *redis.ClusterClient, prefix string, nkeys int, val string, keep func(slot int) bool) {
+	b.Helper()
 	keys := make(chan []string, 16)
 	go func() {
 		defer close(keys)
@@ -367,8 +357,27 @@ func fillKeys(b *testing.B, ctx context.Context, cc *redis.ClusterClient, prefix
 	}
 }
 
+// saveAll has every node save every group (SAVE). A cluster that has held
+// its data a while has snapshotted it: so that the snapshot the fill calls
+// for does not fall in the windows measured, the benchmarks save after
+// the fill.
+func saveAll(b *testing.B, ctx context.Context, nodes []*Node) {
+	b.Helper()
+	start := time.Now()
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, ReadTimeout: 5 * time.Minute})
+		err := c.Do(ctx, "SAVE").Err()
+		c.Close()
+		if err != nil {
+			b.Fatalf("SAVE on %s: %v", n.Name, err)
+		}
+	}
+	b.Logf("every node snapshotted its groups (SAVE) in %v", time.Since(start).Round(100*time.Millisecond))
+}
+
 // setAll sets every one of keys to val, in one pipeline.
 func setAll(b *testing.B, ctx context.Context, cc *redis.ClusterClient, keys []string, val string) {
+	b.Helper()
 	pipe := cc.Pipeline()
 	for _, k := range keys {
 		pipe.Set(ctx, k, val, 0)

@@ -22,7 +22,8 @@ import (
 // BenchmarkRebalance: how long a rebalance takes after `kvs groups add`,
 // and what it costs the clients. Three nodes and three groups hold
 // -movebench.bytes of data (-movebench.value bytes a key) over all the
-// slots, about a third each; `kvs groups add` makes a fourth group (timed
+// slots, about a third each, and have saved it (SAVE, as in
+// BenchmarkSlotMove); `kvs groups add` makes a fourth group (timed
 // until every node names its leader), and `kvs rebalance --wait`, the CLI
 // as an operator runs it, gives it its share at -movebench.rate: a
 // quarter of the data, one move from each of the three groups, run one at
@@ -82,7 +83,7 @@ func runOf(m []string, i int) plannedRun {
 type holding struct{ keys, bytes int64 }
 
 func benchRebalance(b *testing.B, size int64, mix bool) {
-	nodes := startCluster(b, 3, "--groups", "3", "--slot-move-rate", *flagMoveBenchRate)
+	nodes := startCluster(b, 3, append([]string{"--groups", "3", "--slot-move-rate", *flagMoveBenchRate}, strings.Fields(*flagMoveBenchArgs)...)...)
 	waitSpread(b, nodes)
 	pinBench(b, nodes)
 	ctx := context.Background()
@@ -101,9 +102,10 @@ func benchRebalance(b *testing.B, size int64, mix bool) {
 	mixAll := moveKeys("mix", 13334, 0, 16383) // about 10,000 in the slots that stay
 	setAll(b, ctx, cc, probeAll, "p")
 	setAll(b, ctx, cc, mixAll, mixValue)
-	before := groupSizes(b, ctx, nodes)
-	b.Logf("loaded %d keys of %d bytes (%d MiB) over all slots in %v; the groups hold %s",
-		nkeys, len(val), size>>20, time.Since(start).Round(time.Second), holdingsText(before))
+	b.Logf("loaded %d keys of %d bytes (%d MiB) over all slots in %v",
+		nkeys, len(val), size>>20, time.Since(start).Round(time.Second))
+	saveAll(b, ctx, nodes)
+	b.Logf("the groups hold %s", holdingsText(groupSizes(b, ctx, nodes)))
 
 	// The new group, timed until every node names its leader.
 	addStart := time.Now()
