@@ -4,7 +4,7 @@ BENCH_COUNT ?= 6
 BENCH_TIME  ?= 60
 BENCH_MODE  ?= memory
 
-.PHONY: build test test-short race vet fmt bench movebench fuzz compare memory clean
+.PHONY: build test test-short race vet fmt bench movebench rebalancebench fuzz compare memory clean
 
 build:
 	@mkdir -p dist
@@ -35,7 +35,7 @@ bench:
 	@mkdir -p dist
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) ./fsm/ ./wal/ ./server/ ./group/ ./cmd/kvs/ ./bench/ | tee dist/bench.txt
 	$(GO) test -run '^$$' -bench . -benchmem -count=$(BENCH_COUNT) -benchtime 3s ./cluster/ | tee -a dist/bench.txt
-	$(GO) test -run '^$$' -bench . -skip SlotMove -count=$(BENCH_COUNT) -benchtime $(BENCH_E2E_OPS)x ./test/ | tee -a dist/bench.txt
+	$(GO) test -run '^$$' -bench . -skip 'SlotMove|Rebalance' -count=$(BENCH_COUNT) -benchtime $(BENCH_E2E_OPS)x ./test/ | tee -a dist/bench.txt
 
 # A move of slots and what it costs the clients (BenchmarkSlotMove): three
 # nodes, three groups, MOVE_BYTES of data in slots 0-5460 moved to group 2
@@ -45,6 +45,14 @@ MOVE_BYTES ?= 1gb
 MOVE_RATE ?= 4mb
 movebench: build
 	$(GO) test ./test/ -run '^$$' -bench SlotMove -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
+
+# How long `kvs rebalance --wait` takes after `kvs groups add`, and what it
+# costs the clients (BenchmarkRebalance): three nodes, three groups holding
+# MOVE_BYTES over all slots, a fourth group added and given its share at
+# MOVE_RATE, once idle and once under the mix on the slots that stay (-v:
+# its log is longer than the 10 lines go test keeps of a benchmark's).
+rebalancebench: build
+	$(GO) test ./test/ -v -run '^$$' -bench '^BenchmarkRebalance$$' -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
 
 # Run every fuzz target of every package for FUZZ_TIME each (their seed
 # corpora also run in `make test`).

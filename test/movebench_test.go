@@ -36,13 +36,13 @@ import (
 // With -movebench.pin the nodes run on CPU 0 and the benchmark (loads and
 // probes) on CPU 1.
 var (
-	flagMoveBenchBytes   = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots")
-	flagMoveBenchValue   = flag.Int("movebench.value", 1000, "BenchmarkSlotMove: bytes of each key's value")
-	flagMoveBenchRate    = flag.String("movebench.rate", "4mb", "BenchmarkSlotMove: --slot-move-rate of the nodes (4mb, its default)")
-	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
+	flagMoveBenchBytes   = flag.String("movebench.bytes", "64mb", "BenchmarkSlotMove: bytes of data in the moving slots; BenchmarkRebalance: in the whole cluster")
+	flagMoveBenchValue   = flag.Int("movebench.value", 1000, "BenchmarkSlotMove, BenchmarkRebalance: bytes of each key's value")
+	flagMoveBenchRate    = flag.String("movebench.rate", "4mb", "BenchmarkSlotMove, BenchmarkRebalance: --slot-move-rate of the nodes (4mb, its default)")
+	flagMoveBenchPin     = flag.Bool("movebench.pin", false, "BenchmarkSlotMove, BenchmarkRebalance: nodes on CPU 0, the benchmark on CPU 1 (taskset)")
 	flagMoveBenchControl = flag.Duration("movebench.control", 0, "BenchmarkSlotMove: make no move, and compare the mix over this long with the 10 s before (what the windows change by themselves)")
 	flagMoveBenchProf    = flag.String("movebench.profile", "", "BenchmarkSlotMove: a directory to write each node's CPU profile of the copy's first 5 s to")
-	flagMoveBenchArgs    = flag.String("movebench.args", "", "BenchmarkSlotMove: more kvs serve flags for every node, space-separated")
+	flagMoveBenchArgs    = flag.String("movebench.args", "", "BenchmarkSlotMove, BenchmarkRebalance: more kvs serve flags for every node, space-separated")
 )
 
 func BenchmarkSlotMove(b *testing.B) {
@@ -78,8 +78,10 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// timedWrite is one probe SET: when it was sent and how long it took.
+// timedWrite is one probe SET: its key, when it was sent and how long it
+// took.
 type timedWrite struct {
+	key string
 	at  time.Time
 	dur time.Duration
 	err error
@@ -111,22 +113,9 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		waitMembers(b, nodes, 3)
 	}
 	waitSpread(b, nodes)
-	if *flagMoveBenchPin {
-		for _, n := range nodes {
-			if out, err := exec.Command("taskset", "-a", "-p", "-c", "0", strconv.Itoa(n.Pid())).CombinedOutput(); err != nil {
-				b.Fatalf("taskset %s: %v\n%s", n.Name, err, out)
-			}
-		}
-		if out, err := exec.Command("taskset", "-a", "-p", "-c", "1", strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
-			b.Fatalf("taskset the benchmark: %v\n%s", err, out)
-		}
-	}
+	pinBench(b, nodes)
 	ctx := context.Background()
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, PoolSize: 64})
+	cc := benchClient(nodes)
 	defer cc.Close()
 
 	// The data: keys of slots 0-5460, group 1's.
@@ -134,128 +123,20 @@ func benchMove(b *testing.B, size int64, mix bool) {
 	nkeys := int(size / int64(*flagMoveBenchValue))
 	val := strings.Repeat("x", *flagMoveBenchValue)
 	start := time.Now()
-	keys := make(chan []string, 16)
-	go func() {
-		defer close(keys)
-		batch := make([]string, 0, 200)
-		n := 0
-		for i := 0; n < nkeys; i++ {
-			k := "mb:" + strconv.Itoa(i)
-			if s := keySlot(k); s < first || s > last {
-				continue
-			}
-			batch = append(batch, k)
-			n++
-			if len(batch) == cap(batch) {
-				keys <- batch
-				batch = make([]string, 0, 200)
-			}
-		}
-		if len(batch) > 0 {
-			keys <- batch
-		}
-	}()
-	var wg sync.WaitGroup
-	var loadErr error
-	var mu sync.Mutex
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for batch := range keys {
-				pipe := cc.Pipeline()
-				for _, k := range batch {
-					pipe.Set(ctx, k, val, 0)
-				}
-				if _, err := pipe.Exec(ctx); err != nil {
-					mu.Lock()
-					loadErr = err
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if loadErr != nil {
-		b.Fatalf("loading: %v", loadErr)
-	}
+	fillKeys(b, ctx, cc, "mb", nkeys, val, func(s int) bool { return s >= first && s <= last })
 	b.Logf("loaded %d keys of %d bytes (%d MiB) into slots %d-%d in %v", nkeys, len(val), size>>20, first, last, time.Since(start).Round(time.Second))
-	// A cluster that has held its data a while has snapshotted it: so
-	// that the snapshot the fill calls for does not fall in the windows
-	// measured, every node saves every group now (SAVE).
-	start = time.Now()
-	for _, n := range nodes {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr, ReadTimeout: 5 * time.Minute})
-		err := c.Do(ctx, "SAVE").Err()
-		c.Close()
-		if err != nil {
-			b.Fatalf("SAVE on %s: %v", n.Name, err)
-		}
-	}
-	b.Logf("every node snapshotted its groups (SAVE) in %v", time.Since(start).Round(100*time.Millisecond))
+	saveAll(b, ctx, nodes)
 
 	stop := make(chan struct{})
 	var lwg sync.WaitGroup
 	// The probes: SETs to keys of the moving slots, one at a time, timed.
-	probeKeys := moveKeys("probe", 1000, first, last)
-	var probes [4][]timedWrite
-	for i := range probes {
-		lwg.Add(1)
-		go func() {
-			defer lwg.Done()
-			rng := rand.New(rand.NewSource(int64(i)))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				t0 := time.Now()
-				err := cc.Set(ctx, probeKeys[rng.Intn(len(probeKeys))], "p", 0).Err()
-				probes[i] = append(probes[i], timedWrite{at: t0, dur: time.Since(t0), err: err})
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
+	probes := startProbes(ctx, cc, moveKeys("probe", 1000, first, last), stop, &lwg)
 	// The mix on the slots that stay: ops counted by second.
-	var mixMu sync.Mutex
-	mixCount := map[int64]int{}
+	mixCount := &opCounts{bySec: map[int64]int{}}
 	if mix {
 		mixKeys := moveKeys("mix", 10000, last+1, 16383)
-		pipe := cc.Pipeline()
-		for _, k := range mixKeys {
-			pipe.Set(ctx, k, "0123456789abcdef0123456789abcdef", 0)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatal(err)
-		}
-		for i := range 8 {
-			lwg.Add(1)
-			go func() {
-				defer lwg.Done()
-				rng := rand.New(rand.NewSource(int64(100 + i)))
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					k := mixKeys[rng.Intn(len(mixKeys))]
-					var err error
-					if rng.Intn(11) == 0 {
-						err = cc.Set(ctx, k, "0123456789abcdef0123456789abcdef", 0).Err()
-					} else {
-						err = cc.Get(ctx, k).Err()
-					}
-					if err == nil {
-						sec := time.Now().Unix()
-						mixMu.Lock()
-						mixCount[sec]++
-						mixMu.Unlock()
-					}
-				}
-			}()
-		}
+		setAll(b, ctx, cc, mixKeys, mixValue)
+		startMix(ctx, cc, mixKeys, mixCount, stop, &lwg)
 	}
 	time.Sleep(10 * time.Second) // the mix's own pace, before the move
 	// The move, its phases polled.
@@ -265,10 +146,8 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		time.Sleep(*flagMoveBenchControl)
 		close(stop)
 		lwg.Wait()
-		mixMu.Lock()
-		defer mixMu.Unlock()
-		before := perSecond(mixCount, moveStart.Add(-10*time.Second), moveStart)
-		during := perSecond(mixCount, moveStart, moveStart.Add(*flagMoveBenchControl))
+		before := mixCount.rate(moveStart.Add(-10*time.Second), moveStart)
+		during := mixCount.rate(moveStart, moveStart.Add(*flagMoveBenchControl))
 		b.Logf("control, no move: the mix did %.0f ops/s in the 10 s before, %.0f in the %v after (%.2f)",
 			before, during, *flagMoveBenchControl, during/before)
 		return
@@ -318,26 +197,9 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		b.Fatalf("move %d ended %v", id, final)
 	}
 
-	var all []timedWrite
-	for _, p := range probes {
-		all = append(all, p...)
-	}
+	all := probes.all()
 	lat := func(from, to time.Time) (n int, p50, p99, maxd time.Duration, errs int) {
-		var ds []time.Duration
-		for _, w := range all {
-			if w.at.Before(from) || !w.at.Before(to) {
-				continue
-			}
-			if w.err != nil {
-				errs++
-			}
-			ds = append(ds, w.dur)
-		}
-		if len(ds) == 0 {
-			return 0, 0, 0, 0, errs
-		}
-		slices.Sort(ds)
-		return len(ds), ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1], errs
+		return writeStats(all, from, to)
 	}
 	// The hand-over: from the fence (or, if the poll missed it, the
 	// copy last seen going on) to the flip of the map, with the writes
@@ -378,10 +240,8 @@ func benchMove(b *testing.B, size int64, mix bool) {
 	b.ReportMetric(float64(hp99.Microseconds())/1000, "handover-p99-ms")
 	b.ReportMetric(float64(bytes)/(1<<20)/copyTime.Seconds(), "copy-MiB/s")
 	if mix {
-		mixMu.Lock()
-		before := perSecond(mixCount, moveStart.Add(-10*time.Second), moveStart)
-		during := perSecond(mixCount, moveStart, copyEnd)
-		mixMu.Unlock()
+		before := mixCount.rate(moveStart.Add(-10*time.Second), moveStart)
+		during := mixCount.rate(moveStart, copyEnd)
 		b.Logf("the mix on the other slots: %.0f ops/s before, %.0f during the copy (%.2f)", before, during, during/before)
 		b.ReportMetric(during/before, "mix-during/before")
 	}
@@ -418,4 +278,219 @@ func phaseTimes(phases map[string]time.Time, from time.Time) string {
 		s = append(s, fmt.Sprintf("%s at %v", p.name, p.at.Round(time.Millisecond)))
 	}
 	return strings.Join(s, ", ")
+}
+
+// pinBench puts nodes on CPU 0 and the benchmark on CPU 1 under
+// -movebench.pin.
+func pinBench(b *testing.B, nodes []*Node) {
+	b.Helper()
+	if !*flagMoveBenchPin {
+		return
+	}
+	for _, n := range nodes {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", "0", strconv.Itoa(n.Pid())).CombinedOutput(); err != nil {
+			b.Fatalf("taskset %s: %v\n%s", n.Name, err, out)
+		}
+	}
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", "1", strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		b.Fatalf("taskset the benchmark: %v\n%s", err, out)
+	}
+}
+
+// benchClient is the benchmarks' ClusterClient over nodes.
+func benchClient(nodes []*Node) *redis.ClusterClient {
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRedirects: 16, PoolSize: 64})
+}
+
+// fillKeys writes nkeys keys prefix:0, prefix:1, ... whose slot keep
+// takes, each set to val, in pipelines of 200 over 8 connections.
+func fillKeys(b *testing.B, ctx context.Context, cc *redis.ClusterClient, prefix string, nkeys int, val string, keep func(slot int) bool) {
+	b.Helper()
+	keys := make(chan []string, 16)
+	go func() {
+		defer close(keys)
+		batch := make([]string, 0, 200)
+		n := 0
+		for i := 0; n < nkeys; i++ {
+			k := prefix + ":" + strconv.Itoa(i)
+			if !keep(keySlot(k)) {
+				continue
+			}
+			batch = append(batch, k)
+			n++
+			if len(batch) == cap(batch) {
+				keys <- batch
+				batch = make([]string, 0, 200)
+			}
+		}
+		if len(batch) > 0 {
+			keys <- batch
+		}
+	}()
+	var wg sync.WaitGroup
+	var loadErr error
+	var mu sync.Mutex
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range keys {
+				pipe := cc.Pipeline()
+				for _, k := range batch {
+					pipe.Set(ctx, k, val, 0)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					mu.Lock()
+					loadErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if loadErr != nil {
+		b.Fatalf("loading: %v", loadErr)
+	}
+}
+
+// saveAll has every node save every group (SAVE). A cluster that has held
+// its data a while has snapshotted it: so that the snapshot the fill calls
+// for does not fall in the windows measured, the benchmarks save after
+// the fill.
+func saveAll(b *testing.B, ctx context.Context, nodes []*Node) {
+	b.Helper()
+	start := time.Now()
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, ReadTimeout: 5 * time.Minute})
+		err := c.Do(ctx, "SAVE").Err()
+		c.Close()
+		if err != nil {
+			b.Fatalf("SAVE on %s: %v", n.Name, err)
+		}
+	}
+	b.Logf("every node snapshotted its groups (SAVE) in %v", time.Since(start).Round(100*time.Millisecond))
+}
+
+// setAll sets every one of keys to val, in one pipeline.
+func setAll(b *testing.B, ctx context.Context, cc *redis.ClusterClient, keys []string, val string) {
+	b.Helper()
+	pipe := cc.Pipeline()
+	for _, k := range keys {
+		pipe.Set(ctx, k, val, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// probeSet is the timed writes of the probes, one slice per connection.
+type probeSet [4][]timedWrite
+
+func (p *probeSet) all() []timedWrite {
+	var all []timedWrite
+	for _, ws := range p {
+		all = append(all, ws...)
+	}
+	return all
+}
+
+// startProbes starts 4 connections each writing a key of keys at random,
+// one SET at a time with a millisecond between, each timed, until stop is
+// closed; read what they wrote once wg is done.
+func startProbes(ctx context.Context, cc *redis.ClusterClient, keys []string, stop chan struct{}, wg *sync.WaitGroup) *probeSet {
+	probes := &probeSet{}
+	for i := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(i)))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := keys[rng.Intn(len(keys))]
+				t0 := time.Now()
+				err := cc.Set(ctx, k, "p", 0).Err()
+				probes[i] = append(probes[i], timedWrite{key: k, at: t0, dur: time.Since(t0), err: err})
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	return probes
+}
+
+// mixValue is what the mix writes (and its keys hold before it starts).
+const mixValue = "0123456789abcdef0123456789abcdef"
+
+// opCounts is ops counted by the unix second they ended in.
+type opCounts struct {
+	mu    sync.Mutex
+	bySec map[int64]int
+}
+
+// rate is the mean ops a second over the whole seconds strictly between
+// from and to.
+func (o *opCounts) rate(from, to time.Time) float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return perSecond(o.bySec, from, to)
+}
+
+// startMix starts the mix (the memtier shape, SET:GET 1:10, on 8
+// connections) on keys, which must hold mixValue, counting the ops that
+// succeed into counts, until stop is closed.
+func startMix(ctx context.Context, cc *redis.ClusterClient, keys []string, counts *opCounts, stop chan struct{}, wg *sync.WaitGroup) {
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(100 + i)))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := keys[rng.Intn(len(keys))]
+				var err error
+				if rng.Intn(11) == 0 {
+					err = cc.Set(ctx, k, mixValue, 0).Err()
+				} else {
+					err = cc.Get(ctx, k).Err()
+				}
+				if err == nil {
+					sec := time.Now().Unix()
+					counts.mu.Lock()
+					counts.bySec[sec]++
+					counts.mu.Unlock()
+				}
+			}
+		}()
+	}
+}
+
+// writeStats is the count, p50, p99 and max latency, and the errors, of
+// the writes of ws sent from from (inclusive) to to.
+func writeStats(ws []timedWrite, from, to time.Time) (n int, p50, p99, maxd time.Duration, errs int) {
+	var ds []time.Duration
+	for _, w := range ws {
+		if w.at.Before(from) || !w.at.Before(to) {
+			continue
+		}
+		if w.err != nil {
+			errs++
+		}
+		ds = append(ds, w.dur)
+	}
+	if len(ds) == 0 {
+		return 0, 0, 0, 0, errs
+	}
+	slices.Sort(ds)
+	return len(ds), ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1], errs
 }

@@ -56,7 +56,7 @@ func keysByGroup(owners []int, keys []string) map[int]int {
 
 // sameMapEverywhere waits until every node routes by the same slot map
 // version, and returns that map.
-func sameMapEverywhere(t *testing.T, nodes []*Node) ([]int, string) {
+func sameMapEverywhere(t testing.TB, nodes []*Node) ([]int, string) {
 	t.Helper()
 	var owners []int
 	var version string

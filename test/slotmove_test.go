@@ -148,21 +148,35 @@ func describeAll(t *testing.T, ctx context.Context, c redis.Cmdable, keys []stri
 func moveStatus(ctx context.Context, addr string, id int64) (map[string]any, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
 	defer c.Close()
+	ms, err := allMoves(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if m["id"] == id {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("no move %d in %v", id, ms)
+}
+
+// allMoves is every move KVS.SLOTS STATUS lists through c (a RESP2
+// client), each a map of its fields.
+func allMoves(ctx context.Context, c *redis.Client) ([]map[string]any, error) {
 	v, err := c.Do(ctx, "KVS.SLOTS", "STATUS").Slice()
 	if err != nil {
 		return nil, err
 	}
+	var ms []map[string]any
 	for _, e := range v {
 		fields, _ := e.([]any)
 		m := map[string]any{}
 		for i := 0; i+1 < len(fields); i += 2 {
 			m[fmt.Sprint(fields[i])] = fields[i+1]
 		}
-		if m["id"] == id {
-			return m, nil
-		}
+		ms = append(ms, m)
 	}
-	return nil, fmt.Errorf("no move %d in %v", id, v)
+	return ms, nil
 }
 
 // moveID is the id `kvs slots move` printed.
