@@ -44,7 +44,7 @@ bench:
 MOVE_BYTES ?= 1gb
 MOVE_RATE ?= 4mb
 movebench: build
-	$(GO) test ./test/ -run '^$$' -bench SlotMove -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
+	$(GO) test ./test/ -v -run '^$$' -bench SlotMove -benchtime 1x -timeout 60m -args -kvs.bin=$(CURDIR)/dist/kvs -movebench.bytes=$(MOVE_BYTES) -movebench.rate=$(MOVE_RATE)
 
 # How long `kvs rebalance --wait` takes after `kvs groups add`, and what it
 # costs the clients (BenchmarkRebalance): three nodes, three groups holding
