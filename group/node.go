@@ -71,6 +71,9 @@ type Node struct {
 	// opens counts the OpenGroup calls under way, which Close waits for
 	// so that no group opens after it.
 	opens sync.WaitGroup
+	// wake is signalled when a replica here becomes its group's leader
+	// (Wakes).
+	wake chan struct{}
 }
 
 // OpenNode binds the node's Raft port on o.RaftAddr (over mutual TLS when
@@ -91,7 +94,28 @@ func OpenNode(o NodeOptions) (*Node, error) {
 		return nil, fmt.Errorf("cluster: raft transport on %s: %w", o.RaftAddr, err)
 	}
 	return &Node{o: o, mux: mux, groups: map[uint32]*Group{}, opening: map[uint32]bool{},
-		targets: map[uint32]map[string]catchUpTarget{}, served: map[uint32]*Group{}}, nil
+		targets: map[uint32]map[string]catchUpTarget{}, served: map[uint32]*Group{}, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wakes is signalled (at most one signal waiting) when a replica on this
+// node becomes its group's leader. Tend serves a replica that leads its
+// group; its owner runs a round at once on the signal rather than at its
+// next tick, or a replica just made a voter and handed the leadership in
+// the same round of its old leader would lead unserved until then, every
+// write to its group refused here as sent to a node that does not lead it.
+func (n *Node) Wakes() <-chan struct{} { return n.wake }
+
+// relayLeadership signals Wakes each time node becomes its group's
+// leader, until it closes.
+func (n *Node) relayLeadership(node *cluster.Node) {
+	for leads := range node.LeaderChanges() {
+		if leads {
+			select {
+			case n.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // ErrNodeClosed is OpenGroup's error once Close has begun.
@@ -194,6 +218,7 @@ func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool, voters []P
 	if err != nil {
 		return nil, false, err
 	}
+	go n.relayLeadership(node)
 	p := newRaftProposer(node)
 	return &Group{id: id, store: store, node: node, raft: p, proposer: p, owner: n}, had, nil
 }

@@ -503,3 +503,46 @@ func TestOpenGroupRepair(t *testing.T) {
 		t.Fatalf("StoredGroups after the repair = %v, %v", ids, err)
 	}
 }
+
+// TestWakesOnLeadership: a node's Wakes is signalled when one of its
+// replicas becomes its group's leader: when it elects itself, and when the
+// leadership is handed to it (as placement hands it to a replica just
+// made a voter), so that its owner tends at once and serves the replica.
+func TestWakesOnLeadership(t *testing.T) {
+	groups := []uint32{0, 1}
+	n1 := openNode(t, "n1", t.TempDir(), "127.0.0.1:0", true, groups, false)
+	eventually(t, "n1 electing itself", func() error {
+		_, err := leaders([]*testNode{n1}, groups)
+		return err
+	})
+	wake := func(tn *testNode, why string) {
+		t.Helper()
+		select {
+		case <-tn.n.Wakes():
+		case <-time.After(waitTimeout):
+			t.Fatalf("%s's Wakes not signalled %s", tn.id, why)
+		}
+	}
+	wake(n1, "after it elected itself")
+	n2 := openNode(t, "n2", t.TempDir(), "127.0.0.1:0", false, groups, false)
+	nodes := []*testNode{n1, n2}
+	changeEverywhere(t, "adding n2", nodes, nodes, groups,
+		func(n *Node) ([]uint32, error) { return n.AddVoter(n2.id, n2.addr) },
+		func(vs []string) bool { return slices.Contains(vs, n2.id) })
+	// What an election during the adding signalled is not what this test
+	// waits for.
+	select {
+	case <-n2.n.Wakes():
+	default:
+	}
+	eventually(t, "handing group 1 to n2", func() error {
+		if n2.groups[1].Node().IsLeader() {
+			return nil
+		}
+		if err := n1.groups[1].Node().TransferLeadershipTo(n2.id, n2.addr); err != nil {
+			return err
+		}
+		return errors.New("not yet")
+	})
+	wake(n2, "once it led group 1")
+}

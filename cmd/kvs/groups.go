@@ -339,10 +339,14 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 	defer t.Stop()
 	levelWait := false // said that the slot map waits for the cluster's level
 	for {
+		// A round every interval, and at once when a replica here has
+		// become its group's leader, so that it is served (Tend) before
+		// the clients' writes come to it.
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+		case <-node.Wakes():
 		}
 		wrote, err := storeSlotMap(gm, sh.groups)
 		if errors.Is(err, group.ErrLevel) {
