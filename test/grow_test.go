@@ -224,8 +224,8 @@ func (l *growLoad) check(t *testing.T, ctx context.Context, c redis.Cmdable) {
 			t.Errorf("%s = %q; acknowledged last %q, unknown since %q", k, got, want, l.maybe[k])
 		}
 	}
-	t.Logf("the load: %d writes acknowledged and read back over %d keys, %d of them read again after missing the write; retryable errors sent again: %v",
-		l.writes, len(l.acked), l.stale, l.retried)
+	t.Logf("the load: %d writes acknowledged over %d keys, %d read back (%d of them read again after missing the write); retryable errors sent again: %v",
+		l.writes, len(l.acked), l.reads, l.stale, l.retried)
 }
 
 // groupBytes is what each data group holds by the stored slot map owners:
