@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -244,6 +245,7 @@ func benchMove(b *testing.B, size int64, mix bool) {
 		during := mixCount.rate(moveStart, copyEnd)
 		b.Logf("the mix on the other slots: %.0f ops/s before, %.0f during the copy (%.2f)", before, during, during/before)
 		b.ReportMetric(during/before, "mix-during/before")
+		mixLatency(b, mixCount, moveStart, copyEnd, "the copy")
 	}
 }
 
@@ -428,10 +430,81 @@ func startProbes(ctx context.Context, cc *redis.ClusterClient, keys []string, st
 // mixValue is what the mix writes (and its keys hold before it starts).
 const mixValue = "0123456789abcdef0123456789abcdef"
 
-// opCounts is ops counted by the unix second they ended in.
+// opCounts is ops counted by the unix second they ended in, with their
+// latencies in a histogram a second (latBuckets).
 type opCounts struct {
 	mu    sync.Mutex
 	bySec map[int64]int
+	lat   map[int64]*latHist
+}
+
+// latHist counts latencies in buckets 8% wide from 10 µs (the last bucket
+// takes the rest), and keeps the largest.
+type latHist struct {
+	n   [latBuckets]int32
+	max time.Duration
+}
+
+const latBuckets = 240
+
+// latBucket is d's bucket: the i with 10µs·1.08^i <= d < 10µs·1.08^(i+1).
+func latBucket(d time.Duration) int {
+	if d < 10*time.Microsecond {
+		return 0
+	}
+	return min(int(math.Log(float64(d)/float64(10*time.Microsecond))/math.Log(1.08)), latBuckets-1)
+}
+
+// record counts an op that ended at end after d.
+func (o *opCounts) record(end time.Time, d time.Duration) {
+	sec := end.Unix()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bySec[sec]++
+	if o.lat == nil {
+		o.lat = map[int64]*latHist{}
+	}
+	h := o.lat[sec]
+	if h == nil {
+		h = &latHist{}
+		o.lat[sec] = h
+	}
+	h.n[latBucket(d)]++
+	h.max = max(h.max, d)
+}
+
+// latency is the p50 and p99 (each the top of its bucket, within 8%) and
+// the max of the ops that ended in the whole seconds strictly between
+// from and to.
+func (o *opCounts) latency(from, to time.Time) (p50, p99, maxd time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var sum [latBuckets]int64
+	var n int64
+	for sec := from.Unix() + 1; sec < to.Unix(); sec++ {
+		h := o.lat[sec]
+		if h == nil {
+			continue
+		}
+		for i, c := range h.n {
+			sum[i] += int64(c)
+			n += int64(c)
+		}
+		maxd = max(maxd, h.max)
+	}
+	at := func(q float64) time.Duration {
+		want, seen := int64(math.Ceil(q*float64(n))), int64(0)
+		for i, c := range sum {
+			if seen += c; seen >= want && c > 0 {
+				return time.Duration(float64(10*time.Microsecond) * math.Pow(1.08, float64(i+1)))
+			}
+		}
+		return maxd
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return at(0.5), at(0.99), maxd
 }
 
 // rate is the mean ops a second over the whole seconds strictly between
@@ -440,6 +513,18 @@ func (o *opCounts) rate(from, to time.Time) float64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return perSecond(o.bySec, from, to)
+}
+
+// mixLatency logs the mix's latency in the 10 s before start and from
+// start to end (during what), and reports its p99 then.
+func mixLatency(b *testing.B, counts *opCounts, start, end time.Time, what string) {
+	b.Helper()
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	p50b, p99b, maxb := counts.latency(start.Add(-10*time.Second), start)
+	p50d, p99d, maxd := counts.latency(start, end)
+	b.Logf("the mix's latency, p50 / p99 / max: %v / %v / %v in the 10 s before, %v / %v / %v during %s",
+		r(p50b), r(p99b), r(maxb), r(p50d), r(p99d), r(maxd), what)
+	b.ReportMetric(float64(p99d)/1e6, "mix-p99-ms")
 }
 
 // startMix starts the mix (the memtier shape, SET:GET 1:10, on 8
@@ -459,16 +544,15 @@ func startMix(ctx context.Context, cc *redis.ClusterClient, keys []string, count
 				}
 				k := keys[rng.Intn(len(keys))]
 				var err error
+				t0 := time.Now()
 				if rng.Intn(11) == 0 {
 					err = cc.Set(ctx, k, mixValue, 0).Err()
 				} else {
 					err = cc.Get(ctx, k).Err()
 				}
 				if err == nil {
-					sec := time.Now().Unix()
-					counts.mu.Lock()
-					counts.bySec[sec]++
-					counts.mu.Unlock()
+					end := time.Now()
+					counts.record(end, end.Sub(t0))
 				}
 			}
 		}()

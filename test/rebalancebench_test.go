@@ -394,6 +394,7 @@ func benchRebalance(b *testing.B, size int64, mix bool) {
 		during := mixCount.rate(rebStart, rebEnd)
 		b.Logf("the mix on the slots that stay: %.0f ops/s before, %.0f during the rebalance (%.2f)", before, during, during/before)
 		b.ReportMetric(during/before, "mix-during/before")
+		mixLatency(b, mixCount, rebStart, rebEnd, "the rebalance")
 	}
 	if errs > 0 {
 		// Not b.Errorf, which would drop the metrics of a long run.
