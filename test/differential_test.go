@@ -331,8 +331,16 @@ func firstTrouble(replies []string) string {
 	return ""
 }
 
-// noteReadSort records the key of a SORT or SORT_RO that does not store.
+// noteReadSort records the key of a SORT or SORT_RO that does not store,
+// and the key such a key is renamed or copied to (RENAME, RENAMENX, COPY
+// keep the value, and so its encoding: a RENAME of a sorted set a read
+// SORT made a skiplist in Redis gave a divergence the excuse missed).
 func (d *differ) noteReadSort(cmd []string) {
+	if len(cmd) >= 3 && d.readSorted[cmd[1]] &&
+		(strings.EqualFold(cmd[0], "RENAME") || strings.EqualFold(cmd[0], "RENAMENX") || strings.EqualFold(cmd[0], "COPY")) {
+		d.readSorted[cmd[2]] = true
+		return
+	}
 	if len(cmd) < 2 || !strings.EqualFold(cmd[0], "SORT") && !strings.EqualFold(cmd[0], "SORT_RO") {
 		return
 	}
