@@ -47,6 +47,12 @@ var (
 )
 
 func BenchmarkSlotMove(b *testing.B) {
+	idleAndMix(b, benchMove)
+}
+
+// idleAndMix runs bench on -movebench.bytes as sub-benchmarks idle and
+// mix (under the mix on the slots that stay).
+func idleAndMix(b *testing.B, bench func(b *testing.B, size int64, mix bool)) {
 	size, err := parseBytes(*flagMoveBenchBytes)
 	if err != nil {
 		b.Fatal(err)
@@ -56,7 +62,7 @@ func BenchmarkSlotMove(b *testing.B) {
 		if mix {
 			name = "mix"
 		}
-		b.Run(name, func(b *testing.B) { benchMove(b, size, mix) })
+		b.Run(name, func(b *testing.B) { bench(b, size, mix) })
 	}
 }
 

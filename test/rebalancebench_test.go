@@ -46,17 +46,7 @@ import (
 //	go test ./test/ -v -run '^$' -bench '^BenchmarkRebalance$' -benchtime 1x -timeout 60m \
 //	    -args -movebench.bytes=1gb -movebench.pin
 func BenchmarkRebalance(b *testing.B) {
-	size, err := parseBytes(*flagMoveBenchBytes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, mix := range []bool{false, true} {
-		name := "idle"
-		if mix {
-			name = "mix"
-		}
-		b.Run(name, func(b *testing.B) { benchRebalance(b, size, mix) })
-	}
+	idleAndMix(b, benchRebalance)
 }
 
 // plannedRun is one move of a rebalance: slots first to last from group from
