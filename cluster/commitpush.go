@@ -65,6 +65,9 @@ type pushTransport struct {
 	stopped bool
 	stopCh  chan struct{}
 	wg      sync.WaitGroup // the pushers
+
+	beats      sync.RWMutex // held shared by each heartbeat raft handles (heartbeats.go)
+	beatsEnded bool
 }
 
 // pushHeader is what a push copies from raft's own requests as leader.

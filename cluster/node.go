@@ -641,6 +641,7 @@ func (n *Node) Close() error {
 		// loop would outlive the node. Closing it again is harmless.
 		n.trans.Close()
 		n.trans.CloseStreams()
+		n.push.endHeartbeats()
 		n.push.stop()
 		close(n.stopped)
 		<-n.watchDone
