@@ -129,7 +129,10 @@ const (
 	opBaseSort   Op = 800  // SORT and other commands across types
 	opBaseScript Op = 900  // MULTI/EXEC, scripts
 	opBaseAdmin  Op = 1000 // replicated server state (ACL users, ...)
-	opLimit      Op = 1100 // every op is below this
+	opBaseHLL    Op = 1100 // fsm/hll.go (HyperLogLog)
+	opBaseGeo    Op = 1200 // fsm/geo.go
+	opBaseStream Op = 1300 // fsm/stream.go
+	opLimit      Op = 1400 // every op is below this
 )
 
 // IsWrite reports whether op must go through a proposer: its row in the op
