@@ -94,9 +94,11 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 	}
 	s.entry = index
 	events := len(s.notify.events)
+	s.beginCallsLocked()
 	for i := range cmds {
 		dst = append(dst, s.applyLocked(now, &cmds[i]))
 	}
+	s.endCallsLocked()
 	if index != 0 && index <= s.notify.replayed {
 		clear(s.notify.events[events:])
 		s.notify.events = s.notify.events[:events]

@@ -14,11 +14,11 @@ package fsm
 //	2: OpMetaTxn (a move of slots and a group's removal, exclusive)
 //	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo)
 //
+//	   (and OpCallLevel, which lets an entry's scripts call them)
+//
 // A transaction (OpExec) needs the level of the commands it queued. A
-// script's calls are not known before it runs: a script that calls a
-// command of a level above the cluster's runs on the nodes that know the
-// command and fails on those that do not, so during a rolling upgrade
-// scripts must keep to the commands of the older kvs (docs/cluster.md).
+// script's calls are not known before it runs: calllevel.go says how
+// they keep to the cluster's level.
 const ApplyLevel = 3
 
 // Level is the level an entry holding cmds needs: the highest of its

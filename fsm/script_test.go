@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -346,36 +347,45 @@ func TestMemoryUsageLogical(t *testing.T) {
 	}
 }
 
-// TestScriptCallLevel: the level a script's calls may use is the one the
-// store's replicated metadata holds, once the store is told its name, and
-// every level without it.
+// TestScriptCallLevel: in a gated store a script's calls keep to level 2
+// unless its entry begins with a CallLevel, to the end of that entry
+// only; reads and an ungated store's scripts may call every command.
 func TestScriptCallLevel(t *testing.T) {
 	levelParser := func(p *ParseContext, args [][]byte) (Command, Reply, bool) {
 		return Command{}, Reply{Kind: ReplyInt, Int: int64(p.Level)}, true
 	}
-	run := func(s *Store) int64 {
+	script := eval(`return redis.call('level')`, 1, 0)
+	apply := func(s *Store, cmds ...Command) []int64 {
 		t.Helper()
-		r := s.Apply(0, 1, []Command{eval(`return redis.call('level')`, 1, 0)})[0]
-		if r.Kind != ReplyInt {
-			t.Fatalf("script reply %+v", r)
+		var out []int64
+		for _, r := range s.Apply(0, 1, cmds) {
+			if r.Kind == ReplyInt {
+				out = append(out, r.Int)
+			}
 		}
-		return r.Int
+		return out
 	}
 	s := NewStore()
 	s.SetCommandParser(levelParser)
-	if got := run(s); got != ApplyLevel {
-		t.Fatalf("without a level name: level %d, want every level (%d)", got, ApplyLevel)
+	if got := apply(s, script); !slices.Equal(got, []int64{ApplyLevel}) {
+		t.Fatalf("an ungated store: levels %v, want every level (%d)", got, ApplyLevel)
 	}
-	s.SetCallLevelMeta("cluster/level")
-	if got := run(s); got != 0 {
-		t.Fatalf("before the level is recorded: level %d, want 0", got)
+	s.GateScriptCalls()
+	if got := apply(s, script, script); !slices.Equal(got, []int64{ungatedLevel, ungatedLevel}) {
+		t.Fatalf("an entry without its level: %v, want %d", got, ungatedLevel)
 	}
-	s.Apply(0, 1, []Command{c(OpMetaSet, "cluster/level", "2")})
-	if got := run(s); got != 2 {
-		t.Fatalf("recorded 2: level %d", got)
+	if got := apply(s, script, CallLevel(), script); !slices.Equal(got, []int64{ungatedLevel, ApplyLevel}) {
+		t.Fatalf("an entry with its level after a script: %v, want %d then %d", got, ungatedLevel, ApplyLevel)
 	}
-	s.Apply(0, 1, []Command{c(OpMetaSet, "cluster/level", "x")})
-	if got := run(s); got != 0 {
-		t.Fatalf("an unreadable level: %d, want 0", got)
+	if got := apply(s, script); !slices.Equal(got, []int64{ungatedLevel}) {
+		t.Fatalf("the next entry: %v; the level lasts one entry", got)
+	}
+	ro := eval(`return redis.call('level')`, 1, 0)
+	ro.Op = OpEvalRO
+	if r := s.Read(0, ro); r.Kind != ReplyInt || r.Int != ApplyLevel {
+		t.Fatalf("a read-only script read outside the log: %+v, want level %d", r, ApplyLevel)
+	}
+	if Level([]Command{CallLevel()}) != ApplyLevel {
+		t.Fatalf("CallLevel is an entry of level %d, want %d: an older kvs cannot apply it", Level([]Command{CallLevel()}), ApplyLevel)
 	}
 }

@@ -210,9 +210,10 @@ type Store struct {
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
 	vms    vmPool
-	// callLevelMeta, when set (SetCallLevelMeta), names the metadata
-	// that holds the level of the commands scripts may call.
-	callLevelMeta string
+	// callLevel is the level of the commands scripts may call now, and
+	// gatedCalls says the entries set it (calllevel.go).
+	callLevel  int
+	gatedCalls bool
 	// lazyFreed counts what Redis would have freed in the background
 	// (LazyFreed): a node's statistic, outside the replicated state.
 	lazyFreed atomic.Int64
@@ -242,7 +243,7 @@ type Store struct {
 
 // NewStore returns an empty store with AppliedIndex 0.
 func NewStore() *Store {
-	return &Store{keys: newKeys(), limits: DefaultLimits()}
+	return &Store{keys: newKeys(), limits: DefaultLimits(), callLevel: ApplyLevel}
 }
 
 // Stats describes the keyspace at a moment.

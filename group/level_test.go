@@ -104,7 +104,26 @@ func TestLevelGate(t *testing.T) {
 		return levels.Allows(need)
 	})
 
+	// The store is a cluster's: its scripts' calls follow their entry's
+	// level; the parser answers a call with the level it was given.
+	tn.stores[0].GateScriptCalls()
+	tn.stores[0].SetCommandParser(func(p *fsm.ParseContext, args [][]byte) (fsm.Command, fsm.Reply, bool) {
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyInt, Int: int64(p.Level)}, true
+	})
+	script := fsm.Command{Op: fsm.OpEval, Args: [][]byte{[]byte("return redis.call('level')")}}
+	callLevel := func() int64 {
+		t.Helper()
+		r, err := g.Proposer().Propose([]fsm.Command{script})
+		if err != nil || len(r) != 1 || r[0].Kind != fsm.ReplyInt {
+			t.Fatalf("EVAL: %+v, %v", r, err)
+		}
+		return r[0].Int
+	}
+
 	set := fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
+	if l := callLevel(); l != 2 {
+		t.Fatalf("a script's calls at cluster level 0 may use level %d, want 2", l)
+	}
 	txn := fsm.MetaTxn([]string{"a", ""}, []string{"a", "1"}) // level 2
 	inExec := fsm.ExecCommand(nil, nil, []fsm.Command{txn})
 	if _, err := g.Proposer().Propose([]fsm.Command{set}); err != nil {
@@ -127,6 +146,9 @@ func TestLevelGate(t *testing.T) {
 	}
 	if v, _ := tn.stores[0].Meta("a"); v != "1" {
 		t.Fatalf("a = %q after the allowed batch, want 1", v)
+	}
+	if l := callLevel(); l != fsm.ApplyLevel {
+		t.Fatalf("a script's calls at the cluster's level %d may use level %d", fsm.ApplyLevel, l)
 	}
 	mu.Lock()
 	before := asked

@@ -99,21 +99,30 @@ type levelGate struct {
 // allows returns nil when cmds may be proposed, else the gate's error
 // (wrapping ErrLevel).
 func (g *levelGate) allows(cmds []fsm.Command) error {
-	if g.open.Load() {
-		return nil
-	}
 	fn := g.fn.Load()
-	if fn == nil {
-		return nil
-	}
-	if (*fn)(fsm.ApplyLevel) == nil {
-		g.open.Store(true)
+	if fn == nil || g.atLevel() {
 		return nil
 	}
 	if need := fsm.Level(cmds); need > 0 {
 		return (*fn)(need)
 	}
 	return nil
+}
+
+// atLevel reports whether the cluster's level is this kvs's: every entry
+// may be proposed. False without a gate: a node that does not know its
+// cluster's level proposes nothing only the newest kvs applies unasked
+// (fsm.CallLevel).
+func (g *levelGate) atLevel() bool {
+	if g.open.Load() {
+		return true
+	}
+	fn := g.fn.Load()
+	if fn == nil || (*fn)(fsm.ApplyLevel) != nil {
+		return false
+	}
+	g.open.Store(true)
+	return true
 }
 
 // OpenNode binds the node's Raft port on o.RaftAddr (over mutual TLS when

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,11 +144,20 @@ func (p *raftProposer) work() {
 		for _, pr := range batch {
 			cmds = append(cmds, pr.cmds...)
 		}
+		// An entry whose scripts may call every command of this kvs says
+		// so first (fsm/calllevel.go), once every node can apply that.
+		stamped := p.gate != nil && fsm.RunsScripts(cmds) && p.gate.atLevel()
+		if stamped {
+			cmds = slices.Insert(cmds, 0, fsm.CallLevel())
+		}
 		// A fresh buffer for every entry: raft keeps the slice it is given
 		// (in its log cache and replication queues), never a copy.
 		entry := fsm.EncodeEntry(make([]byte, 0, entrySizeHint(cmds)), time.Now().UnixMilli(), cmds)
 		start := time.Now()
 		replies, err := p.apply(entry, len(cmds))
+		if stamped && err == nil {
+			replies = replies[1:]
+		}
 		lastRound = time.Since(start)
 		p.mu.Lock()
 		released, sinceThen = uint64(len(batch)), p.arrivals

@@ -157,14 +157,14 @@ func (k *levelKeeper) record(ctx context.Context) (int, error) {
 // this kvs's own (no member can take it higher than the leader's) or stop
 // closes.
 func keepLevel(stop <-chan struct{}, k *levelKeeper, logger *slog.Logger) {
+	// Soon after a start (a new cluster refuses the newest commands until
+	// its level is recorded), then every interval.
 	const interval = time.Second
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for k.levels.Cluster() < fsm.ApplyLevel {
+	for wait := 20 * time.Millisecond; k.levels.Cluster() < fsm.ApplyLevel; wait = min(2*wait, interval) {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 		if !k.v.node.IsLeader() {
 			continue
@@ -181,32 +181,4 @@ func keepLevel(stop <-chan struct{}, k *levelKeeper, logger *slog.Logger) {
 			logger.Warn("recording the cluster's level", "err", err)
 		}
 	}
-}
-
-// recordLevels writes the cluster's level, level, into each data group
-// this node leads whose store holds a lower one: the level of the
-// commands the scripts running in the group may call
-// (fsm.Store.SetCallLevelMeta). The meta group (0) records it itself. A
-// store never goes down a level: a node whose view of the meta group lags
-// writes nothing.
-func recordLevels(node *group.Node, level int) error {
-	if level <= 0 {
-		return nil
-	}
-	want := strconv.Itoa(level)
-	var errs []error
-	for _, g := range node.Groups() {
-		if g.ID() == 0 || g.Node() == nil || !g.Node().IsLeader() {
-			continue
-		}
-		if cur, ok := g.Store().Meta(group.ClusterLevelMeta); ok {
-			if n, err := strconv.Atoi(cur); err == nil && n >= level {
-				continue
-			}
-		}
-		if _, err := g.Proposer().Propose([]fsm.Command{metaSet(group.ClusterLevelMeta, want)}); err != nil {
-			errs = append(errs, fmt.Errorf("group %d: %w", g.ID(), err))
-		}
-	}
-	return errors.Join(errs...)
 }

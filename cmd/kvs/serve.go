@@ -357,12 +357,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// thresholds.
 		newStore = func() (*fsm.Store, error) {
 			st := fsm.NewStore()
-			st.SetCallLevelMeta(group.ClusterLevelMeta) // recordLevels
+			st.GateScriptCalls()
 			return st, config.PrepareStore(st, f.directives)
 		}
-		// The home group is the meta group, where the cluster's level is
-		// recorded.
-		store.SetCallLevelMeta(group.ClusterLevelMeta)
+		store.GateScriptCalls()
 		if sh.groups > 1 {
 			if cfg.Slots, err = slotTable(sh.groups); err != nil {
 				return err
