@@ -249,15 +249,17 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	OpBitOp:       argsFrom(1, 1),
 	OpZSetOpStore: zsetOpKeys(1),
 
-	OpMGet:            argsFrom(0, 1),
-	OpExists:          argsFrom(0, 1),
-	OpSInter:          argsFrom(0, 1),
-	OpSUnion:          argsFrom(0, 1),
-	OpSDiff:           argsFrom(0, 1),
-	OpSInterCard:      argsFrom(0, 1),
-	OpLCS:             func(c *Command) keyRange { return keyRange{0, 1, 2} },
-	OpZSetOp:          zsetOpKeys(0),
-	OpKeys:            func(*Command) keyRange { return noKeys },
+	OpMGet:       argsFrom(0, 1),
+	OpExists:     argsFrom(0, 1),
+	OpSInter:     argsFrom(0, 1),
+	OpSUnion:     argsFrom(0, 1),
+	OpSDiff:      argsFrom(0, 1),
+	OpSInterCard: argsFrom(0, 1),
+	OpLCS:        func(c *Command) keyRange { return keyRange{0, 1, 2} },
+	OpZSetOp:     zsetOpKeys(0),
+	OpKeys:       func(*Command) keyRange { return noKeys },
+	// RESTORE refused looks its key up for writing, which misses quietly.
+	OpRestoreRefused:  func(*Command) keyRange { return noKeys },
 	OpScan:            func(*Command) keyRange { return noKeys },
 	OpRandomKey:       func(*Command) keyRange { return noKeys },
 	OpDBSize:          func(*Command) keyRange { return noKeys },
@@ -364,12 +366,15 @@ func (s *Store) notifyAfterLocked(now int64, c *Command, r Reply, pre preState) 
 }
 
 // alwaysNew reports whether c, which returned r, added its target afresh
-// even over an existing key: RENAME and COPY delete the destination and
-// add it again (dbDelete, dbAdd).
+// even over an existing key: RENAME, COPY and RESTORE delete the
+// destination and add it again (dbDelete, dbAdd).
 func alwaysNew(c *Command, r *Reply) bool {
 	switch c.Op {
 	case OpRename, OpRenameNX, OpCopy:
 		return string(c.Args[0]) != string(c.Args[1]) && (r.Kind == ReplyStatus || r.Kind == ReplyInt && r.Int == 1)
+	case OpRestore:
+		// dbDelete then dbAdd, as COPY's REPLACE.
+		return r.Kind == ReplyStatus
 	}
 	return false
 }
