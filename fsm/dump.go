@@ -143,7 +143,10 @@ func (r *rdbReader) readLen() (n uint64, encoded, ok bool) {
 		return uint64(p[0] & 0x3f), false, true
 	case kind == rdb14BitLen:
 		q, ok := r.read(1)
-		return uint64(p[0]&0x3f)<<8 | uint64(q[0]), false, ok
+		if !ok {
+			return 0, false, false
+		}
+		return uint64(p[0]&0x3f)<<8 | uint64(q[0]), false, true
 	case p[0] == rdb32BitLen:
 		q, ok := r.read(4)
 		if !ok {
