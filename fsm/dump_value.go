@@ -145,11 +145,7 @@ func appendDumpZSet(b []byte, it *item) []byte {
 		lp := newLPBuilder()
 		v.each(0, false, func(e zent) bool {
 			lp.add([]byte(e.member))
-			if l, ok := double2ll(e.score); ok {
-				lp.addInt(l)
-			} else {
-				lp.add(formatScore(e.score))
-			}
+			lp.add(listpackScore(e.score))
 			return true
 		})
 		return appendRDBString(append(b, rdbTypeZSetListpack), lp.finish())
@@ -162,6 +158,16 @@ func appendDumpZSet(b []byte, it *item) []byte {
 		return true
 	})
 	return b
+}
+
+// listpackScore is a score as zzlInsertAt writes it into a listpack (and
+// ZSCAN of a listpack answers it): an integer when double2ll allows,
+// else d2string's "%.17g".
+func listpackScore(f float64) []byte {
+	if l, ok := double2ll(f); ok {
+		return strconv.AppendInt(nil, l, 10)
+	}
+	return formatScore(f)
 }
 
 // double2ll is util.c's: f as an integer when it is one well inside the

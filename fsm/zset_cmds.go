@@ -599,7 +599,7 @@ func readZScan(s *Store, now int64, c *Command) Reply {
 	if it.obj == nil {
 		for _, e := range decodePacked(it.val, nil) {
 			if match(e.member) {
-				out = append(out, memberReply(e.member), BulkReply(formatScore(e.score)))
+				out = append(out, memberReply(e.member), BulkReply(listpackScore(e.score)))
 			}
 		}
 		return zsetScanPage(0, out)
