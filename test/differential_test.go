@@ -89,8 +89,14 @@ func TestDifferential(t *testing.T) {
 			case m.cluster == "sharded":
 				d.ref = startRedisCluster(t)
 				d.kvs, restarts, d.clustered = startShardedNode(t, 3), false, true
+				waitClusterLevel(t, d.kvs, kvsLevel)
 			case m.cluster != "":
 				nodes := startCluster(t, 3, "--reads", "linearizable")
+				for _, n := range nodes {
+					// Ops of the latest level (RESTORE) are refused until
+					// every node has reported it.
+					waitClusterLevel(t, n, kvsLevel)
+				}
 				leader := waitLeader(t, nodes)
 				d.kvs, restarts, d.clustered = leader, false, true
 				d.peers = nodes
@@ -151,6 +157,14 @@ type differ struct {
 // connect (re)opens both connections in the run's protocol.
 func (d *differ) connect() {
 	d.rc, d.kc = dialRaw(d.t, d.ref.Addr), dialRaw(d.t, d.kvs.Addr)
+	// kvs validates every RESTORE payload as deeply as Redis does with
+	// sanitize-dump-payload yes (diff_dump_test.go); set on both, so
+	// that CONFIG GET agrees, and again after a restart.
+	for _, c := range []*rawConn{d.rc, d.kc} {
+		if v := c.Do("CONFIG", "SET", "sanitize-dump-payload", "yes"); v.Str != "OK" {
+			d.t.Fatalf("CONFIG SET sanitize-dump-payload: %s", v)
+		}
+	}
 	if d.proto == 3 {
 		// The HELLO replies differ by nature (server, version, id); both
 		// must be maps.
