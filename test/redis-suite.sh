@@ -45,7 +45,7 @@ SKIPFILE=$top/test/redis-suite.skip
 UNITS="protocol info-command auth type/string keyspace expire type/incr
 type/hash type/list type/list-2 type/list-3 type/set type/zset multi
 scripting functions pubsub bitops bitfield sort scan slowlog pause querybuf
-lazyfree other quit introspection introspection-2"
+lazyfree other quit introspection introspection-2 dump"
 UNITS=${SUITE_UNITS:-$UNITS}
 
 # What kvs leaves out on purpose, or cannot be asked of a server the suite
