@@ -405,7 +405,9 @@ func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
 // writes, and a follower may not delete; expire.go): the node that may
 // write proposes their deletion, which announces them.
 func (s *Store) expireMetLocked(now int64, c *Command) {
-	if s.keys.nextDue() > now || c.Op == OpDelExpired {
+	if s.keys.nextDue() > now || c.Op == OpDelExpired || c.Op == OpRestore && c.Flags&FlagReplace != 0 {
+		// RESTORE REPLACE deletes its key without looking it up
+		// (applyRestore).
 		return
 	}
 	keys, _ := c.Keys()

@@ -133,13 +133,12 @@ var opEvents = map[Op]func(s *Store, c *Command, r *Reply, pre preState){
 		storeEvents(s, NotifyList, "sortstore", c.Args[1], r, pre)
 	},
 	OpBitOp: onStore(NotifyString, "set"),
-	// RESTORE announces restore for the key it added, or del for the one
-	// REPLACE deleted when the TTL had already passed (no key is added).
+	// RESTORE announces restore for the key it added (none when the TTL
+	// had passed: then applyRestore announces del for a key REPLACE
+	// deleted).
 	OpRestore: func(s *Store, c *Command, r *Reply, pre preState) {
 		if _, ok := s.getLocked(c.Args[0]); ok {
 			s.notifyLocked(NotifyGeneric, "restore", c.Args[0])
-		} else if pre.live&1 != 0 {
-			s.notifyLocked(NotifyGeneric, "del", c.Args[0])
 		}
 	},
 	OpCopy: func(s *Store, c *Command, r *Reply, pre preState) {

@@ -107,8 +107,12 @@ func readRestoreRefused(s *Store, now int64, c *Command) Reply {
 
 func applyRestore(s *Store, now int64, c *Command) Reply {
 	key := c.Args[0]
-	_, exists := s.liveLocked(key, now)
-	if exists && c.Flags&FlagReplace == 0 {
+	replace := c.Flags&FlagReplace != 0
+	// Without REPLACE Redis looks the key up for writing, which expired
+	// it (expireMetLocked); with REPLACE it deletes whatever is there,
+	// expired or not, and says so only if the key is not added again.
+	it, present := s.getLocked(key)
+	if present && !it.expired(now) && !replace {
 		return ErrorReply(ErrBusyKey)
 	}
 	v, ok := decodeDumpPayload(c.Args[1])
@@ -117,10 +121,13 @@ func applyRestore(s *Store, now int64, c *Command) Reply {
 		// not is refused the same way on every replica.
 		return ErrorReply(ErrRestoreBadData)
 	}
-	if exists {
+	if present {
 		s.deleteLocked(key)
 	}
 	if c.Int != 0 && c.Int <= now {
+		if present {
+			s.notifyLocked(NotifyGeneric, "del", key)
+		}
 		return replyOK
 	}
 	s.restoreValueLocked(key, &v, c.Int)

@@ -232,8 +232,8 @@ func payload(t byte, body ...[]byte) []byte {
 	return appendDumpFooter(b)
 }
 
-func rdbStr(s string) []byte { return appendRDBString(nil, []byte(s)) }
-func rdbLen(n int) []byte    { return appendRDBLen(nil, uint64(n)) }
+func rdbStr(s string) []byte  { return appendRDBString(nil, []byte(s)) }
+func rdbLen(n int) []byte     { return appendRDBLen(nil, uint64(n)) }
 func rdbBlob(b []byte) []byte { return appendRDBString(nil, b) }
 
 func lp(entries ...string) []byte {
@@ -430,4 +430,42 @@ func FuzzDumpPayload(f *testing.F) {
 			t.Fatalf("round trip: %q, want %q", got, want)
 		}
 	})
+}
+
+// TestRestoreNotify: RESTORE's events are Redis's: new and restore for
+// the key added (also over one REPLACE deleted), del for the key REPLACE
+// deleted when the deadline had passed, expired for an expired key only
+// without REPLACE (which deletes without looking the key up).
+func TestRestoreNotify(t *testing.T) {
+	s, l := notifyingStore(NotifyAll | NotifyNew | NotifyKeyMiss)
+	p := payload(rdbTypeString, rdbStr("v"))
+	for _, st := range []struct {
+		cmd  Command
+		want string
+	}{
+		{restoreCmd("r", p), "new:r restore:r"},
+		{restoreCmd("r", p), ""}, // BUSYKEY
+		{restoreCmd("r", p).fl(FlagReplace), "new:r restore:r"},
+		{restoreCmd("r", p).fl(FlagReplace).i(10), "del:r"},
+		{restoreCmd("r", p).i(10), ""},
+		{c(OpSet, "e", "v").i(500), "new:e set:e expire:e"},
+		{restoreCmd("e", p), "expired:e new:e restore:e"},
+		{c(OpSet, "f", "v").i(500), "new:f set:f expire:f"},
+		{restoreCmd("f", p).fl(FlagReplace), "new:f restore:f"},
+		{c(OpDump, "nosuch"), "keymiss:nosuch"},
+		{c(OpRestoreRefused, "nosuch").i(RestoreBadData), ""},
+	} {
+		now := int64(1000)
+		if st.cmd.Op == OpSet {
+			now = 1
+		}
+		if st.cmd.Op.IsWrite() {
+			s.Apply(0, now, []Command{st.cmd})
+		} else {
+			s.Read(now, st.cmd)
+		}
+		if got := strings.Join(l.take(), " "); got != st.want {
+			t.Errorf("%v %q: events %q, want %q", st.cmd.Op, st.cmd.Args[0], got, st.want)
+		}
+	}
 }
