@@ -48,7 +48,11 @@ func TestDifferentialNotify(t *testing.T) {
 			ref := startRedis(t)
 			var kvs *Node
 			if m.cluster {
-				kvs = waitLeader(t, startCluster(t, 3))
+				nodes := startCluster(t, 3)
+				for _, n := range nodes {
+					waitClusterLevel(t, n, kvsLevel) // for the ops of the latest level (RESTORE)
+				}
+				kvs = waitLeader(t, nodes)
 			} else {
 				kvs = newKVS(t, "kvs", m.opts)
 				kvs.Start()
