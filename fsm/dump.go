@@ -343,7 +343,9 @@ func b2i(b bool) int {
 
 // lzfDecompress decompresses in, which must give exactly n bytes.
 func lzfDecompress(in []byte, n int) ([]byte, bool) {
-	out := make([]byte, 0, n)
+	// A back reference of 2 or 3 bytes gives at most 264: a payload of a
+	// few bytes that claims 512 MB does not get them allocated.
+	out := make([]byte, 0, min(n, 132*len(in)+64))
 	for ip := 0; ip < len(in); {
 		ctrl := int(in[ip])
 		ip++
