@@ -193,6 +193,10 @@ func (s *Server) replicaVerdict(fc *fsm.Command) replicaVerdict {
 		return replicaRuns
 	case fsm.OpExec:
 		return replicaRuns // judged by what it holds
+	case fsm.OpRestoreRefused:
+		// A RESTORE whose TTL or payload was refused is a read to kvs,
+		// and a write to Redis, which refuses it before reading a byte.
+		return replicaRefused
 	}
 	if !fc.Op.IsWrite() || notRedisWrites[fc.Op] {
 		return replicaRuns

@@ -51,7 +51,10 @@ func sameDumpType(ref, got string) bool {
 		return true
 	}
 	switch a {
-	case 2, 4, 11, 16, 18:
+	case 18:
+		// A list of one quicklist node on both is the same bytes.
+		return a == b && (ref[1] != 1 || got[1] != 1)
+	case 2, 4, 11, 16:
 		return a == b
 	}
 	return false
