@@ -127,3 +127,38 @@ func TestDumpRestoreWithRedis(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreIdleAndFreq: RESTORE's IDLETIME under an LRU policy and FREQ
+// under an LFU one read back from OBJECT as on redis-server (Redis's own
+// tests of them need a server the suite started: needs:config-maxmemory).
+func TestRestoreIdleAndFreq(t *testing.T) {
+	requireRedis(t)
+	requireKVS(t)
+	for _, n := range []*Node{startRedis(t), startKVS(t, KVSOptions{})} {
+		c := dialRaw(t, n.Addr)
+		c.Do("SET", "foo", "bar")
+		p := c.Do("DUMP", "foo").Str
+		c.Do("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+		if r := c.Do("RESTORE", "idle", "0", p, "IDLETIME", "1000"); r.Str != "OK" {
+			t.Fatalf("%s: RESTORE IDLETIME: %v", n.Name, r)
+		}
+		if idle, _ := strconv.Atoi(c.Do("OBJECT", "IDLETIME", "idle").Str); idle < 1000 || idle > 1010 {
+			t.Errorf("%s: OBJECT IDLETIME %d after RESTORE IDLETIME 1000", n.Name, idle)
+		}
+		c.Do("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+		if r := c.Do("RESTORE", "freq", "0", p, "FREQ", "100"); r.Str != "OK" {
+			t.Fatalf("%s: RESTORE FREQ: %v", n.Name, r)
+		}
+		if freq := c.Do("OBJECT", "FREQ", "freq").Str; freq != "100" {
+			t.Errorf("%s: OBJECT FREQ %s after RESTORE FREQ 100", n.Name, freq)
+		}
+		// IDLETIME under an LFU policy is accepted and changes nothing.
+		if r := c.Do("RESTORE", "idle2", "0", p, "IDLETIME", "1000"); r.Str != "OK" {
+			t.Fatalf("%s: RESTORE IDLETIME under LFU: %v", n.Name, r)
+		}
+		if freq := c.Do("OBJECT", "FREQ", "idle2").Str; freq != "5" {
+			t.Errorf("%s: OBJECT FREQ %s of a key restored with IDLETIME under LFU", n.Name, freq)
+		}
+		c.Do("CONFIG", "SET", "maxmemory-policy", "noeviction")
+	}
+}
