@@ -245,14 +245,14 @@ func decodeDumpPayload(p []byte) (v dumpValue, ok bool) {
 		v.flat = t[0] == rdbTypeZSetZiplist || t[0] == rdbTypeZSetListpack
 		v.ents, ok = readDumpZSet(&r, t[0])
 		return v, ok
-	case rdbTypeHash, rdbTypeHashZiplist, rdbTypeHashListpack:
+	case rdbTypeHash, rdbTypeHashZiplist, rdbTypeHashListpack, rdbTypeHashZipmap:
 		v.kind = kindHash
-		v.flat = t[0] != rdbTypeHash
+		// A zipmap converts by its longest element too.
+		v.flat = t[0] == rdbTypeHashZiplist || t[0] == rdbTypeHashListpack
 		v.pairs, ok = readDumpHash(&r, t[0])
 		return v, ok
 	}
-	// Streams, modules and zipmaps: kinds (or a 2.4 encoding) kvs does
-	// not keep.
+	// Streams and modules: kinds kvs does not keep.
 	return v, false
 }
 
@@ -493,6 +493,14 @@ func readDumpHash(r *rdbReader, t byte) ([]hpair, bool) {
 				return nil, false
 			}
 			flat = append(flat, s)
+		}
+	} else if t == rdbTypeHashZipmap {
+		zm, ok := r.readBlob()
+		if !ok {
+			return nil, false
+		}
+		if flat, ok = zipmapPairs(zm); !ok {
+			return nil, false
 		}
 	} else {
 		var ok bool

@@ -460,3 +460,52 @@ func ziplistDecode(p []byte) ([]byte, int, bool) {
 	}
 	return nil, 0, false
 }
+
+// zipmapPairs validates a zipmap, Redis 2.4's small hash, as
+// zipmapValidateIntegrity does with deep validation, and returns its
+// fields and values in turn:
+//
+//	zipmap = count:byte (len field len free:byte value free-bytes)* 0xFF
+//	len    = byte (< 254) | 254 uint32le
+func zipmapPairs(zm []byte) ([][]byte, bool) {
+	const bigLen, end = 254, 0xFF
+	if len(zm) < 2 || zm[len(zm)-1] != end {
+		return nil, false
+	}
+	last := len(zm) - 1
+	// length reads the length at p, or fails if it reaches past the map.
+	length := func(p int) (n, size int, ok bool) {
+		if zm[p] < bigLen {
+			return int(zm[p]), 1, p+1 <= last
+		}
+		if p+5 > last {
+			return 0, 0, false
+		}
+		return int(binary.LittleEndian.Uint32(zm[p+1:])), 5, true
+	}
+	var out [][]byte
+	p := 1
+	for zm[p] != end {
+		l, s, ok := length(p)
+		if !ok || p+s+l > last {
+			return nil, false
+		}
+		f := zm[p+s : p+s+l]
+		p += s + l
+		if l, s, ok = length(p); !ok || p+s >= last {
+			return nil, false
+		}
+		free := int(zm[p+s])
+		v := zm[p+s+1 : min(p+s+1+l, last)]
+		p += s + 1 + l + free
+		if p > last || len(v) != l {
+			return nil, false
+		}
+		out = append(out, append([]byte{}, f...), append([]byte{}, v...))
+	}
+	n := len(out) / 2
+	if n == 0 || zm[0] != bigLen && int(zm[0]) != n {
+		return nil, false
+	}
+	return out, true
+}

@@ -224,6 +224,27 @@ func ziplist(entries ...string) []byte {
 	return b
 }
 
+// zipmap builds a zipmap of field, value pairs, as Redis 2.4 wrote them
+// (each value followed by one byte of free space).
+func zipmap(pairs ...string) []byte {
+	b := []byte{byte(len(pairs) / 2)}
+	l := func(n int) {
+		if n < 254 {
+			b = append(b, byte(n))
+		} else {
+			b = binary.LittleEndian.AppendUint32(append(b, 254), uint32(n))
+		}
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		l(len(pairs[i]))
+		b = append(b, pairs[i]...)
+		l(len(pairs[i+1]))
+		b = append(append(b, 1), pairs[i+1]...)
+		b = append(b, 0) // the free byte
+	}
+	return append(b, 0xFF)
+}
+
 func payload(t byte, body ...[]byte) []byte {
 	b := []byte{t}
 	for _, p := range body {
@@ -271,6 +292,9 @@ func TestRestoreOlderEncodings(t *testing.T) {
 		{"hash listpack, long value kept", payload(rdbTypeHashListpack, rdbBlob(lp("f", long))), "listpack",
 			"f\t" + long + "\n"},
 		{"hash, long value", payload(rdbTypeHash, rdbLen(1), rdbStr("f"), rdbStr(long)), "hashtable",
+			"f\t" + long + "\n"},
+		{"zipmap", payload(rdbTypeHashZipmap, rdbBlob(zipmap("f", "v", "n", "7"))), "listpack", "f\tv\nn\t7\n"},
+		{"zipmap, long value", payload(rdbTypeHashZipmap, rdbBlob(zipmap("f", long))), "hashtable",
 			"f\t" + long + "\n"},
 		{"set of strings", payload(rdbTypeSet, rdbLen(2), rdbStr("1"), rdbStr("2")), "intset", "1\n2\n"},
 		{"zset 2", payload(rdbTypeZSet2, rdbLen(1), rdbStr("m"), binary.LittleEndian.AppendUint64(nil, math.Float64bits(2))),
@@ -323,27 +347,29 @@ func TestRestoreRefusesBadPayloads(t *testing.T) {
 	badCount[4] = 3
 	unsorted := appendIntset(nil, []int64{2, 1})
 	for name, p := range map[string][]byte{
-		"empty":              appendDumpFooter(nil),
-		"unknown type":       payload(8),
-		"stream":             payload(rdbTypeStreamListpacks, rdbLen(0)),
-		"module":             payload(rdbTypeModule2, rdbLen(1)),
-		"zipmap":             payload(rdbTypeHashZipmap, rdbBlob([]byte{0, 0xFF})),
-		"truncated string":   payload(rdbTypeString, []byte{0x80, 0, 0, 0xff, 0xff}),
-		"empty list":         payload(rdbTypeList, rdbLen(0)),
-		"empty quicklist":    payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(lp())),
-		"bad container":      payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(3), rdbBlob(good)),
-		"listpack backlen":   payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(badBacklen)),
-		"listpack count":     payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(badCount)),
-		"duplicate member":   payload(rdbTypeSet, rdbLen(2), rdbStr("a"), rdbStr("a")),
-		"unsorted intset":    payload(rdbTypeSetIntset, rdbBlob(unsorted)),
-		"duplicate field":    payload(rdbTypeHash, rdbLen(2), rdbStr("f"), rdbStr("1"), rdbStr("f"), rdbStr("2")),
-		"odd listpack pairs": payload(rdbTypeHashListpack, rdbBlob(lp("a", "1", "b"))),
-		"listpack dup keys":  payload(rdbTypeZSetListpack, rdbBlob(lp("a", "1", "a", "2"))),
-		"nan score":          payload(rdbTypeZSet2, rdbLen(1), rdbStr("m"), binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.NaN()))),
-		"nan string score":   payload(rdbTypeZSet, rdbLen(1), rdbStr("m"), []byte{253}),
-		"score not a number": payload(rdbTypeZSetListpack, rdbBlob(lp("a", "x"))),
-		"huge count":         payload(rdbTypeSet, []byte{0x81, 0, 0, 0, 1, 0, 0, 0, 0}),
-		"bad ziplist":        payload(rdbTypeListZiplist, rdbBlob([]byte{11, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xFF})),
+		"empty":               appendDumpFooter(nil),
+		"unknown type":        payload(8),
+		"stream":              payload(rdbTypeStreamListpacks, rdbLen(0)),
+		"module":              payload(rdbTypeModule2, rdbLen(1)),
+		"empty zipmap":        payload(rdbTypeHashZipmap, rdbBlob([]byte{0, 0xFF})),
+		"zipmap count":        payload(rdbTypeHashZipmap, rdbBlob(append([]byte{2}, zipmap("f", "v")[1:]...))),
+		"zipmap past its end": payload(rdbTypeHashZipmap, rdbBlob([]byte{1, 1, 'f', 9, 0, 'v', 0xFF})),
+		"truncated string":    payload(rdbTypeString, []byte{0x80, 0, 0, 0xff, 0xff}),
+		"empty list":          payload(rdbTypeList, rdbLen(0)),
+		"empty quicklist":     payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(lp())),
+		"bad container":       payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(3), rdbBlob(good)),
+		"listpack backlen":    payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(badBacklen)),
+		"listpack count":      payload(rdbTypeListQuicklist2, rdbLen(1), rdbLen(quicklistPacked), rdbBlob(badCount)),
+		"duplicate member":    payload(rdbTypeSet, rdbLen(2), rdbStr("a"), rdbStr("a")),
+		"unsorted intset":     payload(rdbTypeSetIntset, rdbBlob(unsorted)),
+		"duplicate field":     payload(rdbTypeHash, rdbLen(2), rdbStr("f"), rdbStr("1"), rdbStr("f"), rdbStr("2")),
+		"odd listpack pairs":  payload(rdbTypeHashListpack, rdbBlob(lp("a", "1", "b"))),
+		"listpack dup keys":   payload(rdbTypeZSetListpack, rdbBlob(lp("a", "1", "a", "2"))),
+		"nan score":           payload(rdbTypeZSet2, rdbLen(1), rdbStr("m"), binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.NaN()))),
+		"nan string score":    payload(rdbTypeZSet, rdbLen(1), rdbStr("m"), []byte{253}),
+		"score not a number":  payload(rdbTypeZSetListpack, rdbBlob(lp("a", "x"))),
+		"huge count":          payload(rdbTypeSet, []byte{0x81, 0, 0, 0, 1, 0, 0, 0, 0}),
+		"bad ziplist":         payload(rdbTypeListZiplist, rdbBlob([]byte{11, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0xFF})),
 	} {
 		if !VerifyDumpPayload(p) {
 			t.Fatalf("%s: footer", name)
@@ -410,6 +436,7 @@ func FuzzDumpPayload(f *testing.F) {
 	f.Add(payload(rdbTypeHashZiplist, rdbBlob(ziplist("f", "v"))))
 	f.Add(payload(rdbTypeListQuicklist, rdbLen(1), rdbBlob(ziplist("a", "b"))))
 	f.Add(payload(rdbTypeZSet, rdbLen(1), rdbStr("a"), []byte{3}, []byte("1.5")))
+	f.Add(payload(rdbTypeHashZipmap, rdbBlob(zipmap("f", "v", "n", "7"))))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		v, ok := decodeDumpPayload(p)
 		if !ok {
