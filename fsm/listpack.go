@@ -473,7 +473,9 @@ func zipmapPairs(zm []byte) ([][]byte, bool) {
 		return nil, false
 	}
 	last := len(zm) - 1
-	// length reads the length at p, or fails if it reaches past the map.
+	// length reads the length at p, or fails if it reaches past the map
+	// or takes 5 bytes for a length under 254 (the check of the fix for
+	// CVE-2026-25243, which Debian's redis-server 7.0.15 has).
 	length := func(p int) (n, size int, ok bool) {
 		if zm[p] < bigLen {
 			return int(zm[p]), 1, p+1 <= last
@@ -481,7 +483,8 @@ func zipmapPairs(zm []byte) ([][]byte, bool) {
 		if p+5 > last {
 			return 0, 0, false
 		}
-		return int(binary.LittleEndian.Uint32(zm[p+1:])), 5, true
+		n = int(binary.LittleEndian.Uint32(zm[p+1:]))
+		return n, 5, n >= bigLen
 	}
 	var out [][]byte
 	p := 1
