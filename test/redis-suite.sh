@@ -57,6 +57,15 @@ TAGS=$(echo $TAGS)
 
 die() { echo "redis-suite: $*" >&2; exit 2; }
 
+# level_reached reports whether the kvs cluster on PORT applies the ops of
+# its node's level: KVS.STATUS (name and value on lines of their own)
+# has cluster_level equal to apply_level.
+level_reached() {
+  redis-cli -p "$PORT" kvs.status 2>/dev/null | tr -d '\r' |
+    awk 'NR % 2 == 1 { k = $0 } NR % 2 == 0 { v[k] = $0 }
+      END { exit !(v["apply_level"] != "" && v["apply_level"] == v["cluster_level"]) }'
+}
+
 find_tree() {
   if [ -n "${REDIS_SRC:-}" ]; then
     [ -x "$REDIS_SRC/runtest" ] || die "REDIS_SRC=$REDIS_SRC holds no runtest"
@@ -129,8 +138,12 @@ start_server() { # start_server LOG
       fi
       # SCRIPT FLUSH is written to every group, the meta group too: once
       # it is answered, each has a leader whose address is known.
+      # A kvs cluster refuses the ops of its latest level (RESTORE) until
+      # it has recorded that its node runs them: wait for the cluster's
+      # level to reach the node's.
       if redis-cli -p "$PORT" cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
-        [ "$(redis-cli -p "$PORT" script flush 2>/dev/null)" = OK ]; then
+        [ "$(redis-cli -p "$PORT" script flush 2>/dev/null)" = OK ] &&
+        { [ "$SERVER" = redis ] || level_reached; }; then
         return 0
       fi
     fi
