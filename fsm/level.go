@@ -12,9 +12,9 @@ package fsm
 //	1: OpMetaCAS; OpSlotsAssign, OpSlotsPurge, OpMoveOut, OpMoveDrain and
 //	   OpMoveIn (moving slots)
 //	2: OpMetaTxn (a move of slots and a group's removal, exclusive)
-//	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo)
-//
-//	   (and OpCallLevel, which lets an entry's scripts call them)
+//	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo), DUMP and
+//	   RESTORE (and OpCallLevel, which lets an entry's scripts call
+//	   them)
 //
 // A transaction (OpExec) needs the level of the commands it queued. A
 // script's calls are not known before it runs: calllevel.go says how

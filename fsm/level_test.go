@@ -1,6 +1,11 @@
 package fsm
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestLevel(t *testing.T) {
 	set := Command{Op: OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
@@ -29,6 +34,35 @@ func TestLevel(t *testing.T) {
 	for op := range opTable {
 		if l := opTable[op].level; l > ApplyLevel {
 			t.Errorf("%s has level %d, above ApplyLevel %d", opTable[op].name, l, ApplyLevel)
+		}
+	}
+}
+
+// TestNewOpsHaveLevel: every op numbered where a kvs of level 2 had none
+// (testdata/ops-level2.txt lists the numbers that kvs registered) has a
+// level above 2, reads too: a MULTI queues reads into an entry, which an
+// older kvs could not decode.
+func TestNewOpsHaveLevel(t *testing.T) {
+	b, err := os.ReadFile("testdata/ops-level2.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[Op]bool{}
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[Op(n)] = true
+	}
+	level2Op := func(op Op) bool { return old[op] }
+	for op := range opTable {
+		sp := &opTable[op]
+		if sp.name == "" || level2Op(Op(op)) {
+			continue
+		}
+		if sp.level < 3 {
+			t.Errorf("%s (op %d) is new since level 2 and has level %d", sp.name, op, sp.level)
 		}
 	}
 }

@@ -72,8 +72,8 @@ func init() {
 			}
 			return nil
 		}})
-	registerOp(OpDump, opSpec{name: "DUMP", args: 1, read: readDump})
-	registerOp(OpRestoreRefused, opSpec{name: "RESTORE", args: 1, read: readRestoreRefused,
+	registerOp(OpDump, opSpec{name: "DUMP", args: 1, read: readDump, level: 3})
+	registerOp(OpRestoreRefused, opSpec{name: "RESTORE", args: 1, read: readRestoreRefused, level: 3,
 		check: func(c *Command) error {
 			if c.Int < 0 || c.Int >= int64(len(restoreRefusals)) {
 				return errorString("unknown RESTORE refusal")
