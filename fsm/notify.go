@@ -196,8 +196,9 @@ func targets(c *Command) keyRange {
 	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll:
 		return noKeys
 	}
-	if c.Op >= opBaseScript || len(c.Args) == 0 {
-		// Transactions and scripts announce through the commands they run.
+	if c.Op >= opBaseScript && c.Op < opBaseHLL || len(c.Args) == 0 {
+		// Transactions and scripts announce through the commands they
+		// run; the admin ops have no keys.
 		return noKeys
 	}
 	return keyRange{0, 0, 0}
@@ -249,14 +250,19 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	OpBitOp:       argsFrom(1, 1),
 	OpZSetOpStore: zsetOpKeys(1),
 
-	OpMGet:            argsFrom(0, 1),
-	OpExists:          argsFrom(0, 1),
-	OpSInter:          argsFrom(0, 1),
-	OpSUnion:          argsFrom(0, 1),
-	OpSDiff:           argsFrom(0, 1),
-	OpSInterCard:      argsFrom(0, 1),
-	OpLCS:             func(c *Command) keyRange { return keyRange{0, 1, 2} },
-	OpZSetOp:          zsetOpKeys(0),
+	OpMGet:       argsFrom(0, 1),
+	OpExists:     argsFrom(0, 1),
+	OpSInter:     argsFrom(0, 1),
+	OpSUnion:     argsFrom(0, 1),
+	OpSDiff:      argsFrom(0, 1),
+	OpSInterCard: argsFrom(0, 1),
+	OpLCS:        func(c *Command) keyRange { return keyRange{0, 1, 2} },
+	OpZSetOp:     zsetOpKeys(0),
+	// PFCOUNT and PFMERGE look up every key for reading, PFMERGE's
+	// destination first.
+	OpPFCount:         argsFrom(0, 0),
+	OpPFCountUnion:    argsFrom(0, 1),
+	OpPFMerge:         argsFrom(0, 1),
 	OpKeys:            func(*Command) keyRange { return noKeys },
 	OpScan:            func(*Command) keyRange { return noKeys },
 	OpRandomKey:       func(*Command) keyRange { return noKeys },
@@ -282,6 +288,8 @@ func missStops(c *Command, it *item) bool {
 		return it.kind != kindZSet && it.kind != kindSet
 	case OpZCheck:
 		return it.kind != kindZSet && (it.kind != kindSet || c.Int != ZCheckSetOp)
+	case OpPFCountUnion, OpPFMerge:
+		return !hllMergeable(it)
 	}
 	return false
 }
