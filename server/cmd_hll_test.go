@@ -1,0 +1,80 @@
+package server
+
+import (
+	"testing"
+
+	"kvs/fsm"
+)
+
+// TestHLLCommands checks the HyperLogLog commands through the server, byte
+// for byte (replies taken from redis-server 7.0.15).
+func TestHLLCommands(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	abc := "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80`\xf3\x80P\xb1\x84K\xfb\x80BZ"
+	counted := "HYLL\x01\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00`\xf3\x80P\xb1\x84K\xfb\x80BZ"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PFADD"}, "-" + errWrongArgs("pfadd") + "\r\n"},
+		{[]string{"PFCOUNT"}, "-" + errWrongArgs("pfcount") + "\r\n"},
+		{[]string{"PFMERGE"}, "-" + errWrongArgs("pfmerge") + "\r\n"},
+		{[]string{"PFDEBUG", "getreg"}, "-" + errWrongArgs("pfdebug") + "\r\n"},
+		{[]string{"PFSELFTEST", "x"}, "-" + errWrongArgs("pfselftest") + "\r\n"},
+		{[]string{"PFADD", "k", "a", "b", "c"}, ":1\r\n"},
+		{[]string{"GET", "k"}, "$27\r\n" + abc + "\r\n"},
+		{[]string{"TYPE", "k"}, "+string\r\n"},
+		{[]string{"OBJECT", "ENCODING", "k"}, "$3\r\nraw\r\n"},
+		{[]string{"PFCOUNT", "k"}, ":3\r\n"},
+		{[]string{"GET", "k"}, "$27\r\n" + counted + "\r\n"},
+		{[]string{"PFADD", "k", "a"}, ":0\r\n"},
+		{[]string{"PFCOUNT", "k", "nokey"}, ":3\r\n"},
+		{[]string{"PFDEBUG", "DECODE", "k"}, "$44\r\nZ:8436 v:1,1 Z:4274 v:2,1 Z:3068 v:1,1 Z:603\r\n"},
+		{[]string{"PFDEBUG", "ENCODING", "k"}, "+sparse\r\n"},
+		{[]string{"PFDEBUG", "bogus", "nokey"}, "-ERR The specified key does not exist\r\n"},
+		{[]string{"PFDEBUG", "bogus", "k"}, "-ERR Unknown PFDEBUG subcommand 'bogus'\r\n"},
+		{[]string{"PFMERGE", "m", "k", "nokey"}, "+OK\r\n"},
+		{[]string{"PFCOUNT", "m"}, ":3\r\n"},
+		{[]string{"SET", "s", "HYLL"}, "+OK\r\n"},
+		{[]string{"PFADD", "s", "a"}, "-" + fsm.ErrNotHLL + "\r\n"},
+		{[]string{"PFCOUNT", "s", "k"}, "-" + fsm.ErrNotHLL + "\r\n"},
+		{[]string{"LPUSH", "l", "a"}, ":1\r\n"},
+		{[]string{"PFMERGE", "l", "k"}, "-" + fsm.ErrWrongType + "\r\n"},
+		{[]string{"SET", "c", "HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x7f\xfe"}, "+OK\r\n"},
+		{[]string{"PFCOUNT", "c"}, "-" + fsm.ErrHLLCorrupt + "\r\n"},
+		// hll-sparse-max-bytes decides when PFADD promotes.
+		{[]string{"CONFIG", "GET", "hll-sparse-max-bytes"}, "*2\r\n$20\r\nhll-sparse-max-bytes\r\n$4\r\n3000\r\n"},
+		{[]string{"CONFIG", "SET", "hll-sparse-max-bytes", "-1"}, "-ERR CONFIG SET failed (possibly related to argument 'hll-sparse-max-bytes') - argument must be a memory value\r\n"},
+		{[]string{"CONFIG", "SET", "hll-sparse-max-bytes", "1kb"}, "+OK\r\n"},
+		{[]string{"CONFIG", "GET", "hll-sparse-max-bytes"}, "*2\r\n$20\r\nhll-sparse-max-bytes\r\n$4\r\n1024\r\n"},
+		{[]string{"CONFIG", "SET", "hll-sparse-max-bytes", "20"}, "+OK\r\n"},
+		{[]string{"PFADD", "k", "d", "e", "f", "g"}, ":1\r\n"},
+		{[]string{"PFDEBUG", "ENCODING", "k"}, "+dense\r\n"},
+		{[]string{"STRLEN", "k"}, ":12304\r\n"},
+		{[]string{"PFDEBUG", "TODENSE", "k"}, ":0\r\n"},
+		{[]string{"PFCOUNT", "k"}, ":7\r\n"},
+		// A read-only script may not call PFCOUNT, which may replicate.
+		{[]string{"EVAL_RO", "return redis.call('pfcount', KEYS[1])", "1", "k"},
+			"-ERR Write commands are not allowed from read-only scripts. script: 555e6dad1394c7f70b9c2c36655e0441257b3a78, on @user_script:1.\r\n"},
+		{[]string{"EVAL", "return redis.call('pfcount', KEYS[1])", "1", "k"}, ":7\r\n"},
+	} {
+		if got := rc.do(tt.args...); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	if got := rc.do("PFDEBUG", "GETREG", "m"); len(got) < 16384*4 || got[:8] != "*16384\r\n" {
+		t.Errorf("PFDEBUG GETREG: %.40q", got)
+	}
+}
+
+func TestPFSelfTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten million adds")
+	}
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	if got := rc.do("PFSELFTEST"); got != "+OK\r\n" {
+		t.Errorf("PFSELFTEST: %q", got)
+	}
+}
