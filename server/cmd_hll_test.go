@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"testing"
 
 	"kvs/fsm"
@@ -76,5 +77,39 @@ func TestPFSelfTest(t *testing.T) {
 	rc := dialRaw(t, s)
 	if got := rc.do("PFSELFTEST"); got != "+OK\r\n" {
 		t.Errorf("PFSELFTEST: %q", got)
+	}
+}
+
+// TestShardedHLL: on a node of several groups, PFMERGE and PFCOUNT of keys
+// of different slots get CROSSSLOT, and PFMERGE of its destination alone,
+// in which Redis's key specs find no key, runs in the key's group.
+func TestShardedHLL(t *testing.T) {
+	const n = 3
+	s, stores := startSharded(t, n)
+	rc := dialRaw(t, s)
+	a, b := keyIn(1, n, 0), keyIn(2, n, 0)
+	cross := "-" + errCrossSlot + "\r\n"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PFADD", a, "x"}, ":1\r\n"},
+		{[]string{"PFADD", b, "y"}, ":1\r\n"},
+		{[]string{"PFCOUNT", a, b}, cross},
+		{[]string{"PFMERGE", a, b}, cross},
+		{[]string{"PFMERGE", b}, "+OK\r\n"},
+		{[]string{"PFCOUNT", b}, ":1\r\n"},
+		{[]string{"LPUSH", "l", "v"}, ":1\r\n"},
+		{[]string{"PFMERGE", "l"}, "-" + fsm.ErrWrongType + "\r\n"},
+		{[]string{"PFMERGE", "{t}d", "{t}s1", "{t}s2"}, "+OK\r\n"},
+	} {
+		if got := rc.do(tt.args...); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	for g, st := range stores {
+		if got := keysOf(st); slices.Contains(got, "l") != (fsm.KeySlot([]byte("l"))*n/fsm.ClusterSlots == g) {
+			t.Errorf("group %d holds %q: l is in the wrong group", g, got)
+		}
 	}
 }
