@@ -348,3 +348,36 @@ func TestHLLDirty(t *testing.T) {
 		}
 	}
 }
+
+// TestHLLLevel: every HyperLogLog op, reads too, waits for a cluster that
+// applies level 3, which an earlier kvs cannot.
+func TestHLLLevel(t *testing.T) {
+	for _, op := range []Op{OpPFAdd, OpPFCount, OpPFMerge, OpPFDebug, OpPFCountUnion} {
+		if got := Level([]Command{{Op: op}}); got != 3 {
+			t.Errorf("%v: level %d, want 3", op, got)
+		}
+	}
+}
+
+// TestHLLMergePromotes: PFMERGE into a sparse destination promotes it by
+// the hll-sparse-max-bytes it carries (redis-server gave the same bytes).
+func TestHLLMergePromotes(t *testing.T) {
+	s := NewStore()
+	for i := range 4 {
+		var els []string
+		for j := 1; j <= 60; j++ {
+			els = append(els, fmt.Sprintf("x%d-%d", i, j))
+		}
+		s.Apply(0, t0, []Command{pfadd(3000, "src", els...)})
+	}
+	run(t, s, []step{
+		{t0, c(OpPFMerge, "m", "src").i(100), ok},
+		{t0, c(OpPFDebug, "m", "encoding"), status("dense")},
+		{t0, c(OpPFDebug, "src", "encoding"), status("sparse")},
+		{t0, c(OpPFCountUnion, "m", "src"), in(241)},
+	})
+	want := "len 12304 sha256 33062b585fb31267c3b0dc30b4472974a0d64df1fc781fbf1f80dcb282b96203"
+	if got := digest(value(t, s, "m")); got != want {
+		t.Errorf("merged value %s, want %s", got, want)
+	}
+}
