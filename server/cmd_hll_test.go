@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"kvs/fsm"
 )
@@ -110,6 +113,55 @@ func TestShardedHLL(t *testing.T) {
 	for g, st := range stores {
 		if got := keysOf(st); slices.Contains(got, "l") != (fsm.KeySlot([]byte("l"))*n/fsm.ClusterSlots == g) {
 			t.Errorf("group %d holds %q: l is in the wrong group", g, got)
+		}
+	}
+}
+
+// TestGoRedisHLL: go-redis's HyperLogLog calls, in a pipeline and in a
+// transaction, and a value moved with GET and SET keeps its count.
+func TestGoRedisHLL(t *testing.T) {
+	s := startServer(t, Config{})
+	ctx := context.Background()
+	c := newGoRedis(t, s, nil)
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.PFAdd(ctx, "{h}a", "x", "y", "z")
+		p.PFAdd(ctx, "{h}b", "z", "w")
+		p.PFCount(ctx, "{h}a")
+		p.PFCount(ctx, "{h}a", "{h}b")
+		p.PFMerge(ctx, "{h}m", "{h}a", "{h}b")
+		p.PFCount(ctx, "{h}m")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"pfadd {h}a x y z: 1", "pfadd {h}b z w: 1", "pfcount {h}a: 3", "pfcount {h}a {h}b: 4",
+		"pfmerge {h}m {h}a {h}b: OK", "pfcount {h}m: 4"}
+	for i, cmd := range cmds {
+		if got := cmd.String(); got != want[i] {
+			t.Errorf("pipeline %d: %q, want %q", i, got, want[i])
+		}
+	}
+	v, err := c.Get(ctx, "{h}m").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "copy", v, 0)
+		p.PFAdd(ctx, "copy", "x")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.PFCount(ctx, "copy").Result(); err != nil || n != 4 {
+		t.Errorf("PFCOUNT of the copy: %d, %v", n, err)
+	}
+	if err := c.PFAdd(ctx, "copy").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LPush(ctx, "l", "v").Err(); err == nil {
+		if err := c.PFCount(ctx, "l").Err(); err == nil || err.Error() != fsm.ErrWrongType {
+			t.Errorf("PFCOUNT of a list: %v", err)
 		}
 	}
 }
