@@ -12,16 +12,39 @@ package fsm
 //	1: OpMetaCAS; OpSlotsAssign, OpSlotsPurge, OpMoveOut, OpMoveDrain and
 //	   OpMoveIn (moving slots)
 //	2: OpMetaTxn (a move of slots and a group's removal, exclusive)
-const ApplyLevel = 2
+//	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo)
+//
+// A transaction (OpExec) needs the level of the commands it queued. A
+// script's calls are not known before it runs: a script that calls a
+// command of a level above the cluster's runs on the nodes that know the
+// command and fails on those that do not, so during a rolling upgrade
+// scripts must keep to the commands of the older kvs (docs/cluster.md).
+const ApplyLevel = 3
 
 // Level is the level an entry holding cmds needs: the highest of its
 // ops', 0 for ops every kvs applies.
 func Level(cmds []Command) int {
 	level := 0
 	for i := range cmds {
-		if s := cmds[i].Op.spec(); s != nil && s.level > level {
-			level = s.level
+		s := cmds[i].Op.spec()
+		if s == nil {
+			continue
+		}
+		level = max(level, s.level)
+		if cmds[i].Op == OpExec && len(cmds[i].Args) == 2 {
+			level = max(level, execLevel(&cmds[i]))
 		}
 	}
 	return level
+}
+
+// execLevel is the level of the commands an OpExec queued; 0 when they do
+// not decode (Validate refuses such an EXEC anyway).
+func execLevel(c *Command) int {
+	d := decoder{b: c.Args[1]}
+	cmds, err := d.commands(false)
+	if err != nil {
+		return 0
+	}
+	return Level(cmds)
 }

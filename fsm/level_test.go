@@ -19,6 +19,8 @@ func TestLevel(t *testing.T) {
 		{"slot ownership", []Command{set, SlotsAssign([]SlotRange{{0, 100}})}, 1},
 		{"a move's drain", []Command{MoveDrain(1, 1024)}, 1},
 		{"a transaction", []Command{cas, MetaTxn([]string{"a", ""}, []string{"a", "1"})}, 2},
+		{"MULTI/EXEC: the commands it queued", []Command{set, ExecCommand(nil, nil, []Command{set, cas})}, 1},
+		{"MULTI/EXEC of level-0 commands", []Command{ExecCommand(nil, nil, []Command{set, meta})}, 0},
 	} {
 		if got := Level(tc.cmds); got != tc.want {
 			t.Errorf("%s: Level = %d, want %d", tc.name, got, tc.want)

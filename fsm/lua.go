@@ -3,6 +3,7 @@ package fsm
 import (
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -64,7 +65,45 @@ type ParseContext struct {
 	// owns at this entry: a parser must not refuse them by a slot map of
 	// its own, which moves of slots make wrong.
 	SlotsTold bool
-	Scratch   any
+	// Level is the highest level of the commands the script may call
+	// (SetCallLevelMeta): a parser answers a call of a command of a
+	// higher level as a command it does not know, as every replica of a
+	// kvs that does not know it answers.
+	Level   int
+	Scratch any
+}
+
+// SetCallLevelMeta makes the commands scripts call keep to the level in
+// the metadata name (0 while it is absent or unreadable), which the
+// store's replicated log sets: a cluster's level (fsm.ApplyLevel's
+// doc). A script's calls are not known before it runs, so no node can
+// refuse the script as it refuses a client's command of a level above
+// the cluster's; instead, during a rolling upgrade, every replica of the
+// group (of the older kvs or the newer) answers such a call as the older
+// kvs does, as an unknown command, and they stay the same. Without it
+// (memory and durable mode, where one kvs applies everything) a script
+// may call every command.
+func (s *Store) SetCallLevelMeta(name string) {
+	s.mu.Lock()
+	s.callLevelMeta = name
+	s.mu.Unlock()
+}
+
+// callLevelLocked is ParseContext.Level for a call of a script running
+// now, under the store's lock.
+func (s *Store) callLevelLocked() int {
+	if s.callLevelMeta == "" {
+		return ApplyLevel
+	}
+	v, ok := s.meta[s.callLevelMeta]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // SetCommandParser installs the parser redis.call uses. Without one,
@@ -157,6 +196,7 @@ func (r *scriptRun) ACLCheck(args [][]byte) (bool, string) {
 	r.pc.Now, r.pc.Rand, r.pc.ReadOnly = r.now, r.rnd, r.readOnly
 	r.pc.User, r.pc.CheckOnly = r.who.user, true
 	r.pc.SlotsTold = s.slots != nil
+	r.pc.Level = s.callLevelLocked()
 	r.pc.ACL = r.who.table(s)
 	_, rep, _ := s.parser(&r.pc, args)
 	r.pc.CheckOnly = false
@@ -175,6 +215,7 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	run.pc.User, run.pc.CheckOnly = run.who.user, false
 	run.pc.OOM, run.pc.NoReplicas = run.oom, run.noReplicas
 	run.pc.SlotsTold = s.slots != nil
+	run.pc.Level = s.callLevelLocked()
 	if run.who.user != "" {
 		run.pc.ACL = run.who.table(s)
 	}

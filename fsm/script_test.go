@@ -345,3 +345,37 @@ func TestMemoryUsageLogical(t *testing.T) {
 		t.Errorf("a missing key: %v", r)
 	}
 }
+
+// TestScriptCallLevel: the level a script's calls may use is the one the
+// store's replicated metadata holds, once the store is told its name, and
+// every level without it.
+func TestScriptCallLevel(t *testing.T) {
+	levelParser := func(p *ParseContext, args [][]byte) (Command, Reply, bool) {
+		return Command{}, Reply{Kind: ReplyInt, Int: int64(p.Level)}, true
+	}
+	run := func(s *Store) int64 {
+		t.Helper()
+		r := s.Apply(0, 1, []Command{eval(`return redis.call('level')`, 1, 0)})[0]
+		if r.Kind != ReplyInt {
+			t.Fatalf("script reply %+v", r)
+		}
+		return r.Int
+	}
+	s := NewStore()
+	s.SetCommandParser(levelParser)
+	if got := run(s); got != ApplyLevel {
+		t.Fatalf("without a level name: level %d, want every level (%d)", got, ApplyLevel)
+	}
+	s.SetCallLevelMeta("cluster/level")
+	if got := run(s); got != 0 {
+		t.Fatalf("before the level is recorded: level %d, want 0", got)
+	}
+	s.Apply(0, 1, []Command{c(OpMetaSet, "cluster/level", "2")})
+	if got := run(s); got != 2 {
+		t.Fatalf("recorded 2: level %d", got)
+	}
+	s.Apply(0, 1, []Command{c(OpMetaSet, "cluster/level", "x")})
+	if got := run(s); got != 0 {
+		t.Fatalf("an unreadable level: %d, want 0", got)
+	}
+}

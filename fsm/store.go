@@ -210,6 +210,9 @@ type Store struct {
 	// are the Lua interpreters scripts run in (lua.go).
 	parser CommandParser
 	vms    vmPool
+	// callLevelMeta, when set (SetCallLevelMeta), names the metadata
+	// that holds the level of the commands scripts may call.
+	callLevelMeta string
 	// lazyFreed counts what Redis would have freed in the background
 	// (LazyFreed): a node's statistic, outside the replicated state.
 	lazyFreed atomic.Int64

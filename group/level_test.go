@@ -2,7 +2,11 @@ package group
 
 import (
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
+
+	"kvs/fsm"
 )
 
 func levelsOf(meta map[string]string) Levels {
@@ -70,4 +74,69 @@ func TestLevelsAllowsAdmits(t *testing.T) {
 		t.Fatalf("Admits a level-0 node at level 1: %v, want ErrLevel", err)
 	}
 	t.Log(err)
+}
+
+// TestLevelGate: a node's groups refuse a batch whose entry needs a level
+// above the cluster's, alone, and propose everything once the cluster
+// reaches this kvs's level.
+func TestLevelGate(t *testing.T) {
+	tn := openNode(t, "n1", t.TempDir(), "127.0.0.1:0", true, []uint32{0}, false)
+	g := tn.groups[0]
+	eventually(t, "a leader", func() error {
+		if !g.Node().IsLeader() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	var mu sync.Mutex
+	meta := map[string]string{}
+	levels := Levels{Meta: func(name string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := meta[name]
+		return v, ok
+	}}
+	asked := 0
+	tn.n.SetLevelGate(func(need int) error {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return levels.Allows(need)
+	})
+
+	set := fsm.Command{Op: fsm.OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}
+	txn := fsm.MetaTxn([]string{"a", ""}, []string{"a", "1"}) // level 2
+	inExec := fsm.ExecCommand(nil, nil, []fsm.Command{txn})
+	if _, err := g.Proposer().Propose([]fsm.Command{set}); err != nil {
+		t.Fatalf("a level-0 batch at cluster level 0: %v", err)
+	}
+	for _, cmds := range [][]fsm.Command{{set, txn}, {inExec}} {
+		if _, err := g.Proposer().Propose(cmds); !errors.Is(err, ErrLevel) {
+			t.Fatalf("a level-2 batch at cluster level 0: err %v, want ErrLevel", err)
+		}
+	}
+	if v, ok := tn.stores[0].Meta("a"); ok {
+		t.Fatalf("a refused batch was applied: a = %q", v)
+	}
+
+	mu.Lock()
+	meta[ClusterLevelMeta] = strconv.Itoa(fsm.ApplyLevel)
+	mu.Unlock()
+	if _, err := g.Proposer().Propose([]fsm.Command{set, txn}); err != nil {
+		t.Fatalf("at the cluster's level %d: %v", fsm.ApplyLevel, err)
+	}
+	if v, _ := tn.stores[0].Meta("a"); v != "1" {
+		t.Fatalf("a = %q after the allowed batch, want 1", v)
+	}
+	mu.Lock()
+	before := asked
+	mu.Unlock()
+	if _, err := g.Proposer().Propose([]fsm.Command{inExec}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != before {
+		t.Fatalf("the gate was asked again after it allowed level %d: levels only grow", fsm.ApplyLevel)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kvs/cluster"
@@ -74,6 +75,45 @@ type Node struct {
 	// wake is signalled when a replica here becomes its group's leader
 	// (Wakes).
 	wake chan struct{}
+	// gate is what SetLevelGate set, asked by every group's proposer.
+	gate levelGate
+}
+
+// SetLevelGate makes every raft group of the node, open or opened later,
+// refuse a batch of commands whose entry needs a level (fsm.Level) above
+// 0 unless gate(need) returns nil: the cluster's level (Levels.Allows),
+// which the node's owner keeps. A node of a newer kvs thus proposes no
+// command a node of an older kvs in the same cluster could not apply (it
+// would stop at it) until every node has said it can. Without a gate
+// every level is allowed.
+func (n *Node) SetLevelGate(gate func(need int) error) { n.gate.fn.Store(&gate) }
+
+// levelGate is a node's SetLevelGate.
+type levelGate struct {
+	fn atomic.Pointer[func(need int) error]
+	// open is set once fn allowed ApplyLevel: the cluster's level only
+	// grows, so every entry is allowed from then on, without asking.
+	open atomic.Bool
+}
+
+// allows returns nil when cmds may be proposed, else the gate's error
+// (wrapping ErrLevel).
+func (g *levelGate) allows(cmds []fsm.Command) error {
+	if g.open.Load() {
+		return nil
+	}
+	fn := g.fn.Load()
+	if fn == nil {
+		return nil
+	}
+	if (*fn)(fsm.ApplyLevel) == nil {
+		g.open.Store(true)
+		return nil
+	}
+	if need := fsm.Level(cmds); need > 0 {
+		return (*fn)(need)
+	}
+	return nil
 }
 
 // OpenNode binds the node's Raft port on o.RaftAddr (over mutual TLS when
@@ -220,6 +260,7 @@ func (n *Node) openGroup(id uint32, store *fsm.Store, bootstrap bool, voters []P
 	}
 	go n.relayLeadership(node)
 	p := newRaftProposer(node)
+	p.gate = &n.gate
 	return &Group{id: id, store: store, node: node, raft: p, proposer: p, owner: n}, had, nil
 }
 

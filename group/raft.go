@@ -56,6 +56,8 @@ func OpenRaft(store *fsm.Store, o RaftOptions) (*Group, bool, error) {
 // the target shrinks to the writers that are left.
 type raftProposer struct {
 	node *cluster.Node
+	// gate, when set, is the node's level gate (Node.SetLevelGate).
+	gate *levelGate
 
 	mu       sync.Mutex // guards the fields below
 	cond     *sync.Cond // broadcast when queue grows, a gather times out, or stopped is set
@@ -93,6 +95,9 @@ func (p *raftProposer) Propose(cmds []fsm.Command) ([]fsm.Reply, error) {
 // are proposed in that order, whoever waits for them (the server queues
 // on an event loop, in the order the commands arrived, and waits off it).
 func (p *raftProposer) Queue(cmds []fsm.Command) func() ([]fsm.Reply, error) {
+	if err := p.allowed(cmds); err != nil {
+		return func() ([]fsm.Reply, error) { return nil, err }
+	}
 	pr := &proposal{cmds: cmds, done: make(chan struct{})}
 	p.mu.Lock()
 	if p.stopped {
@@ -107,6 +112,16 @@ func (p *raftProposer) Queue(cmds []fsm.Command) func() ([]fsm.Reply, error) {
 		<-pr.done
 		return pr.replies, pr.err
 	}
+}
+
+// allowed returns nil when the node's level gate lets cmds be proposed,
+// else its error (wrapping ErrLevel): the batch alone is refused, not the
+// entry it would have shared with other connections' batches.
+func (p *raftProposer) allowed(cmds []fsm.Command) error {
+	if p.gate == nil {
+		return nil
+	}
+	return p.gate.allows(cmds)
 }
 
 // work is the proposer's one worker: gather, propose as one entry, hand

@@ -368,6 +368,11 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 		p.Scratch = sc
 	}
 	cmd := sc.command(s, args[0])
+	if cmd != nil && cmd.level > p.Level {
+		// A command the older kvs of a cluster being upgraded lacks:
+		// unknown here too, as it is on its replicas.
+		cmd = nil
+	}
 	if p.CheckOnly {
 		return s.scriptACLCheck(p, sc, cmd, args)
 	}

@@ -89,6 +89,10 @@ type command struct {
 	// step; 0, 0, 0 when the command takes no keys.
 	firstKey, lastKey, keyStep int
 	group                      string // for COMMAND DOCS
+	// level is the cluster level (fsm.ApplyLevel's doc) of the release
+	// that added the command, 0 for those of every kvs: a script may
+	// call it only where the store allows that level (fsm.ParseContext).
+	level int
 
 	// A data command has parse: it turns the arguments into an fsm.Command
 	// or into an error text; the server proposes writes and reads reads.

@@ -359,6 +359,9 @@ func tendGroups(stop <-chan struct{}, node *group.Node, sh shape, gm *groupsMeta
 		} else if wrote {
 			logger.Info("stored the slot map in the meta group", "version", 1)
 		}
+		if err := recordLevels(node, meta.keeper.levels.Cluster()); err != nil {
+			logger.Debug("recording the cluster's level in a data group", "err", err)
+		}
 		set, _, err := readGroupSet(gm, sh.groups)
 		if err != nil {
 			logger.Error("the meta group's list of data groups is malformed; tending waits", "err", err)

@@ -182,3 +182,31 @@ func keepLevel(stop <-chan struct{}, k *levelKeeper, logger *slog.Logger) {
 		}
 	}
 }
+
+// recordLevels writes the cluster's level, level, into each data group
+// this node leads whose store holds a lower one: the level of the
+// commands the scripts running in the group may call
+// (fsm.Store.SetCallLevelMeta). The meta group (0) records it itself. A
+// store never goes down a level: a node whose view of the meta group lags
+// writes nothing.
+func recordLevels(node *group.Node, level int) error {
+	if level <= 0 {
+		return nil
+	}
+	want := strconv.Itoa(level)
+	var errs []error
+	for _, g := range node.Groups() {
+		if g.ID() == 0 || g.Node() == nil || !g.Node().IsLeader() {
+			continue
+		}
+		if cur, ok := g.Store().Meta(group.ClusterLevelMeta); ok {
+			if n, err := strconv.Atoi(cur); err == nil && n >= level {
+				continue
+			}
+		}
+		if _, err := g.Proposer().Propose([]fsm.Command{metaSet(group.ClusterLevelMeta, want)}); err != nil {
+			errs = append(errs, fmt.Errorf("group %d: %w", g.ID(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

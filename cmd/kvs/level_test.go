@@ -154,3 +154,44 @@ func TestLevelKeeper(t *testing.T) {
 		t.Fatalf("cluster level %d after a join", got)
 	}
 }
+
+// TestRecordLevels: the cluster's level reaches the data groups this node
+// leads, and never goes down in them.
+func TestRecordLevels(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := group.OpenNode(group.NodeOptions{DataDir: t.TempDir(), NodeID: "n1", RaftAddr: "127.0.0.1:0", Bootstrap: true, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	stores := map[uint32]*fsm.Store{}
+	for _, id := range []uint32{0, 1, 2} {
+		stores[id] = fsm.NewStore()
+		g, _, err := n.OpenGroup(id, stores[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		testwait.Poll(t, "n1 to lead", 10*time.Second, 10*time.Millisecond, func() error {
+			if !g.Node().IsLeader() {
+				return errors.New("not the leader")
+			}
+			return nil
+		})
+	}
+	level := func(id uint32) string {
+		v, _ := stores[id].Meta(group.ClusterLevelMeta)
+		return v
+	}
+	if err := recordLevels(n, 0); err != nil || level(1) != "" {
+		t.Fatalf("level 0: %v, group 1 holds %q", err, level(1))
+	}
+	if err := recordLevels(n, 3); err != nil {
+		t.Fatal(err)
+	}
+	if level(1) != "3" || level(2) != "3" || level(0) != "" {
+		t.Fatalf("after recording 3: groups 0, 1, 2 hold %q, %q, %q; want the data groups at 3 and the meta group untouched", level(0), level(1), level(2))
+	}
+	if err := recordLevels(n, 2); err != nil || level(1) != "3" {
+		t.Fatalf("a lagging view (2) took group 1 from 3 to %q (%v)", level(1), err)
+	}
+}

@@ -357,8 +357,12 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// thresholds.
 		newStore = func() (*fsm.Store, error) {
 			st := fsm.NewStore()
+			st.SetCallLevelMeta(group.ClusterLevelMeta) // recordLevels
 			return st, config.PrepareStore(st, f.directives)
 		}
+		// The home group is the meta group, where the cluster's level is
+		// recorded.
+		store.SetCallLevelMeta(group.ClusterLevelMeta)
 		if sh.groups > 1 {
 			if cfg.Slots, err = slotTable(sh.groups); err != nil {
 				return err
@@ -401,6 +405,9 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		view = &clusterView{node: node, store: store, id: f.nodeID, raftAddr: f.raftAddr}
 		view.propose = g.Proposer().Propose
 		view.keeper = newLevelKeeper(view)
+		// No group proposes a command an older node of the cluster could
+		// not apply before every node has said it can.
+		gnode.SetLevelGate(view.keeper.levels.Allows)
 		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
 		cfg.Saver = g
