@@ -6,19 +6,22 @@ import (
 	"kvs/fsm"
 )
 
+// The HyperLogLog commands came with cluster level 3 (their ops are of
+// that level), and PFSELFTEST with them.
 func init() {
 	registerCommands([]command{
-		{name: "pfadd", arity: -2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "hyperloglog", parse: parsePFAdd},
+		{name: "pfadd", arity: -2, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "hyperloglog", level: 3,
+			parse: parsePFAdd},
 		// PFCOUNT is a read to Redis that may write the key's cached
 		// cardinality and propagate it (may_replicate): of one key it is
 		// a write here (fsm.OpPFCount), of several a read.
 		{name: "pfcount", arity: -2, flags: r | flagMayReplicate, firstKey: 1, lastKey: -1, keyStep: 1,
-			group: "hyperloglog", parse: parsePFCount},
-		{name: "pfmerge", arity: -2, flags: w, firstKey: 1, lastKey: -1, keyStep: 1, group: "hyperloglog",
+			group: "hyperloglog", level: 3, parse: parsePFCount},
+		{name: "pfmerge", arity: -2, flags: w, firstKey: 1, lastKey: -1, keyStep: 1, group: "hyperloglog", level: 3,
 			parse: parsePFMerge},
 		{name: "pfdebug", arity: 3, flags: w | flagAdmin, firstKey: 2, lastKey: 2, keyStep: 1, group: "hyperloglog",
-			parse: parsePFDebug},
-		{name: "pfselftest", arity: 1, flags: flagAdmin, group: "hyperloglog", run: runPFSelfTest},
+			level: 3, parse: parsePFDebug},
+		{name: "pfselftest", arity: 1, flags: flagAdmin, group: "hyperloglog", level: 3, run: runPFSelfTest},
 	}...)
 	for name, doc := range map[string][2]string{
 		"pfadd":      {"Adds the specified elements to the specified HyperLogLog.", "2.8.9"},
