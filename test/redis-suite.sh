@@ -86,6 +86,16 @@ resp_ping() {
   ) 2>/dev/null
 }
 
+# levelled: a kvs cluster refuses the commands of a level above the one
+# it has recorded (HyperLogLog's, level 3) until it records the level its
+# nodes run, shortly after it starts.
+levelled() {
+  [ "$SERVER" = kvs ] || return 0
+  local st
+  st=$(redis-cli -p "$PORT" kvs.status 2>/dev/null) || return 1
+  [ "$(echo "$st" | grep -A1 -x cluster_level | tail -1)" = "$(echo "$st" | grep -A1 -x apply_level | tail -1)" ]
+}
+
 SERVER_PID=
 DATA_DIR=
 start_server() { # start_server LOG
@@ -130,7 +140,7 @@ start_server() { # start_server LOG
       # SCRIPT FLUSH is written to every group, the meta group too: once
       # it is answered, each has a leader whose address is known.
       if redis-cli -p "$PORT" cluster info 2>/dev/null | grep -q '^cluster_state:ok' &&
-        [ "$(redis-cli -p "$PORT" script flush 2>/dev/null)" = OK ]; then
+        [ "$(redis-cli -p "$PORT" script flush 2>/dev/null)" = OK ] && levelled; then
         return 0
       fi
     fi
