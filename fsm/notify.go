@@ -196,8 +196,9 @@ func targets(c *Command) keyRange {
 	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll:
 		return noKeys
 	}
-	if c.Op >= opBaseScript || len(c.Args) == 0 {
-		// Transactions and scripts announce through the commands they run.
+	if c.Op >= opBaseScript && c.Op < opBaseHLL || len(c.Args) == 0 {
+		// Transactions and scripts announce through the commands they
+		// run; the admin ops have no keys.
 		return noKeys
 	}
 	return keyRange{0, 0, 0}
@@ -257,7 +258,12 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	OpSInterCard: argsFrom(0, 1),
 	OpLCS:        func(c *Command) keyRange { return keyRange{0, 1, 2} },
 	OpZSetOp:     zsetOpKeys(0),
-	OpKeys:       func(*Command) keyRange { return noKeys },
+	// PFCOUNT and PFMERGE look up every key for reading, PFMERGE's
+	// destination first.
+	OpPFCount:      argsFrom(0, 0),
+	OpPFCountUnion: argsFrom(0, 1),
+	OpPFMerge:      argsFrom(0, 1),
+	OpKeys:         func(*Command) keyRange { return noKeys },
 	// RESTORE refused looks its key up for writing, which misses quietly.
 	OpRestoreRefused:  func(*Command) keyRange { return noKeys },
 	OpScan:            func(*Command) keyRange { return noKeys },
@@ -284,6 +290,8 @@ func missStops(c *Command, it *item) bool {
 		return it.kind != kindZSet && it.kind != kindSet
 	case OpZCheck:
 		return it.kind != kindZSet && (it.kind != kindSet || c.Int != ZCheckSetOp)
+	case OpPFCountUnion, OpPFMerge:
+		return !hllMergeable(it)
 	}
 	return false
 }

@@ -141,6 +141,10 @@ var opEvents = map[Op]func(s *Store, c *Command, r *Reply, pre preState){
 			s.notifyLocked(NotifyGeneric, "restore", c.Args[0])
 		}
 	},
+	// PFADD announces when it changed a register or created the key;
+	// PFMERGE announces pfadd too, whatever it merged.
+	OpPFAdd:   onFirst(NotifyString, "pfadd", positive),
+	OpPFMerge: onFirst(NotifyString, "pfadd", nil),
 	OpCopy: func(s *Store, c *Command, r *Reply, pre preState) {
 		if positive(r) {
 			s.notifyLocked(NotifyGeneric, "copy_to", c.Args[1])

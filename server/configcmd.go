@@ -22,15 +22,16 @@ func (s *Server) configParams() map[string]string {
 	p := make(map[string]string, 512)
 	s.params.AddTo(p, true)
 	for k, v := range map[string]string{
-		"maxclients":         strconv.FormatInt(s.maxClients.Load(), 10),
-		"proto-max-bulk-len": strconv.FormatInt(s.maxBulk.Load(), 10),
-		"appendonly":         "no",
-		"appendfsync":        "everysec",
-		"databases":          "1",
-		"port":               s.port(),
-		"bind":               host,
-		"cluster-enabled":    "no",
-		"requirepass":        s.requirePass(),
+		"maxclients":           strconv.FormatInt(s.maxClients.Load(), 10),
+		"proto-max-bulk-len":   strconv.FormatInt(s.maxBulk.Load(), 10),
+		"hll-sparse-max-bytes": strconv.FormatInt(s.hllSparseMax.Load(), 10),
+		"appendonly":           "no",
+		"appendfsync":          "everysec",
+		"databases":            "1",
+		"port":                 s.port(),
+		"bind":                 host,
+		"cluster-enabled":      "no",
+		"requirepass":          s.requirePass(),
 	} {
 		p[k] = v
 	}
@@ -217,7 +218,7 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			stored = append(stored, [2]string{p.Name(), v})
 			applies = append(applies, func() { s.setMinReplicas(p.Name(), v) })
 		case "maxclients", "proto-max-bulk-len", "lua-time-limit", "busy-reply-threshold",
-			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold":
+			"slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold", "hll-sparse-max-bytes":
 			norm, err := config.Lookup(name).Normalize(string(val))
 			if err != nil {
 				return errConfigSetFailed(name, err.Error())
@@ -292,6 +293,8 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			s.maxClients.Store(ch.v)
 		case "proto-max-bulk-len":
 			s.maxBulk.Store(ch.v)
+		case "hll-sparse-max-bytes":
+			s.hllSparseMax.Store(ch.v)
 		case "lua-time-limit", "busy-reply-threshold":
 			v := ch.v
 			s.luaLimit.Store(&v)

@@ -207,11 +207,11 @@ func (s *Server) replicaVerdict(fc *fsm.Command) replicaVerdict {
 // notRedisWrites are the ops that go through the log but stand for no
 // command Redis flags as a write: the node's own upkeep (expiry,
 // eviction, cluster metadata), the user table (ACL SETUSER, CONFIG SET
-// requirepass), the script cache (SCRIPT LOAD, FLUSH) and a script's
-// PUBLISH.
+// requirepass), the script cache (SCRIPT LOAD, FLUSH), a script's
+// PUBLISH, and PFCOUNT's update of a HyperLogLog's cached cardinality.
 var notRedisWrites = map[fsm.Op]bool{
 	fsm.OpDelExpired: true, fsm.OpEvict: true, fsm.OpMetaSet: true, fsm.OpACLSet: true,
-	fsm.OpScriptLoad: true, fsm.OpScriptFlush: true, fsm.OpPublish: true,
+	fsm.OpScriptLoad: true, fsm.OpScriptFlush: true, fsm.OpPublish: true, fsm.OpPFCount: true,
 }
 
 // evalVerdict judges a forwarded OpEval: a script that declares flags

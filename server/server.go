@@ -26,6 +26,9 @@ type Server struct {
 	// read; CONFIG SET changes them.
 	maxClients atomic.Int64
 	maxBulk    atomic.Int64
+	// hllSparseMax is hll-sparse-max-bytes, which PFADD and PFMERGE
+	// carry to the store (cmd_hll.go).
+	hllSparseMax atomic.Int64
 	// params holds the Redis parameters kvs keeps without acting on them
 	// (package config).
 	params *config.Store
@@ -176,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	s.params = config.NewStore()
 	s.slowlog.init()
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.hllSparseMax.Store(fsm.HLLSparseMaxBytes)
 	s.protectedMode.Store(!cfg.DisableProtectedMode)
 	s.minReplicas.maxLag.Store(defaultMinReplicasMaxLag)
 	s.maxQuery.Store(cfg.ClientQueryBufferLimit)

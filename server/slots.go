@@ -55,6 +55,13 @@ func commandSlot(spec *command, args [][]byte, keys *[]cmdspec.Key) (slot int, o
 		return slot, true
 	}
 	*keys = spec.keys.Find(args, (*keys)[:0])
+	if len(*keys) == 0 && spec.name == "pfmerge" && len(args) == 2 {
+		// PFMERGE destkey alone: Redis's key specs find no key (the
+		// sources' range is empty), and Redis Cluster runs it on the
+		// node it was sent to, which answers for the key as for any
+		// other. kvs runs it in the group of the key's slot.
+		return fsm.KeySlot(args[1]), true
+	}
 	for _, k := range *keys {
 		if !same(args[k.Pos]) {
 			return noSlot, false

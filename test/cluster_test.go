@@ -60,7 +60,18 @@ func startCluster(t testing.TB, size int, extra ...string) []*Node {
 		nodes = append(nodes, n)
 	}
 	waitMembers(t, nodes, size)
+	waitLevel(t, nodes...)
 	return nodes
+}
+
+// waitLevel waits until every node reports its cluster's level at this
+// kvs's: a new cluster records it once its nodes have published theirs,
+// and until then refuses the commands of a later level (HyperLogLog's).
+func waitLevel(t testing.TB, nodes ...*Node) {
+	t.Helper()
+	for _, n := range nodes {
+		waitClusterLevel(t, n, kvsLevel)
+	}
 }
 
 // status is one node's KVS.STATUS.

@@ -43,16 +43,16 @@ OUT=$top/dist/redis-suite
 SKIPFILE=$top/test/redis-suite.skip
 
 UNITS="protocol info-command auth type/string keyspace expire type/incr
-type/hash type/list type/list-2 type/list-3 type/set type/zset multi
-scripting functions pubsub bitops bitfield sort scan slowlog pause querybuf
-lazyfree other quit introspection introspection-2 dump"
+type/hash type/list type/list-2 type/list-3 type/set type/zset hyperloglog
+multi scripting functions pubsub bitops bitfield sort scan slowlog pause
+querybuf lazyfree other quit introspection introspection-2 dump"
 UNITS=${SUITE_UNITS:-$UNITS}
 
 # What kvs leaves out on purpose, or cannot be asked of a server the suite
 # did not start: the same tags exclude the same tests from redis-server's
 # run, so the two runs are comparable.
 TAGS="-needs:debug -needs:repl -needs:config-maxmemory -needs:config-resetstat
--needs:reset -needs:save -needs:pfdebug -needs:latency -needs:local-process -resp3"
+-needs:reset -needs:save -needs:latency -needs:local-process -resp3"
 TAGS=$(echo $TAGS)
 
 die() { echo "redis-suite: $*" >&2; exit 2; }

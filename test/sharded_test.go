@@ -457,6 +457,7 @@ func startShardedNode(t *testing.T, groups int) *Node {
 	n := newClusterNode(t, "n1", "--bootstrap", "--groups", strconv.Itoa(groups))
 	n.Start()
 	waitLeadsEvery(t, n, groups)
+	waitLevel(t, n)
 	return n
 }
 
