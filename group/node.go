@@ -88,6 +88,11 @@ type Node struct {
 // every level is allowed.
 func (n *Node) SetLevelGate(gate func(need int) error) { n.gate.fn.Store(&gate) }
 
+// Allows returns nil when cmds may be proposed at the cluster's level,
+// as the node's groups' proposers check (SetLevelGate), else the gate's
+// error: for a node that forwards cmds to a leader elsewhere.
+func (n *Node) Allows(cmds []fsm.Command) error { return n.gate.allows(cmds) }
+
 // levelGate is a node's SetLevelGate.
 type levelGate struct {
 	fn atomic.Pointer[func(need int) error]

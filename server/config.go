@@ -132,6 +132,13 @@ type Config struct {
 	// barrier and membership changes. Zero: DefaultForwardTimeout (10 s).
 	ForwardTimeout time.Duration
 
+	// LevelGate, in a cluster, returns an error (wrapping group.ErrLevel)
+	// for a batch of commands the cluster's level does not allow yet
+	// (fsm.Level), which a node then refuses rather than forwards: the
+	// leader's proposer would refuse it, or, of an older kvs, not know
+	// its ops. Nil: every batch is allowed.
+	LevelGate func(cmds []fsm.Command) error
+
 	// RerouteWait bounds how long a command a move of slots refused
 	// waits for this node's slot map to name the slot's new group before
 	// it is answered TRYAGAIN (reroute.go): about the write pause of a

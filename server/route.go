@@ -94,6 +94,11 @@ func (s *Server) leaderAddr(g *groupRef) (string, error) {
 // forward sends cmds, all of group g, to g's leader and returns its
 // replies, one per command.
 func (s *Server) forward(g *groupRef, cmds []fsm.Command, user string) ([]fsm.Reply, error) {
+	if s.cfg.LevelGate != nil {
+		if err := s.cfg.LevelGate(cmds); err != nil {
+			return nil, err
+		}
+	}
 	addr, err := s.leaderAddr(g)
 	if err != nil {
 		return nil, err

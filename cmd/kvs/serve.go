@@ -406,6 +406,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		// No group proposes a command an older node of the cluster could
 		// not apply before every node has said it can.
 		gnode.SetLevelGate(view.keeper.levels.Allows)
+		cfg.LevelGate = gnode.Allows
 		cfg.Proposer = g.Proposer()
 		cfg.Cluster = view
 		cfg.Saver = g
