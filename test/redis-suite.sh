@@ -43,7 +43,7 @@ OUT=$top/dist/redis-suite
 SKIPFILE=$top/test/redis-suite.skip
 
 UNITS="protocol info-command auth type/string keyspace expire type/incr
-type/hash type/list type/list-2 type/list-3 type/set type/zset multi
+type/hash type/list type/list-2 type/list-3 type/set type/zset geo multi
 scripting functions pubsub bitops bitfield sort scan slowlog pause querybuf
 lazyfree other quit introspection introspection-2"
 UNITS=${SUITE_UNITS:-$UNITS}
