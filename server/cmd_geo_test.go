@@ -93,7 +93,9 @@ func TestGeoReplies(t *testing.T) {
 
 // TestGeoSharded: a search that stores into a key of another slot is
 // refused with CROSSSLOT on a node of several groups, whichever keyword
-// names the destination; with one hash tag it runs in the keys' group.
+// names the destination; with one hash tag it runs in the keys' group. An
+// earlier STORE that the last one overrides is not routed by, as in Redis
+// Cluster.
 func TestGeoSharded(t *testing.T) {
 	const n = 3
 	s, _ := startSharded(t, n)
@@ -121,6 +123,8 @@ func TestGeoSharded(t *testing.T) {
 		{[]string{"GEORADIUS", "{g}src", "15", "37", "200", "km", "STORE", "{g}dst"}, ":1\r\n"},
 		{[]string{"GEOSEARCH", "{g}dst", "FROMMEMBER", "Palermo", "BYRADIUS", "1", "m"}, "*1\r\n$7\r\nPalermo\r\n"},
 		{[]string{"GEORADIUS_RO", a, "15", "37", "200", "km"}, "*1\r\n$7\r\nPalermo\r\n"},
+		// Redis Cluster routes GEORADIUS by its last destination alone.
+		{[]string{"GEORADIUS", "{g}src", "15", "37", "200", "km", "STORE", b, "STOREDIST", "{g}d2"}, ":1\r\n"},
 	} {
 		if got := rc.do(tc.cmd...); got != tc.want {
 			t.Errorf("%q: %q, want %q", tc.cmd, got, tc.want)

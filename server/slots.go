@@ -54,7 +54,7 @@ func commandSlot(spec *command, args [][]byte, keys *[]cmdspec.Key) (slot int, o
 		}
 		return slot, true
 	}
-	*keys = spec.keys.Find(args, (*keys)[:0])
+	*keys = spec.keys.FindRouted(args, (*keys)[:0])
 	for _, k := range *keys {
 		if !same(args[k.Pos]) {
 			return noSlot, false
