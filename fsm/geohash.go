@@ -290,8 +290,8 @@ func (sh *geoShape) boundingBox() [4]float64 {
 	}
 	width := sh.conversion * r
 	latDelta := radDeg(height / earthRadiusMeters)
-	longDeltaTop := radDeg(width / earthRadiusMeters / math.Cos(degRad(sh.lat+latDelta)))
-	longDeltaBottom := radDeg(width / earthRadiusMeters / math.Cos(degRad(sh.lat-latDelta)))
+	longDeltaTop := radDeg(width / earthRadiusMeters / geoCos(degRad(sh.lat+latDelta)))
+	longDeltaBottom := radDeg(width / earthRadiusMeters / geoCos(degRad(sh.lat-latDelta)))
 	var b [4]float64
 	if sh.lat < 0 { // the southern hemisphere's box is widest at its top
 		b[0], b[2] = sh.lon-longDeltaBottom, sh.lon+longDeltaBottom
@@ -362,15 +362,15 @@ func geoLatDistance(lat1, lat2 float64) float64 {
 func geoDistance(lon1, lat1, lon2, lat2 float64) float64 {
 	lon1r := degRad(lon1)
 	lon2r := degRad(lon2)
-	v := math.Sin((lon2r - lon1r) / 2)
+	v := geoSin((lon2r - lon1r) / 2)
 	if v == 0.0 {
 		return geoLatDistance(lat1, lat2)
 	}
 	lat1r := degRad(lat1)
 	lat2r := degRad(lat2)
-	u := math.Sin((lat2r - lat1r) / 2)
-	a := float64(u*u) + float64(math.Cos(lat1r)*math.Cos(lat2r)*v*v)
-	return 2.0 * earthRadiusMeters * math.Asin(math.Sqrt(a))
+	u := geoSin((lat2r - lat1r) / 2)
+	a := float64(u*u) + float64(geoCos(lat1r)*geoCos(lat2r)*v*v)
+	return 2.0 * earthRadiusMeters * geoAsin(math.Sqrt(a))
 }
 
 // within is geoWithinShape for a point decoded from a score: whether it is
