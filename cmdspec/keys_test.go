@@ -49,7 +49,7 @@ func TestFind(t *testing.T) {
 // STOREDIST, where its key specs (COMMAND GETKEYS, the ACL) name each.
 func TestFindRouted(t *testing.T) {
 	for _, tc := range []struct {
-		args           []string
+		args          []string
 		specs, routed string
 	}{
 		{[]string{"georadius", "k", "1", "2", "3", "km", "store", "a", "storedist", "b"}, "k a b", "k b"},
