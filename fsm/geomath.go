@@ -41,6 +41,13 @@ func (x dd) add(y dd) dd {
 	return quickTwoSum(s.hi, s.lo+t.lo)
 }
 
+// addFast is add with the low parts summed in one rounding: as exact as
+// the series below need, their terms being of one sign and shrinking.
+func (x dd) addFast(y dd) dd {
+	s := twoSum(x.hi, y.hi)
+	return quickTwoSum(s.hi, s.lo+(x.lo+y.lo))
+}
+
 func (x dd) neg() dd { return dd{-x.hi, -x.lo} }
 
 func (x dd) mul(y dd) dd {
@@ -84,45 +91,92 @@ func reduce(x float64) (dd, int) {
 	return r, int(int64(k) & 3)
 }
 
-// sinCosDD are the Taylor series of sin and cos at r, |r| <= pi/4, to
-// well below 2^-106.
-func sinCosDD(r dd) (s, c dd) {
-	r2 := r.mul(r)
-	// sin r = r - r^3/3! + ..., cos r = 1 - r^2/2! + ...
-	term := r
-	s = r
-	for n := 2; n < 40; n += 2 {
-		term = term.mul(r2).div(dd{float64(n * (n + 1)), 0}).neg()
-		s = s.add(term)
-		if math.Abs(term.hi) < 1e-40 {
-			break
+// The Taylor coefficients of sin r / r and cos r in r^2, (-1)^k/(2k+1)!
+// and (-1)^k/(2k)!, as double-double: terms past ddTerms are below
+// 2^-60 of the first for |r| <= pi/4 and are summed in float64.
+const (
+	ddTerms   = 9
+	trigTerms = 15
+)
+
+var sinCoef, cosCoef = func() (s, c [trigTerms]dd) {
+	fact := dd{1, 0} // n!
+	for n := 0; n <= 2*trigTerms; n++ {
+		if n > 0 {
+			fact = fact.mul(dd{float64(n), 0})
+		}
+		inv := dd{1, 0}.div(fact)
+		if (n/2)%2 == 1 {
+			inv = inv.neg()
+		}
+		if n%2 == 0 && n/2 < trigTerms {
+			c[n/2] = inv
+		} else if n%2 == 1 && n/2 < trigTerms {
+			s[n/2] = inv
 		}
 	}
-	term = dd{1, 0}
-	c = term
-	for n := 1; n < 40; n += 2 {
-		term = term.mul(r2).div(dd{float64(n * (n + 1)), 0}).neg()
-		c = c.add(term)
-		if math.Abs(term.hi) < 1e-40 {
-			break
+	return s, c
+}()
+
+// series evaluates the polynomial of coef in r2 = r^2 by Horner's rule,
+// the small high terms in float64 and the rest in double-double.
+func series(coef *[trigTerms]dd, r2 dd) dd {
+	tail := coef[trigTerms-1].hi
+	for k := trigTerms - 2; k >= ddTerms; k-- {
+		tail = float64(tail*r2.hi) + coef[k].hi
+	}
+	p := dd{float64(tail * r2.hi), 0}
+	for k := ddTerms - 1; k >= 0; k-- {
+		p = p.addFast(coef[k])
+		if k > 0 {
+			p = p.mul(r2)
 		}
+	}
+	return p
+}
+
+func sinDD(r dd) dd { return r.mul(series(&sinCoef, r.mul(r))) }
+func cosDD(r dd) dd { return series(&cosCoef, r.mul(r)) }
+
+// sinCosDD returns sin x and cos x in double-double (only the first when
+// !both, to halve the work).
+func sinCosOf(x float64, both bool) (s, c dd) {
+	r, k := reduce(x)
+	// sin x by quadrant: sin r, cos r, -sin r, -cos r; cos x: cos r,
+	// -sin r, -cos r, sin r.
+	sinR, cosR := k%2 == 0 || both, k%2 == 1 || both
+	var sr, cr dd
+	if sinR {
+		sr = sinDD(r)
+	}
+	if cosR {
+		cr = cosDD(r)
+	}
+	switch k {
+	case 0:
+		s, c = sr, cr
+	case 1:
+		s, c = cr, sr.neg()
+	case 2:
+		s, c = sr.neg(), cr.neg()
+	case 3:
+		s, c = cr.neg(), sr
 	}
 	return s, c
 }
 
-// sinCosOf returns sin x and cos x in double-double.
-func sinCosOf(x float64) (s, c dd) {
+// cosOf is cos x in double-double.
+func cosOf(x float64) dd {
 	r, k := reduce(x)
-	s, c = sinCosDD(r)
 	switch k {
+	case 0:
+		return cosDD(r)
 	case 1:
-		s, c = c, s.neg()
+		return sinDD(r).neg()
 	case 2:
-		s, c = s.neg(), c.neg()
-	case 3:
-		s, c = c.neg(), s
+		return cosDD(r).neg()
 	}
-	return s, c
+	return sinDD(r)
 }
 
 // geoSin and geoCos are sin and cos correctly rounded.
@@ -130,12 +184,7 @@ func geoSin(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > ddTrigLimit {
 		return math.Sin(x)
 	}
-	if math.Abs(x) < 1e-8 {
-		// sin x = x - x^3/6: the double nearest is x or its neighbour.
-		s, _ := sinCosDD(dd{x, 0})
-		return s.hi
-	}
-	s, _ := sinCosOf(x)
+	s, _ := sinCosOf(x, false)
 	return s.hi
 }
 
@@ -143,12 +192,12 @@ func geoCos(x float64) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) > ddTrigLimit {
 		return math.Cos(x)
 	}
-	_, c := sinCosOf(x)
-	return c.hi
+	return cosOf(x).hi
 }
 
 // geoAsin is asin correctly rounded: math.Asin refined by Newton's
-// method on sin in double-double (twice, for the steep slope near 1).
+// method on sin in double-double (a step squares the error; near 1,
+// where the slope is steep, two).
 func geoAsin(y float64) float64 {
 	if math.IsNaN(y) || math.Abs(y) > 1 || y == 0 {
 		return math.Asin(y)
@@ -157,8 +206,12 @@ func geoAsin(y float64) float64 {
 		return math.Copysign(pio2Hi, y)
 	}
 	x := dd{math.Asin(y), 0}
-	for range 2 {
-		s, c := sinCosOf(x.hi)
+	steps := 1
+	if math.Abs(y) > 0.9 {
+		steps = 2 // math.Asin strays most where the slope is steep
+	}
+	for range steps {
+		s, c := sinCosOf(x.hi, true)
 		// sin and cos at x.hi+x.lo, to first order in x.lo.
 		s = s.add(c.mul(dd{x.lo, 0}))
 		c = c.add(s.mul(dd{x.lo, 0}).neg())
