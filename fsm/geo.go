@@ -139,13 +139,13 @@ type geoPoint struct {
 }
 
 // geoSearchLocked runs the search of c whose source key is Args[at]: the
-// points found, sorted and cut to COUNT, their distances still in meters;
-// found is false when the key does not exist; an error reply ends it
-// (Kind != ReplyNil).
-func (s *Store) geoSearchLocked(now int64, c *Command, at int) (pts []geoPoint, sh geoShape, found bool, errr Reply) {
+// points found (none when the key does not exist), sorted and cut to
+// COUNT, their distances still in meters, and the shape; or an error
+// reply that ends it (Kind != ReplyNil).
+func (s *Store) geoSearchLocked(now int64, c *Command, at int) (pts []geoPoint, sh geoShape, errr Reply) {
 	it, ok, wrong := s.lookupLocked(now, c.Args[at], kindZSet)
 	if wrong {
-		return nil, sh, false, replyWrongType
+		return nil, sh, replyWrongType
 	}
 	area := c.Args[at+1]
 	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(area[8*i:])) }
@@ -158,19 +158,19 @@ func (s *Store) geoSearchLocked(now int64, c *Command, at int) (pts []geoPoint, 
 			}
 			score, in := zscoreOf(&it, st[1:])
 			if !in {
-				return nil, sh, false, ErrorReply(ErrGeoMember)
+				return nil, sh, ErrorReply(ErrGeoMember)
 			}
 			sh.lon, sh.lat = decodeGeoScore(score)
 		case geoStepErrIfFound:
 			if ok {
-				return nil, sh, false, ErrorReply(string(st[1:]))
+				return nil, sh, ErrorReply(string(st[1:]))
 			}
 		case geoStepError:
-			return nil, sh, false, ErrorReply(string(st[1:]))
+			return nil, sh, ErrorReply(string(st[1:]))
 		}
 	}
 	if !ok {
-		return nil, sh, false, Reply{}
+		return nil, sh, Reply{}
 	}
 	count := int(c.Int)
 	limit := 0
@@ -200,7 +200,7 @@ func (s *Store) geoSearchLocked(now int64, c *Command, at int) (pts []geoPoint, 
 			geoPQSort(pts, cmp, 0, returned-1)
 		}
 	}
-	return pts[:returned], sh, true, Reply{}
+	return pts[:returned], sh, Reply{}
 }
 
 // membersOfAllBoxes is membersOfAllNeighbors: the points in the shape
@@ -402,7 +402,7 @@ func pqsortRange(a []geoPoint, base, n int, cmp func(a, b *geoPoint) int, lr, rr
 }
 
 func readGeoSearch(s *Store, now int64, c *Command) Reply {
-	pts, sh, _, errr := s.geoSearchLocked(now, c, 0)
+	pts, sh, errr := s.geoSearchLocked(now, c, 0)
 	if errr.Kind != ReplyNil {
 		return errr
 	}
@@ -431,7 +431,7 @@ func readGeoSearch(s *Store, now int64, c *Command) Reply {
 }
 
 func applyGeoSearchStore(s *Store, now int64, c *Command) Reply {
-	pts, sh, _, errr := s.geoSearchLocked(now, c, 1)
+	pts, sh, errr := s.geoSearchLocked(now, c, 1)
 	if errr.Kind != ReplyNil {
 		return errr
 	}

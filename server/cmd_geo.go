@@ -94,8 +94,8 @@ func geoLonLat(args [][]byte) (lon, lat float64, e string) {
 	return lon, lat, ""
 }
 
-// geoDistance is extractDistanceOrReply: a radius and its unit.
-func geoDistance(args [][]byte) (radius, conversion float64, e string) {
+// geoRadiusArgs is extractDistanceOrReply: a radius and its unit.
+func geoRadiusArgs(args [][]byte) (radius, conversion float64, e string) {
 	radius, ok := fsm.ParseScore(args[0])
 	switch {
 	case !ok:
@@ -107,8 +107,8 @@ func geoDistance(args [][]byte) (radius, conversion float64, e string) {
 	return radius, conversion, e
 }
 
-// geoBox is extractBoxOrReply: a width, a height and their unit.
-func geoBox(args [][]byte) (width, height, conversion float64, e string) {
+// geoBoxArgs is extractBoxOrReply: a width, a height and their unit.
+func geoBoxArgs(args [][]byte) (width, height, conversion float64, e string) {
 	width, ok := fsm.ParseScore(args[0])
 	if !ok {
 		return 0, 0, 0, errGeoWidth
@@ -223,14 +223,14 @@ func geoSearchCommand(form int, args [][]byte) fsm.Command {
 		if lon, lat, e = geoLonLat(args[2:4]); e != "" {
 			return fail(e)
 		}
-		if radius, conversion, e = geoDistance(args[4:6]); e != "" {
+		if radius, conversion, e = geoRadiusArgs(args[4:6]); e != "" {
 			return fail(e)
 		}
 	case form&geoMember != 0:
 		// The member and the radius are looked at only if the key exists.
 		base = 5
 		steps = append(steps, fsm.GeoStepMember(args[2]))
-		if radius, conversion, e = geoDistance(args[3:5]); e != "" {
+		if radius, conversion, e = geoRadiusArgs(args[3:5]); e != "" {
 			steps = append(steps, fsm.GeoStepError(e, false))
 		}
 	case form&geoSearchStore != 0:
@@ -238,7 +238,7 @@ func geoSearchCommand(form int, args [][]byte) fsm.Command {
 		store = args[1]
 	}
 
-	withDist, withHash, withCoord, any := false, false, false, false
+	withDist, withHash, withCoord, takeAny := false, false, false, false
 	fromMember, fromLoc, byRadius, byBox := false, false, false, false
 	var count int64
 	rest := args[base:]
@@ -255,7 +255,7 @@ func geoSearchCommand(form int, args [][]byte) fsm.Command {
 		case is(a, "withcoord"):
 			withCoord = true
 		case is(a, "any"):
-			any = true
+			takeAny = true
 		case is(a, "asc"):
 			flags = flags&^fsm.FlagGeoDesc | fsm.FlagGeoAsc
 		case is(a, "desc"):
@@ -291,14 +291,14 @@ func geoSearchCommand(form int, args [][]byte) fsm.Command {
 			fromLoc = true
 			i += 2
 		case is(a, "byradius") && left >= 2 && search && !byBox:
-			if radius, conversion, e = geoDistance(rest[i+1 : i+3]); e != "" {
+			if radius, conversion, e = geoRadiusArgs(rest[i+1 : i+3]); e != "" {
 				return fail(e)
 			}
 			flags &^= fsm.FlagGeoBox
 			byRadius = true
 			i += 2
 		case is(a, "bybox") && left >= 3 && search && !byRadius:
-			if width, height, conversion, e = geoBox(rest[i+1 : i+4]); e != "" {
+			if width, height, conversion, e = geoBoxArgs(rest[i+1 : i+4]); e != "" {
 				return fail(e)
 			}
 			radius = width
@@ -320,10 +320,10 @@ func geoSearchCommand(form int, args [][]byte) fsm.Command {
 		return fail(errGeoFromPrefix + string(args[0]))
 	case search && !byRadius && !byBox:
 		return fail(errGeoByPrefix + string(args[0]))
-	case any && count == 0:
+	case takeAny && count == 0:
 		return fail(errGeoAnyCount)
 	}
-	if any {
+	if takeAny {
 		flags |= fsm.FlagGeoAny
 	}
 	area := fsm.GeoArea(lon, lat, radius, height, conversion)
