@@ -334,3 +334,48 @@ func TestGeoSearchStoreForms(t *testing.T) {
 		}
 	}
 }
+
+// TestGeoEncoding: the geo commands go through the command encoding
+// (a forwarded batch's; the store's entry in the log's) and back, with
+// level 3; Validate refuses what the server never builds.
+func TestGeoEncoding(t *testing.T) {
+	good := []Command{
+		c(OpGeoPos, "k", "a", "b"),
+		c(OpGeoHash, "k"),
+		c(OpGeoDist, "k", "a", "b").f(1609.34),
+		geoSearch("k", 1, 2, 3, 0, FlagGeoWithDist|FlagGeoDesc, 5, GeoStepMember([]byte("m")), GeoStepError("ERR x", false)),
+		{Op: OpGeoSearchStore, Flags: FlagGeoStoreDist | FlagGeoRadius | FlagGeoAny, Int: 2,
+			Args: [][]byte{[]byte("d"), []byte("k"), GeoArea(1, 2, 3, 4, 1000)}},
+	}
+	got, err := DecodeCommands(AppendCommands(nil, good))
+	if err != nil || len(got) != len(good) {
+		t.Fatalf("decode: %v, %d commands", err, len(got))
+	}
+	now, entry, err := DecodeEntry(EncodeEntry(nil, t0, good[4:]))
+	if err != nil || now != t0 || len(entry) != 1 || entry[0].Op != OpGeoSearchStore {
+		t.Fatalf("decode entry: %v, %v at %d", err, entry, now)
+	}
+	for i := range good {
+		if got[i].Op != good[i].Op || got[i].Flags != good[i].Flags || got[i].Int != good[i].Int ||
+			got[i].Float != good[i].Float || len(got[i].Args) != len(good[i].Args) {
+			t.Errorf("command %d: %+v, want %+v", i, got[i], good[i])
+		}
+	}
+	if l := Level(good); l != 3 {
+		t.Errorf("level %d, want 3", l)
+	}
+	for _, bad := range []Command{
+		c(OpGeoDist, "k", "a", "b"), // no unit
+		geoSearch("k", 0, 0, 1, 0, FlagGeoAny, 0),
+		geoSearch("k", 0, 0, 1, 0, 0, -1),
+		geoSearch("k", math.NaN(), 0, 1, 0, 0, 0),
+		geoSearch("k", 0, 0, 1, 0, 0, 0, []byte("xstep")),
+		{Op: OpGeoSearch, Args: [][]byte{[]byte("k"), []byte("short")}},
+		geoSearch("k", 0, 0, 1, 0, FlagGeoStoreDist, 0),
+		{Op: OpGeoSearchStore, Flags: FlagGeoWithCoord, Args: [][]byte{[]byte("d"), []byte("k"), GeoArea(1, 2, 3, 4, 1)}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%v %q flags %#x count %d: valid", bad.Op, bad.Args, bad.Flags, bad.Int)
+		}
+	}
+}
