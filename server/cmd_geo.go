@@ -56,10 +56,14 @@ const (
 	errGeoFromPrefix   = "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for "
 	errGeoByPrefix     = "ERR exactly one of BYRADIUS and BYBOX can be specified for "
 	errGeoPairPrefix   = "ERR invalid longitude,latitude pair "
-	geoUnitMeters      = 1
-	geoUnitKilometers  = 1000
-	geoUnitFeet        = 0.3048
-	geoUnitMiles       = 1609.34
+)
+
+// The units' meters (extractUnitOrReply).
+const (
+	geoUnitMeters     = 1
+	geoUnitKilometers = 1000
+	geoUnitFeet       = 0.3048
+	geoUnitMiles      = 1609.34
 )
 
 // geoUnit is extractUnitOrReply: the unit's meters.
