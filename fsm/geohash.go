@@ -253,6 +253,11 @@ type geoShape struct {
 	radius        float64
 	width, height float64
 	conversion    float64
+
+	// cosLat is the centre's geoCosLat once cosKnown: computed for the
+	// first point, used for all.
+	cosLat   float64
+	cosKnown bool
 }
 
 // geohashEstimateStepsByRadius is the step of the nine boxes that cover a
@@ -360,6 +365,17 @@ func geoLatDistance(lat1, lat2 float64) float64 {
 
 // geoDistance is geohashGetDistance: the haversine distance in meters.
 func geoDistance(lon1, lat1, lon2, lat2 float64) float64 {
+	return geoDistanceCos(lon1, lat1, lon2, lat2, geoCosLat(lat1), geoCosLat(lat2))
+}
+
+// geoCosLat is the cosine of a latitude in degrees, as geohashGetDistance
+// computes it.
+func geoCosLat(lat float64) float64 { return geoCos(degRad(lat)) }
+
+// geoDistanceCos is geoDistance given the latitudes' cosines (geoCosLat),
+// which a search computes once: the centre's for all its points, a
+// point's for its two distances.
+func geoDistanceCos(lon1, lat1, lon2, lat2, cos1, cos2 float64) float64 {
 	lon1r := degRad(lon1)
 	lon2r := degRad(lon2)
 	v := geoSin((lon2r - lon1r) / 2)
@@ -369,25 +385,29 @@ func geoDistance(lon1, lat1, lon2, lat2 float64) float64 {
 	lat1r := degRad(lat1)
 	lat2r := degRad(lat2)
 	u := geoSin((lat2r - lat1r) / 2)
-	a := float64(u*u) + float64(geoCos(lat1r)*geoCos(lat2r)*v*v)
+	a := float64(u*u) + float64(cos1*cos2*v*v)
 	return 2.0 * earthRadiusMeters * geoAsin(math.Sqrt(a))
 }
 
 // within is geoWithinShape for a point decoded from a score: whether it is
 // in the shape, and its distance in meters from the centre.
 func (sh *geoShape) within(lon, lat float64) (float64, bool) {
+	if !sh.cosKnown {
+		sh.cosLat, sh.cosKnown = geoCosLat(sh.lat), true
+	}
+	cosPoint := geoCosLat(lat)
 	if !sh.box {
-		d := geoDistance(sh.lon, sh.lat, lon, lat)
+		d := geoDistanceCos(sh.lon, sh.lat, lon, lat, sh.cosLat, cosPoint)
 		return d, !(d > sh.radius*sh.conversion)
 	}
 	widthM, heightM := sh.width*sh.conversion, sh.height*sh.conversion
 	if geoLatDistance(sh.lat, lat) > heightM/2 {
 		return 0, false
 	}
-	if geoDistance(lon, lat, sh.lon, lat) > widthM/2 {
+	if geoDistanceCos(lon, lat, sh.lon, lat, cosPoint, cosPoint) > widthM/2 {
 		return 0, false
 	}
-	return geoDistance(sh.lon, sh.lat, lon, lat), true
+	return geoDistanceCos(sh.lon, sh.lat, lon, lat, sh.cosLat, cosPoint), true
 }
 
 // formatGeoDistance is addReplyDoubleDistance's text: d rounded (llrint,

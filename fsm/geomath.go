@@ -196,8 +196,10 @@ func geoCos(x float64) float64 {
 }
 
 // geoAsin is asin correctly rounded: math.Asin refined by Newton's
-// method on sin in double-double (a step squares the error; near 1,
-// where the slope is steep, two).
+// method on sin, x -= (sin x - y) / cos x, with sin in double-double. The
+// correction is tiny, so its divisor needs no more than float64, which
+// sqrt((1-y)(1+y)) gives even near 1 (1-y is exact there). A step squares
+// the error; near 1, where math.Asin strays most, two are taken.
 func geoAsin(y float64) float64 {
 	if math.IsNaN(y) || math.Abs(y) > 1 || y == 0 {
 		return math.Asin(y)
@@ -205,17 +207,17 @@ func geoAsin(y float64) float64 {
 	if math.Abs(y) == 1 {
 		return math.Copysign(pio2Hi, y)
 	}
+	c := math.Sqrt(float64((1 - y) * (1 + y)))
 	x := dd{math.Asin(y), 0}
 	steps := 1
 	if math.Abs(y) > 0.9 {
-		steps = 2 // math.Asin strays most where the slope is steep
+		steps = 2
 	}
 	for range steps {
-		s, c := sinCosOf(x.hi, true)
-		// sin and cos at x.hi+x.lo, to first order in x.lo.
-		s = s.add(c.mul(dd{x.lo, 0}))
-		c = c.add(s.mul(dd{x.lo, 0}).neg())
-		x = x.add(s.add(dd{-y, 0}).div(c).neg())
+		s, _ := sinCosOf(x.hi, false)
+		// sin at x.hi+x.lo, to first order in x.lo.
+		s = s.add(dd{float64(c * x.lo), 0})
+		x = x.add(dd{-s.add(dd{-y, 0}).hi / c, 0})
 	}
 	return x.hi
 }
