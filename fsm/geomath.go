@@ -83,6 +83,9 @@ const ddTrigLimit = 1 << 20
 // reduce returns r and k with x = k*pi/2 + r, |r| <= pi/4 (about),
 // r in double-double: k*pi/2 is taken off in three exact products.
 func reduce(x float64) (dd, int) {
+	if math.Abs(x) <= math.Pi/4 {
+		return dd{x, 0}, 0 // what the subtractions below give for k = 0
+	}
 	k := math.Round(x / pio2Hi)
 	r := dd{x, 0}
 	for _, p := range [...]float64{pio2Hi, pio2Mid, pio2Lo} {
@@ -119,14 +122,22 @@ var sinCoef, cosCoef = func() (s, c [trigTerms]dd) {
 }()
 
 // series evaluates the polynomial of coef in r2 = r^2 by Horner's rule,
-// the small high terms in float64 and the rest in double-double.
+// the small high terms in float64 and the rest in double-double, leaving
+// out the terms below 1e-36 (small arguments need few).
 func series(coef *[trigTerms]dd, r2 dd) dd {
-	tail := coef[trigTerms-1].hi
-	for k := trigTerms - 2; k >= ddTerms; k-- {
+	n, pow := trigTerms, 1.0
+	for k := 1; k < trigTerms; k++ {
+		if pow *= r2.hi; math.Abs(coef[k].hi)*pow < 1e-36 {
+			n = k
+			break
+		}
+	}
+	tail := 0.0
+	for k := n - 1; k >= ddTerms; k-- {
 		tail = float64(tail*r2.hi) + coef[k].hi
 	}
 	p := dd{float64(tail * r2.hi), 0}
-	for k := ddTerms - 1; k >= 0; k-- {
+	for k := min(n, ddTerms) - 1; k >= 0; k-- {
 		p = p.addFast(coef[k])
 		if k > 0 {
 			p = p.mul(r2)
