@@ -110,18 +110,40 @@ var getKeysProcs = map[string]GetKeysFunc{
 	"bitfield":    bitfieldGetKeys,
 }
 
+// routeProcs are the finders Redis Cluster routes by where they find
+// other keys than getKeysFromCommandWithSpecs: getNodeByQuery calls
+// getKeysFromCommand, which prefers a command's own finder to its key
+// specs, and GEORADIUS's finder names only the last STORE or STOREDIST
+// destination where the specs name each.
+var routeProcs = map[string]GetKeysFunc{
+	"georadius":         georadiusGetKeys,
+	"georadiusbymember": georadiusGetKeys,
+}
+
 // KeyFinder finds a command's keys: Redis's key specs for it and its own
-// finder, if it has one.
+// finder, if it has one, and the finder Redis Cluster routes it by when
+// that finds other keys.
 type KeyFinder struct {
 	Specs []KeySpec
 	Proc  GetKeysFunc
+	Route GetKeysFunc
 }
 
 // FinderOf returns the key finder of the command or subcommand name
 // ("get", "object|encoding"); one that finds nothing for a name Redis
 // does not have.
 func FinderOf(name string) KeyFinder {
-	return KeyFinder{Specs: KeySpecs[name], Proc: getKeysProcs[name]}
+	return KeyFinder{Specs: KeySpecs[name], Proc: getKeysProcs[name], Route: routeProcs[name]}
+}
+
+// FindRouted appends to keys the keys Redis Cluster routes the command in
+// args by (getNodeByQuery's getKeysFromCommand): Find's, except where
+// routeProcs says otherwise.
+func (f KeyFinder) FindRouted(args [][]byte, keys []Key) []Key {
+	if f.Route != nil {
+		return f.Route(args, keys)
+	}
+	return f.Find(args, keys)
 }
 
 // Find appends to keys the keys of the command in args (its name
@@ -313,6 +335,23 @@ func sortGetKeys(args [][]byte, keys []Key) []Key {
 	}
 	if store > 0 {
 		keys = append(keys, Key{store, OW | Update})
+	}
+	return keys
+}
+
+// georadiusGetKeys: GEORADIUS's and GEORADIUSBYMEMBER's first argument,
+// and the last STORE's or STOREDIST's destination (db.c, with no flags).
+func georadiusGetKeys(args [][]byte, keys []Key) []Key {
+	keys = append(keys, Key{1, 0})
+	store := 0
+	for i := 5; i < len(args); i++ {
+		if (is(args[i], "store") || is(args[i], "storedist")) && i+1 < len(args) {
+			store = i + 1
+			i++
+		}
+	}
+	if store > 0 {
+		keys = append(keys, Key{store, 0})
 	}
 	return keys
 }

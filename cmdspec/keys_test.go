@@ -45,6 +45,40 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// Redis Cluster routes GEORADIUS by its first key and its last STORE or
+// STOREDIST, where its key specs (COMMAND GETKEYS, the ACL) name each.
+func TestFindRouted(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		specs, routed string
+	}{
+		{[]string{"georadius", "k", "1", "2", "3", "km", "store", "a", "storedist", "b"}, "k a b", "k b"},
+		{[]string{"georadiusbymember", "k", "m", "3", "km", "storedist", "a", "count", "1"}, "k a", "k a"},
+		{[]string{"georadius", "k", "1", "2", "3", "km", "store"}, "k", "k"},
+		{[]string{"geosearchstore", "d", "k", "frommember", "m"}, "d k", "d k"},
+		{[]string{"get", "a"}, "a", "a"},
+	} {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		names := func(keys []Key) string {
+			var out []string
+			for _, k := range keys {
+				out = append(out, tc.args[k.Pos])
+			}
+			return strings.Join(out, " ")
+		}
+		f := FinderOf(tc.args[0])
+		if got := names(f.Find(args, nil)); got != tc.specs {
+			t.Errorf("%v: keys %s, want %s", tc.args, got, tc.specs)
+		}
+		if got := names(f.FindRouted(args, nil)); got != tc.routed {
+			t.Errorf("%v: routed by %s, want %s", tc.args, got, tc.routed)
+		}
+	}
+}
+
 // A command has keys when a spec names one or it has a finder of its own.
 func TestHasKeys(t *testing.T) {
 	for name, want := range map[string]bool{

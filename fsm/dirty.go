@@ -60,6 +60,13 @@ var dirtyRules = map[Op]func(c *Command, r Reply, written int64) int64{
 		}
 		return written
 	},
+	// So do GEOSEARCHSTORE and GEORADIUS's STORE.
+	OpGeoSearchStore: func(c *Command, r Reply, written int64) int64 {
+		if r.Kind == ReplyInt && r.Int > 0 {
+			return r.Int
+		}
+		return written
+	},
 	// Libraries are data to Redis (they are saved); the script cache,
 	// users, the cluster's metadata and what expiry and eviction delete
 	// are not counted.

@@ -195,6 +195,8 @@ func targets(c *Command) keyRange {
 		return keyRange{1, 0, 0}
 	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll:
 		return noKeys
+	case OpGeoSearchStore:
+		return keyRange{0, 0, 0}
 	}
 	if c.Op >= opBaseScript && c.Op < opBaseHLL || len(c.Args) == 0 {
 		// Transactions and scripts announce through the commands they
@@ -249,6 +251,13 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	OpSDiffStore:  argsFrom(1, 1),
 	OpBitOp:       argsFrom(1, 1),
 	OpZSetOpStore: zsetOpKeys(1),
+	// The geo ops are numbered past the scripts' range, which readLookups
+	// passes over: their source keys are named here.
+	OpGeoSearchStore: argsFrom(1, 0),
+	OpGeoPos:         argsFrom(0, 0),
+	OpGeoDist:        argsFrom(0, 0),
+	OpGeoHash:        argsFrom(0, 0),
+	OpGeoSearch:      argsFrom(0, 0),
 
 	OpMGet:       argsFrom(0, 1),
 	OpExists:     argsFrom(0, 1),

@@ -132,6 +132,19 @@ var opEvents = map[Op]func(s *Store, c *Command, r *Reply, pre preState){
 	OpSortStore: func(s *Store, c *Command, r *Reply, pre preState) {
 		storeEvents(s, NotifyList, "sortstore", c.Args[1], r, pre)
 	},
+	// GEOSEARCHSTORE and GEORADIUS's STORE: nothing when a step of the
+	// search refused it (WRONGTYPE, a missing centre, a syntax error
+	// Redis finds after its lookups).
+	OpGeoSearchStore: func(s *Store, c *Command, r *Reply, pre preState) {
+		if r.Kind == ReplyError {
+			return
+		}
+		name := "geosearchstore"
+		if c.Flags&FlagGeoRadius != 0 {
+			name = "georadiusstore"
+		}
+		onStore(NotifyZSet, name)(s, c, r, pre)
+	},
 	OpBitOp: onStore(NotifyString, "set"),
 	// RESTORE announces restore for the key it added (none when the TTL
 	// had passed: then applyRestore announces del for a key REPLACE

@@ -54,7 +54,7 @@ func commandSlot(spec *command, args [][]byte, keys *[]cmdspec.Key) (slot int, o
 		}
 		return slot, true
 	}
-	*keys = spec.keys.Find(args, (*keys)[:0])
+	*keys = spec.keys.FindRouted(args, (*keys)[:0])
 	if len(*keys) == 0 && spec.name == "pfmerge" && len(args) == 2 {
 		// PFMERGE destkey alone: Redis's key specs find no key (the
 		// sources' range is empty), and Redis Cluster runs it on the

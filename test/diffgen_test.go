@@ -190,8 +190,10 @@ func (g *cmdGen) next() []string {
 		// dependent background cycle removes it (see expiryOption). Nor
 		// for a command whose last argument is a timeout (BLPOP): a value
 		// appended would become a timeout of 0, forever. Never dropped
-		// for SPOP: without its count it pops at random.
-		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET") || timeoutLast(cmd[0])) && !strings.EqualFold(cmd[0], "SPOP") {
+		// for SPOP: without its count it pops at random. Never added to
+		// SRANDMEMBER: a count below the set's size picks at random.
+		if len(cmd) > 1 && (g.chance(0.5) || strings.EqualFold(cmd[0], "SET") || timeoutLast(cmd[0]) ||
+			strings.EqualFold(cmd[0], "SRANDMEMBER")) && !strings.EqualFold(cmd[0], "SPOP") {
 			cmd = cmd[:len(cmd)-1]
 		} else {
 			cmd = append(cmd, g.value())

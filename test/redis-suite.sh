@@ -44,7 +44,7 @@ SKIPFILE=$top/test/redis-suite.skip
 
 UNITS="protocol info-command auth type/string keyspace expire type/incr
 type/hash type/list type/list-2 type/list-3 type/set type/zset hyperloglog
-multi scripting functions pubsub bitops bitfield sort scan slowlog pause
+geo multi scripting functions pubsub bitops bitfield sort scan slowlog pause
 querybuf lazyfree other quit introspection introspection-2 dump"
 UNITS=${SUITE_UNITS:-$UNITS}
 
