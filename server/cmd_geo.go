@@ -6,7 +6,7 @@ import (
 
 func init() {
 	k1 := func(name string, arity int, flags cmdFlags, parse func(*client, [][]byte) (fsm.Command, string)) command {
-		return command{name: name, arity: arity, flags: flags, firstKey: 1, lastKey: 1, keyStep: 1, group: "geo", parse: parse}
+		return command{name: name, arity: arity, flags: flags, firstKey: 1, lastKey: 1, keyStep: 1, group: "geo", parse: parse, level: 3}
 	}
 	registerCommands([]command{
 		k1("geoadd", -5, w, parseGeoAdd),
@@ -19,7 +19,7 @@ func init() {
 		k1("georadiusbymember_ro", -5, r, parseGeoSearch(geoMember|geoNoStore)),
 		k1("geosearch", -7, r, parseGeoSearch(geoSearch)),
 		{name: "geosearchstore", arity: -8, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "geo",
-			parse: parseGeoSearch(geoSearch | geoSearchStore)},
+			parse: parseGeoSearch(geoSearch | geoSearchStore), level: 3},
 	}...)
 	for name, d := range geoDocs {
 		commandDocs[name] = d
