@@ -52,6 +52,9 @@ var dirtyRules = map[Op]func(c *Command, r Reply, written int64) int64{
 	OpRename:   atMostOne,
 	OpRenameNX: atMostOne,
 	OpLMove:    atMostOne,
+	// RESTORE counts one: for the key it added, or for the one REPLACE
+	// deleted when the TTL had passed.
+	OpRestore: atMostOne,
 	// SORT ... STORE counts the elements stored, or the destination it
 	// deleted.
 	OpSortStore: func(c *Command, r Reply, written int64) int64 {
