@@ -54,7 +54,7 @@ func init() {
 		apply: applyCopy})
 	registerOp(OpObject, opSpec{name: "OBJECT", args: 1, read: readObject,
 		check: func(c *Command) error {
-			if c.Int < ObjectEncoding || c.Int > ObjectRefCount {
+			if c.Int < ObjectEncoding || c.Int > ObjectDigest {
 				return errorString("unknown OBJECT subcommand")
 			}
 			return nil
@@ -112,6 +112,12 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 }
 
 func readObject(s *Store, now int64, c *Command) Reply {
+	if c.Int == ObjectDigest {
+		if r, ok := s.valueDigestLocked(c.Args[0]); ok {
+			return r
+		}
+		return replyNil
+	}
 	it, ok := s.peekLocked(c.Args[0], now)
 	if !ok {
 		return replyNil

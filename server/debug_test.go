@@ -1,0 +1,39 @@
+package server
+
+import (
+	"regexp"
+	"testing"
+)
+
+// DEBUG is refused unless enable-debug-command allows it: "local" lets a
+// loopback client in.
+func TestDebugEnabled(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	if got := rc.do("DEBUG", "SLEEP", "0"); got != "-"+errDebugDisabled+"\r\n" {
+		t.Fatalf("DEBUG with enable-debug-command no: %q", got)
+	}
+	if e := s.setConfig([][]byte{[]byte("enable-debug-command"), []byte("local")}, true); e != "" {
+		t.Fatal(e)
+	}
+	if got := rc.do("DEBUG", "SLEEP", "0"); got != "+OK\r\n" {
+		t.Fatalf("DEBUG from loopback with enable-debug-command local: %q", got)
+	}
+	if got := rc.do("DEBUG", "STRINGMATCH-TEST"); got != "+Apparently Redis did not crash: test passed\r\n" {
+		t.Errorf("DEBUG STRINGMATCH-TEST: %q", got)
+	}
+	rc.do("RPUSH", "l", "a", "b")
+	obj := regexp.MustCompile(`^\+Value at:0x[0-9a-f]+ refcount:1 encoding:quicklist serializedlength:[1-9][0-9]* lru:[0-9]+ lru_seconds_idle:0\r\n$`)
+	if got := rc.do("DEBUG", "OBJECT", "l"); !obj.MatchString(got) {
+		t.Errorf("DEBUG OBJECT l: %q", got)
+	}
+	// SET-ACTIVE-EXPIRE turns the active expiry cycle off and on.
+	rc.do("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+	if s.activeExpiry.Load() {
+		t.Error("active expiry on after DEBUG SET-ACTIVE-EXPIRE 0")
+	}
+	rc.do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+	if !s.activeExpiry.Load() {
+		t.Error("active expiry off after DEBUG SET-ACTIVE-EXPIRE 1")
+	}
+}
