@@ -121,16 +121,27 @@ func (s *Store) valueDigestLocked(key []byte) (Reply, bool) {
 }
 
 func readDebugDigest(s *Store, now int64, c *Command) Reply {
+	d, n := keysDigest(s.keys)
+	return Reply{Kind: ReplyArray, Array: []Reply{BulkReply(d[:]), IntReply(n)}}
+}
+
+// keysDigest is the xor of the SHA-1 of every key's digest, and the
+// number of keys.
+func keysDigest(ks *keyspace) ([20]byte, int64) {
 	var d [20]byte
-	n := 0
-	s.keys.Scan(func(it item) bool {
+	n := int64(0)
+	ks.Scan(func(it item) bool {
 		kd := keyDigest(&it)
 		xorDigest(&d, kd[:])
 		n++
 		return true
 	})
-	return Reply{Kind: ReplyArray, Array: []Reply{BulkReply(d[:]), IntReply(int64(n))}}
+	return d, n
 }
+
+// Digest is OpDebugDigest's answer for the snapshot's keys: what DEBUG
+// RELOAD compares with the store the snapshot is loaded into.
+func (sn *Snapshot) Digest() ([20]byte, int64) { return keysDigest(sn.keys) }
 
 // DatasetDigest is DEBUG DIGEST's 20 bytes from the xor of the SHA-1 of
 // every key's digest and the number of keys (OpDebugDigest's replies, xored across a

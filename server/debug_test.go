@@ -27,6 +27,19 @@ func TestDebugEnabled(t *testing.T) {
 	if got := rc.do("DEBUG", "OBJECT", "l"); !obj.MatchString(got) {
 		t.Errorf("DEBUG OBJECT l: %q", got)
 	}
+	// RELOAD saves and loads a copy, and leaves the data as it was.
+	rc.do("HSET", "h", "f", "v")
+	rc.do("SET", "e", "x", "PX", "1") // expired, not yet deleted: kept
+	before := rc.do("DEBUG", "DIGEST")
+	if got := rc.do("DEBUG", "RELOAD"); got != "+OK\r\n" {
+		t.Errorf("DEBUG RELOAD: %q", got)
+	}
+	if got := rc.do("DEBUG", "DIGEST"); got != before {
+		t.Errorf("DEBUG DIGEST after RELOAD: %q, before %q", got, before)
+	}
+	if got := rc.do("DEBUG", "RELOAD", "NOSAVE", "bad"); got != "-"+errDebugReloadOpts+"\r\n" {
+		t.Errorf("DEBUG RELOAD NOSAVE bad: %q", got)
+	}
 	// SET-ACTIVE-EXPIRE turns the active expiry cycle off and on.
 	rc.do("DEBUG", "SET-ACTIVE-EXPIRE", "0")
 	if s.activeExpiry.Load() {
