@@ -36,6 +36,7 @@ const (
 	errNotListpack     = "ERR Not a listpack encoded object."
 	errNotQuicklist    = "ERR Not a quicklist encoded object."
 	errDebugReloadOpts = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+	errReloadFailed    = "ERR Error trying to load the RDB dump"
 )
 
 // debugAllowed is Redis's allowProtectedAction for DEBUG.
@@ -97,6 +98,8 @@ var debugHelp = []string{
 	"QUICKLIST-PACKED-THRESHOLD <size>",
 	"    Sets the threshold for elements to be inserted as plain vs packed nodes",
 	"    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+	"SET-DISABLE-DENY-SCRIPTS <0|1>",
+	"    Accepted; kvs scripts call data commands only.",
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"STRINGMATCH-TEST",
@@ -127,6 +130,12 @@ func runDebug(c *client, args [][]byte) {
 	case sub == "set-active-expire" && n == 3:
 		v, _ := strconv.Atoi(string(args[2])) // atoi: 0 unless a number
 		c.s.activeExpiry.Store(v != 0)
+		c.out = appendStatus(c.out, "OK")
+	case sub == "set-disable-deny-scripts" && n == 3:
+		// Redis lets scripts call the commands flagged noscript while
+		// it is set. kvs scripts run inside the store's apply and call
+		// data commands only, never the ones the server answers itself
+		// (CLIENT, DEBUG, ...): there is nothing for it to allow.
 		c.out = appendStatus(c.out, "OK")
 	case sub == "change-repl-id" && n == 2:
 		// kvs has no replication ids to change (cluster members are
@@ -230,7 +239,7 @@ func (c *client) debugDigest() {
 // accesses).
 func (c *client) debugObject(key []byte) {
 	read := func(what int64) (fsm.Reply, bool) {
-		return c.debugRead(key, fsm.Command{Op: fsm.OpObject, Args: [][]byte{key}, Int: what})
+		return c.debugRead(key, fsm.Command{Op: fsm.OpObject, Args: [][]byte{key}, Int: what, Int2: fsm.ObjectEvenExpired})
 	}
 	enc, ok := read(fsm.ObjectEncoding)
 	if !ok {
@@ -285,22 +294,49 @@ func (c *client) debugEncoding(sub string, key []byte) {
 // differ. The live store is not replaced (a write arriving meanwhile would
 // be lost), so the encodings Redis picks afresh on load are not.
 func (c *client) debugReload(opts [][]byte) {
+	merge, noflush := false, false
 	for _, o := range opts {
 		switch strings.ToLower(string(o)) {
-		case "merge", "noflush", "nosave":
+		case "merge":
+			merge = true
+		case "noflush":
+			noflush = true
+		case "nosave":
 		default:
 			c.out = appendError(c.out, errDebugReloadOpts)
 			return
 		}
 	}
+	if noflush && !merge && !c.s.nothingToReload() {
+		// Loading the dump over the data it came from, without MERGE:
+		// Redis fails on a function library already there (and stops on
+		// a key already there); kvs answers the error in both cases.
+		c.out = appendError(c.out, errReloadFailed)
+		return
+	}
 	for g := range c.s.router.local() {
 		if err := reloadCheck(g.store); err != nil {
 			c.s.cfg.Logger.Warn("server: DEBUG RELOAD", "group", g.index, "err", err)
-			c.out = appendError(c.out, "ERR Error trying to load the RDB dump")
+			c.out = appendError(c.out, errReloadFailed)
 			return
 		}
 	}
 	c.out = appendStatus(c.out, "OK")
+}
+
+// nothingToReload reports whether the node's stores hold no key and no
+// function library.
+func (s *Server) nothingToReload() bool {
+	for g := range s.router.local() {
+		if g.store.Stats(0).Keys > 0 {
+			return false
+		}
+		cmd := fsm.Command{Op: fsm.OpFunctionList}
+		if r := g.store.Read(time.Now().UnixMilli(), cmd); r.Kind == fsm.ReplyArray && len(r.Array) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // reloadCheck writes a snapshot of st and reads it back into a scratch

@@ -2,6 +2,7 @@ package server
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +49,26 @@ func TestDebugEnabled(t *testing.T) {
 	rc.do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 	if !s.activeExpiry.Load() {
 		t.Error("active expiry off after DEBUG SET-ACTIVE-EXPIRE 1")
+	}
+}
+
+// A command the server answers itself inside EXEC is slow-logged with its
+// own time, as Redis logs the commands EXEC runs: DEBUG SLEEP in MULTI.
+func TestSlowlogInExec(t *testing.T) {
+	s := startServer(t, Config{})
+	if e := s.setConfig([][]byte{[]byte("enable-debug-command"), []byte("yes")}, true); e != "" {
+		t.Fatal(e)
+	}
+	rc := dialRaw(t, s)
+	rc.do("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+	rc.do("SLOWLOG", "RESET")
+	rc.do("MULTI")
+	rc.do("DEBUG", "SLEEP", "0.02")
+	rc.do("EXEC")
+	if got := rc.do("SLOWLOG", "LEN"); got != ":1\r\n" {
+		t.Fatalf("SLOWLOG LEN after DEBUG SLEEP 0.02 in MULTI: %q", got)
+	}
+	if got := rc.do("SLOWLOG", "GET"); !strings.Contains(got, "$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$4\r\n0.02\r\n") {
+		t.Errorf("SLOWLOG GET: %q", got)
 	}
 }
