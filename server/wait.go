@@ -35,15 +35,16 @@ import (
 // before, as Redis's replication offset does. Each member is asked with
 // KVS.WAITAPPLIED <group> <index> <ms>, which answers with the member's
 // applied index once it reaches index or ms pass; the first round asks
-// without waiting (what has applied already, all WAIT counts when that
-// is enough), the next ones wait. WAITAOF's replicas are counted the same
+// without waiting, for at most firstAsk (what has applied already, all
+// WAIT counts when that is enough), the next ones wait. WAITAOF's replicas are counted the same
 // way: a member applies only entries its Raft log holds, and the log is
 // fsynced before it acknowledges them, so an applied entry is on its
 // disk. Its local count is 1: the leader's Raft log is fsynced before a
 // write is committed.
 //
-// Inside MULTI (and wherever Redis's client cannot block) the count is
-// taken once without waiting.
+// Inside MULTI the count is taken once without waiting: EXEC runs it on
+// the event loop, so in cluster mode that round holds the loop up for at
+// most firstAsk.
 
 func init() {
 	registerCommands([]command{
