@@ -29,8 +29,9 @@ import (
 // a busy node. LFU: Redis's encoding, the minutes of the
 // last decrement in the high 16 bits and a logarithmic counter in the low
 // 8: 5 for a new key (LFU_INIT_VAL), incremented with probability
-// 1/((counter-5)*10+1) (lfu-log-factor 10) and decremented once per minute
-// idle (lfu-decay-time 1).
+// 1/((counter-5)*lfu-log-factor+1) and decremented by one for every
+// lfu-decay-time minutes idle (none when it is 0), as Redis's updateLFU
+// and LFUDecrAndReturn do (defaults 10 and 1; SetLFUParams).
 
 const accessSlots = 1 << 20
 
@@ -48,13 +49,34 @@ const (
 // accessTable is the records of one tracking mode.
 type accessTable struct {
 	lfu   bool
+	lfuP  *lfuParams   // the store's
 	unit  int64        // a recency record's unit, in ms; set under the store's write lock
 	now   atomic.Int64 // the latest clock reading, Unix ms
 	slots []atomic.Uint32
 }
 
-func newAccessTable(t AccessTracking) *accessTable {
-	return &accessTable{lfu: t == TrackLFU, unit: recencyUnit(t), slots: make([]atomic.Uint32, accessSlots)}
+func newAccessTable(t AccessTracking, p *lfuParams) *accessTable {
+	return &accessTable{lfu: t == TrackLFU, lfuP: p, unit: recencyUnit(t), slots: make([]atomic.Uint32, accessSlots)}
+}
+
+// lfuParams are lfu-log-factor and lfu-decay-time.
+type lfuParams struct {
+	logFactor atomic.Int64
+	decayTime atomic.Int64 // minutes; 0: counters never decay
+}
+
+func newLFUParams() *lfuParams {
+	p := &lfuParams{}
+	p.logFactor.Store(10)
+	p.decayTime.Store(1)
+	return p
+}
+
+// SetLFUParams sets lfu-log-factor and lfu-decay-time (minutes), which
+// the LFU policies' access records follow from the next access on.
+func (s *Store) SetLFUParams(logFactor, decayTime int64) {
+	s.lfu.logFactor.Store(logFactor)
+	s.lfu.decayTime.Store(decayTime)
 }
 
 // recencyUnit is a recency record's unit under t, in milliseconds.
@@ -89,10 +111,10 @@ func (a *accessTable) touch(h uint64) {
 	}
 	old := p.Load()
 	mins := uint32(a.now.Load()/60000) & 0xffff
-	c := lfuDecayed(old, mins)
+	c := lfuDecayed(old, mins, a.lfuP.decayTime.Load())
 	if c < 255 {
 		base := float64(max(int(c)-lfuInit, 0))
-		if rand.Float64() < 1/(base*lfuLogFactor+1) {
+		if rand.Float64() < 1/(base*float64(a.lfuP.logFactor.Load())+1) {
 			c++
 		}
 	}
@@ -110,22 +132,26 @@ func (a *accessTable) created(h uint64) {
 	a.slot(h).Store((uint32(a.now.Load()/60000)&0xffff)<<8 | lfuInit)
 }
 
-const (
-	lfuInit      = 5
-	lfuLogFactor = 10
-)
+const lfuInit = 5
 
-// lfuDecayed is a record's counter after its idle minutes' decay.
-func lfuDecayed(v, mins uint32) uint8 {
+// lfuDecayed is a record's counter after its idle minutes' decay: one
+// less for each decay minutes (LFUDecrAndReturn; the minutes wrap at 2^16
+// as Redis's do).
+func lfuDecayed(v, mins uint32, decay int64) uint8 {
 	c := v & 0xff
-	idle := (mins - v>>8) & 0xffff
-	if v == 0 {
+	if v == 0 || decay <= 0 {
+		return uint8(c)
+	}
+	ldt := v >> 8
+	idle := mins - ldt
+	if mins < ldt {
+		idle = 65535 - ldt + mins // LFUTimeElapsed's wrap
+	}
+	periods := int64(idle) / decay
+	if periods >= int64(c) {
 		return 0
 	}
-	if idle >= c {
-		return 0
-	}
-	return uint8(c - idle)
+	return uint8(int64(c) - periods)
 }
 
 // evictScore is how much the key whose hash is h deserves eviction: its
@@ -135,7 +161,7 @@ func (a *accessTable) evictScore(h uint64) int64 {
 	if !a.lfu {
 		return int64(uint32(a.now.Load()/a.unit)-v) * a.unit
 	}
-	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff))
+	return 255 - int64(lfuDecayed(v, uint32(a.now.Load()/60000)&0xffff, a.lfuP.decayTime.Load()))
 }
 
 // SetAccessTracking sets which records the store keeps. New recency
@@ -151,7 +177,7 @@ func (s *Store) SetAccessTracking(t AccessTracking, now int64) {
 		s.keys.acc = nil
 		return
 	case cur == nil || cur.lfu != (t == TrackLFU):
-		cur = newAccessTable(t)
+		cur = newAccessTable(t, s.lfu)
 		s.keys.acc = cur
 		if cur.lfu {
 			return

@@ -595,7 +595,7 @@ func TestBitsValidate(t *testing.T) {
 		c(OpBitCount, "k", "extra"),
 		c(OpBitCount, "k").fl(FlagDeferredError),
 		c(OpLCS, "a").i2(1),
-		c(OpObject, "k").i(4),
+		c(OpObject, "k").i(ObjectDigest + 1),
 		c(OpCountKeysInSlot).i(ClusterSlots),
 		c(OpGetKeysInSlot).i(1).i2(-1),
 		c(OpCopy, "a"),

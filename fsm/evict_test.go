@@ -226,3 +226,53 @@ func TestObjectIdleTime(t *testing.T) {
 	s.SetAccessTracking(TrackIdle, 28_000)
 	run(t, s, []step{{28_000, idle, in(0)}, {30_000, idle, in(2)}})
 }
+
+// lfuDecayed is Redis's LFUDecrAndReturn: one less per lfu-decay-time
+// minutes idle, none with 0, the minutes wrapping at 2^16 as Redis's do.
+func TestLFUDecay(t *testing.T) {
+	rec := func(ldt, counter uint32) uint32 { return ldt<<8 | counter }
+	for _, tc := range []struct {
+		v, mins uint32
+		decay   int64
+		want    uint8
+	}{
+		{rec(100, 5), 100, 1, 5},
+		{rec(100, 5), 103, 1, 2},
+		{rec(100, 5), 105, 1, 0},
+		{rec(100, 5), 200, 1, 0},
+		{rec(100, 5), 103, 2, 4},
+		{rec(100, 5), 109, 2, 1},
+		{rec(100, 5), 60000, 0, 5},
+		{rec(65530, 20), 4, 1, 11}, // 65535-65530+4 = 9 minutes
+		{0, 50, 1, 0},
+	} {
+		if got := lfuDecayed(tc.v, tc.mins, tc.decay); got != tc.want {
+			t.Errorf("lfuDecayed(%d<<8|%d, %d, %d) = %d, want %d", tc.v>>8, tc.v&0xff, tc.mins, tc.decay, got, tc.want)
+		}
+	}
+}
+
+// OBJECT FREQ follows lfu-log-factor: with 0 every access counts.
+func TestObjectFreqLogFactor(t *testing.T) {
+	s := NewStore()
+	s.SetAccessTracking(TrackLFU, 1000)
+	s.SetLFUParams(0, 1)
+	s.Apply(0, 1000, []Command{{Op: OpSet, Args: [][]byte{[]byte("k"), []byte("v")}}})
+	freq := func() int64 {
+		return s.Read(1000, Command{Op: OpObject, Args: [][]byte{[]byte("k")}, Int: ObjectFreq}).Int
+	}
+	if got := freq(); got != lfuInit {
+		t.Fatalf("OBJECT FREQ of a new key: %d, want %d", got, lfuInit)
+	}
+	for range 3 {
+		s.Read(1000, Command{Op: OpGet, Args: [][]byte{[]byte("k")}})
+	}
+	if got := freq(); got != lfuInit+3 {
+		t.Fatalf("OBJECT FREQ after 3 reads with lfu-log-factor 0: %d, want %d", got, lfuInit+3)
+	}
+	// Four minutes idle, a decay time of 2: two less.
+	s.SetLFUParams(0, 2)
+	if got := s.Read(1000+4*60000, Command{Op: OpObject, Args: [][]byte{[]byte("k")}, Int: ObjectFreq}).Int; got != lfuInit+1 {
+		t.Fatalf("OBJECT FREQ after 4 idle minutes, decay time 2: %d, want %d", got, lfuInit+1)
+	}
+}

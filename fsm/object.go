@@ -9,7 +9,8 @@ const (
 	// checked by the server); FlagReplace overwrites an existing
 	// destination. The copy keeps the TTL. Reply :1 copied, :0 not.
 	OpCopy Op = opBaseBits + 50 + iota
-	// OpObject: Args[0]=key, Int=ObjectEncoding..ObjectRefCount.
+	// OpObject: Args[0]=key, Int=ObjectEncoding..ObjectDigest; Int2
+	// ObjectEvenExpired or 0.
 	// Reply nil for a missing key, else the answer (FREQ and IDLETIME
 	// from the key access records of an LFU or LRU policy, access.go).
 	OpObject
@@ -37,6 +38,10 @@ const (
 	ObjectRefCount
 )
 
+// ObjectEvenExpired, in OpObject's Int2, answers for a key that has
+// expired and is not yet deleted too (DEBUG OBJECT).
+const ObjectEvenExpired = 1
+
 // ErrLFUIdle is OBJECT IDLETIME's answer under an LFU maxmemory-policy.
 const ErrLFUIdle = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 
@@ -54,7 +59,7 @@ func init() {
 		apply: applyCopy})
 	registerOp(OpObject, opSpec{name: "OBJECT", args: 1, read: readObject,
 		check: func(c *Command) error {
-			if c.Int < ObjectEncoding || c.Int > ObjectRefCount {
+			if c.Int < ObjectEncoding || c.Int > ObjectDigest {
 				return errorString("unknown OBJECT subcommand")
 			}
 			return nil
@@ -112,7 +117,21 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 }
 
 func readObject(s *Store, now int64, c *Command) Reply {
+	if c.Int == ObjectDigest {
+		if r, ok := s.valueDigestLocked(c.Args[0]); ok {
+			return r
+		}
+		return replyNil
+	}
 	it, ok := s.peekLocked(c.Args[0], now)
+	if c.Int2 == ObjectEvenExpired {
+		// DEBUG OBJECT: a key logically expired and not yet deleted is
+		// still there, as in Redis's dict.
+		k := unsafeString(c.Args[0])
+		if p := s.keys.peek(keyHash(k), k); p != nil {
+			it, ok = *p, true
+		}
+	}
 	if !ok {
 		return replyNil
 	}

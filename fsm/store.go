@@ -181,6 +181,9 @@ type Store struct {
 	applied   uint64                 // index of the last applied entry
 	limits    Limits                 // encoding thresholds (limits.go)
 	limitsPub atomic.Pointer[Limits] // limits, for readers without the lock
+	// lfu is lfu-log-factor and lfu-decay-time (access.go), which the
+	// access records of an LFU policy read without the lock.
+	lfu *lfuParams
 	// ready holds the keys signalled for blocked clients during the
 	// current Apply; readyHook receives them after it (limits.go).
 	ready     []string
@@ -243,7 +246,7 @@ type Store struct {
 
 // NewStore returns an empty store with AppliedIndex 0.
 func NewStore() *Store {
-	return &Store{keys: newKeys(), limits: DefaultLimits(), callLevel: ApplyLevel}
+	return &Store{keys: newKeys(), limits: DefaultLimits(), callLevel: ApplyLevel, lfu: newLFUParams()}
 }
 
 // Stats describes the keyspace at a moment.

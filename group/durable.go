@@ -104,6 +104,18 @@ func (p *durableProposer) Flush(stop <-chan struct{}) {
 	p.log.Kick()
 }
 
+// SyncUntil returns once every write acknowledged so far is on disk, or
+// once stop is closed: at once under fsync always, whose writes are
+// acknowledged only after their fsync; after the log's write and fsync
+// of what it holds under the others (WAITAOF's local count). It returns
+// the log's failure, if any.
+func (p *durableProposer) SyncUntil(stop <-chan struct{}) error {
+	if p.log.Policy() == wal.FsyncAlways {
+		return p.log.Err()
+	}
+	return p.log.SyncUntil(stop)
+}
+
 // recordKeys names the keys a log record's commands touch, for the wal to
 // say what a damaged or cut record affected.
 func recordKeys(rec []byte) ([]string, error) {

@@ -22,7 +22,7 @@ import (
 // connections and link connections that logged in otherwise are closed,
 // and busy ones are closed when their request is answered, so no request
 // is cut off or sent twice. That user needs the rights of the internal
-// commands (kvs.forward, kvs.sync, kvs.publish: @admin; the default user
+// commands (kvs.forward, kvs.sync, kvs.publish, kvs.waitapplied: @admin; the default user
 // has them). With no password set in the cluster, every node is let in,
 // as every client is.
 //

@@ -29,7 +29,11 @@ var kvsOwnCategories = map[string]string{
 	"kvs.peer":    "admin fast dangerous",
 	"kvs.forward": "admin slow dangerous",
 	"kvs.sync":    "admin fast dangerous",
-	"kvs.publish": "pubsub admin fast dangerous",
+	// WAIT's question to the other members (wait.go), and Redis 7.2's
+	// WAITAOF with its categories.
+	"kvs.waitapplied": "admin slow dangerous",
+	"waitaof":         "slow connection",
+	"kvs.publish":     "pubsub admin fast dangerous",
 	// Valkey's subcommands of CLUSTER that kvs answers (clustermoves.go),
 	// with Valkey's categories.
 	"cluster|migrateslots":         "admin slow dangerous",

@@ -16,7 +16,8 @@ import (
 //  1. the command exists, and for a container (CONFIG, CLIENT, ...) its
 //     subcommand, one the container's row names (commands.go):
 //     "ERR unknown command ...", "ERR unknown subcommand ...";
-//  2. the arity, a subcommand's own for a container;
+//  2. the arity, a subcommand's own for a container; DEBUG is refused
+//     unless enable-debug-command allows it (debug.go);
 //  3. the connection has authenticated if it must (NOAUTH);
 //  4. inside MULTI, the command is not one of Redis's no-multi ones
 //     (SAVE, SHUTDOWN; KVS.BACKUP);
@@ -49,8 +50,8 @@ import (
 // What a command answers itself (MULTI nested, WATCH inside MULTI) flags
 // nothing.
 //
-// Steps of processCommand with no counterpart in kvs: DEBUG's and MODULE's
-// protection (kvs has neither command); Redis Cluster's redirection (a
+// Steps of processCommand with no counterpart in kvs: MODULE's
+// protection (kvs has no MODULE); Redis Cluster's redirection (a
 // cluster node redirects a READONLY connection's keyed writes as it
 // proposes them, route.go, and forwards a transaction whole); a read-only
 // replica and replica-serve-stale-data (a follower forwards writes to the
@@ -80,6 +81,10 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 	}
 	if !spec.arityOK(args) {
 		c.refuse(cmd, id, args, errWrongArgs(spec.name))
+		return refused
+	}
+	if cmd.name == "debug" && !c.debugAllowed() {
+		c.refuse(cmd, id, args, errDebugDisabled)
 		return refused
 	}
 	// The user's checks cost one atomic load while it may run anything.

@@ -207,11 +207,19 @@ type client struct {
 	// and answered from offAt in out; offCheck that the current read's
 	// check ran, offCheckErr its outcome.
 	offRunning  bool
+	offStep     bool // counted in loop.offSteps
 	offResume   bool
 	offRan      bool
 	offAt       int
 	offCheck    bool
 	offCheckErr string
+	// wrote is the group of the connection's last write, WAIT's and
+	// WAITAOF's to count replicas of; nil until it writes (wait.go).
+	// waitGone, while WAIT or WAITAOF waits off the loop, is closed by
+	// the loop when the client hangs up or is closed (endWait).
+	wrote     *groupRef
+	waitGone  chan struct{}
+	waitEnded bool
 	// blk is the blocking command being executed (blocking.go); hup says
 	// the loop saw the peer hang up.
 	blk     *blockState
@@ -490,7 +498,10 @@ func (c *client) executeOne(args [][]byte) bool {
 			return false // waits for the other loops (order.go)
 		}
 		c.flushHits()
-		if (cmd.waits || spec.waits) && c.lp != nil && c.s.router.clustered() {
+		if (cmd.waits || spec.waits) && c.lp != nil && (c.s.router.clustered() || cmd.blocks) {
+			if cmd.blocks {
+				c.beginWait()
+			}
 			c.runOff(func() { run(c, args) })
 			return false
 		}
@@ -772,6 +783,7 @@ func (c *client) proposeBatch() bool {
 	var replies []fsm.Reply
 	var err error
 	if len(c.batch) > 0 {
+		c.wrote = c.batchGrp
 		if c.rounds != nil {
 			c.rounds.Enqueue(c.batch, c.asyncDone)
 			c.lp.enqueued++

@@ -223,8 +223,8 @@ func (c *client) kill() {
 // Redis 7 has them: the clients are held, not refused; a held command runs
 // once the pause ends. WRITE holds the commands that may write or
 // propagate (writes, EVAL/EVALSHA/FCALL whatever the script does, PUBLISH,
-// SPUBLISH, PFCOUNT, and EXEC of a transaction that writes; Redis's WAIT
-// kvs does not have); ALL
+// SPUBLISH, PFCOUNT, and EXEC of a transaction that writes; WAIT is not
+// held, as in Redis 7.0, where it is not flagged may-replicate); ALL
 // holds every command. Peer connections (another node's forwarded
 // requests) are never held: a pause holds this node's clients only.
 //

@@ -124,6 +124,9 @@ type command struct {
 	// loop runs it off the loop (client.runOff). A subcommand may wait
 	// when its container does not (waitingSubcommands).
 	waits bool
+	// blocks: the command, which waits, may wait in every mode (WAIT
+	// for its timeout), so it runs off the loop in every mode.
+	blocks bool
 	// subs names, for a container, the subcommands of Redis's that it
 	// answers. commandTable makes each an entry of subcommands, named
 	// "container|sub", with Redis's arity and flags (package cmdspec): what

@@ -209,6 +209,13 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			}
 			stored = append(stored, [2]string{name, v})
 			applies = append(applies, func() { s.stats.cmds.noTracking.Store(v == "no") })
+		case "lfu-log-factor", "lfu-decay-time":
+			v, err := config.Lookup(name).Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
+			}
+			stored = append(stored, [2]string{name, v})
+			applies = append(applies, s.applyLFUParams)
 		case "min-replicas-to-write", "min-slaves-to-write", "min-replicas-max-lag", "min-slaves-max-lag":
 			p := config.Lookup(name)
 			v, err := p.Normalize(string(val))

@@ -230,6 +230,18 @@ func (s *Server) setPolicy(p fsm.EvictPolicy) {
 	s.router.everyStore(func(st *fsm.Store) { st.SetAccessTracking(p.Tracks(), now) })
 }
 
+// applyLFUParams puts lfu-log-factor and lfu-decay-time, as stored, in
+// force in every store. CONFIG SET calls it once the values are stored.
+func (s *Server) applyLFUParams() {
+	s.router.everyStore(s.setLFUParams)
+}
+
+func (s *Server) setLFUParams(st *fsm.Store) {
+	f, _ := strconv.ParseInt(s.params.Get("lfu-log-factor"), 10, 64)
+	d, _ := strconv.ParseInt(s.params.Get("lfu-decay-time"), 10, 64)
+	st.SetLFUParams(f, d)
+}
+
 // policyName is maxmemory-policy's value now.
 func (s *Server) policyName() string { return policyName(fsm.EvictPolicy(s.evictPolicy.Load())) }
 

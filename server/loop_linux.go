@@ -95,6 +95,11 @@ type loop struct {
 	rounds      roundProposer
 	enqueued    int
 	outstanding int
+	// offSteps counts the steps of outstanding that run off the loop
+	// (offLoop) rather than wait for the proposer: a WAIT in durable mode
+	// waiting for its timeout is not a batch in flight, and the batches
+	// enqueued meanwhile go out as if it were not there.
+	offSteps int
 	// answered: a pipeline read this round was answered at once (it did
 	// not wait for the log). flushing: the loop waits in Flush, which
 	// collects the answers itself.
@@ -513,7 +518,7 @@ func (lp *loop) run() {
 			lp.quiet.Store(true)
 			lp.s.order.progress(lp)
 		}
-		for len(lp.orderHeld) > 0 || lp.enqueued > 0 && lp.outstanding <= lp.enqueued {
+		for len(lp.orderHeld) > 0 || lp.enqueued > 0 && lp.outstanding-lp.offSteps <= lp.enqueued {
 			if len(lp.orderHeld) > 0 {
 				// Ordered commands suspended this round wait together
 				// (order.go), or run now if the other loops caught up.
@@ -645,6 +650,10 @@ func (lp *loop) resume() {
 	for _, c := range done {
 		c.suspended = false
 		c.offRunning = false
+		if c.offStep {
+			c.offStep = false
+			lp.offSteps--
+		}
 		if c.dead {
 			c.pipe, c.asyncReplies, c.asyncErr = nil, nil, nil
 			continue
@@ -680,7 +689,8 @@ func (lp *loop) resume() {
 // sets c.offResume first, so that resume does not take one.
 func (lp *loop) offLoop(c *client, step func()) {
 	lp.outstanding++
-	c.offRunning = true
+	lp.offSteps++
+	c.offRunning, c.offStep = true, true
 	go func() {
 		step()
 		lp.mu.Lock()
@@ -791,6 +801,7 @@ func (lp *loop) finished() bool {
 func (lp *loop) event(c *client, events uint32) {
 	if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		c.hup = true
+		c.endWait() // a WAIT of a client gone answers nobody
 		if c.suspended && c.waitingBlocked() {
 			// A blocked client that hangs up leaves its queue, as in Redis.
 			lp.close(c)
@@ -1190,6 +1201,7 @@ func (lp *loop) close(c *client) {
 	if c.wantOut {
 		lp.waitingOut.Add(-1)
 	}
+	c.endWait()
 	c.leaveBlocked()
 	delete(lp.conns, int32(c.fd))
 	unix.Close(c.fd)

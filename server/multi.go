@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"time"
 
 	"kvs/fsm"
 )
@@ -377,7 +378,13 @@ func (c *client) runCaptured(cmd *command, args [][]byte) []byte {
 	pending, batch := c.pending, c.batch
 	c.pending, c.batch, c.capturing = nil, nil, true
 	at := len(c.out)
+	start := time.Now()
 	cmd.run(c, args)
+	if d, t := time.Since(start), c.s.slowlog.threshold(); t >= 0 && d >= t && cmd.name != "exec" {
+		// Redis logs the commands EXEC runs, each with its own time
+		// (EXEC itself is not logged).
+		c.s.slowlog.add(c, args, d)
+	}
 	raw := append([]byte(nil), c.out[at:]...)
 	c.out = c.out[:at]
 	c.pending, c.batch, c.capturing = pending, batch, false

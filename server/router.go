@@ -484,6 +484,7 @@ func (s *Server) prepareStoreLocked(i int, st *fsm.Store) {
 	st.SetLimits(s.cfg.Store.Limits())
 	st.SetNotifyClasses(fsm.NotifyClass(s.notifyFlags.Load()))
 	st.SetAccessTracking(fsm.EvictPolicy(s.evictPolicy.Load()).Tracks(), time.Now().UnixMilli())
+	s.setLFUParams(st)
 }
 
 // SetLocalGroup hands the server this node's replica of group i, a group

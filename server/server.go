@@ -142,8 +142,11 @@ type Server struct {
 	memSaver memorySaver
 	// shutdownReq is closed by the first SHUTDOWN (shutdown.go), stopNow
 	// set before when that one must not wait for a busy script.
-	shutdownReq  chan struct{}
-	stopNow      atomic.Bool
+	shutdownReq chan struct{}
+	stopNow     atomic.Bool
+	// stopping is closed as the server begins to stop: WAIT and WAITAOF
+	// stop waiting (wait.go).
+	stopping     chan struct{}
 	shutdownOnce sync.Once
 }
 
@@ -160,6 +163,7 @@ func New(cfg Config) (*Server, error) {
 		started:     time.Now(),
 		clients:     make(map[*client]struct{}),
 		shutdownReq: make(chan struct{}),
+		stopping:    make(chan struct{}),
 		lnChanged:   make(chan struct{}, 1),
 	}
 	s.router.init(&s.cfg)
@@ -494,6 +498,7 @@ func (s *Server) beginStop() bool {
 	}
 	s.closed = true
 	s.shutdown.Store(true)
+	close(s.stopping)
 	s.clientPause.stopTimer() // held clients are closed with the rest
 	if s.ln != nil {
 		s.ln.Close()

@@ -534,7 +534,7 @@ func (s *Server) checkTLSParams(set map[string][]byte, known map[string]string) 
 // only a connection with a CA-signed certificate may send them.
 var nodeCommands = map[string]bool{
 	"kvs.peer": true, "kvs.forward": true, "kvs.sync": true, "kvs.publish": true,
-	"kvs.join": true, "kvs.remove": true,
+	"kvs.join": true, "kvs.remove": true, "kvs.waitapplied": true,
 }
 
 // nodeRefusal is the error for a node's command on a connection that may

@@ -24,6 +24,7 @@
 #                  on the first free port of the 32 above it, so runs on
 #                  different SUITE_PORTs do not race for runtest's default
 #   SUITE_TIMEOUT  seconds a unit may take in all (default 600)
+#   SUITE_TAGS     runtest's --tags (default: TAGS below)
 #   KVS            the kvs binary (default dist/kvs)
 set -u
 cd "$(dirname "$0")/.."
@@ -50,9 +51,11 @@ UNITS=${SUITE_UNITS:-$UNITS}
 
 # What kvs leaves out on purpose, or cannot be asked of a server the suite
 # did not start: the same tags exclude the same tests from redis-server's
-# run, so the two runs are comparable.
-TAGS="-needs:debug -needs:repl -needs:config-maxmemory -needs:config-resetstat
--needs:reset -needs:save -needs:latency -needs:local-process -resp3"
+# run, so the two runs are comparable. Both servers allow DEBUG
+# (enable-debug-command yes), so the tests tagged needs:debug run.
+# SUITE_TAGS replaces the list.
+TAGS=${SUITE_TAGS:-"-needs:repl -needs:config-maxmemory -needs:config-resetstat
+-needs:reset -needs:save -needs:latency -needs:local-process -resp3"}
 TAGS=$(echo $TAGS)
 
 die() { echo "redis-suite: $*" >&2; exit 2; }
@@ -103,7 +106,10 @@ start_server() { # start_server LOG
   fi
   case $SERVER in
   kvs)
-    local args=(serve --addr "127.0.0.1:$PORT")
+    # DEBUG is allowed, as the tests tagged needs:debug ask: kvs takes
+    # the immutable parameter from a config file, as Redis does.
+    printf 'enable-debug-command yes\n' >"$OUT/suite.conf"
+    local args=(serve --addr "127.0.0.1:$PORT" --config "$OUT/suite.conf")
     case $MODE in
     durable)
       DATA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kvs-suite.XXXXXX")
@@ -117,7 +123,7 @@ start_server() { # start_server LOG
     "$KVS" "${args[@]}" >"$1" 2>&1 &
     ;;
   redis)
-    local args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no)
+    local args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --enable-debug-command yes)
     if [ "$MODE" = sharded ]; then
       DATA_DIR=$(mktemp -d "${TMPDIR:-/tmp}/redis-suite.XXXXXX")
       args+=(--cluster-enabled yes --cluster-config-file "$DATA_DIR/nodes.conf" --cluster-port "$BUSPORT" --dir "$DATA_DIR")
