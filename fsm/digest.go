@@ -29,7 +29,7 @@ const ObjectDigest = ObjectRefCount + 1
 const OpDebugDigest = OpSlotSizes + 1
 
 func init() {
-	registerOp(OpDebugDigest, opSpec{name: "DEBUG DIGEST", args: 0, keys: keysNone, read: readDebugDigest})
+	registerOp(OpDebugDigest, opSpec{name: "DEBUG DIGEST", args: 0, keys: keysNone, read: readDebugDigest, level: 3})
 }
 
 // xorDigest is debug.c's: digest ^= SHA1(data).
