@@ -208,6 +208,7 @@ type client struct {
 	// check ran, offCheckErr its outcome.
 	offRunning  bool
 	offStep     bool // counted in loop.offSteps
+	offWaits    bool // the next offLoop step is a WAIT's (loop.offSteps)
 	offResume   bool
 	offRan      bool
 	offAt       int
@@ -501,6 +502,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		if (cmd.waits || spec.waits) && c.lp != nil && (c.s.router.clustered() || cmd.blocks) {
 			if cmd.blocks {
 				c.beginWait()
+				c.offWaits = true
 			}
 			c.runOff(func() { run(c, args) })
 			return false

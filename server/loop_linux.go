@@ -95,8 +95,8 @@ type loop struct {
 	rounds      roundProposer
 	enqueued    int
 	outstanding int
-	// offSteps counts the steps of outstanding that run off the loop
-	// (offLoop) rather than wait for the proposer: a WAIT in durable mode
+	// offSteps counts the steps of outstanding that are WAITs run off the
+	// loop (offLoop) rather than waits for the proposer: a WAIT in durable mode
 	// waiting for its timeout is not a batch in flight, and the batches
 	// enqueued meanwhile go out as if it were not there.
 	offSteps int
@@ -689,8 +689,14 @@ func (lp *loop) resume() {
 // sets c.offResume first, so that resume does not take one.
 func (lp *loop) offLoop(c *client, step func()) {
 	lp.outstanding++
-	lp.offSteps++
-	c.offRunning, c.offStep = true, true
+	c.offRunning = true
+	if c.offWaits {
+		// Only a WAIT's step: every other step off the loop (a forwarded
+		// batch, a blocking pop's first try) holds what was enqueued
+		// after it, which keeps their order across connections.
+		lp.offSteps++
+		c.offStep, c.offWaits = true, false
+	}
 	go func() {
 		step()
 		lp.mu.Lock()
