@@ -405,15 +405,7 @@ func readDumpZSet(r *rdbReader, t byte) ([]zent, bool) {
 			ents = append(ents, zent{f, string(pairs[i])})
 		}
 	}
-	slices.SortFunc(ents, func(a, b zent) int {
-		if zentLess(a, b) {
-			return -1
-		}
-		if zentLess(b, a) {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ents, zentCompare)
 	seen := make(map[string]struct{}, len(ents))
 	for _, e := range ents {
 		if _, dup := seen[e.member]; dup {

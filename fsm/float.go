@@ -74,7 +74,13 @@ func newLongDouble() *big.Float {
 // trailing zeros after the point removed, the point too if nothing follows,
 // and "-0" turned into "0".
 func formatLongDouble(x *big.Float) []byte {
-	b := x.Append(make([]byte, 0, 40), 'f', 17)
+	return trimHuman(x.Append(make([]byte, 0, 40), 'f', 17))
+}
+
+// trimHuman is LD_STR_HUMAN's cut of a "%.17Lf" text: trailing zeros after
+// the point removed, the point too if nothing follows, "-0" turned into
+// "0".
+func trimHuman(b []byte) []byte {
 	for b[len(b)-1] == '0' {
 		b = b[:len(b)-1]
 	}

@@ -442,15 +442,7 @@ func applyGeoSearchStore(s *Store, now int64, c *Command) Reply {
 			ents[i].score = p.dist / sh.conversion
 		}
 	}
-	slices.SortFunc(ents, func(a, b zent) int {
-		switch {
-		case zentLess(a, b):
-			return -1
-		case zentLess(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ents, zentCompare)
 	// A member is found once: the boxes are disjoint ranges of scores.
 	ents = slices.CompactFunc(ents, func(a, b zent) bool { return a.member == b.member })
 	s.storeZSetLocked(now, c.Args[0], ents)

@@ -440,18 +440,7 @@ func cRint(d float64) int64 { return cInt64(math.RoundToEven(d)) }
 // formatGeoCoord is addReplyHumanLongDouble's text for a coordinate:
 // "%.17Lf" with the trailing zeros (and a trailing dot) cut, "-0" as "0".
 func formatGeoCoord(d float64) []byte {
-	b := strconv.AppendFloat(nil, d, 'f', 17, 64)
-	for b[len(b)-1] == '0' {
-		b = b[:len(b)-1]
-	}
-	if b[len(b)-1] == '.' {
-		b = b[:len(b)-1]
-	}
-	if string(b) == "-0" {
-		b = b[:1]
-		b[0] = '0'
-	}
-	return b
+	return trimHuman(strconv.AppendFloat(nil, d, 'f', 17, 64))
 }
 
 // FormatGeoPairValue is a coordinate as the error of an invalid pair

@@ -13,8 +13,8 @@ package fsm
 //	   OpMoveIn (moving slots)
 //	2: OpMetaTxn (a move of slots and a group's removal, exclusive)
 //	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo), DUMP and
-//	   RESTORE (and OpCallLevel, which lets an entry's scripts call
-//	   them)
+//	   RESTORE, DEBUG DIGEST (and OpCallLevel, which lets an entry's
+//	   scripts call the commands of level 3)
 //
 // A transaction (OpExec) needs the level of the commands it queued. A
 // script's calls are not known before it runs: calllevel.go says how

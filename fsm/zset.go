@@ -164,6 +164,17 @@ func zentLess(a, b zent) bool {
 	return a.member < b.member
 }
 
+// zentCompare is zentLess as a comparison, for package slices.
+func zentCompare(a, b zent) int {
+	switch {
+	case zentLess(a, b):
+		return -1
+	case zentLess(b, a):
+		return 1
+	}
+	return 0
+}
+
 // zsetObj is a sorted set's large form: two ztrees, byScore of
 // (scoreKey(score), member) -> whether the score is -0 (see scoreOf),
 // whose counts give ranks, and byMember of (memberHash, member) -> score

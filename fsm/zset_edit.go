@@ -94,15 +94,7 @@ func (e *zedit) touch() {
 }
 
 func (e *zedit) packedIndex(x zent) (int, bool) {
-	return slices.BinarySearchFunc(e.ents, x, func(a, b zent) int {
-		switch {
-		case zentLess(a, b):
-			return -1
-		case zentLess(b, a):
-			return 1
-		}
-		return 0
-	})
+	return slices.BinarySearchFunc(e.ents, x, zentCompare)
 }
 
 // add inserts m, which is not a member.

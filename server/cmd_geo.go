@@ -131,21 +131,7 @@ func geoBoxArgs(args [][]byte) (width, height, conversion float64, e string) {
 // parseGeoAdd parses GEOADD key [NX|XX] [CH] longitude latitude member
 // ... into the ZADD it is in Redis: the scores are the positions' hashes.
 func parseGeoAdd(c *client, args [][]byte) (fsm.Command, string) {
-	var f fsm.Flags
-	i := 2
-options:
-	for ; i < len(args); i++ {
-		switch a := args[i]; {
-		case is(a, "nx"):
-			f |= fsm.FlagZNX
-		case is(a, "xx"):
-			f |= fsm.FlagZXX
-		case is(a, "ch"):
-			f |= fsm.FlagZCH
-		default:
-			break options
-		}
-	}
+	f, i := zaddOptions(args, fsm.FlagZNX|fsm.FlagZXX|fsm.FlagZCH)
 	triples := args[i:]
 	// No triple at all is ZADD's syntax error, the same text.
 	if len(triples)%3 != 0 || len(triples) == 0 || f&(fsm.FlagZNX|fsm.FlagZXX) == fsm.FlagZNX|fsm.FlagZXX {

@@ -75,28 +75,38 @@ func errZNoKeys(name string) string {
 	return "ERR at least 1 input key is needed for '" + name + "' command"
 }
 
-func parseZAdd(c *client, args [][]byte) (fsm.Command, string) {
+// zaddOptions reads ZADD's options after the key, those of accept only
+// (GEOADD takes NX, XX and CH), up to the first other argument: the
+// options and where the scores begin.
+func zaddOptions(args [][]byte, accept fsm.Flags) (fsm.Flags, int) {
 	var f fsm.Flags
 	i := 2
-options:
 	for ; i < len(args); i++ {
+		var o fsm.Flags
 		switch a := args[i]; {
 		case is(a, "nx"):
-			f |= fsm.FlagZNX
+			o = fsm.FlagZNX
 		case is(a, "xx"):
-			f |= fsm.FlagZXX
+			o = fsm.FlagZXX
 		case is(a, "ch"):
-			f |= fsm.FlagZCH
+			o = fsm.FlagZCH
 		case is(a, "incr"):
-			f |= fsm.FlagZIncr
+			o = fsm.FlagZIncr
 		case is(a, "gt"):
-			f |= fsm.FlagZGT
+			o = fsm.FlagZGT
 		case is(a, "lt"):
-			f |= fsm.FlagZLT
-		default:
-			break options
+			o = fsm.FlagZLT
 		}
+		if o&accept == 0 {
+			break
+		}
+		f |= o
 	}
+	return f, i
+}
+
+func parseZAdd(c *client, args [][]byte) (fsm.Command, string) {
+	f, i := zaddOptions(args, fsm.FlagZNX|fsm.FlagZXX|fsm.FlagZCH|fsm.FlagZIncr|fsm.FlagZGT|fsm.FlagZLT)
 	pairs := args[i:]
 	switch has := func(x fsm.Flags) bool { return f&x != 0 }; {
 	case len(pairs) == 0 || len(pairs)%2 != 0:

@@ -61,12 +61,8 @@ func TestDifferentialConfig(t *testing.T) {
 	kvs.Start()
 	for _, proto := range []string{"2", "3"} {
 		t.Run("resp"+proto, func(t *testing.T) {
-			rc, kc := dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)
-			for _, c := range []*rawConn{rc, kc} {
-				if v := c.Do("HELLO", proto); v.IsError() {
-					t.Fatalf("HELLO %s: %s", proto, v.Str)
-				}
-			}
+			conns := dialHello(t, proto, ref.Addr, kvs.Addr)
+			rc, kc := conns[0], conns[1]
 			want, got := configMap(t, rc.Do("CONFIG", "GET", "*")), configMap(t, kc.Do("CONFIG", "GET", "*"))
 			var names []string
 			for n := range want {

@@ -105,12 +105,7 @@ func TestDifferentialLimits(t *testing.T) {
 	kvs := startKVS(t, KVSOptions{})
 	for _, proto := range []string{"2", "3"} {
 		t.Run("RESP"+proto, func(t *testing.T) {
-			conns := []*rawConn{dialRaw(t, ref.Addr), dialRaw(t, kvs.Addr)}
-			for _, c := range conns {
-				if v := c.Do("HELLO", proto); v.IsError() {
-					t.Fatalf("HELLO %s = %s", proto, v)
-				}
-			}
+			conns := dialHello(t, proto, ref.Addr, kvs.Addr)
 			for _, cmd := range limitsScript {
 				if strings.HasSuffix(cmd[len(cmd)-1], "*") {
 					continue // see below

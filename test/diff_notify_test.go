@@ -49,9 +49,6 @@ func TestDifferentialNotify(t *testing.T) {
 			var kvs *Node
 			if m.cluster {
 				nodes := startCluster(t, 3)
-				for _, n := range nodes {
-					waitClusterLevel(t, n, kvsLevel) // for the ops of the latest level (RESTORE)
-				}
 				kvs = waitLeader(t, nodes)
 			} else {
 				kvs = newKVS(t, "kvs", m.opts)

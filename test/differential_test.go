@@ -89,14 +89,8 @@ func TestDifferential(t *testing.T) {
 			case m.cluster == "sharded":
 				d.ref = startRedisCluster(t)
 				d.kvs, restarts, d.clustered = startShardedNode(t, 3), false, true
-				waitClusterLevel(t, d.kvs, kvsLevel)
 			case m.cluster != "":
 				nodes := startCluster(t, 3, "--reads", "linearizable")
-				for _, n := range nodes {
-					// Ops of the latest level (RESTORE) are refused until
-					// every node has reported it.
-					waitClusterLevel(t, n, kvsLevel)
-				}
 				leader := waitLeader(t, nodes)
 				d.kvs, restarts, d.clustered = leader, false, true
 				d.peers = nodes

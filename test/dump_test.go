@@ -80,10 +80,7 @@ func TestDumpRestoreWithRedis(t *testing.T) {
 			case "durable":
 				node = startKVS(t, KVSOptions{Durable: true, Fsync: "no"})
 			default:
-				nodes := startCluster(t, 3)
-				for _, n := range nodes {
-					waitClusterLevel(t, n, kvsLevel) // RESTORE is of level 3
-				}
+				nodes := startCluster(t, 3) // it waits for the cluster's level: RESTORE is of level 3
 				node = waitLeader(t, nodes)
 			}
 			kvs := dialRaw(t, node.Addr)

@@ -23,24 +23,7 @@ const level2From = "54ff861"
 func TestLevel3Upgrade(t *testing.T) {
 	t.Parallel()
 	old := buildOldKVS(t, level2From, t.TempDir())
-	var nodes []*Node
-	for i := 1; i <= 3; i++ {
-		extra := []string{"--groups", "3"}
-		if i == 1 {
-			extra = append(extra, "--bootstrap")
-		}
-		n := newClusterNode(t, fmt.Sprintf("n%d", i), extra...)
-		n.Bin = old
-		n.Start()
-		if i > 1 {
-			if out, code := runBin(t, old, clusterWait, "join", nodes[0].Addr, n.Addr); code != 0 {
-				t.Fatalf("the old kvs join %s: exit %d\n%s", n.Name, code, out)
-			}
-		}
-		nodes = append(nodes, n)
-	}
-	waitMembers(t, nodes, 3)
-	waitSpread(t, nodes)
+	nodes := startOldShardedCluster(t, old)
 	waitClusterLevel(t, nodes[0], "2")
 
 	ctx := context.Background()

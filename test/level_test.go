@@ -64,24 +64,7 @@ func waitClusterLevel(t testing.TB, n *Node, want string) {
 func TestShardedRollingUpgrade(t *testing.T) {
 	t.Parallel()
 	old := buildOldKVS(t, shardedUpgradeFrom, t.TempDir())
-	var nodes []*Node
-	for i := 1; i <= 3; i++ {
-		extra := []string{"--groups", "3"}
-		if i == 1 {
-			extra = append(extra, "--bootstrap")
-		}
-		n := newClusterNode(t, fmt.Sprintf("n%d", i), extra...)
-		n.Bin = old
-		n.Start()
-		if i > 1 {
-			if out, code := runBin(t, old, clusterWait, "join", nodes[0].Addr, n.Addr); code != 0 {
-				t.Fatalf("the old kvs join %s: exit %d\n%s", n.Name, code, out)
-			}
-		}
-		nodes = append(nodes, n)
-	}
-	waitMembers(t, nodes, 3)
-	waitSpread(t, nodes)
+	nodes := startOldShardedCluster(t, old)
 	for _, n := range nodes {
 		st, err := kvsStatus(n.Addr)
 		if err != nil || st.fields["apply_level"] != "" || st.fields["slot_map_version"] != "" {
@@ -323,4 +306,30 @@ func TestOldNodeJoinRefused(t *testing.T) {
 		t.Fatalf("KVS.JOIN of today's n4 without its level: %s", v)
 	}
 	waitMembers(t, []*Node{n1, n4}, 2)
+}
+
+// startOldShardedCluster starts three nodes of three groups on the kvs
+// binary old, made and joined with its own commands, and waits until
+// every group is placed and led.
+func startOldShardedCluster(t *testing.T, old string) []*Node {
+	t.Helper()
+	var nodes []*Node
+	for i := 1; i <= 3; i++ {
+		extra := []string{"--groups", "3"}
+		if i == 1 {
+			extra = append(extra, "--bootstrap")
+		}
+		n := newClusterNode(t, fmt.Sprintf("n%d", i), extra...)
+		n.Bin = old
+		n.Start()
+		if i > 1 {
+			if out, code := runBin(t, old, clusterWait, "join", nodes[0].Addr, n.Addr); code != 0 {
+				t.Fatalf("the old kvs join %s: exit %d\n%s", n.Name, code, out)
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	waitMembers(t, nodes, 3)
+	waitSpread(t, nodes)
+	return nodes
 }

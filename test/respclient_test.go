@@ -142,6 +142,19 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
 }
 
+// dialHello dials each of addrs and says HELLO proto on each connection.
+func dialHello(t testing.TB, proto string, addrs ...string) []*rawConn {
+	t.Helper()
+	conns := make([]*rawConn, len(addrs))
+	for i, addr := range addrs {
+		conns[i] = dialRaw(t, addr)
+		if v := conns[i].Do("HELLO", proto); v.IsError() {
+			t.Fatalf("HELLO %s on %s: %s", proto, addr, v.Str)
+		}
+	}
+	return conns
+}
+
 // Write sends raw bytes.
 func (c *rawConn) Write(s string) {
 	c.t.Helper()
