@@ -25,17 +25,20 @@ import "errors"
 // calls: every command it knew may be called by any entry's scripts.
 const ungatedLevel = 2
 
+// CallLevelFrom is the first level whose kvs applies OpCallLevel.
+const CallLevelFrom = 3
+
 // OpCallLevel: Int = the level the rest of the entry's scripts may call
 // commands of. Reply +OK, which the proposer that added it drops.
 const OpCallLevel Op = opBaseScript + 40
 
 func init() {
-	registerOp(OpCallLevel, opSpec{name: "CALLLEVEL", write: true, args: 0, keys: keysNone, level: 3,
+	registerOp(OpCallLevel, opSpec{name: "CALLLEVEL", write: true, args: 0, keys: keysNone, level: CallLevelFrom,
 		check: checkCallLevel, apply: applyCallLevel})
 }
 
 func checkCallLevel(c *Command) error {
-	if c.Int < 0 || c.Int > ApplyLevel {
+	if c.Int < CallLevelFrom || c.Int > ApplyLevel {
 		return errCallLevel
 	}
 	return nil
@@ -49,9 +52,10 @@ func applyCallLevel(s *Store, now int64, c *Command) Reply {
 }
 
 // CallLevel is the command a proposer puts first in an entry whose
-// scripts may call every command of this kvs: only once the cluster's
-// level is ApplyLevel.
-func CallLevel() Command { return Command{Op: OpCallLevel, Int: ApplyLevel} }
+// scripts may call every command of level (CallLevelFrom to ApplyLevel):
+// the cluster's level, which every member can apply. The entry then
+// needs that level (Level).
+func CallLevel(level int) Command { return Command{Op: OpCallLevel, Int: int64(level)} }
 
 // RunsScripts reports whether an entry of cmds may run scripts (EVAL,
 // FCALL, a transaction that may hold them): the entries that need a

@@ -15,11 +15,13 @@ package fsm
 //	3: the HyperLogLog and geo ops (opBaseHLL, opBaseGeo), DUMP and
 //	   RESTORE, DEBUG DIGEST (and OpCallLevel, which lets an entry's
 //	   scripts call the commands of level 3)
+//	4: what came after the first release of level 3 (streams, databases,
+//	   ...); OpCallLevel may name level 4
 //
 // A transaction (OpExec) needs the level of the commands it queued. A
 // script's calls are not known before it runs: calllevel.go says how
 // they keep to the cluster's level.
-const ApplyLevel = 3
+const ApplyLevel = 4
 
 // Level is the level an entry holding cmds needs: the highest of its
 // ops', 0 for ops every kvs applies.
@@ -31,6 +33,9 @@ func Level(cmds []Command) int {
 			continue
 		}
 		level = max(level, s.level)
+		if cmds[i].Op == OpCallLevel {
+			level = max(level, int(cmds[i].Int))
+		}
 		if cmds[i].Op == OpExec && len(cmds[i].Args) == 2 {
 			level = max(level, execLevel(&cmds[i]))
 		}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -38,31 +39,33 @@ func TestLevel(t *testing.T) {
 	}
 }
 
-// TestNewOpsHaveLevel: every op numbered where a kvs of level 2 had none
-// (testdata/ops-level2.txt lists the numbers that kvs registered) has a
-// level above 2, reads too: a MULTI queues reads into an entry, which an
-// older kvs could not decode.
+// TestNewOpsHaveLevel: every op numbered where a kvs of level N had none
+// (testdata/ops-levelN.txt lists the numbers the last release of level N
+// registered) has a level above N, reads too: a MULTI queues reads into
+// an entry, which an older kvs could not decode. A release that raises
+// ApplyLevel adds the list of the release before it.
 func TestNewOpsHaveLevel(t *testing.T) {
-	b, err := os.ReadFile("testdata/ops-level2.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := map[Op]bool{}
-	for _, f := range strings.Fields(string(b)) {
-		n, err := strconv.Atoi(f)
+	for level := 2; level < ApplyLevel; level++ {
+		b, err := os.ReadFile(fmt.Sprintf("testdata/ops-level%d.txt", level))
 		if err != nil {
 			t.Fatal(err)
 		}
-		old[Op(n)] = true
-	}
-	level2Op := func(op Op) bool { return old[op] }
-	for op := range opTable {
-		sp := &opTable[op]
-		if sp.name == "" || level2Op(Op(op)) {
-			continue
+		old := map[Op]bool{}
+		for _, f := range strings.Fields(string(b)) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old[Op(n)] = true
 		}
-		if sp.level < 3 {
-			t.Errorf("%s (op %d) is new since level 2 and has level %d", sp.name, op, sp.level)
+		for op := range opTable {
+			sp := &opTable[op]
+			if sp.name == "" || old[Op(op)] {
+				continue
+			}
+			if sp.level <= level {
+				t.Errorf("%s (op %d) is new since level %d and has level %d", sp.name, op, level, sp.level)
+			}
 		}
 	}
 }

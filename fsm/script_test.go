@@ -374,8 +374,11 @@ func TestScriptCallLevel(t *testing.T) {
 	if got := apply(s, script, script); !slices.Equal(got, []int64{ungatedLevel, ungatedLevel}) {
 		t.Fatalf("an entry without its level: %v, want %d", got, ungatedLevel)
 	}
-	if got := apply(s, script, CallLevel(), script); !slices.Equal(got, []int64{ungatedLevel, ApplyLevel}) {
+	if got := apply(s, script, CallLevel(ApplyLevel), script); !slices.Equal(got, []int64{ungatedLevel, ApplyLevel}) {
 		t.Fatalf("an entry with its level after a script: %v, want %d then %d", got, ungatedLevel, ApplyLevel)
+	}
+	if got := apply(s, CallLevel(CallLevelFrom), script); !slices.Equal(got, []int64{CallLevelFrom}) {
+		t.Fatalf("an entry of a cluster at level %d: %v", CallLevelFrom, got)
 	}
 	if got := apply(s, script); !slices.Equal(got, []int64{ungatedLevel}) {
 		t.Fatalf("the next entry: %v; the level lasts one entry", got)
@@ -385,7 +388,17 @@ func TestScriptCallLevel(t *testing.T) {
 	if r := s.Read(0, ro); r.Kind != ReplyInt || r.Int != ApplyLevel {
 		t.Fatalf("a read-only script read outside the log: %+v, want level %d", r, ApplyLevel)
 	}
-	if Level([]Command{CallLevel()}) != ApplyLevel {
-		t.Fatalf("CallLevel is an entry of level %d, want %d: an older kvs cannot apply it", Level([]Command{CallLevel()}), ApplyLevel)
+	for l := CallLevelFrom; l <= ApplyLevel; l++ {
+		if got := Level([]Command{CallLevel(l)}); got != l {
+			t.Fatalf("CallLevel(%d) is an entry of level %d: a kvs of a lower level cannot apply it", l, got)
+		}
+		if c := CallLevel(l); c.Validate() != nil {
+			t.Fatalf("CallLevel(%d): %v", l, c.Validate())
+		}
+	}
+	for _, l := range []int{ungatedLevel, ApplyLevel + 1} {
+		if c := CallLevel(l); c.Validate() == nil {
+			t.Fatalf("CallLevel(%d) validates", l)
+		}
 	}
 }

@@ -138,6 +138,15 @@ func TestLevelGate(t *testing.T) {
 		t.Fatalf("a refused batch was applied: a = %q", v)
 	}
 
+	// During an upgrade from the level before this kvs's, scripts call
+	// what that level has: the mark names it, and every member applies it.
+	mu.Lock()
+	meta[ClusterLevelMeta] = strconv.Itoa(fsm.ApplyLevel - 1)
+	mu.Unlock()
+	if l := callLevel(); l != fsm.ApplyLevel-1 {
+		t.Fatalf("a script's calls at cluster level %d may use level %d", fsm.ApplyLevel-1, l)
+	}
+
 	mu.Lock()
 	meta[ClusterLevelMeta] = strconv.Itoa(fsm.ApplyLevel)
 	mu.Unlock()

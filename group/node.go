@@ -130,6 +130,25 @@ func (g *levelGate) atLevel() bool {
 	return true
 }
 
+// callLevel is the level an entry's scripts may call commands of
+// (fsm.CallLevel): the cluster's level, 0 while it is below
+// fsm.CallLevelFrom or unknown (the entry then carries no mark).
+func (g *levelGate) callLevel() int {
+	if g.atLevel() {
+		return fsm.ApplyLevel
+	}
+	fn := g.fn.Load()
+	if fn == nil {
+		return 0
+	}
+	for l := fsm.ApplyLevel - 1; l >= fsm.CallLevelFrom; l-- {
+		if (*fn)(l) == nil {
+			return l
+		}
+	}
+	return 0
+}
+
 // OpenNode binds the node's Raft port on o.RaftAddr (over mutual TLS when
 // o.TLS is set). No group runs on it until OpenGroup opens one; until then
 // the port closes any connection to a group.

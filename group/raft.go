@@ -144,11 +144,15 @@ func (p *raftProposer) work() {
 		for _, pr := range batch {
 			cmds = append(cmds, pr.cmds...)
 		}
-		// An entry whose scripts may call every command of this kvs says
-		// so first (fsm/calllevel.go), once every node can apply that.
-		stamped := p.gate != nil && fsm.RunsScripts(cmds) && p.gate.atLevel()
-		if stamped {
-			cmds = slices.Insert(cmds, 0, fsm.CallLevel())
+		// An entry whose scripts may call the commands of the cluster's
+		// level says so first (fsm/calllevel.go), once every node can
+		// apply that.
+		stamped := false
+		if p.gate != nil && fsm.RunsScripts(cmds) {
+			if l := p.gate.callLevel(); l > 0 {
+				cmds = slices.Insert(cmds, 0, fsm.CallLevel(l))
+				stamped = true
+			}
 		}
 		// A fresh buffer for every entry: raft keeps the slice it is given
 		// (in its log cache and replication queues), never a copy.

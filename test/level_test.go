@@ -20,7 +20,7 @@ import (
 
 // kvsLevel is the level of the kvs under test (fsm.ApplyLevel): a
 // cluster of only today's kvs records it.
-const kvsLevel = "3"
+const kvsLevel = "4"
 
 // slotMapHeldBack is what a node that leads the meta group logs when the
 // cluster's level keeps it from storing the slot map.
