@@ -3,11 +3,30 @@ package test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// An upgrade from the last kvs of a cluster level to today's, one node at
+// a time, never lets a command reach a node that cannot apply it.
+type levelUpgrade struct {
+	// from is the last kvs of level fromLevel (a commit of this
+	// repository's history).
+	from      string
+	fromLevel int
+	// cmd is a command that came with the next level, and call the name a
+	// script calls it by: an older kvs does not know it.
+	cmd  func(ctx context.Context, c *redis.Client, key string) error
+	call string
+	// keep, when set, is a command of the level from which scripts are
+	// marked (fsm.CallLevelFrom, 3) or later, which a script must keep
+	// calling throughout the upgrade: a script holds every command of the
+	// cluster's level, no more and no less.
+	keep string
+}
 
 // level2From is the last kvs of cluster level 2: it has no HyperLogLog
 // and no geo commands, whose ops it would stop at.
@@ -19,12 +38,19 @@ const level2From = "54ff861"
 // for the cluster's level, an old one does not know it) and a script's
 // call of PFADD fails as an unknown command, so that nothing of either is
 // applied and no node stops; once every node is upgraded and the cluster
-// records level 3, both work, the scripts of every data group included.
+// records today's level, both work, the scripts of every data group
+// included.
 func TestLevel3Upgrade(t *testing.T) {
 	t.Parallel()
-	old := buildOldKVS(t, level2From, t.TempDir())
+	testLevelUpgrade(t, levelUpgrade{from: level2From, fromLevel: 2, call: "pfadd",
+		cmd: func(ctx context.Context, c *redis.Client, key string) error { return c.PFAdd(ctx, key, "x").Err() }})
+}
+
+func testLevelUpgrade(t *testing.T, u levelUpgrade) {
+	old := buildOldKVS(t, u.from, t.TempDir())
 	nodes := startOldShardedCluster(t, old)
-	waitClusterLevel(t, nodes[0], "2")
+	waitClusterLevel(t, nodes[0], strconv.Itoa(u.fromLevel))
+	next := u.fromLevel + 1
 
 	ctx := context.Background()
 	running := func(when string) {
@@ -35,12 +61,26 @@ func TestLevel3Upgrade(t *testing.T) {
 			}
 		}
 	}
-	// A hash tag in each group's slots, for a PFADD key and a script's.
+	// A hash tag in each group's slots, for the command's key and a
+	// script's.
 	var keys []string
 	for _, r := range [][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}} {
 		keys = append(keys, "{"+keyInSlots("t", r)+"}")
 	}
-	const script = "return redis.pcall('pfadd', KEYS[1], 'x')"
+	script := "return redis.pcall('" + u.call + "', KEYS[1], '*', 'f', 'v')"
+	if u.call == "pfadd" {
+		script = "return redis.pcall('pfadd', KEYS[1], 'x')"
+	}
+	keepScript := "return redis.call('" + u.keep + "', KEYS[1], 'x')"
+	keeps := func(c *redis.Client, key, when string) {
+		t.Helper()
+		if u.keep == "" {
+			return
+		}
+		if err := settled(t, func() error { return c.Eval(ctx, keepScript, []string{key}).Err() }); err != nil {
+			t.Errorf("a script's %s on %s %s: %v", u.keep, key, when, err)
+		}
+	}
 	n1 := nodes[0]
 	n1.Stop()
 	n1.Bin = requireKVS(t)
@@ -53,13 +93,14 @@ func TestLevel3Upgrade(t *testing.T) {
 			// The upgraded node refuses it for the cluster's level, whether
 			// it leads the key's group or would forward it; an old one
 			// does not know it.
-			want := "ERR unknown command 'pfadd'"
+			want := "ERR unknown command '" + u.call + "'"
 			if n == n1 {
-				want = "ERR apply level: the entry needs level 3 and the cluster's level is 2"
+				want = fmt.Sprintf("ERR apply level: the entry needs level %d and the cluster's level is %d", next, u.fromLevel)
 			}
-			if err := settled(t, func() error { return c.PFAdd(ctx, "hll"+k, "x").Err() }); err == nil || !strings.HasPrefix(err.Error(), want) {
-				t.Errorf("PFADD hll%s through %s with an old node in the cluster: %v; want %q", k, n.Name, err, want)
+			if err := settled(t, func() error { return u.cmd(ctx, c, "new"+k) }); err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%s new%s through %s with an old node in the cluster: %v; want %q", u.call, k, n.Name, err, want)
 			}
+			keeps(c, "keep"+k, "with an old node in the cluster, through "+n.Name)
 			if n != n1 {
 				continue
 			}
@@ -69,12 +110,12 @@ func TestLevel3Upgrade(t *testing.T) {
 				return err
 			})
 			if err == nil || !strings.Contains(err.Error(), "Unknown Redis command called from script") {
-				t.Errorf("a script's PFADD on s%s through %s with an old node in the cluster: %v, %v; want the unknown command's error", k, n.Name, v, err)
+				t.Errorf("a script's %s on s%s through %s with an old node in the cluster: %v, %v; want the unknown command's error", u.call, k, n.Name, v, err)
 			}
 		}
 		c.Close()
 	}
-	running("after PFADDs in a cluster of old and new nodes")
+	running("after the new commands in a cluster of old and new nodes")
 
 	for _, n := range nodes[1:] {
 		n.Stop()
@@ -93,12 +134,12 @@ func TestLevel3Upgrade(t *testing.T) {
 			// (once it serves: a node just restarted answers LOADING
 			// until it has caught up).
 			waitFor(t, n.Name+" to answer EXISTS", func() error {
-				got, err := c.Exists(ctx, "hll"+k, "s"+k).Result()
+				got, err := c.Exists(ctx, "new"+k, "s"+k).Result()
 				if err != nil {
 					return err
 				}
 				if got != 0 {
-					t.Fatalf("%s holds %d of hll%s and s%s: a refused command was applied", n.Name, got, k, k)
+					t.Fatalf("%s holds %d of new%s and s%s: a refused command was applied", n.Name, got, k, k)
 				}
 				return nil
 			})
@@ -108,20 +149,15 @@ func TestLevel3Upgrade(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: n1.Addr, MaxRetries: -1})
 	defer c.Close()
 	for _, k := range keys {
-		if n, err := c.PFAdd(ctx, "hll"+k, "x").Result(); err != nil || n != 1 {
-			t.Errorf("PFADD hll%s at level 3: %d, %v", k, n, err)
+		if err := u.cmd(ctx, c, "new"+k); err != nil {
+			t.Errorf("%s new%s at the new level: %v", u.call, k, err)
 		}
-		// Each data group's leader copies the level into its group
-		// within a round of tending.
-		waitFor(t, "a script's PFADD on s"+k+" at level 3", func() error {
-			v, err := c.Eval(ctx, script, []string{"s" + k}).Result()
-			if err != nil {
-				return err
-			}
-			if v != int64(1) {
-				return fmt.Errorf("script returned %v", v)
-			}
-			return nil
+		keeps(c, "keep"+k, "at the new level")
+		// Every node's proposers see the cluster's level within a poll
+		// (keepLevel).
+		waitFor(t, "a script's "+u.call+" on s"+k+" at the new level", func() error {
+			_, err := c.Eval(ctx, script, []string{"s" + k}).Result()
+			return err
 		})
 	}
 	running("at the end")
