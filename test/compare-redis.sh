@@ -22,6 +22,11 @@
 #    ZPOPMIN, LPUSH for LRANGE, LRANGE_100..600, MSET) at -P 1 and 16:
 #    kvs memory vs redis appendonly no, and kvs durable (fsync always) vs
 #    redis appendfsync always.
+# 5. The newer types, kvs memory vs redis appendonly no, at -P 1 and 16:
+#    XADD (one stream), XREADGROUP (one consumer reading the entries XADD
+#    left, COUNT 1), PFADD and PFCOUNT (one HyperLogLog), GEOADD and
+#    GEOSEARCH (100k members spread over 10 by 10 degrees, a 20 km radius,
+#    ASC COUNT 10).
 #
 # valkey-server joins every comparison as a third server, configured as
 # redis-server is, when it is installed: VALKEY names the binary, else
@@ -38,7 +43,7 @@
 # run, default 20), PORT (default 16390; a cluster also takes PORT+1, +2
 # and +100..+102), OUT (markdown file, default dist/compare.md), MODES
 # (default "memory always everysec cluster"; a subset runs only those),
-# TABLES (default "redis-benchmark memtier valkey suite").
+# TABLES (default "redis-benchmark memtier valkey suite types").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source test/memtier.sh
@@ -49,7 +54,7 @@ BENCH_TIME=${BENCH_TIME:-20}
 PORT=${PORT:-16390}
 OUT=${OUT:-dist/compare.md}
 MODES=${MODES:-memory always everysec cluster}
-TABLES=${TABLES:-redis-benchmark memtier valkey suite}
+TABLES=${TABLES:-redis-benchmark memtier valkey suite types}
 mkdir -p dist
 for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "compare: $tool not found (apt-get install redis-server redis-tools)" >&2; exit 1; }
@@ -219,6 +224,44 @@ if has "$TABLES" suite && [ ${#suite_pairs[@]} -gt 0 ]; then
   done
 fi
 
+# Table 5: the newer types. rcmd NAME PIPELINE COMMAND...: prints
+# "NAME rps p50" for redis-benchmark running COMMAND.
+rcmd() {
+  local name=$1 p=$2
+  shift 2
+  "${CLIENT[@]}" redis-benchmark -p "$LOAD_PORT" -c 50 -r 100000 -n "$REQUESTS" -P "$p" --csv "$@" 2>/dev/null |
+    awk -F'","' -v n="$name" 'NR>1 { gsub(/"/, "", $2); print n, $2, $5 }' || true
+}
+types_tests="XADD XREADGROUP PFADD PFCOUNT GEOADD GEOSEARCH"
+if has "$TABLES" types && has "$MODES" memory; then
+  awk 'BEGIN { srand(7); for (i = 0; i < 100000; i += 100) { printf "GEOADD geo"; for (j = i; j < i + 100; j++) printf " %.6f %.6f m%d", 10 + rand() * 10, 35 + rand() * 10, j; print "" } }' >"$work/geo.txt"
+  for round in $(seq 1 "$ROUNDS"); do
+    for who in kvs "${OTHERS[@]}"; do
+      start "$who-memory"
+      for p in 1 16; do
+        redis-cli -p "$LOAD_PORT" flushall >/dev/null
+        redis-cli -p "$LOAD_PORT" --pipe <"$work/geo.txt" >/dev/null
+        redis-cli -p "$LOAD_PORT" xgroup create stream g '$' mkstream >/dev/null
+        {
+          rcmd XADD "$p" xadd stream '*' f __rand_int__
+          rcmd XREADGROUP "$p" xreadgroup group g c count 1 streams stream '>'
+          rcmd PFADD "$p" pfadd hll __rand_int__
+          rcmd PFCOUNT "$p" pfcount hll
+          rcmd GEOADD "$p" geoadd geo2 13.5 38.5 m__rand_int__
+          rcmd GEOSEARCH "$p" geosearch geo fromlonlat 15 40 byradius 20 km asc count 10
+        } | while read -r t rps _; do
+          echo "$t $rps"
+        done >"$work/types.out"
+        while read -r t rps; do
+          results["ty-$who-$t-$p"]+="$rps "
+          echo "round $round types $who $t -P $p: $rps" >&2
+        done <"$work/types.out"
+      done
+      stop
+    done
+  done
+fi
+
 label() {
   case $1 in
     memory) echo "memory (appendonly no)" ;;
@@ -327,5 +370,16 @@ has_valkey && others="redis-server and valkey-server"
     done
     echo
     echo "redis-benchmark's default suite (no -t), -c 50 -r 100000 -n $REQUESTS, kvs against $others, median of $ROUNDS rounds; durable rows are the suite's writes; server on core $SERVER_CPU, client on core $CLIENT_CPU"
+    echo
+  fi
+  if has "$TABLES" types && has "$MODES" memory; then
+    head test pipeline
+    for t in $types_tests; do
+      for p in 1 16; do
+        row ty "$t-$p" "$t" "$p"
+      done
+    done
+    echo
+    echo "redis-benchmark -c 50 -r 100000 -n $REQUESTS with each command line (XADD stream * f __rand_int__; XREADGROUP GROUP g c COUNT 1 STREAMS stream > after it; PFADD hll __rand_int__; PFCOUNT hll; GEOADD geo2 13.5 38.5 m__rand_int__; GEOSEARCH geo FROMLONLAT 15 40 BYRADIUS 20 km ASC COUNT 10 over 100k members), kvs memory against $others with appendonly no, median of $ROUNDS rounds; server on core $SERVER_CPU, client on core $CLIENT_CPU"
   fi
 } | tee "$OUT"

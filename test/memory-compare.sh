@@ -7,13 +7,15 @@
 #   zset     one sorted set of 1M members (8-byte members, random scores)
 #   list     one list of 1M elements (8-byte values)
 #   strings  1M string keys of 8-byte values
+#   stream   one stream of 1M entries (IDs 1-1 up, one field of an 8-byte
+#            value each), as XADD adds them
 #
 # Each dataset is loaded into a fresh server (kvs memory mode, redis
 # --appendonly no) with redis-cli --pipe; RSS is read before the load and
 # again once it settles, and the table shows the growth and the ratio.
 #
 # Environment: KVS (binary, default dist/kvs), PORT (default 16490), N
-# (elements per dataset, default 1000000), DATASETS (default all five),
+# (elements per dataset, default 1000000), DATASETS (default all six),
 # OUT (default dist/memory.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +23,7 @@ source test/memtier.sh
 
 PORT=${PORT:-16490}
 N=${N:-1000000}
-DATASETS=${DATASETS:-hashes bighash zset list strings}
+DATASETS=${DATASETS:-hashes bighash zset list strings stream}
 OUT=${OUT:-dist/memory.md}
 mkdir -p dist
 for tool in redis-server redis-cli; do
@@ -41,6 +43,7 @@ gen() {
     zset) awk -v n="$N" 'BEGIN { srand(1); for (i = 0; i < n; i += 100) { printf "ZADD zset"; for (j = i; j < i + 100 && j < n; j++) printf " %.6f m%07d", rand() * 1000000, j; print "" } }' ;;
     list) awk -v n="$N" 'BEGIN { for (i = 0; i < n; i += 100) { printf "RPUSH list"; for (j = i; j < i + 100 && j < n; j++) printf " %08d", j; print "" } }' ;;
     strings) awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) printf "SET s:%d %08d\n", i, i }' ;;
+    stream) awk -v n="$N" 'BEGIN { for (i = 1; i <= n; i++) printf "XADD stream %d-1 f %08d\n", i, i }' ;;
   esac
 }
 
