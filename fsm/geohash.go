@@ -255,8 +255,9 @@ type geoShape struct {
 	conversion    float64
 
 	// cosLat is the centre's geoCosLat once cosKnown: computed for the
-	// first point, used for all.
+	// first point, used for all; fastA is geoFastBound of the radius.
 	cosLat   float64
+	fastA    float64
 	cosKnown bool
 }
 
@@ -390,25 +391,71 @@ func geoDistanceCos(lon1, lat1, lon2, lat2, cos1, cos2 float64) float64 {
 }
 
 // within is geoWithinShape for a point decoded from a score: whether it is
-// in the shape, and its distance in meters from the centre.
+// in the shape, and its distance in meters from the centre. The correctly
+// rounded distance costs about ten times math's: a point that math's
+// distance puts clearly outside (geoFastMargin) is left without it, and
+// only those near or inside the edge get it.
 func (sh *geoShape) within(lon, lat float64) (float64, bool) {
 	if !sh.cosKnown {
 		sh.cosLat, sh.cosKnown = geoCosLat(sh.lat), true
+		sh.fastA = geoFastBound(sh.radius * sh.conversion)
 	}
-	cosPoint := geoCosLat(lat)
 	if !sh.box {
-		d := geoDistanceCos(sh.lon, sh.lat, lon, lat, sh.cosLat, cosPoint)
-		return d, !(d > sh.radius*sh.conversion)
+		limit := sh.radius * sh.conversion
+		// No great circle is shorter than the meridian's arc between the
+		// two latitudes.
+		if geoLatDistance(sh.lat, lat) > limit+geoFastMargin(limit) ||
+			geoHaversineFast(sh.lon, sh.lat, lon, lat, sh.cosLat, math.Cos(degRad(lat))) > sh.fastA {
+			return 0, false
+		}
+		d := geoDistanceCos(sh.lon, sh.lat, lon, lat, sh.cosLat, geoCosLat(lat))
+		return d, !(d > limit)
 	}
 	widthM, heightM := sh.width*sh.conversion, sh.height*sh.conversion
 	if geoLatDistance(sh.lat, lat) > heightM/2 {
 		return 0, false
 	}
+	if cos := math.Cos(degRad(lat)); geoHaversineFast(lon, lat, sh.lon, lat, cos, cos) > geoFastBound(widthM/2) {
+		return 0, false
+	}
+	cosPoint := geoCosLat(lat)
 	if geoDistanceCos(lon, lat, sh.lon, lat, cosPoint, cosPoint) > widthM/2 {
 		return 0, false
 	}
 	return geoDistanceCos(sh.lon, sh.lat, lon, lat, sh.cosLat, cosPoint), true
 }
+
+// geoHaversineFast is the haversine of geoDistanceCos's angle, the value
+// it takes the arcsine of the root of, with math's sin and cos (the
+// point's latitude's given as cos2): each within an ulp or two of the
+// true value, so the sum is within a few ulps of the exact one.
+// geoFastBound turns a limit in meters into the same terms, widened by
+// geoFastMargin: a point whose value exceeds the bound is beyond the limit
+// by the correctly rounded distance too, the margin being far beyond the
+// error of either side (a millionth, where these errors are ulps; near the
+// antipode, where the haversine's slope vanishes, the meter still leaves
+// them a factor of 10^5).
+func geoHaversineFast(lon1, lat1, lon2, lat2, cos1, cos2 float64) float64 {
+	v := math.Sin((degRad(lon2) - degRad(lon1)) / 2)
+	u := math.Sin((degRad(lat2) - degRad(lat1)) / 2)
+	return u*u + cos1*cos2*v*v
+}
+
+// geoFastBound is the haversine of a distance of limit meters and its
+// margin: above 1 (nothing is rejected) from half the earth's
+// circumference on.
+func geoFastBound(limit float64) float64 {
+	x := (limit + geoFastMargin(limit)) / (2 * earthRadiusMeters)
+	if !(x < math.Pi/2) {
+		return 2
+	}
+	sx := math.Sin(x)
+	return sx * sx
+}
+
+// geoFastMargin is the distance past a limit (meters) beyond which the
+// fast tests decide alone: a meter and a millionth of the limit.
+func geoFastMargin(limit float64) float64 { return 1 + limit*1e-6 }
 
 // formatGeoDistance is addReplyDoubleDistance's text: d rounded (llrint,
 // to even) to 4 decimals, as fixedpoint_d2string writes it.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"math"
+	"math/rand"
 	"testing"
 )
 
@@ -90,5 +91,60 @@ func TestGeoMathRange(t *testing.T) {
 	}
 	if !math.IsNaN(geoAsin(1.0000000000000002)) || !math.IsNaN(geoAsin(math.NaN())) {
 		t.Error("asin past 1 is not NaN")
+	}
+}
+
+// withinExact is within as it was before the fast rejection: the correctly
+// rounded distance for every point.
+func (sh *geoShape) withinExact(lon, lat float64) (float64, bool) {
+	cosLat := geoCosLat(sh.lat)
+	cosPoint := geoCosLat(lat)
+	if !sh.box {
+		d := geoDistanceCos(sh.lon, sh.lat, lon, lat, cosLat, cosPoint)
+		return d, !(d > sh.radius*sh.conversion)
+	}
+	widthM, heightM := sh.width*sh.conversion, sh.height*sh.conversion
+	if geoLatDistance(sh.lat, lat) > heightM/2 {
+		return 0, false
+	}
+	if geoDistanceCos(lon, lat, sh.lon, lat, cosPoint, cosPoint) > widthM/2 {
+		return 0, false
+	}
+	return geoDistanceCos(sh.lon, sh.lat, lon, lat, cosLat, cosPoint), true
+}
+
+// TestGeoWithinFast: the fast rejection never changes within's answer,
+// for points anywhere and for points whose distance is the shape's edge
+// to the last ulp (the limit set from the point's own distance), circles
+// and boxes, small and antipodal.
+func TestGeoWithinFast(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	lon := func() float64 { return r.Float64()*360 - 180 }
+	lat := func() float64 { return r.Float64()*170.1 - 85.05 }
+	check := func(sh geoShape, plon, plat float64) {
+		t.Helper()
+		d1, in1 := sh.within(plon, plat)
+		d2, in2 := sh.withinExact(plon, plat)
+		if in1 != in2 || in1 && d1 != d2 {
+			t.Fatalf("shape %+v, point %v,%v: within %v %v, exact %v %v", sh, plon, plat, d1, in1, d2, in2)
+		}
+	}
+	for i := 0; i < 200000; i++ {
+		clon, clat := lon(), lat()
+		plon, plat := lon(), lat()
+		if i%2 == 0 {
+			// A point near the centre.
+			scale := math.Pow(10, -r.Float64()*6)
+			plon = math.Max(-180, math.Min(180, clon+(r.Float64()-0.5)*scale))
+			plat = math.Max(-85.05, math.Min(85.05, clat+(r.Float64()-0.5)*scale))
+		}
+		exact := geoDistance(clon, clat, plon, plat)
+		for _, radius := range []float64{r.Float64() * 2e7, exact, math.Nextafter(exact, 0), math.Nextafter(exact, math.Inf(1)), exact * (1 - 1e-7), exact + 0.5} {
+			check(geoShape{lon: clon, lat: clat, radius: radius, conversion: 1}, plon, plat)
+		}
+		w := 2 * geoDistance(plon, plat, clon, plat)
+		for _, width := range []float64{r.Float64() * 4e7, w, math.Nextafter(w, 0), w * (1 + 1e-7)} {
+			check(geoShape{box: true, lon: clon, lat: clat, width: width, height: r.Float64() * 4e7, conversion: 1}, plon, plat)
+		}
 	}
 }
