@@ -108,6 +108,9 @@ type Info struct {
 type SnapshotPart struct {
 	Snap   *fsm.Snapshot
 	Limits fsm.Limits // the store's encoding limits (a list's node size)
+	// NoKeys leaves the part's keys out, NoFunctions the libraries (a
+	// replica's REPLCONF rdb-filter-only).
+	NoKeys, NoFunctions bool
 }
 
 // WriteSnapshot writes an RDB file of the parts to w: the AUX fields
@@ -130,20 +133,25 @@ func WriteSnapshot(w io.Writer, parts []SnapshotPart, now int64, info Info) (int
 		e.Aux("repl-offset", strconv.FormatInt(info.ReplOffset, 10))
 	}
 	e.Aux("aof-base", "0")
-	if len(parts) > 0 {
+	if len(parts) > 0 && !parts[0].NoFunctions {
 		for _, code := range parts[0].Snap.Libraries() {
 			e.Function([]byte(code))
 		}
 	}
 	total := 0
 	for _, p := range parts {
-		total += p.Snap.Len()
+		if !p.NoKeys {
+			total += p.Snap.Len()
+		}
 	}
 	if err := e.SelectDB(0, uint64(total), 0); err != nil {
 		return 0, err
 	}
 	keys := 0
 	for _, p := range parts {
+		if p.NoKeys {
+			continue
+		}
 		err := p.Snap.DumpEach(now, p.Limits, func(key []byte, exp int64, value []byte) error {
 			if exp == 0 {
 				exp = -1

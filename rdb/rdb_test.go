@@ -108,7 +108,7 @@ func writeStore(t testing.TB, s *fsm.Store) []byte {
 	var buf bytes.Buffer
 	snap := s.Snapshot()
 	defer snap.Release()
-	if _, err := WriteSnapshot(&buf, []SnapshotPart{{snap, s.Limits()}}, time.Now().UnixMilli(), Info{}); err != nil {
+	if _, err := WriteSnapshot(&buf, []SnapshotPart{{Snap: snap, Limits: s.Limits()}}, time.Now().UnixMilli(), Info{}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

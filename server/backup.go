@@ -71,10 +71,14 @@ func (m *memorySaver) Save() error {
 
 // saver is the Saver SAVE, BGSAVE and SHUTDOWN SAVE use.
 func (s *Server) saver() Saver {
+	var sv Saver = &s.memSaver
 	if s.cfg.Saver != nil {
-		return s.cfg.Saver
+		sv = s.cfg.Saver
 	}
-	return &s.memSaver
+	if s.cfg.RDBFile != "" {
+		return rdbFileSaver{s, sv}
+	}
+	return sv
 }
 
 const (
