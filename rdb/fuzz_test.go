@@ -18,6 +18,7 @@ func FuzzRDB(f *testing.F) {
 		f.Add(readAsset(f, a.name))
 	}
 	f.Add(readAsset(f, "corrupt_ziplist"))
+	f.Add(readAsset(f, "stream-7.0"))
 	f.Add(writeStore(f, sample(f, 4)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := fsm.NewStore()

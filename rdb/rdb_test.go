@@ -3,6 +3,7 @@ package rdb
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -292,5 +293,70 @@ func TestDecoderStopsAtChecksum(t *testing.T) {
 	rest, _ := io.ReadAll(r)
 	if string(rest) != "+PING\r\n" || d.Offset() != int64(len(file)) {
 		t.Fatalf("after the file: %q (offset %d of %d)", rest, d.Offset(), len(file))
+	}
+}
+
+// A stream of Redis 7.0 (type 19: a consumer group, a consumer with a
+// pending entry, one without) is read to its end, the key after it and
+// the checksum too; Load refuses it, naming the key and the type.
+func TestStream(t *testing.T) {
+	file := readAsset(t, "stream-7.0")
+	d := NewDecoder(bytes.NewReader(file))
+	var keys []string
+	for {
+		e, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == KindKey {
+			keys = append(keys, fmt.Sprintf("%s:%d", e.Key, e.Type))
+		}
+	}
+	if strings.Join(keys, " ") != "events:19 after-stream:0" && strings.Join(keys, " ") != "after-stream:0 events:19" {
+		t.Fatalf("keys %q", keys)
+	}
+	_, err := Load(bytes.NewReader(file), fsm.NewStore(), LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `key "events" is a stream (RDB type 19): kvs does not keep streams yet`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// A stream of Redis 7.2 (type 21: consumers with an active time) is read
+// to its end too.
+func TestStream72(t *testing.T) {
+	str := func(s string) []byte { return fsm.AppendRDBString(nil, []byte(s)) }
+	var v []byte
+	v = append(v, 0)                   // no nodes
+	v = append(v, 2, 5, 1)             // length, last id
+	v = append(v, 5, 0, 0, 0, 2)       // first id, max deleted, entries added
+	v = append(v, 1)                   // a group
+	v = append(v, str("g1")...)        // its name
+	v = append(v, 5, 1, 2)             // last delivered id, entries read
+	v = append(v, 1)                   // a pending entry
+	v = append(v, make([]byte, 24)...) // its id, delivery time
+	v = append(v, 1)                   // delivery count
+	v = append(v, 1)                   // a consumer
+	v = append(v, str("alice")...)     // its name
+	v = append(v, make([]byte, 16)...) // seen time, active time
+	v = append(v, 1)                   // a pending entry
+	v = append(v, make([]byte, 16)...) // its id
+	file := hand(11, key(TypeStreamListpacks3, "events", v...), key(TypeString, "after", str("v")...))
+	d := NewDecoder(bytes.NewReader(file))
+	var keys []string
+	for {
+		e, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, string(e.Key))
+	}
+	if strings.Join(keys, " ") != "events after" {
+		t.Fatalf("keys %q", keys)
 	}
 }
