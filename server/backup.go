@@ -71,14 +71,13 @@ func (m *memorySaver) Save() error {
 
 // saver is the Saver SAVE, BGSAVE and SHUTDOWN SAVE use.
 func (s *Server) saver() Saver {
-	var sv Saver = &s.memSaver
-	if s.cfg.Saver != nil {
-		sv = s.cfg.Saver
-	}
 	if s.cfg.RDBFile != "" {
-		return rdbFileSaver{s, sv}
+		return rdbFileSaver{s, s.cfg.Saver} // memory mode: the RDB file alone
 	}
-	return sv
+	if s.cfg.Saver != nil {
+		return s.cfg.Saver
+	}
+	return &s.memSaver
 }
 
 const (

@@ -300,15 +300,17 @@ func (s *Server) rdbParts(serving bool) ([]rdb.SnapshotPart, func(), string) {
 }
 
 // rdbFileSaver is the Saver of a server with Config.RDBFile: the node's
-// own snapshot, then the RDB file.
+// own snapshot (none in memory mode: inner nil), then the RDB file.
 type rdbFileSaver struct {
 	s     *Server
 	inner Saver
 }
 
 func (r rdbFileSaver) Save() error {
-	if err := r.inner.Save(); err != nil {
-		return err
+	if r.inner != nil {
+		if err := r.inner.Save(); err != nil {
+			return err
+		}
 	}
 	return r.s.saveRDBFile(r.s.cfg.RDBFile)
 }
