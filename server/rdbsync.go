@@ -67,7 +67,7 @@ func runReplconf(c *client, args [][]byte) {
 				return
 			}
 		case is(opt, "ip-address"):
-			if len(val) >= 46 { // NET_HOST_STR_LEN
+			if len(val) >= 256 { // NET_HOST_STR_LEN
 				c.out = appendError(c.out, fmt.Sprintf("ERR REPLCONF ip-address provided by replica instance is too long: %d bytes", len(val)))
 				return
 			}

@@ -326,3 +326,54 @@ func TestRDBToRedis(t *testing.T) {
 		sameKeyspace(t, "redis-server on redis-cli --rdb's file", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
 	})
 }
+
+// TestDifferentialReplconf: REPLCONF's options and refusals, and SYNC's
+// and PSYNC's refusals, as redis-server answers them.
+func TestDifferentialReplconf(t *testing.T) {
+	requireKVS(t)
+	t.Parallel()
+	ref := startRedis(t)
+	kvs := startKVS(t, KVSOptions{})
+	for _, proto := range []int{2, 3} {
+		p := newOpsPair(t, ref, kvs, proto)
+		for _, args := range [][]string{
+			{"REPLCONF"}, {"REPLCONF", "capa"}, {"REPLCONF", "foo", "bar"},
+			{"REPLCONF", "listening-port", "6380"}, {"REPLCONF", "listening-port", "x"},
+			{"REPLCONF", "ip-address", "10.0.0.1"}, {"REPLCONF", "ip-address", strings.Repeat("a", 255)}, {"REPLCONF", "ip-address", strings.Repeat("a", 256)},
+			{"REPLCONF", "capa", "eof", "capa", "psync2", "capa", "other"},
+			{"REPLCONF", "rdb-only", "1"}, {"REPLCONF", "rdb-only", "0"}, {"REPLCONF", "rdb-only", "2"}, {"REPLCONF", "rdb-only", "x"},
+			{"REPLCONF", "rdb-filter-only", "x"}, {"REPLCONF", "listening-port", "1", "nosuch", "1"},
+			{"PSYNC", "?"}, {"PSYNC", "?", "x"}, {"PSYNC", "id", "1", "FAILOVER"}, {"SYNC", "x"},
+			{"MULTI"}, {"SYNC"}, {"PSYNC", "?", "-1"}, {"DISCARD"},
+		} {
+			p.same(args...)
+		}
+	}
+}
+
+// TestRDBShutdownSaveMemory: in memory mode with --save-rdb, SHUTDOWN SAVE
+// writes the RDB file, which redis-server loads.
+func TestRDBShutdownSaveMemory(t *testing.T) {
+	requireKVS(t)
+	requireRedis(t)
+	t.Parallel()
+	rdbFile := filepath.Join(testDir(t), "out", "dump.rdb")
+	os.MkdirAll(filepath.Dir(rdbFile), 0o755)
+	n := startKVS(t, KVSOptions{Extra: []string{"--save-rdb", rdbFile}})
+	c := dialRaw(t, n.Addr)
+	fillEveryEncoding(t, c)
+	want := keyspaceOf(t, c)
+	if r, err := c.do("SHUTDOWN", "SAVE"); err == nil {
+		t.Fatalf("SHUTDOWN SAVE answered %q", r.Raw)
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(stopTimeout):
+		t.Fatalf("still running after SHUTDOWN SAVE")
+	}
+	if err := n.exitErr(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, n.LogTail(20))
+	}
+	ref := redisOn(t, "redis", rdbFile)
+	sameKeyspace(t, "redis-server on SHUTDOWN SAVE's file", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
+}
