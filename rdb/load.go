@@ -144,7 +144,7 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 		case KindFunction:
 			// In order with the keys: a library applies after the ones
 			// before it, whose names it may not take.
-			cmds = append(cmds, fsm.Command{Op: fsm.OpFunctionRestore, Args: [][]byte{fsm.FunctionPayload(e.Value)}, Int: fsm.RestoreAppend})
+			cmds = append(cmds, Command(e))
 			pending = append(pending, e)
 			continue
 		}
@@ -169,15 +169,7 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 			st.Expired++
 			continue
 		}
-		c := fsm.Command{Op: fsm.OpRestore, Args: [][]byte{e.Key, e.Payload()}}
-		if e.Expire != -1 {
-			c.Int = e.Expire
-		}
-		if e.Freq != -1 {
-			c.Flags, c.Int2 = fsm.FlagRestoreFreq, int64(e.Freq)
-		} else if e.Idle != -1 {
-			c.Flags, c.Int2 = fsm.FlagRestoreIdle, e.Idle
-		}
+		c := Command(e)
 		if err := c.Validate(); err != nil {
 			return st, &Error{e.Offset, fmt.Sprintf("key %q: %v", e.Key, err)}
 		}
@@ -191,4 +183,27 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 	}
 	st.Version, st.Bytes = d.Version(), d.Offset()
 	return st, flush()
+}
+
+// Command is the fsm command that adds e to a store: for a key an
+// OpRestore of its payload with its deadline and access record (without
+// REPLACE: a key already there answers BUSYKEY), for a function library
+// an OpFunctionRestore that appends it. Load applies these; a caller that
+// replicates what it loads proposes them instead, after the checks Load
+// makes (IsStream, the db, fsm.CheckRDBValue, the deadline). Entry e must
+// be a KindKey or a KindFunction.
+func Command(e *Entry) fsm.Command {
+	if e.Kind == KindFunction {
+		return fsm.Command{Op: fsm.OpFunctionRestore, Args: [][]byte{fsm.FunctionPayload(e.Value)}, Int: fsm.RestoreAppend}
+	}
+	c := fsm.Command{Op: fsm.OpRestore, Args: [][]byte{e.Key, e.Payload()}}
+	if e.Expire != -1 {
+		c.Int = e.Expire
+	}
+	if e.Freq != -1 {
+		c.Flags, c.Int2 = fsm.FlagRestoreFreq, int64(e.Freq)
+	} else if e.Idle != -1 {
+		c.Flags, c.Int2 = fsm.FlagRestoreIdle, min(e.Idle, 1<<31)
+	}
+	return c
 }

@@ -56,9 +56,24 @@
 //
 // Load does all of that into an fsm.Store (a new one, or one being
 // replaced by a full sync): it applies each key as an OpRestore and each
-// function library as an OpFunctionRestore, refuses streams (kvs keeps
-// none yet), keys of databases other than 0 (unless told to skip them),
-// module values and anything damaged, and counts what it loaded (Stats).
+// function library as an OpFunctionRestore (Command makes them), refuses
+// streams (kvs keeps none yet), keys of databases other than 0 (unless
+// told to skip them), module values and anything damaged, and counts what
+// it loaded (Stats). Load applies straight to the store, outside any log;
+// on an error the store holds part of the file, so load into a new store
+// and put it in place only once Load returned nil.
+//
+// # A replica's full sync
+//
+// A replica of a redis-server reads the master's answer to PSYNC
+// (+FULLRESYNC replid offset) and then the file's length line, "$<len>"
+// or, diskless, "$EOF:<40-byte mark>", from a *bufio.Reader br on the
+// connection, and hands br itself to NewDecoder or Load: the Decoder
+// reads from br and stops right after the checksum, so br then holds, in
+// the EOF form, the 40-byte mark, and after it the command stream. With
+// "$<len>", the file is exactly len bytes (Decoder.Offset tells how many
+// were read). Keys whose deadline has passed at LoadOptions.Now are left
+// out, which a replica may do too: kvs never serves an expired key.
 //
 // # Writing
 //
