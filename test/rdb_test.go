@@ -199,6 +199,11 @@ func TestRDBFromRedis(t *testing.T) {
 			return nil
 		})
 		sameKeyspace(t, "restored cluster", want, keyspaceOf(t, dialRaw(t, dst.Addr)))
+		// And out again, from the cluster node (a goroutine per connection).
+		out2 := filepath.Join(testDir(t), "again", "dump.rdb")
+		syncFile(t, dst.Addr, []string{"SYNC"}, out2)
+		ref := redisOn(t, "redis-again", out2)
+		sameKeyspace(t, "redis-server on the cluster node's SYNC", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
 	})
 	t.Run("damaged", func(t *testing.T) {
 		b, err := os.ReadFile(file)
@@ -285,27 +290,8 @@ func TestRDBToRedis(t *testing.T) {
 	})
 	t.Run("sync", func(t *testing.T) {
 		for _, cmd := range [][]string{{"SYNC"}, {"PSYNC", "?", "-1"}} {
-			c := dialRaw(t, src.Addr)
-			c.Write(string(encodeCommand(cmd...)))
-			c.c.SetReadDeadline(time.Now().Add(ioTimeout))
-			if cmd[0] == "PSYNC" {
-				line, err := c.r.ReadString('\n')
-				if err != nil || !regexp.MustCompile(`^\+FULLRESYNC [0-9a-f]{40} 0\r\n$`).MatchString(line) {
-					t.Fatalf("PSYNC: %q %v", line, err)
-				}
-			}
-			line, err := c.r.ReadString('\n')
-			n, perr := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
-			if err != nil || perr != nil {
-				t.Fatalf("%s: %q %v", cmd[0], line, err)
-			}
-			b := make([]byte, n)
-			if _, err := io.ReadFull(c.r, b); err != nil {
-				t.Fatalf("%s: the file's %d bytes: %v", cmd[0], n, err)
-			}
 			file := filepath.Join(testDir(t), strings.ToLower(cmd[0]), "dump.rdb")
-			os.MkdirAll(filepath.Dir(file), 0o755)
-			os.WriteFile(file, b, 0o644)
+			syncFile(t, src.Addr, cmd, file)
 			ref := redisOn(t, "redis-"+strings.ToLower(cmd[0]), file)
 			sameKeyspace(t, "redis-server on "+cmd[0]+"'s file", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
 		}
@@ -376,4 +362,35 @@ func TestRDBShutdownSaveMemory(t *testing.T) {
 	}
 	ref := redisOn(t, "redis", rdbFile)
 	sameKeyspace(t, "redis-server on SHUTDOWN SAVE's file", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
+}
+
+// syncFile sends cmd (SYNC or PSYNC) to addr and writes the RDB file it
+// answers to path.
+func syncFile(t *testing.T, addr string, cmd []string, path string) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	c.Write(string(encodeCommand(cmd...)))
+	c.c.SetReadDeadline(time.Now().Add(ioTimeout))
+	if cmd[0] == "PSYNC" {
+		line, err := c.r.ReadString('\n')
+		if err != nil || !regexp.MustCompile(`^\+FULLRESYNC [0-9a-f]{40} 0\r\n$`).MatchString(line) {
+			t.Fatalf("PSYNC: %q %v", line, err)
+		}
+	}
+	line, err := c.r.ReadString('\n')
+	n, perr := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
+	if err != nil || perr != nil {
+		t.Fatalf("%s: %q %v", cmd[0], line, err)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c.r, b); err != nil {
+		t.Fatalf("%s: the file's %d bytes: %v", cmd[0], n, err)
+	}
+	if rest, err := c.r.ReadByte(); err == nil {
+		t.Fatalf("%s: a byte %q after the file; want the connection closed", cmd[0], rest)
+	}
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
