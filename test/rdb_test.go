@@ -296,6 +296,33 @@ func TestRDBToRedis(t *testing.T) {
 			sameKeyspace(t, "redis-server on "+cmd[0]+"'s file", want, keyspaceOf(t, dialRaw(t, ref.Addr)))
 		}
 	})
+	t.Run("functions-only", func(t *testing.T) {
+		// A replica's REPLCONF rdb-filter-only functions, in the EOF-mark
+		// form: the libraries, no keys.
+		c := dialRaw(t, src.Addr)
+		for _, args := range [][]string{{"REPLCONF", "capa", "eof"}, {"REPLCONF", "rdb-filter-only", "functions"}} {
+			if v := c.Do(args...); v.Str != "OK" {
+				t.Fatalf("%v: %s", args, v)
+			}
+		}
+		c.Write("SYNC\r\n")
+		c.c.SetReadDeadline(time.Now().Add(ioTimeout))
+		line, err := c.r.ReadString('\n')
+		if err != nil || !regexp.MustCompile(`^\$EOF:[0-9a-f]{40}\r\n$`).MatchString(line) {
+			t.Fatalf("SYNC: %q %v", line, err)
+		}
+		mark := line[5:45]
+		b, err := io.ReadAll(c.r)
+		if err != nil || !strings.HasSuffix(string(b), mark) {
+			t.Fatalf("the file does not end with the mark: %v", err)
+		}
+		file := filepath.Join(testDir(t), "functions", "dump.rdb")
+		os.MkdirAll(filepath.Dir(file), 0o755)
+		os.WriteFile(file, b[:len(b)-len(mark)], 0o644)
+		ref := redisOn(t, "redis-functions", file)
+		sameKeyspace(t, "redis-server on the functions alone", map[string]string{"function library": want["function library"]},
+			keyspaceOf(t, dialRaw(t, ref.Addr)))
+	})
 	t.Run("redis-cli", func(t *testing.T) {
 		cli, err := exec.LookPath("redis-cli")
 		if err != nil {
