@@ -306,16 +306,11 @@ func (d *Decoder) Next() (*Entry, error) {
 			e.Idle = int64(min(n, 1<<62))
 			continue
 		case opSelectDB:
-			if e.Expire != -1 || e.Idle != -1 || e.Freq != -1 {
-				return nil, d.fail("SELECTDB between a key's attributes and the key")
-			}
 			n, err := d.plainLen("SELECTDB")
 			if err != nil {
 				return nil, err
 			}
 			d.db = n
-			d.recAt = d.off
-			e.Offset = d.off
 			continue
 		case opResizeDB:
 			if _, err := d.plainLen("RESIZEDB"); err != nil {
@@ -324,8 +319,6 @@ func (d *Decoder) Next() (*Entry, error) {
 			if _, err := d.plainLen("RESIZEDB"); err != nil {
 				return nil, err
 			}
-			d.recAt = d.off
-			e.Offset = d.off
 			continue
 		case opAux:
 			name, err := d.str()
@@ -352,7 +345,12 @@ func (d *Decoder) Next() (*Entry, error) {
 		case opEOF:
 			return nil, d.end()
 		}
-		// A key.
+		// A key: its record starts here, past the SELECTDB and RESIZEDB
+		// before it (a key's attributes before those are kept for it, as
+		// Redis keeps them).
+		if e.Expire == -1 && e.Idle == -1 && e.Freq == -1 {
+			d.recAt, e.Offset = d.off-1, d.off-1
+		}
 		e.Kind, e.Type, e.DB = KindKey, t, d.db
 		if TypeName(t) == "unknown" {
 			return nil, d.fail("unknown value type %d", t)
