@@ -71,6 +71,9 @@ func (m *memorySaver) Save() error {
 
 // saver is the Saver SAVE, BGSAVE and SHUTDOWN SAVE use.
 func (s *Server) saver() Saver {
+	if s.cfg.RDBFile != "" {
+		return rdbFileSaver{s, s.cfg.Saver} // memory mode: the RDB file alone
+	}
 	if s.cfg.Saver != nil {
 		return s.cfg.Saver
 	}

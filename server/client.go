@@ -36,6 +36,8 @@ type client struct {
 
 	proto int // 2 or 3, set by HELLO
 	quit  bool
+	// repl is what REPLCONF told about the connection (rdbsync.go).
+	repl replica
 
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).

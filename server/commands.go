@@ -273,6 +273,10 @@ func commandTable() map[string]*command {
 		// snapshots (backup.go)
 		{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSave},
 		{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, group: "server", run: runBgsave},
+		// Redis's RDB file to a replica or redis-cli --rdb (rdbsync.go)
+		{name: "sync", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSyncRDB, level: 4},
+		{name: "psync", arity: -3, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagNoMulti, group: "server", run: runSyncRDB, level: 4},
+		{name: "replconf", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagAllowBusy, group: "server", run: runReplconf, level: 4},
 		{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runLastsave},
 		{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti | flagAllowBusy, group: "server", run: runShutdown},
 	}

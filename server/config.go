@@ -110,6 +110,11 @@ type Config struct {
 	// not.
 	Saver Saver
 
+	// RDBFile, when set, is where SAVE, BGSAVE and SHUTDOWN SAVE also
+	// write the node's data in Redis's RDB format, after Saver's snapshot
+	// (rdbsync.go). Empty: they do not.
+	RDBFile string
+
 	// LogWriteErr, when set, returns why the node cannot write its log
 	// now (a full disk: durable mode's append log), or nil while it can.
 	// While it cannot, writes are refused before they are proposed, with

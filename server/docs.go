@@ -80,6 +80,9 @@ var commandDocs = map[string][2]string{
 	"kvs.backup":  {"Streams a consistent, checksummed backup of the node's data, or of the groups named after GROUPS, then closes the connection (kvs backup).", "-"},
 	"save":        {"Synchronously saves the database(s) to disk.", "1.0.0"},
 	"bgsave":      {"Asynchronously saves the database(s) to disk.", "1.0.0"},
+	"sync":        {"Internal command used for replication", "1.0.0"},
+	"psync":       {"Internal command used for replication", "2.8.0"},
+	"replconf":    {"An internal command for configuring the replication stream", "3.0.0"},
 	"lastsave":    {"Returns the Unix timestamp of the last successful save to disk.", "1.0.0"},
 	"shutdown":    {"Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0"},
 }

@@ -24,23 +24,29 @@ import (
 // and --raft-addr, with a raft snapshot of a one-node cluster of that node.
 
 type restoreFlags struct {
-	dataDir  string
-	nodeID   string
-	raftAddr string
-	replicas int // of a backup of several groups
+	rdb          bool // FILE is a Redis RDB file (--rdb FILE)
+	skipOtherDBs bool
+	dataDir      string
+	nodeID       string
+	raftAddr     string
+	replicas     int // of a backup of several groups
 }
 
 func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	var f restoreFlags
 	fs := flag.NewFlagSet("kvs restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	var rdbFile string
+	fs.StringVar(&rdbFile, "rdb", "", "restore from the Redis RDB `file` FILE (redis-server's dump.rdb, versions 1 to 11) instead of a kvs backup")
+	fs.BoolVar(&f.skipOtherDBs, "skip-other-dbs", false, "with --rdb: leave out the keys of databases other than 0 instead of refusing the file")
 	fs.StringVar(&f.dataDir, "data-dir", "", "the empty data dir to seed (required)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: the id of the node to seed as a new one-node cluster (with --raft-addr)")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: the Raft address that node will serve on (with --node-id)")
 	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, for a backup of several groups: the number of nodes the new cluster places a replica of each group on (0: every node), as kvs serve --replicas")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]\n\n"+
-			"Verifies the backup FILE and seeds the empty DIR with its data: for durable mode\n"+
+		fmt.Fprintf(stderr, "Usage: kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]\n"+
+			"       kvs restore --rdb FILE --data-dir DIR [--skip-other-dbs] [--node-id ID --raft-addr HOST:PORT]\n\n"+
+			"Verifies the backup FILE (or Redis RDB file) and seeds the empty DIR with its data: for durable mode\n"+
 			"(kvs serve --data-dir DIR), or with --node-id and --raft-addr as the only member of a\n"+
 			"new cluster (kvs serve --data-dir DIR --node-id ID --raft-addr HOST:PORT; others join it).\n")
 		fs.PrintDefaults()
@@ -53,7 +59,13 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if file == "" && fs.NArg() == 1 {
+	if rdbFile != "" {
+		if file != "" || fs.NArg() != 0 {
+			fs.Usage()
+			return 2
+		}
+		file, f.rdb = rdbFile, true
+	} else if file == "" && fs.NArg() == 1 {
 		file = fs.Arg(0)
 	} else if fs.NArg() != 0 || file == "" {
 		fs.Usage()
@@ -63,18 +75,28 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvs restore: %v\n", err)
 		return 2
 	}
+	what := "durable mode (kvs serve --data-dir " + f.dataDir + ")"
+	if f.nodeID != "" {
+		what = fmt.Sprintf("a one-node cluster of %s at %s (kvs serve --data-dir %s --node-id %s --raft-addr %s; then kvs join the others)",
+			f.nodeID, f.raftAddr, f.dataDir, f.nodeID, f.raftAddr)
+	}
+	if f.rdb {
+		st, err := restoreRDB(file, f)
+		if err != nil {
+			fmt.Fprintf(stderr, "kvs restore: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "restored %s from %s (RDB version %d%s) into %s for %s\n",
+			st, file, st.Version, rdbWriter(st), f.dataDir, what)
+		return 0
+	}
 	h, keys, err := restore(file, f)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvs restore: %v\n", err)
 		return 1
 	}
-	what := "durable mode (kvs serve --data-dir " + f.dataDir + ")"
-	if f.nodeID != "" {
-		what = fmt.Sprintf("a one-node cluster of %s at %s (kvs serve --data-dir %s --node-id %s --raft-addr %s; then kvs join the others)",
-			f.nodeID, f.raftAddr, f.dataDir, f.nodeID, f.raftAddr)
-		if h.Flags&backup.FlagGroups != 0 {
-			what += ", with every group at its own index"
-		}
+	if f.nodeID != "" && h.Flags&backup.FlagGroups != 0 {
+		what += ", with every group at its own index"
 	}
 	fmt.Fprintf(stdout, "restored %d keys from %s (a %s backup at index %d) into %s for %s\n", keys, file, h.Mode, h.Index, f.dataDir, what)
 	if h.Flags&backup.FlagUnsynced != 0 {
@@ -89,6 +111,8 @@ func (f restoreFlags) validate() error {
 		return errors.New("--data-dir is required")
 	case (f.nodeID == "") != (f.raftAddr == ""):
 		return errors.New("a cluster restore needs both --node-id and --raft-addr")
+	case f.skipOtherDBs && !f.rdb:
+		return errors.New("--skip-other-dbs is for an RDB file (--rdb)")
 	case f.replicas < 0:
 		return fmt.Errorf("--replicas %d: want 0 (every node) or more", f.replicas)
 	}
@@ -105,22 +129,29 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 	if len(parts) > 1 && f.nodeID == "" {
 		return h, 0, fmt.Errorf("%s is a backup of a cluster of %d groups: it restores as a cluster (--node-id and --raft-addr)", file, len(parts))
 	}
+	keys, err := seedParts(parts, f)
+	return h, keys, err
+}
+
+// seedParts seeds f.dataDir, which must be empty, with the stores decoded
+// from a backup (or an RDB file); it returns the number of keys.
+func seedParts(parts []backupPart, f restoreFlags) (int, error) {
 	if err := checkEmpty(f.dataDir); err != nil {
-		return h, 0, err
+		return 0, err
 	}
 	lock, err := lockDataDir(f.dataDir)
 	if err != nil {
-		return h, 0, err
+		return 0, err
 	}
 	defer lock.release()
 	if err := checkEmpty(f.dataDir); err != nil { // again, now that it is ours
-		return h, 0, err
+		return 0, err
 	}
 	if len(parts) > 1 {
 		// The group count first: a node that finds group dirs without it
 		// would take the data dir for a cluster of one group.
 		if err := writeGroups(f.dataDir, shape{groups: madeGroups(parts), replicas: f.replicas}); err != nil {
-			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+			return 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
 		}
 	}
 	keys := 0
@@ -141,10 +172,10 @@ func restore(file string, f restoreFlags) (backup.Header, int, error) {
 				max(snap.Index(), 1), write)
 		}
 		if err != nil {
-			return h, 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
+			return 0, fmt.Errorf("seeding %s: %w", f.dataDir, err)
 		}
 	}
-	return h, keys, nil
+	return keys, nil
 }
 
 // madeGroups is the number of data groups the backed-up cluster was made

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type serveFlags struct {
 	// copy's pace of a move of slots, in bytes a second; 0: no limit.
 	slotMoveRate    string
 	maxmemoryPolicy string
+	// saveRDB (--save-rdb) is where SAVE and BGSAVE also write a Redis
+	// RDB file; empty: nowhere.
+	saveRDB string
 
 	// Cluster mode: set by --node-id and --raft-addr.
 	nodeID          string
@@ -109,6 +113,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.maxmemory, "maxmemory", "0", "memory (bytes, or with a unit: 100mb, 2gb) past which writes are refused with OOM or keys evicted, as --maxmemory-policy says; used memory is INFO used_memory (the live heap, with data and clients' read buffers counted as they change); 0: no limit")
 	fs.StringVar(&f.slotMoveRate, "slot-move-rate", "4mb", "cluster mode, with --groups: the bytes a second (or with a unit: 500kb, 32mb) a move of slots this node drives copies at, as the leader of the slots' group (kvs slots move); 0: no limit")
 	fs.StringVar(&f.maxmemoryPolicy, "maxmemory-policy", "noeviction", "what to do past --maxmemory: noeviction (refuse writes), or evict: allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl")
+	fs.StringVar(&f.saveRDB, "save-rdb", "", "a FILE that SAVE, BGSAVE and SHUTDOWN SAVE also write the data to in Redis's RDB format (redis-server loads it as its dump.rdb), after the snapshot kvs keeps its own state in; empty: they do not (redis-cli --rdb gets one at any time)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "HOST:PORT to serve Prometheus /metrics and /healthz on (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --metrics-addr (CPU, heap, goroutines; for diagnosing, not for an open network)")
 	fs.Int64Var(&f.segment, "wal-segment-bytes", 0, "size at which the append log starts a new segment file (0: 64 MiB)")
@@ -315,6 +320,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 
 		RequirePass: f.requirePass,
 		ACLFile:     f.aclFile,
+		RDBFile:     absPath(f.saveRDB),
 	}
 	cfg.MaxMemory, _ = server.ParseMemory(f.maxmemory)
 	// Recovery below replays scripts, whose commands the server parses.
@@ -670,4 +676,16 @@ func snapshotGrowth(pct int) int {
 		return -1
 	}
 	return pct
+}
+
+// absPath is path made absolute (empty stays empty): the server's working
+// directory is not the one a relative flag was given in, for a config file.
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
