@@ -28,6 +28,8 @@ type client struct {
 	addr    string
 	laddr   string
 	created time.Time
+	// unixSock: the connection came through the Unix socket (flag U).
+	unixSock bool
 
 	rd  *resp.Reader
 	out []byte

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -79,6 +80,12 @@ type serveFlags struct {
 	aclFile     string
 	masterUser  string
 	masterAuth  string
+
+	// --unixsocket and --unixsocketperm (octal, as redis.conf's): a Unix
+	// socket served besides the TCP address; --port 0 leaves it alone.
+	unixSocket     string
+	unixSocketPerm string
+	port           string
 }
 
 // masterAuthOrEnv is --masterauth, else $KVS_MASTERAUTH. Without either
@@ -129,6 +136,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.DurationVar(&f.snapshotEvery, "raft-snapshot-interval", 0, "cluster mode: how often to check whether a snapshot is due (0: 30s; raft adds up to as much again at random)")
 	fs.IntVar(&f.snapshotGrowth, "raft-snapshot-growth", 100, "cluster mode: a store whose last snapshot holds 64 MiB or more is snapshotted again once the entries since add up to this percent of it (0: by entries alone)")
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
+	fs.StringVar(&f.unixSocket, "unixsocket", "", "also serve RESP on a Unix socket at this path (removed first if it exists, and when kvs stops), as Redis's unixsocket")
+	fs.StringVar(&f.unixSocketPerm, "unixsocketperm", "0", "the Unix socket's permission bits, in octal (700, 770); 0: as the umask leaves them")
+	fs.StringVar(&f.port, "port", "", "the port of --addr; 0 turns the plain TCP listener off (as Redis's port 0), leaving --unixsocket or --tls-port")
 	f.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -142,7 +152,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		given := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 		f.replicasGiven = given["replicas"]
-		err = f.validate(given)
+		if given["port"] {
+			err = f.applyPort(f.port)
+		}
+		if err == nil {
+			err = f.validate(given)
+		}
 	}
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -201,7 +216,10 @@ func (f serveFlags) validate(given map[string]bool) error {
 	if f.snapshotGrowth < 0 {
 		return fmt.Errorf("--raft-snapshot-growth %d: want a percent, 0 or more", f.snapshotGrowth)
 	}
-	if err := f.tls.validate(f.addr, f.clustered()); err != nil {
+	if _, err := parseSocketPerm(f.unixSocketPerm); err != nil {
+		return err
+	}
+	if err := f.tls.validate(f.addr, f.unixSocket != "", f.clustered()); err != nil {
 		return err
 	}
 	if !f.clustered() {
@@ -310,6 +328,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ConnGoroutines:       f.io == "goroutines",
 		TLS:                  tlsState,
 		PlainDisabled:        f.addr == "",
+		UnixSocket:           f.unixSocket,
 		DisableProtectedMode: f.protectedMode == "no",
 		MaxMemoryPolicy:      f.maxmemoryPolicy,
 
@@ -317,6 +336,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ACLFile:     f.aclFile,
 	}
 	cfg.MaxMemory, _ = server.ParseMemory(f.maxmemory)
+	cfg.UnixSocketPerm, _ = parseSocketPerm(f.unixSocketPerm)
 	// Recovery below replays scripts, whose commands the server parses.
 	server.InstallScriptParser(cfg)
 	var (
@@ -507,7 +527,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "version", version, "mode", mode(f))
+	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "unixsocket", f.unixSocket, "version", version, "mode", mode(f))
 
 	// Background work of a cluster node (--join, advertising the client
 	// address) stops before raft does.
@@ -670,4 +690,36 @@ func snapshotGrowth(pct int) int {
 		return -1
 	}
 	return pct
+}
+
+// applyPort is --port (or a config file's port): the port of --addr, or
+// with 0 no plain TCP listener, as Redis's port 0.
+func (f *serveFlags) applyPort(port string) error {
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--port %q: want a port number, 0 to 65535", port)
+	}
+	if port == "0" {
+		f.addr = ""
+		return nil
+	}
+	host := "127.0.0.1"
+	if f.addr != "" {
+		h, _, err := net.SplitHostPort(f.addr)
+		if err != nil {
+			return fmt.Errorf("--addr: %w", err)
+		}
+		host = h
+	}
+	f.addr = net.JoinHostPort(host, port)
+	return nil
+}
+
+// parseSocketPerm is --unixsocketperm: octal permission bits, as
+// redis.conf's unixsocketperm.
+func parseSocketPerm(v string) (os.FileMode, error) {
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("--unixsocketperm %q: want octal permission bits (700, 770)", v)
+	}
+	return os.FileMode(n), nil
 }
