@@ -112,7 +112,8 @@ type Server struct {
 	notifyFlags  atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
-	shutdown     atomic.Bool // set once Shutdown or Close began
+	migrates     migrateCache // MIGRATE's cached connections (cmd_migrate.go)
+	shutdown     atomic.Bool  // set once Shutdown or Close began
 
 	// wg counts every goroutine the server owns: the accept loop, one per
 	// connection, and the cron loop. Shutdown and Close wait for it.
@@ -544,6 +545,7 @@ func (s *Server) beginStop() bool {
 		close(s.cronStop)
 	}
 	s.mem.unwatch()
+	s.migrates.closeIdle(time.Time{}, true)
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
