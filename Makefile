@@ -16,7 +16,7 @@ build:
 # The server's tests run twice: with memory mode's event loops (the default)
 # and with a goroutine per connection (durable and cluster mode's way).
 test: vet
-	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/... ./group/ ./config/ ./acl/ ./cmdspec/ ./cmd/... ./bench/ ./backup/ ./test/powercut/
+	$(GO) test -race -count=1 ./resp/ ./lua/ ./fsm/ ./wal/ ./server/ ./cluster/... ./group/ ./config/ ./acl/ ./cmdspec/ ./cmd/... ./bench/ ./backup/ ./rdb/ ./test/powercut/
 	KVS_TEST_CONN_GOROUTINES=1 $(GO) test -race -count=1 ./server/
 	$(GO) test -count=1 -timeout 15m ./test/
 
@@ -58,7 +58,7 @@ rebalancebench: build
 # corpora also run in `make test`).
 FUZZ_TIME ?= 30s
 fuzz:
-	@for pkg in ./fsm/ ./wal/ ./server/; do \
+	@for pkg in ./fsm/ ./wal/ ./server/ ./rdb/; do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 			echo "== $$pkg $$t"; \
 			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) $$pkg || exit 1; \

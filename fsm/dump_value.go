@@ -46,7 +46,16 @@ const (
 	rdbTypeZSetListpack    = 17
 	rdbTypeListQuicklist2  = 18
 	rdbTypeStreamListpack2 = 19
+	// Redis 7.2 (RDB version 11): a set as a listpack of its members, and
+	// streams with their consumers' active time. RESTORE reads the first
+	// only from a payload of version 11 (what RDB files of Redis 7.2 hand
+	// over, package rdb): Redis 7.0 knows no such type.
+	rdbTypeSetListpack     = 20
+	rdbTypeStreamListpack3 = 21
 )
+
+// rdbVersionSetListpack is the first RDB version with rdbTypeSetListpack.
+const rdbVersionSetListpack = 11
 
 // Quicklist node containers (QUICKLIST_NODE_CONTAINER_*).
 const (
@@ -57,7 +66,12 @@ const (
 // dumpPayload is DUMP's reply for it under the encoding limits lim (the
 // list's node size).
 func dumpPayload(it *item, lim *Limits) []byte {
-	var b []byte
+	return appendDumpFooter(appendDumpValue(nil, it, lim))
+}
+
+// appendDumpValue appends it as one RDB value: its type byte and the
+// object.
+func appendDumpValue(b []byte, it *item, lim *Limits) []byte {
 	switch it.kind {
 	case kindString:
 		b = appendRDBString(append(b, rdbTypeString), it.val)
@@ -70,7 +84,7 @@ func dumpPayload(it *item, lim *Limits) []byte {
 	case kindHash:
 		b = appendDumpHash(b, it)
 	}
-	return appendDumpFooter(b)
+	return b
 }
 
 // quicklistOptimization is quicklist.c's optimization_level: the node
@@ -240,6 +254,13 @@ func decodeDumpPayload(p []byte) (v dumpValue, ok bool) {
 		v.kind = kindSet
 		v.set, ok = readDumpSet(&r, t[0])
 		return v, ok
+	case rdbTypeSetListpack:
+		if len(p) < 10 || binary.LittleEndian.Uint16(p[len(p)-10:]) < rdbVersionSetListpack {
+			return v, false
+		}
+		v.kind = kindSet
+		v.set, ok = readDumpSet(&r, t[0])
+		return v, ok
 	case rdbTypeZSet, rdbTypeZSet2, rdbTypeZSetZiplist, rdbTypeZSetListpack:
 		v.kind = kindZSet
 		v.flat = t[0] == rdbTypeZSetZiplist || t[0] == rdbTypeZSetListpack
@@ -341,6 +362,15 @@ func readDumpSet(r *rdbReader, t byte) ([]hashed, bool) {
 			return nil, false
 		}
 		if ms, ok = intsetMembers(is); !ok {
+			return nil, false
+		}
+	} else if t == rdbTypeSetListpack {
+		lp, ok := r.readBlob()
+		if !ok {
+			return nil, false
+		}
+		// lpValidateIntegrityAndDups; an empty one is an empty key.
+		if ms, ok = lpEntries(lp); !ok || len(ms) == 0 {
 			return nil, false
 		}
 	} else {
