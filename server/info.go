@@ -204,6 +204,10 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))
 		}
 	case "replication":
+		if r := s.replicaOf(); r != nil {
+			fs = r.info(s)
+			break
+		}
 		if s.router.clustered() {
 			fs = s.replicationInfo()
 			break

@@ -113,7 +113,11 @@ type Server struct {
 
 	nextClientID atomic.Int64
 	migrates     migrateCache // MIGRATE's cached connections (cmd_migrate.go)
-	shutdown     atomic.Bool  // set once Shutdown or Close began
+	// repl is the link to a redis-server this node replicates
+	// (replicaof.go); nil: a master. replMu orders its changes.
+	repl     atomic.Pointer[replica]
+	replMu   sync.Mutex
+	shutdown atomic.Bool // set once Shutdown or Close began
 
 	// wg counts every goroutine the server owns: the accept loop, one per
 	// connection, and the cron loop. Shutdown and Close wait for it.
@@ -546,6 +550,9 @@ func (s *Server) beginStop() bool {
 	}
 	s.mem.unwatch()
 	s.migrates.closeIdle(time.Time{}, true)
+	if r := s.repl.Load(); r != nil {
+		go r.close() // it may be waiting for a proposal the stop ends
+	}
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}

@@ -40,6 +40,9 @@ func (f *serveFlags) readConfigFile(fs *flag.FlagSet) (ignored []string, err err
 	var port, bind string
 	for _, d := range ds {
 		value := strings.Join(d.Args, " ")
+		if d.Name == "slaveof" {
+			d.Name = "replicaof"
+		}
 		if fl := fs.Lookup(d.Name); fl != nil && d.Name != "config" && d.Name != "port" {
 			if given[d.Name] {
 				continue

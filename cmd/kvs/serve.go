@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -86,6 +87,8 @@ type serveFlags struct {
 	unixSocket     string
 	unixSocketPerm string
 	port           string
+	// replicaOf is --replicaof "HOST PORT": a replica of a redis-server.
+	replicaOf string
 }
 
 // masterAuthOrEnv is --masterauth, else $KVS_MASTERAUTH. Without either
@@ -122,8 +125,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
 	fs.StringVar(&f.requirePass, "requirepass", "", "the default user's password for a new data dir or cluster (later changes by CONFIG SET requirepass or ACL SETUSER are replicated and win; see docs/security.md)")
 	fs.StringVar(&f.aclFile, "aclfile", "", "ACL file in Redis's format: its users seed a new data dir or cluster, ACL LOAD proposes them, ACL SAVE writes the users to it")
-	fs.StringVar(&f.masterUser, "masteruser", "", "cluster mode: the user this node authenticates as to other nodes (forwarded writes, pub/sub links, --join); empty: the default user; CONFIG SET masteruser changes it")
-	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: that user's password (env KVS_MASTERAUTH; empty: this node's requirepass); CONFIG SET masterauth changes it")
+	fs.StringVar(&f.masterUser, "masteruser", "", "the user this node authenticates as to other nodes (cluster mode: forwarded writes, pub/sub links, --join) and to the redis-server it replicates (--replicaof); empty: the default user; CONFIG SET masteruser changes it")
+	fs.StringVar(&f.masterAuth, "masterauth", "", "that user's password (env KVS_MASTERAUTH; in cluster mode, empty: this node's requirepass); CONFIG SET masterauth changes it")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
@@ -138,9 +141,10 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
 	fs.StringVar(&f.unixSocket, "unixsocket", "", "also serve RESP on a Unix socket at this path (removed first if it exists, and when kvs stops), as Redis's unixsocket")
 	fs.StringVar(&f.unixSocketPerm, "unixsocketperm", "0", "the Unix socket's permission bits, in octal (700, 770); 0: as the umask leaves them")
+	fs.StringVar(&f.replicaOf, "replicaof", "", "HOST PORT: start as a replica of the redis-server there (a full sync, then its command stream, through kvs's write path; client writes are refused with READONLY until REPLICAOF NO ONE); masterauth and masteruser log in to it")
 	fs.StringVar(&f.port, "port", "", "the port of --addr; 0 turns the plain TCP listener off (as Redis's port 0), leaving --unixsocket or --tls-port")
 	f.tls.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinReplicaOf(args)); err != nil {
 		return f, err
 	}
 	// The flag package has reported its own errors; these are ours.
@@ -218,6 +222,11 @@ func (f serveFlags) validate(given map[string]bool) error {
 	}
 	if _, err := parseSocketPerm(f.unixSocketPerm); err != nil {
 		return err
+	}
+	if f.replicaOf != "" {
+		if _, _, err := f.replicaOfAddr(); err != nil {
+			return err
+		}
 	}
 	if err := f.tls.validate(f.addr, f.unixSocket != "", f.clustered()); err != nil {
 		return err
@@ -514,6 +523,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return fmt.Errorf("seeding the ACL users: %w", err)
 		}
 	}
+	if view == nil && (f.masterUser != "" || f.masterAuthOrEnv() != "") {
+		// What a replica (--replicaof, REPLICAOF) logs in to its master
+		// with.
+		srv.SetPeerAuth(f.masterUser, f.masterAuthOrEnv())
+	}
 	if view != nil {
 		srv.SetPeerAuth(f.masterUser, f.masterAuthOrEnv())
 		// --join logs in as the node does, after a CONFIG SET too.
@@ -526,6 +540,10 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	defer signal.Stop(sig)
 	if err := srv.Listen(); err != nil {
 		return err
+	}
+	if f.replicaOf != "" {
+		host, port, _ := f.replicaOfAddr()
+		srv.StartReplication(host, port)
 	}
 	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "unixsocket", f.unixSocket, "version", version, "mode", mode(f))
 
@@ -722,4 +740,42 @@ func parseSocketPerm(v string) (os.FileMode, error) {
 		return 0, fmt.Errorf("--unixsocketperm %q: want octal permission bits (700, 770)", v)
 	}
 	return os.FileMode(n), nil
+}
+
+// joinReplicaOf lets --replicaof take Redis's two arguments, HOST PORT,
+// as one flag value.
+func joinReplicaOf(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--replicaof" || a == "-replicaof" || a == "--slaveof" || a == "-slaveof") && i+2 < len(args) {
+			if _, err := strconv.ParseUint(args[i+2], 10, 16); err == nil {
+				out = append(out, "--replicaof="+args[i+1]+" "+args[i+2])
+				i += 2
+				continue
+			}
+		}
+		if a == "--slaveof" || a == "-slaveof" {
+			a = "--replicaof"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// replicaOfAddr is --replicaof's HOST and PORT (given as "HOST PORT" or
+// HOST:PORT).
+func (f serveFlags) replicaOfAddr() (string, int, error) {
+	host, port, ok := strings.Cut(strings.TrimSpace(f.replicaOf), " ")
+	if !ok {
+		var err error
+		if host, port, err = net.SplitHostPort(f.replicaOf); err != nil {
+			return "", 0, fmt.Errorf("--replicaof %q: want HOST PORT", f.replicaOf)
+		}
+	}
+	p, err := strconv.ParseUint(strings.TrimSpace(port), 10, 16)
+	if err != nil || host == "" {
+		return "", 0, fmt.Errorf("--replicaof %q: want HOST PORT", f.replicaOf)
+	}
+	return host, int(p), nil
 }
