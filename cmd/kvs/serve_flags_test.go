@@ -106,3 +106,35 @@ func TestServePortAndUnixSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestServeReplicaOf: --replicaof takes Redis's HOST PORT as two
+// arguments (or one), and a bad port is refused.
+func TestServeReplicaOf(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		host string
+		port int
+		err  string
+	}{
+		{[]string{"--replicaof", "10.0.0.1", "6380", "--log-level", "debug"}, "10.0.0.1", 6380, ""},
+		{[]string{"--replicaof", "10.0.0.1 6380"}, "10.0.0.1", 6380, ""},
+		{[]string{"--slaveof", "h", "7000"}, "h", 7000, ""},
+		{[]string{"--replicaof", "h:7001"}, "h", 7001, ""},
+		{[]string{"--replicaof", "h x"}, "", 0, "want HOST PORT"},
+	} {
+		f, err := parseServeFlags(tc.args, io.Discard)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v; want an error with %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if h, p, err := f.replicaOfAddr(); err != nil || h != tc.host || p != tc.port {
+			t.Errorf("%q: %s %d %v; want %s %d", tc.args, h, p, err, tc.host, tc.port)
+		}
+	}
+}
