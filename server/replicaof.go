@@ -604,6 +604,7 @@ type replParser struct {
 	c       *client
 	loader  *replLoader
 	inMulti bool
+	otherDB bool // the master SELECTed a database other than 0
 }
 
 // apply parses args as the command table does and queues the write;
@@ -617,8 +618,9 @@ func (p *replParser) apply(args [][]byte) error {
 	}
 	switch cmd.name {
 	case "select":
-		if string(args[len(args)-1]) != "0" {
-			p.s.cfg.Logger.Warn("replication: SELECT of a database other than 0: kvs has one database, its writes go to db 0", "db", string(args[len(args)-1]))
+		p.otherDB = string(args[len(args)-1]) != "0"
+		if p.otherDB {
+			p.s.cfg.Logger.Warn("replication: the master writes to a database other than 0: kvs has one database, and skips those writes", "db", string(args[len(args)-1]))
 		}
 		return nil
 	case "ping", "replconf", "publish", "spublish":
@@ -629,6 +631,9 @@ func (p *replParser) apply(args [][]byte) error {
 	case "exec":
 		p.inMulti = false
 		return p.loader.flush()
+	}
+	if p.otherDB && cmd.name != "flushall" {
+		return nil
 	}
 	if cmd.parse == nil || !cmd.arityOK(args) {
 		p.s.cfg.Logger.Warn("replication: a command from the master was skipped", "command", cmd.name)
@@ -725,4 +730,22 @@ func (r *replica) info(s *Server) []InfoField {
 	add("repl_backlog_first_byte_offset", "0")
 	add("repl_backlog_histlen", "0")
 	return fs
+}
+
+// appendRole is ROLE's reply on a replica of a redis-server: its master,
+// the link's state and the offset applied (-1 while not linked).
+func (r *replica) appendRole(b []byte) []byte {
+	state, off := "connecting", int64(-1)
+	switch {
+	case r.link.Load():
+		state, off = "connected", r.applied.Load()
+	case r.syncing.Load():
+		state = "sync"
+	}
+	b = appendArrayLen(b, 5)
+	b = appendBulkString(b, "slave")
+	b = appendBulkString(b, r.host)
+	b = appendInt(b, int64(r.port))
+	b = appendBulkString(b, state)
+	return appendInt(b, off)
 }

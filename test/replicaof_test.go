@@ -185,6 +185,15 @@ func TestReplicaOf(t *testing.T) {
 				}
 				return nil
 			})
+			if v, err := k.Do(ctx, "ROLE").Slice(); err != nil || len(v) != 5 || fmt.Sprint(v[:4]) != fmt.Sprintf("[slave %s %s connected]", host, port) {
+				t.Fatalf("ROLE = %v, %v; want slave %s %s connected", v, err, host, port)
+			}
+			// A write to another database of the master's is not kvs's.
+			m9 := redis.NewClient(&redis.Options{Addr: master.Addr, Password: "secret", DB: 9})
+			defer m9.Close()
+			if err := m9.Set(ctx, "db9", "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
 			if err := k.Set(ctx, "x", "1", 0).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {
 				t.Fatalf("SET on the replica: %v; want READONLY", err)
 			}
