@@ -441,18 +441,21 @@ func (s *Server) proposeEveryGroup(cmd fsm.Command) error {
 	return nil
 }
 
-// replLoader proposes commands in batches, one batch per group, in the
-// order they were added within each group.
+// replLoader proposes commands in batches, one per group, each in the
+// order its commands were added: writes to different groups touch
+// different keys, so their batches go to their groups at once.
 type replLoader struct {
-	s     *Server
-	grp   *groupRef
-	batch []fsm.Command
+	s       *Server
+	batches map[*groupRef][]fsm.Command
+	n       int // commands queued
 }
 
-func newReplLoader(s *Server) *replLoader { return &replLoader{s: s} }
+func newReplLoader(s *Server) *replLoader {
+	return &replLoader{s: s, batches: map[*groupRef][]fsm.Command{}}
+}
 
-// groupOf is the group of cmd's first key (the home group when the node
-// is not sharded, or the command has no key).
+// groupOfKey is the group of key (the home group when the node is not
+// sharded, or there is no key).
 func (s *Server) groupOfKey(key []byte) *groupRef {
 	if !s.router.sharded() || key == nil {
 		return &s.router.home
@@ -460,37 +463,63 @@ func (s *Server) groupOfKey(key []byte) *groupRef {
 	return s.router.groupIn(s.router.slotMap(), fsm.KeySlot(key))
 }
 
+// add queues cmd, a write of its first argument's key.
 func (l *replLoader) add(cmd fsm.Command) error {
 	var key []byte
 	if len(cmd.Args) > 0 {
 		key = cmd.Args[0]
 	}
-	g := l.s.groupOfKey(key)
-	if g != l.grp || len(l.batch) >= replBatch {
-		if err := l.flush(); err != nil {
-			return err
-		}
-		l.grp = g
+	return l.addTo(l.s.groupOfKey(key), cmd)
+}
+
+// addTo queues cmd for group g, proposing what is queued once it is a
+// full batch.
+func (l *replLoader) addTo(g *groupRef, cmd fsm.Command) error {
+	l.batches[g] = append(l.batches[g], cmd)
+	if l.n++; l.n >= replBatch {
+		return l.flush()
 	}
-	l.batch = append(l.batch, cmd)
 	return nil
 }
 
+// flush proposes every group's batch, the groups' at once, and waits for
+// them.
 func (l *replLoader) flush() error {
-	if len(l.batch) == 0 {
+	if l.n == 0 {
 		return nil
 	}
-	replies, err := l.s.proposeTo(l.grp, l.batch)
-	if err != nil {
-		return err
-	}
-	for i, rep := range replies {
-		if rep.Kind == fsm.ReplyError {
-			l.s.cfg.Logger.Warn("replication: a write from the master failed here", "op", l.batch[i].Op.String(), "err", rep.Str)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for g, batch := range l.batches {
+		if len(batch) == 0 {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies, err := l.s.proposeTo(g, batch)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				return
+			}
+			for i, rep := range replies {
+				if rep.Kind == fsm.ReplyError {
+					l.s.cfg.Logger.Warn("replication: a write from the master failed here", "op", batch[i].Op.String(), "err", rep.Str)
+				}
+			}
+		}()
 	}
-	l.batch = l.batch[:0]
-	return nil
+	wg.Wait()
+	for g := range l.batches {
+		l.batches[g] = l.batches[g][:0]
+	}
+	l.n = 0
+	return first
 }
 
 // stream applies the master's command stream until an error or the stop,
@@ -507,10 +536,14 @@ func (r *replica) stream(nc net.Conn, br *bufio.Reader) error {
 	}
 	tick := time.NewTicker(replAckInterval)
 	defer tick.Stop()
+	ended := make(chan struct{})
+	defer close(ended)
 	go func() {
 		for {
 			select {
 			case <-r.stop:
+				return
+			case <-ended:
 				return
 			case <-tick.C:
 				if ack() != nil {
@@ -544,7 +577,7 @@ func (r *replica) stream(nc net.Conn, br *bufio.Reader) error {
 				return err
 			}
 		}
-		if br.Buffered() == 0 && !p.inMulti || len(p.loader.batch) >= replBatch {
+		if br.Buffered() == 0 && !p.inMulti {
 			if err := p.loader.flush(); err != nil {
 				return err
 			}
@@ -663,25 +696,16 @@ func (p *replParser) apply(args [][]byte) error {
 		}
 		return p.s.proposeEveryGroup(fc)
 	}
+	g := &p.s.router.home
 	if p.s.router.sharded() {
 		slot, ok := commandSlot(cmd, args, &p.c.slotKeys)
 		if !ok {
 			p.s.cfg.Logger.Warn("replication: a command from the master on keys of several slots was skipped (CROSSSLOT)", "command", cmd.name)
 			return nil
 		}
-		g := p.s.router.groupIn(p.s.router.slotMap(), slot)
-		if g != p.loader.grp {
-			if err := p.loader.flush(); err != nil {
-				return err
-			}
-			p.loader.grp = g
-		}
-		p.loader.batch = append(p.loader.batch, fc)
-		return nil
+		g = p.s.router.groupIn(p.s.router.slotMap(), slot)
 	}
-	p.loader.grp = &p.s.router.home
-	p.loader.batch = append(p.loader.batch, fc)
-	return nil
+	return p.loader.addTo(g, fc)
 }
 
 // replicationInfo is INFO replication of a replica of a redis-server.

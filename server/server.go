@@ -550,9 +550,6 @@ func (s *Server) beginStop() bool {
 	}
 	s.mem.unwatch()
 	s.migrates.closeIdle(time.Time{}, true)
-	if r := s.repl.Load(); r != nil {
-		go r.close() // it may be waiting for a proposal the stop ends
-	}
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
@@ -568,6 +565,8 @@ func (s *Server) beginStop() bool {
 // If ctx ends first, Shutdown closes what remains as Close does and returns
 // ctx's error. Calling it again (or after Close) waits for the same stop.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// A replica's link first, while its writes can still be proposed.
+	s.StopReplication()
 	s.beginStop()
 	s.mu.Lock()
 	now := time.Now()
@@ -602,6 +601,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // goroutines (a connection waiting for its proposer finishes that wait).
 // It is idempotent.
 func (s *Server) Close() error {
+	s.StopReplication()
 	s.beginStop()
 	s.closeClients()
 	s.peers.close() // a connection waiting for the leader stops waiting
