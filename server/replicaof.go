@@ -773,3 +773,20 @@ func (r *replica) appendRole(b []byte) []byte {
 	b = appendBulkString(b, state)
 	return appendInt(b, off)
 }
+
+// replicaRefuses reports whether a replica of a redis-server refuses the
+// command with READONLY: a write, an EXEC of one, and a script or
+// function that may write. Redis runs a script that declares no flags
+// and refuses its first write; kvs cannot tell whether such a script
+// writes before it runs, and a refusal decided as it applies would
+// differ from one replay of the log to another, so it refuses the script.
+func (c *client) replicaRefuses(cmd, spec *command, args [][]byte) bool {
+	if c.multi != nil && cmd.name == "exec" {
+		return c.multi.flags&flagWrite != 0
+	}
+	f := c.commandFlags(spec, args)
+	if spec.flags&flagDeclared != 0 {
+		return f&(flagWrite|flagMayReplicate) != 0
+	}
+	return f&flagWrite != 0
+}

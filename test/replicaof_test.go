@@ -197,6 +197,12 @@ func TestReplicaOf(t *testing.T) {
 			if err := k.Set(ctx, "x", "1", 0).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {
 				t.Fatalf("SET on the replica: %v; want READONLY", err)
 			}
+			if err := k.Eval(ctx, "return redis.call('set', KEYS[1], '1')", []string{"x"}).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY ") {
+				t.Fatalf("a script that may write, on the replica: %v; want READONLY", err)
+			}
+			if v, err := k.EvalRO(ctx, "return redis.call('exists', KEYS[1])", []string{"pre:1"}).Result(); err != nil || v != int64(1) {
+				t.Fatalf("EVAL_RO on the replica: %v, %v; want 1", v, err)
+			}
 			if v, err := k.ConfigGet(ctx, "replicaof").Result(); err != nil || v["replicaof"] != host+" "+port {
 				t.Fatalf("CONFIG GET replicaof = %v, %v", v, err)
 			}
