@@ -128,6 +128,24 @@ func TestMigrate(t *testing.T) {
 	ctx := testCtx(t)
 	c := redis.NewClient(&redis.Options{Addr: k.Addr})
 	defer c.Close()
+	// RESTORE-ASKING, what a Redis Cluster node's MIGRATE sends, is
+	// RESTORE.
+	r := redis.NewClient(&redis.Options{Addr: rsrc.Addr})
+	defer r.Close()
+	r.RPush(ctx, "asked", "a", "b")
+	payload, err := r.Dump(ctx, "asked").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Do(ctx, "RESTORE-ASKING", "asked", "0", payload).Result(); err != nil || v != "OK" {
+		t.Fatalf("RESTORE-ASKING: %v, %v", v, err)
+	}
+	if err := c.Do(ctx, "RESTORE-ASKING", "asked", "0", payload).Err(); err == nil || err.Error() != "BUSYKEY Target key name already exists." {
+		t.Fatalf("RESTORE-ASKING of an existing key: %v; want BUSYKEY", err)
+	}
+	if v, err := c.LRange(ctx, "asked", 0, -1).Result(); err != nil || fmt.Sprint(v) != "[a b]" {
+		t.Fatalf("after RESTORE-ASKING: %v, %v", v, err)
+	}
 	c.Set(ctx, "a", "1", 0)
 	host, port, _ := net.SplitHostPort(rdst.Addr)
 	if err := c.Do(ctx, "MIGRATE", host, port, "a", "9", "1000").Err(); err == nil || !strings.Contains(err.Error(), "kvs has one database") {
