@@ -112,7 +112,6 @@ func (s *Server) StartReplication(host string, port int) {
 		old.close()
 	}
 	r := &replica{s: s, host: host, port: port, stop: make(chan struct{}), done: make(chan struct{})}
-	r.downSince.Store(time.Now().Unix())
 	s.repl.Store(r)
 	go r.run()
 }
@@ -155,9 +154,10 @@ func (r *replica) run() {
 	log := r.s.cfg.Logger.With("master", net.JoinHostPort(r.host, strconv.Itoa(r.port)))
 	for !r.stopped() {
 		err := r.session()
-		r.link.Store(false)
+		if r.link.Swap(false) {
+			r.downSince.Store(time.Now().Unix()) // 0 (-1 in INFO) until a link was up
+		}
 		r.syncing.Store(false)
-		r.downSince.Store(time.Now().Unix())
 		if r.stopped() {
 			return
 		}
@@ -253,6 +253,7 @@ func (r *replica) session() error {
 	r.readOff.Store(offset)
 	r.applied.Store(offset)
 	r.link.Store(true)
+	r.downSince.Store(0)
 	r.s.cfg.Logger.Info("replication: MASTER <-> REPLICA sync: finished with success", "keys", r.syncedKeys.Load(), "offset", offset)
 	return r.stream(nc, br)
 }
@@ -733,7 +734,11 @@ func (r *replica) info(s *Server) []InfoField {
 	add("slave_read_repl_offset", strconv.FormatInt(readOff, 10))
 	add("slave_repl_offset", strconv.FormatInt(applied, 10))
 	if !r.link.Load() {
-		add("master_link_down_since_seconds", strconv.FormatInt(time.Now().Unix()-r.downSince.Load(), 10))
+		down := int64(-1)
+		if t := r.downSince.Load(); t != 0 {
+			down = time.Now().Unix() - t
+		}
+		add("master_link_down_since_seconds", strconv.FormatInt(down, 10))
 	}
 	add("slave_priority", "100")
 	add("slave_read_only", "1")

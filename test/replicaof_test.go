@@ -147,6 +147,24 @@ func TestReplicaOf(t *testing.T) {
 	m.HSet(ctx, "bighash", bigFields(300)...)
 
 	host, port, _ := net.SplitHostPort(master.Addr)
+	// A redis-server replica of the same master: INFO replication's
+	// fields, in order, are what kvs's must be.
+	rr := newRedis(t, "redis-replica", "--replicaof", host, port, "--masterauth", "secret")
+	rr.Start()
+	rc := redis.NewClient(&redis.Options{Addr: rr.Addr})
+	defer rc.Close()
+	var wantFields string
+	waitFor(t, "the redis-server replica's link", func() error {
+		s, err := rc.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(s, "master_link_status:up") {
+			return fmt.Errorf("link down")
+		}
+		wantFields = infoFieldNames(s)
+		return nil
+	})
 	for _, mode := range []string{"durable", "sharded"} {
 		t.Run(mode, func(t *testing.T) {
 			var n *Node
@@ -185,6 +203,9 @@ func TestReplicaOf(t *testing.T) {
 				}
 				return nil
 			})
+			if s, err := k.Info(ctx, "replication").Result(); err != nil || infoFieldNames(s) != wantFields {
+				t.Fatalf("INFO replication's fields: %s, %v\nwant %s", infoFieldNames(s), err, wantFields)
+			}
 			if v, err := k.Do(ctx, "ROLE").Slice(); err != nil || len(v) != 5 || fmt.Sprint(v[:4]) != fmt.Sprintf("[slave %s %s connected]", host, port) {
 				t.Fatalf("ROLE = %v, %v; want slave %s %s connected", v, err, host, port)
 			}
@@ -255,4 +276,15 @@ func bigFields(n int) []any {
 		out = append(out, "f"+strconv.Itoa(i), strconv.Itoa(i))
 	}
 	return out
+}
+
+// infoFieldNames is the names of an INFO section's fields, in order.
+func infoFieldNames(s string) string {
+	var names []string
+	for _, line := range strings.Split(s, "\r\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, " ")
 }
