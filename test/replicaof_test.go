@@ -240,6 +240,16 @@ func TestReplicaOf(t *testing.T) {
 				t.Fatal(werr)
 			}
 			checkReplicated(t, ctx, m, k, acked)
+			// The master's WAIT asks its replicas with REPLCONF GETACK:
+			// kvs's acknowledgement counts, as the redis-server
+			// replica's does.
+			m.Set(ctx, "waited", "1", 0)
+			if v, err := m.Do(ctx, "WAIT", "2", "10000").Result(); err != nil || v != int64(2) {
+				t.Fatalf("WAIT 2 on the master = %v, %v; want 2 (kvs and the redis-server replica)", v, err)
+			}
+			if v, err := k.Get(ctx, "waited").Result(); err != nil || v != "1" {
+				t.Fatalf("after the master's WAIT: GET = %q, %v; want 1", v, err)
+			}
 			if v, err := k.Do(ctx, "REPLICAOF", "NO", "ONE").Result(); err != nil || v != "OK" {
 				t.Fatalf("REPLICAOF NO ONE: %v, %v", v, err)
 			}
