@@ -35,12 +35,12 @@ import (
 // applied and takes writes again.
 
 const (
-	errReadOnlyReplica  = "READONLY You can't write against a read only replica."
-	errInvalidPort      = "ERR Invalid master port"
-	replAckInterval     = time.Second
-	replRetryInterval   = time.Second
-	replHandshakeTimout = 60 * time.Second // Redis's repl-timeout
-	replBatch           = 512              // stream commands proposed at a time
+	errReadOnlyReplica = "READONLY You can't write against a read only replica."
+	errInvalidPort     = "ERR Invalid master port"
+	replAckInterval    = time.Second
+	replRetryInterval  = time.Second
+	replTimeout        = 60 * time.Second // Redis's repl-timeout
+	replBatch          = 512              // stream commands proposed at a time
 )
 
 // replica is the node's link to its master, when it has one.
@@ -173,7 +173,7 @@ func (r *replica) run() {
 // session is one connection to the master: handshake, full sync,
 // stream, until an error or the stop.
 func (r *replica) session() error {
-	nc, err := net.DialTimeout("tcp", net.JoinHostPort(r.host, strconv.Itoa(r.port)), replHandshakeTimout)
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(r.host, strconv.Itoa(r.port)), replTimeout)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (r *replica) session() error {
 		for i, a := range args {
 			b[i] = []byte(a)
 		}
-		nc.SetDeadline(time.Now().Add(replHandshakeTimout))
+		nc.SetDeadline(time.Now().Add(replTimeout))
 		if _, err := nc.Write(appendCommandArgs(nil, b...)); err != nil {
 			return "", err
 		}
@@ -212,12 +212,15 @@ func (r *replica) session() error {
 			return fmt.Errorf("the master refused AUTH: %s", line[1:])
 		}
 	}
-	if line, err := ask("PING"); err != nil {
+	line, err := ask("PING")
+	if err != nil {
 		return err
-	} else if line[0] == '-' && !strings.HasPrefix(line, "-NOAUTH") && !strings.HasPrefix(line, "-NOPERM") && !strings.HasPrefix(line, "-ERR operation not permitted") {
-		// As Redis: an error other than an authentication one is fine.
-	} else if line[0] == '-' {
-		return fmt.Errorf("the master refused PING: %s (set masterauth)", line[1:])
+	}
+	// As Redis: only an authentication error stops the handshake.
+	for _, e := range []string{"-NOAUTH", "-NOPERM", "-ERR operation not permitted"} {
+		if strings.HasPrefix(line, e) {
+			return fmt.Errorf("the master refused PING: %s (set masterauth)", line[1:])
+		}
 	}
 	port := "0"
 	if a := r.s.Addr(); a != nil {
@@ -231,7 +234,7 @@ func (r *replica) session() error {
 	if _, err := ask("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
 		return err
 	}
-	line, err := ask("PSYNC", "?", "-1")
+	line, err = ask("PSYNC", "?", "-1")
 	if err != nil {
 		return err
 	}
@@ -279,7 +282,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 	var line string
 	for {
 		// The master sends newlines while it prepares the file.
-		nc.SetReadDeadline(time.Now().Add(replHandshakeTimout))
+		nc.SetReadDeadline(time.Now().Add(replTimeout))
 		l, err := br.ReadString('\n')
 		if err != nil {
 			return err
@@ -329,7 +332,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 	keys := 0
 	for {
 		if mark != nil {
-			nc.SetReadDeadline(time.Now().Add(replHandshakeTimout))
+			nc.SetReadDeadline(time.Now().Add(replTimeout))
 		}
 		e, err := d.Next()
 		if err == io.EOF {
@@ -376,7 +379,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 		return err
 	}
 	if mark != nil {
-		nc.SetReadDeadline(time.Now().Add(replHandshakeTimout))
+		nc.SetReadDeadline(time.Now().Add(replTimeout))
 		got := make([]byte, 40)
 		if _, err := io.ReadFull(br, got); err != nil {
 			return err
@@ -400,7 +403,7 @@ type ioDeadline struct {
 }
 
 func (d *ioDeadline) Read(p []byte) (int, error) {
-	d.nc.SetReadDeadline(time.Now().Add(replHandshakeTimout))
+	d.nc.SetReadDeadline(time.Now().Add(replTimeout))
 	n, err := d.r.Read(p)
 	if n > 0 {
 		d.lastIO.Store(time.Now().Unix())
@@ -530,7 +533,7 @@ func (r *replica) stream(nc net.Conn, br *bufio.Reader) error {
 	ack := func() error {
 		wmu.Lock()
 		defer wmu.Unlock()
-		nc.SetWriteDeadline(time.Now().Add(replHandshakeTimout))
+		nc.SetWriteDeadline(time.Now().Add(replTimeout))
 		_, err := nc.Write(appendCommandArgs(nil, []byte("REPLCONF"), []byte("ACK"),
 			strconv.AppendInt(nil, r.applied.Load(), 10)))
 		return err
@@ -556,7 +559,9 @@ func (r *replica) stream(nc net.Conn, br *bufio.Reader) error {
 	}()
 	p := &replParser{s: r.s, c: &client{s: r.s, proto: 2, fd: -1, grp: &r.s.router.home}, loader: newReplLoader(r.s)}
 	for {
-		nc.SetReadDeadline(time.Time{}) // the master pings every 10 s; the link may idle
+		// The master pings every 10 seconds (repl-ping-replica-period):
+		// a link silent for repl-timeout is dead.
+		nc.SetReadDeadline(time.Now().Add(replTimeout))
 		args, n, err := readReplCommand(br)
 		if err != nil {
 			return err
