@@ -108,6 +108,7 @@ var getKeysProcs = map[string]GetKeysFunc{
 	"sort_ro":     sortROGetKeys,
 	"set":         setGetKeys,
 	"bitfield":    bitfieldGetKeys,
+	"migrate":     migrateGetKeys,
 }
 
 // routeProcs are the finders Redis Cluster routes by where they find
@@ -364,6 +365,37 @@ func setGetKeys(args [][]byte, keys []Key) []Key {
 		}
 	}
 	return append(keys, Key{1, OW | Update})
+}
+
+// migrateGetKeys is Redis's: the key at 3, or with KEYS (and "" at 3)
+// the arguments after it; none when KEYS comes with a key at 3, a
+// syntax error MIGRATE answers. AUTH's and AUTH2's arguments are
+// skipped.
+func migrateGetKeys(args [][]byte, keys []Key) []Key {
+	const flags = RW | Access | Delete
+	first, num := 3, 1
+	if len(args) > 6 {
+		for i := 6; i < len(args); i++ {
+			if is(args[i], "keys") {
+				if len(args[3]) > 0 {
+					num = 0
+				} else {
+					first, num = i+1, len(args)-i-1
+				}
+				break
+			}
+			switch {
+			case is(args[i], "auth"):
+				i++
+			case is(args[i], "auth2"):
+				i += 2
+			}
+		}
+	}
+	for i := 0; i < num; i++ {
+		keys = append(keys, Key{first + i, flags})
+	}
+	return keys
 }
 
 // bitfieldGetKeys: BITFIELD only writes with SET or INCRBY, or when its

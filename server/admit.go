@@ -151,6 +151,12 @@ func (c *client) admit(cmd, spec *command, id int, args [][]byte) verdict {
 		c.refuse(cmd, id, args, errNoReplicas)
 		return refused
 	}
+	if c.s.readOnlyReplica() && !c.peer && (spec.flags&(flagWrite|flagDeclared) != 0 || cmd.tx != nil) && c.replicaRefuses(cmd, spec, args) {
+		// Redis's replica-read-only yes, while REPLICAOF links this
+		// node to a redis-server (replicaof.go).
+		c.refuse(cmd, id, args, errReadOnlyReplica)
+		return refused
+	}
 	if c.ps != nil {
 		if e := c.subscribedRefusal(cmd, spec); e != "" {
 			c.refuse(cmd, id, args, e)

@@ -28,6 +28,8 @@ type client struct {
 	addr    string
 	laddr   string
 	created time.Time
+	// unixSock: the connection came through the Unix socket (flag U).
+	unixSock bool
 
 	rd  *resp.Reader
 	out []byte
@@ -37,7 +39,7 @@ type client struct {
 	proto int // 2 or 3, set by HELLO
 	quit  bool
 	// repl is what REPLCONF told about the connection (rdbsync.go).
-	repl replica
+	repl replConf
 
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).

@@ -443,6 +443,10 @@ func (s *Server) replication() (replication, error) {
 // runRole answers ROLE as a Redis master (standalone, or the leader, with
 // its replicas) or replica (a follower) does.
 func runRole(c *client, args [][]byte) {
+	if r := c.s.replicaOf(); r != nil {
+		c.out = r.appendRole(c.out)
+		return
+	}
 	if !c.s.router.clustered() {
 		c.out = append(c.out, "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"...)
 		return

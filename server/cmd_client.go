@@ -500,6 +500,9 @@ func (c *client) clientFlags() string {
 	if c.paused.Load() || c.s.blocked.isBlocked(c.id) {
 		b = append(b, 'b')
 	}
+	if c.unixSock {
+		b = append(b, 'U')
+	}
 	if c.noEvict.Load() {
 		b = append(b, 'e')
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,12 @@ type Config struct {
 	// PlainDisabled turns the plain (non-TLS) listener off, as Redis's
 	// port 0 does; TLS must then give an address. Zero: Addr is served.
 	PlainDisabled bool
+
+	// UnixSocket, when set, is the path of a Unix socket served besides
+	// the TCP address (the file there is removed first, as Redis does),
+	// with UnixSocketPerm's permission bits when they are not zero.
+	UnixSocket     string
+	UnixSocketPerm os.FileMode
 
 	// TLS, when set, serves TLS clients on its Addr (if any) and, with its
 	// Cluster parameter, makes this node dial other nodes over mutual TLS
@@ -302,8 +309,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("server: Addr %q: %w", c.Addr, err)
 		}
 	}
-	if c.PlainDisabled && (c.TLS == nil || c.TLS.Params().Addr == "") {
-		return errors.New("server: PlainDisabled needs a TLS address: nothing would be served")
+	if c.PlainDisabled && (c.TLS == nil || c.TLS.Params().Addr == "") && c.UnixSocket == "" {
+		return errors.New("server: PlainDisabled needs a TLS address or a Unix socket: nothing would be served")
 	}
 	return nil
 }

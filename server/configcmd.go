@@ -50,6 +50,9 @@ func (s *Server) configParams() map[string]string {
 	for k, v := range s.cfg.ConfigParams {
 		p[k] = v
 	}
+	if r := s.replicaOf(); r != nil {
+		p["replicaof"] = r.host + " " + strconv.Itoa(r.port)
+	}
 	return p
 }
 

@@ -62,6 +62,7 @@ func (s *Server) cron(stop <-chan struct{}) {
 			s.evictCycle(stop)
 			s.memPeak.note(uint64(s.usedMemory()))
 			s.refreshLinks(now)
+			s.migrates.closeIdle(now, false)
 			// A client pause stops active expiry too, as in Redis, so
 			// that a paused node's data does not change.
 			if s.activeExpiry.Load() && s.mayExpire() && s.pauseMode.Load() == pauseNone {

@@ -185,6 +185,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 		add("evicted_keys", s.stats.evictedKeys.Load())
 		add("keyspace_hits", s.stats.hits.Load())
 		add("keyspace_misses", s.stats.misses.Load())
+		add("migrate_cached_sockets", s.migrates.count())
 		add("total_error_replies", s.stats.errors.total.Load())
 		if s.router.clustered() {
 			add("kvs_forwarded_commands", s.stats.forwarded.Load())
@@ -203,6 +204,10 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 			add("errorstat_"+e.Prefix, "count="+strconv.FormatInt(e.Count, 10))
 		}
 	case "replication":
+		if r := s.replicaOf(); r != nil {
+			fs = r.info(s)
+			break
+		}
 		if s.router.clustered() {
 			fs = s.replicationInfo()
 			break

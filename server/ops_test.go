@@ -45,6 +45,10 @@ func TestRedactedArgs(t *testing.T) {
 		{"hello 3 setname auth auth u p", "-----rr"},
 		{"hello 3 setname n", "----"},
 		{"SET auth x", "---"},
+		{"MIGRATE h 6379 k 0 100 COPY AUTH pw", "--------r"},
+		{"MIGRATE h 6379 k 0 100 AUTH2 u pw REPLACE", "-------rr-"},
+		{"MIGRATE h 6379 k 0 100 KEYS auth pw", "---------"},
+		{"migrate h 6379 k 0 100 auth", "-------"},
 	} {
 		var args [][]byte
 		for _, a := range strings.Fields(tc.args) {

@@ -45,8 +45,8 @@ import (
 // follower's as far as it has applied them), as a Redis Cluster node's
 // file holds its own slots.
 
-// replica is what REPLCONF told about a connection.
-type replica struct {
+// replConf is what REPLCONF told about a connection.
+type replConf struct {
 	capaEOF   bool
 	rdbOnly   bool
 	filtered  bool // rdb-filter-only: no keys

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -111,7 +112,12 @@ type Server struct {
 	notifyFlags  atomic.Uint32 // the classes keyspaceEvents publishes (notify.go)
 
 	nextClientID atomic.Int64
-	shutdown     atomic.Bool // set once Shutdown or Close began
+	migrates     migrateCache // MIGRATE's cached connections (cmd_migrate.go)
+	// repl is the link to a redis-server this node replicates
+	// (replicaof.go); nil: a master. replMu orders its changes.
+	repl     atomic.Pointer[replica]
+	replMu   sync.Mutex
+	shutdown atomic.Bool // set once Shutdown or Close began
 
 	// wg counts every goroutine the server owns: the accept loop, one per
 	// connection, and the cron loop. Shutdown and Close wait for it.
@@ -126,6 +132,7 @@ type Server struct {
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
 	tlsLn    net.Listener // the TLS client listener (tls.go); nil without one
+	unixLn   net.Listener // the Unix socket's listener; nil without one
 	serving  bool
 	clients  map[*client]struct{}
 	cronStop chan struct{}         // closed to stop the cron loop; nil until Serve
@@ -211,7 +218,7 @@ func (s *Server) Listen() error {
 	if s.closed {
 		return ErrServerClosed
 	}
-	if s.ln != nil || s.tlsLn != nil {
+	if s.ln != nil || s.tlsLn != nil || s.unixLn != nil {
 		return nil
 	}
 	if !s.cfg.PlainDisabled {
@@ -221,16 +228,29 @@ func (s *Server) Listen() error {
 		}
 		s.ln = ln
 	}
+	closeAll := func() {
+		for _, l := range []*net.Listener{&s.ln, &s.tlsLn} {
+			if *l != nil {
+				(*l).Close()
+				*l = nil
+			}
+		}
+	}
 	if s.cfg.TLS != nil && s.cfg.TLS.Params().Addr != "" {
 		ln, err := net.Listen("tcp", s.cfg.TLS.Params().Addr)
 		if err != nil {
-			if s.ln != nil {
-				s.ln.Close()
-				s.ln = nil
-			}
+			closeAll()
 			return err
 		}
 		s.tlsLn = ln
+	}
+	if s.cfg.UnixSocket != "" {
+		ln, err := listenUnix(s.cfg.UnixSocket, s.cfg.UnixSocketPerm)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		s.unixLn = ln
 	}
 	for _, l := range []net.Listener{s.ln, s.tlsLn} {
 		if l != nil {
@@ -256,8 +276,8 @@ func (s *Server) Serve() error {
 		return ErrAlreadyServing
 	}
 	s.serving = true
-	ln, tlsLn := s.ln, s.tlsLn
-	if ln != nil && s.useLoops() {
+	ln, tlsLn, unixLn := s.ln, s.tlsLn, s.unixLn
+	if (ln != nil || unixLn != nil) && s.useLoops() {
 		lps, err := newLoops(s, runtime.NumCPU())
 		if err != nil {
 			s.cfg.Logger.Warn("server: serving a goroutine per connection", "reason", err)
@@ -285,6 +305,13 @@ func (s *Server) Serve() error {
 			s.acceptLoop(tlsLn, true)
 		}()
 	}
+	if unixLn != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.acceptLoop(unixLn, false)
+		}()
+	}
 	// The accept loop runs on the caller's goroutine but is counted in wg so
 	// that Shutdown and Close return only after it has stopped.
 	s.wg.Add(1)
@@ -292,7 +319,7 @@ func (s *Server) Serve() error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 	if ln == nil {
-		<-stop // TLS only: serve until stopped
+		<-stop // TLS or Unix socket only: serve until stopped
 		return ErrServerClosed
 	}
 	return s.acceptLoop(ln, false)
@@ -352,6 +379,8 @@ func (s *Server) Addr() net.Addr {
 		return s.ln.Addr()
 	case s.tlsLn != nil:
 		return s.tlsLn.Addr()
+	case s.unixLn != nil:
+		return s.unixLn.Addr()
 	}
 	return nil
 }
@@ -364,7 +393,8 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 		// Until its loop has read it, a new connection's requests are
 		// counted as arrived and not yet run (order.go): from before the
 		// kernel hands it over where there are loops to order.
-		entering := !secure && len(s.loops) > 1
+		unixSock := ln == s.unixListener()
+		entering := !secure && !unixSock && len(s.loops) > 1
 		var nc net.Conn
 		var err error
 		if entering {
@@ -373,7 +403,7 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 			nc, err = ln.Accept()
 		}
 		if err != nil {
-			if !secure && acceptErrClosed(err) && !s.shutdown.Load() {
+			if !secure && !unixSock && acceptErrClosed(err) && !s.shutdown.Load() {
 				// CONFIG SET port replaced the listener (listenport.go).
 				if next, ok := s.nextListener(ln); ok {
 					ln = next
@@ -416,6 +446,12 @@ func (s *Server) acceptLoop(ln net.Listener, secure bool) error {
 			continue
 		}
 		c := s.newClient(nc)
+		if unixSock {
+			// As Redis names a Unix socket's clients.
+			c.addr = s.cfg.UnixSocket + ":0"
+			c.laddr = c.addr
+			c.unixSock = true
+		}
 		c.entering = entering
 		if !s.register(c) {
 			c.entered()
@@ -506,10 +542,14 @@ func (s *Server) beginStop() bool {
 	if s.tlsLn != nil {
 		s.tlsLn.Close()
 	}
+	if s.unixLn != nil {
+		s.unixLn.Close() // and removes the socket's file
+	}
 	if s.cronStop != nil {
 		close(s.cronStop)
 	}
 	s.mem.unwatch()
+	s.migrates.closeIdle(time.Time{}, true)
 	for _, lp := range s.loops {
 		lp.stop(false)
 	}
@@ -525,6 +565,8 @@ func (s *Server) beginStop() bool {
 // If ctx ends first, Shutdown closes what remains as Close does and returns
 // ctx's error. Calling it again (or after Close) waits for the same stop.
 func (s *Server) Shutdown(ctx context.Context) error {
+	// A replica's link first, while its writes can still be proposed.
+	s.StopReplication()
 	s.beginStop()
 	s.mu.Lock()
 	now := time.Now()
@@ -559,6 +601,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // goroutines (a connection waiting for its proposer finishes that wait).
 // It is idempotent.
 func (s *Server) Close() error {
+	s.StopReplication()
 	s.beginStop()
 	s.closeClients()
 	s.peers.close() // a connection waiting for the leader stops waiting
@@ -577,4 +620,28 @@ func (s *Server) closeClients() {
 	for _, lp := range s.loops {
 		lp.stop(true)
 	}
+}
+
+func (s *Server) unixListener() net.Listener {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unixLn
+}
+
+// listenUnix is Redis's anetUnixServer: the file at path removed first
+// (whatever it was), then the socket bound there with perm's bits when
+// they are not zero. Closing the listener removes the file.
+func listenUnix(path string, perm os.FileMode) (net.Listener, error) {
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if perm != 0 {
+		if err := os.Chmod(path, perm); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return ln, nil
 }

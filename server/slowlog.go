@@ -175,6 +175,24 @@ func redactedArgs(args [][]byte) func(j int) bool {
 		return func(j int) bool { return j > 0 }
 	case is(args[0], "config") && len(args) > 1 && is(args[1], "set"):
 		return func(j int) bool { return j > 2 && j%2 == 1 && sensitiveParam(args[j-1]) }
+	case is(args[0], "migrate"):
+		red := map[int]bool{}
+	scan:
+		for j := 6; j < len(args); j++ {
+			more := len(args) - 1 - j
+			switch {
+			case is(args[j], "copy"), is(args[j], "replace"):
+			case is(args[j], "auth") && more >= 1:
+				red[j+1] = true
+				j++
+			case is(args[j], "auth2") && more >= 2:
+				red[j+1], red[j+2] = true, true
+				j += 2
+			default:
+				break scan
+			}
+		}
+		return func(j int) bool { return red[j] }
 	case is(args[0], "hello"):
 		at := -1
 		for j := 2; j+2 < len(args); j++ {

@@ -40,7 +40,10 @@ func (f *serveFlags) readConfigFile(fs *flag.FlagSet) (ignored []string, err err
 	var port, bind string
 	for _, d := range ds {
 		value := strings.Join(d.Args, " ")
-		if fl := fs.Lookup(d.Name); fl != nil && d.Name != "config" {
+		if d.Name == "slaveof" {
+			d.Name = "replicaof"
+		}
+		if fl := fs.Lookup(d.Name); fl != nil && d.Name != "config" && d.Name != "port" {
 			if given[d.Name] {
 				continue
 			}
@@ -83,7 +86,12 @@ func (f *serveFlags) readConfigFile(fs *flag.FlagSet) (ignored []string, err err
 		}
 		f.directives = append(f.directives, d)
 	}
-	if (port != "" || bind != "") && !given["addr"] {
+	if port == "0" && !given["addr"] && !given["port"] {
+		// Redis's port 0: no TCP listener.
+		f.addr = ""
+		return ignored, nil
+	}
+	if (port != "" || bind != "") && !given["addr"] && !given["port"] {
 		host, p, err := net.SplitHostPort(f.addr)
 		if err != nil {
 			return nil, fmt.Errorf("--addr: %w", err)

@@ -89,8 +89,12 @@ func persistenceInfo(f serveFlags, log *wal.Log) func(section string) []server.I
 
 // configParams are the read-only parameters CONFIG GET reports for the mode.
 func configParams(f serveFlags) map[string]string {
+	p := map[string]string{"appendonly": "yes", "appendfsync": f.fsync, "dir": f.dataDir}
 	if f.dataDir == "" {
-		return map[string]string{"appendonly": "no", "dir": ""}
+		p = map[string]string{"appendonly": "no", "dir": ""}
 	}
-	return map[string]string{"appendonly": "yes", "appendfsync": f.fsync, "dir": f.dataDir}
+	p["unixsocket"] = f.unixSocket
+	perm, _ := parseSocketPerm(f.unixSocketPerm)
+	p["unixsocketperm"] = strconv.FormatUint(uint64(perm), 8)
+	return p
 }

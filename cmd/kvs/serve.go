@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -83,6 +85,14 @@ type serveFlags struct {
 	aclFile     string
 	masterUser  string
 	masterAuth  string
+
+	// --unixsocket and --unixsocketperm (octal, as redis.conf's): a Unix
+	// socket served besides the TCP address; --port 0 leaves it alone.
+	unixSocket     string
+	unixSocketPerm string
+	port           string
+	// replicaOf is --replicaof "HOST PORT": a replica of a redis-server.
+	replicaOf string
 }
 
 // masterAuthOrEnv is --masterauth, else $KVS_MASTERAUTH. Without either
@@ -120,8 +130,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.Int64Var(&f.compact, "wal-compact-bytes", 0, "log bytes written since the last snapshot that trigger a new snapshot (0: 64 MiB)")
 	fs.StringVar(&f.requirePass, "requirepass", "", "the default user's password for a new data dir or cluster (later changes by CONFIG SET requirepass or ACL SETUSER are replicated and win; see docs/security.md)")
 	fs.StringVar(&f.aclFile, "aclfile", "", "ACL file in Redis's format: its users seed a new data dir or cluster, ACL LOAD proposes them, ACL SAVE writes the users to it")
-	fs.StringVar(&f.masterUser, "masteruser", "", "cluster mode: the user this node authenticates as to other nodes (forwarded writes, pub/sub links, --join); empty: the default user; CONFIG SET masteruser changes it")
-	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: that user's password (env KVS_MASTERAUTH; empty: this node's requirepass); CONFIG SET masterauth changes it")
+	fs.StringVar(&f.masterUser, "masteruser", "", "the user this node authenticates as to other nodes (cluster mode: forwarded writes, pub/sub links, --join) and to the redis-server it replicates (--replicaof); empty: the default user; CONFIG SET masteruser changes it")
+	fs.StringVar(&f.masterAuth, "masterauth", "", "that user's password (env KVS_MASTERAUTH; in cluster mode, empty: this node's requirepass); CONFIG SET masterauth changes it")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id, unique in the cluster and never reused")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
@@ -134,8 +144,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.DurationVar(&f.snapshotEvery, "raft-snapshot-interval", 0, "cluster mode: how often to check whether a snapshot is due (0: 30s; raft adds up to as much again at random)")
 	fs.IntVar(&f.snapshotGrowth, "raft-snapshot-growth", 100, "cluster mode: a store whose last snapshot holds 64 MiB or more is snapshotted again once the entries since add up to this percent of it (0: by entries alone)")
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", 0, "cluster mode: log entries kept after a snapshot for followers that lag (0: 10240)")
+	fs.StringVar(&f.unixSocket, "unixsocket", "", "also serve RESP on a Unix socket at this path (removed first if it exists, and when kvs stops), as Redis's unixsocket")
+	fs.StringVar(&f.unixSocketPerm, "unixsocketperm", "0", "the Unix socket's permission bits, in octal (700, 770); 0: as the umask leaves them")
+	fs.StringVar(&f.replicaOf, "replicaof", "", "HOST PORT: start as a replica of the redis-server there (a full sync, then its command stream, through kvs's write path; client writes are refused with READONLY until REPLICAOF NO ONE); masterauth and masteruser log in to it")
+	fs.StringVar(&f.port, "port", "", "the port of --addr; 0 turns the plain TCP listener off (as Redis's port 0), leaving --unixsocket or --tls-port")
 	f.tls.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinReplicaOf(args)); err != nil {
 		return f, err
 	}
 	// The flag package has reported its own errors; these are ours.
@@ -147,7 +161,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		given := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 		f.replicasGiven = given["replicas"]
-		err = f.validate(given)
+		if given["port"] {
+			err = f.applyPort(f.port)
+		}
+		if err == nil {
+			err = f.validate(given)
+		}
 	}
 	if fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -206,7 +225,15 @@ func (f serveFlags) validate(given map[string]bool) error {
 	if f.snapshotGrowth < 0 {
 		return fmt.Errorf("--raft-snapshot-growth %d: want a percent, 0 or more", f.snapshotGrowth)
 	}
-	if err := f.tls.validate(f.addr, f.clustered()); err != nil {
+	if _, err := parseSocketPerm(f.unixSocketPerm); err != nil {
+		return err
+	}
+	if f.replicaOf != "" {
+		if _, _, err := f.replicaOfAddr(); err != nil {
+			return err
+		}
+	}
+	if err := f.tls.validate(f.addr, f.unixSocket != "", f.clustered()); err != nil {
 		return err
 	}
 	if !f.clustered() {
@@ -315,6 +342,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		ConnGoroutines:       f.io == "goroutines",
 		TLS:                  tlsState,
 		PlainDisabled:        f.addr == "",
+		UnixSocket:           f.unixSocket,
 		DisableProtectedMode: f.protectedMode == "no",
 		MaxMemoryPolicy:      f.maxmemoryPolicy,
 
@@ -323,6 +351,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		RDBFile:     absPath(f.saveRDB),
 	}
 	cfg.MaxMemory, _ = server.ParseMemory(f.maxmemory)
+	cfg.UnixSocketPerm, _ = parseSocketPerm(f.unixSocketPerm)
 	// Recovery below replays scripts, whose commands the server parses.
 	server.InstallScriptParser(cfg)
 	var (
@@ -500,6 +529,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 			return fmt.Errorf("seeding the ACL users: %w", err)
 		}
 	}
+	if view == nil && (f.masterUser != "" || f.masterAuthOrEnv() != "") {
+		// What a replica (--replicaof, REPLICAOF) logs in to its master
+		// with.
+		srv.SetPeerAuth(f.masterUser, f.masterAuthOrEnv())
+	}
 	if view != nil {
 		srv.SetPeerAuth(f.masterUser, f.masterAuthOrEnv())
 		// --join logs in as the node does, after a CONFIG SET too.
@@ -513,7 +547,11 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "version", version, "mode", mode(f))
+	if f.replicaOf != "" {
+		host, port, _ := f.replicaOfAddr()
+		srv.StartReplication(host, port)
+	}
+	logger.Info("kvs serving", "addr", srv.Addr().String(), "tls_addr", srv.TLSAddr(), "unixsocket", f.unixSocket, "version", version, "mode", mode(f))
 
 	// Background work of a cluster node (--join, advertising the client
 	// address) stops before raft does.
@@ -688,4 +726,74 @@ func absPath(path string) string {
 		return abs
 	}
 	return path
+}
+
+// applyPort is --port (or a config file's port): the port of --addr, or
+// with 0 no plain TCP listener, as Redis's port 0.
+func (f *serveFlags) applyPort(port string) error {
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--port %q: want a port number, 0 to 65535", port)
+	}
+	if port == "0" {
+		f.addr = ""
+		return nil
+	}
+	host := "127.0.0.1"
+	if f.addr != "" {
+		h, _, err := net.SplitHostPort(f.addr)
+		if err != nil {
+			return fmt.Errorf("--addr: %w", err)
+		}
+		host = h
+	}
+	f.addr = net.JoinHostPort(host, port)
+	return nil
+}
+
+// parseSocketPerm is --unixsocketperm: octal permission bits, as
+// redis.conf's unixsocketperm.
+func parseSocketPerm(v string) (os.FileMode, error) {
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("--unixsocketperm %q: want octal permission bits (700, 770)", v)
+	}
+	return os.FileMode(n), nil
+}
+
+// joinReplicaOf lets --replicaof take Redis's two arguments, HOST PORT,
+// as one flag value.
+func joinReplicaOf(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if (a == "--replicaof" || a == "-replicaof" || a == "--slaveof" || a == "-slaveof") && i+2 < len(args) {
+			if _, err := strconv.ParseUint(args[i+2], 10, 16); err == nil {
+				out = append(out, "--replicaof="+args[i+1]+" "+args[i+2])
+				i += 2
+				continue
+			}
+		}
+		if a == "--slaveof" || a == "-slaveof" {
+			a = "--replicaof"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// replicaOfAddr is --replicaof's HOST and PORT (given as "HOST PORT" or
+// HOST:PORT).
+func (f serveFlags) replicaOfAddr() (string, int, error) {
+	host, port, ok := strings.Cut(strings.TrimSpace(f.replicaOf), " ")
+	if !ok {
+		var err error
+		if host, port, err = net.SplitHostPort(f.replicaOf); err != nil {
+			return "", 0, fmt.Errorf("--replicaof %q: want HOST PORT", f.replicaOf)
+		}
+	}
+	p, err := strconv.ParseUint(strings.TrimSpace(port), 10, 16)
+	if err != nil || host == "" {
+		return "", 0, fmt.Errorf("--replicaof %q: want HOST PORT", f.replicaOf)
+	}
+	return host, int(p), nil
 }

@@ -77,3 +77,64 @@ func TestServeConfigFileFlags(t *testing.T) {
 		t.Fatalf("fsync from the file in memory mode: %v", err)
 	}
 }
+
+// TestServePortAndUnixSocket: --port sets --addr's port, and 0 turns
+// TCP off, which needs another listener (--unixsocket here);
+// --unixsocketperm is octal.
+func TestServePortAndUnixSocket(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		addr string // when err is ""
+		err  string
+	}{
+		{[]string{"--port", "7001"}, "127.0.0.1:7001", ""},
+		{[]string{"--addr", "0.0.0.0:6379", "--port", "7001"}, "0.0.0.0:7001", ""},
+		{[]string{"--port", "0", "--unixsocket", "/tmp/kvs.sock"}, "", ""},
+		{[]string{"--port", "0"}, "", "needs --tls-port or --unixsocket"},
+		{[]string{"--port", "x"}, "", `--port "x": want a port number`},
+		{[]string{"--unixsocket", "/tmp/kvs.sock", "--unixsocketperm", "800"}, "", `--unixsocketperm "800": want octal`},
+		{[]string{"--unixsocket", "/tmp/kvs.sock", "--unixsocketperm", "770"}, "127.0.0.1:6379", ""},
+	} {
+		f, err := parseServeFlags(tc.args, io.Discard)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %v; want an error with %q", tc.args, err, tc.err)
+		case tc.err == "" && f.addr != tc.addr:
+			t.Errorf("%q: addr %q; want %q", tc.args, f.addr, tc.addr)
+		}
+	}
+}
+
+// TestServeReplicaOf: --replicaof takes Redis's HOST PORT as two
+// arguments (or one), and a bad port is refused.
+func TestServeReplicaOf(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		host string
+		port int
+		err  string
+	}{
+		{[]string{"--replicaof", "10.0.0.1", "6380", "--log-level", "debug"}, "10.0.0.1", 6380, ""},
+		{[]string{"--replicaof", "10.0.0.1 6380"}, "10.0.0.1", 6380, ""},
+		{[]string{"--slaveof", "h", "7000"}, "h", 7000, ""},
+		{[]string{"--replicaof", "h:7001"}, "h", 7001, ""},
+		{[]string{"--replicaof", "h x"}, "", 0, "want HOST PORT"},
+	} {
+		f, err := parseServeFlags(tc.args, io.Discard)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v; want an error with %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if h, p, err := f.replicaOfAddr(); err != nil || h != tc.host || p != tc.port {
+			t.Errorf("%q: %s %d %v; want %s %d", tc.args, h, p, err, tc.host, tc.port)
+		}
+	}
+}

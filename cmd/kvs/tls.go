@@ -45,7 +45,7 @@ func (t tlsFlags) clusterOn() bool { return t.cluster == "yes" }
 // enabled reports whether any TLS is asked for.
 func (t tlsFlags) enabled() bool { return t.port != "" || t.clusterOn() }
 
-func (t tlsFlags) validate(addr string, clustered bool) error {
+func (t tlsFlags) validate(addr string, unix, clustered bool) error {
 	if t.cluster != "yes" && t.cluster != "no" {
 		return fmt.Errorf("--tls-cluster %q: want yes or no", t.cluster)
 	}
@@ -54,8 +54,8 @@ func (t tlsFlags) validate(addr string, clustered bool) error {
 	default:
 		return fmt.Errorf("--tls-auth-clients %q: want yes, no or optional", t.authClients)
 	}
-	if addr == "" && t.port == "" {
-		return errors.New(`--addr "" turns the plain listener off and needs --tls-port`)
+	if addr == "" && t.port == "" && !unix {
+		return errors.New(`--addr "" turns the plain listener off (as --port 0) and needs --tls-port or --unixsocket`)
 	}
 	if t.clusterOn() && !clustered {
 		return errors.New("--tls-cluster yes needs cluster mode (--node-id and --raft-addr)")
