@@ -37,7 +37,11 @@ func (s *Store) finishApply(scripts bool) {
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()
 	metaChanged := s.takeMetaChangedLocked()
+	modKeys, flushed, modHook := s.takeModifiedLocked()
 	s.unlock(true, scripts)
+	if modHook != nil {
+		modHook(modKeys, flushed)
+	}
 	if notify != nil {
 		notify(events)
 	}

@@ -103,6 +103,11 @@ func runHello(c *client, args [][]byte) {
 		return
 	}
 	c.setProto(proto)
+	if proto == 3 {
+		// A RESP3 connection may be sent invalidations (tracking.go),
+		// its own or another client's it is the redirection of.
+		c.ensurePush()
+	}
 	b := appendMapLen(c.out, 7, proto)
 	b = appendBulkString(b, "server")
 	b = appendBulkString(b, "redis")
@@ -335,7 +340,8 @@ func (c *client) describe(now time.Time, self bool) string {
 	c.appendBufferFields(&b, self)
 	b.WriteString(" events=r")
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
+	_, redir := c.trackingFlags()
+	b.WriteString(" user=" + *c.userName.Load() + " redir=" + strconv.FormatInt(redir, 10))
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
 	b.WriteString(" lib-name=" + libName)
 	b.WriteString(" lib-ver=" + libVer)

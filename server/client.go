@@ -40,6 +40,8 @@ type client struct {
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).
 	ps *pushState
+	// trk is the connection's client-side caching state (tracking.go).
+	trk clientTracking
 
 	// Cluster mode: readonly is set by READONLY (a cluster-aware client,
 	// redirected with MOVED instead of forwarded); peer marks another
@@ -403,6 +405,9 @@ func (c *client) resume() bool {
 		if !c.executeOne(c.pipe[c.pipeAt]) {
 			return false // executed again once the batch is answered
 		}
+		if c.trk.caching {
+			c.endCaching()
+		}
 		c.pipeAt++
 		c.monitored = false
 		if c.quit {
@@ -558,11 +563,20 @@ func (c *client) executeOne(args [][]byte) bool {
 				return false
 			}
 		}
+		if c.trk.on {
+			c.trackWrite(spec, args)
+			if isScriptCall(spec) {
+				c.trackRead(spec, args)
+			}
+		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id})
 		return true
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() && !c.readsAcross(fc.Op) {
+		if c.trk.on {
+			c.trackRead(spec, args)
+		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
@@ -576,6 +590,9 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.checkOff(fc.Op)
 		c.errIfFound = ""
 		return false
+	}
+	if c.trk.on {
+		c.trackRead(spec, args)
 	}
 	at := len(c.out)
 	c.readLocal(fc)
@@ -901,6 +918,9 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 	c.batch = c.batch[:0]
 	c.pending = c.pending[:0]
 	c.execDone()
+	if c.trk.writing {
+		c.finishWrites()
+	}
 }
 
 // finishRead does for a forwarded read's reply what executeOne does for a

@@ -479,6 +479,14 @@ func runClientOps(c *client, sub []byte, args [][]byte) bool {
 	case is(sub, "unpause"):
 		c.s.unpause()
 		c.out = appendStatus(c.out, "OK")
+	case is(sub, "tracking"):
+		runClientTracking(c, args)
+	case is(sub, "caching"):
+		runClientCaching(c, args[2])
+	case is(sub, "getredir"):
+		runClientGetredir(c)
+	case is(sub, "trackinginfo"):
+		runClientTrackingInfo(c)
 	default:
 		return false
 	}
@@ -502,6 +510,9 @@ func (c *client) clientFlags() string {
 	}
 	if c.noEvict.Load() {
 		b = append(b, 'e')
+	}
+	if f, _ := c.trackingFlags(); f != "" {
+		b = append(b, f...)
 	}
 	if len(b) == 0 {
 		return "N"

@@ -296,6 +296,14 @@ func txExec(c *client, id int, args [][]byte) bool {
 	for _, w := range watched {
 		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
+	if c.trk.on {
+		for _, q := range m.queued {
+			if q.spec.flags&flagWrite != 0 || isScriptCall(q.spec) {
+				c.trackWrite(q.spec, q.args)
+			}
+			c.trackRead(q.spec, q.args)
+		}
+	}
 	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
 	clear(keys)
 	clear(subs)
