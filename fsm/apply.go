@@ -37,10 +37,10 @@ func (s *Store) finishApply(scripts bool) {
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()
 	metaChanged := s.takeMetaChangedLocked()
-	modKeys, flushed, modHook := s.takeModifiedLocked()
+	mods, modHook := s.takeModifiedLocked()
 	s.unlock(true, scripts)
 	if modHook != nil {
-		modHook(modKeys, flushed)
+		mods.give(modHook)
 	}
 	if notify != nil {
 		notify(events)
@@ -128,6 +128,7 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	}
 	s.keys.vers.begin(now) // the version of every item this command writes
 	s.expireMetLocked(now, c)
+	s.mods.expiry = c.Op == OpDelExpired || c.Op == OpEvict
 	written, reported := s.keys.writes, s.dirtyReported
 	s.dirtyReported = false
 	var r Reply
@@ -142,5 +143,6 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 		s.dirty += dirtyOf(c, r, s.keys.writes-written)
 	}
 	s.dirtyReported = reported
+	s.mods.expiry = false
 	return r
 }

@@ -213,7 +213,7 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	next.keys.mods = s.keys.mods
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
 	s.flushedLocked()
-	modKeys, flushed, modHook := s.takeModifiedLocked()
+	mods, modHook := s.takeModifiedLocked()
 	s.bytesPub.Store(s.bytes)
 	s.setMetaMapLocked(next.meta)
 	s.aclWritten = next.aclWritten
@@ -223,7 +223,7 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	metaChanged := s.takeMetaChangedLocked()
 	s.mu.Unlock()
 	if modHook != nil {
-		modHook(modKeys, flushed)
+		mods.give(modHook)
 	}
 	if metaChanged != nil {
 		metaChanged()

@@ -567,6 +567,7 @@ func (c *client) executeOne(args [][]byte) bool {
 			c.trackWrite(spec, args)
 			if isScriptCall(spec) {
 				c.trackRead(spec, args)
+				c.markFresh(keyArgs(spec, args))
 			}
 		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp

@@ -297,12 +297,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
 	if c.trk.on {
-		for _, q := range m.queued {
-			if q.spec.flags&flagWrite != 0 || isScriptCall(q.spec) {
-				c.trackWrite(q.spec, q.args)
-			}
-			c.trackRead(q.spec, q.args)
-		}
+		c.trackExec(m.queued)
 	}
 	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
 	clear(keys)

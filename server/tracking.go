@@ -64,6 +64,10 @@ type clientTracking struct {
 	// pending the invalidations to send once they are written.
 	self    map[string]int
 	pending []pendingInval
+	// fresh are keys of self that the same transaction or script reads
+	// after writing them: Redis remembers a read once it ran, so the
+	// client's own write to them is no change of what it read.
+	fresh map[string]bool
 }
 
 // pendingInval is an invalidation held until its client's reply is out.
@@ -116,7 +120,7 @@ func (c *client) disableTrackingLocked() {
 			c.s.setStoresTracking()
 		}
 	}
-	c.trk = clientTracking{self: c.trk.self, pending: c.trk.pending, writing: c.trk.writing}
+	c.trk = clientTracking{self: c.trk.self, pending: c.trk.pending, fresh: c.trk.fresh, writing: c.trk.writing}
 }
 
 // runClientTracking is CLIENT TRACKING (ON|OFF) [REDIRECT id] [BCAST]
@@ -396,6 +400,15 @@ func (c *client) endCaching() {
 	}
 }
 
+// keyArgs are spec's keys in args.
+func keyArgs(spec *command, args [][]byte) []string {
+	var out []string
+	for _, k := range spec.keys.FindRouted(args, nil) {
+		out = append(out, string(args[k.Pos]))
+	}
+	return out
+}
+
 // isScriptCall reports whether spec runs a script or function: Redis
 // tracks a script's declared keys when the script reads.
 func isScriptCall(spec *command) bool {
@@ -464,12 +477,64 @@ func (c *client) trackWrite(spec *command, args [][]byte) {
 	t.mu.Unlock()
 }
 
+// markFresh records keys as read after the client's write to them in
+// the same transaction or script (clientTracking.fresh).
+func (c *client) markFresh(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	t := &c.s.trk
+	t.mu.Lock()
+	if c.trk.fresh == nil {
+		c.trk.fresh = make(map[string]bool)
+	}
+	for _, k := range keys {
+		c.trk.fresh[k] = true
+	}
+	t.mu.Unlock()
+}
+
+// trackExec tracks a transaction's commands as Redis tracks them one
+// after the other: the writes are the client's own, the reads' keys are
+// remembered, and a key whose last command is a read that follows a
+// write of it is fresh.
+func (c *client) trackExec(queued []queuedCmd) {
+	last := map[string]byte{} // 'w' written, 'r' read after a write
+	for _, q := range queued {
+		write := q.spec.flags&flagWrite != 0 || isScriptCall(q.spec)
+		read := isScriptCall(q.spec) || q.spec.flags&flagReadonly != 0 && q.spec.flags&flagPubsub == 0
+		keys := q.spec.keys.FindRouted(q.args, nil)
+		if write {
+			c.trackWrite(q.spec, q.args)
+			for _, k := range keys {
+				last[string(q.args[k.Pos])] = 'w'
+			}
+		}
+		if read {
+			c.trackKeys(q.spec, q.args)
+			for _, k := range keys {
+				if last[string(q.args[k.Pos])] == 'w' || isScriptCall(q.spec) {
+					last[string(q.args[k.Pos])] = 'r'
+				}
+			}
+		}
+	}
+	var fresh []string
+	for k, v := range last {
+		if v == 'r' {
+			fresh = append(fresh, k)
+		}
+	}
+	c.markFresh(fresh)
+}
+
 // finishWrites ends c's writes (their replies are written) and sends the
 // invalidations held for them.
 func (c *client) finishWrites() {
 	t := &c.s.trk
 	t.mu.Lock()
 	clear(c.trk.self)
+	clear(c.trk.fresh)
 	c.trk.writing = false
 	pending := c.trk.pending
 	c.trk.pending = nil
@@ -479,10 +544,11 @@ func (c *client) finishWrites() {
 	t.mu.Unlock()
 }
 
-// invalidate is the stores' modified hook: keys changed (flushed: the
-// whole keyspace was replaced) by an applied batch.
-func (s *Server) invalidate(keys []string, flushed bool) {
-	if !s.trackingOn() {
+// invalidate is the stores' modified hook: keys changed by an applied
+// batch's commands, and deleted by the expiry or the eviction (flushed:
+// the whole keyspace was replaced).
+func (s *Server) invalidate(keys, deleted []string, flushed bool) {
+	if !s.trackingOn() && !flushed {
 		return
 	}
 	t := &s.trk
@@ -502,7 +568,15 @@ func (s *Server) invalidate(keys []string, flushed bool) {
 		t.keys, t.items = nil, 0
 	}
 	var bcast map[string][]string
-	for _, k := range keys {
+	var sys map[string]bool // keys the expiry or the eviction deleted
+	if len(deleted) > 0 {
+		sys = make(map[string]bool, len(deleted))
+		for _, k := range deleted {
+			sys[k] = true
+		}
+		keys = append(deleted, keys...)
+	}
+	for i, k := range keys {
 		if len(t.prefixes) > 0 {
 			for p := range t.prefixes {
 				if strings.HasPrefix(k, p) {
@@ -513,7 +587,7 @@ func (s *Server) invalidate(keys []string, flushed bool) {
 				}
 			}
 		}
-		s.invalidateKeyLocked(k)
+		s.invalidateKeyLocked(k, i < len(deleted))
 	}
 	for p, ks := range bcast {
 		ks = dedupKeys(ks)
@@ -523,7 +597,7 @@ func (s *Server) invalidate(keys []string, flushed bool) {
 				if c.trk.noloop {
 					send = nil
 					for _, k := range ks {
-						if c.trk.self[k] == 0 {
+						if c.trk.self[k] == 0 || sys[k] {
 							send = append(send, k)
 						}
 					}
@@ -541,7 +615,7 @@ func (s *Server) invalidate(keys []string, flushed bool) {
 
 // invalidateKeyLocked sends the invalidation of key to the clients that
 // track it, and forgets them.
-func (s *Server) invalidateKeyLocked(k string) {
+func (s *Server) invalidateKeyLocked(k string, sys bool) {
 	t := &s.trk
 	ids, ok := t.keys[k]
 	if !ok {
@@ -555,7 +629,14 @@ func (s *Server) invalidateKeyLocked(k string) {
 		if c == nil || !c.trk.on || c.trk.bcast {
 			continue
 		}
-		if c.trk.self[k] > 0 {
+		if !sys && c.trk.self[k] > 0 && c.trk.fresh[k] {
+			if keep == nil {
+				keep = make(map[int64]struct{}, 1)
+			}
+			keep[id] = struct{}{}
+			continue
+		}
+		if !sys && c.trk.self[k] > 0 {
 			// The client's own write: the invalidation follows its
 			// reply, and the key stays tracked for it, since a read of
 			// the same transaction or script may have read it after the
@@ -677,7 +758,7 @@ func (s *Server) limitTrackingLocked() {
 			}
 			skip--
 		}
-		s.invalidateKeyLocked(victim)
+		s.invalidateKeyLocked(victim, true)
 		if len(t.keys) <= max {
 			t.evictEffort = 0
 			return
@@ -690,7 +771,11 @@ func (s *Server) limitTrackingLocked() {
 func (s *Server) setTrackingMaxKeys(n int64) {
 	s.trk.maxKeys.Store(n)
 	s.trk.mu.Lock()
-	s.limitTrackingLocked()
+	// Redis goes on from its cron with more effort each time; here at
+	// once.
+	for n > 0 && len(s.trk.keys) > int(n) {
+		s.limitTrackingLocked()
+	}
 	s.trk.mu.Unlock()
 }
 
