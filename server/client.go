@@ -576,7 +576,11 @@ func (c *client) executeOne(args [][]byte) bool {
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() && !c.readsAcross(fc.Op) {
 		if c.trk.on {
-			c.trackRead(spec, args)
+			if c.grp.remote() {
+				c.trackRemoteRead(spec, args)
+			} else {
+				c.trackRead(spec, args)
+			}
 		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})

@@ -461,6 +461,30 @@ func (c *client) trackKeys(spec *command, args [][]byte) {
 	c.s.limitTrackingLocked()
 }
 
+// trackRemoteRead is trackRead for a read forwarded to a group this node
+// holds no replica of, whose writes the node never applies: the keys are
+// invalidated right after the read's reply, so the client does not keep
+// what it cannot be told of (a cluster client reads from a node that
+// holds the slot, and caches there as usual).
+func (c *client) trackRemoteRead(spec *command, args [][]byte) {
+	if !isScriptCall(spec) && (spec.flags&flagReadonly == 0 || spec.flags&flagPubsub != 0) {
+		return
+	}
+	t := &c.s.trk
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !c.trk.on || c.trk.bcast {
+		return
+	}
+	if c.trk.optin && !c.trk.caching || c.trk.optout && c.trk.caching {
+		return
+	}
+	if keys := keyArgs(spec, args); len(keys) > 0 {
+		c.trk.writing = true // the invalidation follows the reply (finishWrites)
+		c.trk.pending = append(c.trk.pending, pendingInval{keys: keys})
+	}
+}
+
 // trackWrite marks the keys of a write c proposes as its own until its
 // reply is written (finishWrites).
 func (c *client) trackWrite(spec *command, args [][]byte) {
