@@ -508,11 +508,11 @@ func (c *client) clientFlags() string {
 	if c.paused.Load() || c.s.blocked.isBlocked(c.id) {
 		b = append(b, 'b')
 	}
-	if c.noEvict.Load() {
-		b = append(b, 'e')
-	}
 	if f, _ := c.trackingFlags(); f != "" {
 		b = append(b, f...)
+	}
+	if c.noEvict.Load() {
+		b = append(b, 'e')
 	}
 	if len(b) == 0 {
 		return "N"

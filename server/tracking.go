@@ -68,6 +68,10 @@ type clientTracking struct {
 	// after writing them: Redis remembers a read once it ran, so the
 	// client's own write to them is no change of what it read.
 	fresh map[string]bool
+	// nulled says the last invalidation sent was a flush's and the client
+	// tracked nothing since: another is not sent (a FLUSHALL of several
+	// groups flushes each of their stores).
+	nulled bool
 }
 
 // pendingInval is an invalidation held until its client's reply is out.
@@ -443,6 +447,7 @@ func (c *client) trackKeys(spec *command, args [][]byte) {
 	if len(keys) == 0 {
 		return
 	}
+	c.trk.nulled = false
 	if t.keys == nil {
 		t.keys = make(map[string]map[int64]struct{})
 	}
@@ -702,6 +707,10 @@ func dedupKeys(ks []string) []string {
 // is c's connection, which writes to c.out itself.
 func (s *Server) sendInvalidationLocked(c *client, keys []string, null, own bool) {
 	t := &s.trk
+	if null && c.trk.nulled {
+		return
+	}
+	c.trk.nulled = null
 	dst, redirected := c, false
 	if c.trk.redirect != 0 {
 		r := t.recv[c.trk.redirect]
