@@ -659,6 +659,9 @@ func (s *Server) invalidateKeyLocked(k string, sys bool) {
 			continue
 		}
 		if !sys && c.trk.self[k] > 0 && c.trk.fresh[k] {
+			// Read by the same transaction or script after its write
+			// (Redis remembers a read once it ran): no change of what the
+			// client read, and the key stays tracked for it.
 			if keep == nil {
 				keep = make(map[int64]struct{}, 1)
 			}
@@ -667,16 +670,10 @@ func (s *Server) invalidateKeyLocked(k string, sys bool) {
 		}
 		if !sys && c.trk.self[k] > 0 {
 			// The client's own write: the invalidation follows its
-			// reply, and the key stays tracked for it, since a read of
-			// the same transaction or script may have read it after the
-			// write (Redis remembers a read once it ran).
+			// reply.
 			if !c.trk.noloop {
 				c.trk.pending = append(c.trk.pending, pendingInval{keys: []string{k}})
 			}
-			if keep == nil {
-				keep = make(map[int64]struct{}, 1)
-			}
-			keep[id] = struct{}{}
 			continue
 		}
 		s.sendInvalidationLocked(c, []string{k}, false, false)
