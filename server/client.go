@@ -564,10 +564,10 @@ func (c *client) executeOne(args [][]byte) bool {
 			}
 		}
 		if c.trk.on {
-			c.trackWrite(spec, args)
 			if isScriptCall(spec) {
-				c.trackRead(spec, args)
-				c.markFresh(keyArgs(spec, args))
+				c.trackSequence([]trackOp{{spec: spec, args: args, write: true, read: true}})
+			} else {
+				c.trackWrite(spec, args)
 			}
 		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,11 @@ type trackingTable struct {
 	// tracking_clients); the stores record changed keys while it is not 0.
 	clients atomic.Int64
 	maxKeys atomic.Int64 // tracking-table-max-keys; 0: no limit
+	// recording says the stores record changed keys: while a client
+	// tracks, or the table holds keys (a key read by a client that then
+	// turned tracking off is forgotten only when it changes, as in Redis,
+	// and invalidated to the client if it turned tracking on again).
+	recording atomic.Bool
 
 	mu       sync.Mutex
 	keys     map[string]map[int64]struct{}
@@ -64,14 +70,10 @@ type clientTracking struct {
 	// pending the invalidations to send once they are written.
 	self    map[string]int
 	pending []pendingInval
-	// fresh are keys of self that the same transaction or script reads
-	// after writing them: Redis remembers a read once it ran, so the
-	// client's own write to them is no change of what it read.
-	fresh map[string]bool
-	// nulled says the last invalidation sent was a flush's and the client
-	// tracked nothing since: another is not sent (a FLUSHALL of several
-	// groups flushes each of their stores).
-	nulled bool
+	// selfOut says, per key of self, what the client's own write does to
+	// the client (selfQuiet, selfKeep; trackSequence); 0: an invalidation
+	// after the reply, and the key is no longer tracked for it.
+	selfOut map[string]uint8
 }
 
 // pendingInval is an invalidation held until its client's reply is out.
@@ -81,7 +83,7 @@ type pendingInval struct {
 }
 
 // trackingOn reports whether some client of the node tracks.
-func (s *Server) trackingOn() bool { return s.trk.clients.Load() > 0 }
+func (s *Server) trackingOn() bool { return s.trk.recording.Load() }
 
 // addReceiver records that c has a pushState (pubsub.go's ensurePush).
 func (t *trackingTable) addReceiver(c *client) {
@@ -104,9 +106,15 @@ func (c *client) leaveTracking() {
 	t.mu.Unlock()
 }
 
-// setStoresTracking tells every store whether to record changed keys.
+// setStoresTracking tells every store whether to record changed keys;
+// the caller holds t.mu.
 func (s *Server) setStoresTracking() {
-	on := s.trackingOn()
+	t := &s.trk
+	on := t.clients.Load() > 0 || len(t.keys) > 0
+	if t.recording.Load() == on {
+		return
+	}
+	t.recording.Store(on)
 	s.router.everyStore(func(st *fsm.Store) { st.SetTracking(on) })
 }
 
@@ -120,11 +128,10 @@ func (c *client) disableTrackingLocked() {
 		}
 	}
 	if c.trk.on {
-		if t.clients.Add(-1) == 0 {
-			c.s.setStoresTracking()
-		}
+		t.clients.Add(-1)
+		c.s.setStoresTracking()
 	}
-	c.trk = clientTracking{self: c.trk.self, pending: c.trk.pending, fresh: c.trk.fresh, writing: c.trk.writing}
+	c.trk = clientTracking{self: c.trk.self, pending: c.trk.pending, selfOut: c.trk.selfOut, writing: c.trk.writing}
 }
 
 // runClientTracking is CLIENT TRACKING (ON|OFF) [REDIRECT id] [BCAST]
@@ -206,9 +213,8 @@ func runClientTracking(c *client, args [][]byte) {
 		c.ensurePush()
 		t.mu.Lock()
 		if !c.trk.on {
-			if t.clients.Add(1) == 1 {
-				c.s.setStoresTracking()
-			}
+			t.clients.Add(1)
+			c.s.setStoresTracking()
 		}
 		c.trk.on, c.trk.broken, c.trk.redirect = true, false, redir
 		c.trk.bcast, c.trk.optin, c.trk.optout, c.trk.noloop = bcast, optin, optout, noloop
@@ -250,6 +256,7 @@ func prefixCollision(have, add []string) string {
 		n := min(len(a), len(b))
 		return a[:n] == b[:n]
 	}
+	have = slices.Sorted(slices.Values(have)) // Redis walks its radix tree
 	for i, p := range add {
 		for _, h := range have {
 			if overlap(h, p) {
@@ -314,8 +321,9 @@ func runClientTrackingInfo(c *client) {
 	t := &c.s.trk
 	t.mu.Lock()
 	st := c.trk
-	st.prefixes = append([]string(nil), st.prefixes...)
+	st.prefixes = slices.Clone(st.prefixes)
 	t.mu.Unlock()
+	slices.Sort(st.prefixes) // Redis's prefix table is a radix tree
 	flags := []string{"off"}
 	if st.on {
 		flags[0] = "on"
@@ -447,7 +455,6 @@ func (c *client) trackKeys(spec *command, args [][]byte) {
 	if len(keys) == 0 {
 		return
 	}
-	c.trk.nulled = false
 	if t.keys == nil {
 		t.keys = make(map[string]map[int64]struct{})
 	}
@@ -506,55 +513,96 @@ func (c *client) trackWrite(spec *command, args [][]byte) {
 	t.mu.Unlock()
 }
 
-// markFresh records keys as read after the client's write to them in
-// the same transaction or script (clientTracking.fresh).
-func (c *client) markFresh(keys []string) {
-	if len(keys) == 0 {
-		return
-	}
-	t := &c.s.trk
-	t.mu.Lock()
-	if c.trk.fresh == nil {
-		c.trk.fresh = make(map[string]bool)
-	}
-	for _, k := range keys {
-		c.trk.fresh[k] = true
-	}
-	t.mu.Unlock()
+// A transaction or a script both writes and reads; Redis remembers a
+// read once it ran, so the client's own write of a key invalidates what
+// it read before the write (in an earlier command, or earlier in the
+// transaction), and a read after the last write leaves the key tracked.
+// kvs marks the reads before the entry is applied, and sets, per key the
+// client writes, what the write does to the client (selfOut).
+const (
+	selfQuiet uint8 = 1 << iota // no invalidation to the client
+	selfKeep                    // the key stays tracked for it
+)
+
+// trackOp is one command of a transaction or script, for trackSequence.
+type trackOp struct {
+	spec        *command
+	args        [][]byte
+	write, read bool
 }
 
-// trackExec tracks a transaction's commands as Redis tracks them one
-// after the other: the writes are the client's own, the reads' keys are
-// remembered, and a key whose last command is a read that follows a
-// write of it is fresh.
+// trackSequence tracks ops, run in order in one entry, as Redis would
+// one after the other.
+func (c *client) trackSequence(ops []trackOp) {
+	t := &c.s.trk
+	t.mu.Lock()
+	tracks := c.trk.on && !c.trk.bcast && !(c.trk.optin && !c.trk.caching || c.trk.optout && c.trk.caching)
+	type state struct{ sent, readSince, keep, written bool }
+	keys := map[string]*state{}
+	get := func(k string) *state {
+		st := keys[k]
+		if st == nil {
+			st = &state{}
+			if ids, ok := t.keys[k]; ok {
+				_, st.readSince = ids[c.id] // tracked before
+			}
+			keys[k] = st
+		}
+		return st
+	}
+	for _, op := range ops {
+		ks := keyArgs(op.spec, op.args)
+		if op.write {
+			for _, k := range ks {
+				st := get(k)
+				st.written = true
+				st.sent = st.sent || st.readSince
+				st.readSince, st.keep = false, false
+			}
+		}
+		if op.read && tracks {
+			for _, k := range ks {
+				st := get(k)
+				st.readSince, st.keep = true, true
+			}
+		}
+	}
+	if c.trk.selfOut == nil {
+		c.trk.selfOut = make(map[string]uint8)
+	}
+	for k, st := range keys {
+		if !st.written {
+			continue
+		}
+		var out uint8
+		if !st.sent {
+			out |= selfQuiet
+		}
+		if st.keep {
+			out |= selfKeep
+		}
+		c.trk.selfOut[k] = out
+	}
+	t.mu.Unlock()
+	for _, op := range ops {
+		if op.write {
+			c.trackWrite(op.spec, op.args)
+		}
+		if op.read {
+			c.trackKeys(op.spec, op.args)
+		}
+	}
+}
+
+// trackExec tracks a transaction's commands (trackSequence).
 func (c *client) trackExec(queued []queuedCmd) {
-	last := map[string]byte{} // 'w' written, 'r' read after a write
+	ops := make([]trackOp, 0, len(queued))
 	for _, q := range queued {
-		write := q.spec.flags&flagWrite != 0 || isScriptCall(q.spec)
-		read := isScriptCall(q.spec) || q.spec.flags&flagReadonly != 0 && q.spec.flags&flagPubsub == 0
-		keys := q.spec.keys.FindRouted(q.args, nil)
-		if write {
-			c.trackWrite(q.spec, q.args)
-			for _, k := range keys {
-				last[string(q.args[k.Pos])] = 'w'
-			}
-		}
-		if read {
-			c.trackKeys(q.spec, q.args)
-			for _, k := range keys {
-				if last[string(q.args[k.Pos])] == 'w' || isScriptCall(q.spec) {
-					last[string(q.args[k.Pos])] = 'r'
-				}
-			}
-		}
+		ops = append(ops, trackOp{spec: q.spec, args: q.args,
+			write: q.spec.flags&flagWrite != 0 || isScriptCall(q.spec),
+			read:  isScriptCall(q.spec) || q.spec.flags&flagReadonly != 0 && q.spec.flags&flagPubsub == 0})
 	}
-	var fresh []string
-	for k, v := range last {
-		if v == 'r' {
-			fresh = append(fresh, k)
-		}
-	}
-	c.markFresh(fresh)
+	c.trackSequence(ops)
 }
 
 // finishWrites ends c's writes (their replies are written) and sends the
@@ -563,7 +611,7 @@ func (c *client) finishWrites() {
 	t := &c.s.trk
 	t.mu.Lock()
 	clear(c.trk.self)
-	clear(c.trk.fresh)
+	clear(c.trk.selfOut)
 	c.trk.writing = false
 	pending := c.trk.pending
 	c.trk.pending = nil
@@ -583,6 +631,7 @@ func (s *Server) invalidate(keys, deleted []string, flushed bool) {
 	t := &s.trk
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer s.setStoresTracking() // off once no client tracks and the table is empty
 	if flushed {
 		for _, c := range t.recv {
 			if !c.trk.on {
@@ -605,7 +654,10 @@ func (s *Server) invalidate(keys, deleted []string, flushed bool) {
 		}
 		keys = append(deleted, keys...)
 	}
-	for i, k := range keys {
+	// A key changed twice in a batch is invalidated once, as the first
+	// change in Redis forgets who tracked it.
+	keys = dedupKeys(keys)
+	for _, k := range keys {
 		if len(t.prefixes) > 0 {
 			for p := range t.prefixes {
 				if strings.HasPrefix(k, p) {
@@ -616,7 +668,7 @@ func (s *Server) invalidate(keys, deleted []string, flushed bool) {
 				}
 			}
 		}
-		s.invalidateKeyLocked(k, i < len(deleted))
+		s.invalidateKeyLocked(k, sys[k])
 	}
 	for p, ks := range bcast {
 		ks = dedupKeys(ks)
@@ -658,21 +710,18 @@ func (s *Server) invalidateKeyLocked(k string, sys bool) {
 		if c == nil || !c.trk.on || c.trk.bcast {
 			continue
 		}
-		if !sys && c.trk.self[k] > 0 && c.trk.fresh[k] {
-			// Read by the same transaction or script after its write
-			// (Redis remembers a read once it ran): no change of what the
-			// client read, and the key stays tracked for it.
-			if keep == nil {
-				keep = make(map[int64]struct{}, 1)
-			}
-			keep[id] = struct{}{}
-			continue
-		}
 		if !sys && c.trk.self[k] > 0 {
 			// The client's own write: the invalidation follows its
 			// reply.
-			if !c.trk.noloop {
+			out := c.trk.selfOut[k]
+			if !c.trk.noloop && out&selfQuiet == 0 {
 				c.trk.pending = append(c.trk.pending, pendingInval{keys: []string{k}})
+			}
+			if out&selfKeep != 0 {
+				if keep == nil {
+					keep = make(map[int64]struct{}, 1)
+				}
+				keep[id] = struct{}{}
 			}
 			continue
 		}
@@ -704,10 +753,6 @@ func dedupKeys(ks []string) []string {
 // is c's connection, which writes to c.out itself.
 func (s *Server) sendInvalidationLocked(c *client, keys []string, null, own bool) {
 	t := &s.trk
-	if null && c.trk.nulled {
-		return
-	}
-	c.trk.nulled = null
 	dst, redirected := c, false
 	if c.trk.redirect != 0 {
 		r := t.recv[c.trk.redirect]
