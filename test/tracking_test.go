@@ -1,10 +1,13 @@
 package test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Client-side caching: CLIENT TRACKING's modes against redis-server and
@@ -288,4 +291,41 @@ func TestTrackingCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTrackingGoRedisCache: go-redis's client-side cache against
+// redis-server and kvs: a GET fills the cache, and another client's write
+// empties it, so the next GET reads the new value.
+func TestTrackingGoRedisCache(t *testing.T) {
+	onTargets(t, []target{targetRedis, targetMemory, targetDurable, targetOneNodeCluster}, func(t *testing.T, n *Node) {
+		ctx := testCtx(t)
+		cache := redis.NewLocalCache(redis.CacheConfig{MaxEntries: 32})
+		c := newClient(t, n, func(o *redis.Options) {
+			o.Protocol = 3
+			o.ClientSideCache = cache
+			o.PoolSize = 1
+		})
+		w := newClient(t, n, nil)
+		if err := w.Set(ctx, "csc", "v1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		pollFor(t, "the cache to hold csc", clusterWait, 10*time.Millisecond, func() error {
+			if got, err := c.Get(ctx, "csc").Result(); err != nil || got != "v1" {
+				t.Fatalf("GET: %q, %v", got, err)
+			}
+			if cache.Len() < 1 {
+				return fmt.Errorf("cache holds %d entries", cache.Len())
+			}
+			return nil
+		})
+		if err := w.Set(ctx, "csc", "v2", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		pollFor(t, "the cached csc to be invalidated", clusterWait, 10*time.Millisecond, func() error {
+			if got, err := c.Get(ctx, "csc").Result(); err != nil || got != "v2" {
+				return fmt.Errorf("GET: %q, %v", got, err)
+			}
+			return nil
+		})
+	})
 }
