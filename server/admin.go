@@ -194,6 +194,10 @@ func runClient(c *client, args [][]byte) {
 
 var clientHelp = []string{
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CACHING (YES|NO)",
+	"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+	"GETREDIR",
+	"    Return the client ID we are redirecting to when tracking is enabled.",
 	"GETNAME",
 	"    Return the name of the current connection.",
 	"ID",
@@ -230,6 +234,11 @@ var clientHelp = []string{
 	"    Assign the name <name> to the current connection.",
 	"UNBLOCK <clientid> [TIMEOUT|ERROR]",
 	"    Unblock the specified blocked client.",
+	"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+	"         [OPTIN] [OPTOUT] [NOLOOP]",
+	"    Control server assisted client side caching.",
+	"TRACKINGINFO",
+	"    Report tracking status for the current connection.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction.",
 	"HELP",
