@@ -103,9 +103,11 @@ func runHello(c *client, args [][]byte) {
 		return
 	}
 	c.setProto(proto)
-	if proto == 3 {
+	if proto == 3 && c.fd >= 0 {
 		// A RESP3 connection may be sent invalidations (tracking.go),
-		// its own or another client's it is the redirection of.
+		// its own or another client's it is the redirection of. On a
+		// loop that costs nothing more; a connection with a goroutine of
+		// its own gets one when it tracks or subscribes.
 		c.ensurePush()
 	}
 	b := appendMapLen(c.out, 7, proto)

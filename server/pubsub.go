@@ -474,6 +474,10 @@ func (s *Server) deliver(c *client, frame []byte) {
 	}
 	ps.buf = append(ps.buf, frame...)
 	limit := s.pubsubLimit.Load()
+	if !c.subscribed() {
+		// A tracking client's invalidations: its class is normal.
+		limit = s.normalLimit.Load()
+	}
 	kill := limit != nil && limit.over(&ps.softSince, len(ps.buf)+ps.inflight, unixNanoNow)
 	if kill {
 		ps.killed = true
