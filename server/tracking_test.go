@@ -101,3 +101,20 @@ func TestTrackingNoloopExpiry(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestTrackingReset: RESET turns tracking off, as Redis's
+// clearClientConnectionState does.
+func TestTrackingReset(t *testing.T) {
+	s := startServer(t, Config{})
+	rc := dialRaw(t, s)
+	rc.do("CLIENT", "TRACKING", "on")
+	if got := rc.do("RESET"); got != "+RESET\r\n" {
+		t.Fatal(got)
+	}
+	if got := rc.do("CLIENT", "GETREDIR"); got != ":-1\r\n" {
+		t.Fatalf("GETREDIR after RESET: %q", got)
+	}
+	if info := rc.do("INFO", "clients"); !strings.Contains(info, "tracking_clients:0\r\n") {
+		t.Fatalf("INFO: %q", info)
+	}
+}
