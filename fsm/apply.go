@@ -37,7 +37,11 @@ func (s *Store) finishApply(scripts bool) {
 	events, notify := s.takeEventsLocked()
 	met, expired := s.takeExpiredLocked()
 	metaChanged := s.takeMetaChangedLocked()
+	mods, modHook := s.takeModifiedLocked()
 	s.unlock(true, scripts)
+	if modHook != nil {
+		mods.give(modHook)
+	}
 	if notify != nil {
 		notify(events)
 	}
@@ -124,6 +128,7 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 	}
 	s.keys.vers.begin(now) // the version of every item this command writes
 	s.expireMetLocked(now, c)
+	s.mods.expiry = c.Op == OpDelExpired || c.Op == OpEvict
 	written, reported := s.keys.writes, s.dirtyReported
 	s.dirtyReported = false
 	var r Reply
@@ -138,5 +143,6 @@ func (s *Store) applyLocked(now int64, c *Command) Reply {
 		s.dirty += dirtyOf(c, r, s.keys.writes-written)
 	}
 	s.dirtyReported = reported
+	s.mods.expiry = false
 	return r
 }

@@ -110,6 +110,7 @@ func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	// Cluster metadata is not data: it survives FLUSHALL.
 	old := s.keys
 	s.keys, s.bytes = s.keys.emptied(), 0
+	s.flushedLocked()
 	s.afterFlushLocked(old)
 	return replyOK
 }

@@ -52,6 +52,9 @@ type keyspace struct {
 	// track is told of every item stored or deleted while slots are
 	// moving out (move.go); nil otherwise, and in a read-only view.
 	track *slotTable
+	// mods records the keys written for client-side caching
+	// (tracking.go); nil in a read-only view.
+	mods *modified
 }
 
 const (
@@ -230,6 +233,9 @@ func (ks *keyspace) written(it *item) {
 	if ks.track != nil {
 		ks.track.noteWrite(it.hash, it.key)
 	}
+	if ks.mods != nil {
+		ks.mods.note(it.key)
+	}
 }
 
 // Get returns a copy of the item with pivot's hash and key.
@@ -246,6 +252,9 @@ func (ks *keyspace) Set(it item) (item, bool) {
 	ks.vers.storedLocked(&it, ks.gen)
 	if ks.track != nil {
 		ks.track.noteWrite(it.hash, it.key)
+	}
+	if ks.mods != nil {
+		ks.mods.note(it.key)
 	}
 	return ks.set(it)
 }
@@ -328,6 +337,9 @@ func (ks *keyspace) delete(pivot item, write bool) (item, bool) {
 		ks.vers.deletedLocked(&prev, ks.gen)
 		if ks.track != nil {
 			ks.track.noteWrite(prev.hash, prev.key)
+		}
+		if ks.mods != nil {
+			ks.mods.note(prev.key)
 		}
 	}
 	return prev, true
@@ -648,6 +660,7 @@ func (ks *keyspace) emptied() *keyspace {
 	e.gen = ks.gen + 1
 	e.vers = ks.vers.flushedLocked()
 	e.acc = ks.acc
+	e.mods = ks.mods
 	return e
 }
 

@@ -210,7 +210,10 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	}
 	s.mu.Lock()
 	next.keys.acc = s.keys.acc
+	next.keys.mods = s.keys.mods
 	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
+	s.flushedLocked()
+	mods, modHook := s.takeModifiedLocked()
 	s.bytesPub.Store(s.bytes)
 	s.setMetaMapLocked(next.meta)
 	s.aclWritten = next.aclWritten
@@ -219,6 +222,9 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	s.syncTrackLocked()
 	metaChanged := s.takeMetaChangedLocked()
 	s.mu.Unlock()
+	if modHook != nil {
+		mods.give(modHook)
+	}
 	if metaChanged != nil {
 		metaChanged()
 	}

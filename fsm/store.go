@@ -190,6 +190,8 @@ type Store struct {
 	readyHook func(keys []string)
 	// notify holds keyspace notifications (notify.go).
 	notify notifier
+	// mods holds the keys changed for client-side caching (tracking.go).
+	mods modified
 	// expired holds the keys reads found expired (expire.go).
 	expired expiredSink
 	// meta is the replicated cluster metadata (OpMetaSet). The map is
@@ -246,7 +248,9 @@ type Store struct {
 
 // NewStore returns an empty store with AppliedIndex 0.
 func NewStore() *Store {
-	return &Store{keys: newKeys(), limits: DefaultLimits(), callLevel: ApplyLevel, lfu: newLFUParams()}
+	s := &Store{keys: newKeys(), limits: DefaultLimits(), callLevel: ApplyLevel, lfu: newLFUParams()}
+	s.keys.mods = &s.mods
+	return s
 }
 
 // Stats describes the keyspace at a moment.

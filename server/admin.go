@@ -103,6 +103,13 @@ func runHello(c *client, args [][]byte) {
 		return
 	}
 	c.setProto(proto)
+	if proto == 3 && c.fd >= 0 {
+		// A RESP3 connection may be sent invalidations (tracking.go),
+		// its own or another client's it is the redirection of. On a
+		// loop that costs nothing more; a connection with a goroutine of
+		// its own gets one when it tracks or subscribes.
+		c.ensurePush()
+	}
 	b := appendMapLen(c.out, 7, proto)
 	b = appendBulkString(b, "server")
 	b = appendBulkString(b, "redis")
@@ -189,6 +196,10 @@ func runClient(c *client, args [][]byte) {
 
 var clientHelp = []string{
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CACHING (YES|NO)",
+	"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+	"GETREDIR",
+	"    Return the client ID we are redirecting to when tracking is enabled.",
 	"GETNAME",
 	"    Return the name of the current connection.",
 	"ID",
@@ -225,6 +236,11 @@ var clientHelp = []string{
 	"    Assign the name <name> to the current connection.",
 	"UNBLOCK <clientid> [TIMEOUT|ERROR]",
 	"    Unblock the specified blocked client.",
+	"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+	"         [OPTIN] [OPTOUT] [NOLOOP]",
+	"    Control server assisted client side caching.",
+	"TRACKINGINFO",
+	"    Report tracking status for the current connection.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction.",
 	"HELP",
@@ -335,7 +351,8 @@ func (c *client) describe(now time.Time, self bool) string {
 	c.appendBufferFields(&b, self)
 	b.WriteString(" events=r")
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=" + *c.userName.Load() + " redir=-1")
+	_, redir := c.trackingFlags()
+	b.WriteString(" user=" + *c.userName.Load() + " redir=" + strconv.FormatInt(redir, 10))
 	b.WriteString(" resp=" + strconv.Itoa(int(c.protoSeen.Load())))
 	b.WriteString(" lib-name=" + libName)
 	b.WriteString(" lib-ver=" + libVer)

@@ -683,6 +683,11 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			}
 			b.waiting = false
 		}
+		if c.trk.on && !c.trk.writing {
+			// The pop is the client's own write: its invalidations
+			// follow its reply (tracking.go).
+			c.trackWrite(cmd, args)
+		}
 		r, err, ok := c.tryPop(b)
 		if !ok {
 			return false
@@ -704,6 +709,9 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			return true
 		}
 		b.waiting, b.emptied = true, b.key
+		if c.trk.writing {
+			c.finishWrites() // nothing popped: no write of its own
+		}
 	}
 }
 
@@ -927,6 +935,9 @@ func (c *client) finishBlocking(r *fsm.Reply, served string) {
 	at := len(c.out)
 	c.out = appendReply(c.out, r, c.proto)
 	c.answered(b.id, false, at)
+	if c.trk.writing {
+		c.finishWrites()
+	}
 }
 
 func firstReply(replies []fsm.Reply, err error) (fsm.Reply, error) {

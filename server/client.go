@@ -44,6 +44,8 @@ type client struct {
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).
 	ps *pushState
+	// trk is the connection's client-side caching state (tracking.go).
+	trk clientTracking
 
 	// Cluster mode: readonly is set by READONLY (a cluster-aware client,
 	// redirected with MOVED instead of forwarded); peer marks another
@@ -407,6 +409,9 @@ func (c *client) resume() bool {
 		if !c.executeOne(c.pipe[c.pipeAt]) {
 			return false // executed again once the batch is answered
 		}
+		if c.trk.caching {
+			c.endCaching()
+		}
 		c.pipeAt++
 		c.monitored = false
 		if c.quit {
@@ -562,11 +567,25 @@ func (c *client) executeOne(args [][]byte) bool {
 				return false
 			}
 		}
+		if c.trk.on {
+			if isScriptCall(spec) {
+				c.trackSequence([]trackOp{{spec: spec, args: args, write: true, read: true}})
+			} else {
+				c.trackWrite(spec, args)
+			}
+		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id})
 		return true
 	}
 	if fc.Op != fsm.OpInvalid && c.forwardsReads() && !c.readsAcross(fc.Op) {
+		if c.trk.on {
+			if c.grp.remote() {
+				c.trackRemoteRead(spec, args)
+			} else {
+				c.trackRead(spec, args)
+			}
+		}
 		c.batch, c.batchGrp = append(c.batch, fc), c.grp
 		c.queue(pendingReply{cmd: id, read: true, op: fc.Op, ifFound: c.errIfFound})
 		c.errIfFound = ""
@@ -580,6 +599,9 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.checkOff(fc.Op)
 		c.errIfFound = ""
 		return false
+	}
+	if c.trk.on {
+		c.trackRead(spec, args)
 	}
 	at := len(c.out)
 	c.readLocal(fc)
@@ -905,6 +927,9 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 	c.batch = c.batch[:0]
 	c.pending = c.pending[:0]
 	c.execDone()
+	if c.trk.writing {
+		c.finishWrites()
+	}
 }
 
 // finishRead does for a forwarded read's reply what executeOne does for a

@@ -479,6 +479,14 @@ func runClientOps(c *client, sub []byte, args [][]byte) bool {
 	case is(sub, "unpause"):
 		c.s.unpause()
 		c.out = appendStatus(c.out, "OK")
+	case is(sub, "tracking"):
+		runClientTracking(c, args)
+	case is(sub, "caching"):
+		runClientCaching(c, args[2])
+	case is(sub, "getredir"):
+		runClientGetredir(c)
+	case is(sub, "trackinginfo"):
+		runClientTrackingInfo(c)
 	default:
 		return false
 	}
@@ -499,6 +507,9 @@ func (c *client) clientFlags() string {
 	}
 	if c.paused.Load() || c.s.blocked.isBlocked(c.id) {
 		b = append(b, 'b')
+	}
+	if f, _ := c.trackingFlags(); f != "" {
+		b = append(b, f...)
 	}
 	if c.unixSock {
 		b = append(b, 'U')

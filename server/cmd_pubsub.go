@@ -229,6 +229,13 @@ func runPubsub(c *client, args [][]byte) {
 // subscriptions, no transaction or watched keys, no name, READWRITE,
 // replies on), without unsubscribe replies.
 func runReset(c *client, args [][]byte) {
+	if c.trk.on {
+		t := &c.s.trk
+		t.mu.Lock()
+		c.disableTrackingLocked()
+		t.mu.Unlock()
+	}
+	c.trk.caching = false
 	c.endTransaction()
 	if c.ps != nil && c.ps.total() > 0 {
 		c.changeSubscriptions(func(r *pubsubRegistry, ps *pushState) {

@@ -118,13 +118,14 @@ func TestCommandList(t *testing.T) {
 		return false
 	}
 	all := list()
-	for _, name := range []string{"set", "client", "client|list", "config|get", "command|getkeys"} {
+	for _, name := range []string{"set", "client", "client|list", "config|get", "command|getkeys",
+		"client|tracking", "client|caching", "client|getredir", "client|trackinginfo"} {
 		if !has(all, name) {
 			t.Errorf("COMMAND LIST has no %s", name)
 		}
 	}
-	if has(all, "client|tracking") {
-		t.Error("COMMAND LIST names CLIENT TRACKING, which kvs does not answer")
+	if has(all, "client|nosuch") {
+		t.Error("COMMAND LIST names a CLIENT subcommand kvs does not answer")
 	}
 	if got := list("FILTERBY", "PATTERN", "SET"); len(got) != 1 || got[0] != "set" {
 		t.Errorf("FILTERBY PATTERN SET: %q", got)

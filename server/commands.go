@@ -232,7 +232,7 @@ func commandTable() map[string]*command {
 		{name: "quit", arity: -1, flags: conn | flagNoAuth | flagAllowBusy, group: "connection", run: runQuit},
 		{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", run: runSelect},
 		{name: "client", arity: -2, flags: flagNoScript | flagLoading | flagStale, group: "connection",
-			subs: "getname help id info kill list no-evict pause reply setinfo setname unblock unpause", run: runClient},
+			subs: "caching getname getredir help id info kill list no-evict pause reply setinfo setname tracking trackinginfo unblock unpause", run: runClient},
 		{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server",
 			subs: "count docs getkeys getkeysandflags help info list", run: runCommand},
 		{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", run: runTime},

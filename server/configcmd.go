@@ -212,6 +212,14 @@ func (s *Server) setConfig(pairs [][]byte, startup bool) string {
 			}
 			stored = append(stored, [2]string{name, v})
 			applies = append(applies, func() { s.stats.cmds.noTracking.Store(v == "no") })
+		case "tracking-table-max-keys":
+			v, err := config.Lookup(name).Normalize(string(val))
+			if err != nil {
+				return errConfigSetFailed(name, err.Error())
+			}
+			stored = append(stored, [2]string{name, v})
+			n, _ := strconv.ParseInt(v, 10, 64)
+			applies = append(applies, func() { s.setTrackingMaxKeys(n) })
 		case "lfu-log-factor", "lfu-decay-time":
 			v, err := config.Lookup(name).Normalize(string(val))
 			if err != nil {

@@ -164,6 +164,7 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 		add("connected_clients", s.connectedClients())
 		add("maxclients", s.maxClients.Load())
 		add("blocked_clients", s.blocked.count()+int(s.pausedClients.Load()))
+		add("tracking_clients", s.trk.clients.Load())
 	case "memory":
 		fs = s.memoryInfo(st.scripts)
 	case "persistence":
@@ -186,6 +187,10 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 		add("keyspace_hits", s.stats.hits.Load())
 		add("keyspace_misses", s.stats.misses.Load())
 		add("migrate_cached_sockets", s.migrates.count())
+		tk, ti, tp := s.trackingStats()
+		add("tracking_total_keys", tk)
+		add("tracking_total_items", ti)
+		add("tracking_total_prefixes", tp)
 		add("total_error_replies", s.stats.errors.total.Load())
 		if s.router.clustered() {
 			add("kvs_forwarded_commands", s.stats.forwarded.Load())

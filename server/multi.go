@@ -296,6 +296,9 @@ func txExec(c *client, id int, args [][]byte) bool {
 	for _, w := range watched {
 		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
+	if c.trk.on {
+		c.trackExec(m.queued)
+	}
 	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
 	clear(keys)
 	clear(subs)

@@ -88,10 +88,12 @@ func (c *client) setAside() {
 }
 
 // normalLimit is the limit c's pending output is held to, nil for none:
-// subscribers are held to the pubsub class where their messages are
-// queued (deliver).
+// subscribers, and connections with a goroutine whose output goes through
+// their pushState, are held where their messages are queued (deliver).
+// A loop client that only may be sent invalidations (tracking.go) is a
+// normal client, as in Redis.
 func (c *client) normalLimit() *outputLimit {
-	if c.ps != nil {
+	if c.ps != nil && (c.fd < 0 || c.subscribed()) {
 		return nil
 	}
 	return c.s.normalLimit.Load()

@@ -215,6 +215,7 @@ func (c *client) ensurePush() *pushState {
 		go c.pushWriter(ps)
 	}
 	c.ps = ps
+	c.s.trk.addReceiver(c)
 	return ps
 }
 
@@ -317,6 +318,7 @@ const pushDrainTimeout = 5 * time.Second
 // leavePubsub takes c out of every subscription (it is closing) and, for a
 // connection with a goroutine, stops its writer and waits for it.
 func (c *client) leavePubsub() {
+	c.leaveTracking()
 	ps := c.ps
 	if ps == nil {
 		return
@@ -472,6 +474,10 @@ func (s *Server) deliver(c *client, frame []byte) {
 	}
 	ps.buf = append(ps.buf, frame...)
 	limit := s.pubsubLimit.Load()
+	if !c.subscribed() {
+		// A tracking client's invalidations: its class is normal.
+		limit = s.normalLimit.Load()
+	}
 	kill := limit != nil && limit.over(&ps.softSince, len(ps.buf)+ps.inflight, unixNanoNow)
 	if kill {
 		ps.killed = true

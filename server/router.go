@@ -461,6 +461,8 @@ func (s *Server) setHooks(st *fsm.Store) {
 	st.SetReadyHook(s.blocked.signal)
 	st.SetNotifyHook(s.keyspaceEvents)
 	st.SetExpiredHook(s.expireMet)
+	st.SetModifiedHook(s.invalidate)
+	st.SetTracking(s.trackingOn())
 	st.SetBusyThreshold(s.luaTimeLimit())
 }
 

@@ -94,6 +94,7 @@ type Server struct {
 	// client-output-buffer-limit's pubsub class (nil: no limit), bcast
 	// the links that carry PUBLISH to the other nodes (cluster mode).
 	pubsub      pubsubRegistry
+	trk         trackingTable // client-side caching (tracking.go)
 	pubsubLimit atomic.Pointer[outputLimit]
 	// normalLimit is client-output-buffer-limit's normal class (nil: no
 	// limit; outbuf.go).
@@ -198,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 	p, _ := parsePolicy([]byte(cfg.MaxMemoryPolicy))
 	s.setPolicy(p)
 	s.evictSamples.Store(DefaultMaxmemorySamples)
+	s.trk.maxKeys.Store(1000000) // tracking-table-max-keys
 	s.evictKick = make(chan struct{}, 1)
 	s.passive.kick = make(chan struct{}, 1)
 	s.configDefaults = s.configParams()
@@ -506,6 +508,7 @@ func (s *Server) register(c *client) bool {
 
 func (s *Server) unregister(c *client) {
 	c.setPaused(false) // closed while a client pause held it
+	c.leaveTracking()
 	s.removeMonitor(c)
 	if c.ps != nil && c.fd >= 0 {
 		s.pubsub.removeAll(c) // a goroutine's connection did it in leavePubsub

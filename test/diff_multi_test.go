@@ -450,7 +450,6 @@ func aclLogEntries(c *rawConn) []string {
 // kvsLacksSubcommands are the subcommands of Redis 7.0's containers that
 // kvs does not serve: kvs answers them "unknown subcommand".
 var kvsLacksSubcommands = map[string]bool{
-	"client|caching": true, "client|getredir": true, "client|tracking": true, "client|trackinginfo": true,
 	"function|help":  true,
 	"latency|doctor": true, "latency|graph": true, "latency|histogram": true,
 	"memory|doctor": true, "memory|malloc-stats": true, "memory|stats": true,

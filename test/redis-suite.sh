@@ -46,7 +46,7 @@ SKIPFILE=$top/test/redis-suite.skip
 UNITS="protocol info-command auth type/string keyspace expire type/incr
 type/hash type/list type/list-2 type/list-3 type/set type/zset hyperloglog
 geo multi scripting functions pubsub bitops bitfield sort scan slowlog pause
-querybuf lazyfree other quit introspection introspection-2 dump"
+querybuf lazyfree other quit introspection introspection-2 dump tracking"
 UNITS=${SUITE_UNITS:-$UNITS}
 
 # What kvs leaves out on purpose, or cannot be asked of a server the suite
