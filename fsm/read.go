@@ -15,7 +15,7 @@ import (
 // Read panics on a command that fails Validate or is a write: the server
 // built it, so that is a bug.
 func (s *Store) Read(now int64, c Command) Reply {
-	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
+	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 && c.DB == 0 {
 		return s.get(now, c.Args[0])
 	}
 	cp := new(Command)
@@ -27,6 +27,10 @@ func (s *Store) Read(now int64, c Command) Reply {
 // heap (a batch, a connection's state): the op table's read functions take
 // a pointer, which escapes, so Read by value allocates a copy.
 func (s *Store) ReadRef(now int64, c *Command) Reply {
+	if c.DB != 0 {
+		r, _ := s.readInDB(now, c, nil, false)
+		return r
+	}
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		return s.get(now, c.Args[0])
 	}
@@ -55,7 +59,7 @@ func (s *Store) checkRead(c *Command) *opSpec {
 func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileBusy func()) Reply {
 	if s.slots != nil {
 		if r, refused := s.refusedLocked(c); refused {
-			s.unlock(false, scripts)
+			s.unlockRead(scripts)
 			return r
 		}
 	}
@@ -74,11 +78,12 @@ func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileB
 		r = s.readOp(now, c, sp, nil, whileBusy)
 	}
 	var expired func([][]byte)
-	if len(met) > 0 {
+	if len(met) > 0 && s.cur == 0 {
+		// (Keys of other databases are left to active expiry.)
 		expired = s.expired.hook
 	}
 	misses, hook := s.readMissesLocked(now, c)
-	s.unlock(false, scripts)
+	s.unlockRead(scripts)
 	// Redis announces a key's expiry before the miss its lookup then is.
 	if expired != nil {
 		expired(met)
@@ -112,7 +117,7 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 	}
 	var ev []Event
 	s.missesLocked(now, c, func(key []byte) {
-		ev = append(ev, Event{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)})
+		ev = append(ev, Event{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key), DB: int(s.cur)})
 	})
 	if len(ev) == 0 {
 		return nil, nil

@@ -181,6 +181,9 @@ func (h *lockHandoff) take(s *Store, write bool) {
 // this goroutine and with the lock held: the caller answers its other
 // clients there, and must not call the store.
 func (s *Store) ReadServing(now int64, c *Command, whileBusy func()) (r Reply, ok bool) {
+	if c.DB != 0 {
+		return s.readInDB(now, c, whileBusy, true)
+	}
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		if !s.lockServing(false, false) {
 			return Reply{}, false

@@ -97,24 +97,45 @@ func (s *Server) expireCycle(stop <-chan struct{}) {
 // back short (few keys left expired) or the budget is spent.
 func (s *Server) expireGroup(g *groupRef, stop <-chan struct{}) {
 	start := time.Now()
+	if !s.expireDB(g, 0, start, stop) {
+		return
+	}
+	for _, db := range g.store.OtherDBs() {
+		if !s.expireDB(g, db, start, stop) {
+			return
+		}
+	}
+}
+
+// expireDB is expireGroup for one database: false when the budget is
+// spent or the loop stops.
+func (s *Server) expireDB(g *groupRef, db int, start time.Time, stop <-chan struct{}) bool {
 	for {
 		select {
 		case <-stop:
-			return
+			return false
 		default:
 		}
-		keys := g.store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
-		if len(keys) == 0 {
-			return
+		var keys [][]byte
+		if db == 0 {
+			keys = g.store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
+		} else {
+			keys = g.store.ExpiredKeysInDB(db, time.Now().UnixMilli(), expireBatch)
 		}
-		if err := s.deleteExpired(g, keys); err != nil {
+		if len(keys) == 0 {
+			return true
+		}
+		if err := s.deleteExpired(g, db, keys); err != nil {
 			// In a cluster this is expected while leadership moves; the
 			// next tick tries again.
 			s.cfg.Logger.Debug("server: active expiry", "err", err)
-			return
+			return false
 		}
-		if len(keys) < expireBatch || time.Since(start) > expireBudget {
-			return
+		if time.Since(start) > expireBudget {
+			return false
+		}
+		if len(keys) < expireBatch {
+			return true
 		}
 	}
 }
@@ -123,8 +144,8 @@ func (s *Server) expireGroup(g *groupRef, stop <-chan struct{}) {
 // and counts them in INFO's expired_keys: OpDelExpired deletes a key only
 // if it is still there and expired, so a key deleted twice over (by
 // active and passive expiry, or two reads) counts, and is announced, once.
-func (s *Server) deleteExpired(g *groupRef, keys [][]byte) error {
-	replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, Args: keys}})
+func (s *Server) deleteExpired(g *groupRef, db int, keys [][]byte) error {
+	replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, DB: uint16(db), Args: keys}})
 	if err != nil {
 		return err
 	}
@@ -182,7 +203,7 @@ func (s *Server) passiveCycle() {
 	}
 	for g := range s.router.local() {
 		if ks := byGroup[g]; len(ks) > 0 && g.leads() {
-			if err := s.deleteExpired(g, ks); err != nil {
+			if err := s.deleteExpired(g, 0, ks); err != nil {
 				s.cfg.Logger.Debug("server: passive expiry", "err", err)
 			}
 		}
