@@ -364,3 +364,33 @@ func applyCopyDB(s *Store, now int64, c *Command) Reply {
 	s.reportDirtyLocked(1)
 	return replyOne
 }
+
+// OtherDBStatsServing is DBStats of the databases other than 0, for a
+// connection's goroutine (INFO keyspace): ok false when a script turned
+// busy while it waited for the lock.
+func (s *Store) OtherDBStatsServing(now int64) ([]DBStats, bool) {
+	if !s.lockServing(false, false) {
+		return nil, false
+	}
+	defer s.mu.RUnlock()
+	all := s.dbStatsLocked(now)
+	if len(all) > 0 && all[0].DB == 0 {
+		all = all[1:]
+	}
+	return all, true
+}
+
+// WatchKeyInDBServing is WatchKeyServing of a key of database db.
+func (s *Store) WatchKeyInDBServing(now int64, db uint16, key []byte) (KeyVersion, bool) {
+	if db == 0 {
+		return s.WatchKeyServing(now, key)
+	}
+	if !s.lockServing(true, false) {
+		return KeyVersion{}, false
+	}
+	s.selectLocked(db)
+	kv := s.watchKeyLocked(now, key)
+	s.selectLocked(0)
+	s.mu.Unlock()
+	return kv, true
+}

@@ -645,6 +645,7 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			c.replyError(id, false, e)
 			return true
 		}
+		req.cmd.DB = c.db
 		if !c.inOrder() {
 			// Its first try waits for the commands that arrived before it
 			// on other loops (order.go): Redis serves clients blocked on

@@ -36,6 +36,12 @@ type client struct {
 
 	proto int // 2 or 3, set by HELLO
 	quit  bool
+	// db is the database SELECT chose, which every command the client
+	// makes names (fsm.Command.DB); dbPub is it for CLIENT LIST.
+	db    uint16
+	dbPub atomic.Uint32
+	// watchDB is the database of the keys WATCH saw (the first WATCH's).
+	watchDB uint16
 
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).
@@ -517,6 +523,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, false, e)
 		return true
 	}
+	fc.DB = c.db
 	if len(c.batch) > 0 && c.batchGrp != c.grp {
 		// A batch goes to one group: the one before goes first.
 		if c.proposeBatch() {

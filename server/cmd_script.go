@@ -440,6 +440,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 		if e != "" {
 			return fail(e)
 		}
+		req.cmd.DB = c.db
 		return req.cmd, fsm.Reply{}, false
 	case cmd.name == "memory":
 		return scriptMemory(args)
@@ -452,6 +453,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	if e != "" {
 		return fail(e)
 	}
+	fc.DB = c.db
 	if c.errIfFound != "" {
 		return fail(c.errIfFound)
 	}

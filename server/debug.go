@@ -202,6 +202,7 @@ func (c *client) debugRead(key []byte, cmd fsm.Command) (fsm.Reply, bool) {
 	if g.remote() {
 		return fsm.Reply{Kind: fsm.ReplyNil}, true
 	}
+	cmd.DB = c.db
 	r, ok := g.store.ReadServing(time.Now().UnixMilli(), &cmd, nil)
 	if !ok {
 		c.out = appendError(c.out, errBusy(c.s.scriptBusy()))

@@ -218,7 +218,12 @@ func txWatch(c *client, id int, args [][]byte) bool {
 			continue
 		}
 		key := append([]byte(nil), k...)
-		seen, ok := c.grp.store.WatchKeyServing(c.now, key)
+		if len(c.watched) == 0 {
+			// The transaction's check runs in this database (kvs
+			// checks every watched key in the first WATCH's).
+			c.watchDB = c.db
+		}
+		seen, ok := c.grp.store.WatchKeyInDBServing(c.now, c.watchDB, key)
 		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
@@ -296,7 +301,11 @@ func txExec(c *client, id int, args [][]byte) bool {
 	for _, w := range watched {
 		keys, seen = append(keys, w.key), append(seen, w.seen)
 	}
-	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
+	exec := c.execs.Build(keys, seen, subs)
+	if len(watched) > 0 {
+		exec.DB = c.watchDB // where apply checks them
+	}
+	c.batch, c.batchGrp = append(c.batch, exec), c.grp
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
@@ -336,12 +345,14 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 		case q.cmd.block != nil:
 			var req blockReq
 			req, e = q.cmd.block(c, q.args)
+			req.cmd.DB = c.db
 			// Inside MULTI, BRPOPLPUSH and BLMOVE answer an empty source
 			// with a null bulk string (Redis's blmoveGenericCommand),
 			// the others with a null array.
 			fc, sl.block = req.cmd, q.cmd.name != "brpoplpush" && q.cmd.name != "blmove"
 		case q.cmd.parse != nil:
 			fc, e = q.cmd.parse(c, q.args)
+			fc.DB = c.db
 			sl.ifFound, c.errIfFound = c.errIfFound, ""
 		default:
 			sl.raw = c.runCaptured(q.cmd, q.args)
