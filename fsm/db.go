@@ -1,5 +1,7 @@
 package fsm
 
+import "strconv"
+
 // Numbered databases (SELECT). A store holds one keyspace per database:
 // database 0's always, the others' from their first use. Every command
 // names its database (Command.DB); apply and read switch the store to it
@@ -391,6 +393,28 @@ func (s *Store) WatchKeyInDBServing(now int64, db uint16, key []byte) (KeyVersio
 	s.selectLocked(db)
 	kv := s.watchKeyLocked(now, key)
 	s.selectLocked(0)
-	s.mu.Unlock()
+	s.unlockRaw(true)
 	return kv, true
+}
+
+// DBKey is how the ready hook names key of database db, and how the
+// server files the clients blocked on it: the key itself in database 0,
+// else the key behind a prefix naming its database.
+func DBKey(db uint16, key string) string {
+	if db == 0 {
+		return key
+	}
+	return "\x00db" + strconv.Itoa(int(db)) + "\x00" + key
+}
+
+// KeyOfDBKey is the key DBKey(db, key) named.
+func KeyOfDBKey(db uint16, k string) string {
+	if db == 0 {
+		return k
+	}
+	p := "\x00db" + strconv.Itoa(int(db)) + "\x00"
+	if len(k) >= len(p) && k[:len(p)] == p {
+		return k[len(p):]
+	}
+	return k
 }

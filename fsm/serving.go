@@ -65,6 +65,7 @@ func isScriptOp(op Op) bool {
 func (s *Store) lockRaw(write bool) {
 	if write {
 		s.mu.Lock()
+		s.excl = true
 	} else {
 		s.mu.RLock()
 	}
@@ -72,6 +73,7 @@ func (s *Store) lockRaw(write bool) {
 
 func (s *Store) unlockRaw(write bool) {
 	if write {
+		s.excl = false
 		s.mu.Unlock()
 	} else {
 		s.mu.RUnlock()
@@ -112,7 +114,11 @@ func (s *Store) lockServing(write, scripts bool) bool {
 		s.enterScripts()
 		self = 1
 	}
-	if write && s.mu.TryLock() || !write && s.mu.TryRLock() {
+	if write && s.mu.TryLock() {
+		s.excl = true
+		return true
+	}
+	if !write && s.mu.TryRLock() {
 		return true
 	}
 	s.gate.plain.Add(1)
@@ -252,7 +258,7 @@ func (s *Store) SetLimitsServing(l Limits) bool {
 	if !s.lockServing(true, false) {
 		return false
 	}
-	defer s.mu.Unlock()
+	defer s.unlockRaw(true)
 	s.setLimitsLocked(l)
 	return true
 }
@@ -263,7 +269,7 @@ func (s *Store) SnapshotServing() *Snapshot {
 	if !s.lockServing(true, false) {
 		return nil
 	}
-	defer s.mu.Unlock()
+	defer s.unlockRaw(true)
 	return s.snapshotLocked()
 }
 

@@ -179,6 +179,7 @@ type Store struct {
 	// (db.go). At rest cur is 0.
 	keys      *keyspace
 	cur       uint16
+	excl      bool // the lock is held exclusively (set and read by its holder)
 	dbs       []dbKeys
 	bytes     int64                  // sum of item.size() over keys
 	bytesPub  atomic.Int64           // bytes as of the last apply, for readers without the lock

@@ -45,10 +45,10 @@ func runQuit(c *client, args [][]byte) {
 // from now on. A cluster of several groups has database 0 alone, as
 // Redis Cluster has.
 func runSelect(c *client, args [][]byte) {
-	n, ok := parseDBIndex(args[1])
+	n, e := dbIndex(args[1])
 	switch {
-	case !ok:
-		c.out = appendError(c.out, errNotInteger)
+	case e != "":
+		c.out = appendError(c.out, e)
 	case n != 0 && c.s.router.sharded():
 		c.out = appendError(c.out, "ERR SELECT is not allowed in cluster mode")
 	case !c.s.validDB(n):
@@ -64,6 +64,19 @@ func runSelect(c *client, args [][]byte) {
 func parseDBIndex(b []byte) (int64, bool) {
 	n, ok := parseInt(b)
 	return n, ok && n == int64(int32(n))
+}
+
+// dbIndex is parseDBIndex with Redis's error (getIntFromObjectOrReply's
+// two texts).
+func dbIndex(b []byte) (int64, string) {
+	n, ok := parseInt(b)
+	switch {
+	case !ok:
+		return 0, errNotInteger
+	case n != int64(int32(n)):
+		return 0, errIntRange
+	}
+	return n, ""
 }
 
 // validDB reports whether n names one of the server's databases.

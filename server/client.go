@@ -552,7 +552,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		return true
 	}
 	if fc.Op.IsWrite() {
-		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.keys, args) {
+		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.keys, args, c.db) {
 			// A write that may serve blocked clients first waits for what
 			// arrived before it on other loops (order.go), as a
 			// transaction that watches the key a BLMOVE pushes to: in

@@ -187,10 +187,10 @@ func parseMove(c *client, args [][]byte) (fsm.Command, string) {
 	if c.s.router.sharded() {
 		return fsm.Command{}, "ERR MOVE is not allowed in cluster mode"
 	}
-	db, ok := parseDBIndex(args[2])
+	db, e := dbIndex(args[2])
 	switch {
-	case !ok:
-		return fsm.Command{}, errNotInteger
+	case e != "":
+		return fsm.Command{}, e
 	case !c.s.validDB(db):
 		return fsm.Command{}, errDBIndex
 	case uint16(db) == c.db:
