@@ -301,29 +301,45 @@ func applySwapDB(s *Store, now int64, c *Command) Reply {
 		return replyOK
 	}
 	prev := s.cur
-	s.selectLocked(0) // neither a nor b current while they are swapped
+	s.selectLocked(0)
 	for _, db := range []uint16{a, b} {
 		if s.dbLocked(db).keys == nil {
 			s.inDBLocked(db, func() {}) // allocate it
 		}
 	}
+	// The current keyspace holds the store's write counter (selectLocked):
+	// both go on from it, whichever becomes current.
+	top, clock := s.keys.vers.now, s.keys.vers.clock
 	da, db := s.dbLocked(a), s.dbLocked(b)
-	// Both keyspaces go on from the store's write counter (selectLocked),
-	// so a key WATCH saw live in either database is another item now,
-	// with another version.
+	for _, d := range []dbKeys{da, db} {
+		if d.keys.vers.now < top {
+			d.keys.vers.now = top
+		}
+		d.keys.vers.clock = clock
+	}
+	// Every live key of both databases counts as written now, as Redis
+	// touches the watched keys either database holds (a stale key, one
+	// logically expired, is left alone as Redis leaves it).
 	s.setDBLocked(a, db)
 	s.setDBLocked(b, da)
 	for _, d := range []uint16{a, b} {
 		s.inDBLocked(d, func() {
 			s.keys.vers.begin(now)
-			// Clients blocked on a key now holding a list or sorted
-			// set may pop.
+			var live []item
 			s.keys.Scan(func(it item) bool {
+				if !it.expired(now) {
+					live = append(live, it)
+				}
+				// Clients blocked on a key now holding a list or sorted
+				// set may pop.
 				if it.kind == kindList || it.kind == kindZSet {
 					s.signalReadyLocked([]byte(it.key))
 				}
 				return true
 			})
+			for _, it := range live {
+				s.keys.Set(it) // stamps the current version
+			}
 		})
 	}
 	s.selectLocked(prev)

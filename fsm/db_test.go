@@ -174,3 +174,26 @@ func TestEntryEncodingDB0Golden(t *testing.T) {
 		t.Error("DB field of 0 decoded")
 	}
 }
+
+// TestDatabasesExec checks a transaction's reads in their own database
+// and SWAPDB's touch of a key WATCH saw missing.
+func TestDatabasesExec(t *testing.T) {
+	s := NewStore()
+	s.Apply(0, 1, []Command{c(OpSet, "x", "30").db(1), c(OpSet, "y", "in2").db(2)})
+	exec := ExecCommand(nil, nil, []Command{c(OpGet, "y").db(2), c(OpSet, "z", "1").db(3), c(OpGet, "z").db(3)})
+	if r := s.Apply(0, 1, []Command{exec})[0]; r.String() != arr(bulk("in2"), ok, bulk("1")).String() {
+		t.Errorf("EXEC across databases: %v", r)
+	}
+	kv := s.WatchKey(1, []byte("x")) // missing in database 0
+	s.Apply(0, 1, []Command{c(OpSwapDB).i(0).i2(1)})
+	exec = ExecCommand([][]byte{[]byte("x")}, []KeyVersion{kv}, []Command{c(OpGet, "x")})
+	if r := s.Apply(0, 1, []Command{exec})[0]; r.Kind != ReplyNilArray {
+		t.Errorf("EXEC after SWAPDB brought a watched key: %v", r)
+	}
+	kv = s.WatchKey(1, []byte("nokey"))
+	s.Apply(0, 1, []Command{c(OpSwapDB).i(0).i2(1)})
+	exec = ExecCommand([][]byte{[]byte("nokey")}, []KeyVersion{kv}, []Command{c(OpGet, "x")})
+	if r := s.Apply(0, 1, []Command{exec})[0]; r.Kind != ReplyArray {
+		t.Errorf("EXEC after SWAPDB of a key neither database holds: %v", r)
+	}
+}
