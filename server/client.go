@@ -484,7 +484,7 @@ func (c *client) executeOne(args [][]byte) bool {
 	if c.s.monitoring.Load() != 0 && !c.peer && !c.monitored && cmd.name != "exec" {
 		// EXEC shows its transaction's commands, then itself, once they
 		// have run (execMonitorLines).
-		c.s.feedMonitors(c.addr, spec, args)
+		c.s.feedMonitors(c.addr, c.db, spec, args)
 		c.monitored = true
 	}
 	if cmd.block != nil {

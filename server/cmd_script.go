@@ -419,7 +419,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	c.errIfFound = ""
 	c.db = p.DB // the script's database, which its calls name
 	if s.monitoring.Load() != 0 {
-		s.feedMonitors("lua", spec, args)
+		s.feedMonitors("lua", p.DB, spec, args)
 	}
 	switch {
 	case cmd.name == "select":
