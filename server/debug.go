@@ -336,7 +336,7 @@ func (c *client) debugReload(opts [][]byte) {
 // function library.
 func (s *Server) nothingToReload() bool {
 	for g := range s.router.local() {
-		if g.store.Stats(0).Keys > 0 {
+		if g.store.Stats(0).Keys > 0 || len(g.store.OtherDBs()) > 0 {
 			return false
 		}
 		cmd := fsm.Command{Op: fsm.OpFunctionList}
