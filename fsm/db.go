@@ -1,6 +1,9 @@
 package fsm
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Numbered databases (SELECT). A store holds one keyspace per database:
 // database 0's always, the others' from their first use. Every command
@@ -433,4 +436,21 @@ func KeyOfDBKey(db uint16, k string) string {
 		return k[len(p):]
 	}
 	return k
+}
+
+// SplitDBKey is the database and key a name DBKey made stands for: (0,
+// name) for any other name.
+func SplitDBKey(name string) (db uint16, key string) {
+	if len(name) < 5 || name[:3] != "\x00db" {
+		return 0, name
+	}
+	end := strings.IndexByte(name[3:], 0)
+	if end <= 0 {
+		return 0, name
+	}
+	n, err := strconv.Atoi(name[3 : 3+end])
+	if err != nil || n <= 0 || n > MaxDB || strconv.Itoa(n) != name[3:3+end] {
+		return 0, name
+	}
+	return uint16(n), name[3+end+1:]
 }

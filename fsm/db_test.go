@@ -197,3 +197,23 @@ func TestDatabasesExec(t *testing.T) {
 		t.Errorf("EXEC after SWAPDB of a key neither database holds: %v", r)
 	}
 }
+
+func TestDBKeyNames(t *testing.T) {
+	for _, tc := range []struct {
+		db  uint16
+		key string
+	}{{0, "k"}, {3, "k"}, {65535, ""}, {12, "\x00db3\x00x"}, {0, "\x00db3x"}} {
+		name := DBKey(tc.db, tc.key)
+		if db, key := SplitDBKey(name); db != tc.db || key != tc.key {
+			t.Errorf("DBKey(%d, %q) = %q splits to %d %q", tc.db, tc.key, name, db, key)
+		}
+		if got := KeyOfDBKey(tc.db, name); got != tc.key {
+			t.Errorf("KeyOfDBKey(%d, %q) = %q", tc.db, name, got)
+		}
+	}
+	for _, name := range []string{"\x00db0\x00k", "\x00db03\x00k", "\x00db99999\x00k", "\x00dbx\x00k", "\x00db"} {
+		if db, key := SplitDBKey(name); db != 0 || key != name {
+			t.Errorf("SplitDBKey(%q) = %d %q", name, db, key)
+		}
+	}
+}

@@ -78,9 +78,14 @@ func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileB
 		r = s.readOp(now, c, sp, nil, whileBusy)
 	}
 	var expired func([][]byte)
-	if len(met) > 0 && s.cur == 0 {
-		// (Keys of other databases are left to active expiry.)
+	if len(met) > 0 {
 		expired = s.expired.hook
+		if s.cur != 0 {
+			// The hook names another database's keys by DBKey.
+			for i := range met {
+				met[i] = []byte(DBKey(s.cur, string(met[i])))
+			}
+		}
 	}
 	misses, hook := s.readMissesLocked(now, c)
 	s.unlockRead(scripts)

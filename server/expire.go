@@ -164,13 +164,23 @@ func (s *Server) expireMet(keys [][]byte) {
 	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	g := s.router.groupOf(fsm.KeySlot(keys[0]))
+	db, first := fsm.SplitDBKey(string(keys[0]))
+	g := s.router.groupOf(fsm.KeySlot([]byte(first)))
 	if mp, memory := g.proposer.(MemoryProposer); memory && !g.replicated() {
 		// The read's connection deletes them itself, unless a script
 		// that took the store meanwhile turns busy: then it must go on
 		// answering BUSY, and the cron loop deletes them after the script.
-		cmd := []fsm.Command{{Op: fsm.OpDelExpired, Args: keys}}
-		if replies, ok := mp.Store.ApplyServing(nil, time.Now().UnixMilli(), cmd, nil); ok {
+		cmds := []fsm.Command{{Op: fsm.OpDelExpired, Args: keys}}
+		if db != 0 {
+			// A read of another database: its keys, named by DBKey.
+			args := make([][]byte, len(keys))
+			for i, k := range keys {
+				_, key := fsm.SplitDBKey(string(k))
+				args[i] = []byte(key)
+			}
+			cmds[0] = fsm.Command{Op: fsm.OpDelExpired, DB: db, Args: args}
+		}
+		if replies, ok := mp.Store.ApplyServing(nil, time.Now().UnixMilli(), cmds, nil); ok {
 			if len(replies) == 1 && replies[0].Kind == fsm.ReplyInt {
 				s.stats.expiredKeys.Add(replies[0].Int)
 			}
@@ -197,13 +207,28 @@ func (s *Server) passiveCycle() {
 		return
 	}
 	byGroup := map[*groupRef][][]byte{}
+	var others map[uint16][][]byte // keys of other databases (one group)
 	for _, k := range keys {
+		if db, key := fsm.SplitDBKey(string(k)); db != 0 {
+			if others == nil {
+				others = map[uint16][][]byte{}
+			}
+			others[db] = append(others[db], []byte(key))
+			continue
+		}
 		g := s.router.groupOf(fsm.KeySlot(k))
 		byGroup[g] = append(byGroup[g], k)
 	}
 	for g := range s.router.local() {
 		if ks := byGroup[g]; len(ks) > 0 && g.leads() {
 			if err := s.deleteExpired(g, 0, ks); err != nil {
+				s.cfg.Logger.Debug("server: passive expiry", "err", err)
+			}
+		}
+	}
+	if g := &s.router.home; len(others) > 0 && g.leads() {
+		for db, ks := range others {
+			if err := s.deleteExpired(g, int(db), ks); err != nil {
 				s.cfg.Logger.Debug("server: passive expiry", "err", err)
 			}
 		}
