@@ -25,10 +25,11 @@
 #                  different SUITE_PORTs do not race for runtest's default
 #   SUITE_TIMEOUT  seconds a unit may take in all (default 600)
 #   SUITE_TAGS     runtest's --tags (default: TAGS below)
-#   SUITE_SINGLEDB yes (default) | no: run with runtest's --singledb (every
-#                  test in database 0) or without (the tests SELECT 9 and
-#                  use databases 9 and 10, as against a redis-server they
-#                  start); sharded mode is always --singledb
+#   SUITE_SINGLEDB no (default) | yes: run without runtest's --singledb (the
+#                  tests SELECT 9 and use databases 9 and 10, as against a
+#                  redis-server they start, and run their multi-database
+#                  tests) or with it (every test in database 0); sharded
+#                  mode is always --singledb, as Redis Cluster has one
 #   KVS            the kvs binary (default dist/kvs)
 set -u
 cd "$(dirname "$0")/.."
@@ -44,7 +45,7 @@ BUSPORT=$((PORT + 70))
 CLUSTER_FLAG=
 [ "$MODE" != sharded ] || CLUSTER_FLAG=--cluster-mode
 SINGLEDB_FLAG=--singledb
-[ "${SUITE_SINGLEDB:-yes}" != no ] || [ "$MODE" = sharded ] || SINGLEDB_FLAG=
+[ "${SUITE_SINGLEDB:-no}" != no ] || [ "$MODE" = sharded ] || SINGLEDB_FLAG=
 UNIT_TIMEOUT=${SUITE_TIMEOUT:-600}
 OUT=$top/dist/redis-suite
 SKIPFILE=$top/test/redis-suite.skip
