@@ -10,8 +10,8 @@ import (
 func init() {
 	registerCommands([]command{
 		{name: "copy", arity: -3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseCopy},
-		{name: "move", arity: 3, flags: wf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", level: 4, parse: parseMove},
-		{name: "swapdb", arity: 3, flags: wf, group: "server", level: 4, parse: parseSwapDB},
+		{name: "move", arity: 3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", level: 4, parse: parseMove},
+		{name: "swapdb", arity: 3, flags: wdf, group: "server", level: 4, parse: parseSwapDB},
 		{name: "object", arity: -2, flags: r, group: "generic", subs: "encoding freq help idletime refcount", run: runObject},
 	}...)
 	commandDocs["copy"] = [2]string{"Copies the value of a key to a new key.", "6.2.0"}
