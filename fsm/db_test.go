@@ -164,6 +164,9 @@ func TestEntryEncodingDB0Golden(t *testing.T) {
 	if Level(in[:1]) != 4 || Level([]Command{c(OpFlushAll).fl(FlagFlushDB)}) != 4 {
 		t.Error("a command of another database, or FLUSHDB, below level 4")
 	}
+	if Level([]Command{ExecCommand(nil, nil, in)}) != 4 || Level([]Command{ExecCommand(nil, nil, []Command{c(OpSet, "k", "v")})}) != 0 {
+		t.Error("a transaction's level does not follow its commands' databases")
+	}
 	list, err := DecodeCommands(AppendCommands(nil, in))
 	if err != nil || list[0].DB != 3 || list[1].DB != 0 {
 		t.Fatalf("command list: %+v %v", list, err)
