@@ -95,3 +95,43 @@ func splitQuoted(line string) []string {
 	}
 	return out
 }
+
+// TestDatabasesWatch checks WATCH in a database other than EXEC's, and
+// keys watched in two databases.
+func TestDatabasesWatch(t *testing.T) {
+	s := startServer(t, Config{})
+	c := dialRaw(t, s)
+	other := dialRaw(t, s)
+	for _, st := range []struct{ cmd, want string }{
+		{"SELECT 5", "+OK\r\n"},
+		{"WATCH w", "+OK\r\n"},
+		{"SELECT 6", "+OK\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET x 1", "+QUEUED\r\n"},
+		{"EXEC", "*1\r\n+OK\r\n"}, // w unchanged in database 5
+		{"SELECT 5", "+OK\r\n"},
+		{"WATCH w", "+OK\r\n"},
+		{"!SELECT 5", "+OK\r\n"},
+		{"!SET w changed", "+OK\r\n"},
+		{"SELECT 6", "+OK\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SET x 2", "+QUEUED\r\n"},
+		{"EXEC", "*-1\r\n"}, // w changed in database 5
+		{"WATCH a", "+OK\r\n"},
+		{"SELECT 7", "+OK\r\n"},
+		{"WATCH b", "+OK\r\n"}, // a second database: EXEC will not run
+		{"MULTI", "+OK\r\n"},
+		{"SET x 3", "+QUEUED\r\n"},
+		{"EXEC", "*-1\r\n"},
+		{"SELECT 6", "+OK\r\n"},
+		{"GET x", "$1\r\n1\r\n"},
+	} {
+		conn, cmd := c, st.cmd
+		if strings.HasPrefix(cmd, "!") {
+			conn, cmd = other, cmd[1:]
+		}
+		if got := conn.do(strings.Fields(cmd)...); got != st.want {
+			t.Errorf("%s: %q, want %q", st.cmd, got, st.want)
+		}
+	}
+}

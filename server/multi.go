@@ -219,11 +219,17 @@ func txWatch(c *client, id int, args [][]byte) bool {
 		}
 		key := append([]byte(nil), k...)
 		if len(c.watched) == 0 {
-			// The transaction's check runs in this database (kvs
-			// checks every watched key in the first WATCH's).
+			// The transaction's check runs in this database: kvs checks
+			// every watched key in the first WATCH's.
 			c.watchDB = c.db
 		}
 		seen, ok := c.grp.store.WatchKeyInDBServing(c.now, c.watchDB, key)
+		if c.db != c.watchDB {
+			// A key of another database than the first WATCH's cannot
+			// be checked: EXEC answers as if it changed, never running
+			// a transaction whose keys may have.
+			ok = false
+		}
 		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
