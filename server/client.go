@@ -258,6 +258,11 @@ type pendingReply struct {
 	// say how to make EXEC's reply of it (multi.go).
 	exec  bool
 	slots []execSlot
+	// dbBefore is, plus one, the connection's database before an EXEC
+	// whose queued SELECT changed it: a watched key that changed runs
+	// nothing, SELECT included, so the connection goes back to it (0:
+	// no SELECT changed it).
+	dbBefore int
 	// monitor are the MONITOR lines of an EXEC (its commands', then its
 	// own), shown once its outcome is known: only the last if a watched
 	// key changed and nothing ran.
@@ -877,6 +882,9 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			case p.exec:
 				if r.Kind != fsm.ReplyArray && len(p.monitor) > 0 {
 					p.monitor = p.monitor[len(p.monitor)-1:]
+				}
+				if r.Kind != fsm.ReplyArray && p.dbBefore > 0 {
+					c.selectDB(uint16(p.dbBefore - 1))
 				}
 				c.s.showMonitorLines(p.monitor)
 				c.out = c.appendExec(c.out, p.slots, r)

@@ -125,6 +125,19 @@ func TestDatabasesWatch(t *testing.T) {
 		{"EXEC", "*-1\r\n"},
 		{"SELECT 6", "+OK\r\n"},
 		{"GET x", "$1\r\n1\r\n"},
+		// A transaction that does not run leaves the database as it was,
+		// its queued SELECT included.
+		{"WATCH w", "+OK\r\n"},
+		{"!SELECT 6", "+OK\r\n"},
+		{"!SET w changed", "+OK\r\n"},
+		{"MULTI", "+OK\r\n"},
+		{"SELECT 9", "+QUEUED\r\n"},
+		{"EXEC", "*-1\r\n"},
+		{"GET x", "$1\r\n1\r\n"}, // still database 6
+		{"MULTI", "+OK\r\n"},
+		{"SELECT 9", "+QUEUED\r\n"},
+		{"EXEC", "*1\r\n+OK\r\n"},
+		{"GET x", "$-1\r\n"}, // database 9
 	} {
 		conn, cmd := c, st.cmd
 		if strings.HasPrefix(cmd, "!") {

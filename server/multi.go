@@ -292,6 +292,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
+	dbBefore := c.db
 	lines := c.execMonitorLines(m.queued, true, args)
 	start := len(c.execSlots)
 	slots, subs := c.planExec(m.queued)
@@ -315,7 +316,11 @@ func txExec(c *client, id int, args [][]byte) bool {
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
-	c.queue(pendingReply{cmd: id, exec: true, slots: slots, monitor: lines})
+	p := pendingReply{cmd: id, exec: true, slots: slots, monitor: lines}
+	if c.db != dbBefore {
+		p.dbBefore = int(dbBefore) + 1
+	}
+	c.queue(p)
 	return true
 }
 
