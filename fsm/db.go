@@ -119,9 +119,10 @@ func (s *Store) applyInDBLocked(now int64, c *Command) Reply {
 }
 
 // unlockRead releases the lock a read took: the shared one for database
-// 0, the exclusive one (switching back to database 0 first) for another.
+// 0, the exclusive one (switching back to database 0 first) for another,
+// or for a script that runs again under it (replyRetryExclusive).
 func (s *Store) unlockRead(scripts bool) {
-	if s.cur != 0 {
+	if s.cur != 0 || s.excl {
 		s.selectLocked(0)
 		s.unlock(true, scripts)
 		return
@@ -129,8 +130,18 @@ func (s *Store) unlockRead(scripts bool) {
 	s.unlock(false, scripts)
 }
 
-// readInDB is ReadRef of a command of a database other than 0, under the
-// exclusive lock (serving: as ReadServing, reporting false when a script
+// replyRetryExclusive is what a read-only script of database 0 that read
+// another database returns, run under the shared lock: the read runs
+// again under the exclusive lock (readInDB), where it may switch. Only
+// the store's read functions see it.
+var replyRetryExclusive = Reply{Kind: ReplyError, Str: "\x00kvs: run again under the exclusive lock"}
+
+func isRetryExclusive(r *Reply) bool {
+	return r.Kind == ReplyError && r.Str == replyRetryExclusive.Str
+}
+
+// readInDB is ReadRef of a command of a database other than 0 (or of a
+// script of database 0 that reads another), under the exclusive lock (serving: as ReadServing, reporting false when a script
 // turned busy while it waited).
 func (s *Store) readInDB(now int64, c *Command, whileBusy func(), serving bool) (Reply, bool) {
 	sp := s.checkRead(c)

@@ -224,9 +224,11 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	if cmd.DB != s.cur {
 		// A script that SELECTed another database: switching needs the
 		// exclusive lock, which a read-only script of database 0 does
-		// not hold.
+		// not hold. It stops, and runs again from the start under that
+		// lock (it wrote nothing).
 		if !s.excl {
-			return errorReply("ERR SELECT of another database in a read-only script of database 0 is not supported")
+			run.st.stop = errExclusive
+			return errorReply(ErrScriptKilled)
 		}
 		var rep Reply
 		s.inDBLocked(cmd.DB, func() { rep = s.readInsideLocked(run.now, cmd, !run.readOnly, run.met) })

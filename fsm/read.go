@@ -37,7 +37,11 @@ func (s *Store) ReadRef(now int64, c *Command) Reply {
 	sp := s.checkRead(c)
 	scripts := isScriptOp(c.Op)
 	s.lockWaiting(false, scripts)
-	return s.readHeld(now, c, sp, scripts, nil)
+	r := s.readHeld(now, c, sp, scripts, nil)
+	if scripts && isRetryExclusive(&r) {
+		r, _ = s.readInDB(now, c, nil, false)
+	}
+	return r
 }
 
 // checkRead returns the spec of the read c, panicking if c is no valid

@@ -201,7 +201,11 @@ func (s *Store) ReadServing(now int64, c *Command, whileBusy func()) (r Reply, o
 	if !s.lockServing(false, scripts) {
 		return Reply{}, false
 	}
-	return s.readHeld(now, c, sp, scripts, whileBusy), true
+	r = s.readHeld(now, c, sp, scripts, whileBusy)
+	if scripts && isRetryExclusive(&r) {
+		return s.readInDB(now, c, whileBusy, true)
+	}
+	return r, true
 }
 
 // ApplyServing is ApplyTo for memory mode's connections (entries of index

@@ -27,7 +27,8 @@ func TestDatabasesConnection(t *testing.T) {
 		{"SELECT 0", "+OK\r\n"},
 		{"EVAL \"redis.call('SELECT', 99) return 1\" 0", "-ERR DB index is out of range script: "},
 		{"GET k", "$-1\r\n"},
-		{"EVAL_RO \"redis.call('SELECT', 5) return redis.call('GET', 'k')\" 0", "-ERR SELECT of another database in a read-only script of database 0 is not supported"},
+		{"EVAL_RO \"local a = redis.call('GET', 'k') redis.call('SELECT', 5) return {a, redis.call('GET', 'k')}\" 0", "*2\r\n$-1\r\n$4\r\nfive\r\n"},
+		{"EVAL_RO \"redis.call('SELECT', 5) local ok, v = pcall(redis.call, 'GET', 'k') return v\" 0", "$4\r\nfive\r\n"},
 		{"SELECT 5", "+OK\r\n"},
 		{"RESET", "+RESET\r\n"},
 		{"GET k", "$-1\r\n"}, // RESET went back to database 0
@@ -39,6 +40,15 @@ func TestDatabasesConnection(t *testing.T) {
 		if !strings.HasPrefix(got, st.want) {
 			t.Errorf("%s: %q, want %q", st.cmd, got, st.want)
 		}
+	}
+
+	// A read-only function of database 0 reading another database.
+	lib := "#!lua name=dbs\nredis.register_function{function_name='in5', callback=function(keys, args) redis.call('SELECT', 5) return redis.call('GET', 'k') end, flags={'no-writes'}}"
+	if got := c2.do("FUNCTION", "LOAD", lib); got != "$3\r\ndbs\r\n" {
+		t.Fatalf("FUNCTION LOAD: %q", got)
+	}
+	if got := c2.do("FCALL_RO", "in5", "0"); got != "$4\r\nfive\r\n" {
+		t.Errorf("FCALL_RO in5 from database 0: %q", got)
 	}
 
 	// Keyspace channels and blocking pops name their database.
