@@ -31,7 +31,7 @@ func (g *cmdGen) db() string {
 }
 
 func (g *cmdGen) dbCommand() []string {
-	switch g.r.Intn(20) {
+	switch g.r.Intn(21) {
 	case 0, 1, 2, 3, 4, 5:
 		return []string{"SELECT", g.db()}
 	case 6, 7, 8:
@@ -58,6 +58,17 @@ func (g *cmdGen) dbCommand() []string {
 		return []string{"SCAN", "0", "COUNT", "100"}
 	case 18:
 		return []string{"RANDOMKEY"}
+	case 19:
+		// A script's SELECT is its own; its calls run in the database it
+		// chose, the caller's until then.
+		k := g.key()
+		switch g.r.Intn(3) {
+		case 0:
+			return []string{"EVAL", "local a = redis.call('GET', KEYS[1]) redis.call('SELECT', ARGV[1]) return {a, redis.call('GET', KEYS[1]), redis.call('TYPE', KEYS[1])}", "1", k, g.db()}
+		case 1:
+			return []string{"EVAL_RO", "redis.call('SELECT', ARGV[1]) return {redis.call('EXISTS', KEYS[1]), redis.call('TTL', KEYS[1])}", "1", k, g.db()}
+		}
+		return []string{"EVAL", "redis.call('SELECT', ARGV[1]) return redis.call('INCR', KEYS[1])", "1", k, g.db()}
 	}
 	return []string{"KEYS", "k*"}
 }
