@@ -220,3 +220,48 @@ func TestDBKeyNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabasesConcurrent reads database 0 and others while writes switch
+// databases: under -race, reads of database 0 (shared lock) never see the
+// store in another database.
+func TestDatabasesConcurrent(t *testing.T) {
+	s := NewStore()
+	s.Apply(0, 1, []Command{c(OpSet, "k", "zero"), c(OpSet, "k", "three").db(3)})
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 2000 {
+				switch g {
+				case 0:
+					if r := s.Read(1, c(OpGet, "k")); r.String() != bulk("zero").String() {
+						errs <- "db 0: " + r.String()
+						return
+					}
+				case 1:
+					if r := s.Read(1, c(OpGet, "k").db(3)); r.String() != bulk("three").String() {
+						errs <- "db 3: " + r.String()
+						return
+					}
+				case 2:
+					s.Apply(0, 1, []Command{c(OpSet, "x", itoa(i)).db(uint16(1 + i%5)), c(OpIncrBy, "n").i(1)})
+				case 3:
+					s.Apply(0, 1, []Command{c(OpMoveDB, "x").db(uint16(1 + i%5)).i(int64(6 + i%3))})
+					s.Read(1, c(OpDBSize).db(uint16(6+i%3)))
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	select {
+	case e := <-errs:
+		t.Fatal(e)
+	default:
+	}
+	if r := s.Read(1, c(OpGet, "n")); r.String() != bulk("2000").String() {
+		t.Errorf("INCR in database 0: %v", r)
+	}
+}
