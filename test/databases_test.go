@@ -159,3 +159,38 @@ func TestDatabasesShardedRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabasesClusterSnapshot has a follower that was down catch up from
+// the leader's snapshot, which must carry the databases other than 0.
+func TestDatabasesClusterSnapshot(t *testing.T) {
+	t.Parallel()
+	small := []string{"--raft-snapshot-entries", "64", "--raft-trailing-logs", "16", "--raft-snapshot-interval", "100ms"}
+	nodes := startCluster(t, 3, small...)
+	leader := waitLeader(t, nodes)
+	waitLevel(t, nodes...)
+	victim := followers(nodes, leader)[0]
+	victim.Stop()
+	ctx := testCtx(t)
+	c3 := newClient(t, leader, func(o *redis.Options) { o.DB = 3 })
+	// One at a time, each its own entry: more than raft keeps cached in
+	// front of its log, so the follower can catch up from a snapshot only.
+	for i := range 600 {
+		if err := retryLeaderChange(t, func() error { return c3.Set(ctx, fmt.Sprintf("k%d", i), i, 0).Err() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim.Start()
+	v3 := newClient(t, victim, func(o *redis.Options) { o.DB = 3 })
+	waitFor(t, "database 3 on the follower", func() error {
+		if v, err := v3.Get(ctx, "k599").Result(); err != nil || v != "599" {
+			return fmt.Errorf("GET k599 in db 3: %q %v", v, err)
+		}
+		if n, err := v3.DBSize(ctx).Result(); err != nil || n != 600 {
+			return fmt.Errorf("DBSIZE of db 3: %d %v", n, err)
+		}
+		return nil
+	})
+	if n, err := newClient(t, victim, nil).DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Errorf("DBSIZE of db 0 on the follower: %d %v", n, err)
+	}
+}
