@@ -174,11 +174,11 @@ func (s *Store) SetAccessTracking(t AccessTracking, now int64) {
 	cur := s.keys.acc
 	switch {
 	case t == TrackNone:
-		s.keys.acc = nil
+		s.setAccessTableLocked(nil)
 		return
 	case cur == nil || cur.lfu != (t == TrackLFU):
 		cur = newAccessTable(t, s.lfu)
-		s.keys.acc = cur
+		s.setAccessTableLocked(cur)
 		if cur.lfu {
 			return
 		}
@@ -191,6 +191,12 @@ func (s *Store) SetAccessTracking(t AccessTracking, now int64) {
 	for i := range cur.slots {
 		cur.slots[i].Store(fresh)
 	}
+}
+
+// setAccessTableLocked makes a the access records of every database.
+func (s *Store) setAccessTableLocked(a *accessTable) {
+	s.keys.acc = a
+	s.otherDBsLocked(func(_ uint16, d dbKeys) { d.keys.acc = a })
 }
 
 // tickLocked gives the records the clock reading of a read or an apply.

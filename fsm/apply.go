@@ -31,7 +31,7 @@ func (s *Store) ApplyTo(dst []Reply, index uint64, now int64, cmds []Command) []
 // signalled: keyspace events, keys ready for blocked clients, and the
 // expired keys its lookups met.
 func (s *Store) finishApply(scripts bool) {
-	s.bytesPub.Store(s.bytes)
+	s.bytesPub.Store(s.totalBytesLocked())
 	s.dirtyPub.Store(s.dirty)
 	ready, hook := s.takeReadyLocked()
 	events, notify := s.takeEventsLocked()
@@ -111,6 +111,9 @@ func (s *Store) applyEntryLocked(dst []Reply, index uint64, now int64, cmds []Co
 }
 
 func (s *Store) applyLocked(now int64, c *Command) Reply {
+	if c.DB != s.cur {
+		return s.applyInDBLocked(now, c)
+	}
 	sp := c.Op.spec()
 	if err := c.validate(sp == nil || !sp.checksItself); err != nil {
 		panic(err)

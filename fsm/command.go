@@ -167,7 +167,13 @@ const (
 // (WRONGTYPE, not an integer, overflow, no such key) are decided by Apply and
 // Read and returned as error replies.
 type Command struct {
-	Op     Op
+	Op Op
+	// DB is the numbered database (SELECT) the command runs in; 0 for
+	// every command of a store with one database, and for every command
+	// kvs wrote before databases. It sits in the padding after Op, so it
+	// costs no memory. A command of another database is encoded with an
+	// extra field (encoding.go) and needs cluster level 4 (level.go).
+	DB     uint16
 	Flags  Flags
 	Args   [][]byte
 	Int    int64

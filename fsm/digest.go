@@ -143,6 +143,21 @@ func keysDigest(ks *keyspace) ([20]byte, int64) {
 // RELOAD compares with the store the snapshot is loaded into.
 func (sn *Snapshot) Digest() ([20]byte, int64) { return keysDigest(sn.keys) }
 
+// DatabaseDigest is DEBUG DIGEST's dataset digest d with database db's
+// keys mixed in, as Redis's computeDatasetDigest goes over its databases:
+// the database's number, then the xor of its keys' digests (keys, of n
+// keys; a database without keys leaves d as it was).
+func DatabaseDigest(d [20]byte, db int, keys [20]byte, n int64) [20]byte {
+	if n == 0 {
+		return d
+	}
+	mixDigest(&d, []byte{byte(db >> 24), byte(db >> 16), byte(db >> 8), byte(db)})
+	for i := range d {
+		d[i] ^= keys[i]
+	}
+	return d
+}
+
 // DatasetDigest is DEBUG DIGEST's 20 bytes from the xor of the SHA-1 of
 // every key's digest and the number of keys (OpDebugDigest's replies, xored across a
 // node's stores): zero without keys, else database 0's number mixed in

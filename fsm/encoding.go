@@ -13,11 +13,14 @@ import (
 //	entry   = version:byte(2) now:varint count:uvarint command*count
 //	command = op:uvarint flags:uvarint fields:byte
 //	          [int:varint] [int2:varint] [float:8 bytes little-endian]
-//	          [float2:8 bytes little-endian]
+//	          [float2:8 bytes little-endian] [db:uvarint]
 //	          nargs:uvarint (len:uvarint bytes)*nargs
 //
 // fields has bit 0 set when Int is present, bit 1 for Int2, bit 2 for Float,
-// bit 3 for Float2; absent fields are zero, which keeps the common commands
+// bit 3 for Float2, bit 4 for DB (set only when DB is not 0: a command
+// of database 0 is encoded as it was before databases, byte for byte, and a
+// kvs from before databases refuses a command of another one by its unknown
+// field rather than misreading it); absent fields are zero, which keeps the common commands
 // (SET, DEL) to a few bytes of overhead. varint is zig-zag (encoding/binary's
 // Varint). flags fit 32 bits.
 //
@@ -37,6 +40,7 @@ const (
 	fieldInt2   = 1 << 1
 	fieldFloat  = 1 << 2
 	fieldFloat2 = 1 << 3
+	fieldDB     = 1 << 4
 )
 
 // ErrCorrupt is wrapped by every error DecodeEntry and Restore return for
@@ -74,6 +78,9 @@ func AppendCommands(dst []byte, cmds []Command) []byte {
 		if math.Float64bits(c.Float2) != 0 {
 			fields |= fieldFloat2
 		}
+		if c.DB != 0 {
+			fields |= fieldDB
+		}
 		dst = binary.AppendUvarint(dst, uint64(c.Op))
 		dst = binary.AppendUvarint(dst, uint64(c.Flags))
 		dst = append(dst, fields)
@@ -88,6 +95,9 @@ func AppendCommands(dst []byte, cmds []Command) []byte {
 		}
 		if fields&fieldFloat2 != 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Float2))
+		}
+		if fields&fieldDB != 0 {
+			dst = binary.AppendUvarint(dst, uint64(c.DB))
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(c.Args)))
 		for _, a := range c.Args {
@@ -116,6 +126,9 @@ func EntrySize(now int64, cmds []Command) int {
 		}
 		if math.Float64bits(c.Float2) != 0 {
 			n += 8
+		}
+		if c.DB != 0 {
+			n += uvarintLen(uint64(c.DB))
 		}
 		n += uvarintLen(uint64(len(c.Args)))
 		for _, a := range c.Args {
@@ -209,7 +222,7 @@ func (d *decoder) commandsInto(dst []Command, pool [][]byte, writesOnly bool) ([
 		}
 		c.Flags = Flags(flags)
 		fields := d.byte()
-		known := byte(fieldInt | fieldInt2 | fieldFloat | fieldFloat2)
+		known := byte(fieldInt | fieldInt2 | fieldFloat | fieldFloat2 | fieldDB)
 		if d.v1 {
 			known = fieldInt | fieldInt2 | fieldFloat
 		}
@@ -227,6 +240,13 @@ func (d *decoder) commandsInto(dst []Command, pool [][]byte, writesOnly bool) ([
 		}
 		if fields&fieldFloat2 != 0 {
 			c.Float2 = math.Float64frombits(d.uint64())
+		}
+		if fields&fieldDB != 0 {
+			db := d.uvarint()
+			if db == 0 || db > MaxDB {
+				d.fail("database out of range")
+			}
+			c.DB = uint16(db)
 		}
 		nargs := d.count(1)
 		if d.err != nil {

@@ -81,13 +81,21 @@ func (s *Store) Evictable(policy EvictPolicy) bool {
 }
 
 func (s *Store) evictableLocked(policy EvictPolicy) bool {
-	switch {
-	case policy == EvictNone:
+	if policy == EvictNone {
 		return false
-	case policy.volatile():
-		return s.keys.TTLs() > 0
 	}
-	return s.keys.Len() > 0
+	has := func(ks *keyspace) bool {
+		if policy.volatile() {
+			return ks.TTLs() > 0
+		}
+		return ks.Len() > 0
+	}
+	if has(s.keys) {
+		return true
+	}
+	found := false
+	s.otherDBsLocked(func(_ uint16, d dbKeys) { found = found || has(d.keys) })
+	return found
 }
 
 // EvictionCandidates returns keys (copies) to evict under policy until
@@ -101,6 +109,27 @@ func (s *Store) evictableLocked(policy EvictPolicy) bool {
 func (s *Store) EvictionCandidates(policy EvictPolicy, samples, limit int, free int64) ([][]byte, int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.evictionCandidatesLocked(policy, samples, limit, free)
+}
+
+// EvictionCandidatesInDB is EvictionCandidates among the keys of database
+// db (not 0), which OpEvict of that database deletes. Database 0's keys
+// are evicted first; the others' when it has none to give.
+func (s *Store) EvictionCandidatesInDB(db int, policy EvictPolicy, samples, limit int, free int64) ([][]byte, int64) {
+	if db <= 0 || db > MaxDB {
+		return nil, 0
+	}
+	s.lockRaw(true)
+	defer s.unlockRaw(true)
+	if s.dbLocked(uint16(db)).keys == nil {
+		return nil, 0
+	}
+	s.selectLocked(uint16(db))
+	defer s.selectLocked(0)
+	return s.evictionCandidatesLocked(policy, samples, limit, free)
+}
+
+func (s *Store) evictionCandidatesLocked(policy EvictPolicy, samples, limit int, free int64) ([][]byte, int64) {
 	var keys [][]byte
 	var freed int64
 	take := func(it *item) bool {

@@ -38,6 +38,8 @@ type expiredSink struct {
 // read or the applied batch, outside the store's lock, from the reading
 // or applying goroutine, and may propose writes to the store; the keys are
 // its to keep.
+//
+// A key of a database other than 0 is named by DBKey (SplitDBKey).
 func (s *Store) SetExpiredHook(fn func(keys [][]byte)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

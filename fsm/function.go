@@ -337,6 +337,8 @@ func (s *Store) runFunction(now int64, c *Command, shared bool, met *[][]byte, w
 	switch {
 	case run.exceeded():
 		return errorReply(ErrBudget)
+	case run.st.stop == errExclusive:
+		return replyRetryExclusive
 	case e != "" && run.st.killed():
 		// Killed while its library's top level ran again.
 		return errorReply(ErrScriptKilled)

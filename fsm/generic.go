@@ -18,7 +18,7 @@ func init() {
 	registerOp(OpExpireAt, opSpec{name: "EXPIREAT", write: true, args: 1, flags: FlagNX | FlagXX | FlagGT | FlagLT,
 		apply: func(s *Store, now int64, c *Command) Reply { return s.expireLocked(now, c.Args[0], c.Int, c.Flags) }})
 	registerOp(OpPersist, opSpec{name: "PERSIST", write: true, args: 1, apply: applyPersist})
-	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy, apply: applyFlushAll})
+	registerOp(OpFlushAll, opSpec{name: "FLUSHALL", write: true, args: 0, flags: FlagLazy | FlagFlushDB, apply: applyFlushAll})
 	registerOp(OpDelExpired, opSpec{name: "DELEXPIRED", write: true, args: argsAny, apply: applyDelExpired, keys: keysAll,
 		slotSkips: true})
 	registerOp(OpMetaSet, opSpec{name: "METASET", write: true, args: 2, apply: applyMetaSet, keys: keysNone,
@@ -101,8 +101,22 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 	return replyOne
 }
 
+// FlagFlushDB, on OpFlushAll: FLUSHDB, which empties the command's
+// database only; without it OpFlushAll empties every database (FLUSHALL,
+// and what FLUSHDB was when kvs had one database). It needs level 4.
+const FlagFlushDB Flags = 2
+
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	keys := int64(s.keys.Len() - s.hiddenLenLocked())
+	if c.Flags&FlagFlushDB == 0 {
+		s.otherDBsLocked(func(db uint16, d dbKeys) {
+			if d.keys.Len() == 0 {
+				return
+			}
+			keys += int64(d.keys.Len())
+			s.setDBLocked(db, dbKeys{keys: d.keys.emptied()})
+		})
+	}
 	if c.Flags&FlagLazy != 0 {
 		s.lazyFreed.Add(keys)
 	}

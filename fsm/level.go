@@ -23,6 +23,10 @@ package fsm
 // they keep to the cluster's level.
 const ApplyLevel = 4
 
+// dbLevel is the level of a command of a database other than 0 (its
+// encoding has a field no earlier kvs reads).
+const dbLevel = 4
+
 // Level is the level an entry holding cmds needs: the highest of its
 // ops', 0 for ops every kvs applies.
 func Level(cmds []Command) int {
@@ -33,6 +37,9 @@ func Level(cmds []Command) int {
 			continue
 		}
 		level = max(level, s.level)
+		if cmds[i].DB != 0 || (cmds[i].Op == OpFlushAll && cmds[i].Flags&FlagFlushDB != 0) {
+			level = max(level, dbLevel) // a database other than 0
+		}
 		if cmds[i].Op == OpCallLevel {
 			level = max(level, int(cmds[i].Int))
 		}

@@ -71,12 +71,27 @@ func (s *Store) signalReadyLocked(key []byte) {
 	if s.readyHook == nil {
 		return
 	}
+	if s.cur != 0 {
+		s.signalReadyNameLocked(DBKey(s.cur, string(key)))
+		return
+	}
 	for _, k := range s.ready {
 		if k == string(key) {
 			return
 		}
 	}
 	s.ready = append(s.ready, string(key))
+}
+
+// signalReadyNameLocked is signalReadyLocked of a key of another database
+// than 0, named by DBKey.
+func (s *Store) signalReadyNameLocked(name string) {
+	for _, k := range s.ready {
+		if k == name {
+			return
+		}
+	}
+	s.ready = append(s.ready, name)
 }
 
 // takeReadyLocked returns the keys signalled since the last call and the

@@ -68,7 +68,11 @@ type ParseContext struct {
 	// (calllevel.go): a parser answers a call of a command of a higher
 	// level as a command it does not know, as every replica of a kvs
 	// that does not know it answers.
-	Level   int
+	Level int
+	// DB is the database the script runs its calls in: the command's
+	// at its start. A parser's SELECT changes it for the rest of the
+	// script (and answers the call itself).
+	DB      uint16
 	Scratch any
 }
 
@@ -97,6 +101,7 @@ type scriptRun struct {
 	// oom and noReplicas are FlagScriptOOM and FlagScriptNoReplicas.
 	oom, noReplicas bool
 	cmd             Command // the command redis.call is running
+	db              uint16  // the database its calls run in (SELECT)
 	// st is what decides whether the run goes on: its budget, the busy
 	// threshold, a kill (script_state.go).
 	st scriptState
@@ -190,10 +195,13 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	// The command lives in the run, not on the heap a pointer to a local
 	// would put it on.
 	cmd := &run.cmd
+	run.pc.DB = run.db
 	*cmd, r, answered = s.parser(&run.pc, args)
+	run.db = run.pc.DB
 	if answered {
 		return r
 	}
+	cmd.DB = run.db
 	sp := cmd.Op.spec()
 	if sp == nil {
 		return errorReply("ERR This Redis command is not allowed from script")
@@ -212,6 +220,19 @@ func (s *Store) callLocked(run *scriptRun, args [][]byte) Reply {
 	}
 	if err := cmd.Validate(); err != nil {
 		panic(err)
+	}
+	if cmd.DB != s.cur {
+		// A script that SELECTed another database: switching needs the
+		// exclusive lock, which a read-only script of database 0 does
+		// not hold. It stops, and runs again from the start under that
+		// lock (it wrote nothing).
+		if !s.excl {
+			run.st.stop = errExclusive
+			return errorReply(ErrScriptKilled)
+		}
+		var rep Reply
+		s.inDBLocked(cmd.DB, func() { rep = s.readInsideLocked(run.now, cmd, !run.readOnly, run.met) })
+		return rep
 	}
 	return s.readInsideLocked(run.now, cmd, !run.readOnly, run.met)
 }
@@ -257,7 +278,7 @@ func (vm *luaVM) newRun(s *Store, now int64, readOnly bool, name string, seed ui
 	pc := vm.run.pc
 	vm.pcg.Seed(seed, 0x5c1a)
 	vm.run = scriptRun{s: s, now: now, readOnly: readOnly, rnd: vm.rnd,
-		pc: ParseContext{Scratch: pc.Scratch}, budgetStop: "-" + ErrBudget}
+		pc: ParseContext{Scratch: pc.Scratch}, budgetStop: "-" + ErrBudget, db: s.cur}
 	vm.run.st.begin(s, name, readOnly, maxInstr)
 	return &vm.run
 }

@@ -286,7 +286,11 @@ func applyExec(s *Store, now int64, c *Command) Reply {
 		if sp.write {
 			out[i] = s.applyLocked(now, sub)
 		} else {
-			out[i] = s.readInsideLocked(now, sub, true, &s.expired.met)
+			if sub.DB != s.cur {
+				s.inDBLocked(sub.DB, func() { out[i] = s.readInsideLocked(now, sub, true, &s.expired.met) })
+			} else {
+				out[i] = s.readInsideLocked(now, sub, true, &s.expired.met)
+			}
 		}
 	}
 	// The replies of reads alias the store's immutable memory, and those

@@ -54,6 +54,7 @@ type Event struct {
 	Class NotifyClass
 	Name  string
 	Key   string
+	DB    int // the database of the key (__keyspace@<db>__)
 }
 
 // notifier is the Store's notification state.
@@ -104,7 +105,7 @@ func (s *Store) notifyLocked(class NotifyClass, event string, key []byte) {
 	if NotifyClass(s.notify.classes.Load())&class == 0 || s.notify.hook == nil {
 		return
 	}
-	s.notify.events = append(s.notify.events, Event{Class: class, Name: event, Key: string(key)})
+	s.notify.events = append(s.notify.events, Event{Class: class, Name: event, Key: string(key), DB: int(s.cur)})
 }
 
 // takeEventsLocked returns the events recorded since the last call and the
@@ -193,8 +194,8 @@ func targets(c *Command) keyRange {
 		return keyRange{0, 2, len(c.Args)}
 	case OpLMove, OpSMove, OpCopy, OpRename, OpRenameNX, OpSortStore:
 		return keyRange{1, 0, 0}
-	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll:
-		return noKeys
+	case OpDel, OpDelExpired, OpEvict, OpMetaSet, OpFlushAll, OpMoveDB, OpSwapDB, OpCopyDB:
+		return noKeys // (the ops across databases announce their own)
 	case OpGeoSearchStore:
 		return keyRange{0, 0, 0}
 	}
@@ -244,6 +245,7 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	OpGetDel:      argsFrom(0, 0),
 	OpGetEx:       argsFrom(0, 0),
 	OpCopy:        argsFrom(0, 0),
+	OpCopyDB:      argsFrom(0, 0),
 	OpSortStore:   argsFrom(0, 0),
 	OpZRangeStore: argsFrom(1, 0),
 	OpSInterStore: argsFrom(1, 1),
@@ -399,7 +401,7 @@ func alwaysNew(c *Command, r *Reply) bool {
 // insertNewLocked inserts the "new" event of key before the first of the
 // op's events (from n1) that names it; RENAME's before all of them.
 func (s *Store) insertNewLocked(n1 int, c *Command, key []byte) {
-	ev := Event{Class: NotifyNew, Name: "new", Key: string(key)}
+	ev := Event{Class: NotifyNew, Name: "new", Key: string(key), DB: int(s.cur)}
 	at := len(s.notify.events)
 	if c.Op == OpRename || c.Op == OpRenameNX {
 		at = n1

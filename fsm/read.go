@@ -15,7 +15,7 @@ import (
 // Read panics on a command that fails Validate or is a write: the server
 // built it, so that is a bug.
 func (s *Store) Read(now int64, c Command) Reply {
-	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
+	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 && c.DB == 0 {
 		return s.get(now, c.Args[0])
 	}
 	cp := new(Command)
@@ -27,13 +27,21 @@ func (s *Store) Read(now int64, c Command) Reply {
 // heap (a batch, a connection's state): the op table's read functions take
 // a pointer, which escapes, so Read by value allocates a copy.
 func (s *Store) ReadRef(now int64, c *Command) Reply {
+	if c.DB != 0 {
+		r, _ := s.readInDB(now, c, nil, false)
+		return r
+	}
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		return s.get(now, c.Args[0])
 	}
 	sp := s.checkRead(c)
 	scripts := isScriptOp(c.Op)
 	s.lockWaiting(false, scripts)
-	return s.readHeld(now, c, sp, scripts, nil)
+	r := s.readHeld(now, c, sp, scripts, nil)
+	if scripts && isRetryExclusive(&r) {
+		r, _ = s.readInDB(now, c, nil, false)
+	}
+	return r
 }
 
 // checkRead returns the spec of the read c, panicking if c is no valid
@@ -55,7 +63,7 @@ func (s *Store) checkRead(c *Command) *opSpec {
 func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileBusy func()) Reply {
 	if s.slots != nil {
 		if r, refused := s.refusedLocked(c); refused {
-			s.unlock(false, scripts)
+			s.unlockRead(scripts)
 			return r
 		}
 	}
@@ -76,9 +84,15 @@ func (s *Store) readHeld(now int64, c *Command, sp *opSpec, scripts bool, whileB
 	var expired func([][]byte)
 	if len(met) > 0 {
 		expired = s.expired.hook
+		if s.cur != 0 {
+			// The hook names another database's keys by DBKey.
+			for i := range met {
+				met[i] = []byte(DBKey(s.cur, string(met[i])))
+			}
+		}
 	}
 	misses, hook := s.readMissesLocked(now, c)
-	s.unlock(false, scripts)
+	s.unlockRead(scripts)
 	// Redis announces a key's expiry before the miss its lookup then is.
 	if expired != nil {
 		expired(met)
@@ -112,7 +126,7 @@ func (s *Store) readMissesLocked(now int64, c *Command) ([]Event, func([]Event))
 	}
 	var ev []Event
 	s.missesLocked(now, c, func(key []byte) {
-		ev = append(ev, Event{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key)})
+		ev = append(ev, Event{Class: NotifyKeyMiss, Name: "keymiss", Key: string(key), DB: int(s.cur)})
 	})
 	if len(ev) == 0 {
 		return nil, nil

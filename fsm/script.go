@@ -270,6 +270,9 @@ func (s *Store) eval(now int64, c *Command, read bool, met *[][]byte, whileBusy 
 	if run.exceeded() {
 		return errorReply(ErrBudget)
 	}
+	if run.st.stop == errExclusive {
+		return replyRetryExclusive
+	}
 	return replyFromRESP(out)
 }
 

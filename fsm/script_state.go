@@ -73,6 +73,10 @@ const (
 var (
 	errKilled = errors.New("script killed")
 	errBudget = errors.New("script instruction budget exceeded")
+	// errExclusive stops a read-only script of database 0, run under the
+	// shared lock, that reads another database: it runs again under the
+	// exclusive lock (db.go, retryExclusive).
+	errExclusive = errors.New("script reads another database")
 )
 
 // errKilledText is what a killed run raises, as Redis's count hook does:

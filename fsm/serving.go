@@ -65,6 +65,7 @@ func isScriptOp(op Op) bool {
 func (s *Store) lockRaw(write bool) {
 	if write {
 		s.mu.Lock()
+		s.excl = true
 	} else {
 		s.mu.RLock()
 	}
@@ -72,6 +73,7 @@ func (s *Store) lockRaw(write bool) {
 
 func (s *Store) unlockRaw(write bool) {
 	if write {
+		s.excl = false
 		s.mu.Unlock()
 	} else {
 		s.mu.RUnlock()
@@ -112,7 +114,11 @@ func (s *Store) lockServing(write, scripts bool) bool {
 		s.enterScripts()
 		self = 1
 	}
-	if write && s.mu.TryLock() || !write && s.mu.TryRLock() {
+	if write && s.mu.TryLock() {
+		s.excl = true
+		return true
+	}
+	if !write && s.mu.TryRLock() {
 		return true
 	}
 	s.gate.plain.Add(1)
@@ -181,6 +187,9 @@ func (h *lockHandoff) take(s *Store, write bool) {
 // this goroutine and with the lock held: the caller answers its other
 // clients there, and must not call the store.
 func (s *Store) ReadServing(now int64, c *Command, whileBusy func()) (r Reply, ok bool) {
+	if c.DB != 0 {
+		return s.readInDB(now, c, whileBusy, true)
+	}
 	if c.Op == OpGet && len(c.Args) == 1 && c.Flags == 0 {
 		if !s.lockServing(false, false) {
 			return Reply{}, false
@@ -192,7 +201,11 @@ func (s *Store) ReadServing(now int64, c *Command, whileBusy func()) (r Reply, o
 	if !s.lockServing(false, scripts) {
 		return Reply{}, false
 	}
-	return s.readHeld(now, c, sp, scripts, whileBusy), true
+	r = s.readHeld(now, c, sp, scripts, whileBusy)
+	if scripts && isRetryExclusive(&r) {
+		return s.readInDB(now, c, whileBusy, true)
+	}
+	return r, true
 }
 
 // ApplyServing is ApplyTo for memory mode's connections (entries of index
@@ -249,7 +262,7 @@ func (s *Store) SetLimitsServing(l Limits) bool {
 	if !s.lockServing(true, false) {
 		return false
 	}
-	defer s.mu.Unlock()
+	defer s.unlockRaw(true)
 	s.setLimitsLocked(l)
 	return true
 }
@@ -260,7 +273,7 @@ func (s *Store) SnapshotServing() *Snapshot {
 	if !s.lockServing(true, false) {
 		return nil
 	}
-	defer s.mu.Unlock()
+	defer s.unlockRaw(true)
 	return s.snapshotLocked()
 }
 

@@ -23,6 +23,16 @@ import (
 //	versions = writes:uvarint deleted:buckets written:buckets
 //	buckets  = count:uvarint (bucket:uvarint version:uvarint)*count
 //	record   = kind:byte keylen:uvarint key deadline:varint version:uvarint value
+//	         | 0xFF db:uvarint versions
+//
+// The records of database 0 come first; a record of kind 0xFF starts the
+// records of database db (above the previous one's, never 0), with its
+// versions, and is written only for a database other than 0 that holds
+// keys, so a store that never used another database writes what kvs wrote
+// before databases, and a kvs from before them refuses the snapshot of one
+// that did (an unknown type) rather than losing its keys. The order of
+// keys below holds within each database; the count counts these records
+// too.
 //
 // versions and each record's version are what WATCH compares (multi.go):
 // the store's write counter, the non-zero entries of the records of
@@ -80,8 +90,18 @@ type Snapshot struct {
 	acl   map[string]string // likewise
 	aclW  bool              // an OpACLSet was ever applied
 	slots *slotTable        // a frozen copy of the store's
-	keys  *keyspace         // nil after Release
+	keys  *keyspace         // database 0's; nil after Release
+	dbs   []snapDB          // the other databases holding keys, ascending
 }
+
+// snapDB is a database other than 0 in a snapshot.
+type snapDB struct {
+	db   uint16
+	keys *keyspace
+}
+
+// recordDB is the kind byte of a snapshot record that starts a database.
+const recordDB = 0xFF
 
 // Snapshot returns a point-in-time view of the store, including its
 // AppliedIndex.
@@ -94,8 +114,14 @@ func (s *Store) Snapshot() *Snapshot {
 func (s *Store) snapshotLocked() *Snapshot {
 	// Copy starts a new copy-on-write generation, hence the exclusive
 	// lock; it copies one array of tree pointers, whatever the key count.
-	return &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, slots: s.slots.frozen(),
+	sn := &Snapshot{index: s.applied, meta: s.meta, acl: s.acl, aclW: s.aclWritten, slots: s.slots.frozen(),
 		keys: s.keys.Copy()}
+	s.otherDBsLocked(func(db uint16, d dbKeys) {
+		if d.keys.Len() > 0 {
+			sn.dbs = append(sn.dbs, snapDB{db: db, keys: d.keys.Copy()})
+		}
+	})
+	return sn
 }
 
 // Index returns the AppliedIndex the snapshot was taken at.
@@ -113,11 +139,15 @@ func (sn *Snapshot) Len() int {
 	if sn.keys == nil {
 		return 0
 	}
-	return sn.keys.Len()
+	n := sn.keys.Len()
+	for _, d := range sn.dbs {
+		n += d.keys.Len()
+	}
+	return n
 }
 
 // Release drops the snapshot's view. WriteTo fails after it.
-func (sn *Snapshot) Release() { sn.keys, sn.meta, sn.acl, sn.slots = nil, nil, nil, nil }
+func (sn *Snapshot) Release() { sn.keys, sn.dbs, sn.meta, sn.acl, sn.slots = nil, nil, nil, nil, nil }
 
 var errReleased = errors.New("fsm: snapshot already released")
 
@@ -154,16 +184,27 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if version == snapshotVersion {
 		buf = appendSlots(buf, sn.slots, cw)
 	}
-	buf = binary.AppendUvarint(buf, uint64(sn.keys.Len()))
+	count := sn.keys.Len()
+	for _, d := range sn.dbs {
+		count += 1 + d.keys.Len()
+	}
+	buf = binary.AppendUvarint(buf, uint64(count))
 	sw := &snapWriter{cw: cw, buf: buf}
-	sn.keys.Scan(func(it item) bool {
+	record := func(it item) bool {
 		sw.buf = append(sw.buf, byte(it.kind))
 		sw.string(it.key)
 		sw.varint(it.exp)
 		sw.uvarint(it.version())
 		kindTable[it.kind].write(sw, &it)
 		return sw.ok()
-	})
+	}
+	sn.keys.Scan(record)
+	for _, d := range sn.dbs {
+		sw.buf = append(sw.buf, recordDB)
+		sw.uvarint(uint64(d.db))
+		sw.buf = appendVersions(sw.buf, &d.keys.vers)
+		d.keys.Scan(record)
+	}
 	buf = sw.buf
 	cw.write(buf)
 	cw.w.Write(binary.LittleEndian.AppendUint32(nil, cw.crc))
@@ -209,12 +250,13 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 		return 0, err
 	}
 	s.mu.Lock()
-	next.keys.acc = s.keys.acc
-	next.keys.mods = s.keys.mods
-	s.keys, s.bytes, s.applied = next.keys, next.bytes, index
+	acc, mods := s.keys.acc, s.keys.mods
+	s.keys, s.bytes, s.dbs, s.applied = next.keys, next.bytes, next.dbs, index
+	s.setAccessTableLocked(acc)
+	s.setModsLocked(mods)
 	s.flushedLocked()
-	mods, modHook := s.takeModifiedLocked()
-	s.bytesPub.Store(s.bytes)
+	modBatch, modHook := s.takeModifiedLocked()
+	s.bytesPub.Store(s.totalBytesLocked())
 	s.setMetaMapLocked(next.meta)
 	s.aclWritten = next.aclWritten
 	s.setACLLocked(next.acl)
@@ -223,7 +265,7 @@ func (s *Store) Restore(r io.Reader) (uint64, error) {
 	metaChanged := s.takeMetaChangedLocked()
 	s.mu.Unlock()
 	if modHook != nil {
-		mods.give(modHook)
+		modBatch.give(modHook)
 	}
 	if metaChanged != nil {
 		metaChanged()
@@ -266,9 +308,24 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 	}
 	count := sr.uvarint()
 	var prev item
+	first := true // the next record is the first of its database
 	for i := uint64(0); i < count && sr.err == nil; i++ {
 		start := sr.off
 		k := kind(sr.byte())
+		if k == recordDB && sr.err == nil && v >= snapshotVersionV5 {
+			db := sr.uvarint()
+			vers := sr.versions()
+			if sr.err != nil {
+				return nil, 0, fmt.Errorf("%w, in record %d of %d (starting at byte %d)", sr.err, i, count, start)
+			}
+			if db == 0 || db > MaxDB || uint16(db) <= st.cur {
+				return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: database %d out of order", ErrCorrupt, i, count, start, db)
+			}
+			st.selectLocked(uint16(db))
+			st.keys.vers = vers
+			first = true
+			continue
+		}
 		if sr.err == nil && (int(k) >= len(kindTable) || kindTable[k].name == "" || (legacy && k != kindString)) {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: unknown type %d", ErrCorrupt, i, count, start, k)
 		}
@@ -302,7 +359,7 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 		if exp < 0 {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: negative deadline", ErrCorrupt, i, count, start)
 		}
-		if i > 0 && !less(prev, it) {
+		if !first && !less(prev, it) {
 			return nil, 0, fmt.Errorf("%w: snapshot record %d of %d at byte %d: key %q out of order", ErrCorrupt, i, count, start, it.key)
 		}
 		if legacy {
@@ -311,8 +368,9 @@ func readSnapshot(r io.Reader) (*Store, uint64, error) {
 			st.keys.Load(it) // in order: appends without searching
 		}
 		st.bytes += it.size()
-		prev = it
+		prev, first = it, false
 	}
+	st.selectLocked(0)
 	if sr.err != nil {
 		return nil, 0, fmt.Errorf("%w, in the record count at byte %d", sr.err, sr.off)
 	}

@@ -174,8 +174,13 @@ type Store struct {
 	// for a whole batch; Read and Stats hold it shared; Snapshot holds it
 	// exclusively only to copy the tree's root.
 	mu sync.RWMutex
-	// keys is the keyspace, and its TTL index (keyspace.go).
+	// keys is the current database's keyspace, and its TTL index
+	// (keyspace.go); cur is its number, and dbs the other databases
+	// (db.go). At rest cur is 0.
 	keys      *keyspace
+	cur       uint16
+	excl      bool // the lock is held exclusively (set and read by its holder)
+	dbs       []dbKeys
 	bytes     int64                  // sum of item.size() over keys
 	bytesPub  atomic.Int64           // bytes as of the last apply, for readers without the lock
 	applied   uint64                 // index of the last applied entry
@@ -272,7 +277,7 @@ func (s *Store) statsLocked(now int64) Stats {
 	st := Stats{
 		Keys:    s.keys.Len() - dead,
 		Expires: s.keys.TTLs() - dead,
-		Bytes:   s.bytes,
+		Bytes:   s.totalBytesLocked(),
 	}
 	if s.slots != nil {
 		// Keys of slots not served are not keys of the store's (their

@@ -38,8 +38,16 @@ type ModifiedHook func(keys, deleted []string, flushed bool)
 func (s *Store) SetModifiedHook(fn ModifiedHook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keys.mods = &s.mods
+	s.setModsLocked(&s.mods)
 	s.mods.hook = fn
+}
+
+// setModsLocked has every database's keyspace record its changed keys in
+// m: client-side caching knows keys by name, whatever their database, as
+// Redis's tracking table does.
+func (s *Store) setModsLocked(m *modified) {
+	s.keys.mods = m
+	s.otherDBsLocked(func(_ uint16, d dbKeys) { d.keys.mods = m })
 }
 
 // SetTracking says whether changed keys are recorded for the hook: while

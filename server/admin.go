@@ -41,17 +41,62 @@ func runQuit(c *client, args [][]byte) {
 	c.quit = true
 }
 
-// runSelect accepts database 0 only: kvs has one keyspace ("databases 1").
+// runSelect is SELECT db: the database the connection's commands name
+// from now on. A cluster of several groups has database 0 alone, as
+// Redis Cluster has.
 func runSelect(c *client, args [][]byte) {
-	n, ok := parseInt(args[1])
+	n, e := dbIndex(args[1])
 	switch {
-	case !ok:
-		c.out = appendError(c.out, errNotInteger)
-	case n != 0:
+	case e != "":
+		c.out = appendError(c.out, e)
+	case n != 0 && c.s.router.sharded():
+		c.out = appendError(c.out, "ERR SELECT is not allowed in cluster mode")
+	case !c.s.validDB(n):
 		c.out = appendError(c.out, errDBIndex)
 	default:
+		c.selectDB(uint16(n))
 		c.out = appendStatus(c.out, "OK")
 	}
+}
+
+// parseDBIndex parses a database number as Redis's getIntFromObject
+// does: an integer that fits 32 bits.
+func parseDBIndex(b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	return n, ok && n == int64(int32(n))
+}
+
+// dbIndex is parseDBIndex with Redis's error (getIntFromObjectOrReply's
+// two texts).
+func dbIndex(b []byte) (int64, string) {
+	n, ok := parseInt(b)
+	switch {
+	case !ok:
+		return 0, errNotInteger
+	case n != int64(int32(n)):
+		return 0, errIntRange
+	}
+	return n, ""
+}
+
+// validDB reports whether n names one of the server's databases.
+func (s *Server) validDB(n int64) bool { return n >= 0 && n < int64(s.databases()) }
+
+// databases is the number of databases (the databases parameter).
+func (s *Server) databases() int {
+	if s.cfg.Databases <= 0 {
+		return DefaultDatabases
+	}
+	return min(s.cfg.Databases, fsm.MaxDB+1)
+}
+
+// DefaultDatabases is Redis's default of the databases parameter.
+const DefaultDatabases = 16
+
+// selectDB makes n the connection's database.
+func (c *client) selectDB(n uint16) {
+	c.db = n
+	c.dbPub.Store(uint32(n))
 }
 
 // runHello answers HELLO [protover [AUTH user pass] [SETNAME name]] and
@@ -343,7 +388,7 @@ func (c *client) describe(now time.Time, self bool) string {
 	b.WriteString(" name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle/time.Second), 10))
-	b.WriteString(" flags=" + c.clientFlags() + " db=0")
+	b.WriteString(" flags=" + c.clientFlags() + " db=" + strconv.Itoa(int(c.dbPub.Load())))
 	b.WriteString(" sub=" + strconv.Itoa(int(c.subCounts[subChannel].Load())))
 	b.WriteString(" psub=" + strconv.Itoa(int(c.subCounts[subPattern].Load())))
 	b.WriteString(" ssub=" + strconv.Itoa(int(c.subCounts[subShard].Load())))

@@ -205,12 +205,12 @@ type blockRegistry struct {
 
 // waitedOn reports whether a client waits on one of the keys a command's
 // finder finds in its arguments args.
-func (br *blockRegistry) waitedOn(keys cmdspec.KeyFinder, args [][]byte) bool {
+func (br *blockRegistry) waitedOn(keys cmdspec.KeyFinder, args [][]byte, db uint16) bool {
 	found := keys.Find(args, nil)
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	for _, k := range found {
-		if _, ok := br.keys[string(args[k.Pos])]; ok {
+		if _, ok := br.keys[fsm.DBKey(db, string(args[k.Pos]))]; ok {
 			return true
 		}
 	}
@@ -645,6 +645,7 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			c.replyError(id, false, e)
 			return true
 		}
+		req.cmd.DB = c.db
 		if !c.inOrder() {
 			// Its first try waits for the commands that arrived before it
 			// on other loops (order.go): Redis serves clients blocked on
@@ -652,9 +653,12 @@ func (c *client) executeBlocking(cmd *command, id int, args [][]byte) bool {
 			// arrived first may yet block on another loop.
 			return false
 		}
-		w := &waiter{c: c, req: req, dst: string(req.dst), state: waitTrying}
+		w := &waiter{c: c, req: req, dst: fsm.DBKey(c.db, string(req.dst)), state: waitTrying}
+		if len(req.dst) == 0 {
+			w.dst = ""
+		}
 		for _, k := range req.keys {
-			w.keys = append(w.keys, string(k))
+			w.keys = append(w.keys, fsm.DBKey(c.db, string(k)))
 		}
 		if req.timeout > 0 {
 			w.deadline = time.Now().Add(req.timeout)
@@ -899,7 +903,7 @@ func servedKey(b *blockState, r *fsm.Reply) string {
 	case b.key != "":
 		return b.key
 	case r.Kind == fsm.ReplyArray && len(r.Array) > 0 && r.Array[0].Kind == fsm.ReplyBulk:
-		return string(r.Array[0].Bulk)
+		return fsm.DBKey(b.cmd.DB, string(r.Array[0].Bulk))
 	case len(b.w.keys) > 0:
 		return b.w.keys[0]
 	}
@@ -918,7 +922,7 @@ func (c *client) nextTry(b *blockState) bool {
 	switch {
 	case try:
 		b.key = key
-		b.cmd = b.w.req.retry(b.w.req.cmd, []byte(key))
+		b.cmd = b.w.req.retry(b.w.req.cmd, []byte(fsm.KeyOfDBKey(b.w.req.cmd.DB, key)))
 		return true
 	case done:
 		c.finishBlocking(&reply, "")

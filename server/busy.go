@@ -75,6 +75,7 @@ func (c *client) proposeServing(dst []fsm.Reply, cmds []fsm.Command) ([]fsm.Repl
 // makes, at the clock's reading: BUSY if a script turned busy while it
 // waited for the store.
 func (c *client) readNow(cmd fsm.Command) {
+	cmd.DB = c.db
 	c.readCmd = cmd
 	r, ok := c.grp.store.ReadServing(time.Now().UnixMilli(), &c.readCmd, nil)
 	c.readCmd = fsm.Command{}

@@ -40,6 +40,12 @@ type client struct {
 	quit  bool
 	// repl is what REPLCONF told about the connection (rdbsync.go).
 	repl replConf
+	// db is the database SELECT chose, which every command the client
+	// makes names (fsm.Command.DB); dbPub is it for CLIENT LIST.
+	db    uint16
+	dbPub atomic.Uint32
+	// watchDB is the database of the keys WATCH saw (the first WATCH's).
+	watchDB uint16
 
 	// ps is the connection's subscriptions and the output messages take,
 	// from its first SUBSCRIBE on (pubsub.go).
@@ -258,6 +264,11 @@ type pendingReply struct {
 	// say how to make EXEC's reply of it (multi.go).
 	exec  bool
 	slots []execSlot
+	// dbBefore is, plus one, the connection's database before an EXEC
+	// whose queued SELECT changed it: a watched key that changed runs
+	// nothing, SELECT included, so the connection goes back to it (0:
+	// no SELECT changed it).
+	dbBefore int
 	// monitor are the MONITOR lines of an EXEC (its commands', then its
 	// own), shown once its outcome is known: only the last if a watched
 	// key changed and nothing ran.
@@ -487,7 +498,7 @@ func (c *client) executeOne(args [][]byte) bool {
 	if c.s.monitoring.Load() != 0 && !c.peer && !c.monitored && cmd.name != "exec" {
 		// EXEC shows its transaction's commands, then itself, once they
 		// have run (execMonitorLines).
-		c.s.feedMonitors(c.addr, spec, args)
+		c.s.feedMonitors(c.addr, c.db, spec, args)
 		c.monitored = true
 	}
 	if cmd.block != nil {
@@ -526,6 +537,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		c.replyError(id, false, e)
 		return true
 	}
+	fc.DB = c.db
 	if len(c.batch) > 0 && c.batchGrp != c.grp {
 		// A batch goes to one group: the one before goes first.
 		if c.proposeBatch() {
@@ -554,7 +566,7 @@ func (c *client) executeOne(args [][]byte) bool {
 		return true
 	}
 	if fc.Op.IsWrite() {
-		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.keys, args) {
+		if c.s.blocked.keyed.Load() > 0 && c.s.blocked.waitedOn(spec.keys, args, c.db) {
 			// A write that may serve blocked clients first waits for what
 			// arrived before it on other loops (order.go), as a
 			// transaction that watches the key a BLMOVE pushes to: in
@@ -896,6 +908,9 @@ func (c *client) answerBatch(replies []fsm.Reply, err error) {
 			case p.exec:
 				if r.Kind != fsm.ReplyArray && len(p.monitor) > 0 {
 					p.monitor = p.monitor[len(p.monitor)-1:]
+				}
+				if r.Kind != fsm.ReplyArray && p.dbBefore > 0 {
+					c.selectDB(uint16(p.dbBefore - 1))
 				}
 				c.s.showMonitorLines(p.monitor)
 				c.out = c.appendExec(c.out, p.slots, r)

@@ -61,7 +61,7 @@ func TestBitCommandsParse(t *testing.T) {
 		{[]string{"COPY", "a", "a", "bogus"}, "-" + errSyntax + "\r\n"},
 		{[]string{"COPY", "a", "z", "db"}, "-" + errSyntax + "\r\n"},
 		{[]string{"COPY", "a", "z", "db", "x"}, "-" + errNotInteger + "\r\n"},
-		{[]string{"COPY", "a", "z", "db", "1"}, "-" + errDBIndex + "\r\n"},
+		{[]string{"COPY", "a", "z", "db", "16"}, "-" + errDBIndex + "\r\n"},
 		{[]string{"COPY", "a", "z", "DB", "0", "REPLACE"}, ":1\r\n"},
 		{[]string{"OBJECT", "ENCODING", "z"}, "$6\r\nembstr\r\n"},
 		{[]string{"OBJECT", "ENCODING", "b"}, "$3\r\nraw\r\n"},

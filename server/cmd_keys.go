@@ -165,8 +165,9 @@ func parseDBSize(c *client, args [][]byte) (fsm.Command, string) {
 	return fsm.Command{Op: fsm.OpDBSize}, ""
 }
 
-// parseFlush parses FLUSHDB and FLUSHALL [ASYNC|SYNC]; with one database
-// both empty the whole keyspace, and the mode changes nothing visible.
+// parseFlush parses FLUSHDB and FLUSHALL [ASYNC|SYNC]; the mode changes
+// nothing visible. FLUSHDB empties the client's database (FlagFlushDB);
+// a cluster of several groups has database 0 alone, where it is FLUSHALL.
 func parseFlush(c *client, args [][]byte) (fsm.Command, string) {
 	if len(args) > 2 || (len(args) == 2 && !is(args[1], "async") && !is(args[1], "sync")) {
 		return fsm.Command{}, errSyntax
@@ -175,5 +176,44 @@ func parseFlush(c *client, args [][]byte) (fsm.Command, string) {
 	if len(args) == 2 && is(args[1], "async") {
 		f = fsm.FlagLazy
 	}
+	if is(args[0], "flushdb") && !c.s.router.sharded() {
+		f |= fsm.FlagFlushDB
+	}
 	return fsm.Command{Op: fsm.OpFlushAll, Flags: f}, ""
+}
+
+// parseMove parses MOVE key db, with Redis's checks in its order.
+func parseMove(c *client, args [][]byte) (fsm.Command, string) {
+	if c.s.router.sharded() {
+		return fsm.Command{}, "ERR MOVE is not allowed in cluster mode"
+	}
+	db, e := dbIndex(args[2])
+	switch {
+	case e != "":
+		return fsm.Command{}, e
+	case !c.s.validDB(db):
+		return fsm.Command{}, errDBIndex
+	case uint16(db) == c.db:
+		return fsm.Command{}, errSameObject
+	}
+	return fsm.Command{Op: fsm.OpMoveDB, Args: args[1:2], Int: db}, ""
+}
+
+// parseSwapDB parses SWAPDB index1 index2.
+func parseSwapDB(c *client, args [][]byte) (fsm.Command, string) {
+	if c.s.router.sharded() {
+		return fsm.Command{}, "ERR SWAPDB is not allowed in cluster mode"
+	}
+	a, ok := parseDBIndex(args[1])
+	if !ok {
+		return fsm.Command{}, "ERR invalid first DB index"
+	}
+	b, ok := parseDBIndex(args[2])
+	if !ok {
+		return fsm.Command{}, "ERR invalid second DB index"
+	}
+	if !c.s.validDB(a) || !c.s.validDB(b) {
+		return fsm.Command{}, errDBIndex
+	}
+	return fsm.Command{Op: fsm.OpSwapDB, Int: a, Int2: b}, ""
 }

@@ -10,39 +10,52 @@ import (
 func init() {
 	registerCommands([]command{
 		{name: "copy", arity: -3, flags: w, firstKey: 1, lastKey: 2, keyStep: 1, group: "generic", parse: parseCopy},
+		{name: "move", arity: 3, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "generic", level: 4, parse: parseMove},
+		{name: "swapdb", arity: 3, flags: wdf, group: "server", level: 4, parse: parseSwapDB},
 		{name: "object", arity: -2, flags: r, group: "generic", subs: "encoding freq help idletime refcount", run: runObject},
 	}...)
 	commandDocs["copy"] = [2]string{"Copies the value of a key to a new key.", "6.2.0"}
+	commandDocs["move"] = [2]string{"Moves a key to another database.", "1.0.0"}
+	commandDocs["swapdb"] = [2]string{"Swaps two Redis databases.", "4.0.0"}
 	commandDocs["object"] = [2]string{"A container for object introspection commands.", "2.2.3"}
 }
 
 // parseCopy parses COPY source destination [DB n] [REPLACE] in Redis's
 // order: the options, then whether source and destination are one key.
-// kvs has one database, so DB accepts 0 alone, with SELECT's error.
+// DB n names the destination's database (OpCopyDB when it is not the
+// client's); a cluster of several groups has database 0 alone.
 func parseCopy(c *client, args [][]byte) (fsm.Command, string) {
 	cmd := fsm.Command{Op: fsm.OpCopy, Args: args[1:3]}
+	db := int64(c.db)
 	for j := 3; j < len(args); j++ {
 		switch {
 		case is(args[j], "replace"):
 			cmd.Flags |= fsm.FlagReplace
 		case is(args[j], "db") && j+1 < len(args):
-			db, ok := parseInt(args[j+1])
+			n, ok := parseInt(args[j+1])
 			if !ok {
 				return fsm.Command{}, errNotInteger
 			}
-			if db != int64(int32(db)) {
+			if n != int64(int32(n)) {
 				return fsm.Command{}, errIntRange
 			}
-			if db != 0 {
+			if !c.s.validDB(n) {
 				return fsm.Command{}, errDBIndex
 			}
+			db = n
 			j++
 		default:
 			return fsm.Command{}, errSyntax
 		}
 	}
-	if string(args[1]) == string(args[2]) {
+	if c.s.router.sharded() && (c.db != 0 || db != 0) {
+		return fsm.Command{}, "ERR Copying to another database is not allowed in cluster mode"
+	}
+	if db == int64(c.db) && string(args[1]) == string(args[2]) {
 		return fsm.Command{}, errSameObject
+	}
+	if db != int64(c.db) {
+		cmd.Op, cmd.Int = fsm.OpCopyDB, db
 	}
 	return cmd, ""
 }

@@ -248,6 +248,7 @@ func runReset(c *client, args [][]byte) {
 		})
 	}
 	c.setProto(2)
+	c.selectDB(0)
 	c.replyMode = 0
 	c.readonly = false
 	c.info.Lock()

@@ -417,10 +417,25 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	c := &sc.c
 	c.script = p
 	c.errIfFound = ""
+	c.db = p.DB // the script's database, which its calls name
 	if s.monitoring.Load() != 0 {
-		s.feedMonitors("lua", spec, args)
+		s.feedMonitors("lua", p.DB, spec, args)
 	}
 	switch {
+	case cmd.name == "select":
+		// The script's database for the rest of the script; the
+		// caller's connection keeps its own.
+		n, e := dbIndex(args[1])
+		switch {
+		case e != "":
+			return fail(e)
+		case n != 0 && s.router.sharded():
+			return fail("ERR SELECT is not allowed in cluster mode")
+		case !s.validDB(n):
+			return fail(errDBIndex)
+		}
+		p.DB = uint16(n)
+		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyStatus, Str: "OK"}, true
 	case cmd.name == "time":
 		sec, ms := p.Now/1000, p.Now%1000
 		return fsm.Command{}, fsm.Reply{Kind: fsm.ReplyArray, Array: []fsm.Reply{
@@ -440,6 +455,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 		if e != "" {
 			return fail(e)
 		}
+		req.cmd.DB = c.db
 		return req.cmd, fsm.Reply{}, false
 	case cmd.name == "memory":
 		return scriptMemory(args)
@@ -452,6 +468,7 @@ func (s *Server) parseScriptCall(g int, p *fsm.ParseContext, args [][]byte) (fsm
 	if e != "" {
 		return fail(e)
 	}
+	fc.DB = c.db
 	if c.errIfFound != "" {
 		return fail(c.errIfFound)
 	}

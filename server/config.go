@@ -100,6 +100,11 @@ type Config struct {
 	// (KVS.GROUPS); nil: KVS.GROUPS is refused.
 	GroupAdmin GroupAdmin
 
+	// Databases is the number of databases SELECT may choose (Redis's
+	// databases parameter; 0: 16). A cluster of several groups has
+	// database 0 alone whatever it says.
+	Databases int
+
 	// MadeGroups is the number of Raft groups (the data groups and the
 	// meta group) the cluster was made with, as each node keeps it: what
 	// KVS.JOIN checks a joining node's against, and KVS.STATUS reports.

@@ -27,7 +27,7 @@ func (s *Server) configParams() map[string]string {
 		"hll-sparse-max-bytes": strconv.FormatInt(s.hllSparseMax.Load(), 10),
 		"appendonly":           "no",
 		"appendfsync":          "everysec",
-		"databases":            "1",
+		"databases":            strconv.Itoa(s.databases()),
 		"port":                 s.port(),
 		"bind":                 host,
 		"cluster-enabled":      "no",

@@ -202,6 +202,7 @@ func (c *client) debugRead(key []byte, cmd fsm.Command) (fsm.Reply, bool) {
 	if g.remote() {
 		return fsm.Reply{Kind: fsm.ReplyNil}, true
 	}
+	cmd.DB = c.db
 	r, ok := g.store.ReadServing(time.Now().UnixMilli(), &cmd, nil)
 	if !ok {
 		c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
@@ -213,21 +214,28 @@ func (c *client) debugRead(key []byte, cmd fsm.Command) (fsm.Reply, bool) {
 // group it holds a replica of together (the xor of each key's digest is
 // the same however the keys are spread).
 func (c *client) debugDigest() {
-	var keys [20]byte
-	var n int64
-	for g := range c.s.router.local() {
-		cmd := fsm.Command{Op: fsm.OpDebugDigest}
-		r, ok := g.store.ReadServing(time.Now().UnixMilli(), &cmd, nil)
-		if !ok {
-			c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
-			return
-		}
-		for i := range keys {
-			keys[i] ^= r.Array[0].Bulk[i]
-		}
-		n += r.Array[1].Int
+	dbs := []int{0}
+	if !c.s.router.sharded() {
+		dbs = append(dbs, c.s.router.home.store.OtherDBs()...)
 	}
-	d := fsm.DatasetDigest(keys, n)
+	var d [20]byte
+	for _, db := range dbs {
+		var keys [20]byte
+		var n int64
+		for g := range c.s.router.local() {
+			cmd := fsm.Command{Op: fsm.OpDebugDigest, DB: uint16(db)}
+			r, ok := g.store.ReadServing(time.Now().UnixMilli(), &cmd, nil)
+			if !ok {
+				c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
+				return
+			}
+			for i := range keys {
+				keys[i] ^= r.Array[0].Bulk[i]
+			}
+			n += r.Array[1].Int
+		}
+		d = fsm.DatabaseDigest(d, db, keys, n)
+	}
 	c.out = appendStatus(c.out, hex.EncodeToString(d[:]))
 }
 
@@ -328,7 +336,7 @@ func (c *client) debugReload(opts [][]byte) {
 // function library.
 func (s *Server) nothingToReload() bool {
 	for g := range s.router.local() {
-		if g.store.Stats(0).Keys > 0 {
+		if g.store.Stats(0).Keys > 0 || len(g.store.OtherDBs()) > 0 {
 			return false
 		}
 		cmd := fsm.Command{Op: fsm.OpFunctionList}

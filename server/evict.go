@@ -139,10 +139,19 @@ func (s *Server) evictCycle(stop <-chan struct{}) {
 		}
 		g := s.evictionGroup()
 		keys, _ := g.store.EvictionCandidates(p, int(s.evictSamples.Load()), evictBatch, over)
+		db := 0
+		if len(keys) == 0 {
+			// Database 0 has nothing to give: the others, in order.
+			for _, db = range g.store.OtherDBs() {
+				if keys, _ = g.store.EvictionCandidatesInDB(db, p, int(s.evictSamples.Load()), evictBatch, over); len(keys) > 0 {
+					break
+				}
+			}
+		}
 		if len(keys) == 0 {
 			return
 		}
-		replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpEvict, Args: keys}})
+		replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpEvict, DB: uint16(db), Args: keys}})
 		if err != nil {
 			s.cfg.Logger.Debug("server: eviction", "err", err)
 			return

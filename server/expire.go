@@ -98,24 +98,45 @@ func (s *Server) expireCycle(stop <-chan struct{}) {
 // back short (few keys left expired) or the budget is spent.
 func (s *Server) expireGroup(g *groupRef, stop <-chan struct{}) {
 	start := time.Now()
+	if !s.expireDB(g, 0, start, stop) {
+		return
+	}
+	for _, db := range g.store.OtherDBs() {
+		if !s.expireDB(g, db, start, stop) {
+			return
+		}
+	}
+}
+
+// expireDB is expireGroup for one database: false when the budget is
+// spent or the loop stops.
+func (s *Server) expireDB(g *groupRef, db int, start time.Time, stop <-chan struct{}) bool {
 	for {
 		select {
 		case <-stop:
-			return
+			return false
 		default:
 		}
-		keys := g.store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
-		if len(keys) == 0 {
-			return
+		var keys [][]byte
+		if db == 0 {
+			keys = g.store.ExpiredKeys(time.Now().UnixMilli(), expireBatch)
+		} else {
+			keys = g.store.ExpiredKeysInDB(db, time.Now().UnixMilli(), expireBatch)
 		}
-		if err := s.deleteExpired(g, keys); err != nil {
+		if len(keys) == 0 {
+			return true
+		}
+		if err := s.deleteExpired(g, db, keys); err != nil {
 			// In a cluster this is expected while leadership moves; the
 			// next tick tries again.
 			s.cfg.Logger.Debug("server: active expiry", "err", err)
-			return
+			return false
 		}
-		if len(keys) < expireBatch || time.Since(start) > expireBudget {
-			return
+		if time.Since(start) > expireBudget {
+			return false
+		}
+		if len(keys) < expireBatch {
+			return true
 		}
 	}
 }
@@ -124,8 +145,8 @@ func (s *Server) expireGroup(g *groupRef, stop <-chan struct{}) {
 // and counts them in INFO's expired_keys: OpDelExpired deletes a key only
 // if it is still there and expired, so a key deleted twice over (by
 // active and passive expiry, or two reads) counts, and is announced, once.
-func (s *Server) deleteExpired(g *groupRef, keys [][]byte) error {
-	replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, Args: keys}})
+func (s *Server) deleteExpired(g *groupRef, db int, keys [][]byte) error {
+	replies, err := g.proposer.Propose([]fsm.Command{{Op: fsm.OpDelExpired, DB: uint16(db), Args: keys}})
 	if err != nil {
 		return err
 	}
@@ -144,13 +165,23 @@ func (s *Server) expireMet(keys [][]byte) {
 	if s.pauseMode.Load() != pauseNone {
 		return
 	}
-	g := s.router.groupOf(fsm.KeySlot(keys[0]))
+	db, first := fsm.SplitDBKey(string(keys[0]))
+	g := s.router.groupOf(fsm.KeySlot([]byte(first)))
 	if mp, memory := g.proposer.(MemoryProposer); memory && !g.replicated() {
 		// The read's connection deletes them itself, unless a script
 		// that took the store meanwhile turns busy: then it must go on
 		// answering BUSY, and the cron loop deletes them after the script.
-		cmd := []fsm.Command{{Op: fsm.OpDelExpired, Args: keys}}
-		if replies, ok := mp.Store.ApplyServing(nil, time.Now().UnixMilli(), cmd, nil); ok {
+		cmds := []fsm.Command{{Op: fsm.OpDelExpired, Args: keys}}
+		if db != 0 {
+			// A read of another database: its keys, named by DBKey.
+			args := make([][]byte, len(keys))
+			for i, k := range keys {
+				_, key := fsm.SplitDBKey(string(k))
+				args[i] = []byte(key)
+			}
+			cmds[0] = fsm.Command{Op: fsm.OpDelExpired, DB: db, Args: args}
+		}
+		if replies, ok := mp.Store.ApplyServing(nil, time.Now().UnixMilli(), cmds, nil); ok {
 			if len(replies) == 1 && replies[0].Kind == fsm.ReplyInt {
 				s.stats.expiredKeys.Add(replies[0].Int)
 			}
@@ -177,13 +208,28 @@ func (s *Server) passiveCycle() {
 		return
 	}
 	byGroup := map[*groupRef][][]byte{}
+	var others map[uint16][][]byte // keys of other databases (one group)
 	for _, k := range keys {
+		if db, key := fsm.SplitDBKey(string(k)); db != 0 {
+			if others == nil {
+				others = map[uint16][][]byte{}
+			}
+			others[db] = append(others[db], []byte(key))
+			continue
+		}
 		g := s.router.groupOf(fsm.KeySlot(k))
 		byGroup[g] = append(byGroup[g], k)
 	}
 	for g := range s.router.local() {
 		if ks := byGroup[g]; len(ks) > 0 && g.leads() {
-			if err := s.deleteExpired(g, ks); err != nil {
+			if err := s.deleteExpired(g, 0, ks); err != nil {
+				s.cfg.Logger.Debug("server: passive expiry", "err", err)
+			}
+		}
+	}
+	if g := &s.router.home; len(others) > 0 && g.leads() {
+		for db, ks := range others {
+			if err := s.deleteExpired(g, int(db), ks); err != nil {
 				s.cfg.Logger.Debug("server: passive expiry", "err", err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,15 +101,42 @@ func TestGoRedis(t *testing.T) {
 	}
 }
 
+// TestGoRedisSelectDB checks go-redis's DB option (SELECT on connect): each
+// client sees its own database, and one past the last is refused.
 func TestGoRedisSelectDB(t *testing.T) {
 	s := startServer(t, Config{})
 	ctx := context.Background()
-	if err := newGoRedis(t, s, func(o *redis.Options) { o.DB = 0 }).Ping(ctx).Err(); err != nil {
+	c0 := newGoRedis(t, s, func(o *redis.Options) { o.DB = 0 })
+	c5 := newGoRedis(t, s, func(o *redis.Options) { o.DB = 5 })
+	if err := c0.Set(ctx, "k", "zero", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	err := newGoRedis(t, s, func(o *redis.Options) { o.DB = 1 }).Ping(ctx).Err()
+	if err := c5.Set(ctx, "k", "five", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		c    *redis.Client
+		want string
+	}{{c0, "zero"}, {c5, "five"}} {
+		if v, err := x.c.Get(ctx, "k").Result(); err != nil || v != x.want {
+			t.Errorf("GET k: %q %v, want %q", v, err, x.want)
+		}
+	}
+	if n, err := c5.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Errorf("DBSIZE in db 5: %d %v", n, err)
+	}
+	info, err := c0.Info(ctx, "keyspace").Result()
+	if err != nil || !strings.Contains(info, "db0:keys=1,expires=0,avg_ttl=0") || !strings.Contains(info, "db5:keys=1,expires=0,avg_ttl=0") {
+		t.Errorf("INFO keyspace: %q %v", info, err)
+	}
+	err = newGoRedis(t, s, func(o *redis.Options) { o.DB = 16 }).Ping(ctx).Err()
 	if err == nil || err.Error() != "ERR DB index is out of range" {
-		t.Fatalf("DB 1: %v", err)
+		t.Fatalf("DB 16: %v", err)
+	}
+	s1 := startServer(t, Config{Databases: 1})
+	err = newGoRedis(t, s1, func(o *redis.Options) { o.DB = 1 }).Ping(ctx).Err()
+	if err == nil || err.Error() != "ERR DB index is out of range" {
+		t.Fatalf("DB 1 of databases 1: %v", err)
 	}
 }
 

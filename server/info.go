@@ -72,6 +72,9 @@ func runInfo(c *client, args [][]byte) {
 			st.keys.Expires += gs.Expires
 			st.keys.Bytes += gs.Bytes
 		}
+		if ok && !s.router.sharded() {
+			st.dbs, ok = s.router.home.store.OtherDBStatsServing(now)
+		}
 	}
 	if !ok {
 		c.out = appendError(c.out, errBusy(s.scriptBusy()))
@@ -107,7 +110,8 @@ func sectionTitle(name string) string {
 // storeStats is what INFO's sections read of the store under its lock,
 // read once before they are written (runInfo).
 type storeStats struct {
-	keys    fsm.Stats       // keyspace
+	keys    fsm.Stats       // keyspace: database 0
+	dbs     []fsm.DBStats   // keyspace: the other databases holding keys
 	scripts fsm.ScriptStats // memory
 }
 
@@ -229,6 +233,9 @@ func (s *Server) infoSection(name string, st *storeStats) []InfoField {
 	case "keyspace":
 		if st.keys.Keys > 0 {
 			add("db0", "keys="+strconv.Itoa(st.keys.Keys)+",expires="+strconv.Itoa(st.keys.Expires)+",avg_ttl=0")
+		}
+		for _, d := range st.dbs {
+			add("db"+strconv.Itoa(d.DB), "keys="+strconv.Itoa(d.Keys)+",expires="+strconv.Itoa(d.Expires)+",avg_ttl=0")
 		}
 	}
 	if s.cfg.Info != nil {

@@ -72,11 +72,11 @@ func (s *Server) removeMonitor(c *client) {
 // subcommand, for a container): not Redis's ADMIN commands and
 // subcommands. Redis 7.0 shows EVAL and then its script's commands, and
 // so does kvs.
-func (s *Server) feedMonitors(from string, cmd *command, args [][]byte) {
+func (s *Server) feedMonitors(from string, db uint16, cmd *command, args [][]byte) {
 	if cmd.flags&flagAdmin != 0 {
 		return
 	}
-	line := monitorLine(time.Now(), from, args)
+	line := monitorLine(time.Now(), db, from, args)
 	m := &s.monitors
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -96,10 +96,10 @@ func (c *client) execMonitorLines(queued []queuedCmd, run bool, exec [][]byte) [
 	var lines [][]byte
 	for _, q := range queued {
 		if run && q.spec.flags&flagAdmin == 0 && c.execRefusal(q.cmd, q.args) == "" {
-			lines = append(lines, monitorLine(now, c.addr, q.args))
+			lines = append(lines, monitorLine(now, c.db, c.addr, q.args))
 		}
 	}
-	return append(lines, monitorLine(now, c.addr, exec))
+	return append(lines, monitorLine(now, c.db, c.addr, exec))
 }
 
 // showMonitorLines delivers lines to the monitors.
@@ -119,7 +119,7 @@ func (s *Server) showMonitorLines(lines [][]byte) {
 
 // monitorLine formats one MONITOR line as Redis's replicationFeedMonitors
 // does, with each argument quoted as sdscatrepr quotes it.
-func monitorLine(now time.Time, from string, args [][]byte) []byte {
+func monitorLine(now time.Time, db uint16, from string, args [][]byte) []byte {
 	b := make([]byte, 0, 64)
 	b = append(b, '+')
 	b = strconv.AppendInt(b, now.Unix(), 10)
@@ -129,7 +129,9 @@ func monitorLine(now time.Time, from string, args [][]byte) []byte {
 		b = append(b, '0')
 	}
 	b = append(b, us...)
-	b = append(b, " [0 "...)
+	b = append(b, " ["...)
+	b = strconv.AppendInt(b, int64(db), 10)
+	b = append(b, ' ')
 	b = append(b, from...)
 	b = append(b, "] "...)
 	red := redactedArgs(args)

@@ -218,7 +218,18 @@ func txWatch(c *client, id int, args [][]byte) bool {
 			continue
 		}
 		key := append([]byte(nil), k...)
-		seen, ok := c.grp.store.WatchKeyServing(c.now, key)
+		if len(c.watched) == 0 {
+			// The transaction's check runs in this database: kvs checks
+			// every watched key in the first WATCH's.
+			c.watchDB = c.db
+		}
+		seen, ok := c.grp.store.WatchKeyInDBServing(c.now, c.watchDB, key)
+		if c.db != c.watchDB {
+			// A key of another database than the first WATCH's cannot
+			// be checked: EXEC answers as if it changed, never running
+			// a transaction whose keys may have.
+			ok = false
+		}
 		c.watched = append(c.watched, watchedKey{key: key, seen: seen, unseen: !ok})
 	}
 	at := len(c.out)
@@ -281,6 +292,7 @@ func txExec(c *client, id int, args [][]byte) bool {
 	// The watched keys as they are now: a queued UNWATCH runs in
 	// planExec, after Redis has checked them.
 	watched := c.watched
+	dbBefore := c.db
 	lines := c.execMonitorLines(m.queued, true, args)
 	start := len(c.execSlots)
 	slots, subs := c.planExec(m.queued)
@@ -299,11 +311,19 @@ func txExec(c *client, id int, args [][]byte) bool {
 	if c.trk.on {
 		c.trackExec(m.queued)
 	}
-	c.batch, c.batchGrp = append(c.batch, c.execs.Build(keys, seen, subs)), c.grp
+	exec := c.execs.Build(keys, seen, subs)
+	if len(watched) > 0 {
+		exec.DB = c.watchDB // where apply checks them
+	}
+	c.batch, c.batchGrp = append(c.batch, exec), c.grp
 	clear(keys)
 	clear(subs)
 	c.watchKeys, c.watchSeen, c.execSubs = keys, seen, subs
-	c.queue(pendingReply{cmd: id, exec: true, slots: slots, monitor: lines})
+	p := pendingReply{cmd: id, exec: true, slots: slots, monitor: lines}
+	if c.db != dbBefore {
+		p.dbBefore = int(dbBefore) + 1
+	}
+	c.queue(p)
 	return true
 }
 
@@ -339,12 +359,14 @@ func (c *client) planExec(queued []queuedCmd) ([]execSlot, []fsm.Command) {
 		case q.cmd.block != nil:
 			var req blockReq
 			req, e = q.cmd.block(c, q.args)
+			req.cmd.DB = c.db
 			// Inside MULTI, BRPOPLPUSH and BLMOVE answer an empty source
 			// with a null bulk string (Redis's blmoveGenericCommand),
 			// the others with a null array.
 			fc, sl.block = req.cmd, q.cmd.name != "brpoplpush" && q.cmd.name != "blmove"
 		case q.cmd.parse != nil:
 			fc, e = q.cmd.parse(c, q.args)
+			fc.DB = c.db
 			sl.ifFound, c.errIfFound = c.errIfFound, ""
 		default:
 			sl.raw = c.runCaptured(q.cmd, q.args)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strconv"
+
 	"kvs/fsm"
 )
 
@@ -40,11 +42,13 @@ func (s *Server) keyspaceEvents(events []fsm.Event) {
 			continue
 		}
 		if f&fsm.NotifyKeyspace != 0 {
-			ch = append(append(ch[:0], "__keyspace@0__:"...), e.Key...)
+			ch = append(strconv.AppendInt(append(ch[:0], "__keyspace@"...), int64(e.DB), 10), "__:"...)
+			ch = append(ch, e.Key...)
 			s.publish(false, ch, []byte(e.Name))
 		}
 		if f&fsm.NotifyKeyevent != 0 {
-			ch = append(append(ch[:0], "__keyevent@0__:"...), e.Name...)
+			ch = append(strconv.AppendInt(append(ch[:0], "__keyevent@"...), int64(e.DB), 10), "__:"...)
+			ch = append(ch, e.Name...)
 			s.publish(false, ch, []byte(e.Key))
 		}
 	}

@@ -71,13 +71,13 @@ func TestRedactedArgs(t *testing.T) {
 
 func TestMonitorLine(t *testing.T) {
 	now := time.Unix(1690000000, 123456789)
-	got := string(monitorLine(now, "127.0.0.1:5555", [][]byte{[]byte("SET"), []byte("k"), []byte("a\"b\\\r\n\t\x01é")}))
+	got := string(monitorLine(now, 0, "127.0.0.1:5555", [][]byte{[]byte("SET"), []byte("k"), []byte("a\"b\\\r\n\t\x01é")}))
 	want := `+1690000000.123456 [0 127.0.0.1:5555] "SET" "k" "a\"b\\\r\n\t\x01\xc3\xa9"` + "\r\n"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	got = string(monitorLine(time.Unix(5, 1000), "lua", [][]byte{[]byte("auth"), []byte("pw")}))
-	if want := "+5.000001 [0 lua] \"auth\" \"(redacted)\"\r\n"; got != want {
+	got = string(monitorLine(time.Unix(5, 1000), 12, "lua", [][]byte{[]byte("auth"), []byte("pw")}))
+	if want := "+5.000001 [12 lua] \"auth\" \"(redacted)\"\r\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

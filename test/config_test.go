@@ -25,7 +25,7 @@ func TestConfigFile(t *testing.T) {
 		"save 900 1",
 		"hash-max-ziplist-entries 4",
 		"lazyfree-lazy-user-del yes",
-		"databases 16",
+		"databases 4",
 	}, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +35,14 @@ func TestConfigFile(t *testing.T) {
 	c := dialRaw(t, n.Addr)
 	for _, q := range []struct{ param, want string }{
 		{"hz", "20"}, {"save", "900 1"}, {"hash-max-listpack-entries", "4"},
-		{"lazyfree-lazy-user-del", "yes"}, {"appendfsync", "everysec"}, {"databases", "1"},
+		{"lazyfree-lazy-user-del", "yes"}, {"appendfsync", "everysec"}, {"databases", "4"},
 	} {
 		if v := c.Do("CONFIG", "GET", q.param); len(v.Elems) != 2 || v.Elems[1].Str != q.want {
 			t.Errorf("CONFIG GET %s: %q, want %q", q.param, v.Raw, q.want)
 		}
 	}
-	if !strings.Contains(n.LogTail(50), "databases: not used: kvs has one database") {
-		t.Errorf("no warning for databases:\n%s", n.LogTail(50))
+	if v := c.Do("SELECT", "4"); !strings.Contains(string(v.Raw), "DB index is out of range") {
+		t.Errorf("SELECT 4 of 4 databases: %q", v.Raw)
 	}
 	// Five fields: over the file's threshold of 4, so a hashtable.
 	c.Do("HSET", "h", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5")

@@ -81,6 +81,10 @@ func TestDifferential(t *testing.T) {
 				pipeline: m.pipeline,
 				gen:      newCmdGen(seed + int64(i)),
 				ref:      startRedis(t),
+				dbs:      dbsCompared,
+			}
+			if m.cluster == "sharded" {
+				d.dbs = 1 // database 0 alone, as in Redis Cluster
 			}
 			restarts := m.opts.Durable
 			switch {
@@ -146,11 +150,15 @@ type differ struct {
 	resyncs       int              // batches dropped because leadership changed (clustered)
 	history       []diffStep       // since the last flush
 	divergence    int
+	// db is the database the connections have SELECTed; dbs the number
+	// compareState visits (1 where there is database 0 alone).
+	db, dbs int
 }
 
 // connect (re)opens both connections in the run's protocol.
 func (d *differ) connect() {
 	d.rc, d.kc = dialRaw(d.t, d.ref.Addr), dialRaw(d.t, d.kvs.Addr)
+	d.db = 0
 	// kvs validates every RESTORE payload as deeply as Redis does with
 	// sanitize-dump-payload yes (diff_dump_test.go); set on both, so
 	// that CONFIG GET agrees, and again after a restart.
@@ -275,6 +283,9 @@ func (d *differ) run(ops int, restarts bool) {
 			}
 			d.history = append(d.history, diffStep{cmd, refs[j], gots[j]})
 			d.noteReadSort(cmd)
+			if len(cmd) == 2 && strings.EqualFold(cmd[0], "SELECT") && refs[j] == "+OK\r\n" {
+				d.db, _ = strconv.Atoi(cmd[1])
+			}
 			if len(cmd) > 1 && strings.EqualFold(cmd[0], "CONFIG") && strings.EqualFold(cmd[1], "SET") && refs[j] == "+OK\r\n" {
 				d.configs = append(d.configs, cmd)
 				if d.noteLimits(cmd) {
@@ -609,6 +620,25 @@ func keysOf(s []keyState) []string {
 }
 
 func (d *differ) dump(c *rawConn) []keyState {
+	var out []keyState
+	for db := range max(d.dbs, 1) {
+		if d.dbs > 1 {
+			if v := c.Do("SELECT", strconv.Itoa(db)); v.Str != "OK" {
+				d.t.Fatalf("SELECT %d: %s", db, v)
+			}
+		}
+		out = append(out, d.dumpDB(c, db)...)
+	}
+	if d.dbs > 1 {
+		if v := c.Do("SELECT", strconv.Itoa(d.db)); v.Str != "OK" {
+			d.t.Fatalf("SELECT %d: %s", d.db, v)
+		}
+	}
+	return out
+}
+
+// dumpDB is dump of the selected database, db.
+func (d *differ) dumpDB(c *rawConn, db int) []keyState {
 	keys := c.Do("KEYS", "*")
 	var out []keyState
 	for _, k := range keys.Elems {
@@ -619,8 +649,12 @@ func (d *differ) dump(c *rawConn) []keyState {
 		} else {
 			value += c.Do("GET", k.Str).Str
 		}
+		key := k.Str
+		if db != 0 {
+			key = strconv.Itoa(db) + ":" + key
+		}
 		out = append(out, keyState{
-			key:   k.Str,
+			key:   key,
 			value: value,
 			pttl:  atoi64(c.Do("PTTL", k.Str).Str),
 		})

@@ -25,6 +25,11 @@
 #                  different SUITE_PORTs do not race for runtest's default
 #   SUITE_TIMEOUT  seconds a unit may take in all (default 600)
 #   SUITE_TAGS     runtest's --tags (default: TAGS below)
+#   SUITE_SINGLEDB no (default) | yes: run without runtest's --singledb (the
+#                  tests SELECT 9 and use databases 9 and 10, as against a
+#                  redis-server they start, and run their multi-database
+#                  tests) or with it (every test in database 0); sharded
+#                  mode is always --singledb, as Redis Cluster has one
 #   KVS            the kvs binary (default dist/kvs)
 set -u
 cd "$(dirname "$0")/.."
@@ -39,6 +44,8 @@ PORT=${SUITE_PORT:-21400}
 BUSPORT=$((PORT + 70))
 CLUSTER_FLAG=
 [ "$MODE" != sharded ] || CLUSTER_FLAG=--cluster-mode
+SINGLEDB_FLAG=--singledb
+[ "${SUITE_SINGLEDB:-no}" != no ] || [ "$MODE" = sharded ] || SINGLEDB_FLAG=
 UNIT_TIMEOUT=${SUITE_TIMEOUT:-600}
 OUT=$top/dist/redis-suite
 SKIPFILE=$top/test/redis-suite.skip
@@ -195,7 +202,7 @@ for unit in $UNITS; do
   (
     cd "$REDIS_SRC" &&
       TERM=dumb exec timeout -k 10 "$UNIT_TIMEOUT" ./runtest --host 127.0.0.1 --port "$PORT" \
-        --single "unit/$unit" --singledb --baseport $((PORT + 33)) --durable --ignore-encoding --ignore-digest \
+        --single "unit/$unit" $SINGLEDB_FLAG --baseport $((PORT + 33)) --durable --ignore-encoding --ignore-digest \
         --clients 1 --timeout 120 --tags "$TAGS" --skipfile "$SKIPFILE" ${CLUSTER_FLAG}
   ) >"$log" 2>&1
   rc=$?

@@ -16,7 +16,6 @@ import (
 var kvsOwnedDirectives = map[string]string{
 	"dir":             "kvs keeps its data in --data-dir",
 	"appendonly":      "kvs is durable with --data-dir",
-	"databases":       "kvs has one database",
 	"cluster-enabled": "kvs is a cluster with --node-id and --raft-addr",
 }
 

@@ -29,11 +29,13 @@ import (
 func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	var dataDir, nodeID, raftAddr string
 	only := -1
+	databases := server.DefaultDatabases
 	fs := flag.NewFlagSet("kvs recover", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&dataDir, "data-dir", "", "the stopped node's data dir (required)")
 	fs.StringVar(&nodeID, "node-id", "", "the node's id, as it was started with (required)")
 	fs.StringVar(&raftAddr, "raft-addr", "", "the Raft address the node will serve on (default: its address in the configuration it holds)")
+	fs.IntVar(&databases, "databases", server.DefaultDatabases, "the --databases the node ran with: the databases the scripts its log replays may SELECT")
 	fs.IntVar(&only, "group", -1, "in a cluster of several groups: recover this group only (0 is the meta group); default: every group the node holds a replica of")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: kvs recover --data-dir DIR --node-id ID [--raft-addr HOST:PORT] [--group K]\n\n"+
@@ -46,7 +48,7 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	if fs.NArg() != 0 || dataDir == "" || nodeID == "" || only < -1 {
+	if fs.NArg() != 0 || dataDir == "" || nodeID == "" || only < -1 || databases < 1 || databases > fsm.MaxDB+1 {
 		fs.Usage()
 		return 2
 	}
@@ -66,7 +68,7 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	for i := range gs {
 		gs[i].Store = fsm.NewStore()
 	}
-	pc := server.Config{Store: gs[0].Store}
+	pc := server.Config{Store: gs[0].Store, Databases: databases}
 	if slots != nil {
 		pc.Groups, pc.Slots = gs, slots
 	}

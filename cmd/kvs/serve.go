@@ -62,6 +62,7 @@ type serveFlags struct {
 	bootstrap       bool
 	join            string
 	groups          int // --groups: 0 unless given
+	databases       int // --databases
 	replicas        int // --replicas
 	replicasGiven   bool
 	reads           string
@@ -136,6 +137,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: HOST:PORT for Raft traffic between nodes")
 	fs.StringVar(&f.advertise, "advertise-addr", "", "cluster mode: the client address other nodes and cluster clients use for this node (default: --addr)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "cluster mode: start a new cluster with this node as its only member (ignored when --data-dir holds cluster state)")
+	fs.IntVar(&f.databases, "databases", server.DefaultDatabases, "the number of databases SELECT may choose, 1 to 65536 (Redis's databases parameter); a cluster of several groups has database 0 alone")
 	fs.IntVar(&f.groups, "groups", 0, "cluster mode: the number of Raft groups a new cluster's 16384 slots are spread over (with --bootstrap; a node added by kvs join is started with the count the cluster was made with; --join learns it; kvs groups add and remove change the groups later) (default 1)")
 	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, with --groups: the number of nodes that hold a replica of each group, or every node while there are fewer; 0: every node (set with --bootstrap; a node added by kvs join is started with the cluster's; --join learns it; fixed once the cluster is made)")
 	fs.StringVar(&f.join, "join", "", "cluster mode: client address of any member; this node asks it to be added, retrying until it is (ignored when --data-dir holds cluster state)")
@@ -235,6 +237,9 @@ func (f serveFlags) validate(given map[string]bool) error {
 	}
 	if err := f.tls.validate(f.addr, f.unixSocket != "", f.clustered()); err != nil {
 		return err
+	}
+	if f.databases < 1 || f.databases > fsm.MaxDB+1 {
+		return fmt.Errorf("--databases %d: want 1 to %d", f.databases, fsm.MaxDB+1)
 	}
 	if !f.clustered() {
 		if f.bootstrap || f.join != "" || f.advertise != "" || f.reads != "stale" || f.snapshotEntries != 0 || f.trailingLogs != 0 || f.snapshotEvery != 0 || given["raft-snapshot-growth"] || f.groups != 0 || given["replicas"] {
@@ -337,6 +342,7 @@ func runServe(f serveFlags, logger *slog.Logger) error {
 		Version:      version,
 		Info:         persistenceInfo(f, nil),
 		ConfigParams: configParams(f),
+		Databases:    f.databases,
 		ConfigFile:   f.config,
 
 		ConnGoroutines:       f.io == "goroutines",
