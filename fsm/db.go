@@ -47,7 +47,7 @@ func (s *Store) selectLocked(db uint16) {
 	d := &s.dbs[db]
 	if d.keys == nil {
 		d.keys = newKeys()
-		d.keys.acc = s.keys.acc // one table of access records for every database
+		d.keys.acc = s.keys.acc   // one table of access records for every database
 		d.keys.mods = s.keys.mods // and one record of changed keys (tracking)
 		d.bytes = 0
 	}
