@@ -61,18 +61,63 @@ func CRC64(crc uint64, b []byte) uint64 {
 	return ^crc64.Update(^crc, jonesTable, b)
 }
 
-// DumpEach calls fn with each key of the snapshot that is live at now,
+// DumpEach calls fn with each key of database 0 of the snapshot that is live at now,
 // its deadline (Unix ms, 0 for none) and its value as one RDB value (the
 // type byte and the object as DUMP writes it under lim), in keyspace
 // order, until fn returns an error, which it returns. value is fn's only
 // for the call.
 func (sn *Snapshot) DumpEach(now int64, lim Limits, fn func(key []byte, exp int64, value []byte) error) error {
+	return sn.DumpEachDB(0, now, lim, fn)
+}
+
+// DBs returns the databases of the snapshot holding keys (expired or
+// not), ascending.
+func (sn *Snapshot) DBs() []int {
+	var out []int
+	if sn.keys != nil && sn.keys.Len() > 0 {
+		out = append(out, 0)
+	}
+	for _, d := range sn.dbs {
+		out = append(out, int(d.db))
+	}
+	return out
+}
+
+// dbKeys is database db's keyspace in the snapshot, nil when it holds
+// none.
+func (sn *Snapshot) dbKeys(db int) *keyspace {
+	if db == 0 {
+		return sn.keys
+	}
+	for _, d := range sn.dbs {
+		if int(d.db) == db {
+			return d.keys
+		}
+	}
+	return nil
+}
+
+// DBLen returns the number of keys of database db in the snapshot, and
+// of them those with a deadline, expired or not (RESIZEDB's hints).
+func (sn *Snapshot) DBLen(db int) (keys, expires int) {
+	if ks := sn.dbKeys(db); ks != nil {
+		return ks.Len(), ks.TTLs()
+	}
+	return 0, 0
+}
+
+// DumpEachDB is DumpEach of database db's keys.
+func (sn *Snapshot) DumpEachDB(db int, now int64, lim Limits, fn func(key []byte, exp int64, value []byte) error) error {
 	if sn.keys == nil {
 		return errReleased
 	}
+	ks := sn.dbKeys(db)
+	if ks == nil {
+		return nil
+	}
 	var err error
 	var buf []byte
-	sn.keys.Scan(func(it item) bool {
+	ks.Scan(func(it item) bool {
 		if it.expired(now) {
 			return true
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"time"
 
@@ -115,8 +116,8 @@ type SnapshotPart struct {
 
 // WriteSnapshot writes an RDB file of the parts to w: the AUX fields
 // Redis 7.0 writes, the function libraries (the first part's: each group
-// has them all), and every key live at now (Unix ms) in db 0, with its
-// deadline. It returns the number of keys written.
+// has them all), and every key live at now (Unix ms) with its deadline,
+// in its database. It returns the number of keys written.
 func WriteSnapshot(w io.Writer, parts []SnapshotPart, now int64, info Info) (int, error) {
 	e := NewEncoder(w)
 	ver := info.RedisVersion
@@ -138,29 +139,52 @@ func WriteSnapshot(w io.Writer, parts []SnapshotPart, now int64, info Info) (int
 			e.Function([]byte(code))
 		}
 	}
-	total := 0
-	for _, p := range parts {
-		if !p.NoKeys {
-			total += p.Snap.Len()
-		}
-	}
-	if err := e.SelectDB(0, uint64(total), 0); err != nil {
-		return 0, err
-	}
-	keys := 0
+	// Every database holding keys in any part, each behind its SELECTDB
+	// and RESIZEDB, ascending, as redis-server writes them; database 0's
+	// (with no keys) when there is none.
+	var dbs []int
+	seen := map[int]bool{}
 	for _, p := range parts {
 		if p.NoKeys {
 			continue
 		}
-		err := p.Snap.DumpEach(now, p.Limits, func(key []byte, exp int64, value []byte) error {
-			if exp == 0 {
-				exp = -1
+		for _, db := range p.Snap.DBs() {
+			if !seen[db] {
+				seen[db] = true
+				dbs = append(dbs, db)
 			}
-			keys++
-			return e.Key(key, exp, value)
-		})
-		if err != nil {
+		}
+	}
+	sort.Ints(dbs)
+	if len(dbs) == 0 {
+		dbs = []int{0}
+	}
+	keys := 0
+	for _, db := range dbs {
+		total, expires := 0, 0
+		for _, p := range parts {
+			if !p.NoKeys {
+				n, x := p.Snap.DBLen(db)
+				total, expires = total+n, expires+x
+			}
+		}
+		if err := e.SelectDB(uint64(db), uint64(total), uint64(expires)); err != nil {
 			return keys, err
+		}
+		for _, p := range parts {
+			if p.NoKeys {
+				continue
+			}
+			err := p.Snap.DumpEachDB(db, now, p.Limits, func(key []byte, exp int64, value []byte) error {
+				if exp == 0 {
+					exp = -1
+				}
+				keys++
+				return e.Key(key, exp, value)
+			})
+			if err != nil {
+				return keys, err
+			}
 		}
 	}
 	return keys, e.Close()

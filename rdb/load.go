@@ -14,8 +14,15 @@ type LoadOptions struct {
 	// Now is the clock (Unix ms) that decides which keys have expired:
 	// those are skipped, as redis-server skips them loading a file.
 	Now int64
+	// Databases is the number of databases the store will be served
+	// with (kvs serve --databases; 0: fsm.MaxDB+1). A file that selects
+	// a database beyond them is refused, as redis-server refuses to load
+	// one written by a server with more databases than it has.
+	Databases int
 	// SkipOtherDBs skips the keys of databases other than 0 (counted in
-	// Stats.SkippedDBs) instead of refusing the file.
+	// Stats.SkippedDBs), for a store that will have database 0 alone (a
+	// cluster of several groups, as Redis Cluster has), instead of loading
+	// them into their databases.
 	SkipOtherDBs bool
 }
 
@@ -90,13 +97,18 @@ const loadBatch = 256
 // Load reads an RDB file from r into s, which should be empty (a key
 // already there is a duplicate): each key as an OpRestore, each function
 // library as an OpFunctionRestore, applied at index 0 with opts.Now as
-// the clock. It refuses, with an *Error naming the offset, a damaged
+// the clock; each key goes into its database (the file's SELECTDB). It refuses, with an *Error naming the offset, a damaged
 // file, a stream (kvs keeps none yet), a module's value, a key of a
-// database other than 0 (unless opts.SkipOtherDBs), a key twice, and a
+// database beyond opts.Databases (even with opts.SkipOtherDBs, as
+// redis-server refuses the file), a key twice, and a
 // value or library RESTORE or FUNCTION RESTORE would refuse. On an error
 // s holds part of the file: load into a store of its own and drop it.
 func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 	st := &Stats{Keys: map[uint64]int{}, Expires: map[uint64]int{}, SkippedDBs: map[uint64]int{}, Aux: map[string]string{}}
+	dbs := opts.Databases
+	if dbs <= 0 || dbs > fsm.MaxDB+1 {
+		dbs = fsm.MaxDB + 1
+	}
 	d := NewDecoder(r)
 	var cmds []fsm.Command
 	var pending []*Entry
@@ -151,10 +163,10 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 		if IsStream(e.Type) {
 			return st, &Error{e.Offset, fmt.Sprintf("key %q is a stream (RDB type %d): kvs does not keep streams yet", e.Key, e.Type)}
 		}
-		if e.DB != 0 {
-			if !opts.SkipOtherDBs {
-				return st, &Error{e.Offset, fmt.Sprintf("key %q is in db %d: kvs has db 0 alone (--skip-other-dbs leaves the other dbs' keys out)", e.Key, e.DB)}
-			}
+		if e.DB >= uint64(dbs) {
+			return st, &Error{e.Offset, fmt.Sprintf("key %q is in db %d: the file was written by a server with more databases than the %d kvs is configured with (--databases)", e.Key, e.DB, dbs)}
+		}
+		if e.DB != 0 && opts.SkipOtherDBs {
 			st.SkippedDBs[e.DB]++
 			continue
 		}
@@ -190,13 +202,14 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 // REPLACE: a key already there answers BUSYKEY), for a function library
 // an OpFunctionRestore that appends it. Load applies these; a caller that
 // replicates what it loads proposes them instead, after the checks Load
-// makes (IsStream, the db, fsm.CheckRDBValue, the deadline). Entry e must
+// makes (IsStream, the db, fsm.CheckRDBValue, the deadline). The command
+// runs in e's database. Entry e must
 // be a KindKey or a KindFunction.
 func Command(e *Entry) fsm.Command {
 	if e.Kind == KindFunction {
 		return fsm.Command{Op: fsm.OpFunctionRestore, Args: [][]byte{fsm.FunctionPayload(e.Value)}, Int: fsm.RestoreAppend}
 	}
-	c := fsm.Command{Op: fsm.OpRestore, Args: [][]byte{e.Key, e.Payload()}}
+	c := fsm.Command{Op: fsm.OpRestore, DB: uint16(e.DB), Args: [][]byte{e.Key, e.Payload()}}
 	if e.Expire != -1 {
 		c.Int = e.Expire
 	}

@@ -230,7 +230,7 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"stream", hand(10, key(TypeStreamListpacks2, "events", stream...)), `key "events" is a stream (RDB type 19)`},
-		{"db", hand(10, []byte{opSelectDB, 3}, key(TypeString, "k", str("v")...)), `key "k" is in db 3`},
+		{"db", hand(10, []byte{opSelectDB, 0x80, 0, 1, 0, 0}, key(TypeString, "k", str("v")...)), `key "k" is in db 65536`},
 		{"module", hand(10, key(TypeModule2, "m", 0)), `key "m": a module's value`},
 		{"module aux", hand(10, []byte{opModuleAux}), "MODULE_AUX"},
 		{"unknown", hand(10, key(30, "u", 0)), "unknown value type 30"},
@@ -245,9 +245,29 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}
-	// --skip-other-dbs leaves db 3 out and loads db 0.
+	// Each key goes into its database; a database beyond Databases
+	// refuses the file, with or without SkipOtherDBs.
 	s := fsm.NewStore()
 	st, err := Load(bytes.NewReader(hand(10, []byte{opSelectDB, 3}, key(TypeString, "k", str("v")...),
+		[]byte{opSelectDB, 0}, key(TypeString, "j", str("v")...))), s, LoadOptions{Databases: 4})
+	if err != nil || st.Total() != 2 || st.Keys[3] != 1 || st.Keys[0] != 1 {
+		t.Fatalf("dbs: %v %v", st, err)
+	}
+	if r := s.Read(0, fsm.Command{Op: fsm.OpGet, DB: 3, Args: [][]byte{[]byte("k")}}); string(r.Bulk) != "v" {
+		t.Errorf("db 3's k: %+v", r)
+	}
+	if r := s.Read(0, fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("k")}}); r.Kind != fsm.ReplyNil {
+		t.Errorf("db 0's k: %+v", r)
+	}
+	for _, skip := range []bool{false, true} {
+		_, err = Load(bytes.NewReader(hand(10, []byte{opSelectDB, 3}, key(TypeString, "k", str("v")...))), fsm.NewStore(), LoadOptions{Databases: 3, SkipOtherDBs: skip})
+		if err == nil || !strings.Contains(err.Error(), "more databases than the 3") {
+			t.Errorf("db 3 of 3 (skip %v): %v", skip, err)
+		}
+	}
+	// --skip-other-dbs leaves db 3 out and loads db 0.
+	s = fsm.NewStore()
+	st, err = Load(bytes.NewReader(hand(10, []byte{opSelectDB, 3}, key(TypeString, "k", str("v")...),
 		[]byte{opSelectDB, 0}, key(TypeString, "j", str("v")...))), s, LoadOptions{SkipOtherDBs: true})
 	if err != nil || st.Total() != 1 || st.SkippedDBs[3] != 1 {
 		t.Fatalf("skip: %v %v", st, err)

@@ -13,6 +13,7 @@ import (
 	"kvs/cluster"
 	"kvs/fsm"
 	"kvs/group"
+	"kvs/server"
 	"kvs/wal"
 )
 
@@ -26,6 +27,7 @@ import (
 type restoreFlags struct {
 	rdb          bool // FILE is a Redis RDB file (--rdb FILE)
 	skipOtherDBs bool
+	databases    int // with --rdb: the --databases the store will be served with
 	dataDir      string
 	nodeID       string
 	raftAddr     string
@@ -38,14 +40,15 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var rdbFile string
 	fs.StringVar(&rdbFile, "rdb", "", "restore from the Redis RDB `file` FILE (redis-server's dump.rdb, versions 1 to 11) instead of a kvs backup")
-	fs.BoolVar(&f.skipOtherDBs, "skip-other-dbs", false, "with --rdb: leave out the keys of databases other than 0 instead of refusing the file")
+	fs.BoolVar(&f.skipOtherDBs, "skip-other-dbs", false, "with --rdb: leave out the keys of databases other than 0 (for a cluster that will have several groups, which has database 0 alone)")
+	fs.IntVar(&f.databases, "databases", server.DefaultDatabases, "with --rdb: the --databases kvs will be served with; a file with keys in a database beyond them is refused, as redis-server refuses it")
 	fs.StringVar(&f.dataDir, "data-dir", "", "the empty data dir to seed (required)")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: the id of the node to seed as a new one-node cluster (with --raft-addr)")
 	fs.StringVar(&f.raftAddr, "raft-addr", "", "cluster mode: the Raft address that node will serve on (with --node-id)")
 	fs.IntVar(&f.replicas, "replicas", defaultReplicas, "cluster mode, for a backup of several groups: the number of nodes the new cluster places a replica of each group on (0: every node), as kvs serve --replicas")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: kvs restore FILE --data-dir DIR [--node-id ID --raft-addr HOST:PORT]\n"+
-			"       kvs restore --rdb FILE --data-dir DIR [--skip-other-dbs] [--node-id ID --raft-addr HOST:PORT]\n\n"+
+			"       kvs restore --rdb FILE --data-dir DIR [--databases N] [--skip-other-dbs] [--node-id ID --raft-addr HOST:PORT]\n\n"+
 			"Verifies the backup FILE (or Redis RDB file) and seeds the empty DIR with its data: for durable mode\n"+
 			"(kvs serve --data-dir DIR), or with --node-id and --raft-addr as the only member of a\n"+
 			"new cluster (kvs serve --data-dir DIR --node-id ID --raft-addr HOST:PORT; others join it).\n")
@@ -113,6 +116,10 @@ func (f restoreFlags) validate() error {
 		return errors.New("a cluster restore needs both --node-id and --raft-addr")
 	case f.skipOtherDBs && !f.rdb:
 		return errors.New("--skip-other-dbs is for an RDB file (--rdb)")
+	case f.databases != server.DefaultDatabases && !f.rdb:
+		return errors.New("--databases is for an RDB file (--rdb)")
+	case f.databases < 1 || f.databases > fsm.MaxDB+1:
+		return fmt.Errorf("--databases %d: want 1 to %d", f.databases, fsm.MaxDB+1)
 	case f.replicas < 0:
 		return fmt.Errorf("--replicas %d: want 0 (every node) or more", f.replicas)
 	}

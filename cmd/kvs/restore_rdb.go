@@ -14,7 +14,10 @@ import (
 // value through RESTORE's codec and checks) and only then seeds DIR with
 // it, as a backup seeds it: a damaged file writes nothing. Keys whose
 // deadline has passed are left out, as redis-server leaves them out when
-// it loads the file.
+// it loads the file. Each key goes into its database (the file's
+// SELECTDB); a file with keys in a database beyond --databases is refused,
+// as redis-server refuses it ("Data file was created with a Redis server
+// configured to handle more than N databases").
 
 // restoreRDB loads file and seeds f.dataDir; it returns what it loaded.
 func restoreRDB(file string, f restoreFlags) (*rdb.Stats, error) {
@@ -24,7 +27,7 @@ func restoreRDB(file string, f restoreFlags) (*rdb.Stats, error) {
 	}
 	defer fd.Close()
 	store := fsm.NewStore()
-	st, err := rdb.Load(fd, store, rdb.LoadOptions{Now: time.Now().UnixMilli(), SkipOtherDBs: f.skipOtherDBs})
+	st, err := rdb.Load(fd, store, rdb.LoadOptions{Now: time.Now().UnixMilli(), Databases: f.databases, SkipOtherDBs: f.skipOtherDBs})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; nothing was written", file, err)
 	}
