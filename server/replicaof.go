@@ -60,6 +60,7 @@ type replica struct {
 	connMu     sync.Mutex
 	nc         net.Conn
 	syncedKeys atomic.Int64 // keys the last full sync loaded (logged)
+	streamDB   uint16       // the database the stream starts in (the RDB's repl-stream-db)
 	closeOnce  sync.Once
 }
 
@@ -330,6 +331,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 	}
 	loader := newReplLoader(r.s)
 	keys := 0
+	r.streamDB = 0
 	for {
 		if mark != nil {
 			nc.SetReadDeadline(time.Now().Add(replTimeout))
@@ -343,6 +345,13 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 		}
 		switch e.Kind {
 		case rdb.KindAux:
+			// The database the master's stream goes on in, until its
+			// first SELECT (Redis's rsi.repl_stream_db).
+			if string(e.Key) == "repl-stream-db" {
+				if n, err := strconv.Atoi(string(e.Value)); err == nil && n >= 0 && r.s.validDB(int64(n)) && (n == 0 || !r.s.router.sharded()) {
+					r.streamDB = uint16(n)
+				}
+			}
 			continue
 		case rdb.KindFunction:
 			if err := loader.flush(); err != nil {
@@ -354,8 +363,12 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 			}
 			continue
 		}
-		if e.DB != 0 {
-			r.s.cfg.Logger.Warn("replication: key of a database other than 0 not loaded: kvs has one database", "db", e.DB)
+		if e.DB != 0 && r.s.router.sharded() {
+			r.s.cfg.Logger.Warn("replication: key of a database other than 0 not loaded: a cluster of several groups has database 0 alone", "db", e.DB)
+			continue
+		}
+		if !r.s.validDB(int64(min(e.DB, 1<<32))) {
+			r.s.cfg.Logger.Warn("replication: key of a database beyond --databases not loaded", "db", e.DB, "databases", r.s.databases())
 			continue
 		}
 		if v := append([]byte{e.Type}, e.Value...); rdb.IsStream(e.Type) || !fsm.CheckRDBValue(e.Version, v) {
@@ -364,7 +377,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 			}
 			continue
 		}
-		cmd := fsm.Command{Op: fsm.OpRestore, Args: [][]byte{e.Key, e.Payload()}, Flags: fsm.FlagReplace}
+		cmd := fsm.Command{Op: fsm.OpRestore, DB: uint16(e.DB), Args: [][]byte{e.Key, e.Payload()}, Flags: fsm.FlagReplace}
 		if e.Expire > 0 {
 			cmd.Int = e.Expire
 		} else if e.Expire == 0 {
@@ -412,8 +425,11 @@ func (d *ioDeadline) Read(p []byte) (int, error) {
 }
 
 // flushAll empties every group's keyspace through the write path.
-func (r *replica) flushAll() error {
-	fc := fsm.Command{Op: fsm.OpFlushAll}
+func (r *replica) flushAll() error { return r.flushIn(fsm.Command{Op: fsm.OpFlushAll}) }
+
+// flushIn proposes fc, an OpFlushAll (of every database, or FLUSHDB's of
+// its own), to every group holding keys.
+func (r *replica) flushIn(fc fsm.Command) error {
 	s := r.s
 	if !s.router.sharded() {
 		_, err := firstReply(s.proposeTo(&s.router.home, []fsm.Command{fc}))
@@ -558,6 +574,7 @@ func (r *replica) stream(nc net.Conn, br *bufio.Reader) error {
 		}
 	}()
 	p := &replParser{s: r.s, c: &client{s: r.s, proto: 2, fd: -1, grp: &r.s.router.home}, loader: newReplLoader(r.s)}
+	p.c.selectDB(r.streamDB)
 	for {
 		// The master pings every 10 seconds (repl-ping-replica-period):
 		// a link silent for repl-timeout is dead.
@@ -643,12 +660,16 @@ type replParser struct {
 	c       *client
 	loader  *replLoader
 	inMulti bool
-	otherDB bool // the master SELECTed a database other than 0
+	// skipDB: the master SELECTed a database kvs does not have here (a
+	// cluster of several groups has database 0 alone; or one beyond
+	// --databases): its writes are skipped until the next SELECT.
+	skipDB bool
 }
 
-// apply parses args as the command table does and queues the write;
-// what kvs does not keep or need (SELECT, PING, REPLCONF, ...) is
-// skipped, a command it lacks logged.
+// apply parses args as the command table does and queues the write, in
+// the database the master's last SELECT chose (the parser's client's);
+// what kvs does not keep or need (PING, REPLCONF, ...) is skipped, a
+// command it lacks logged.
 func (p *replParser) apply(args [][]byte) error {
 	cmd, _ := p.c.lookup(args[0])
 	if cmd == nil {
@@ -657,9 +678,20 @@ func (p *replParser) apply(args [][]byte) error {
 	}
 	switch cmd.name {
 	case "select":
-		p.otherDB = string(args[len(args)-1]) != "0"
-		if p.otherDB {
-			p.s.cfg.Logger.Warn("replication: the master writes to a database other than 0: kvs has one database, and skips those writes", "db", string(args[len(args)-1]))
+		n, e := dbIndex(args[len(args)-1])
+		switch {
+		case e != "":
+			p.s.cfg.Logger.Warn("replication: a SELECT from the master was refused here", "err", e)
+			p.skipDB = true
+		case n != 0 && p.s.router.sharded():
+			p.skipDB = true
+			p.s.cfg.Logger.Warn("replication: the master writes to a database other than 0: a cluster of several groups has database 0 alone, and skips those writes", "db", n)
+		case !p.s.validDB(n):
+			p.skipDB = true
+			p.s.cfg.Logger.Warn("replication: the master writes to a database beyond --databases: its writes are skipped", "db", n, "databases", p.s.databases())
+		default:
+			p.skipDB = false
+			p.c.selectDB(uint16(n))
 		}
 		return nil
 	case "ping", "replconf", "publish", "spublish":
@@ -671,7 +703,7 @@ func (p *replParser) apply(args [][]byte) error {
 		p.inMulti = false
 		return p.loader.flush()
 	}
-	if p.otherDB && cmd.name != "flushall" {
+	if p.skipDB && cmd.name != "flushall" {
 		return nil
 	}
 	if cmd.parse == nil || !cmd.arityOK(args) {
@@ -680,6 +712,7 @@ func (p *replParser) apply(args [][]byte) error {
 	}
 	p.c.errIfFound = ""
 	fc, e := cmd.parse(p.c, args)
+	fc.DB = p.c.db
 	if e != "" || fc.Op == fsm.OpInvalid || !fc.Op.IsWrite() {
 		if e != "" {
 			p.s.cfg.Logger.Warn("replication: a command from the master was refused here", "command", cmd.name, "err", e)
@@ -694,7 +727,10 @@ func (p *replParser) apply(args [][]byte) error {
 		if r == nil {
 			return nil
 		}
-		return r.flushAll()
+		if fc.Flags&fsm.FlagFlushDB == 0 {
+			fc.DB = 0 // FLUSHALL: every database, whichever is selected
+		}
+		return r.flushIn(fc)
 	}
 	if everyGroup(fc.Op) && p.s.router.sharded() {
 		if err := p.loader.flush(); err != nil {
