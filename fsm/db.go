@@ -334,11 +334,16 @@ func applySwapDB(s *Store, now int64, c *Command) Reply {
 	}
 	// Every live key of both databases counts as written now, as Redis
 	// touches the watched keys either database holds (a stale key, one
-	// logically expired, is left alone as Redis leaves it).
+	// logically expired, is left alone as Redis leaves it). For
+	// client-side caching they are not changed keys: Redis's SWAPDB
+	// invalidates nothing, and neither does kvs's.
 	s.setDBLocked(a, db)
 	s.setDBLocked(b, da)
 	for _, d := range []uint16{a, b} {
 		s.inDBLocked(d, func() {
+			mods := s.keys.mods
+			s.keys.mods = nil
+			defer func() { s.keys.mods = mods }()
 			s.keys.vers.begin(now)
 			var live []item
 			s.keys.Scan(func(it item) bool {

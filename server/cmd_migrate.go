@@ -17,8 +17,10 @@ import (
 // target as RESTORE (RESTORE-ASKING from a cluster node) with their TTL,
 // over a connection cached per target for 10 seconds, and the keys the
 // target acknowledged are deleted here unless COPY, by a DEL through the
-// write path. The command runs off the event loop: it waits for the
-// target.
+// write path. The keys are the connection's database's; the target gets
+// a SELECT of destination-db first when its cached connection has
+// another selected (or none yet), as in Redis. The command runs off the
+// event loop: it waits for the target.
 //
 // RESTORE-ASKING is RESTORE under the name Redis Cluster's MIGRATE sends.
 
@@ -39,8 +41,6 @@ const (
 	errMigrateWriting   = "IOERR error or timeout writing to target instance"
 	errMigrateReading   = "IOERR error or timeout reading to target instance"
 	errMigrateTargetPfx = "ERR Target instance replied with error: "
-	// errMigrateDB: kvs has one database.
-	errMigrateDB = "ERR MIGRATE to a destination-db other than 0 is not supported: kvs has one database"
 
 	migrateCacheItems = 64               // Redis's MIGRATE_SOCKET_CACHE_ITEMS
 	migrateCacheTTL   = 10 * time.Second // MIGRATE_SOCKET_CACHE_TTL
@@ -223,17 +223,13 @@ opts:
 	if timeoutMs <= 0 {
 		timeoutMs = 1000
 	}
-	if db != 0 {
-		c.out = appendError(c.out, errMigrateDB)
-		return
-	}
 	timeout := time.Duration(timeoutMs) * time.Millisecond
 
 	// The keys here, as Redis's lookupKeyRead finds them.
 	var keys []migrateKey
 	now := time.Now().UnixMilli()
 	for _, key := range args[first : first+num] {
-		r, ok := c.grp.store.ReadServing(now, &fsm.Command{Op: fsm.OpDump, Args: [][]byte{key}}, nil)
+		r, ok := c.grp.store.ReadServing(now, &fsm.Command{Op: fsm.OpDump, DB: c.db, Args: [][]byte{key}}, nil)
 		if !ok {
 			c.out = appendError(c.out, errBusy(c.s.scriptBusy()))
 			return
@@ -245,7 +241,7 @@ opts:
 		if r.Kind != fsm.ReplyBulk {
 			continue
 		}
-		t, _ := c.grp.store.ReadServing(now, &fsm.Command{Op: fsm.OpPExpireTime, Args: [][]byte{key}}, nil)
+		t, _ := c.grp.store.ReadServing(now, &fsm.Command{Op: fsm.OpPExpireTime, DB: c.db, Args: [][]byte{key}}, nil)
 		if t.Kind == fsm.ReplyInt && t.Int == -2 {
 			continue
 		}
@@ -381,7 +377,7 @@ opts:
 		if len(acked) > 0 {
 			// The keys the target has now leave this node through the
 			// write path, as Redis propagates MIGRATE as a DEL of them.
-			replies, err := c.s.proposeTo(c.grp, []fsm.Command{{Op: fsm.OpDel, Args: acked}})
+			replies, err := c.s.proposeTo(c.grp, []fsm.Command{{Op: fsm.OpDel, DB: c.db, Args: acked}})
 			if r, err := firstReply(replies, err); err != nil {
 				c.out = appendError(c.out, errProposal(err, true))
 				return

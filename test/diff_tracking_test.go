@@ -256,3 +256,65 @@ func genTrackingOp(r *rand.Rand) (int, [][]string) {
 	}
 	return who, [][]string{write()}
 }
+
+// TestDifferentialTrackingDatabases: Redis's tracking table knows keys by
+// name alone, whatever their database, so a client that read k in one
+// database is invalidated by a write of k in another (and a flush of any
+// database invalidates everything). The same session against kvs and
+// redis-server gets the same frames: the trackers read in database 0 or
+// 1, the writer writes, moves, copies, swaps and flushes in others.
+func TestDifferentialTrackingDatabases(t *testing.T) {
+	requireRedis(t)
+	requireKVS(t)
+	t.Parallel()
+	ref := startRedis(t)
+	kvs := startKVS(t, KVSOptions{})
+	ops := []struct {
+		who  int
+		cmds [][]string
+	}{
+		{0, [][]string{{"CLIENT", "TRACKING", "on"}}},
+		{1, [][]string{{"CLIENT", "TRACKING", "on", "REDIRECT", "$SUB"}}},
+		{0, [][]string{{"GET", "a{t}"}}},
+		{1, [][]string{{"SELECT", "1"}, {"GET", "b{t}"}}},
+		// k read in db 0, written in db 1: invalidated.
+		{3, [][]string{{"SELECT", "1"}, {"SET", "a{t}", "1"}}},
+		// k read in db 1, written in db 2.
+		{3, [][]string{{"SELECT", "2"}, {"SET", "b{t}", "2"}}},
+		// Written where nobody read: nothing.
+		{3, [][]string{{"SET", "c{t}", "2"}}},
+		{0, [][]string{{"SELECT", "3"}, {"GET", "a{t}"}, {"SELECT", "0"}, {"GET", "c{t}"}}},
+		{3, [][]string{{"SELECT", "1"}, {"MOVE", "a{t}", "4"}}},
+		{3, [][]string{{"SELECT", "2"}, {"COPY", "c{t}", "c{t}", "DB", "5"}}},
+		{0, [][]string{{"GET", "a{t}"}}},
+		{1, [][]string{{"GET", "a{t}"}, {"MGET", "b{t}", "c{t}"}}},
+		{3, [][]string{{"SELECT", "6"}, {"DEL", "b{t}"}, {"MSET", "a{t}", "x", "c{t}", "y"}}},
+		{0, [][]string{{"GET", "a{t}"}}},
+		{1, [][]string{{"GET", "c{t}"}}},
+		{3, [][]string{{"SWAPDB", "1", "6"}}},
+		{3, [][]string{{"SELECT", "6"}, {"SET", "c{t}", "z"}}},
+		{0, [][]string{{"GET", "a{t}"}}},
+		{3, [][]string{{"SELECT", "7"}, {"FLUSHDB"}}},
+		{0, [][]string{{"CLIENT", "TRACKING", "off"}, {"CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a"}}},
+		{3, [][]string{{"SELECT", "8"}, {"SET", "ab{t}", "1"}, {"SET", "b{t}", "1"}}},
+		{3, [][]string{{"SELECT", "0"}, {"FLUSHALL"}}},
+	}
+	sides := []*trackingSide{newTrackingSide(t, ref), newTrackingSide(t, kvs)}
+	var history []string
+	for i, op := range ops {
+		var got [2][]string
+		for j, s := range sides {
+			got[j] = s.do(op.who, op.cmds, i)
+		}
+		history = append(history, fmt.Sprintf("  > %s: %v\n    %q", trackingConnNames[op.who], op.cmds, got[0]))
+		if !slices.Equal(got[0], got[1]) {
+			t.Fatalf("op %d differs:\n%s\n    kvs: %q", i, strings.Join(history, "\n"), got[1])
+		}
+	}
+	// The session did invalidate across databases (the reference's
+	// frames say so).
+	if all := strings.Join(history, "\n"); !strings.Contains(all, "invalidate a{t}") || !strings.Contains(all, "invalidate b{t}") {
+		t.Fatalf("no invalidation across databases in the session:\n%s", all)
+	}
+	t.Logf("session:\n%s", strings.Join(history, "\n"))
+}
