@@ -14,10 +14,12 @@ import (
 // that are refused: kvs forgets run-time configuration when a durable node
 // restarts, as redis-server would, but the reference never restarts.
 // CONFIG GET replies are compared without set-max-listpack-*, which
-// Redis 7.0 (the reference) lacks and kvs, answering as 7.2, has. COPY's DB is 0 or
-// invalid (kvs has one database), and CLUSTER's slot queries, which a
-// standalone redis-server refuses while a kvs cluster answers them, are
-// tested on a cluster in crash_bits_test.go.
+// Redis 7.0 (the reference) lacks and kvs, answering as 7.2, has.
+// COPY's DB is 0 or invalid here: a node of several groups (the sharded
+// modes) has database 0 alone, and diff_dbs_test.go copies to other
+// databases. CLUSTER's slot queries, which a standalone redis-server
+// refuses while a kvs cluster answers them, are tested on a cluster in
+// crash_bits_test.go.
 func init() {
 	registerDiffType(diffType{
 		name:   "bits",
@@ -216,7 +218,7 @@ func (g *cmdGen) bitsCommand() []string {
 		}
 		if g.chance(0.05) {
 			// Not a bare DB: the generator's extra argument could make
-			// it DB 1, which kvs, with one database, refuses.
+			// it DB 1, which a node of several groups refuses.
 			cmd = append(cmd, "BOGUS")
 		}
 		return cmd
