@@ -31,6 +31,20 @@ func init() {
 			parse: streamParse(fsm.OpXRevRange)},
 		{name: "xread", arity: -4, flags: r | flagBlocking | flagMovableKeys, group: "stream", level: 4,
 			parse: parseXRead},
+		{name: "xreadgroup", arity: -7, flags: w | flagBlocking | flagMovableKeys, group: "stream", level: 4,
+			parse: parseXRead},
+		{name: "xack", arity: -4, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "stream", level: 4,
+			parse: streamParse(fsm.OpXAck)},
+		{name: "xpending", arity: -3, flags: r, firstKey: 1, lastKey: 1, keyStep: 1, group: "stream", level: 4,
+			parse: streamParse(fsm.OpXPending)},
+		{name: "xclaim", arity: -6, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "stream", level: 4,
+			parse: streamParse(fsm.OpXClaim)},
+		{name: "xautoclaim", arity: -6, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "stream", level: 4,
+			parse: streamParse(fsm.OpXAutoClaim)},
+		{name: "xgroup", arity: -2, group: "stream", level: 4,
+			subs: "create createconsumer delconsumer destroy help setid", parse: parseXSub(fsm.OpXGroup), runs: xgroupHelp},
+		{name: "xinfo", arity: -2, group: "stream", level: 4,
+			subs: "consumers groups help stream", parse: parseXSub(fsm.OpXInfo), runs: xinfoHelp},
 	}...)
 	for name, doc := range map[string][2]string{
 		"xadd":      {"Appends a new entry to a stream", "5.0.0"},
@@ -40,6 +54,13 @@ func init() {
 		"xlen":      {"Return the number of entries in a stream", "5.0.0"},
 		"xrange":    {"Return a range of elements in a stream, with IDs matching the specified IDs interval", "5.0.0"},
 		"xrevrange": {"Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", "5.0.0"},
+		"xreadgroup": {"Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", "5.0.0"},
+		"xack":       {"Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.", "5.0.0"},
+		"xpending":   {"Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.", "5.0.0"},
+		"xclaim":     {"Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.", "5.0.0"},
+		"xautoclaim": {"Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.", "6.2.0"},
+		"xgroup":     {"A container for consumer groups commands", "5.0.0"},
+		"xinfo":      {"A container for stream introspection commands", "5.0.0"},
 		"xread":     {"Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", "5.0.0"},
 	} {
 		commandDocs[name] = doc
@@ -71,8 +92,12 @@ func streamParse(op fsm.Op) func(c *client, args [][]byte) (fsm.Command, string)
 // (where it answers at once, as in Redis: blockXRead is its blocking
 // form).
 func parseXRead(c *client, args [][]byte) (fsm.Command, string) {
-	cmd := fsm.Command{Op: fsm.OpXRead, Args: args[1:]}
-	if e := fsm.StreamSyntaxError(fsm.OpXRead, cmd.Args, 0); e != "" {
+	op := fsm.OpXRead
+	if len(args[0]) == len("xreadgroup") {
+		op = fsm.OpXReadGroup
+	}
+	cmd := fsm.Command{Op: op, Args: args[1:]}
+	if e := fsm.StreamSyntaxError(op, cmd.Args, 0); e != "" {
 		return fsm.Command{}, e
 	}
 	if c.script != nil && xreadBlocks(args) {
@@ -97,4 +122,83 @@ func xreadBlocks(args [][]byte) bool {
 		}
 	}
 	return false
+}
+
+// parseXSub parses XGROUP and XINFO subcommands (but HELP, which the
+// server answers): the store gets the key first, then the subcommand and
+// the rest.
+func parseXSub(op fsm.Op) func(c *client, args [][]byte) (fsm.Command, string) {
+	return func(c *client, args [][]byte) (fsm.Command, string) {
+		if len(args) < 3 {
+			return fsm.Command{}, "ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) +
+				"'. Try " + upperName(args[0]) + " HELP."
+		}
+		cargs := make([][]byte, 0, len(args)-1)
+		cargs = append(cargs, args[2], args[1])
+		cargs = append(cargs, args[3:]...)
+		return fsm.Command{Op: op, Args: cargs}, ""
+	}
+}
+
+func upperName(b []byte) string {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if ch >= 'a' && ch <= 'z' {
+			ch -= 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return string(out)
+}
+
+func xgroupHelp(c *client, args [][]byte) func(*client, [][]byte) {
+	if !is(args[1], "help") {
+		return nil
+	}
+	return func(c *client, args [][]byte) { c.out = appendHelp(c.out, xgroupHelpLines) }
+}
+
+func xinfoHelp(c *client, args [][]byte) func(*client, [][]byte) {
+	if !is(args[1], "help") {
+		return nil
+	}
+	return func(c *client, args [][]byte) {
+		if len(args) != 2 {
+			c.out = appendError(c.out, "ERR unknown subcommand or wrong number of arguments for '"+string(args[1])+"'. Try XINFO HELP.")
+			return
+		}
+		c.out = appendHelp(c.out, xinfoHelpLines)
+	}
+}
+
+var xgroupHelpLines = []string{
+	"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CREATE <key> <groupname> <id|$> [option]",
+	"    Create a new consumer group. Options are:",
+	"    * MKSTREAM",
+	"      Create the empty stream if it does not exist.",
+	"    * ENTRIESREAD entries_read",
+	"      Set the group's entries_read counter (internal use).",
+	"CREATECONSUMER <key> <groupname> <consumer>",
+	"    Create a new consumer in the specified group.",
+	"DELCONSUMER <key> <groupname> <consumer>",
+	"    Remove the specified consumer.",
+	"DESTROY <key> <groupname>",
+	"    Remove the specified group.",
+	"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+	"    Set the current group ID and entries_read counter.",
+	"HELP",
+	"    Prints this help.",
+}
+
+var xinfoHelpLines = []string{
+	"XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CONSUMERS <key> <groupname>",
+	"    Show consumers of <groupname>.",
+	"GROUPS <key>",
+	"    Show the stream consumer groups.",
+	"STREAM <key> [FULL [COUNT <count>]",
+	"    Show information about the stream.",
+	"HELP",
+	"    Prints this help.",
 }
