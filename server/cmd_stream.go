@@ -47,13 +47,13 @@ func init() {
 			subs: "consumers groups help stream", parse: parseXSub(fsm.OpXInfo), runs: xinfoHelp},
 	}...)
 	for name, doc := range map[string][2]string{
-		"xadd":      {"Appends a new entry to a stream", "5.0.0"},
-		"xtrim":     {"Deletes messages from the beginning of a stream.", "5.0.0"},
-		"xdel":      {"Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", "5.0.0"},
-		"xsetid":    {"An internal command for replicating stream values", "5.0.0"},
-		"xlen":      {"Return the number of entries in a stream", "5.0.0"},
-		"xrange":    {"Return a range of elements in a stream, with IDs matching the specified IDs interval", "5.0.0"},
-		"xrevrange": {"Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", "5.0.0"},
+		"xadd":       {"Appends a new entry to a stream", "5.0.0"},
+		"xtrim":      {"Deletes messages from the beginning of a stream.", "5.0.0"},
+		"xdel":       {"Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", "5.0.0"},
+		"xsetid":     {"An internal command for replicating stream values", "5.0.0"},
+		"xlen":       {"Return the number of entries in a stream", "5.0.0"},
+		"xrange":     {"Return a range of elements in a stream, with IDs matching the specified IDs interval", "5.0.0"},
+		"xrevrange":  {"Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", "5.0.0"},
 		"xreadgroup": {"Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", "5.0.0"},
 		"xack":       {"Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.", "5.0.0"},
 		"xpending":   {"Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.", "5.0.0"},
@@ -61,7 +61,7 @@ func init() {
 		"xautoclaim": {"Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.", "6.2.0"},
 		"xgroup":     {"A container for consumer groups commands", "5.0.0"},
 		"xinfo":      {"A container for stream introspection commands", "5.0.0"},
-		"xread":     {"Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", "5.0.0"},
+		"xread":      {"Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", "5.0.0"},
 	} {
 		commandDocs[name] = doc
 	}
