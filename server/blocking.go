@@ -104,6 +104,12 @@ type blockReq struct {
 	// reply with it (fsm's withResultToken), so that a pop whose outcome
 	// is unknown can be resolved (see resolvePop).
 	tokenized bool
+	// broadcast: a signal of one of its keys wakes this waiter and every
+	// other broadcast waiter queued after it, not the first alone: a
+	// read of a stream takes nothing from it, and a waiter that finds
+	// nothing (it waits for later IDs, or for another group) must not
+	// keep the others from what they wait for.
+	broadcast bool
 }
 
 // retryListKey and retryZSetKey are blockReq.retry for ops whose
@@ -371,13 +377,17 @@ func (br *blockRegistry) signalLocked(keys []string) {
 		if br.serving[k] == 0 {
 			br.startServiceLocked(k)
 		}
-		w := q[0]
-		if !containsString(w.ready, k) {
-			w.ready = append(w.ready, k)
-		}
-		if w.state == waitIdle {
-			w.state = waitWoken
-			w.wake()
+		for i, w := range q {
+			if i > 0 && !(w.req.broadcast && q[0].req.broadcast) {
+				break
+			}
+			if !containsString(w.ready, k) {
+				w.ready = append(w.ready, k)
+			}
+			if w.state == waitIdle {
+				w.state = waitWoken
+				w.wake()
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"kvs/fsm"
 )
@@ -201,4 +202,66 @@ var xinfoHelpLines = []string{
 	"    Show information about the stream.",
 	"HELP",
 	"    Prints this help.",
+}
+
+// blockXRead is the blocking form of XREAD and XREADGROUP with BLOCK: its
+// tries run through the write path (fsm.OpXReadBlocked for XREAD), and
+// XREAD's "$" IDs are the streams' last IDs as the client blocks. A
+// client woken without a COUNT reads at most 1000 entries a stream, as in
+// Redis.
+func blockXRead(c *client, args [][]byte) (blockReq, string) {
+	cmd, e := parseXRead(c, args)
+	if e != "" {
+		return blockReq{}, e
+	}
+	var timeout time.Duration
+	for i := 1; i+1 < len(args); i++ {
+		if is(args[i], "streams") {
+			break
+		}
+		if is(args[i], "block") {
+			ms, _ := parseInt(args[i+1])
+			timeout = time.Duration(ms) * time.Millisecond
+			i++
+		} else if is(args[i], "count") {
+			i++
+		} else if is(args[i], "group") {
+			i += 2
+		}
+	}
+	if cmd.Op == fsm.OpXRead {
+		cmd.Op = fsm.OpXReadBlocked
+		if c.grp != nil && c.grp.store != nil {
+			cmd.Args = c.grp.store.XReadLastIDs(time.Now().UnixMilli(), cmd.Args)
+		}
+	}
+	req := blockReq{cmd: cmd, keys: fsm.XReadKeys(cmd.Op, cmd.Args), timeout: timeout, broadcast: true}
+	req.retry = func(cmd fsm.Command, key []byte) fsm.Command {
+		if !xreadCounted(cmd.Args) {
+			cmd.Args = append([][]byte{[]byte("COUNT"), []byte("1000")}, cmd.Args...)
+		}
+		return cmd
+	}
+	return req, ""
+}
+
+// xreadCounted reports whether XREAD's arguments (after the name) give a
+// COUNT other than 0.
+func xreadCounted(args [][]byte) bool {
+	counted := false
+	for i := 0; i+1 < len(args); i++ {
+		switch {
+		case is(args[i], "streams"):
+			return counted
+		case is(args[i], "count"):
+			n, _ := parseInt(args[i+1])
+			counted = n > 0
+			i++
+		case is(args[i], "block"):
+			i++
+		case is(args[i], "group"):
+			i += 2
+		}
+	}
+	return counted
 }
