@@ -101,6 +101,10 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 	return replyOne
 }
 
+// FlushedKey is the key the ready hook (SetReadyHook) receives after
+// FLUSHALL: every key a client waits on may have changed.
+const FlushedKey = "\x00kvs-flushall"
+
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	keys := int64(s.keys.Len() - s.hiddenLenLocked())
 	if c.Flags&FlagLazy != 0 {
@@ -111,6 +115,9 @@ func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	old := s.keys
 	s.keys, s.bytes = s.keys.emptied(), 0
 	s.afterFlushLocked(old)
+	// Clients blocked in XREADGROUP are answered that their stream is
+	// gone: the hook hears of every key it may wait on.
+	s.signalReadyLocked([]byte(FlushedKey))
 	return replyOK
 }
 

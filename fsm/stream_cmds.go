@@ -705,9 +705,10 @@ func readXRead(s *Store, now int64, c *Command) Reply {
 	}
 	keys := c.Args[a.streams : a.streams+a.nstreams]
 	ids := make([]streamID, a.nstreams)
+	ready := c.Flags&FlagStreamReady != 0
 	for i, b := range c.Args[a.streams+a.nstreams:] {
 		st, _, ok, wrong := s.streamLookup(now, keys[i])
-		if wrong {
+		if wrong && !ready {
 			return replyWrongType
 		}
 		switch string(b) {
@@ -727,8 +728,8 @@ func readXRead(s *Store, now int64, c *Command) Reply {
 	}
 	var out []Reply
 	for i, key := range keys {
-		st, _, ok, _ := s.streamLookup(now, key)
-		if !ok || st.length == 0 {
+		st, _, ok, wrong := s.streamLookup(now, key)
+		if !ok || wrong || st.length == 0 {
 			continue
 		}
 		if st.edgeID(false).cmp(ids[i]) <= 0 {

@@ -11,20 +11,27 @@ import (
 func init() {
 	registerOp(OpXGroup, opSpec{name: "XGROUP", write: true, args: argsAtLeast(2), apply: applyXGroup, level: 4})
 	registerOp(OpXReadGroup, opSpec{name: "XREADGROUP", write: true, args: argsAtLeast(1), apply: applyXReadGroup,
-		keys: xreadKeys, level: 4})
+		flags: FlagStreamReady, keys: xreadKeys, level: 4})
 	registerOp(OpXAck, opSpec{name: "XACK", write: true, args: argsAtLeast(2), apply: applyXAck, level: 4})
 	registerOp(OpXPending, opSpec{name: "XPENDING", args: argsAtLeast(2), read: readXPending, level: 4})
 	registerOp(OpXClaim, opSpec{name: "XCLAIM", write: true, args: argsAtLeast(4), apply: applyXClaim, level: 4})
 	registerOp(OpXAutoClaim, opSpec{name: "XAUTOCLAIM", write: true, args: argsAtLeast(4), apply: applyXAutoClaim, level: 4})
 	registerOp(OpXInfo, opSpec{name: "XINFO", args: argsAtLeast(2), read: readXInfo, level: 4})
 	registerOp(OpXReadBlocked, opSpec{name: "XREAD", write: true, args: argsAtLeast(1), apply: applyXReadBlocked,
-		keys: xreadKeys, level: 4})
+		flags: FlagStreamReady, keys: xreadKeys, level: 4})
 }
 
 // OpXReadBlocked is XREAD's try for a blocked client: XREAD run through
 // the write path (it changes nothing), so that it sees the writes in the
 // order the log has them.
 const OpXReadBlocked = OpXInfo + 1
+
+// FlagStreamReady marks the try of a client woken because a key it waits
+// on was signalled (XREAD and XREADGROUP with BLOCK): a key that holds
+// another type by then, or none, is passed over, as Redis serves a
+// blocked client only from a stream, and a group destroyed meanwhile
+// answers the error Redis gives its blocked readers.
+const FlagStreamReady Flags = 1 << 0
 
 func subcommandSyntaxError(cmd string, sub []byte) Reply {
 	return ErrorReply("ERR unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try " + cmd + " HELP.")
@@ -259,14 +266,21 @@ func applyXReadGroup(s *Store, now int64, c *Command) Reply {
 	}
 	keys := c.Args[a.streams : a.streams+a.nstreams]
 	ids := make([]streamID, a.nstreams)
+	ready := c.Flags&FlagStreamReady != 0
 	for i, b := range c.Args[a.streams+a.nstreams:] {
 		st, _, ok, wrong := s.streamLookup(now, keys[i])
+		if ready && (wrong || !ok) {
+			return ErrorReply("UNBLOCKED the stream key no longer exists")
+		}
 		if wrong {
 			return replyWrongType
 		}
 		var g *streamGroup
 		if ok {
 			g, _ = st.group(a.group)
+		}
+		if g == nil && ready {
+			return ErrorReply("NOGROUP the consumer group this client was blocked on no longer exists")
 		}
 		if g == nil {
 			return ErrorReply("NOGROUP No such key '" + string(keys[i]) + "' or consumer group '" + string(a.group) + "' in XREADGROUP with GROUP option")

@@ -357,6 +357,20 @@ func (br *blockRegistry) signal(keys []string) {
 }
 
 func (br *blockRegistry) signalLocked(keys []string) {
+	if slices.Contains(keys, fsm.FlushedKey) {
+		var all []string
+		for _, k := range keys {
+			if k != fsm.FlushedKey {
+				all = append(all, k)
+			}
+		}
+		for k := range br.keys {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+		keys = all
+	}
 	for _, k := range keys {
 		if token, r, ok := fsm.ResultOf(k); ok {
 			if pr := br.results[token]; pr != nil && !pr.found {

@@ -237,6 +237,7 @@ func blockXRead(c *client, args [][]byte) (blockReq, string) {
 	}
 	req := blockReq{cmd: cmd, keys: fsm.XReadKeys(cmd.Op, cmd.Args), timeout: timeout, broadcast: true}
 	req.retry = func(cmd fsm.Command, key []byte) fsm.Command {
+		cmd.Flags |= fsm.FlagStreamReady
 		if !xreadCounted(cmd.Args) {
 			cmd.Args = append([][]byte{[]byte("COUNT"), []byte("1000")}, cmd.Args...)
 		}
