@@ -71,6 +71,11 @@ func init() {
 // streamNodeLimits returns stream-node-max-entries and
 // stream-node-max-bytes.
 func (s *Server) streamNodeLimits() (entries, bytes int64) {
+	if s.params == nil {
+		// The parser of a store's replay (InstallScriptParser), before
+		// the server exists: Redis's defaults.
+		return 100, 4096
+	}
 	entries, _ = strconv.ParseInt(s.params.Get("stream-node-max-entries"), 10, 64)
 	bytes, _ = strconv.ParseInt(s.params.Get("stream-node-max-bytes"), 10, 64)
 	return entries, bytes
