@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"strconv"
 	"strings"
 )
 
@@ -330,6 +329,9 @@ func StreamSyntaxError(op Op, args [][]byte, maxEntries int64) string {
 		return e
 	case OpXRead, OpXReadGroup:
 		_, e := parseXRead(args, op == OpXReadGroup)
+		return e
+	case OpXPending:
+		_, e := parseXPending(args)
 		return e
 	}
 	return ""
@@ -769,4 +771,51 @@ func (s *Store) XReadLastIDs(now int64, args [][]byte) [][]byte {
 	return out
 }
 
-var _ = strconv.Itoa
+
+// xreadMissesLocked calls fn with each key XREAD or XREADGROUP finds
+// missing as Redis's xreadCommand looks them up: each key once as its ID
+// is parsed (up to an error), then each key again as it is served.
+func (s *Store) xreadMissesLocked(now int64, c *Command, fn func(key []byte)) {
+	group := c.Op == OpXReadGroup
+	a, e := parseXRead(c.Args, group)
+	if e != "" || c.Flags&FlagStreamReady != 0 {
+		return
+	}
+	keys := c.Args[a.streams : a.streams+a.nstreams]
+	for i, b := range c.Args[a.streams+a.nstreams:] {
+		it, live := s.liveLocked(keys[i], now)
+		if !live {
+			fn(keys[i])
+		} else if it.kind != kindStream {
+			return
+		}
+		if group {
+			if !live {
+				return
+			}
+			if g, _ := it.obj.(*stream).group(a.group); g == nil {
+				return
+			}
+		}
+		switch string(b) {
+		case "$":
+			if group {
+				return
+			}
+			continue
+		case ">":
+			if !group {
+				return
+			}
+			continue
+		}
+		if _, _, ok := parseStreamID(b, 0, true, false); !ok {
+			return
+		}
+	}
+	for _, k := range keys {
+		if _, live := s.liveLocked(k, now); !live {
+			fn(k)
+		}
+	}
+}

@@ -370,55 +370,71 @@ func applyXAck(s *Store, now int64, c *Command) Reply {
 	return IntReply(n)
 }
 
-// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
-func readXPending(s *Store, now int64, c *Command) Reply {
-	args := c.Args
+// xpendingArgs are XPENDING's parsed arguments.
+type xpendingArgs struct {
+	justinfo       bool
+	start, end     streamID
+	count, minidle int64
+	consumer       []byte
+}
+
+// parseXPending parses XPENDING's arguments, as Redis does before it
+// looks the key up.
+func parseXPending(args [][]byte) (a xpendingArgs, e string) {
 	argc := len(args) + 1
-	justinfo := argc == 3
-	var start, end streamID
-	var count, minidle int64
-	var consumer []byte
+	a.justinfo = argc == 3
 	if argc != 3 && (argc < 6 || argc > 9) {
-		return ErrorReply(errSyntax)
+		return a, errSyntax
 	}
 	if argc >= 6 {
 		si := 2
 		if eqFold(args[2], "IDLE") {
 			v, ok := parseLongLong(args[3])
 			if !ok {
-				return ErrorReply(ErrNotInteger)
+				return a, ErrNotInteger
 			}
-			minidle = v
+			a.minidle = v
 			if argc < 8 {
-				return ErrorReply(errSyntax)
+				return a, errSyntax
 			}
 			si += 2
 		}
 		v, ok := parseLongLong(args[si+2])
 		if !ok {
-			return ErrorReply(ErrNotInteger)
+			return a, ErrNotInteger
 		}
-		count = max(v, 0)
-		if start, ok = parseIntervalID(args[si], 0); !ok {
-			return ErrorReply(ErrStreamID)
+		a.count = max(v, 0)
+		if a.start, ok = parseIntervalID(args[si], 0); !ok {
+			return a, ErrStreamID
 		}
 		if len(args[si]) > 1 && args[si][0] == '(' {
-			if start, ok = start.incr(); !ok {
-				return ErrorReply("ERR invalid start ID for the interval")
+			if a.start, ok = a.start.incr(); !ok {
+				return a, "ERR invalid start ID for the interval"
 			}
 		}
-		if end, ok = parseIntervalID(args[si+1], ^uint64(0)); !ok {
-			return ErrorReply(ErrStreamID)
+		if a.end, ok = parseIntervalID(args[si+1], ^uint64(0)); !ok {
+			return a, ErrStreamID
 		}
 		if len(args[si+1]) > 1 && args[si+1][0] == '(' {
-			if end, ok = end.decr(); !ok {
-				return ErrorReply("ERR invalid end ID for the interval")
+			if a.end, ok = a.end.decr(); !ok {
+				return a, "ERR invalid end ID for the interval"
 			}
 		}
 		if si+3 < len(args) {
-			consumer = args[si+3]
+			a.consumer = args[si+3]
 		}
 	}
+	return a, ""
+}
+
+// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
+func readXPending(s *Store, now int64, c *Command) Reply {
+	args := c.Args
+	a, e := parseXPending(args)
+	if e != "" {
+		return ErrorReply(e)
+	}
+	justinfo, start, end, count, minidle, consumer := a.justinfo, a.start, a.end, a.count, a.minidle, a.consumer
 	st, _, ok, wrong := s.streamLookup(now, args[0])
 	if wrong {
 		return replyWrongType
@@ -626,41 +642,58 @@ func applyXClaim(s *Store, now int64, c *Command) Reply {
 	return Reply{Kind: ReplyArray, Array: out}
 }
 
-// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
-func applyXAutoClaim(s *Store, now int64, c *Command) Reply {
-	args := c.Args
+// xautoclaimArgs are XAUTOCLAIM's parsed arguments.
+type xautoclaimArgs struct {
+	minidle, count int64
+	start          streamID
+	justid         bool
+}
+
+// parseXAutoClaim parses XAUTOCLAIM's arguments, as Redis does after it
+// looked the key up and before it checks its type.
+func parseXAutoClaim(args [][]byte) (a xautoclaimArgs, e string) {
 	minidle, good := parseLongLong(args[3])
 	if !good {
-		return ErrorReply("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+		return a, "ERR Invalid min-idle-time argument for XAUTOCLAIM"
 	}
-	minidle = max(minidle, 0)
+	a.minidle = max(minidle, 0)
 	start, ok := parseIntervalID(args[4], 0)
 	if !ok {
-		return ErrorReply(ErrStreamID)
+		return a, ErrStreamID
 	}
 	if len(args[4]) > 1 && args[4][0] == '(' {
 		if start, ok = start.incr(); !ok {
-			return ErrorReply("ERR invalid start ID for the interval")
+			return a, "ERR invalid start ID for the interval"
 		}
 	}
-	count := int64(100)
-	justid := false
+	a.start, a.count = start, 100
 	for j := 5; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
 		case eqFold(args[j], "COUNT") && more > 0:
 			v, good := parseLongLong(args[j+1])
 			if !good || v < 1 || v > (1<<63-1)/16 {
-				return ErrorReply("ERR COUNT must be > 0")
+				return a, "ERR COUNT must be > 0"
 			}
-			count = v
+			a.count = v
 			j++
 		case eqFold(args[j], "JUSTID"):
-			justid = true
+			a.justid = true
 		default:
-			return ErrorReply(errSyntax)
+			return a, errSyntax
 		}
 	}
+	return a, ""
+}
+
+// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
+func applyXAutoClaim(s *Store, now int64, c *Command) Reply {
+	args := c.Args
+	a, e := parseXAutoClaim(args)
+	if e != "" {
+		return ErrorReply(e)
+	}
+	minidle, start, count, justid := a.minidle, a.start, a.count, a.justid
 	st, it, ok, wrong := s.streamLookup(now, args[0])
 	if wrong {
 		return replyWrongType

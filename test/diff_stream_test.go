@@ -160,7 +160,7 @@ func (g *cmdGen) streamTrim() []string {
 	return out
 }
 
-func (g *cmdGen) streamGroup() string  { return g.pick("g1", "g2", "g3") }
+func (g *cmdGen) streamGroup() string    { return g.pick("g1", "g2", "g3") }
 func (g *cmdGen) streamConsumer() string { return g.pick("alice", "bob", "carol") }
 
 // streamCommand returns one stream command.
