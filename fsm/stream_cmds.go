@@ -771,7 +771,6 @@ func (s *Store) XReadLastIDs(now int64, args [][]byte) [][]byte {
 	return out
 }
 
-
 // xreadMissesLocked calls fn with each key XREAD or XREADGROUP finds
 // missing as Redis's xreadCommand looks them up: each key once as its ID
 // is parsed (up to an error), then each key again as it is served.
