@@ -8,7 +8,9 @@ import (
 // Blocked stream readers: XREAD BLOCK with "$" and XREADGROUP BLOCK with
 // ">" are each served by a later XADD, in every mode, and on a cluster's
 // follower by an XADD sent to the leader; two readers of one stream,
-// waiting for different IDs, are each served what they wait for.
+// waiting for different IDs, are each served what they wait for; a
+// blocked XREADGROUP whose stream is deleted, replaced or flushed is
+// answered UNBLOCKED, as Redis answers it.
 func TestBlockingStreams(t *testing.T) {
 	for _, m := range blockingModes {
 		t.Run(m.name, func(t *testing.T) {
@@ -39,6 +41,21 @@ func TestBlockingStreams(t *testing.T) {
 			}
 			if v := w.Do("XPENDING", "s", "g"); string(v.Raw) != "*4\r\n:1\r\n$3\r\n3-0\r\n$3\r\n3-0\r\n*1\r\n*2\r\n$5\r\nalice\r\n$1\r\n1\r\n" {
 				t.Fatalf("XPENDING: %s", v)
+			}
+			// A blocked XREADGROUP learns that its stream is gone: deleted,
+			// replaced by another type, flushed.
+			for _, gone := range [][]string{{"DEL", "s2"}, {"SET", "s2", "x"}, {"FLUSHALL"}} {
+				if v := w.Do("XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM"); v.Str != "OK" {
+					t.Fatalf("XGROUP CREATE s2: %s", v)
+				}
+				r := dialRaw(t, n.Addr)
+				r.send("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "0", "STREAMS", "s2", ">")
+				waitBlocked(t, n.Addr, 1)
+				w.Do(gone...)
+				if v := r.Read(); v.Str != "UNBLOCKED the stream key no longer exists" {
+					t.Fatalf("XREADGROUP after %v: %s", gone, v)
+				}
+				w.Do("DEL", "s2")
 			}
 		})
 	}
