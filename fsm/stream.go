@@ -257,6 +257,7 @@ type stream struct {
 	groups       []*streamGroup // by name
 	gen          uint64
 	bytes        int64
+	nbytes       int64 // the nodes' part of bytes, kept as nodes change
 }
 
 const (
@@ -294,12 +295,19 @@ func (s *stream) cowGen() *uint64   { return &s.gen }
 func (s *stream) freeEffort() int   { return len(s.nodes) + len(s.groups) }
 func nodeBytes(n *streamNode) int64 { return streamNodeBytes + int64(cap(n.buf)+len(n.fields)) }
 
-// recount recomputes bytes (after a change of nodes or PELs).
+// recount recomputes bytes from every node and group.
 func (s *stream) recount() {
-	b := streamObjBytes
+	s.nbytes = 0
 	for _, n := range s.nodes {
-		b += nodeBytes(n)
+		s.nbytes += nodeBytes(n)
 	}
+	s.recountGroups()
+}
+
+// recountGroups recomputes bytes after a change of nodes (whose part
+// nbytes follows) or of groups and PELs.
+func (s *stream) recountGroups() {
+	b := streamObjBytes + s.nbytes
 	for _, g := range s.groups {
 		b += int64(len(g.name)) + 64 + int64(g.pel.Len())*streamNackBytes
 		for _, c := range g.consumers {
@@ -421,6 +429,7 @@ func (s *stream) append(id streamID, pairs [][]byte, maxBytes, maxEntries int64)
 		}
 	}
 	var n *streamNode
+	var old int64
 	sameFields := false
 	if tail == nil {
 		n = &streamNode{master: id, nfields: numfields}
@@ -436,6 +445,7 @@ func (s *stream) append(id streamID, pairs [][]byte, maxBytes, maxEntries int64)
 	} else {
 		c := *tail
 		n = &c
+		old = nodeBytes(tail)
 		s.nodes[len(s.nodes)-1] = n
 		if numfields == n.nfields {
 			sameFields = true
@@ -473,6 +483,7 @@ func (s *stream) append(id streamID, pairs [][]byte, maxBytes, maxEntries int64)
 	n.buf = appendEntry(n.buf, id, pairs)
 	n.count++
 	n.last = id
+	s.nbytes += nodeBytes(n) - old
 	s.length++
 	s.entriesAdded++
 	s.lastID = id
@@ -490,6 +501,7 @@ const streamListpackMaxSize = 1 << 30
 func (s *stream) removeAt(i int, e streamEntry) {
 	n := s.nodes[i]
 	s.length--
+	s.nbytes -= nodeBytes(n)
 	if n.count == 1 {
 		s.nodes = append(s.nodes[:i], s.nodes[i+1:]...)
 		return
@@ -501,6 +513,7 @@ func (s *stream) removeAt(i int, e streamEntry) {
 	c.count--
 	c.deleted++
 	s.nodes[i] = &c
+	s.nbytes += nodeBytes(&c)
 }
 
 // delete removes the entry id, reporting whether it was there (XDEL's
@@ -563,6 +576,7 @@ func (s *stream) trim(a *streamTrimArgs) int64 {
 			remove = n.last.less(a.minid)
 		}
 		if remove {
+			s.nbytes -= nodeBytes(n)
 			s.nodes = s.nodes[1:]
 			s.length -= entries
 			deleted += entries
@@ -593,12 +607,10 @@ func (s *stream) trim(a *streamTrimArgs) int64 {
 			c.count -= int32(k)
 			c.deleted += int32(k)
 			s.nodes[0] = &c
+			s.nbytes += nodeBytes(&c) - nodeBytes(n)
 			deleted += int64(k)
 		}
 		break
-	}
-	if len(s.nodes) > 0 && s.nodes[0] != nil && deleted > 0 {
-		s.nodes = append([]*streamNode(nil), s.nodes...)
 	}
 	if s.length == 0 {
 		s.firstID = streamID{}

@@ -363,7 +363,7 @@ func (s *Store) editStream(it *item) (*stream, int64) {
 }
 
 func (s *Store) endStreamEdit(it item, st *stream, before int64) {
-	st.recount()
+	st.recountGroups()
 	s.endEditLocked(it, before)
 }
 

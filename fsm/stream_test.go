@@ -164,7 +164,13 @@ func TestStreamDeterminismAndSnapshot(t *testing.T) {
 				t.Fatalf("entry %d cmd %d: %v vs %v", i, j, ra[j], rb[j])
 			}
 		}
+		if i%300 == 0 {
+			checkInvariants(t, a)
+			checkStreamBytes(t, a)
+		}
 	}
+	checkInvariants(t, a)
+	checkStreamBytes(t, a)
 	sa := snapshotBytes(t, a)
 	if !bytes.Equal(sa, snapshotBytes(t, b)) {
 		t.Fatal("same entries gave different snapshots")
@@ -312,4 +318,21 @@ func TestStreamDump(t *testing.T) {
 		bad[rnd.Intn(len(bad))] ^= byte(1 + rnd.Intn(255))
 		decodeDumpPayload(bad)
 	}
+}
+
+// checkStreamBytes checks that each stream's size, kept as it changes,
+// is what counting it afresh gives.
+func checkStreamBytes(t *testing.T, s *Store) {
+	t.Helper()
+	s.keys.Scan(func(it item) bool {
+		if st, ok := it.obj.(*stream); ok {
+			kept := st.bytes
+			c := *st
+			c.recount()
+			if c.bytes != kept {
+				t.Errorf("%s: bytes %d, counted %d", it.key, kept, c.bytes)
+			}
+		}
+		return true
+	})
 }
