@@ -12,7 +12,8 @@ import (
 // a flat buffer of up to stream-node-max-entries entries (Redis's radix
 // tree of listpacks). A node is immutable once a snapshot may see it: a
 // write to a node builds a new one (appending to the tail node's buffer
-// reuses its spare capacity, which no alias can see). Nodes split where
+// reuses its spare capacity, which no alias can see, and which a clone's
+// tail does not have: see clone). Nodes split where
 // Redis's do: each node keeps the byte size Redis's listpack of the same
 // entries would have and its count of deleted entries, so approximate
 // trimming (MAXLEN ~, MINID ~), which removes whole nodes only, removes
@@ -271,6 +272,15 @@ func newStream() *stream { return &stream{bytes: streamObjBytes} }
 func (s *stream) clone() object {
 	c := *s
 	c.nodes = append([]*streamNode(nil), s.nodes...)
+	if len(c.nodes) > 0 {
+		// The tail node's spare capacity is the original's to append
+		// into (a COPY's source goes on appending, and the copy too):
+		// the clone's tail gets none, so its first append reallocates.
+		t := *c.nodes[len(c.nodes)-1]
+		t.buf = t.buf[:len(t.buf):len(t.buf)]
+		c.nbytes += nodeBytes(&t) - nodeBytes(c.nodes[len(c.nodes)-1])
+		c.nodes[len(c.nodes)-1] = &t
+	}
 	c.groups = make([]*streamGroup, len(s.groups))
 	for i, g := range s.groups {
 		c.groups[i] = g.clone()

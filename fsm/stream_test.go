@@ -336,3 +336,25 @@ func checkStreamBytes(t *testing.T, s *Store) {
 		return true
 	})
 }
+
+// TestStreamCopyAppends: a COPY and its source share their nodes, and
+// both go on appending to their tail without either seeing the other's
+// entries.
+func TestStreamCopyAppends(t *testing.T) {
+	s := NewStore()
+	// An entry of 9 bytes in a buffer of 16: the next, of 7, fits in
+	// its spare capacity.
+	s.Apply(0, t0, []Command{xadd("a", "1", "f", "vvv")})
+	s.Apply(0, t0, []Command{c(OpCopy, "a", "b")})
+	for i := 3; i < 40; i++ {
+		s.Apply(0, t0, []Command{xadd("a", itoa(i), "f", "a"), xadd("b", itoa(i), "f", "b")})
+	}
+	for _, k := range []string{"a", "b"} {
+		r := s.Read(t0, c(OpXRange, k, "3", "3"))
+		if want := arr(entry("3-0", "f", k)); r.String() != want.String() {
+			t.Errorf("%s: %v, want %v", k, r, want)
+		}
+	}
+	checkInvariants(t, s)
+	checkStreamBytes(t, s)
+}
