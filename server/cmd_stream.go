@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -226,7 +227,10 @@ func blockXRead(c *client, args [][]byte) (blockReq, string) {
 		}
 		if is(args[i], "block") {
 			ms, _ := parseInt(args[i+1])
-			timeout = time.Duration(ms) * time.Millisecond
+			timeout = 0 // beyond any deadline: forever
+			if ms <= int64(math.MaxInt64/time.Millisecond) {
+				timeout = time.Duration(ms) * time.Millisecond
+			}
 			i++
 		} else if is(args[i], "count") {
 			i++
