@@ -213,6 +213,10 @@ const (
 	// element, for long replies of bulks: LRANGE, LPOP with a count. Any
 	// command's reply can use it; Expanded turns it into that ReplyArray.
 	ReplyBulks
+	// ReplyKeyed is an array of 2-element arrays, each a key and its
+	// value (XREAD's streams): RESP3 writes it as a map of key to value,
+	// RESP2 as the array of the 2-element arrays, as Redis does.
+	ReplyKeyed
 )
 
 // Reply is the result of one command, independent of the protocol version.

@@ -47,7 +47,7 @@ func mixDigest(d *[20]byte, data []byte) {
 }
 
 // Redis's type numbers (OBJ_STRING ...), which each key's digest mixes in.
-var redisTypeNumber = [...]uint32{kindString: 0, kindList: 1, kindSet: 2, kindZSet: 3, kindHash: 4}
+var redisTypeNumber = [...]uint32{kindString: 0, kindList: 1, kindSet: 2, kindZSet: 3, kindHash: 4, kindStream: 6}
 
 // keyDigest is a key's digest as DEBUG DIGEST sums it: the key, then the
 // value (itemDigest).
@@ -78,6 +78,17 @@ func itemDigest(d *[20]byte, it *item) {
 			mixDigest(&ed, []byte(e.member))
 			mixDigest(&ed, []byte(formatG17(e.score)))
 			xorDigest(d, ed[:])
+			return true
+		})
+	case kindStream:
+		// Each entry's ID as "ms.seq", then its fields and values.
+		it.obj.(*stream).rangeFn(streamIDMin, streamIDMax, false, func(e streamEntry) bool {
+			id := strconv.AppendUint(nil, e.id.ms, 10)
+			id = strconv.AppendUint(append(id, '.'), e.id.seq, 10)
+			mixDigest(d, id)
+			for _, p := range e.pairs {
+				mixDigest(d, p)
+			}
 			return true
 		})
 	case kindHash:

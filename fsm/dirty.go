@@ -163,7 +163,7 @@ func replyElems(r *Reply) int64 {
 	switch r.Kind {
 	case ReplyBulk:
 		return 1
-	case ReplyArray, ReplySet, ReplyPairs:
+	case ReplyArray, ReplySet, ReplyPairs, ReplyKeyed:
 		return int64(len(r.Array))
 	case ReplyBulks:
 		return r.Int

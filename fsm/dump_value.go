@@ -83,6 +83,8 @@ func appendDumpValue(b []byte, it *item, lim *Limits) []byte {
 		b = appendDumpZSet(b, it)
 	case kindHash:
 		b = appendDumpHash(b, it)
+	case kindStream:
+		b = appendDumpStream(b, it)
 	}
 	return b
 }
@@ -222,6 +224,7 @@ type dumpValue struct {
 	set   []hashed // a set's members, in member order
 	pairs []hpair  // a hash's fields, in field order
 	ents  []zent   // a sorted set's members, by score
+	st    *stream  // a stream
 	// flat: the payload held a listpack or ziplist hash or sorted set,
 	// which Redis keeps so while it has few enough elements, however long
 	// they are (it checks only the count on load).
@@ -272,8 +275,12 @@ func decodeDumpPayload(p []byte) (v dumpValue, ok bool) {
 		v.flat = t[0] == rdbTypeHashZiplist || t[0] == rdbTypeHashListpack
 		v.pairs, ok = readDumpHash(&r, t[0])
 		return v, ok
+	case rdbTypeStreamListpack2, rdbTypeStreamListpacks:
+		v.kind = kindStream
+		v.st, ok = readDumpStream(&r, t[0])
+		return v, ok
 	}
-	// Streams and modules: kinds kvs does not keep.
+	// Modules: kinds kvs does not keep.
 	return v, false
 }
 

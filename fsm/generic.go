@@ -106,6 +106,10 @@ func applyPersist(s *Store, now int64, c *Command) Reply {
 // and what FLUSHDB was when kvs had one database). It needs level 4.
 const FlagFlushDB Flags = 2
 
+// FlushedKey is the key the ready hook (SetReadyHook) receives after
+// FLUSHALL: every key a client waits on may have changed.
+const FlushedKey = "\x00kvs-flushall"
+
 func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	keys := int64(s.keys.Len() - s.hiddenLenLocked())
 	if c.Flags&FlagFlushDB == 0 {
@@ -126,6 +130,9 @@ func applyFlushAll(s *Store, now int64, c *Command) Reply {
 	s.keys, s.bytes = s.keys.emptied(), 0
 	s.flushedLocked()
 	s.afterFlushLocked(old)
+	// Clients blocked in XREADGROUP are answered that their stream is
+	// gone: the hook hears of every key it may wait on.
+	s.signalReadyLocked([]byte(FlushedKey))
 	return replyOK
 }
 

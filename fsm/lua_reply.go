@@ -80,6 +80,17 @@ func appendRESP(b []byte, r *Reply, resp int) []byte {
 			}
 		}
 		return b
+	case ReplyKeyed:
+		if resp == 3 {
+			b = appendRESPLen(b, '%', int64(len(r.Array)))
+			for i := range r.Array {
+				for j := range r.Array[i].Array {
+					b = appendRESP(b, &r.Array[i].Array[j], resp)
+				}
+			}
+			return b
+		}
+		b = appendRESPLen(b, '*', int64(len(r.Array)))
 	case ReplyBulks:
 		return append(appendRESPLen(b, '*', r.Int), r.Bulk...)
 	default:

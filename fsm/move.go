@@ -561,7 +561,7 @@ func (s *Store) signalMovedInLocked(now int64, ranges []SlotRange) {
 			if hi != 0 && it.hash >= hi {
 				return false
 			}
-			if (it.kind == kindList || it.kind == kindZSet) && !it.expired(now) {
+			if (it.kind == kindList || it.kind == kindZSet || it.kind == kindStream) && !it.expired(now) {
 				// No key of these slots can have been signalled
 				// before in this entry: they were not owned.
 				s.ready = append(s.ready, it.key)

@@ -287,6 +287,27 @@ var missKeys = map[Op]func(c *Command) keyRange{
 	// The sorted-set commands' keys looked up before a syntax error
 	// (server/cmd_zset.go), as Redis looks them up before it parses.
 	OpZCheck: argsFrom(1, 1),
+	// The stream commands that look their key up for reading; XREAD's
+	// and XREADGROUP's keys follow STREAMS.
+	OpXLen:         argsFrom(0, 0),
+	OpXRange:       argsFrom(0, 0),
+	OpXRevRange:    argsFrom(0, 0),
+	OpXPending:     argsFrom(0, 0),
+	OpXInfo:        argsFrom(0, 0),
+	OpXAck:         argsFrom(0, 0),
+	OpXClaim:       argsFrom(0, 0),
+	OpXAutoClaim:   argsFrom(0, 0),
+	OpXRead:        xreadMissKeys,
+	OpXReadBlocked: xreadMissKeys,
+	OpXReadGroup:   xreadMissKeys,
+}
+
+func xreadMissKeys(c *Command) keyRange {
+	a, e := parseXRead(c.Args, c.Op == OpXReadGroup)
+	if e != "" {
+		return noKeys
+	}
+	return keyRange{a.streams, 1, a.streams + a.nstreams}
 }
 
 // missStops reports whether the lookups of c stop at it, a key of the
@@ -310,6 +331,10 @@ func missStops(c *Command, it *item) bool {
 // missesLocked calls fn with each key c looks up for reading and finds
 // missing, in order.
 func (s *Store) missesLocked(now int64, c *Command, fn func(key []byte)) {
+	if c.Op == OpXRead || c.Op == OpXReadBlocked || c.Op == OpXReadGroup {
+		s.xreadMissesLocked(now, c, fn)
+		return
+	}
 	k, ok := readLookups(c)
 	if !ok {
 		return

@@ -248,7 +248,7 @@ func notNil(r *Reply) bool {
 	switch r.Kind {
 	case ReplyNil, ReplyNilArray:
 		return false
-	case ReplyArray, ReplySet, ReplyMap, ReplyPairs:
+	case ReplyArray, ReplySet, ReplyMap, ReplyPairs, ReplyKeyed:
 		return len(r.Array) > 0
 	}
 	return true

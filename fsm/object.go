@@ -109,7 +109,7 @@ func applyCopy(s *Store, now int64, c *Command) Reply {
 		cp.enc = encUnshared
 	}
 	s.putLocked(cp)
-	if old.kind == kindList || old.kind == kindZSet {
+	if old.kind == kindList || old.kind == kindZSet || old.kind == kindStream {
 		// A client blocked on the destination may now pop from it.
 		s.signalReadyLocked(dst)
 	}

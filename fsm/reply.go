@@ -174,7 +174,7 @@ func (r Reply) String() string {
 		return "(double) " + string(r.Bulk)
 	case ReplyNilArray:
 		return "(nil array)"
-	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
+	case ReplyArray, ReplyMap, ReplySet, ReplyPairs, ReplyKeyed:
 		s := "["
 		for i, e := range r.Array {
 			if i > 0 {

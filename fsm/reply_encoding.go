@@ -49,7 +49,7 @@ func appendReply(dst []byte, r *Reply) []byte {
 	case ReplyBulk, ReplyDouble, ReplyBigNumber:
 		dst = binary.AppendUvarint(dst, uint64(len(r.Bulk)))
 		dst = append(dst, r.Bulk...)
-	case ReplyArray, ReplyMap, ReplySet, ReplyPairs:
+	case ReplyArray, ReplyMap, ReplySet, ReplyPairs, ReplyKeyed:
 		dst = AppendReplies(dst, r.Array)
 	case ReplyBulks:
 		dst = binary.AppendUvarint(dst, uint64(r.Int))
@@ -120,7 +120,7 @@ func (d *decoder) replies(depth int) []Reply {
 			if r.Array = d.replies(depth + 1); len(r.Array)%2 != 0 {
 				d.fail("map of an odd number of elements")
 			}
-		case ReplyPairs:
+		case ReplyPairs, ReplyKeyed:
 			r.Array = d.replies(depth + 1)
 			for _, p := range r.Array {
 				if p.Kind != ReplyArray || len(p.Array) != 2 {

@@ -132,7 +132,7 @@ func applyRestore(s *Store, now int64, c *Command) Reply {
 	}
 	s.restoreValueLocked(key, &v, c.Int)
 	s.setAccessLocked(key, c)
-	if v.kind == kindList || v.kind == kindZSet {
+	if v.kind == kindList || v.kind == kindZSet || v.kind == kindStream {
 		s.signalReadyLocked(key)
 	}
 	return replyOK
@@ -145,6 +145,8 @@ func (s *Store) restoreValueLocked(key []byte, v *dumpValue, exp int64) {
 	switch v.kind {
 	case kindString:
 		s.putLocked(newItem(key, v.str, exp))
+	case kindStream:
+		s.putLocked(s.newCollection(key, kindStream, nil, v.st, exp))
 	case kindList:
 		s.putListLocked(key, v.elems, exp)
 	case kindSet:

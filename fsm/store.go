@@ -449,6 +449,9 @@ func ownItem(buf []byte, klen int, exp int64) item {
 func (s *Store) putLocked(it item) {
 	if prev, replaced := s.keys.Set(it); replaced {
 		s.bytes -= prev.size()
+		if prev.kind == kindStream && it.kind != kindStream {
+			s.signalReadyLocked([]byte(it.key)) // streamGone
+		}
 	}
 	s.bytes += it.size()
 }
@@ -460,6 +463,11 @@ func (s *Store) deleteLocked(key []byte) (item, bool) {
 	prev, ok := s.keys.Delete(item{hash: keyHash(k), key: k})
 	if ok {
 		s.forgetLocked(prev)
+		if prev.kind == kindStream {
+			// Clients blocked in XREADGROUP on it are answered that it
+			// is gone, as Redis does.
+			s.signalReadyLocked(key)
+		}
 	}
 	return prev, ok
 }

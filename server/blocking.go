@@ -104,6 +104,12 @@ type blockReq struct {
 	// reply with it (fsm's withResultToken), so that a pop whose outcome
 	// is unknown can be resolved (see resolvePop).
 	tokenized bool
+	// broadcast: a signal of one of its keys wakes this waiter and every
+	// other broadcast waiter queued after it, not the first alone: a
+	// read of a stream takes nothing from it, and a waiter that finds
+	// nothing (it waits for later IDs, or for another group) must not
+	// keep the others from what they wait for.
+	broadcast bool
 }
 
 // retryListKey and retryZSetKey are blockReq.retry for ops whose
@@ -351,6 +357,20 @@ func (br *blockRegistry) signal(keys []string) {
 }
 
 func (br *blockRegistry) signalLocked(keys []string) {
+	if slices.Contains(keys, fsm.FlushedKey) {
+		var all []string
+		for _, k := range keys {
+			if k != fsm.FlushedKey {
+				all = append(all, k)
+			}
+		}
+		for k := range br.keys {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+		keys = all
+	}
 	for _, k := range keys {
 		if token, r, ok := fsm.ResultOf(k); ok {
 			if pr := br.results[token]; pr != nil && !pr.found {
@@ -371,13 +391,17 @@ func (br *blockRegistry) signalLocked(keys []string) {
 		if br.serving[k] == 0 {
 			br.startServiceLocked(k)
 		}
-		w := q[0]
-		if !containsString(w.ready, k) {
-			w.ready = append(w.ready, k)
-		}
-		if w.state == waitIdle {
-			w.state = waitWoken
-			w.wake()
+		for i, w := range q {
+			if i > 0 && !(w.req.broadcast && q[0].req.broadcast) {
+				break
+			}
+			if !containsString(w.ready, k) {
+				w.ready = append(w.ready, k)
+			}
+			if w.state == waitIdle {
+				w.state = waitWoken
+				w.wake()
+			}
 		}
 	}
 }

@@ -504,6 +504,12 @@ func (c *client) executeOne(args [][]byte) bool {
 	if cmd.block != nil {
 		return c.executeBlocking(cmd, id, args)
 	}
+	if cmd.flags&flagBlocking != 0 && cmd.parse != nil && xreadBlocks(args) && c.script == nil {
+		// XREAD and XREADGROUP block only with BLOCK (cmd_stream.go).
+		bc := *cmd
+		bc.block = blockXRead
+		return c.executeBlocking(&bc, id, args)
+	}
 	if cmd.tx != nil {
 		return cmd.tx(c, id, args)
 	}

@@ -320,6 +320,9 @@ func InstallScriptParser(cfg Config) {
 	s := &Server{cfg: cfg, commands: commandTable()}
 	s.acl.cmds = newACLCommands(s.commands)
 	s.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	// The settings a new server starts with, which parsers read
+	// (hll-sparse-max-bytes; stream-node-max-* in streamNodeLimits).
+	s.hllSparseMax.Store(fsm.HLLSparseMaxBytes)
 	s.router.init(&s.cfg)
 	s.installScriptParsers()
 }

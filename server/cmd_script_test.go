@@ -1,6 +1,10 @@
 package server
 
-import "testing"
+import (
+	"testing"
+
+	"kvs/fsm"
+)
 
 // TestEvalSHANoWrites: EVALSHA and EVALSHA_RO of a loaded script with a
 // no-writes shebang run it; only its first line is looked at before the
@@ -44,5 +48,33 @@ return r`
 		if got := rc.do("EVAL", body, "1", "k"); got != want {
 			t.Fatalf("run %d = %q, want %q", i+1, got, want)
 		}
+	}
+}
+
+// TestReplayParserDefaults: the parser a store replays its log with
+// (InstallScriptParser, before the server exists) gives a script's PFADD
+// and XADD the settings a new server starts with, so that the replayed
+// writes build the same values: a HyperLogLog stays sparse to
+// hll-sparse-max-bytes, as it was when first applied.
+func TestReplayParserDefaults(t *testing.T) {
+	live := fsm.NewStore()
+	New(Config{Store: live})
+	replay := fsm.NewStore()
+	InstallScriptParser(Config{Store: replay})
+	script := fsm.Command{Op: fsm.OpEval, Args: [][]byte{[]byte("redis.call('PFADD', KEYS[1], 'a'); return redis.call('XADD', KEYS[2], '1-1', 'f', 'v')"), []byte("h"), []byte("s")}, Int: 2}
+	for _, st := range []*fsm.Store{live, replay} {
+		if r := st.Apply(1, 0, []fsm.Command{script}); r[0].Kind == fsm.ReplyError {
+			t.Fatalf("script: %+v", r[0])
+		}
+	}
+	get := fsm.Command{Op: fsm.OpGet, Args: [][]byte{[]byte("h")}}
+	if a, b := live.Read(0, get), replay.Read(0, get); string(a.Bulk) != string(b.Bulk) || len(a.Bulk) == 0 {
+		enc := func(v []byte) string {
+			if len(v) > 4 && v[4] == 1 {
+				return "sparse"
+			}
+			return "dense"
+		}
+		t.Errorf("the HyperLogLog after a replay: %s, %d bytes; when first applied: %s, %d bytes", enc(b.Bulk), len(b.Bulk), enc(a.Bulk), len(a.Bulk))
 	}
 }

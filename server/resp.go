@@ -99,6 +99,21 @@ func appendReply(b []byte, r *fsm.Reply, proto int) []byte {
 			}
 		}
 		return b
+	case fsm.ReplyKeyed:
+		if proto >= 3 {
+			b = appendMapLen(b, len(r.Array), proto)
+			for i := range r.Array {
+				for j := range r.Array[i].Array {
+					b = appendReply(b, &r.Array[i].Array[j], proto)
+				}
+			}
+			return b
+		}
+		b = appendArrayLen(b, len(r.Array))
+		for i := range r.Array {
+			b = appendReply(b, &r.Array[i], proto)
+		}
+		return b
 	case fsm.ReplyBulks:
 		// The elements are RESP bulk strings already.
 		b = resp.AppendArrayLen(b, int(r.Int))

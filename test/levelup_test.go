@@ -46,6 +46,22 @@ func TestLevel3Upgrade(t *testing.T) {
 		cmd: func(ctx context.Context, c *redis.Client, key string) error { return c.PFAdd(ctx, key, "x").Err() }})
 }
 
+// level3From is the last kvs of cluster level 3: it has no streams and no
+// databases but 0.
+const level3From = "ad0c001"
+
+// TestLevel4Upgrade: the same from the last kvs of level 3, past XADD;
+// throughout, a script keeps calling PFADD, a command of level 3, which
+// the entries' mark of the cluster's level (3 until the last node is
+// upgraded) lets it.
+func TestLevel4Upgrade(t *testing.T) {
+	t.Parallel()
+	testLevelUpgrade(t, levelUpgrade{from: level3From, fromLevel: 3, call: "xadd", keep: "pfadd",
+		cmd: func(ctx context.Context, c *redis.Client, key string) error {
+			return c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"f", "v"}}).Err()
+		}})
+}
+
 func testLevelUpgrade(t *testing.T, u levelUpgrade) {
 	old := buildOldKVS(t, u.from, t.TempDir())
 	nodes := startOldShardedCluster(t, old)
