@@ -365,6 +365,11 @@ func (d *Decoder) Next() (*Entry, error) {
 			return nil, err
 		}
 		e.Value, d.buf = d.buf, nil
+		if t == TypeStreamListpacks3 {
+			// Its consumers' active times were left out (skipStream):
+			// the value is type 19's, which RESTORE reads.
+			e.Type = TypeStreamListpacks2
+		}
 		return e, nil
 	}
 }
@@ -552,12 +557,20 @@ func (d *Decoder) skipStream(t byte) error {
 			if err = d.skipString(); err != nil { // the name
 				return err
 			}
-			times := 8 // seen time; type 21 the active time too
-			if t == TypeStreamListpacks3 {
-				times = 16
-			}
-			if _, err = d.read(times); err != nil {
+			// The seen time; type 21 (Redis 7.2) the active time too,
+			// which Redis 7.0's type 19 lacks: it is read and left out of
+			// the value, which is then type 19's (see Next).
+			if _, err = d.read(8); err != nil {
 				return err
+			}
+			if t == TypeStreamListpacks3 {
+				capture := d.capture
+				d.capture = false
+				_, err = d.read(8)
+				d.capture = capture
+				if err != nil {
+					return err
+				}
 			}
 			pel, err = d.count("stream consumer PEL")
 			for ; err == nil && pel > 0; pel-- {

@@ -98,7 +98,7 @@ const loadBatch = 256
 // already there is a duplicate): each key as an OpRestore, each function
 // library as an OpFunctionRestore, applied at index 0 with opts.Now as
 // the clock; each key goes into its database (the file's SELECTDB). It refuses, with an *Error naming the offset, a damaged
-// file, a stream (kvs keeps none yet), a module's value, a key of a
+// file, a module's value, a key of a
 // database beyond opts.Databases (even with opts.SkipOtherDBs, as
 // redis-server refuses the file), a key twice, and a
 // value or library RESTORE or FUNCTION RESTORE would refuse. On an error
@@ -160,9 +160,6 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 			pending = append(pending, e)
 			continue
 		}
-		if IsStream(e.Type) {
-			return st, &Error{e.Offset, fmt.Sprintf("key %q is a stream (RDB type %d): kvs does not keep streams yet", e.Key, e.Type)}
-		}
 		if e.DB >= uint64(dbs) {
 			return st, &Error{e.Offset, fmt.Sprintf("key %q is in db %d: the file was written by a server with more databases than the %d kvs is configured with (--databases)", e.Key, e.DB, dbs)}
 		}
@@ -202,7 +199,7 @@ func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 // REPLACE: a key already there answers BUSYKEY), for a function library
 // an OpFunctionRestore that appends it. Load applies these; a caller that
 // replicates what it loads proposes them instead, after the checks Load
-// makes (IsStream, the db, fsm.CheckRDBValue, the deadline). The command
+// makes (the db, fsm.CheckRDBValue, the deadline). The command
 // runs in e's database. Entry e must
 // be a KindKey or a KindFunction.
 func Command(e *Entry) fsm.Command {

@@ -24,7 +24,9 @@
 // footer; a length and a string are as fsm's DUMP codec reads them.
 // Versions 1 to 11 are read: 9 is Redis 5 and 6, 10 Redis 7.0, 11 Redis
 // 7.2 (a set as a listpack, TypeSetListpack; streams with their consumers'
-// active time). Version 10 is written.
+// active time, TypeStreamListpacks3, which the Decoder gives as a
+// TypeStreamListpacks2 without those times: Redis 7.0 has none). Version
+// 10 is written.
 //
 // # Reading
 //
@@ -56,9 +58,9 @@
 //
 // Load does all of that into an fsm.Store (a new one, or one being
 // replaced by a full sync): it applies each key as an OpRestore and each
-// function library as an OpFunctionRestore (Command makes them), refuses
-// streams (kvs keeps none yet), keys of databases other than 0 (unless
-// told to skip them), module values and anything damaged, and counts what
+// function library as an OpFunctionRestore (Command makes them), each key
+// in its database, refuses keys of databases beyond those the store will
+// have, module values and anything damaged, and counts what
 // it loaded (Stats). Load applies straight to the store, outside any log;
 // on an error the store holds part of the file, so load into a new store
 // and put it in place only once Load returned nil.
@@ -189,7 +191,9 @@ type Entry struct {
 	Idle int64
 	Freq int
 	// Type is the value's RDB type; Value its encoding (for KindKey), the
-	// AUX field's value, or the library's code.
+	// AUX field's value, or the library's code. A TypeStreamListpacks3
+	// in the file is given as TypeStreamListpacks2, its consumers'
+	// active times left out.
 	Type  byte
 	Value []byte
 	// Version is the file's RDB version.

@@ -220,16 +220,11 @@ func key(t byte, k string, value ...byte) []byte {
 
 func TestRefusals(t *testing.T) {
 	str := func(s string) []byte { return fsm.AppendRDBString(nil, []byte(s)) }
-	stream := append(append([]byte{0}, // no nodes
-		0, 0, 0, // length, last id
-		0, 0, 0, 0, 0), // first id, max deleted, entries added
-		0) // no groups
 	cases := []struct {
 		name string
 		file []byte
 		want string
 	}{
-		{"stream", hand(10, key(TypeStreamListpacks2, "events", stream...)), `key "events" is a stream (RDB type 19)`},
 		{"db", hand(10, []byte{opSelectDB, 0x80, 0, 1, 0, 0}, key(TypeString, "k", str("v")...)), `key "k" is in db 65536`},
 		{"module", hand(10, key(TypeModule2, "m", 0)), `key "m": a module's value`},
 		{"module aux", hand(10, []byte{opModuleAux}), "MODULE_AUX"},
@@ -318,7 +313,7 @@ func TestDecoderStopsAtChecksum(t *testing.T) {
 
 // A stream of Redis 7.0 (type 19: a consumer group, a consumer with a
 // pending entry, one without) is read to its end, the key after it and
-// the checksum too; Load refuses it, naming the key and the type.
+// the checksum too; Load loads it.
 func TestStream(t *testing.T) {
 	file := readAsset(t, "stream-7.0")
 	d := NewDecoder(bytes.NewReader(file))
@@ -338,31 +333,39 @@ func TestStream(t *testing.T) {
 	if strings.Join(keys, " ") != "events:19 after-stream:0" && strings.Join(keys, " ") != "after-stream:0 events:19" {
 		t.Fatalf("keys %q", keys)
 	}
-	_, err := Load(bytes.NewReader(file), fsm.NewStore(), LoadOptions{})
-	if err == nil || !strings.Contains(err.Error(), `key "events" is a stream (RDB type 19): kvs does not keep streams yet`) {
-		t.Fatalf("got %v", err)
+	s := fsm.NewStore()
+	st, err := Load(bytes.NewReader(file), s, LoadOptions{})
+	if err != nil || st.Total() != 2 {
+		t.Fatalf("got %v, %v", st, err)
+	}
+	if r := s.Read(0, fsm.Command{Op: fsm.OpType, Args: [][]byte{[]byte("events")}}); r.Str != "stream" {
+		t.Fatalf("TYPE events: %+v", r)
 	}
 }
 
 // A stream of Redis 7.2 (type 21: consumers with an active time) is read
-// to its end too.
+// to its end too, and given as the type 19 value without the active
+// times, which Load loads.
 func TestStream72(t *testing.T) {
 	str := func(s string) []byte { return fsm.AppendRDBString(nil, []byte(s)) }
 	var v []byte
-	v = append(v, 0)                   // no nodes
-	v = append(v, 2, 5, 1)             // length, last id
-	v = append(v, 5, 0, 0, 0, 2)       // first id, max deleted, entries added
-	v = append(v, 1)                   // a group
-	v = append(v, str("g1")...)        // its name
-	v = append(v, 5, 1, 2)             // last delivered id, entries read
-	v = append(v, 1)                   // a pending entry
-	v = append(v, make([]byte, 24)...) // its id, delivery time
-	v = append(v, 1)                   // delivery count
-	v = append(v, 1)                   // a consumer
-	v = append(v, str("alice")...)     // its name
-	v = append(v, make([]byte, 16)...) // seen time, active time
-	v = append(v, 1)                   // a pending entry
-	v = append(v, make([]byte, 16)...) // its id
+	v = append(v, 0)                      // no nodes
+	v = append(v, 0, 5, 1)                // length, last id
+	v = append(v, 0, 0, 5, 1, 2)          // first id, max deleted, entries added
+	v = append(v, 1)                      // a group
+	v = append(v, str("g1")...)           // its name
+	v = append(v, 5, 1, 2)                // last delivered id, entries read
+	v = append(v, 1)                      // a pending entry
+	v = append(v, make([]byte, 24)...)    // its id, delivery time
+	v = append(v, 1)                      // delivery count
+	v = append(v, 1)                      // a consumer
+	v = append(v, str("alice")...)        // its name
+	v = append(v, 1, 0, 0, 0, 0, 0, 0, 0) // seen time
+	at := len(v)
+	v = append(v, 2, 0, 0, 0, 0, 0, 0, 0) // active time
+	v = append(v, 1)                      // a pending entry
+	v = append(v, make([]byte, 16)...)    // its id
+	v19 := append(bytes.Clone(v[:at]), v[at+8:]...)
 	file := hand(11, key(TypeStreamListpacks3, "events", v...), key(TypeString, "after", str("v")...))
 	d := NewDecoder(bytes.NewReader(file))
 	var keys []string
@@ -375,8 +378,19 @@ func TestStream72(t *testing.T) {
 			t.Fatal(err)
 		}
 		keys = append(keys, string(e.Key))
+		if string(e.Key) == "events" && (e.Type != TypeStreamListpacks2 || !bytes.Equal(e.Value, v19)) {
+			t.Fatalf("the stream is given as type %d, %x; want 19, %x", e.Type, e.Value, v19)
+		}
 	}
 	if strings.Join(keys, " ") != "events after" {
 		t.Fatalf("keys %q", keys)
+	}
+	s := fsm.NewStore()
+	if st, err := Load(bytes.NewReader(file), s, LoadOptions{}); err != nil || st.Total() != 2 {
+		t.Fatalf("Load: %v, %v", st, err)
+	}
+	r := s.Read(0, fsm.Command{Op: fsm.OpXInfo, Args: [][]byte{[]byte("events"), []byte("CONSUMERS"), []byte("g1")}})
+	if r.Kind != fsm.ReplyArray || len(r.Array) != 1 {
+		t.Fatalf("XINFO CONSUMERS: %+v", r)
 	}
 }

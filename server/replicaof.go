@@ -371,7 +371,7 @@ func (r *replica) fullSync(nc net.Conn, br *bufio.Reader) error {
 			r.s.cfg.Logger.Warn("replication: key of a database beyond --databases not loaded", "db", e.DB, "databases", r.s.databases())
 			continue
 		}
-		if v := append([]byte{e.Type}, e.Value...); rdb.IsStream(e.Type) || !fsm.CheckRDBValue(e.Version, v) {
+		if v := append([]byte{e.Type}, e.Value...); !fsm.CheckRDBValue(e.Version, v) {
 			if !fsm.EmptyRDBValue(v) {
 				r.s.cfg.Logger.Warn("replication: key not loaded: kvs cannot keep its value", "key", string(e.Key), "type", rdb.TypeName(e.Type))
 			}

@@ -31,6 +31,15 @@ func fillDBs(t *testing.T, c *rawConn) {
 		do("HSET", "hash:"+d, "f", d)
 		do("SADD", "set:"+d, "x", d)
 		do("ZADD", "zset:"+d, d, "m")
+		// A stream with a group, a consumer's pending entry (its
+		// delivery time fixed, so that every server has the same) and a
+		// consumer without.
+		do("XADD", "stream:"+d, "1-1", "f", d)
+		do("XADD", "stream:"+d, "2-1", "f", "v", "g", d)
+		do("XGROUP", "CREATE", "stream:"+d, "g", "0")
+		do("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "stream:"+d, ">")
+		do("XCLAIM", "stream:"+d, "g", "alice", "0", "1-1", "TIME", "1700000000000", "RETRYCOUNT", "3")
+		do("XGROUP", "CREATECONSUMER", "stream:"+d, "g", "bob")
 		for i := 0; i < 20*(db+1); i++ {
 			do("SET", fmt.Sprintf("k:%d:%d", db, i), strconv.Itoa(i))
 		}
@@ -86,6 +95,9 @@ func TestRDBDatabases(t *testing.T) {
 	want := dbsKeyspace(t, rc)
 	if len(want) != len(rdbDBs) {
 		t.Fatalf("redis-server has keys in %d databases", len(want))
+	}
+	if st := want[3]["stream:3"]; !strings.Contains(st, "1-1 alice 1700000000000 3") || !strings.Contains(st, "name bob") {
+		t.Fatalf("the stream of db 3 lacks its PEL or consumer: %s", st)
 	}
 	file := filepath.Join(src.Dir, "dump.rdb")
 

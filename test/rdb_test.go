@@ -95,6 +95,8 @@ func keyspaceOf(t *testing.T, c *rawConn) map[string]string {
 			for _, e := range c.Do("ZRANGE", key, "0", "-1", "WITHSCORES").Elems {
 				val = append(val, e.Str)
 			}
+		case "stream":
+			val = []string{streamState(c, key)}
 		case "hash":
 			els := c.Do("HGETALL", key).Elems
 			for i := 0; i+1 < len(els); i += 2 {
