@@ -29,6 +29,8 @@ func TestRestoreRDB(t *testing.T) {
 		{"restore", "--rdb", file},
 		{"restore", "--rdb", file, "other", "--data-dir", "x"},
 		{"restore", file, "--data-dir", "x", "--skip-other-dbs"},
+		{"restore", file, "--data-dir", "x", "--databases", "4"},
+		{"restore", "--rdb", file, "--data-dir", "x", "--databases", "0"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(args, &out, &errOut); code != 2 {
