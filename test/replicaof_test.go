@@ -209,11 +209,24 @@ func TestReplicaOf(t *testing.T) {
 			if v, err := k.Do(ctx, "ROLE").Slice(); err != nil || len(v) != 5 || fmt.Sprint(v[:4]) != fmt.Sprintf("[slave %s %s connected]", host, port) {
 				t.Fatalf("ROLE = %v, %v; want slave %s %s connected", v, err, host, port)
 			}
-			// A write to another database of the master's is not kvs's.
+			// A write to another database of the master's goes to kvs's
+			// database 9; a node of several groups has database 0 alone
+			// and skips it (checkReplicated's DBSIZE of database 0 holds
+			// either way).
 			m9 := redis.NewClient(&redis.Options{Addr: master.Addr, Password: "secret", DB: 9})
 			defer m9.Close()
 			if err := m9.Set(ctx, "db9", "1", 0).Err(); err != nil {
 				t.Fatal(err)
+			}
+			if mode == "durable" {
+				k9 := redis.NewClient(&redis.Options{Addr: n.Addr, DB: 9})
+				defer k9.Close()
+				waitFor(t, "db 9's key", func() error {
+					if v, err := k9.Get(ctx, "db9").Result(); err != nil || v != "1" {
+						return fmt.Errorf("GET db9 in db 9: %q, %v", v, err)
+					}
+					return nil
+				})
 			}
 			if err := k.Set(ctx, "x", "1", 0).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {
 				t.Fatalf("SET on the replica: %v; want READONLY", err)
