@@ -97,11 +97,11 @@ const loadBatch = 256
 // Load reads an RDB file from r into s, which should be empty (a key
 // already there is a duplicate): each key as an OpRestore, each function
 // library as an OpFunctionRestore, applied at index 0 with opts.Now as
-// the clock; each key goes into its database (the file's SELECTDB). It refuses, with an *Error naming the offset, a damaged
-// file, a module's value, a key of a
-// database beyond opts.Databases (even with opts.SkipOtherDBs, as
-// redis-server refuses the file), a key twice, and a
-// value or library RESTORE or FUNCTION RESTORE would refuse. On an error
+// the clock; each key goes into its database (the file's SELECTDB). It
+// refuses, with an *Error naming the offset, a damaged file, a module's
+// value, a key of a database beyond opts.Databases (even with
+// opts.SkipOtherDBs, as redis-server refuses the file), a key twice, and
+// a value or library RESTORE or FUNCTION RESTORE would refuse. On an error
 // s holds part of the file: load into a store of its own and drop it.
 func Load(r io.Reader, s *fsm.Store, opts LoadOptions) (*Stats, error) {
 	st := &Stats{Keys: map[uint64]int{}, Expires: map[uint64]int{}, SkippedDBs: map[uint64]int{}, Aux: map[string]string{}}
