@@ -35,56 +35,32 @@ var flagPubsubOps = flag.Int("pubsub.ops", 1500, "operations per mode in TestDif
 // UNSUBSCRIBE without arguments, whose counts must still fall in order; and
 // PUBSUB CHANNELS and SHARDCHANNELS lists.
 func TestDifferentialPubsub(t *testing.T) {
-	requireRedis(t)
-	requireKVS(t)
-	seed := testSeed(t)
-	modes := []struct {
-		name    string
-		opts    KVSOptions
-		cluster bool
-	}{
-		{"memory", KVSOptions{}, false},
-		{"durable", KVSOptions{Durable: true, Fsync: "always"}, false},
-		{"cluster-leader", KVSOptions{}, true},
-	}
-	for i, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			t.Parallel()
-			ref := startRedis(t)
-			var kvs *Node
-			if m.cluster {
-				kvs = waitLeader(t, startCluster(t, 3))
-			} else {
-				kvs = newKVS(t, "kvs", m.opts)
-				kvs.Start()
+	sessionModes(t, func(t *testing.T, r *rand.Rand, ref, kvs *Node, cluster bool) {
+		sides := []*pubsubSide{newPubsubSide(t, ref), newPubsubSide(t, kvs)}
+		var history []string
+		for op := range *flagPubsubOps {
+			var steps []pubsubStep
+			if !cluster {
+				steps = genPubsubRace(r)
 			}
-			r := rand.New(rand.NewSource(seed + int64(i)))
-			sides := []*pubsubSide{newPubsubSide(t, ref), newPubsubSide(t, kvs)}
-			var history []string
-			for op := range *flagPubsubOps {
-				var steps []pubsubStep
-				if !m.cluster {
-					steps = genPubsubRace(r)
-				}
-				if steps == nil {
-					who, cmd := genPubsubOp(r)
-					steps = []pubsubStep{{who, cmd}}
-				}
-				var got [2][]string
-				for j, s := range sides {
-					got[j] = s.do(steps, op)
-				}
-				var shown []string
-				for _, st := range steps {
-					shown = append(shown, pubsubConnNames[st.who]+" "+showCommand(st.cmd))
-				}
-				history = append(history, fmt.Sprintf("  > %s\n    %q", strings.Join(shown, ", then "), got[0]))
-				if !slices.Equal(got[0], got[1]) {
-					t.Fatalf("op %d differs:\n%s\n    kvs: %q", op, strings.Join(lastN(history, 40), "\n"), got[1])
-				}
+			if steps == nil {
+				who, cmd := genPubsubOp(r)
+				steps = []pubsubStep{{who, cmd}}
 			}
-		})
-	}
+			var got [2][]string
+			for j, s := range sides {
+				got[j] = s.do(steps, op)
+			}
+			var shown []string
+			for _, st := range steps {
+				shown = append(shown, pubsubConnNames[st.who]+" "+showCommand(st.cmd))
+			}
+			history = append(history, fmt.Sprintf("  > %s\n    %q", strings.Join(shown, ", then "), got[0]))
+			if !slices.Equal(got[0], got[1]) {
+				t.Fatalf("op %d differs:\n%s\n    kvs: %q", op, strings.Join(lastN(history, 40), "\n"), got[1])
+			}
+		}
+	})
 }
 
 var pubsubConnNames = []string{"sub2", "sub3", "pub"}
@@ -320,4 +296,37 @@ func genPubsubOp(r *rand.Rand) (int, []string) {
 		return who, []string{"PING", "a", "b"}
 	}
 	return who, []string{"PUBSUB", "NUMPAT"}
+}
+
+// sessionModes runs f in parallel subtests, one for each mode a session
+// of several connections is compared in (memory, durable, a cluster's
+// leader), each with a redis-server and a kvs of its own and a random
+// source seeded from the test's seed.
+func sessionModes(t *testing.T, f func(t *testing.T, r *rand.Rand, ref, kvs *Node, cluster bool)) {
+	requireRedis(t)
+	requireKVS(t)
+	seed := testSeed(t)
+	modes := []struct {
+		name    string
+		opts    KVSOptions
+		cluster bool
+	}{
+		{"memory", KVSOptions{}, false},
+		{"durable", KVSOptions{Durable: true, Fsync: "always"}, false},
+		{"cluster-leader", KVSOptions{}, true},
+	}
+	for i, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			ref := startRedis(t)
+			var kvs *Node
+			if m.cluster {
+				kvs = waitLeader(t, startCluster(t, 3))
+			} else {
+				kvs = newKVS(t, "kvs", m.opts)
+				kvs.Start()
+			}
+			f(t, rand.New(rand.NewSource(seed+int64(i))), ref, kvs, m.cluster)
+		})
+	}
 }

@@ -26,49 +26,25 @@ var flagTrackingOps = flag.Int("tracking.ops", 800, "operations per mode in Test
 // Redis's prefix table); the sender's replies, and the pushes it gets
 // before them, in order.
 func TestDifferentialTracking(t *testing.T) {
-	requireRedis(t)
-	requireKVS(t)
-	seed := testSeed(t)
-	modes := []struct {
-		name    string
-		opts    KVSOptions
-		cluster bool
-	}{
-		{"memory", KVSOptions{}, false},
-		{"durable", KVSOptions{Durable: true, Fsync: "always"}, false},
-		{"cluster-leader", KVSOptions{}, true},
-	}
-	for i, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			t.Parallel()
-			ref := startRedis(t)
-			var kvs *Node
-			if m.cluster {
-				kvs = waitLeader(t, startCluster(t, 3))
-			} else {
-				kvs = newKVS(t, "kvs", m.opts)
-				kvs.Start()
+	sessionModes(t, func(t *testing.T, r *rand.Rand, ref, kvs *Node, cluster bool) {
+		sides := []*trackingSide{newTrackingSide(t, ref), newTrackingSide(t, kvs)}
+		var history []string
+		for op := range *flagTrackingOps {
+			who, cmds := genTrackingOp(r)
+			var got [2][]string
+			for j, s := range sides {
+				got[j] = s.do(who, cmds, op)
 			}
-			r := rand.New(rand.NewSource(seed + int64(i)))
-			sides := []*trackingSide{newTrackingSide(t, ref), newTrackingSide(t, kvs)}
-			var history []string
-			for op := range *flagTrackingOps {
-				who, cmds := genTrackingOp(r)
-				var got [2][]string
-				for j, s := range sides {
-					got[j] = s.do(who, cmds, op)
-				}
-				var shown []string
-				for _, c := range cmds {
-					shown = append(shown, showCommand(c))
-				}
-				history = append(history, fmt.Sprintf("  > %s: %s\n    %q", trackingConnNames[who], strings.Join(shown, ", "), got[0]))
-				if !slices.Equal(got[0], got[1]) {
-					t.Fatalf("op %d differs:\n%s\n    kvs: %q", op, strings.Join(lastN(history, 40), "\n"), got[1])
-				}
+			var shown []string
+			for _, c := range cmds {
+				shown = append(shown, showCommand(c))
 			}
-		})
-	}
+			history = append(history, fmt.Sprintf("  > %s: %s\n    %q", trackingConnNames[who], strings.Join(shown, ", "), got[0]))
+			if !slices.Equal(got[0], got[1]) {
+				t.Fatalf("op %d differs:\n%s\n    kvs: %q", op, strings.Join(lastN(history, 40), "\n"), got[1])
+			}
+		}
+	})
 }
 
 var trackingConnNames = []string{"t3", "t2", "sub", "w"}
