@@ -41,6 +41,31 @@ func noGroupReply(key, group []byte) Reply {
 	return ErrorReply("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(group) + "'")
 }
 
+// streamGroupLookup looks up key's stream and its group: g is nil when
+// either is missing or key holds another type, and e is then the answer
+// (NOGROUP, or WRONGTYPE).
+func (s *Store) streamGroupLookup(now int64, key, group []byte) (st *stream, it item, g *streamGroup, e Reply) {
+	st, it, ok, wrong := s.streamLookup(now, key)
+	if wrong {
+		return nil, it, nil, replyWrongType
+	}
+	if ok {
+		g, _ = st.group(group)
+	}
+	if g == nil {
+		return st, it, nil, noGroupReply(key, group)
+	}
+	return st, it, g, Reply{}
+}
+
+// editStreamGroup is editStream, with the group of the (possibly cloned)
+// stream.
+func (s *Store) editStreamGroup(it *item, group []byte) (*stream, *streamGroup, int64) {
+	st, before := s.editStream(it)
+	g, _ := st.group(group)
+	return st, g, before
+}
+
 // XGROUP: Args = key, subcommand, group, more (as after the key in Redis).
 func applyXGroup(s *Store, now int64, c *Command) Reply {
 	key, sub := c.Args[0], c.Args[1]
@@ -140,8 +165,7 @@ func applyXGroup(s *Store, now int64, c *Command) Reply {
 				return ErrorReply(ErrStreamID)
 			}
 		}
-		st, before := s.editStream(&it)
-		g, _ = st.group(grp)
+		st, g, before := s.editStreamGroup(&it, grp)
 		g.lastID = id
 		g.entriesRead = entriesRead
 		s.endStreamEdit(it, st, before)
@@ -162,8 +186,7 @@ func applyXGroup(s *Store, now int64, c *Command) Reply {
 		if cs, _ := g.consumer(c.Args[3]); cs != nil {
 			return replyZero
 		}
-		st, before := s.editStream(&it)
-		g, _ = st.group(grp)
+		st, g, before := s.editStreamGroup(&it, grp)
 		g.createConsumer(c.Args[3], now)
 		s.endStreamEdit(it, st, before)
 		s.notifyLocked(NotifyStream, "xgroup-createconsumer", key)
@@ -173,8 +196,7 @@ func applyXGroup(s *Store, now int64, c *Command) Reply {
 		if cs == nil {
 			return replyZero
 		}
-		st, before := s.editStream(&it)
-		g, _ = st.group(grp)
+		st, g, before := s.editStreamGroup(&it, grp)
 		cs, i := g.consumer(c.Args[3])
 		pending := int64(cs.pel.Len())
 		cs.pel.Scan(func(id streamID) bool {
@@ -435,16 +457,9 @@ func readXPending(s *Store, now int64, c *Command) Reply {
 		return ErrorReply(e)
 	}
 	justinfo, start, end, count, minidle, consumer := a.justinfo, a.start, a.end, a.count, a.minidle, a.consumer
-	st, _, ok, wrong := s.streamLookup(now, args[0])
-	if wrong {
-		return replyWrongType
-	}
-	var g *streamGroup
-	if ok {
-		g, _ = st.group(args[1])
-	}
+	_, _, g, refusal := s.streamGroupLookup(now, args[0], args[1])
 	if g == nil {
-		return noGroupReply(args[0], args[1])
+		return refusal
 	}
 	if justinfo {
 		if g.pel.Len() == 0 {
@@ -517,16 +532,9 @@ func dropNack(g *streamGroup, id streamID) {
 // [RETRYCOUNT n] [FORCE] [JUSTID] [LASTID id]
 func applyXClaim(s *Store, now int64, c *Command) Reply {
 	args := c.Args
-	st, it, ok, wrong := s.streamLookup(now, args[0])
-	if wrong {
-		return replyWrongType
-	}
-	var g *streamGroup
-	if ok {
-		g, _ = st.group(args[1])
-	}
+	st, it, g, refusal := s.streamGroupLookup(now, args[0], args[1])
 	if g == nil {
-		return noGroupReply(args[0], args[1])
+		return refusal
 	}
 	minidle, good := parseLongLong(args[3])
 	if !good {
@@ -585,8 +593,7 @@ func applyXClaim(s *Store, now int64, c *Command) Reply {
 			return ErrorReply("ERR Unrecognized XCLAIM option '" + string(opt) + "'")
 		}
 	}
-	st, before := s.editStream(&it)
-	g, _ = st.group(args[1])
+	st, g, before := s.editStreamGroup(&it, args[1])
 	if lastID.cmp(g.lastID) > 0 {
 		g.lastID = lastID
 	}
@@ -694,19 +701,11 @@ func applyXAutoClaim(s *Store, now int64, c *Command) Reply {
 		return ErrorReply(e)
 	}
 	minidle, start, count, justid := a.minidle, a.start, a.count, a.justid
-	st, it, ok, wrong := s.streamLookup(now, args[0])
-	if wrong {
-		return replyWrongType
-	}
-	var g *streamGroup
-	if ok {
-		g, _ = st.group(args[1])
-	}
+	st, it, g, refusal := s.streamGroupLookup(now, args[0], args[1])
 	if g == nil {
-		return noGroupReply(args[0], args[1])
+		return refusal
 	}
-	st, before := s.editStream(&it)
-	g, _ = st.group(args[1])
+	st, g, before := s.editStreamGroup(&it, args[1])
 	attempts := count * 10
 	var nacks []streamNack
 	g.pel.Ascend(streamNack{id: start}, func(n streamNack) bool {
