@@ -33,7 +33,7 @@ func init() {
 			parse: streamParse(fsm.OpXRevRange)},
 		{name: "xread", arity: -4, flags: r | flagBlocking | flagMovableKeys, group: "stream", level: 4,
 			parse: parseXRead},
-		{name: "xreadgroup", arity: -7, flags: w | flagBlocking | flagMovableKeys, group: "stream", level: 4,
+		{name: "xreadgroup", arity: -7, flags: wd | flagBlocking | flagMovableKeys, group: "stream", level: 4,
 			parse: parseXRead},
 		{name: "xack", arity: -4, flags: wdf, firstKey: 1, lastKey: 1, keyStep: 1, group: "stream", level: 4,
 			parse: streamParse(fsm.OpXAck)},

@@ -432,7 +432,7 @@ func TestUnauthenticatedEveryCommand(t *testing.T) {
 		// A subcommand of each container, of arity 2.
 		subs := map[string]string{"acl": "whoami", "client": "id", "cluster": "info", "config": "resetstat",
 			"function": "stats", "latency": "latest", "memory": "help", "object": "help", "pubsub": "numpat",
-			"script": "kill", "slowlog": "len"}
+			"script": "kill", "slowlog": "len", "xgroup": "help", "xinfo": "help"}
 		// A refused EXEC says so with EXECABORT.
 		abort := map[string]string{"exec": "-EXECABORT Transaction discarded because of: "}
 		refusal := func(name, text string) string {
