@@ -25,6 +25,8 @@ var dirtyRules = map[Op]func(c *Command, r Reply, written int64) int64{
 	OpZRem:      replyCount,
 	OpLRem:      replyCount,
 	OpZRemRange: replyCount,
+	OpXDel:      replyCount,
+	OpXTrim:     replyCount,
 	// HSET counts every pair, new or not; LPUSH every element pushed.
 	OpHSet:   ifWritten(func(c *Command) int64 { return int64(len(c.Args)-1) / 2 }),
 	OpLPush:  ifWritten(func(c *Command) int64 { return int64(len(c.Args) - 1) }),
