@@ -748,11 +748,21 @@ func readXRead(s *Store, now int64, c *Command) Reply {
 }
 
 // XReadLastIDs resolves XREAD's "$" IDs (its arguments after the name)
-// to the streams' last IDs at now, for a client about to block: the
-// arguments returned name them explicitly.
-func (s *Store) XReadLastIDs(now int64, args [][]byte) [][]byte {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+// to the last IDs of the streams of database db at now, for a client
+// about to block: the arguments returned name them explicitly.
+func (s *Store) XReadLastIDs(now int64, db uint16, args [][]byte) [][]byte {
+	if db == 0 {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	} else {
+		// Another database is read switched to, under the exclusive
+		// lock, as every read of one is (db.go).
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		prev := s.cur
+		s.selectLocked(db)
+		defer s.selectLocked(prev)
+	}
 	a, e := parseXRead(args, false)
 	if e != "" {
 		return args

@@ -241,7 +241,7 @@ func blockXRead(c *client, args [][]byte) (blockReq, string) {
 	if cmd.Op == fsm.OpXRead {
 		cmd.Op = fsm.OpXReadBlocked
 		if c.grp != nil && c.grp.store != nil {
-			cmd.Args = c.grp.store.XReadLastIDs(time.Now().UnixMilli(), cmd.Args)
+			cmd.Args = c.grp.store.XReadLastIDs(time.Now().UnixMilli(), c.db, cmd.Args)
 		}
 	}
 	req := blockReq{cmd: cmd, keys: fsm.XReadKeys(cmd.Op, cmd.Args), timeout: timeout, broadcast: true}

@@ -30,6 +30,10 @@ func TestDatabasesConnection(t *testing.T) {
 		{"EVAL_RO \"local a = redis.call('GET', 'k') redis.call('SELECT', 5) return {a, redis.call('GET', 'k')}\" 0", "*2\r\n$-1\r\n$4\r\nfive\r\n"},
 		{"EVAL_RO \"redis.call('SELECT', 5) local ok, v = pcall(redis.call, 'GET', 'k') return v\" 0", "$4\r\nfive\r\n"},
 		{"SELECT 5", "+OK\r\n"},
+		// XREAD's $ is the last ID of the stream in the connection's
+		// database: it blocks, where database 0 has no such stream.
+		{"XADD s 666-0 f v", "$5\r\n666-0\r\n"},
+		{"XREAD BLOCK 50 STREAMS s $", "*-1\r\n"},
 		{"RESET", "+RESET\r\n"},
 		{"GET k", "$-1\r\n"}, // RESET went back to database 0
 	}
